@@ -1,0 +1,166 @@
+//! The command-line layer: parses arguments, calls the library, prints, and picks the
+//! exit code (0 ok, 1 failure or corruption found, 2 refused or usage). Nothing below
+//! this folder prints.
+
+mod demo;
+mod journal_cmd;
+mod replay;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::event::Scope;
+use crate::journal::storage::RealDisk;
+use crate::journal::{Journal, JournalPaths};
+use crate::places;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILURE: i32 = 1;
+pub const EXIT_REFUSED: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "abcd",
+    version,
+    about = "Keeps AI coding agents' working state crash-safe and compaction-proof",
+    long_about = "abcd records every state change of a coding agent's work as an fsynced, hash-chained \
+JSONL event, and folds the journal into the files agents and people read. Crash recovery is a \
+replay; an audit is `abcd replay`.\n\nExit codes: 0 ok, 1 failure or corruption found, 2 refused or usage error."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Verify, repair or checkpoint a journal
+    #[command(subcommand)]
+    Journal(JournalCommand),
+    /// Verify a journal from genesis, print one audit line per event, and compare every
+    /// projection and checkpoint on disk with the fold
+    Replay(replay::ReplayArgs),
+    /// Show the journal at work in a temporary folder: appends, a torn tail, corruption,
+    /// a repair and a replay
+    Demo,
+}
+
+#[derive(Subcommand, Debug)]
+enum JournalCommand {
+    /// Check the hash chain from genesis and the head anchor (fast; no folding).
+    /// Exit 0 when it verifies (an unacknowledged torn tail is allowed), 1 when it is
+    /// corrupt, cut short, rolled back or replaced.
+    Verify(JournalArgs),
+    /// Move a corrupt or torn part of the journal to quarantine/ and continue the chain
+    /// with a `journal.repaired` event; or accept a journal that disagrees with its head
+    /// anchor. Nothing is deleted without a copy.
+    Repair(JournalArgs),
+    /// Write a checkpoint of the folded state now (checkpoints are caches: deleting them
+    /// changes only speed)
+    Checkpoint(JournalArgs),
+}
+
+/// Which journal: the working copy's (default), the repository's, the machine's, or a path.
+#[derive(Args, Debug, Clone)]
+pub struct JournalChoice {
+    /// A journal file anywhere
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["repo", "machine"])]
+    journal: Option<PathBuf>,
+    /// The repository journal in the home store (away mode)
+    #[arg(long, conflicts_with = "machine")]
+    repo: bool,
+    /// The machine journal in the home store (runs)
+    #[arg(long)]
+    machine: bool,
+}
+
+#[derive(Args, Debug)]
+struct JournalArgs {
+    #[command(flatten)]
+    choice: JournalChoice,
+    /// Print newline-delimited JSON for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+impl JournalChoice {
+    /// The journal's paths, and the scope it would be created with.
+    fn resolve(&self) -> anyhow::Result<(JournalPaths, Option<Scope>)> {
+        if let Some(path) = &self.journal {
+            return Ok((JournalPaths::beside(path), None));
+        }
+        let cwd = std::env::current_dir()?;
+        let (paths, scope) = if self.machine {
+            places::machine_journal()?
+        } else if self.repo {
+            places::repository_journal(&cwd)?
+        } else {
+            places::working_copy_journal(&cwd)?
+        };
+        Ok((paths, Some(scope)))
+    }
+
+    fn open(&self) -> anyhow::Result<Journal> {
+        let (paths, _) = self.resolve()?;
+        Ok(places::open_journal(RealDisk::shared(), paths)?)
+    }
+}
+
+/// Runs the CLI and returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_REFUSED } else { EXIT_OK };
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("abcd: {e:#}");
+            exit_code_for(&e)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Journal(JournalCommand::Verify(a)) => journal_cmd::verify(&a.choice, a.json),
+        Command::Journal(JournalCommand::Repair(a)) => journal_cmd::repair(&a.choice, a.json),
+        Command::Journal(JournalCommand::Checkpoint(a)) => journal_cmd::checkpoint(&a.choice, a.json),
+        Command::Replay(a) => replay::run(&a),
+        Command::Demo => demo::run(),
+    }
+}
+
+/// Refusals (the user can fix the input) exit 2; everything else 1.
+fn exit_code_for(e: &anyhow::Error) -> i32 {
+    use crate::journal::append::JournalError as J;
+    for cause in e.chain() {
+        if cause.downcast_ref::<places::PlaceError>().is_some() {
+            return EXIT_REFUSED;
+        }
+        if let Some(j) = cause.downcast_ref::<J>() {
+            return match j {
+                J::Missing { .. }
+                | J::Untrusted { .. }
+                | J::Lock(_)
+                | J::TooLarge { .. }
+                | J::Corrupt { .. }
+                | J::AnchorMismatch { .. }
+                | J::Poisoned { .. }
+                | J::Encode(_)
+                | J::BatchTooLarge => EXIT_REFUSED,
+                J::NotAJournal { .. } => EXIT_FAILURE,
+                J::Io { source, .. } if source.kind() == std::io::ErrorKind::IsADirectory => EXIT_REFUSED,
+                J::Io { .. } | J::SyncFailed { .. } => EXIT_FAILURE,
+            };
+        }
+        if cause.downcast_ref::<crate::journal::repair::RepairError>().is_some() {
+            return EXIT_REFUSED;
+        }
+    }
+    EXIT_FAILURE
+}

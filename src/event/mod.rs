@@ -1,0 +1,146 @@
+//! The event kinds of format v1 and the typed `data` of each kind this build folds.
+//! The journal carries `data` as JSON; these types are how the folds read it. A kind
+//! not in `V1_KINDS` was written by a newer abcd: verified, kept, and skipped by folds.
+
+use serde::{Deserialize, Serialize};
+
+pub const JOURNAL_OPENED: &str = "journal.opened";
+pub const JOURNAL_REPAIRED: &str = "journal.repaired";
+
+/// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
+pub const V1_KINDS: &[&str] = &[
+    JOURNAL_OPENED,
+    JOURNAL_REPAIRED,
+    "checklist.item_added",
+    "checklist.item_changed",
+    "checklist.write_refused",
+    "session.started",
+    "session.judged",
+    "compaction.recorded",
+    "branch.created",
+    "away.set",
+    "away.queued",
+    "away.stop_recorded",
+    "away.handed_back",
+    "away.ended",
+    "decision.recorded",
+    "run.started",
+    "run.driver_claimed",
+    "run.halted",
+    "run.lifted",
+    "run.finished",
+    "launch.intended",
+    "launch.started",
+    "launch.exited",
+    "receipt.collected",
+    "work.saved_aside",
+];
+
+pub fn is_v1_kind(kind: &str) -> bool {
+    V1_KINDS.contains(&kind)
+}
+
+/// What a journal is the journal of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Scope {
+    /// One working copy, named by its root folder.
+    WorkingCopy { root: String },
+    /// A repository, named by its first root commit.
+    Repository { root_commit: String },
+    /// This machine's index of runs.
+    Machine,
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::WorkingCopy { root } => write!(f, "working copy {root}"),
+            Scope::Repository { root_commit } => write!(f, "repository {root_commit}"),
+            Scope::Machine => f.write_str("machine"),
+        }
+    }
+}
+
+/// `data` of `journal.opened`, event 0.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalOpened {
+    /// 32 lowercase hex characters from the OS's random source.
+    pub journal_id: String,
+    pub scope: Scope,
+}
+
+/// Why `abcd journal repair` continued the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepairCause {
+    /// Lines from the first bad one to the end were moved to quarantine.
+    Corruption,
+    /// The journal was behind or unlike its head anchor and a person accepted it as is.
+    AnchorMismatch,
+}
+
+/// `data` of `journal.repaired`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalRepaired {
+    pub cause: RepairCause,
+    /// The byte range moved out of the journal (`from == to` when nothing was moved).
+    pub from_offset: u64,
+    pub to_offset: u64,
+    /// Newline-terminated lines in the moved range (a last line without one counts too).
+    pub lines: u64,
+    /// The quarantine file's name, and the BLAKE3 of its bytes, when bytes were moved.
+    pub quarantine_file: Option<String>,
+    pub quarantine_blake3: Option<String>,
+    /// For `anchor_mismatch`: what the anchor said.
+    pub anchor_seq: Option<u64>,
+    pub anchor_hash: Option<String>,
+    /// What the verifier reported at the first bad place.
+    pub problem: String,
+}
+
+/// The typed view of an event this build understands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Known {
+    Opened(JournalOpened),
+    Repaired(JournalRepaired),
+    /// A v1 kind that no fold of this build reads yet.
+    Unfolded,
+}
+
+/// Why an event's data cannot be read as its kind says.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("kind `{0}` is not a v1 kind (written by a newer abcd?)")]
+    UnknownKind(String),
+    #[error("data of `{kind}` does not match its schema: {reason}")]
+    BadData { kind: String, reason: String },
+}
+
+pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError> {
+    fn typed<T: for<'de> Deserialize<'de>>(kind: &str, data: &serde_json::Value) -> Result<T, DecodeError> {
+        T::deserialize(data).map_err(|e| DecodeError::BadData { kind: kind.to_string(), reason: e.to_string() })
+    }
+    match kind {
+        JOURNAL_OPENED => {
+            let opened: JournalOpened = typed(kind, data)?;
+            if opened.journal_id.len() != 32 || !opened.journal_id.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+                return Err(DecodeError::BadData { kind: kind.into(), reason: "journal_id is not 32 lowercase hex".into() });
+            }
+            Ok(Known::Opened(opened))
+        }
+        JOURNAL_REPAIRED => Ok(Known::Repaired(typed(kind, data)?)),
+        k if is_v1_kind(k) => Ok(Known::Unfolded),
+        k => Err(DecodeError::UnknownKind(k.to_string())),
+    }
+}
+
+/// A fresh journal id: 16 bytes from the OS's random source, as hex.
+pub fn new_journal_id() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

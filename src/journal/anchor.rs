@@ -1,0 +1,150 @@
+//! The head anchor: after each acknowledged append, the head's seq, offset and hash are
+//! also kept in the home store, keyed by the journal id, so a journal that was cut short,
+//! rolled back or replaced is named instead of silently accepted. One fixed-width record
+//! per journal, rewritten in place under the journal lock; a cache, never synced: a
+//! stale anchor only says less, and a torn one fails its check and counts as absent.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::format::Hash;
+use super::scan::Head;
+use super::storage::Storage;
+
+const RECORD_TAG: &str = "abcd-anchor/v1";
+/// `tag seq offset end hash check\n` with fixed-width numbers.
+const RECORD_BYTES: usize = RECORD_TAG.len() + 1 + 20 + 1 + 20 + 1 + 20 + 1 + 64 + 1 + 16 + 1;
+const CHECK_CONTEXT: &str = "abcd anchor v1 record check";
+/// A path-index record (journal id and path) is at most this long.
+const PATH_RECORD_MAX_BYTES: u64 = 8 * 1024;
+
+/// The anchors of one home store.
+#[derive(Clone, Debug)]
+pub struct AnchorStore {
+    dir: PathBuf,
+}
+
+/// What the home store remembers about a journal's head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Anchor {
+    pub seq: u64,
+    pub offset: u64,
+    pub end: u64,
+    pub hash: Hash,
+}
+
+impl From<Head> for Anchor {
+    fn from(h: Head) -> Anchor {
+        Anchor { seq: h.seq, offset: h.offset, end: h.end, hash: h.hash }
+    }
+}
+
+impl AnchorStore {
+    pub fn new(home: &Path) -> AnchorStore {
+        AnchorStore { dir: home.join("anchors") }
+    }
+
+    fn record_path(&self, journal_id: &str) -> PathBuf {
+        self.dir.join(format!("{journal_id}.anchor"))
+    }
+
+    fn path_index(&self, journal_path: &Path) -> PathBuf {
+        let key = blake3::hash(journal_path.as_os_str().as_encoded_bytes()).to_hex();
+        self.dir.join("paths").join(&key[..32])
+    }
+
+    /// Reads the anchor; `Ok(None)` when absent or unreadable as a record.
+    pub fn load(&self, storage: &dyn Storage, journal_id: &str) -> io::Result<Option<Anchor>> {
+        if !id_is_safe(journal_id) {
+            return Ok(None);
+        }
+        let path = self.record_path(journal_id);
+        if !super::safety::home_file_ok(storage, &path)? {
+            return Ok(None);
+        }
+        let bytes = super::storage::read_small(storage, &path, RECORD_BYTES as u64)?;
+        Ok(decode_record(&bytes))
+    }
+
+    /// Overwrites the anchor in place. Called with the journal lock held, so anchors of
+    /// one journal are written in append order.
+    pub fn store(&self, storage: &dyn Storage, journal_id: &str, anchor: Anchor) -> io::Result<()> {
+        if !id_is_safe(journal_id) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "journal id is not a safe file name"));
+        }
+        storage.create_dir_all(&self.dir, 0o700)?;
+        let f = storage.open_or_create(&self.record_path(journal_id))?;
+        f.write_at(encode_record(anchor).as_bytes(), 0)
+    }
+
+    /// The journal id first recorded for a journal path, if any.
+    pub fn id_at_path(&self, storage: &dyn Storage, journal_path: &Path) -> io::Result<Option<String>> {
+        let path = self.path_index(journal_path);
+        if !super::safety::home_file_ok(storage, &path)? {
+            return Ok(None);
+        }
+        let bytes = super::storage::read_small(storage, &path, PATH_RECORD_MAX_BYTES)?;
+        let text = String::from_utf8_lossy(&bytes);
+        Ok(text.lines().next().map(str::to_owned).filter(|id| id_is_safe(id)))
+    }
+
+    /// Records which journal lives at a path: written at creation, and by repair when a
+    /// person accepts a replaced journal.
+    pub fn set_id_at_path(&self, storage: &dyn Storage, journal_path: &Path, journal_id: &str) -> io::Result<()> {
+        let path = self.path_index(journal_path);
+        storage.create_dir_all(path.parent().expect("index has a folder"), 0o700)?;
+        let record = format!("{journal_id}\n{}\n", journal_path.display());
+        super::storage::write_atomic(storage, &path, record.as_bytes(), false)
+    }
+}
+
+/// Journal ids are hex; anything else never becomes part of a path.
+fn id_is_safe(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
+fn encode_record(a: Anchor) -> String {
+    let body = format!("{RECORD_TAG} {:020} {:020} {:020} {}", a.seq, a.offset, a.end, a.hash);
+    let check = blake3::Hasher::new_derive_key(CHECK_CONTEXT).update(body.as_bytes()).finalize().to_hex();
+    let record = format!("{body} {}\n", &check[..16]);
+    debug_assert_eq!(record.len(), RECORD_BYTES);
+    record
+}
+
+fn decode_record(bytes: &[u8]) -> Option<Anchor> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let text = text.strip_suffix('\n')?;
+    let (body, check) = text.rsplit_once(' ')?;
+    let want = blake3::Hasher::new_derive_key(CHECK_CONTEXT).update(body.as_bytes()).finalize().to_hex();
+    if check != &want[..16] {
+        return None;
+    }
+    let mut parts = body.split(' ');
+    if parts.next()? != RECORD_TAG {
+        return None;
+    }
+    let seq = parts.next()?.parse().ok()?;
+    let offset = parts.next()?.parse().ok()?;
+    let end = parts.next()?.parse().ok()?;
+    let hash = Hash::from_hex(parts.next()?.as_bytes())?;
+    Some(Anchor { seq, offset, end, hash })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_a_torn_record_reads_as_absent() {
+        let a = Anchor { seq: 41, offset: 1000, end: 1300, hash: Hash([7; 32]) };
+        let rec = encode_record(a);
+        assert_eq!(rec.len(), RECORD_BYTES);
+        assert_eq!(decode_record(rec.as_bytes()), Some(a));
+        for cut in 0..rec.len() {
+            assert_eq!(decode_record(&rec.as_bytes()[..cut]), None);
+        }
+        let mut flipped = rec.into_bytes();
+        flipped[20] ^= 1;
+        assert_eq!(decode_record(&flipped), None);
+    }
+}

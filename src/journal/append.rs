@@ -1,0 +1,488 @@
+//! Durable appends. One batch of events becomes one `write` of whole lines and one
+//! `fdatasync`, under the writer lock, after the tail was read and checked:
+//!
+//! lock → open → fdatasync (so nothing chains onto bytes a crashed predecessor left
+//! unsynced) → read the tail → check the head anchor → quarantine a torn tail → write →
+//! fdatasync → store the anchor → unlock. Success is reported only after the sync returned.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::anchor::{Anchor, AnchorStore};
+use super::format::{self, EncodeError, Hash, MAX_LINE_BYTES, NewEvent};
+use super::lock::{JournalLock, LOCK_WAIT, LockError};
+use super::safety;
+use super::scan::{self, Corruption, Head, MAX_BATCH_BYTES, Tail, TornTail};
+use super::storage::{SharedStorage, StorageFile};
+use crate::event::{self, JournalOpened, Known, Scope};
+
+/// The largest journal abcd appends to; past it, appends are refused.
+pub const MAX_JOURNAL_BYTES: u64 = 8 << 30;
+/// Events in one batch at most (a group commit splits larger queues).
+pub const MAX_BATCH_EVENTS: usize = 1024;
+/// Genesis lines are small; the first read looks at this many bytes.
+const GENESIS_FIRST_READ_BYTES: usize = 4096;
+
+/// Where a journal and its companions live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalPaths {
+    pub journal: PathBuf,
+    /// The writer lock; never removed.
+    pub lock: PathBuf,
+    pub quarantine: PathBuf,
+    pub checkpoints: PathBuf,
+}
+
+impl JournalPaths {
+    /// Companions beside the journal: `<name>.lock`, `quarantine/`, `checkpoints/`.
+    pub fn beside(journal: &Path) -> JournalPaths {
+        let dir = journal.parent().unwrap_or(Path::new("."));
+        let name = journal.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "journal".into());
+        JournalPaths {
+            journal: journal.to_owned(),
+            lock: dir.join(format!("{name}.lock")),
+            quarantine: dir.join("quarantine"),
+            checkpoints: dir.join("checkpoints"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.journal.parent().unwrap_or(Path::new("."))
+    }
+}
+
+/// One acknowledged event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    pub seq: u64,
+    pub hash: Hash,
+    pub offset: u64,
+    pub end: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("{what} {} failed: {source}", path.display())]
+    Io { what: &'static str, path: PathBuf, source: io::Error },
+    #[error(
+        "fdatasync of {} failed ({source}); the append was not acknowledged and this process will append nothing more to this journal; the next abcd process re-checks its tail",
+        path.display()
+    )]
+    SyncFailed { path: PathBuf, source: io::Error },
+    #[error("refusing to append to {}: an earlier write or sync failed in this process (run the command again in a new process)", path.display())]
+    Poisoned { path: PathBuf },
+    #[error(
+        "refusing to append to {}: corruption at seq {} (byte offset {}): {}; run `abcd journal repair` to move the damaged part to quarantine and continue",
+        path.display(), corruption.seq, corruption.offset, corruption.problem
+    )]
+    Corrupt { path: PathBuf, corruption: Corruption },
+    #[error(
+        "refusing to append to {}: {detail}; run `abcd journal verify` to see it, and `abcd journal repair` to accept the journal as it is",
+        path.display()
+    )]
+    AnchorMismatch { path: PathBuf, detail: String },
+    #[error("no journal at {}", path.display())]
+    Missing { path: PathBuf },
+    #[error("refusing to use {}: {reason}", path.display())]
+    Untrusted { path: PathBuf, reason: &'static str },
+    #[error("{} is not an abcd journal: {reason}", path.display())]
+    NotAJournal { path: PathBuf, reason: String },
+    #[error("refusing to append to {}: the journal is over its {MAX_JOURNAL_BYTES}-byte cap", path.display())]
+    TooLarge { path: PathBuf },
+    #[error("the event cannot be written: {0}")]
+    Encode(#[from] EncodeError),
+    #[error("a batch holds at most {MAX_BATCH_EVENTS} events and {MAX_BATCH_BYTES} bytes")]
+    BatchTooLarge,
+}
+
+impl JournalError {
+    fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> JournalError + 'p {
+        move |source| JournalError::Io { what, path: path.to_owned(), source }
+    }
+}
+
+/// Journals this process must not append to again (a failed sync cannot be retried
+/// safely: the kernel may have dropped the dirty pages and cleared the error).
+static POISONED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+fn is_poisoned(path: &Path) -> bool {
+    POISONED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|s| s.contains(path))
+}
+
+fn poison(path: &Path) {
+    POISONED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashSet::new).insert(path.to_owned());
+}
+
+/// What the journal's first line says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Genesis {
+    pub journal_id: String,
+    pub scope: Scope,
+    pub head: Head,
+}
+
+/// A handle for appending to one journal. Cheap to create; holds no file open.
+pub struct Journal {
+    storage: SharedStorage,
+    paths: JournalPaths,
+    anchors: Option<AnchorStore>,
+    lock_wait: Duration,
+    /// The tail this handle last acknowledged, to skip re-reading it when unchanged.
+    known_tail: Mutex<Option<(Head, String)>>,
+}
+
+/// What an append found and did under the lock, besides the events themselves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AppendNotes {
+    /// A torn tail moved to quarantine before this append.
+    pub torn_quarantined: Option<(TornTail, PathBuf)>,
+    /// The journal was created by this append.
+    pub created: bool,
+}
+
+impl Journal {
+    pub fn new(storage: SharedStorage, paths: JournalPaths, anchors: Option<AnchorStore>) -> Journal {
+        Journal { storage, paths, anchors, lock_wait: LOCK_WAIT, known_tail: Mutex::new(None) }
+    }
+
+    pub fn with_lock_wait(mut self, wait: Duration) -> Journal {
+        self.lock_wait = wait;
+        self
+    }
+
+    pub fn paths(&self) -> &JournalPaths {
+        &self.paths
+    }
+
+    pub fn storage(&self) -> &SharedStorage {
+        &self.storage
+    }
+
+    pub fn anchors(&self) -> Option<&AnchorStore> {
+        self.anchors.as_ref()
+    }
+
+    /// Appends `events` as one durable batch. With `create`, a missing or empty journal
+    /// is created with that scope first.
+    pub fn append_batch(&self, events: &[NewEvent], create: Option<&Scope>) -> Result<(Vec<Appended>, AppendNotes), JournalError> {
+        if events.is_empty() || events.len() > MAX_BATCH_EVENTS {
+            return Err(JournalError::BatchTooLarge);
+        }
+        let _lock = self.lock()?;
+        let mut notes = AppendNotes::default();
+        let (file, head, journal_id) = self.open_for_append(create, &mut notes)?;
+        let appended = self.append_locked(file.as_ref(), head, &journal_id, events)?;
+        Ok((appended, notes))
+    }
+
+    /// Appends one event.
+    pub fn append(&self, event: NewEvent, create: Option<&Scope>) -> Result<Appended, JournalError> {
+        Ok(self.append_batch(std::slice::from_ref(&event), create)?.0[0])
+    }
+
+    pub(crate) fn lock(&self) -> Result<JournalLock, JournalError> {
+        if is_poisoned(&self.paths.journal) {
+            return Err(JournalError::Poisoned { path: self.paths.journal.clone() });
+        }
+        let dir = self.paths.dir();
+        self.storage.create_dir_all(dir, 0o700).map_err(JournalError::io("creating the folder", dir))?;
+        Ok(JournalLock::acquire(&self.paths.lock, self.lock_wait)?)
+    }
+
+    /// With the lock held: opens (or creates) the journal, makes its tail safe to chain
+    /// onto, and returns the file, its head and its id.
+    pub(crate) fn open_for_append(
+        &self,
+        create: Option<&Scope>,
+        notes: &mut AppendNotes,
+    ) -> Result<(Box<dyn StorageFile>, Head, String), JournalError> {
+        let path = &self.paths.journal;
+        match self.storage.facts(path).map_err(JournalError::io("inspecting", path))? {
+            None => {}
+            Some(f) if f.is_file && f.len == 0 && !f.is_symlink => {}
+            Some(f) => {
+                if let Some(reason) = safety::untrusted_reason(&f) {
+                    return Err(JournalError::Untrusted { path: path.clone(), reason });
+                }
+                if f.len > MAX_JOURNAL_BYTES {
+                    return Err(JournalError::TooLarge { path: path.clone() });
+                }
+                let file = self.storage.open_rw(path).map_err(JournalError::io("opening", path))?;
+                let (head, id) = self.safe_tail(file.as_ref(), notes)?;
+                return Ok((file, head, id));
+            }
+        }
+        let Some(scope) = create else {
+            return Err(JournalError::Missing { path: path.clone() });
+        };
+        self.create(scope)?;
+        notes.created = true;
+        let file = self.storage.open_rw(path).map_err(JournalError::io("opening", path))?;
+        let genesis = read_genesis(file.as_ref(), path)?;
+        Ok((file, genesis.head, genesis.journal_id))
+    }
+
+    fn safe_tail(&self, file: &dyn StorageFile, notes: &mut AppendNotes) -> Result<(Head, String), JournalError> {
+        let path = &self.paths.journal;
+        let known = self.unchanged_since_last_append(file)?;
+        // Sync before reading: bytes a crashed writer left in the page cache are made
+        // durable (or the failure is seen) before anything is chained onto them. When the
+        // file still ends with this handle's own synced line, there are no such bytes.
+        if known.is_none()
+            && let Err(source) = file.sync_data()
+        {
+            poison(path);
+            return Err(JournalError::SyncFailed { path: path.clone(), source });
+        }
+        let (head, torn) = match scan::read_tail(file).map_err(JournalError::io("reading the tail of", path))? {
+            Tail::Empty => unreachable!("an empty journal is created, not opened"),
+            Tail::Corrupt(corruption) => return Err(JournalError::Corrupt { path: path.clone(), corruption }),
+            Tail::Good { head, torn } => (head, torn),
+        };
+        let journal_id = match known {
+            Some((known_head, id)) if known_head == head => id,
+            _ => {
+                let genesis = read_genesis(file, path)?;
+                self.check_anchor(file, &genesis.journal_id, head)?;
+                genesis.journal_id
+            }
+        };
+        if let Some(torn) = torn {
+            let moved = quarantine_range(&*self.storage, file, &self.paths, "torn", head.seq + 1, torn.offset, torn.len)?;
+            truncate_durably(file, path, torn.offset)?;
+            notes.torn_quarantined = Some((torn, moved.path));
+        }
+        Ok((head, journal_id))
+    }
+
+    /// The ordinary case for a long-lived handle: the file ends exactly where this handle's
+    /// last acknowledged (so synced) line ended, with that line's hash.
+    fn unchanged_since_last_append(&self, file: &dyn StorageFile) -> Result<Option<(Head, String)>, JournalError> {
+        let known = self.known_tail.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some((head, id)) = known else { return Ok(None) };
+        let path = &self.paths.journal;
+        let len = file.len().map_err(JournalError::io("inspecting", path))?;
+        if len != head.end || head.end - head.offset < format::HASH_SUFFIX_LEN as u64 + 1 {
+            return Ok(None);
+        }
+        let mut suffix = [0u8; format::HASH_SUFFIX_LEN + 1];
+        let at = head.end - suffix.len() as u64;
+        file.read_at(&mut suffix, at).map_err(JournalError::io("reading", path))?;
+        let line_end = &suffix[..suffix.len() - 1];
+        let mut framed = Vec::with_capacity(line_end.len() + 1);
+        framed.push(b'{');
+        framed.extend_from_slice(line_end);
+        Ok((format::claimed_hash(&framed) == Some(head.hash) && suffix[suffix.len() - 1] == b'\n').then_some((head, id)))
+    }
+
+    fn check_anchor(&self, file: &dyn StorageFile, journal_id: &str, head: Head) -> Result<(), JournalError> {
+        let Some(anchors) = &self.anchors else { return Ok(()) };
+        let path = &self.paths.journal;
+        let anchor = anchors.load(&*self.storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?;
+        match anchor_disagreement(file, anchor, head).map_err(JournalError::io("reading", path))? {
+            None => Ok(()),
+            Some(detail) => Err(JournalError::AnchorMismatch { path: path.clone(), detail }),
+        }
+    }
+
+    /// With the lock held and the tail made safe: writes the batch and syncs it.
+    pub(crate) fn append_locked(
+        &self,
+        file: &dyn StorageFile,
+        head: Head,
+        journal_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<Appended>, JournalError> {
+        let path = &self.paths.journal;
+        let time = format::now_ms();
+        let mut buf = Vec::new();
+        let mut appended = Vec::with_capacity(events.len());
+        let (mut seq, mut prev, mut offset) = (head.seq, head.hash, head.end);
+        for event in events {
+            seq += 1;
+            let (line, hash) = format::encode_line(seq, time, event, &prev)?;
+            let end = offset + line.len() as u64;
+            appended.push(Appended { seq, hash, offset, end });
+            buf.extend_from_slice(&line);
+            (prev, offset) = (hash, end);
+        }
+        if buf.len() > MAX_BATCH_BYTES {
+            return Err(JournalError::BatchTooLarge);
+        }
+        if let Err(source) = file.append(&buf) {
+            // Part of the batch may be in the file; the next appender sees it as a torn
+            // tail. This process cannot know what reached the disk, so it stops here.
+            poison(path);
+            return Err(JournalError::Io { what: "writing to", path: path.clone(), source });
+        }
+        if let Err(source) = file.sync_data() {
+            poison(path);
+            *self.known_tail.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            return Err(JournalError::SyncFailed { path: path.clone(), source });
+        }
+        let last = *appended.last().expect("a batch is never empty");
+        let new_head = Head { seq: last.seq, hash: last.hash, offset: last.offset, end: last.end };
+        debug_assert_eq!(new_head.seq, head.seq + events.len() as u64);
+        if let Some(anchors) = &self.anchors {
+            // The anchor is a cache of an already durable fact; failing to refresh it only
+            // weakens rollback detection, so it never fails an acknowledged append.
+            let _ = anchors.store(&*self.storage, journal_id, Anchor::from(new_head));
+        }
+        *self.known_tail.lock().unwrap_or_else(|e| e.into_inner()) = Some((new_head, journal_id.to_owned()));
+        Ok(appended)
+    }
+
+    /// Creates the journal with its genesis in place: a temp file synced, renamed over the
+    /// name, and the folder synced. No reader ever sees a journal without a whole genesis.
+    fn create(&self, scope: &Scope) -> Result<(), JournalError> {
+        let path = &self.paths.journal;
+        let journal_id = event::new_journal_id().map_err(JournalError::io("reading random bytes for", path))?;
+        let opened = JournalOpened { journal_id: journal_id.clone(), scope: scope.clone() };
+        let genesis = NewEvent {
+            kind: event::JOURNAL_OPENED.into(),
+            actor: format::Actor::this_process(None),
+            data: serde_json::to_value(&opened).expect("plain data serializes"),
+        };
+        let (line, hash) = format::encode_line(0, format::now_ms(), &genesis, &Hash::genesis_prev())?;
+        super::storage::write_atomic(&*self.storage, path, &line, true).map_err(JournalError::io("creating", path))?;
+        if let Some(anchors) = &self.anchors {
+            let head = Head { seq: 0, hash, offset: 0, end: line.len() as u64 };
+            let _ = anchors.store(&*self.storage, &journal_id, Anchor::from(head));
+            if anchors.id_at_path(&*self.storage, path).ok().flatten().is_none() {
+                let _ = anchors.set_id_at_path(&*self.storage, path, &journal_id);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads and checks event 0.
+pub fn read_genesis(file: &dyn StorageFile, path: &Path) -> Result<Genesis, JournalError> {
+    let not_journal = |reason: String| JournalError::NotAJournal { path: path.to_owned(), reason };
+    let len = file.len().map_err(JournalError::io("inspecting", path))?;
+    let mut want = GENESIS_FIRST_READ_BYTES;
+    loop {
+        let take = (want as u64).min(len) as usize;
+        let mut buf = vec![0u8; take];
+        let n = file.read_at(&mut buf, 0).map_err(JournalError::io("reading", path))?;
+        buf.truncate(n);
+        let Some(nl) = memchr::memchr(b'\n', &buf) else {
+            if take as u64 == len || want >= MAX_LINE_BYTES {
+                return Err(not_journal("its first line is not a complete event".into()));
+            }
+            want = MAX_LINE_BYTES;
+            continue;
+        };
+        let line = &buf[..=nl];
+        let event = format::verify_line(line).map_err(|f| not_journal(format!("its first line does not verify: {f}")))?;
+        if event.seq != 0 || event.prev != Hash::genesis_prev() {
+            return Err(not_journal("its first line is not a genesis event".into()));
+        }
+        let Ok(Known::Opened(opened)) = event::decode(&event.kind, &event.data) else {
+            return Err(not_journal("its genesis does not name a journal id and scope".into()));
+        };
+        let head = Head { seq: 0, hash: event.hash, offset: 0, end: line.len() as u64 };
+        return Ok(Genesis { journal_id: opened.journal_id, scope: opened.scope, head });
+    }
+}
+
+/// Compares the journal with its head anchor; a description of the disagreement, if any.
+pub fn anchor_disagreement(file: &dyn StorageFile, anchor: Option<Anchor>, head: Head) -> io::Result<Option<String>> {
+    let Some(a) = anchor else { return Ok(None) };
+    if a.seq > head.seq {
+        return Ok(Some(format!(
+            "the journal ends at seq {} but its head anchor in the home store says seq {} (hash {}) was acknowledged: it was cut short or rolled back",
+            head.seq, a.seq, a.hash
+        )));
+    }
+    if a.seq == head.seq {
+        return Ok((a.hash != head.hash).then(|| {
+            format!("seq {} has hash {} but its head anchor says {}: the journal was replaced or rewritten", a.seq, head.hash, a.hash)
+        }));
+    }
+    let len = file.len()?;
+    let line_ok = a.end > a.offset && a.end - a.offset <= MAX_LINE_BYTES as u64 && a.end <= len && {
+        let mut buf = vec![0u8; (a.end - a.offset) as usize];
+        file.read_at(&mut buf, a.offset)? == buf.len() && format::verify_line(&buf).is_ok_and(|e| e.seq == a.seq && e.hash == a.hash)
+    };
+    Ok((!line_ok).then(|| {
+        format!(
+            "the head anchor says seq {} (hash {}) at byte {}, and the journal holds no such line there: it was replaced or rewritten",
+            a.seq, a.hash, a.offset
+        )
+    }))
+}
+
+/// A range of the journal copied aside.
+pub struct Quarantined {
+    pub path: PathBuf,
+    pub blake3: String,
+    pub lines: u64,
+}
+
+/// Copies `[offset, offset+len)` to `quarantine/<label>-<seq>-<time>.bin`, synced, before
+/// anything truncates it: nothing is ever deleted without a copy.
+pub fn quarantine_range(
+    storage: &dyn super::storage::Storage,
+    file: &dyn StorageFile,
+    paths: &JournalPaths,
+    label: &str,
+    seq: u64,
+    offset: u64,
+    len: u64,
+) -> Result<Quarantined, JournalError> {
+    let journal = &paths.journal;
+    let qdir = &paths.quarantine;
+    storage.create_dir_all(qdir, 0o700).map_err(JournalError::io("creating", qdir))?;
+    let stamp = format::now_ms().strftime("%Y%m%dT%H%M%S%3fZ").to_string();
+    let mut attempt = 0u32;
+    let (qpath, qfile) = loop {
+        let name = if attempt == 0 { format!("{label}-{seq}-{stamp}.bin") } else { format!("{label}-{seq}-{stamp}-{attempt}.bin") };
+        let qpath = qdir.join(name);
+        match storage.create_new(&qpath) {
+            Ok(f) => break (qpath, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            Err(e) => return Err(JournalError::Io { what: "creating", path: qpath, source: e }),
+        }
+    };
+    let mut hasher = blake3::Hasher::new();
+    let mut lines = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut done = 0u64;
+    while done < len {
+        let want = ((len - done) as usize).min(buf.len());
+        let n = file.read_at(&mut buf[..want], offset + done).map_err(JournalError::io("reading", journal))?;
+        if n == 0 {
+            break;
+        }
+        qfile.write_at(&buf[..n], done).map_err(JournalError::io("writing", &qpath))?;
+        hasher.update(&buf[..n]);
+        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        done += n as u64;
+    }
+    assert_eq!(done, len, "the range to quarantine lies inside the file");
+    if len > 0 && {
+        let mut last = [0u8; 1];
+        file.read_at(&mut last, offset + len - 1).map_err(JournalError::io("reading", journal))?;
+        last[0] != b'\n'
+    } {
+        lines += 1;
+    }
+    qfile.sync_data().map_err(|source| JournalError::SyncFailed { path: qpath.clone(), source })?;
+    storage.sync_dir(qdir).map_err(|source| JournalError::SyncFailed { path: qdir.clone(), source })?;
+    Ok(Quarantined { path: qpath, blake3: hasher.finalize().to_hex().to_string(), lines })
+}
+
+/// Cuts the journal at `len` and syncs the cut.
+pub fn truncate_durably(file: &dyn StorageFile, path: &Path, len: u64) -> Result<(), JournalError> {
+    file.set_len(len).map_err(JournalError::io("truncating", path))?;
+    file.sync_data().map_err(|source| {
+        poison(path);
+        JournalError::SyncFailed { path: path.to_owned(), source }
+    })
+}

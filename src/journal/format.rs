@@ -1,0 +1,450 @@
+//! The byte layout of one journal line and the hash rule (normative text:
+//! `journal-format/SPEC.md`). Encoding and verification of a single line live here;
+//! everything about sequences of lines lives in `scan`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The format version every v1 line carries in its `v` field.
+pub const FORMAT_VERSION: u32 = 1;
+/// A line, including its terminating `\n`, is at most this many bytes.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+/// A `kind` is at most this many bytes (dotted lowercase words).
+pub const MAX_KIND_BYTES: usize = 64;
+/// Hex characters in a BLAKE3-256 hash.
+pub const HASH_HEX_LEN: usize = 64;
+/// Every line ends with `,"hash":"<64 lowercase hex>"}` and then `\n`.
+const HASH_SUFFIX_HEAD: &[u8] = b",\"hash\":\"";
+const HASH_SUFFIX_TAIL: &[u8] = b"\"}";
+/// Length of `,"hash":"<64 hex>"}` (the newline not included).
+pub const HASH_SUFFIX_LEN: usize = HASH_SUFFIX_HEAD.len() + HASH_HEX_LEN + HASH_SUFFIX_TAIL.len();
+/// BLAKE3 `derive_key` context for event hashes: domain separation, so no other BLAKE3
+/// use (checkpoints, quarantine digests) can produce a value that passes as a line hash.
+pub const EVENT_HASH_CONTEXT: &str = "abcd journal v1 event hash";
+/// BLAKE3 `derive_key` context whose hash of the empty input is the genesis `prev`.
+pub const GENESIS_PREV_CONTEXT: &str = "abcd journal v1 genesis prev";
+/// The kind of event 0, and of no other event.
+pub const GENESIS_KIND: &str = "journal.opened";
+/// `time` is always this long: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub const TIME_LEN: usize = 24;
+
+/// A BLAKE3-256 digest, shown as 64 lowercase hex characters.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Hash(pub [u8; 32]);
+
+impl Hash {
+    /// Parses exactly 64 lowercase hex characters; anything else is `None`.
+    pub fn from_hex(text: &[u8]) -> Option<Hash> {
+        if text.len() != HASH_HEX_LEN {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in text.chunks_exact(2).enumerate() {
+            out[i] = (hex_digit(pair[0])? << 4) | hex_digit(pair[1])?;
+        }
+        Some(Hash(out))
+    }
+
+    pub fn to_hex(&self) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut s = String::with_capacity(HASH_HEX_LEN);
+        for b in self.0 {
+            s.push(DIGITS[(b >> 4) as usize] as char);
+            s.push(DIGITS[(b & 15) as usize] as char);
+        }
+        s
+    }
+
+    /// The fixed `prev` of every genesis event.
+    pub fn genesis_prev() -> Hash {
+        Hash(*blake3::Hasher::new_derive_key(GENESIS_PREV_CONTEXT).finalize().as_bytes())
+    }
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+impl fmt::Display for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Hash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hash({})", self.to_hex())
+    }
+}
+
+impl Serialize for Hash {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hash {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Hash::from_hex(text.as_bytes()).ok_or_else(|| serde::de::Error::custom("not 64 lowercase hex characters"))
+    }
+}
+
+/// The hash of a line's body: everything before `,"hash":"`.
+pub fn hash_body(body: &[u8]) -> Hash {
+    let mut hasher = blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT);
+    hasher.update(body);
+    Hash(*hasher.finalize().as_bytes())
+}
+
+/// Who wrote an event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Actor {
+    /// The host session id, when the writer knows it.
+    pub session: Option<String>,
+    pub pid: u32,
+    /// `abcd/<version>` of the writer.
+    pub tool: String,
+}
+
+impl Actor {
+    /// This process, with the host session id when one is known.
+    pub fn this_process(session: Option<String>) -> Actor {
+        Actor { session, pid: std::process::id(), tool: concat!("abcd/", env!("CARGO_PKG_VERSION")).to_string() }
+    }
+}
+
+/// One verified event as read back from a line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub seq: u64,
+    pub time: jiff::Timestamp,
+    pub kind: String,
+    pub actor: Actor,
+    pub data: serde_json::Value,
+    pub prev: Hash,
+    pub hash: Hash,
+}
+
+/// What a line's writer supplies; seq, prev and hash are the journal's to give.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEvent {
+    pub kind: String,
+    pub actor: Actor,
+    pub data: serde_json::Value,
+}
+
+/// Why one line is not a valid v1 event on its own (chain position is checked elsewhere).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LineFault {
+    #[error("the line does not end in a newline")]
+    NoNewline,
+    #[error("the line is longer than {MAX_LINE_BYTES} bytes")]
+    TooLong,
+    #[error("the line is not UTF-8")]
+    NotUtf8,
+    #[error("the line does not end in the hash field")]
+    NoHashSuffix,
+    #[error("the hash does not match the line's bytes")]
+    HashMismatch,
+    #[error("the line is not a v1 event object: {0}")]
+    NotAnEvent(String),
+    #[error("format version {0} is not 1")]
+    Version(u32),
+    #[error("field `{field}` is malformed: {rule}")]
+    Field { field: &'static str, rule: &'static str },
+}
+
+/// Why an event cannot be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    #[error("the encoded event is {bytes} bytes, over the {MAX_LINE_BYTES}-byte line limit")]
+    TooLong { bytes: usize },
+    #[error("field `{field}` is malformed: {rule}")]
+    Field { field: &'static str, rule: &'static str },
+}
+
+#[derive(Serialize)]
+struct WireBody<'a> {
+    v: u32,
+    seq: u64,
+    time: &'a str,
+    kind: &'a str,
+    actor: &'a Actor,
+    data: &'a serde_json::Value,
+    prev: &'a Hash,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireEvent {
+    v: u32,
+    seq: u64,
+    time: String,
+    kind: String,
+    actor: Actor,
+    data: serde_json::Value,
+    prev: Hash,
+    hash: Hash,
+}
+
+/// Formats a timestamp the one way lines carry it: UTC, milliseconds, `Z`.
+pub fn format_time(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string()
+}
+
+/// The current time, truncated to the milliseconds a line can carry.
+pub fn now_ms() -> jiff::Timestamp {
+    let now = jiff::Timestamp::now();
+    jiff::Timestamp::from_millisecond(now.as_millisecond()).expect("a current time is in range")
+}
+
+fn parse_time(text: &str) -> Option<jiff::Timestamp> {
+    let b = text.as_bytes();
+    let shape_ok = b.len() == TIME_LEN
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'.'
+        && b[23] == b'Z';
+    if !shape_ok {
+        return None;
+    }
+    let t: jiff::Timestamp = text.parse().ok()?;
+    // Reject forms jiff accepts but the rule does not (a leap second, say): the text must
+    // be exactly what the writer would have produced.
+    (format_time(t) == text).then_some(t)
+}
+
+/// A kind is dotted lowercase words: `checklist.item_added`.
+pub fn kind_is_valid(kind: &str) -> bool {
+    kind.len() <= MAX_KIND_BYTES
+        && kind.contains('.')
+        && kind.split('.').all(|w| !w.is_empty() && w.bytes().all(|c| c.is_ascii_lowercase() || c == b'_'))
+}
+
+/// Encodes one event as its full line (with `\n`) and returns the line and its hash.
+pub fn encode_line(seq: u64, time: jiff::Timestamp, event: &NewEvent, prev: &Hash) -> Result<(Vec<u8>, Hash), EncodeError> {
+    if !kind_is_valid(&event.kind) {
+        return Err(EncodeError::Field { field: "kind", rule: "dotted lowercase words, at most 64 bytes" });
+    }
+    if (seq == 0) != (event.kind == GENESIS_KIND) {
+        return Err(EncodeError::Field { field: "kind", rule: "journal.opened is event 0 and only event 0" });
+    }
+    if !event.data.is_object() {
+        return Err(EncodeError::Field { field: "data", rule: "must be a JSON object" });
+    }
+    let time = format_time(time);
+    let body = WireBody { v: FORMAT_VERSION, seq, time: &time, kind: &event.kind, actor: &event.actor, data: &event.data, prev };
+    let mut line = serde_json::to_vec(&body).expect("serializing plain values cannot fail");
+    // Drop the closing brace: the hash covers everything before `,"hash":"`.
+    assert_eq!(line.pop(), Some(b'}'));
+    let hash = hash_body(&line);
+    line.extend_from_slice(HASH_SUFFIX_HEAD);
+    line.extend_from_slice(hash.to_hex().as_bytes());
+    line.extend_from_slice(HASH_SUFFIX_TAIL);
+    line.push(b'\n');
+    if line.len() > MAX_LINE_BYTES {
+        return Err(EncodeError::TooLong { bytes: line.len() });
+    }
+    Ok((line, hash))
+}
+
+/// Verifies one line on its own: framing, the byte-exact hash, and the field shapes.
+/// `line` includes its `\n` when it has one.
+pub fn verify_line(line: &[u8]) -> Result<Event, LineFault> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(LineFault::TooLong);
+    }
+    let Some(content) = line.strip_suffix(b"\n") else {
+        return Err(LineFault::NoNewline);
+    };
+    let claimed = claimed_hash(content).ok_or(LineFault::NoHashSuffix)?;
+    let body = &content[..content.len() - HASH_SUFFIX_LEN];
+    if hash_body(body) != claimed {
+        return Err(LineFault::HashMismatch);
+    }
+    let text = std::str::from_utf8(content).map_err(|_| LineFault::NotUtf8)?;
+    let wire: WireEvent = serde_json::from_str(text).map_err(|e| LineFault::NotAnEvent(e.to_string()))?;
+    if wire.v != FORMAT_VERSION {
+        return Err(LineFault::Version(wire.v));
+    }
+    // The parsed `hash` field is the suffix itself unless the object names `hash` twice,
+    // which serde refuses; the check keeps that reasoning honest.
+    if wire.hash != claimed {
+        return Err(LineFault::HashMismatch);
+    }
+    let time = parse_time(&wire.time)
+        .ok_or(LineFault::Field { field: "time", rule: "RFC 3339 UTC with milliseconds, YYYY-MM-DDTHH:MM:SS.mmmZ" })?;
+    if !kind_is_valid(&wire.kind) {
+        return Err(LineFault::Field { field: "kind", rule: "dotted lowercase words, at most 64 bytes" });
+    }
+    if (wire.seq == 0) != (wire.kind == GENESIS_KIND) {
+        return Err(LineFault::Field { field: "kind", rule: "journal.opened is event 0 and only event 0" });
+    }
+    if !wire.data.is_object() {
+        return Err(LineFault::Field { field: "data", rule: "must be a JSON object" });
+    }
+    Ok(Event { seq: wire.seq, time, kind: wire.kind, actor: wire.actor, data: wire.data, prev: wire.prev, hash: wire.hash })
+}
+
+/// The chain facts of a line whose hash verifies, read from their fixed places
+/// without parsing JSON: every line abcd writes starts `{"v":1,"seq":<n>,` and its
+/// body ends `,"prev":"<64 hex>"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub seq: u64,
+    pub prev: Hash,
+    pub hash: Hash,
+}
+
+const FRAME_HEAD: &[u8] = b"{\"v\":1,\"seq\":";
+const FRAME_PREV: &[u8] = b",\"prev\":\"";
+/// Digits in a u64 at most.
+const MAX_SEQ_DIGITS: usize = 20;
+
+/// Checks a line's framing and hash and reads its seq and prev: the cheap check the
+/// appender runs over the tail window. `verify_line` is the full check.
+pub fn quick_frame(line: &[u8]) -> Result<Frame, LineFault> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(LineFault::TooLong);
+    }
+    let content = line.strip_suffix(b"\n").ok_or(LineFault::NoNewline)?;
+    let hash = claimed_hash(content).ok_or(LineFault::NoHashSuffix)?;
+    let body = &content[..content.len() - HASH_SUFFIX_LEN];
+    if hash_body(body) != hash {
+        return Err(LineFault::HashMismatch);
+    }
+    let malformed = LineFault::Field { field: "seq", rule: "the line starts {\"v\":1,\"seq\":<n>, and ends its body with prev" };
+    let digits_and_rest = body.strip_prefix(FRAME_HEAD).ok_or(malformed.clone())?;
+    let n_digits = digits_and_rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if n_digits == 0 || n_digits > MAX_SEQ_DIGITS || digits_and_rest.get(n_digits) != Some(&b',') {
+        return Err(malformed);
+    }
+    let seq = std::str::from_utf8(&digits_and_rest[..n_digits]).ok().and_then(|d| d.parse().ok()).ok_or(malformed.clone())?;
+    let prev_field_len = FRAME_PREV.len() + HASH_HEX_LEN + 1;
+    if body.len() < prev_field_len {
+        return Err(malformed);
+    }
+    let prev_field = &body[body.len() - prev_field_len..];
+    let prev = (prev_field.starts_with(FRAME_PREV) && prev_field.ends_with(b"\""))
+        .then(|| Hash::from_hex(&prev_field[FRAME_PREV.len()..FRAME_PREV.len() + HASH_HEX_LEN]))
+        .flatten()
+        .ok_or(malformed)?;
+    Ok(Frame { seq, prev, hash })
+}
+
+/// The hash a line's suffix claims, if the line ends in a well-formed suffix.
+pub fn claimed_hash(content: &[u8]) -> Option<Hash> {
+    if content.len() < HASH_SUFFIX_LEN + 1 || content[0] != b'{' {
+        return None;
+    }
+    let suffix = &content[content.len() - HASH_SUFFIX_LEN..];
+    let (head, rest) = suffix.split_at(HASH_SUFFIX_HEAD.len());
+    let (hex, tail) = rest.split_at(HASH_HEX_LEN);
+    if head != HASH_SUFFIX_HEAD || tail != HASH_SUFFIX_TAIL {
+        return None;
+    }
+    Hash::from_hex(hex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(kind: &str) -> NewEvent {
+        NewEvent { kind: kind.into(), actor: Actor { session: None, pid: 7, tool: "abcd/test".into() }, data: json!({"a": 1}) }
+    }
+
+    fn t0() -> jiff::Timestamp {
+        "2026-11-30T05:54:42.123Z".parse().unwrap()
+    }
+
+    #[test]
+    fn encoded_line_verifies_and_round_trips() {
+        let (line, hash) = encode_line(3, t0(), &event("checklist.item_added"), &Hash::genesis_prev()).unwrap();
+        let ev = verify_line(&line).unwrap();
+        assert_eq!(ev.seq, 3);
+        assert_eq!(ev.hash, hash);
+        assert_eq!(ev.time, t0());
+        assert_eq!(ev.kind, "checklist.item_added");
+        assert!(line.ends_with(b"\"}\n"));
+    }
+
+    #[test]
+    fn the_line_layout_is_pinned() {
+        let (line, _) = encode_line(0, t0(), &event("journal.opened"), &Hash::genesis_prev()).unwrap();
+        let text = String::from_utf8(line).unwrap();
+        assert!(text.starts_with(r#"{"v":1,"seq":0,"time":"2026-11-30T05:54:42.123Z","kind":"journal.opened","actor":{"session":null,"pid":7,"tool":"abcd/test"},"data":{"a":1},"prev":""#), "{text}");
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_caught() {
+        let (line, _) = encode_line(5, t0(), &event("x.y"), &Hash::genesis_prev()).unwrap();
+        for i in 0..line.len() {
+            for bit in 0..8 {
+                let mut bad = line.clone();
+                bad[i] ^= 1 << bit;
+                assert!(verify_line(&bad).is_err(), "flip at byte {i} bit {bit} verified");
+            }
+        }
+    }
+
+    #[test]
+    fn missing_newline_and_uppercase_hex_are_refused() {
+        let (line, _) = encode_line(1, t0(), &event("x.y"), &Hash::genesis_prev()).unwrap();
+        assert_eq!(verify_line(&line[..line.len() - 1]), Err(LineFault::NoNewline));
+        let upper = String::from_utf8(line.clone()).unwrap();
+        let n = upper.len();
+        let upper = format!("{}{}", &upper[..n - 67], upper[n - 67..].to_uppercase());
+        assert!(verify_line(upper.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn the_line_limit_holds_on_both_sides() {
+        let base = encode_line(1, t0(), &NewEvent { data: json!({"p": ""}), ..event("x.y") }, &Hash::genesis_prev()).unwrap().0.len();
+        let fits = "a".repeat(MAX_LINE_BYTES - base);
+        let (line, _) = encode_line(1, t0(), &NewEvent { data: json!({"p": fits}), ..event("x.y") }, &Hash::genesis_prev()).unwrap();
+        assert_eq!(line.len(), MAX_LINE_BYTES);
+        assert!(verify_line(&line).is_ok());
+        let over = "a".repeat(MAX_LINE_BYTES - base + 1);
+        let err = encode_line(1, t0(), &NewEvent { data: json!({"p": over}), ..event("x.y") }, &Hash::genesis_prev());
+        assert_eq!(err, Err(EncodeError::TooLong { bytes: MAX_LINE_BYTES + 1 }));
+    }
+
+    #[test]
+    fn quick_frame_agrees_with_the_full_check() {
+        let prev = hash_body(b"something");
+        let (line, hash) = encode_line(12345, t0(), &event("x.y"), &prev).unwrap();
+        assert_eq!(quick_frame(&line), Ok(Frame { seq: 12345, prev, hash }));
+        for i in 0..line.len() {
+            let mut bad = line.clone();
+            bad[i] ^= 0x04;
+            assert!(quick_frame(&bad).is_err(), "flip at {i} passed the quick frame check");
+        }
+    }
+
+    #[test]
+    fn genesis_kind_is_only_at_seq_zero() {
+        assert!(encode_line(1, t0(), &event("journal.opened"), &Hash::genesis_prev()).is_err());
+        assert!(encode_line(0, t0(), &event("x.y"), &Hash::genesis_prev()).is_err());
+    }
+
+    #[test]
+    fn kinds_are_dotted_lowercase() {
+        assert!(kind_is_valid("checklist.item_added"));
+        assert!(!kind_is_valid("Checklist.x"));
+        assert!(!kind_is_valid("nodot"));
+        assert!(!kind_is_valid("a..b"));
+        assert!(!kind_is_valid(&format!("a.{}", "b".repeat(MAX_KIND_BYTES))));
+    }
+}

@@ -1,0 +1,51 @@
+//! A journal handle many threads append through at once: concurrent appends are
+//! batched into one write and one sync (group commit, `group_sync`).
+
+use std::sync::Arc;
+
+use super::append::{Appended, Journal, JournalError, MAX_BATCH_EVENTS};
+use super::format::NewEvent;
+use super::group_sync::{GROUP_QUEUE_MAX, GroupCommit};
+use super::scan::MAX_BATCH_BYTES;
+use crate::event::Scope;
+
+/// Line bytes beyond `data` an event costs at most (fields, actor, hashes).
+const EVENT_OVERHEAD_BYTES: usize = 1024;
+
+pub struct SharedJournal {
+    journal: Journal,
+    create: Option<Scope>,
+    group: GroupCommit<NewEvent, Appended, Arc<JournalError>>,
+}
+
+impl SharedJournal {
+    /// With `create`, a missing journal is created with that scope on the first append.
+    pub fn new(journal: Journal, create: Option<Scope>) -> SharedJournal {
+        SharedJournal { journal, create, group: GroupCommit::new(MAX_BATCH_EVENTS, MAX_BATCH_BYTES, GROUP_QUEUE_MAX) }
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// Appends one event; returns once the batch holding it is synced.
+    pub fn append(&self, event: NewEvent) -> Result<Appended, Arc<JournalError>> {
+        let cost = estimate_line_bytes(&event);
+        self.group.submit(event, cost, |batch| {
+            let n = batch.len();
+            match self.journal.append_batch(&batch, self.create.as_ref()) {
+                Ok((appended, _)) => appended.into_iter().map(Ok).collect(),
+                Err(e) => {
+                    let e = Arc::new(e);
+                    (0..n).map(|_| Err(e.clone())).collect()
+                }
+            }
+        })
+    }
+}
+
+/// An upper bound on the encoded line, so a batch stays under `MAX_BATCH_BYTES`.
+fn estimate_line_bytes(event: &NewEvent) -> usize {
+    let data = serde_json::to_vec(&event.data).map_or(0, |v| v.len());
+    data + event.kind.len() + event.actor.tool.len() + event.actor.session.as_ref().map_or(0, |s| s.len()) + EVENT_OVERHEAD_BYTES
+}

@@ -1,0 +1,27 @@
+//! The journal: an fsynced, hash-chained JSONL file that is the only source of truth.
+//! `format` is one line's bytes and hash rule; `scan` reads lines back and tells a torn
+//! tail from corruption; `append` writes durably under `lock`; `group` batches threads'
+//! appends into one sync; `anchor` remembers the head outside the journal's folder;
+//! `checkpoint` caches folded state; `verify` and `repair` serve the CLI; `storage` is the
+//! seam every byte passes through.
+
+pub mod anchor;
+pub mod append;
+pub mod checkpoint;
+pub mod format;
+pub mod group;
+pub mod group_sync;
+pub mod lock;
+pub mod repair;
+pub mod safety;
+pub mod scan;
+pub mod storage;
+pub mod verify;
+
+/// The primitives `group_sync` is written against; loom's in the model test.
+pub(crate) mod sync {
+    pub use std::sync::{Condvar, Mutex};
+}
+
+pub use append::{Appended, Journal, JournalError, JournalPaths};
+pub use format::{Actor, Event, Hash, NewEvent};

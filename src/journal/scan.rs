@@ -1,0 +1,372 @@
+//! Reading a journal back: the streaming verifier (every line, constant memory) and the
+//! tail reader the appender uses (a bounded read from the end, never the whole file).
+//! Both classify what they find with one rule: a torn tail is an unacknowledged write,
+//! anything else that fails is corruption (see `journal-format/SPEC.md` §5).
+
+use std::io;
+
+use super::format::{self, Event, Hash, LineFault, MAX_LINE_BYTES};
+use super::storage::StorageFile;
+
+/// The most bytes one append writes in a single `write` (a group commit batch).
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
+/// A crashed append leaves at most one batch of torn bytes, plus the rest of the file
+/// system block a size extension may have zero-filled. A longer bad tail is corruption.
+pub const MAX_TORN_TAIL_BYTES: u64 = MAX_BATCH_BYTES as u64 + 4096;
+/// The first tail read; enough for the last two lines of an ordinary journal.
+const TAIL_FIRST_READ_BYTES: u64 = 16 * 1024;
+/// The widest tail read: the torn region, the last good line and the one before it.
+const TAIL_MAX_READ_BYTES: u64 = MAX_TORN_TAIL_BYTES + 2 * MAX_LINE_BYTES as u64 + 1;
+/// Read size of the streaming verifier.
+const SCAN_BUFFER_BYTES: usize = 256 * 1024;
+
+/// What is wrong at the first bad place of a journal.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    #[error("{0}")]
+    Line(LineFault),
+    #[error("the line verifies but carries seq {found}")]
+    SeqOutOfOrder { found: u64 },
+    #[error("the line verifies but its prev does not name the hash of the line before it")]
+    PrevMismatch,
+}
+
+/// Mid-file damage: a bad line with good lines after it, or a good line out of place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Corruption {
+    /// The seq the bad line should have had.
+    pub seq: u64,
+    /// Byte offset of the bad line's first byte.
+    pub offset: u64,
+    pub problem: Problem,
+}
+
+/// Bytes after the last verified line that a crashed append left; never acknowledged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    pub offset: u64,
+    pub len: u64,
+    /// Why the first line of the region failed.
+    pub fault: LineFault,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every byte belongs to a verified line (an empty file is clean, with no events).
+    Clean,
+    TornTail(TornTail),
+    Corrupt(Corruption),
+}
+
+/// The last verified line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub seq: u64,
+    pub hash: Hash,
+    /// Offset of the line's first byte.
+    pub offset: u64,
+    /// Offset just past its `\n`: where the next line starts.
+    pub end: u64,
+}
+
+/// Where a line sits in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinePos {
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Where a scan starts: genesis, or just after a line already known good (a checkpoint).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartPoint {
+    pub after: Option<Head>,
+}
+
+impl StartPoint {
+    pub const GENESIS: StartPoint = StartPoint { after: None };
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanReport {
+    pub head: Option<Head>,
+    pub verdict: Verdict,
+    pub file_len: u64,
+    /// Verified events visited by this scan.
+    pub events_seen: u64,
+}
+
+/// A visitor stopped the scan, or the file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError<E> {
+    #[error("reading the journal failed: {0}")]
+    Io(#[from] io::Error),
+    #[error(transparent)]
+    Visitor(E),
+}
+
+/// One line as found in the file; `bytes` is empty when the line was too long to keep.
+struct RawLine<'a> {
+    offset: u64,
+    len: u64,
+    bytes: &'a [u8],
+    too_long: bool,
+}
+
+impl RawLine<'_> {
+    fn verify(&self) -> Result<Event, LineFault> {
+        if self.too_long {
+            return Err(LineFault::TooLong);
+        }
+        format::verify_line(self.bytes)
+    }
+}
+
+/// Reads lines with constant memory: a line over the limit is measured, not kept.
+struct LineReader<'f> {
+    file: &'f dyn StorageFile,
+    file_len: u64,
+    buf: Vec<u8>,
+    buf_offset: u64,
+    start: usize,
+    end: usize,
+    line: Vec<u8>,
+}
+
+impl<'f> LineReader<'f> {
+    fn new(file: &'f dyn StorageFile, file_len: u64, from: u64) -> Self {
+        LineReader { file, file_len, buf: vec![0; SCAN_BUFFER_BYTES], buf_offset: from, start: 0, end: 0, line: Vec::new() }
+    }
+
+    fn next_line(&mut self) -> io::Result<Option<RawLine<'_>>> {
+        let offset = self.buf_offset + self.start as u64;
+        if offset >= self.file_len {
+            return Ok(None);
+        }
+        self.line.clear();
+        let mut len = 0u64;
+        let mut too_long = false;
+        loop {
+            if self.start == self.end {
+                self.buf_offset += self.end as u64;
+                let want = (self.file_len - self.buf_offset).min(self.buf.len() as u64) as usize;
+                let n = self.file.read_at(&mut self.buf[..want], self.buf_offset)?;
+                self.start = 0;
+                self.end = n;
+                if n == 0 {
+                    break;
+                }
+            }
+            let avail = &self.buf[self.start..self.end];
+            let (chunk, found) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (&avail[..=i], true),
+                None => (avail, false),
+            };
+            len += chunk.len() as u64;
+            if !too_long {
+                if self.line.len() + chunk.len() > MAX_LINE_BYTES {
+                    too_long = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            self.start += chunk.len();
+            if found {
+                break;
+            }
+        }
+        Ok(Some(RawLine { offset, len, bytes: &self.line, too_long }))
+    }
+}
+
+/// Streams the journal from `start`, verifying every line and its chain position and
+/// handing each verified event to `visit`. Memory stays bounded by one line and the
+/// read buffer, whatever the file's size.
+pub fn scan<E>(
+    file: &dyn StorageFile,
+    start: StartPoint,
+    mut visit: impl FnMut(&Event, LinePos) -> Result<(), E>,
+) -> Result<ScanReport, ScanError<E>> {
+    let file_len = file.len()?;
+    let mut head = start.after;
+    let mut events_seen = 0u64;
+    let from = head.map_or(0, |h| h.end);
+    let mut lines = LineReader::new(file, file_len, from);
+    loop {
+        let Some(raw) = lines.next_line()? else {
+            return Ok(ScanReport { head, verdict: Verdict::Clean, file_len, events_seen });
+        };
+        let (expected_seq, expected_prev) = next_position(head);
+        match raw.verify() {
+            Ok(event) => {
+                let problem = if event.seq != expected_seq {
+                    Some(Problem::SeqOutOfOrder { found: event.seq })
+                } else if event.prev != expected_prev {
+                    Some(Problem::PrevMismatch)
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    let verdict = Verdict::Corrupt(Corruption { seq: expected_seq, offset: raw.offset, problem });
+                    return Ok(ScanReport { head, verdict, file_len, events_seen });
+                }
+                let pos = LinePos { offset: raw.offset, len: raw.len };
+                visit(&event, pos).map_err(ScanError::Visitor)?;
+                events_seen += 1;
+                head = Some(Head { seq: event.seq, hash: event.hash, offset: raw.offset, end: raw.offset + raw.len });
+            }
+            Err(fault) => {
+                let bad_offset = raw.offset;
+                let verdict = classify_bad_region(&mut lines, head.is_some(), expected_seq, bad_offset, fault)?;
+                return Ok(ScanReport { head, verdict, file_len, events_seen });
+            }
+        }
+    }
+}
+
+fn next_position(head: Option<Head>) -> (u64, Hash) {
+    match head {
+        Some(h) => (h.seq + 1, h.hash),
+        None => (0, Hash::genesis_prev()),
+    }
+}
+
+/// Decides whether the bytes from the first bad line on are a torn tail or corruption.
+fn classify_bad_region(lines: &mut LineReader<'_>, have_genesis: bool, seq: u64, offset: u64, fault: LineFault) -> io::Result<Verdict> {
+    let corrupt = |fault: LineFault| Verdict::Corrupt(Corruption { seq, offset, problem: Problem::Line(fault) });
+    // abcd creates a journal with its genesis in place (temp file and rename), so a file
+    // whose first line fails was never a journal abcd wrote: nothing there is torn.
+    if !have_genesis {
+        return Ok(corrupt(fault));
+    }
+    while let Some(raw) = lines.next_line()? {
+        if raw.verify().is_ok() {
+            return Ok(corrupt(fault));
+        }
+    }
+    let region = lines.file_len - offset;
+    if region > MAX_TORN_TAIL_BYTES {
+        return Ok(corrupt(fault));
+    }
+    Ok(Verdict::TornTail(TornTail { offset, len: region, fault }))
+}
+
+/// What the appender learns from the end of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// A zero-length file.
+    Empty,
+    /// The last verified line, and a torn region after it if there is one.
+    Good { head: Head, torn: Option<TornTail> },
+    /// The tail is damaged beyond what a crashed append leaves.
+    Corrupt(Corruption),
+}
+
+/// Reads only the end of the file (16 KiB in the ordinary case, never more than
+/// `TAIL_MAX_READ_BYTES`) and checks the last good line against the one before it.
+/// Only when that finds damage does it fall back to a full scan, to name the exact place.
+pub fn read_tail(file: &dyn StorageFile) -> io::Result<Tail> {
+    let len = file.len()?;
+    if len == 0 {
+        return Ok(Tail::Empty);
+    }
+    let mut window = TAIL_FIRST_READ_BYTES.min(len);
+    loop {
+        let start = len - window;
+        let mut buf = vec![0u8; window as usize];
+        let n = file.read_at(&mut buf, start)?;
+        if (n as u64) != window {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the journal shrank while its tail was read"));
+        }
+        match judge_window(&buf, start, len) {
+            WindowJudgement::Good { head, torn } => return Ok(Tail::Good { head, torn }),
+            WindowJudgement::Damaged => return full_scan_verdict(file),
+            WindowJudgement::NeedMore if window < TAIL_MAX_READ_BYTES.min(len) => {
+                window = (window * 4).min(TAIL_MAX_READ_BYTES).min(len);
+            }
+            WindowJudgement::NeedMore => return full_scan_verdict(file),
+        }
+    }
+}
+
+enum WindowJudgement {
+    Good { head: Head, torn: Option<TornTail> },
+    Damaged,
+    NeedMore,
+}
+
+/// Complete lines (with `\n`) of a window whose first byte is at file offset `start`;
+/// when `start > 0` the first piece may be the end of an earlier line and is dropped.
+fn window_lines(buf: &[u8], start: u64) -> Vec<(u64, &[u8])> {
+    let mut out = Vec::new();
+    let mut line_start = 0usize;
+    let mut first = start > 0;
+    for nl in memchr::memchr_iter(b'\n', buf) {
+        if !first {
+            out.push((start + line_start as u64, &buf[line_start..=nl]));
+        }
+        first = false;
+        line_start = nl + 1;
+    }
+    out
+}
+
+fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
+    let lines = window_lines(buf, start);
+    // The last line that fully verifies is the head; what follows it is the torn region.
+    let Some((i, last)) = lines.iter().enumerate().rev().find_map(|(i, &(_, bytes))| format::verify_line(bytes).ok().map(|e| (i, e)))
+    else {
+        return if start == 0 { WindowJudgement::Damaged } else { WindowJudgement::NeedMore };
+    };
+    let (offset, bytes) = lines[i];
+    let end = offset + bytes.len() as u64;
+    let head = Head { seq: last.seq, hash: last.hash, offset, end };
+    let torn_len = len - end;
+    if torn_len > MAX_TORN_TAIL_BYTES {
+        return WindowJudgement::Damaged;
+    }
+    let torn = (torn_len > 0).then(|| TornTail { offset: end, len: torn_len, fault: first_fault(&buf[(end - start) as usize..]) });
+    if last.seq == 0 {
+        let genesis_ok = offset == 0 && last.prev == Hash::genesis_prev();
+        return if genesis_ok { WindowJudgement::Good { head, torn } } else { WindowJudgement::Damaged };
+    }
+    if i == 0 {
+        return if offset == 0 { WindowJudgement::Damaged } else { WindowJudgement::NeedMore };
+    }
+    // Every complete line before the head in the window must hash and chain: damage in
+    // the recent past refuses the append instead of being built upon.
+    let (mut want_seq, mut want_hash) = (last.seq, last.prev);
+    for &(line_offset, bytes) in lines[..i].iter().rev() {
+        match format::quick_frame(bytes) {
+            Ok(f) if f.seq + 1 == want_seq && f.hash == want_hash => (want_seq, want_hash) = (f.seq, f.prev),
+            _ => return WindowJudgement::Damaged,
+        }
+        if want_seq == 0 && (line_offset != 0 || want_hash != Hash::genesis_prev()) {
+            return WindowJudgement::Damaged;
+        }
+    }
+    WindowJudgement::Good { head, torn }
+}
+
+/// The fault of the first line in a torn region.
+fn first_fault(region: &[u8]) -> LineFault {
+    let line = match memchr::memchr(b'\n', region) {
+        Some(i) => &region[..=i],
+        None => region,
+    };
+    format::verify_line(line).err().unwrap_or(LineFault::NoNewline)
+}
+
+fn full_scan_verdict(file: &dyn StorageFile) -> io::Result<Tail> {
+    let report = scan(file, StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
+        ScanError::Io(e) => e,
+        ScanError::Visitor(never) => match never {},
+    })?;
+    match (report.verdict, report.head) {
+        (Verdict::Corrupt(c), _) => Ok(Tail::Corrupt(c)),
+        (Verdict::Clean, Some(head)) => Ok(Tail::Good { head, torn: None }),
+        (Verdict::TornTail(t), Some(head)) => Ok(Tail::Good { head, torn: Some(t) }),
+        // A full scan that finds no genesis in a non-empty file always says Corrupt.
+        (_, None) => unreachable!("a non-empty file without genesis is reported corrupt"),
+    }
+}

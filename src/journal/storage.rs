@@ -1,0 +1,224 @@
+//! The storage seam: every byte the journal and its projections put on or take off disk
+//! passes through `Storage`, so tests can put a simulated disk (one that loses unsynced
+//! writes, tears a write at any byte, or fails a sync) where the real one is.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// An open file. Writes are visible to reads at once; they are durable only after
+/// `sync_data` returns Ok (and, for a new name, after `sync_dir` of its folder).
+pub trait StorageFile: Send + Sync {
+    fn len(&self) -> io::Result<u64>;
+    /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end of the file.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// Appends all of `bytes` at the end of the file in one write call.
+    fn append(&self, bytes: &[u8]) -> io::Result<()>;
+    /// Writes `bytes` at `offset`, in place.
+    fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()>;
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// `fdatasync`: data and the size needed to read it back.
+    fn sync_data(&self) -> io::Result<()>;
+}
+
+/// What the journal needs to know about a path before it trusts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileFacts {
+    pub is_file: bool,
+    pub is_dir: bool,
+    pub is_symlink: bool,
+    pub uid: u32,
+    pub mode: u32,
+    pub len: u64,
+}
+
+pub trait Storage: Send + Sync {
+    /// Opens an existing file for reading and appending.
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+    /// Opens an existing file for reading only.
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+    /// Creates a file that must not exist yet (mode 0600).
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+    /// Creates the file if missing, never truncating it (mode 0600).
+    fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+    /// Renames atomically; durable after `sync_dir` of the target's folder.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// fsync of a folder, making the names in it durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Creates a folder and its parents with the given mode.
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()>;
+    /// Facts about the path itself (a symlink is not followed); `None` when absent.
+    fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>>;
+    /// Names in a folder (for checkpoints and quarantine listings).
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Removes a file that is a cache (a stale temp file, a checkpoint); never the journal.
+    fn remove_cache_file(&self, path: &Path) -> io::Result<()>;
+}
+
+pub type SharedStorage = Arc<dyn Storage>;
+
+/// The real file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RealDisk;
+
+impl RealDisk {
+    pub fn shared() -> SharedStorage {
+        Arc::new(RealDisk)
+    }
+}
+
+struct RealFile(File);
+
+impl StorageFile for RealFile {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.0.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+    fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        // The file is opened O_APPEND, so the offset argument is ignored by the kernel and
+        // the write lands at the end in one call; a short write is an error to report, not
+        // to paper over with a second write that could interleave.
+        let n = loop {
+            match (&self.0).write_at_end(bytes) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        if n != bytes.len() {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, format!("short write: {n} of {} bytes", bytes.len())));
+        }
+        Ok(())
+    }
+    fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        self.0.write_all_at(bytes, offset)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+trait WriteAtEnd {
+    fn write_at_end(self, bytes: &[u8]) -> io::Result<usize>;
+}
+
+impl WriteAtEnd for &File {
+    fn write_at_end(self, bytes: &[u8]) -> io::Result<usize> {
+        use std::io::Write;
+        let mut f = self;
+        f.write(bytes)
+    }
+}
+
+impl Storage for RealDisk {
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let f = OpenOptions::new().read(true).append(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+        Ok(Box::new(RealFile(f)))
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+        Ok(Box::new(RealFile(f)))
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let f = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(path)?;
+        Ok(Box::new(RealFile(f)))
+    }
+    fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let f =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path)?;
+        Ok(Box::new(RealFile(f)))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+        std::fs::DirBuilder::new().recursive(true).mode(mode).create(dir)
+    }
+    fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) => Ok(Some(FileFacts {
+                is_file: m.file_type().is_file(),
+                is_dir: m.file_type().is_dir(),
+                is_symlink: m.file_type().is_symlink(),
+                uid: m.uid(),
+                mode: m.mode(),
+                len: m.len(),
+            })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        match std::fs::read_dir(dir) {
+            Ok(rd) => rd.map(|e| e.map(|e| e.path())).collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+    fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+/// Reads the whole of a small file through the seam, refusing one over `cap` bytes.
+pub fn read_small(storage: &dyn Storage, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let f = storage.open_read(path)?;
+    let len = f.len()?;
+    if len > cap {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} is {len} bytes, over its {cap}-byte cap", path.display())));
+    }
+    let mut buf = vec![0u8; len as usize];
+    let n = f.read_at(&mut buf, 0)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// Replaces `path` atomically: a temp file in the same folder, then a rename. With
+/// `durable`, the temp file is synced before the rename and the folder after it.
+pub fn write_atomic(storage: &dyn Storage, path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique_suffix()));
+    let f = storage.create_new(&tmp)?;
+    let result = (|| {
+        f.write_at(bytes, 0)?;
+        if durable {
+            f.sync_data()?;
+        }
+        storage.rename(&tmp, path)?;
+        if durable {
+            storage.sync_dir(dir)?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = storage.remove_cache_file(&tmp);
+    }
+    result
+}
+
+fn unique_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

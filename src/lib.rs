@@ -1,0 +1,11 @@
+//! abcd keeps AI coding agents' working state crash-safe: every state change is an
+//! fsynced, hash-chained JSONL event, and every file a person or hook reads is a
+//! projection folded from the journal. The library never prints and never exits; the
+//! `abcd` binary (`cli`) is a thin layer over it.
+
+pub mod cli;
+pub mod event;
+pub mod fold;
+pub mod journal;
+pub mod places;
+pub mod store;

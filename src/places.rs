@@ -1,0 +1,114 @@
+//! Where things live on disk (SPEC §1): the working copy's local tier, the home store,
+//! the repository and machine journals. Finding them reads the file system only; the
+//! repository's root commit is the one fact that needs `git`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::event::Scope;
+use crate::journal::anchor::AnchorStore;
+use crate::journal::storage::SharedStorage;
+use crate::journal::{Journal, JournalPaths};
+
+pub const LOCAL_TIER: &str = ".abcd/.work.local";
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+/// How many folders up the search for a working copy's root goes.
+const MAX_ROOT_SEARCH_DEPTH: usize = 64;
+/// The `.git` file of a linked worktree is at most this long.
+const MAX_GITDIR_FILE_BYTES: u64 = 4096;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    #[error("{} is not inside a git working copy; run abcd inside one, or name a journal with --journal PATH", cwd.display())]
+    NotInWorkingCopy { cwd: PathBuf },
+    #[error("{} is not managed by abcd (no .abcd/ at its root); run `abcd init` there first", root.display())]
+    NotManaged { root: PathBuf },
+    #[error("no home store: set ABCD_HOME or HOME")]
+    NoHome,
+    #[error("cannot learn the repository's root commit in {}: {why}", root.display())]
+    NoRootCommit { root: PathBuf, why: String },
+}
+
+/// `$ABCD_HOME`, else `~/.abcd`.
+pub fn home_dir() -> Result<PathBuf, PlaceError> {
+    if let Some(h) = std::env::var_os("ABCD_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".abcd")).ok_or(PlaceError::NoHome)
+}
+
+pub fn anchors() -> Result<AnchorStore, PlaceError> {
+    Ok(AnchorStore::new(&home_dir()?))
+}
+
+/// The top of the git work tree containing `cwd`, and the root that holds `.abcd/`
+/// (the main worktree's, for a linked worktree).
+pub fn working_copy_root(cwd: &Path) -> Result<(PathBuf, PathBuf), PlaceError> {
+    let mut dir = cwd.to_path_buf();
+    for _ in 0..MAX_ROOT_SEARCH_DEPTH {
+        let dotgit = dir.join(".git");
+        if dotgit.is_dir() {
+            return Ok((dir.clone(), dir));
+        }
+        if dotgit.is_file() {
+            let main = main_worktree_of(&dotgit).unwrap_or_else(|| dir.clone());
+            return Ok((dir, main));
+        }
+        if !dir.pop() {
+            break;
+        }
+    }
+    Err(PlaceError::NotInWorkingCopy { cwd: cwd.to_owned() })
+}
+
+/// A linked worktree's `.git` file names its git dir, whose `commondir` leads to the
+/// main repository's `.git`, whose parent is the main worktree.
+fn main_worktree_of(dotgit_file: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(dotgit_file).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
+    let gitdir = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
+    let gitdir = if gitdir.is_absolute() { gitdir } else { dotgit_file.parent()?.join(gitdir) };
+    let mut common = String::new();
+    std::fs::File::open(gitdir.join("commondir")).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut common).ok()?;
+    let common = gitdir.join(common.trim());
+    Some(common.canonicalize().ok()?.parent()?.to_path_buf())
+}
+
+/// The managed working copy's journal paths and scope.
+pub fn working_copy_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
+    let (root, main_root) = working_copy_root(cwd)?;
+    if !main_root.join(".abcd").is_dir() {
+        return Err(PlaceError::NotManaged { root: main_root });
+    }
+    let tier = root.join(LOCAL_TIER);
+    Ok((JournalPaths::beside(&tier.join(JOURNAL_FILE)), Scope::WorkingCopy { root: root.display().to_string() }))
+}
+
+/// The repository journal in the home store, keyed by the first root commit.
+pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
+    let (root, _) = working_copy_root(cwd)?;
+    let out = Command::new("git")
+        .args(["rev-list", "--max-parents=0", "HEAD"])
+        .current_dir(&root)
+        .output()
+        .map_err(|e| PlaceError::NoRootCommit { root: root.clone(), why: e.to_string() })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // rev-list prints newest first; the first root commit is the last line.
+    let commit = text.lines().last().filter(|c| out.status.success() && c.len() >= 40 && c.bytes().all(|b| b.is_ascii_hexdigit()));
+    let Some(commit) = commit else {
+        return Err(PlaceError::NoRootCommit { root, why: "the repository has no commit yet".into() });
+    };
+    let dir = home_dir()?.join("repos").join(commit);
+    Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit.to_string() }))
+}
+
+/// This machine's index of runs.
+pub fn machine_journal() -> Result<(JournalPaths, Scope), PlaceError> {
+    Ok((JournalPaths::beside(&home_dir()?.join("machine.jsonl")), Scope::Machine))
+}
+
+/// A journal handle with the home store's anchors.
+pub fn open_journal(storage: SharedStorage, paths: JournalPaths) -> Result<Journal, PlaceError> {
+    Ok(Journal::new(storage, paths, Some(anchors()?)))
+}

@@ -1,0 +1,199 @@
+//! The write path and the read path over one journal: a command appends events, the
+//! store folds them and rewrites the projections; a reader gets the folded state from a
+//! projection or checkpoint that still matches the journal, folding only what follows.
+//! Data flows one way: command → journal append → fold → projection write.
+
+pub mod projection;
+
+use std::path::PathBuf;
+
+use crate::event::Scope;
+use crate::fold::{self, FoldNote, FoldedState};
+use crate::journal::append::{AppendNotes, Appended, Journal, JournalError, read_genesis};
+use crate::journal::checkpoint::{self, CHECKPOINT_EVERY_EVENTS, CHECKPOINT_FORMAT, Checkpoint};
+use crate::journal::format::NewEvent;
+use crate::journal::scan::{self, Corruption, Head, ScanError, StartPoint, Tail, Verdict};
+use crate::journal::storage::StorageFile;
+use crate::journal::verify::open_trusted;
+
+/// Where the folded state came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateBase {
+    /// The projection on disk named the journal's head: nothing was folded.
+    ProjectionCurrent,
+    /// Folded forward from a projection that was behind.
+    Projection {
+        seq: u64,
+    },
+    Checkpoint {
+        seq: u64,
+    },
+    Genesis,
+}
+
+/// The folded state of a journal and how much of it could be trusted.
+#[derive(Clone, Debug)]
+pub struct CurrentState {
+    pub state: FoldedState,
+    pub head: Head,
+    pub journal_id: String,
+    pub base: StateBase,
+    /// Set when the journal is corrupt: the state is the fold of the valid prefix.
+    pub degraded: Option<Corruption>,
+    /// Notes from folding (unknown kinds, skipped events).
+    pub notes: Vec<FoldNote>,
+}
+
+pub struct Store {
+    journal: Journal,
+}
+
+impl Store {
+    pub fn new(journal: Journal) -> Store {
+        Store { journal }
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    fn projection_path(&self) -> PathBuf {
+        self.journal.paths().dir().join(projection::SUMMARY_FILE)
+    }
+
+    /// Appends a batch durably, then brings the projections and checkpoints up to date.
+    /// The events are acknowledged once the journal append returns; a failure while
+    /// projecting is returned separately, since projections are caches.
+    pub fn append(
+        &self,
+        events: &[NewEvent],
+        create: Option<&Scope>,
+    ) -> Result<(Vec<Appended>, AppendNotes, Option<JournalError>), JournalError> {
+        let (appended, notes) = self.journal.append_batch(events, create)?;
+        let project_error = self.refresh_after(&appended).err();
+        Ok((appended, notes, project_error))
+    }
+
+    fn refresh_after(&self, appended: &[Appended]) -> Result<(), JournalError> {
+        let current = self.current_state()?;
+        if current.base != StateBase::ProjectionCurrent {
+            self.write_projection(&current)?;
+        }
+        let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
+        if first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS {
+            self.write_checkpoint(&current)?;
+        }
+        Ok(())
+    }
+
+    pub fn write_projection(&self, current: &CurrentState) -> Result<(), JournalError> {
+        let path = self.projection_path();
+        let bytes = projection::render_summary(&current.state, current.head);
+        crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &bytes, false).map_err(|source| JournalError::Io {
+            what: "writing the projection",
+            path,
+            source,
+        })
+    }
+
+    pub fn write_checkpoint(&self, current: &CurrentState) -> Result<PathBuf, JournalError> {
+        let cp = Checkpoint {
+            format: CHECKPOINT_FORMAT.into(),
+            journal_id: current.journal_id.clone(),
+            seq: current.head.seq,
+            hash: current.head.hash,
+            line_offset: current.head.offset,
+            next_offset: current.head.end,
+            state: current.state.clone(),
+        };
+        let dir = &self.journal.paths().checkpoints;
+        checkpoint::write(&**self.journal.storage(), dir, &cp).map_err(|source| JournalError::Io {
+            what: "writing a checkpoint in",
+            path: dir.clone(),
+            source,
+        })
+    }
+
+    /// The folded state at the journal's head, reading only the tail, the projection or
+    /// newest checkpoint, and the events after it.
+    pub fn current_state(&self) -> Result<CurrentState, JournalError> {
+        let storage = &**self.journal.storage();
+        let path = &self.journal.paths().journal;
+        let file = open_trusted(storage, path)?;
+        let io_err = |source| JournalError::Io { what: "reading", path: path.clone(), source };
+        let genesis = read_genesis(file.as_ref(), path)?;
+        let tail = scan::read_tail(file.as_ref()).map_err(io_err)?;
+        if let Tail::Good { head, .. } = tail
+            && let Some(state) = projection::load_summary(storage, &self.projection_path(), Some(head))
+        {
+            return Ok(CurrentState {
+                state,
+                head,
+                journal_id: genesis.journal_id,
+                base: StateBase::ProjectionCurrent,
+                degraded: None,
+                notes: vec![],
+            });
+        }
+        // Pick the furthest trusted base: a projection that is merely behind, or a checkpoint.
+        let mut best: Option<(FoldedState, Head, StateBase)> = None;
+        if let Some((state, head)) = projection::load_summary_any(storage, &self.projection_path())
+            && line_matches(file.as_ref(), head).map_err(io_err)?
+        {
+            best = Some((state, head, StateBase::Projection { seq: head.seq }));
+        }
+        if let Some(cp) =
+            checkpoint::newest_usable(storage, &self.journal.paths().checkpoints, &genesis.journal_id, file.as_ref()).map_err(io_err)?
+            && best.as_ref().is_none_or(|(_, h, _)| h.seq < cp.seq)
+        {
+            let head = cp.head();
+            best = Some((cp.state, head, StateBase::Checkpoint { seq: head.seq }));
+        }
+        let (state, start, base) = match best {
+            Some((s, h, b)) => (s, StartPoint { after: Some(h) }, b),
+            None => (FoldedState::default(), StartPoint::GENESIS, StateBase::Genesis),
+        };
+        fold_from(file.as_ref(), state, start, base, genesis.journal_id).map_err(io_err)
+    }
+}
+
+/// Folds every verified event after `start` into `state`.
+pub fn fold_from(
+    file: &dyn StorageFile,
+    mut state: FoldedState,
+    start: StartPoint,
+    base: StateBase,
+    journal_id: String,
+) -> std::io::Result<CurrentState> {
+    let mut notes = Vec::new();
+    let report = scan::scan(file, start, |event, _| {
+        let note = fold::fold_event(&mut state, event);
+        if note != FoldNote::Folded {
+            notes.push(note);
+        }
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .map_err(|e| match e {
+        ScanError::Io(e) => e,
+        ScanError::Visitor(never) => match never {},
+    })?;
+    let head = report.head.expect("a journal with a verified genesis has a head");
+    let degraded = match report.verdict {
+        Verdict::Corrupt(c) => Some(c),
+        _ => None,
+    };
+    Ok(CurrentState { state, head, journal_id, base, degraded, notes })
+}
+
+/// True when the line `head` names is in the file and verifies with its hash.
+fn line_matches(file: &dyn StorageFile, head: Head) -> std::io::Result<bool> {
+    let len = head.end.saturating_sub(head.offset);
+    if len == 0 || len > crate::journal::format::MAX_LINE_BYTES as u64 || head.end > file.len()? {
+        return Ok(false);
+    }
+    let mut line = vec![0u8; len as usize];
+    if file.read_at(&mut line, head.offset)? != line.len() {
+        return Ok(false);
+    }
+    Ok(crate::journal::format::verify_line(&line).is_ok_and(|e| e.seq == head.seq && e.hash == head.hash))
+}

@@ -204,17 +204,20 @@ impl Journal {
         let path = &self.paths.journal;
         match self.storage.facts(path).map_err(JournalError::io("inspecting", path))? {
             None => {}
-            Some(f) if f.is_file && f.len == 0 && !f.is_symlink => {}
+            Some(f) if safety::untrusted_reason(&f).is_some() => {
+                let reason = safety::untrusted_reason(&f).expect("checked");
+                return Err(JournalError::Untrusted { path: path.clone(), reason });
+            }
+            Some(f) if f.len == 0 => {}
             Some(f) => {
-                if let Some(reason) = safety::untrusted_reason(&f) {
-                    return Err(JournalError::Untrusted { path: path.clone(), reason });
-                }
                 if f.len > MAX_JOURNAL_BYTES {
                     return Err(JournalError::TooLarge { path: path.clone() });
                 }
                 let file = self.storage.open_rw(path).map_err(JournalError::io("opening", path))?;
-                let (head, id) = self.safe_tail(file.as_ref(), notes)?;
-                return Ok((file, head, id));
+                if let Some((head, id)) = self.safe_tail(file.as_ref(), notes)? {
+                    return Ok((file, head, id));
+                }
+                // Only a genesis cut short was there; it is in quarantine now.
             }
         }
         let Some(scope) = create else {
@@ -227,7 +230,9 @@ impl Journal {
         Ok((file, genesis.head, genesis.journal_id))
     }
 
-    fn safe_tail(&self, file: &dyn StorageFile, notes: &mut AppendNotes) -> Result<(Head, String), JournalError> {
+    /// Makes the tail safe to chain onto and returns the head and journal id; `None` when
+    /// the file held only a torn genesis, now quarantined and cut to zero bytes.
+    fn safe_tail(&self, file: &dyn StorageFile, notes: &mut AppendNotes) -> Result<Option<(Head, String)>, JournalError> {
         let path = &self.paths.journal;
         let known = self.unchanged_since_last_append(file)?;
         // Sync before reading: bytes a crashed writer left in the page cache are made
@@ -240,7 +245,13 @@ impl Journal {
             return Err(JournalError::SyncFailed { path: path.clone(), source });
         }
         let (head, torn) = match scan::read_tail(file).map_err(JournalError::io("reading the tail of", path))? {
-            Tail::Empty => unreachable!("an empty journal is created, not opened"),
+            Tail::Empty => return Ok(None),
+            Tail::TornGenesis(torn) => {
+                let moved = quarantine_range(&*self.storage, file, &self.paths, "torn", 0, torn.offset, torn.len)?;
+                truncate_durably(file, path, 0)?;
+                notes.torn_quarantined = Some((torn, moved.path));
+                return Ok(None);
+            }
             Tail::Corrupt(corruption) => return Err(JournalError::Corrupt { path: path.clone(), corruption }),
             Tail::Good { head, torn } => (head, torn),
         };
@@ -257,7 +268,7 @@ impl Journal {
             truncate_durably(file, path, torn.offset)?;
             notes.torn_quarantined = Some((torn, moved.path));
         }
-        Ok((head, journal_id))
+        Ok(Some((head, journal_id)))
     }
 
     /// The ordinary case for a long-lived handle: the file ends exactly where this handle's

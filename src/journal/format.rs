@@ -342,6 +342,30 @@ pub fn quick_frame(line: &[u8]) -> Result<Frame, LineFault> {
     Ok(Frame { seq, prev, hash })
 }
 
+/// The first bytes of every genesis line.
+const GENESIS_HEAD: &[u8] = b"{\"v\":1,\"seq\":0,";
+
+/// True when `bytes` could be the start of a genesis line cut short: what a copy or
+/// truncation that stopped inside event 0 leaves (abcd itself creates genesis whole).
+pub fn is_genesis_prefix(bytes: &[u8]) -> bool {
+    let n = bytes.len().min(GENESIS_HEAD.len());
+    n > 0 && bytes[..n] == GENESIS_HEAD[..n] && !bytes.contains(&b'\n')
+}
+
+/// True when a line that fails holds, after its first byte, the start of a line that
+/// verifies on its own up to the next newline: two lines merged by a damaged newline, or
+/// garbage written over the start of a good line. Such bytes are damage, never torn.
+pub fn holds_embedded_line(bytes: &[u8]) -> bool {
+    memchr::memmem::find_iter(bytes, FRAME_HEAD).filter(|&p| p > 0).any(|p| {
+        let rest = &bytes[p..];
+        let line = match memchr::memchr(b'\n', rest) {
+            Some(i) => &rest[..=i],
+            None => rest,
+        };
+        quick_frame(line).is_ok()
+    })
+}
+
 /// The hash a line's suffix claims, if the line ends in a well-formed suffix.
 pub fn claimed_hash(content: &[u8]) -> Option<Hash> {
     if content.len() < HASH_SUFFIX_LEN + 1 || content[0] != b'{' {

@@ -53,6 +53,13 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
         })?;
     let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
     let Some(head) = report.head else {
+        if let Verdict::TornTail(t) = report.verdict {
+            // Only a genesis cut short: keep a copy, empty the file, and let the next
+            // append create the journal anew.
+            let q = quarantine_range(&*storage, file.as_ref(), &paths, "torn", 0, t.offset, t.len)?;
+            truncate_durably(file.as_ref(), path, 0)?;
+            return Ok(RepairOutcome::TornTailCut { quarantine: q.path, bytes: t.len });
+        }
         return Err(RepairError::NoGenesis { path: path.clone() });
     };
     let genesis = read_genesis(file.as_ref(), path).map_err(|_| RepairError::NoGenesis { path: path.clone() })?;

@@ -216,8 +216,14 @@ pub fn scan<E>(
                 head = Some(Head { seq: event.seq, hash: event.hash, offset: raw.offset, end: raw.offset + raw.len });
             }
             Err(fault) => {
-                let bad_offset = raw.offset;
-                let verdict = classify_bad_region(&mut lines, head.is_some(), expected_seq, bad_offset, fault)?;
+                let first = BadLine {
+                    offset: raw.offset,
+                    seq: expected_seq,
+                    embedded: format::holds_embedded_line(raw.bytes),
+                    genesis_prefix: !raw.too_long && format::is_genesis_prefix(raw.bytes),
+                    fault,
+                };
+                let verdict = classify_bad_region(&mut lines, head.is_some(), first)?;
                 return Ok(ScanReport { head, verdict, file_len, events_seen });
             }
         }
@@ -231,24 +237,44 @@ fn next_position(head: Option<Head>) -> (u64, Hash) {
     }
 }
 
-/// Decides whether the bytes from the first bad line on are a torn tail or corruption.
-fn classify_bad_region(lines: &mut LineReader<'_>, have_genesis: bool, seq: u64, offset: u64, fault: LineFault) -> io::Result<Verdict> {
-    let corrupt = |fault: LineFault| Verdict::Corrupt(Corruption { seq, offset, problem: Problem::Line(fault) });
-    // abcd creates a journal with its genesis in place (temp file and rename), so a file
-    // whose first line fails was never a journal abcd wrote: nothing there is torn.
+/// The first line of a bad region, as the classifier needs it.
+struct BadLine {
+    offset: u64,
+    seq: u64,
+    embedded: bool,
+    genesis_prefix: bool,
+    fault: LineFault,
+}
+
+/// Decides whether the bytes from the first bad line on are a torn tail or corruption:
+/// torn only when nothing after the last verified line verifies (not even a line merged
+/// into a bad one) and the region is no longer than one crashed append can leave.
+fn classify_bad_region(lines: &mut LineReader<'_>, have_genesis: bool, first: BadLine) -> io::Result<Verdict> {
+    let corrupt = Verdict::Corrupt(Corruption { seq: first.seq, offset: first.offset, problem: Problem::Line(first.fault.clone()) });
+    if first.embedded {
+        return Ok(corrupt);
+    }
+    // abcd creates a journal with its genesis whole (temp file and rename). A file whose
+    // first line fails is torn only if it is a genesis cut short; anything else there was
+    // never a journal.
     if !have_genesis {
-        return Ok(corrupt(fault));
+        let torn = first.genesis_prefix && lines.file_len - first.offset <= MAX_LINE_BYTES as u64;
+        return Ok(if torn {
+            Verdict::TornTail(TornTail { offset: first.offset, len: lines.file_len - first.offset, fault: first.fault })
+        } else {
+            corrupt
+        });
     }
     while let Some(raw) = lines.next_line()? {
-        if raw.verify().is_ok() {
-            return Ok(corrupt(fault));
+        if raw.verify().is_ok() || format::holds_embedded_line(raw.bytes) {
+            return Ok(corrupt);
         }
     }
-    let region = lines.file_len - offset;
+    let region = lines.file_len - first.offset;
     if region > MAX_TORN_TAIL_BYTES {
-        return Ok(corrupt(fault));
+        return Ok(corrupt);
     }
-    Ok(Verdict::TornTail(TornTail { offset, len: region, fault }))
+    Ok(Verdict::TornTail(TornTail { offset: first.offset, len: region, fault: first.fault }))
 }
 
 /// What the appender learns from the end of the file.
@@ -258,6 +284,8 @@ pub enum Tail {
     Empty,
     /// The last verified line, and a torn region after it if there is one.
     Good { head: Head, torn: Option<TornTail> },
+    /// The file holds only a genesis line cut short, and no event.
+    TornGenesis(TornTail),
     /// The tail is damaged beyond what a crashed append leaves.
     Corrupt(Corruption),
 }
@@ -325,7 +353,11 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
     if torn_len > MAX_TORN_TAIL_BYTES {
         return WindowJudgement::Damaged;
     }
-    let torn = (torn_len > 0).then(|| TornTail { offset: end, len: torn_len, fault: first_fault(&buf[(end - start) as usize..]) });
+    let region = &buf[(end - start) as usize..];
+    if region.split_inclusive(|&b| b == b'\n').any(format::holds_embedded_line) {
+        return WindowJudgement::Damaged;
+    }
+    let torn = (torn_len > 0).then(|| TornTail { offset: end, len: torn_len, fault: first_fault(region) });
     if last.seq == 0 {
         let genesis_ok = offset == 0 && last.prev == Hash::genesis_prev();
         return if genesis_ok { WindowJudgement::Good { head, torn } } else { WindowJudgement::Damaged };
@@ -366,7 +398,7 @@ fn full_scan_verdict(file: &dyn StorageFile) -> io::Result<Tail> {
         (Verdict::Corrupt(c), _) => Ok(Tail::Corrupt(c)),
         (Verdict::Clean, Some(head)) => Ok(Tail::Good { head, torn: None }),
         (Verdict::TornTail(t), Some(head)) => Ok(Tail::Good { head, torn: Some(t) }),
-        // A full scan that finds no genesis in a non-empty file always says Corrupt.
-        (_, None) => unreachable!("a non-empty file without genesis is reported corrupt"),
+        (Verdict::TornTail(t), None) => Ok(Tail::TornGenesis(t)),
+        (Verdict::Clean, None) => Ok(Tail::Empty),
     }
 }

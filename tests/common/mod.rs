@@ -1,0 +1,57 @@
+//! Helpers shared by the integration tests: temporary journals with their own home
+//! store, so no test touches the real one.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use abcd::event::Scope;
+use abcd::journal::anchor::AnchorStore;
+use abcd::journal::storage::RealDisk;
+use abcd::journal::{Actor, Journal, JournalPaths, NewEvent};
+use serde_json::json;
+
+pub struct TempJournal {
+    pub dir: tempfile::TempDir,
+    pub paths: JournalPaths,
+    pub home: PathBuf,
+}
+
+impl TempJournal {
+    pub fn new() -> TempJournal {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let paths = JournalPaths::beside(&dir.path().join("wc/.abcd/.work.local/journal.jsonl"));
+        let home = dir.path().join("home");
+        TempJournal { dir, paths, home }
+    }
+
+    pub fn journal(&self) -> Journal {
+        Journal::new(RealDisk::shared(), self.paths.clone(), Some(AnchorStore::new(&self.home)))
+    }
+
+    pub fn scope(&self) -> Scope {
+        Scope::WorkingCopy { root: self.dir.path().join("wc").display().to_string() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.paths.journal
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        std::fs::read(self.path()).expect("journal readable")
+    }
+}
+
+pub fn event(kind: &str, n: u64) -> NewEvent {
+    NewEvent { kind: kind.to_string(), actor: Actor::this_process(Some("test-session".into())), data: json!({"n": n}) }
+}
+
+/// Byte offsets where each line starts, and the file length at the end.
+pub fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = vec![0];
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' && i + 1 < bytes.len() {
+            starts.push(i + 1);
+        }
+    }
+    starts
+}

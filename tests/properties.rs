@@ -230,3 +230,26 @@ fn repair_never_deletes_a_byte() {
     }
     check(prop as fn(u8, usize, Vec<u8>) -> TestResult);
 }
+
+/// Exhaustive over the two lines before the last, where a damaged newline merges a line
+/// into the final one: the merged line must still read as corruption, not a torn tail.
+#[test]
+fn every_flipped_bit_near_the_end_is_corruption_at_that_seq() {
+    let bytes = sample_bytes();
+    let starts = line_starts(bytes);
+    let n = starts.len();
+    for seq in n - 3..n - 1 {
+        for at in starts[seq]..starts[seq + 1] {
+            for bit in 0..8 {
+                let mut bad = bytes.to_vec();
+                bad[at] ^= 1 << bit;
+                let (report, _) = scan_bytes(&bad);
+                assert!(
+                    matches!(report.verdict, Verdict::Corrupt(ref c) if c.seq == seq as u64 && c.offset == starts[seq] as u64),
+                    "flip at byte {at} bit {bit}: {:?}",
+                    report.verdict
+                );
+            }
+        }
+    }
+}

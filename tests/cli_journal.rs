@@ -1,0 +1,267 @@
+//! The journal through the real binary and real processes: concurrent writers, the head
+//! anchor, and bad input. Every test has its own ABCD_HOME.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::process::{Command, Output};
+
+use abcd::journal::lock::JournalLock;
+use abcd::journal::scan::{self, StartPoint, Verdict};
+use abcd::journal::storage::{RealDisk, Storage};
+use common::{TempJournal, event};
+
+const WRITERS: usize = 8;
+const APPENDS_PER_WRITER: usize = 500;
+const CHILD_ENV: &str = "ABCD_TEST_CHILD_JOURNAL";
+
+fn abcd(tj: &TempJournal, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_abcd")).args(args).env("ABCD_HOME", &tj.home).output().expect("abcd runs")
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Not a test of its own: the body of each writer process the concurrency test spawns.
+#[test]
+#[ignore = "entry point for the writer processes of eight_processes_appending_at_once_lose_nothing"]
+fn child_writer_process() {
+    let path = std::env::var(CHILD_ENV).expect("run by the parent test");
+    let writer: u64 = std::env::var("ABCD_TEST_WRITER").unwrap().parse().unwrap();
+    let tj = TempJournal::new();
+    let paths = abcd::journal::JournalPaths::beside(std::path::Path::new(&path));
+    let home = std::env::var("ABCD_HOME").unwrap();
+    for n in 0..APPENDS_PER_WRITER as u64 {
+        // A new handle per append, as a new hook process would have.
+        let j =
+            abcd::journal::Journal::new(RealDisk::shared(), paths.clone(), Some(abcd::journal::anchor::AnchorStore::new(home.as_ref())));
+        let mut e = event("compaction.recorded", n);
+        e.data["writer"] = writer.into();
+        j.append(e, Some(&tj.scope())).expect("append succeeds");
+    }
+}
+
+#[test]
+fn eight_processes_appending_at_once_lose_nothing() {
+    let tj = TempJournal::new();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            Command::new(&exe)
+                .args(["--ignored", "--exact", "child_writer_process", "--test-threads", "1"])
+                .env(CHILD_ENV, tj.path())
+                .env("ABCD_TEST_WRITER", w.to_string())
+                .env("ABCD_HOME", &tj.home)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let file = RealDisk.open_read(tj.path()).unwrap();
+    let mut seen = HashSet::new();
+    let mut seqs = Vec::new();
+    let report = scan::scan(file.as_ref(), StartPoint::GENESIS, |e, _| {
+        seqs.push(e.seq);
+        if e.seq > 0 {
+            assert!(seen.insert((e.data["writer"].as_u64().unwrap(), e.data["n"].as_u64().unwrap())), "duplicate payload at seq {}", e.seq);
+        }
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(report.verdict, Verdict::Clean);
+    assert_eq!(seen.len(), WRITERS * APPENDS_PER_WRITER);
+    assert_eq!(seqs, (0..=(WRITERS * APPENDS_PER_WRITER) as u64).collect::<Vec<_>>());
+    let out = abcd(&tj, &["journal", "verify", "--journal", tj.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+fn journal_of(n: u64) -> TempJournal {
+    let tj = TempJournal::new();
+    let j = tj.journal();
+    for i in 0..n {
+        j.append(event("compaction.recorded", i), Some(&tj.scope())).unwrap();
+    }
+    tj
+}
+
+#[test]
+fn a_journal_rolled_back_by_ten_events_is_named_by_verify() {
+    let tj = journal_of(5);
+    let older = tj.bytes();
+    let j = tj.journal();
+    for i in 0..10 {
+        j.append(event("compaction.recorded", 100 + i), None).unwrap();
+    }
+    let path = tj.path().to_str().unwrap();
+    assert_eq!(abcd(&tj, &["journal", "verify", "--journal", path]).status.code(), Some(0));
+    std::fs::write(tj.path(), &older).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", path]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("says seq 15") && text(&out).contains("rolled back"), "{}", text(&out));
+    // And an append refuses to build on it.
+    let err = tj.journal().append(event("compaction.recorded", 999), None).unwrap_err();
+    assert!(err.to_string().contains("abcd journal repair"), "{err}");
+}
+
+#[test]
+fn a_journal_cut_at_a_line_boundary_is_named_but_a_torn_tail_is_not() {
+    let tj = journal_of(6);
+    let bytes = tj.bytes();
+    let path = tj.path().to_str().unwrap();
+    // A torn, never acknowledged tail: verify passes (exit 0) and says torn.
+    let mut torn = bytes.clone();
+    torn.extend_from_slice(b"{\"v\":1,\"seq\":7,\"time\":\"2026-");
+    std::fs::write(tj.path(), &torn).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("torn tail"), "{}", text(&out));
+    // Cut at the boundary before the last line: every remaining line verifies, but the
+    // anchor knows seq 6 was acknowledged.
+    let last_start = bytes[..bytes.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    std::fs::write(tj.path(), &bytes[..last_start]).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", path]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("ends at seq 5") && text(&out).contains("says seq 6"), "{}", text(&out));
+    let json = abcd(&tj, &["journal", "verify", "--journal", path, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["anchor"]["state"], "disagrees");
+    // Repair accepts it as it is, on the record.
+    let out = abcd(&tj, &["journal", "repair", "--journal", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(abcd(&tj, &["journal", "verify", "--journal", path]).status.code(), Some(0));
+}
+
+#[test]
+fn a_replaced_journal_is_named_through_the_path_record() {
+    let tj = journal_of(2);
+    let path = tj.path().to_str().unwrap();
+    let other = journal_of(2);
+    std::fs::copy(other.path(), tj.path()).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", path]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("replaced"), "{}", text(&out));
+}
+
+#[test]
+fn a_missing_journal_is_refused_with_exit_2() {
+    let tj = TempJournal::new();
+    let out = abcd(&tj, &["journal", "verify", "--journal", tj.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no journal at"), "{}", text(&out));
+}
+
+#[test]
+fn a_folder_is_refused_with_exit_2() {
+    let tj = TempJournal::new();
+    std::fs::create_dir_all(tj.path()).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", tj.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("it is a folder"), "{}", text(&out));
+}
+
+#[test]
+fn a_binary_file_is_corruption_at_offset_0() {
+    let tj = TempJournal::new();
+    std::fs::create_dir_all(tj.paths.dir()).unwrap();
+    let binary: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(tj.path(), &binary).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", tj.path().to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"]["state"], "corrupt");
+    assert_eq!(v["verdict"]["offset"], 0);
+    assert_eq!(v["verdict"]["seq"], 0);
+}
+
+/// Runs abcd and returns its output and peak RSS in KiB (wait4 on that one child).
+fn abcd_with_rss(tj: &TempJournal, args: &[&str]) -> (i32, String, i64) {
+    let child = Command::new(env!("CARGO_BIN_EXE_abcd"))
+        .args(args)
+        .env("ABCD_HOME", &tj.home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; pid is our own unwaited child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    (libc::WEXITSTATUS(status), out, usage.ru_maxrss)
+}
+
+#[test]
+fn an_over_long_line_is_corruption_named_by_offset_and_memory_stays_flat() {
+    let tj = journal_of(3);
+    let good_len = tj.bytes().len();
+    let path = tj.path().to_str().unwrap();
+    let mut rss = Vec::new();
+    for size in [1usize << 20, 64 << 20] {
+        // Written in chunks: the test process must not hold the line itself, since a
+        // spawned child's peak RSS counts the parent's memory up to its exec.
+        let good = tj.bytes()[..good_len].to_vec();
+        let mut f = std::fs::File::create(tj.path()).unwrap();
+        f.write_all(&good).unwrap();
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..size / chunk.len() {
+            f.write_all(&chunk).unwrap();
+        }
+        f.write_all(b"\n").unwrap();
+        f.write_all(&good).unwrap();
+        drop(f);
+        let (code, out, kib) = abcd_with_rss(&tj, &["journal", "verify", "--journal", path, "--json"]);
+        assert_eq!(code, 1, "{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["verdict"]["state"], "corrupt");
+        assert_eq!(v["verdict"]["offset"], good_len as u64);
+        assert!(v["verdict"]["problem"].as_str().unwrap().contains("longer than 65536 bytes"), "{out}");
+        rss.push(kib);
+    }
+    // A 64 MiB line costs no more memory than a 1 MiB one: lines past the limit are
+    // measured, never held.
+    assert!(rss[1] < rss[0] + 4096, "peak RSS {} KiB for a 64 MiB line vs {} KiB for 1 MiB", rss[1], rss[0]);
+}
+
+#[test]
+fn a_symlink_or_a_foreign_owner_is_refused_with_exit_2() {
+    let tj = journal_of(1);
+    let link = tj.paths.dir().join("link.jsonl");
+    std::os::unix::fs::symlink(tj.path(), &link).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("symbolic link"), "{}", text(&out));
+
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping the foreign-owner half: chown needs root");
+        return;
+    }
+    let c = std::ffi::CString::new(tj.path().to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string path; 65534 is nobody.
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    let out = abcd(&tj, &["journal", "verify", "--journal", tj.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("owned by another user"), "{}", text(&out));
+    let err = tj.journal().append(event("compaction.recorded", 1), None).unwrap_err();
+    assert!(err.to_string().contains("owned by another user"), "{err}");
+}
+
+#[test]
+fn a_lock_held_past_the_wait_is_refused_naming_the_holder() {
+    let tj = journal_of(1);
+    let _held = JournalLock::acquire(&tj.paths.lock, std::time::Duration::from_secs(1)).unwrap();
+    let started = std::time::Instant::now();
+    let out = abcd(&tj, &["journal", "repair", "--journal", tj.path().to_str().unwrap()]);
+    assert!(started.elapsed() >= abcd::journal::lock::LOCK_WAIT);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains(&format!("pid {}", std::process::id())), "{}", text(&out));
+}

@@ -3,6 +3,7 @@
 //! projection folded from the journal. The library never prints and never exits; the
 //! `abcd` binary (`cli`) is a thin layer over it.
 
+pub mod checklist;
 pub mod cli;
 pub mod event;
 pub mod fold;

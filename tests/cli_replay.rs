@@ -50,7 +50,7 @@ fn replay_prints_one_audit_line_per_event_and_agrees_with_every_cache() {
 #[test]
 fn a_hand_edited_projection_or_checkpoint_fails_the_replay() {
     let tj = stored_journal(3);
-    let projection = tj.paths.dir().join(abcd::store::projection::SUMMARY_FILE);
+    let projection = tj.paths.dir().join(abcd::store::projection::STATE_FILE);
     let edited = std::fs::read_to_string(&projection).unwrap().replace("\"events\": 4", "\"events\": 5");
     std::fs::write(&projection, edited).unwrap();
     let out = abcd(&tj, &["replay", "--journal", tj.path().to_str().unwrap()]);

@@ -182,7 +182,7 @@ fn replay_from_a_checkpoint_equals_replay_from_genesis() {
         )
         .unwrap();
         // And through the store's reader, with no projection on disk.
-        let _ = std::fs::remove_file(tj.paths.dir().join(abcd::store::projection::SUMMARY_FILE));
+        let _ = std::fs::remove_file(tj.paths.dir().join(abcd::store::projection::STATE_FILE));
         let via_store = store.current_state().unwrap();
         TestResult::from_bool(
             from_cp.state == from_genesis.state && from_cp.head == from_genesis.head && via_store.state == from_genesis.state,

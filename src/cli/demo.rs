@@ -79,7 +79,7 @@ pub fn run() -> anyhow::Result<i32> {
     let current = store.current_state()?;
     let cp = store.write_checkpoint(&current)?;
     println!("   checkpoint {} holds the state after seq {}", cp.display(), current.head.seq);
-    std::fs::remove_file(paths.dir().join(crate::store::projection::SUMMARY_FILE))?;
+    std::fs::remove_file(paths.dir().join(crate::store::projection::STATE_FILE))?;
     let again = store.current_state()?;
     println!(
         "   with the projection deleted, a reader folds from {:?} and gets the same state: {}",

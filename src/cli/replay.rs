@@ -19,7 +19,7 @@ use crate::places;
 use crate::store::projection;
 
 /// Projections `--projection` can name.
-const PROJECTION_NAMES: &[&str] = &["journal-summary"];
+const PROJECTION_NAMES: &[&str] = &["state"];
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -32,7 +32,7 @@ pub struct ReplayArgs {
     /// Print newline-delimited JSON for scripts
     #[arg(long)]
     json: bool,
-    /// Only this projection (one of: journal-summary)
+    /// Only this projection (one of: state, checklist)
     #[arg(long, value_name = "NAME")]
     projection: Option<String>,
 }
@@ -54,7 +54,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
     let (paths, _) = args.choice.resolve()?;
     let storage = RealDisk;
     let anchors = places::anchors()?;
-    let projection_path = paths.dir().join(projection::SUMMARY_FILE);
+    let projection_path = paths.dir().join(projection::STATE_FILE);
 
     let checkpoints: Vec<(PathBuf, Result<Checkpoint, CheckpointRejected>)> = checkpoint::list(&storage, &paths.checkpoints)?
         .into_iter()
@@ -63,7 +63,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
             (p, loaded)
         })
         .collect();
-    let on_disk_projection = storage.facts(&projection_path)?.map(|_| projection::load_summary_any(&storage, &projection_path));
+    let on_disk_projection = storage.facts(&projection_path)?.map(|_| projection::load_state_any(&storage, &projection_path));
 
     let mut wanted: Vec<u64> = checkpoints.iter().filter_map(|(_, c)| c.as_ref().ok().map(|c| c.seq)).collect();
     if let Some(Some((_, head))) = &on_disk_projection {
@@ -111,8 +111,8 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
             return Ok(EXIT_REFUSED);
         };
         let head = crate::journal::scan::Head { seq: at, hash: *hash, offset: 0, end: 0 };
-        let rendered: serde_json::Value = serde_json::from_slice(&projection::render_summary(st, head))?;
-        let value = json!({"type": "projection", "name": "journal-summary", "at": at, "content": rendered});
+        let rendered: serde_json::Value = serde_json::from_slice(&projection::render_state(st, head))?;
+        let value = json!({"type": "projection", "name": "state", "at": at, "content": rendered});
         if args.json {
             writeln!(out, "{value}")?;
         } else {

@@ -4,16 +4,21 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::checklist::item::{ChangeSet, ItemFields};
+
 pub const JOURNAL_OPENED: &str = "journal.opened";
 pub const JOURNAL_REPAIRED: &str = "journal.repaired";
+pub const CHECKLIST_ITEM_ADDED: &str = "checklist.item_added";
+pub const CHECKLIST_ITEM_CHANGED: &str = "checklist.item_changed";
+pub const CHECKLIST_WRITE_REFUSED: &str = "checklist.write_refused";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
     JOURNAL_OPENED,
     JOURNAL_REPAIRED,
-    "checklist.item_added",
-    "checklist.item_changed",
-    "checklist.write_refused",
+    CHECKLIST_ITEM_ADDED,
+    CHECKLIST_ITEM_CHANGED,
+    CHECKLIST_WRITE_REFUSED,
     "session.started",
     "session.judged",
     "compaction.recorded",
@@ -101,11 +106,40 @@ pub struct JournalRepaired {
     pub problem: String,
 }
 
+/// `data` of `checklist.item_added`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemAdded {
+    pub item: ItemFields,
+}
+
+/// `data` of `checklist.item_changed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemChanged {
+    pub id: String,
+    pub changes: ChangeSet,
+}
+
+/// `data` of `checklist.write_refused`: what was refused and by which pattern kind,
+/// never the value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteRefused {
+    /// `add` or `set`.
+    pub verb: String,
+    pub field: String,
+    pub kind: String,
+}
+
 /// The typed view of an event this build understands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Known {
     Opened(JournalOpened),
     Repaired(JournalRepaired),
+    ItemAdded(ItemAdded),
+    ItemChanged(ItemChanged),
+    WriteRefused(WriteRefused),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -132,6 +166,9 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
             Ok(Known::Opened(opened))
         }
         JOURNAL_REPAIRED => Ok(Known::Repaired(typed(kind, data)?)),
+        CHECKLIST_ITEM_ADDED => Ok(Known::ItemAdded(typed(kind, data)?)),
+        CHECKLIST_ITEM_CHANGED => Ok(Known::ItemChanged(typed(kind, data)?)),
+        CHECKLIST_WRITE_REFUSED => Ok(Known::WriteRefused(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -38,9 +38,31 @@ pub fn audit_line(event: &Event) -> AuditLine {
             ),
             None => format!("repaired the journal ({:?}): accepted it as it is after: {}", r.cause, r.problem),
         },
+        Ok(Known::ItemAdded(a)) => match super::checklist::check_item(&a.item) {
+            Ok(()) => format!("added checklist item {} ({}): {}", a.item.id, a.item.state.name(), a.item.title),
+            Err(r) => format!("checklist.item_added skipped: {} {}", r.field.unwrap_or_default(), r.reason),
+        },
+        Ok(Known::ItemChanged(c)) => {
+            // Only the names of the changed fields: the values are checked by the fold and
+            // shown by the projection, so an unscanned value never reaches the audit.
+            let fields = serde_json::to_value(&c.changes)
+                .ok()
+                .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(", ")))
+                .unwrap_or_default();
+            let id = if crate::checklist::item::validate_id(&c.id).is_ok() && crate::checklist::secrets::scan(&c.id).is_none() {
+                c.id.as_str()
+            } else {
+                "(malformed id)"
+            };
+            format!("changed checklist item {id}: {fields}")
+        }
+        Ok(Known::WriteRefused(r)) if super::checklist::refusal_is_clean(&r) => {
+            format!("refused a checklist {}: field {} carries a secret ({})", r.verb, r.field, r.kind)
+        }
+        Ok(Known::WriteRefused(_)) => "checklist.write_refused skipped: a refusal record must name a field and a kind only".to_string(),
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),
-        Err(e) => format!("{} skipped: {e}", event.kind),
+        Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),
     };
     AuditLine { seq: event.seq, time: format_time(event.time), actor: actor_label(event), kind: event.kind.clone(), what }
 }

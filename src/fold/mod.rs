@@ -3,6 +3,7 @@
 //! functions are tested with plain values and quickcheck.
 
 pub mod audit;
+pub mod checklist;
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ pub const MAX_SKIPPED_KEPT: usize = 64;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FoldedState {
     pub journal: JournalSummary,
+    pub checklist: checklist::ChecklistState,
 }
 
 /// What the journal itself says about its history.
@@ -42,12 +44,23 @@ pub struct RepairRecord {
     pub quarantine_file: Option<String>,
 }
 
-/// An event a fold passed over, and why.
+/// An event a fold passed over, and why: the field and the rule or pattern kind that
+/// refused it, never the value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
     pub seq: u64,
     pub kind: String,
+    pub field: Option<String>,
     pub reason: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "seq {} ({}) skipped: {field} {}", self.seq, self.kind, self.reason),
+            None => write!(f, "seq {} ({}) skipped: {}", self.seq, self.kind, self.reason),
+        }
+    }
 }
 
 /// What a fold step has to say about an event it did not use.
@@ -71,26 +84,30 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
     summary.last_hash = Some(event.hash);
     let first_of_kind = !summary.by_kind.contains_key(&event.kind);
     *summary.by_kind.entry(event.kind.clone()).or_insert(0) += 1;
-    match event::decode(&event.kind, &event.data) {
+    let folded = match event::decode(&event.kind, &event.data) {
         Ok(Known::Opened(opened)) => {
             summary.journal_id = Some(opened.journal_id);
             summary.scope = Some(opened.scope);
-            FoldNote::Folded
+            Ok(())
         }
         Ok(Known::Repaired(r)) => {
             summary.repairs.push(RepairRecord { seq: event.seq, cause: r.cause, lines_moved: r.lines, quarantine_file: r.quarantine_file });
-            FoldNote::Folded
+            Ok(())
         }
-        Ok(Known::Unfolded) => FoldNote::Folded,
+        Ok(Known::ItemAdded(added)) => checklist::fold_added(&mut state.checklist, event, &added),
+        Ok(Known::ItemChanged(changed)) => checklist::fold_changed(&mut state.checklist, event, &changed),
+        Ok(Known::WriteRefused(refused)) => checklist::fold_refused(&mut state.checklist, event, &refused),
+        Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {
-            if first_of_kind {
-                FoldNote::UnknownKind(kind)
-            } else {
-                FoldNote::Folded
-            }
+            return if first_of_kind { FoldNote::UnknownKind(kind) } else { FoldNote::Folded };
         }
-        Err(e @ DecodeError::BadData { .. }) => {
-            let skipped = Skipped { seq: event.seq, kind: event.kind.clone(), reason: e.to_string() };
+        Err(DecodeError::BadData { reason, .. }) => Err(checklist::Rejection { field: None, reason: data_reason(&reason) }),
+    };
+    match folded {
+        Ok(()) => FoldNote::Folded,
+        Err(rejection) => {
+            let skipped = Skipped { seq: event.seq, kind: event.kind.clone(), field: rejection.field, reason: rejection.reason };
+            let summary = &mut state.journal;
             summary.skipped_total += 1;
             if summary.skipped.len() < MAX_SKIPPED_KEPT {
                 summary.skipped.push(skipped.clone());
@@ -98,6 +115,13 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
             FoldNote::Skipped(skipped)
         }
     }
+}
+
+/// serde's message names the offending field but may quote a value; keep only the part
+/// before any quoted text, so no value from the file reaches a projection.
+fn data_reason(serde_message: &str) -> String {
+    let cut = serde_message.find(['`', '"', '\'']).unwrap_or(serde_message.len());
+    format!("its data does not match the kind's schema ({})", serde_message[..cut].trim_end())
 }
 
 /// The state's digest: projections carry it, so a hand-edited projection is noticed.

@@ -4,6 +4,7 @@
 //! Data flows one way: command → journal append → fold → projection write.
 
 pub mod projection;
+pub mod reader;
 
 use std::path::PathBuf;
 
@@ -58,7 +59,7 @@ impl Store {
     }
 
     fn projection_path(&self) -> PathBuf {
-        self.journal.paths().dir().join(projection::SUMMARY_FILE)
+        self.journal.paths().dir().join(projection::STATE_FILE)
     }
 
     /// Appends a batch durably, then brings the projections and checkpoints up to date.
@@ -88,7 +89,7 @@ impl Store {
 
     pub fn write_projection(&self, current: &CurrentState) -> Result<(), JournalError> {
         let path = self.projection_path();
-        let bytes = projection::render_summary(&current.state, current.head);
+        let bytes = projection::render_state(&current.state, current.head);
         crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &bytes, false).map_err(|source| JournalError::Io {
             what: "writing the projection",
             path,
@@ -122,28 +123,36 @@ impl Store {
         let file = open_trusted(storage, path)?;
         let io_err = |source| JournalError::Io { what: "reading", path: path.clone(), source };
         let genesis = read_genesis(file.as_ref(), path)?;
-        let tail = scan::read_tail(file.as_ref()).map_err(io_err)?;
-        if let Tail::Good { head, .. } = tail
-            && let Some(state) = projection::load_summary(storage, &self.projection_path(), Some(head))
-        {
-            return Ok(CurrentState {
-                state,
-                head,
-                journal_id: genesis.journal_id,
-                base: StateBase::ProjectionCurrent,
-                degraded: None,
-                notes: vec![],
-            });
+        match scan::read_tail(file.as_ref()).map_err(io_err)? {
+            Tail::Good { head, .. } => self.state_at(file.as_ref(), head, genesis.journal_id),
+            // Corrupt (or emptied under us): fold what verifies from the best base, and
+            // let the scan name the damage.
+            _ => self.fold_from_best_base(file.as_ref(), genesis.journal_id),
         }
-        // Pick the furthest trusted base: a projection that is merely behind, or a checkpoint.
+    }
+
+    /// The state at `head`: from the projection when it names `head`, else folded.
+    fn state_at(&self, file: &dyn StorageFile, head: Head, journal_id: String) -> Result<CurrentState, JournalError> {
+        let storage = &**self.journal.storage();
+        if let Some(state) = projection::load_state(storage, &self.projection_path(), head) {
+            return Ok(CurrentState { state, head, journal_id, base: StateBase::ProjectionCurrent, degraded: None, notes: vec![] });
+        }
+        self.fold_from_best_base(file, journal_id)
+    }
+
+    /// Folds from the furthest trusted base: a projection that is merely behind, or a
+    /// checkpoint, or genesis.
+    fn fold_from_best_base(&self, file: &dyn StorageFile, journal_id: String) -> Result<CurrentState, JournalError> {
+        let storage = &**self.journal.storage();
+        let path = &self.journal.paths().journal;
+        let io_err = |source| JournalError::Io { what: "reading", path: path.clone(), source };
         let mut best: Option<(FoldedState, Head, StateBase)> = None;
-        if let Some((state, head)) = projection::load_summary_any(storage, &self.projection_path())
-            && line_matches(file.as_ref(), head).map_err(io_err)?
+        if let Some((state, head)) = projection::load_state_any(storage, &self.projection_path())
+            && line_matches(file, head).map_err(io_err)?
         {
             best = Some((state, head, StateBase::Projection { seq: head.seq }));
         }
-        if let Some(cp) =
-            checkpoint::newest_usable(storage, &self.journal.paths().checkpoints, &genesis.journal_id, file.as_ref()).map_err(io_err)?
+        if let Some(cp) = checkpoint::newest_usable(storage, &self.journal.paths().checkpoints, &journal_id, file).map_err(io_err)?
             && best.as_ref().is_none_or(|(_, h, _)| h.seq < cp.seq)
         {
             let head = cp.head();
@@ -153,7 +162,7 @@ impl Store {
             Some((s, h, b)) => (s, StartPoint { after: Some(h) }, b),
             None => (FoldedState::default(), StartPoint::GENESIS, StateBase::Genesis),
         };
-        fold_from(file.as_ref(), state, start, base, genesis.journal_id).map_err(io_err)
+        fold_from(file, state, start, base, journal_id).map_err(io_err)
     }
 }
 

@@ -1,20 +1,30 @@
-//! Projection files: the folded state rendered as JSON that names the journal line it
-//! reflects and a digest of its state. A projection that is unreadable, fails its digest
-//! (a hand edit, say) or names another line is not trusted; the reader re-folds.
+//! Projection files: folded state rendered as JSON that names the journal line it
+//! reflects and carries a digest of its content. A projection that is unreadable, fails
+//! its digest (a hand edit, say) or names another line is not trusted; the reader
+//! re-folds from the journal.
+//!
+//! - `state.json`: the whole folded state (a readable checkpoint; the read path's base).
+//! - `checklist.json` (`abcd/checklist/v1`) and `checklist.last-good.json`: the checklist
+//!   view that hooks and people read (SPEC §3).
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fold::{FoldedState, state_digest};
+use crate::fold::checklist::{ChecklistState, Item, check_item};
+use crate::fold::{FoldedState, Skipped, state_digest};
 use crate::journal::format::Hash;
 use crate::journal::scan::Head;
 use crate::journal::storage::{Storage, read_small};
 
-pub const SUMMARY_FILE: &str = "journal-summary.json";
-pub const SUMMARY_SCHEMA: &str = "abcd/journal-summary/v1";
+pub const STATE_FILE: &str = "state.json";
+pub const STATE_SCHEMA: &str = "abcd/state/v1";
+pub const CHECKLIST_FILE: &str = "checklist.json";
+pub const LAST_GOOD_FILE: &str = "checklist.last-good.json";
+pub const CHECKLIST_SCHEMA: &str = "abcd/checklist/v1";
 /// The largest projection file read.
 pub const MAX_PROJECTION_BYTES: u64 = 16 << 20;
+const CHECKLIST_DIGEST_CONTEXT: &str = "abcd projection v1 checklist digest";
 
 /// The journal line a projection reflects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,36 +42,128 @@ impl From<Head> for JournalRef {
     }
 }
 
+impl From<JournalRef> for Head {
+    fn from(j: JournalRef) -> Self {
+        Head { seq: j.seq, hash: j.hash, offset: j.offset, end: j.end }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SummaryFile {
+struct StateFile {
     schema: String,
     journal: JournalRef,
     digest: String,
     state: FoldedState,
 }
 
-pub fn render_summary(state: &FoldedState, head: Head) -> Vec<u8> {
-    let file = SummaryFile { schema: SUMMARY_SCHEMA.into(), journal: head.into(), digest: state_digest(state), state: state.clone() };
-    let mut out = serde_json::to_vec_pretty(&file).expect("plain data serializes");
+pub fn render_state(state: &FoldedState, head: Head) -> Vec<u8> {
+    let file = StateFile { schema: STATE_SCHEMA.into(), journal: head.into(), digest: state_digest(state), state: state.clone() };
+    pretty(&file)
+}
+
+fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).expect("plain data serializes");
     out.push(b'\n');
     out
 }
 
-/// The projection's state and the line it names, if it parses and its digest holds.
-pub fn load_summary_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
+/// The state file's state and the line it names, if it parses and its digest holds.
+pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
     let bytes = read_small(storage, path, MAX_PROJECTION_BYTES).ok()?;
-    let file: SummaryFile = serde_json::from_slice(&bytes).ok()?;
+    let file: StateFile = serde_json::from_slice(&bytes).ok()?;
     let j = file.journal;
-    let intact = file.schema == SUMMARY_SCHEMA
+    let intact = file.schema == STATE_SCHEMA
         && file.digest == state_digest(&file.state)
         && file.state.journal.events == j.seq + 1
         && file.state.journal.last_hash == Some(j.hash);
-    intact.then_some((file.state, Head { seq: j.seq, hash: j.hash, offset: j.offset, end: j.end }))
+    intact.then_some((file.state, j.into()))
 }
 
-/// The projection's state when it is intact and reflects exactly `head`.
-pub fn load_summary(storage: &dyn Storage, path: &Path, head: Option<Head>) -> Option<FoldedState> {
-    let (state, named) = load_summary_any(storage, path)?;
-    (Some(named) == head).then_some(state)
+/// The state file's state when it is intact and reflects exactly `head`.
+pub fn load_state(storage: &dyn Storage, path: &Path, head: Head) -> Option<FoldedState> {
+    let (state, named) = load_state_any(storage, path)?;
+    (named == head).then_some(state)
+}
+
+/// The checklist as `checklist.json` and last-good carry it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChecklistFile {
+    pub schema: String,
+    pub updated_at: Option<jiff::Timestamp>,
+    pub updated_by: Option<String>,
+    pub journal: JournalRef,
+    pub digest: String,
+    pub items: Vec<Item>,
+    /// Checklist events the fold skipped, named by seq, field and rule or kind.
+    pub skipped: Vec<Skipped>,
+}
+
+impl ChecklistFile {
+    pub fn from_state(state: &FoldedState, head: Head) -> ChecklistFile {
+        let c = &state.checklist;
+        let skipped: Vec<Skipped> = state.journal.skipped.iter().filter(|s| s.kind.starts_with("checklist.")).cloned().collect();
+        let mut file = ChecklistFile {
+            schema: CHECKLIST_SCHEMA.into(),
+            updated_at: c.updated_at,
+            updated_by: c.updated_by.clone(),
+            journal: head.into(),
+            digest: String::new(),
+            items: c.items.clone(),
+            skipped,
+        };
+        file.digest = file.compute_digest();
+        file
+    }
+
+    fn compute_digest(&self) -> String {
+        let mut unsigned = self.clone();
+        unsigned.digest = String::new();
+        let bytes = serde_json::to_vec(&unsigned).expect("plain data serializes");
+        blake3::Hasher::new_derive_key(CHECKLIST_DIGEST_CONTEXT).update(&bytes).finalize().to_hex().to_string()
+    }
+
+    /// The checklist state this file shows.
+    pub fn to_state(&self) -> ChecklistState {
+        ChecklistState { items: self.items.clone(), updated_at: self.updated_at, updated_by: self.updated_by.clone(), ..Default::default() }
+    }
+
+    pub fn render(&self) -> Vec<u8> {
+        pretty(self)
+    }
+}
+
+/// Why a checklist file is not used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChecklistFileRejected {
+    #[error("it cannot be read")]
+    Unreadable,
+    #[error("it is not an abcd/checklist/v1 file")]
+    NotAChecklist,
+    #[error("its digest does not match its content (edited by hand?)")]
+    DigestMismatch,
+    #[error("item {index}: {field} {reason}")]
+    BadItem { index: usize, field: String, reason: String },
+}
+
+/// Reads a checklist file and checks everything: schema, digest, and every item
+/// validated and scanned again (nothing unvalidated or unscanned is ever shown).
+pub fn load_checklist(storage: &dyn Storage, path: &Path) -> Result<ChecklistFile, ChecklistFileRejected> {
+    let bytes = read_small(storage, path, MAX_PROJECTION_BYTES).map_err(|_| ChecklistFileRejected::Unreadable)?;
+    let file: ChecklistFile = serde_json::from_slice(&bytes).map_err(|_| ChecklistFileRejected::NotAChecklist)?;
+    if file.schema != CHECKLIST_SCHEMA {
+        return Err(ChecklistFileRejected::NotAChecklist);
+    }
+    if file.digest != file.compute_digest() {
+        return Err(ChecklistFileRejected::DigestMismatch);
+    }
+    for (index, item) in file.items.iter().enumerate() {
+        check_item(&item.fields).map_err(|r| ChecklistFileRejected::BadItem {
+            index,
+            field: r.field.unwrap_or_default(),
+            reason: r.reason,
+        })?;
+    }
+    Ok(file)
 }

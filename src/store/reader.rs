@@ -1,0 +1,108 @@
+//! The checklist reader used by render, the verbs and the hooks (SPEC §3): the journal's
+//! fold, else `checklist.last-good.json` with one line saying why, else only that line.
+//! It never returns an item that was not validated and scanned.
+
+use crate::fold::Skipped;
+use crate::fold::checklist::ChecklistState;
+use crate::journal::append::JournalError;
+use crate::journal::scan::{self, Tail};
+use crate::journal::verify::open_trusted;
+
+use super::Store;
+use super::projection::{self, ChecklistFile};
+
+/// Where the checklist shown came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ViewSource {
+    /// `checklist.json` named the journal's head: nothing was folded.
+    Projection,
+    /// Folded from the journal (the projection was behind, missing or not trusted).
+    Journal,
+    /// The journal could not be read; last-good was valid.
+    LastGood,
+    /// Neither could be read: only the note is shown.
+    Nothing,
+    /// No journal yet.
+    Empty,
+}
+
+#[derive(Clone, Debug)]
+pub struct ChecklistView {
+    pub checklist: ChecklistState,
+    pub skipped: Vec<Skipped>,
+    /// One-line remarks for the reader: a fallback and why, damage found.
+    pub notes: Vec<String>,
+    pub source: ViewSource,
+    pub head_seq: Option<u64>,
+}
+
+impl Store {
+    /// The checklist to show, by SPEC §3's fallback chain.
+    pub fn checklist_view(&self) -> ChecklistView {
+        match self.checklist_from_journal() {
+            Ok(view) => view,
+            Err(JournalError::Missing { .. }) => ChecklistView {
+                checklist: ChecklistState::default(),
+                skipped: vec![],
+                notes: vec![],
+                source: ViewSource::Empty,
+                head_seq: None,
+            },
+            Err(why) => self.last_good_view(&why.to_string()),
+        }
+    }
+
+    fn checklist_from_journal(&self) -> Result<ChecklistView, JournalError> {
+        let storage = &**self.journal.storage();
+        let paths = self.journal.paths();
+        let file = open_trusted(storage, &paths.journal)?;
+        let io_err = |source| JournalError::Io { what: "reading", path: paths.journal.clone(), source };
+        let checklist_path = paths.dir().join(projection::CHECKLIST_FILE);
+        if let Tail::Good { head, .. } = scan::read_tail(file.as_ref()).map_err(io_err)?
+            && let Ok(f) = projection::load_checklist(storage, &checklist_path)
+            && f.journal == head.into()
+        {
+            return Ok(view_of(&f, ViewSource::Projection, vec![]));
+        }
+        let current = self.current_state()?;
+        let mut notes = Vec::new();
+        if let Some(c) = &current.degraded {
+            notes.push(format!(
+                "the journal is damaged at seq {} (byte offset {}): {}; showing what came before it; run `abcd journal repair`",
+                c.seq, c.offset, c.problem
+            ));
+        } else {
+            // A reader repairs a stale or untrusted projection as it goes; a failure to
+            // write it changes nothing for this read.
+            let _ = self.write_projection(&current);
+        }
+        let f = ChecklistFile::from_state(&current.state, current.head);
+        Ok(view_of(&f, ViewSource::Journal, notes))
+    }
+
+    fn last_good_view(&self, why: &str) -> ChecklistView {
+        let storage = &**self.journal.storage();
+        let path = self.journal.paths().dir().join(projection::LAST_GOOD_FILE);
+        match projection::load_checklist(storage, &path) {
+            Ok(f) => {
+                let when = f.updated_at.map(|t| format!(" from {}", t.strftime("%Y-%m-%d %H:%M UTC"))).unwrap_or_default();
+                let note = format!("the journal could not be read ({why}); showing the last good checklist{when}");
+                view_of(&f, ViewSource::LastGood, vec![note])
+            }
+            Err(lg) => ChecklistView {
+                checklist: ChecklistState::default(),
+                skipped: vec![],
+                notes: vec![format!(
+                    "the journal could not be read ({why}) and the last good checklist is not usable ({lg}); nothing to show; run `abcd journal verify`"
+                )],
+                source: ViewSource::Nothing,
+                head_seq: None,
+            },
+        }
+    }
+}
+
+fn view_of(f: &ChecklistFile, source: ViewSource, mut notes: Vec<String>) -> ChecklistView {
+    notes.extend(f.skipped.iter().map(|s| s.to_string()));
+    ChecklistView { checklist: f.to_state(), skipped: f.skipped.clone(), notes, source, head_seq: Some(f.journal.seq) }
+}

@@ -36,7 +36,11 @@ fn child_writer_process() {
     for n in 0..APPENDS_PER_WRITER as u64 {
         // A new handle per append, as a new hook process would have.
         let j =
-            abcd::journal::Journal::new(RealDisk::shared(), paths.clone(), Some(abcd::journal::anchor::AnchorStore::new(home.as_ref())));
+            abcd::journal::Journal::new(RealDisk::shared(), paths.clone(), Some(abcd::journal::anchor::AnchorStore::new(home.as_ref())))
+                // Raised from the hooks' 2 s: on a loaded 2-core CI machine eight syncing
+                // writers can queue longer, and a timeout is a refusal, not the loss,
+                // duplication or interleaving this test is about.
+                .with_lock_wait(std::time::Duration::from_secs(60));
         let mut e = event("compaction.recorded", n);
         e.data["writer"] = writer.into();
         j.append(e, Some(&tj.scope())).expect("append succeeds");

@@ -1,1 +1,951 @@
-fn main() {}
+//! Journal benchmarks (SPEC §10). The machines this runs on are small, shared and noisy,
+//! so every benchmark runs its contenders side by side, interleaved, in one run, and
+//! reports the median of per-round RATIOS; absolute times are context only.
+//!
+//! 1. One durable `Journal::append` vs a raw `write` + `fdatasync` of a line of the same
+//!    size to a plain O_APPEND file (one operation of each in turn).
+//! 2. Append cost on a 1,000-event vs a 1,000,000-event journal: the first append of a
+//!    fresh handle (what a new process does), and steady appends through one handle.
+//! 3. Group commit: 16 threads appending through one `SharedJournal` vs one thread
+//!    appending sequentially (one sync per event).
+//! 4. `abcd journal verify` (the release binary, as a subprocess) on the large journal vs
+//!    a floor (a subprocess of this bench that reads the file, BLAKE3-hashes it and parses
+//!    every line into a `serde_json::Value`), with each process's peak RSS.
+//!
+//! `cargo bench --bench journal` runs the full sizes. Run without `--bench` (as
+//! `cargo test --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises
+//! every path. `ABCD_BENCH_EVENTS` overrides the large journal's size in both modes;
+//! `ABCD_BENCH_ONLY=1,3` runs only the benchmarks named (for profiling one of them).
+
+use std::convert::Infallible;
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::hint::black_box;
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use abcd::journal::anchor::AnchorStore;
+use abcd::journal::format::{self, Actor, Hash, NewEvent};
+use abcd::journal::group::SharedJournal;
+use abcd::journal::scan::{self, Verdict};
+use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
+use abcd::journal::verify;
+use abcd::journal::{Appended, Journal, JournalPaths};
+
+const EVENTS_ENV: &str = "ABCD_BENCH_EVENTS";
+const ONLY_ENV: &str = "ABCD_BENCH_ONLY";
+/// Set for the floor's process (benchmark 4): the journal to read.
+const FLOOR_CHILD_ENV: &str = "ABCD_BENCH_FLOOR_CHILD";
+/// Set for the spawner process (benchmark 4), which runs its arguments as a command.
+const SPAWNER_ENV: &str = "ABCD_BENCH_SPAWNER";
+/// The spawner's report, the last line of its output.
+const SPAWNER_TAG: &str = "abcd-bench-spawner:";
+/// Threads in the group-commit benchmark.
+const THREADS: usize = 16;
+/// The floor's read size, the same as the streaming verifier's.
+const FLOOR_READ_BYTES: usize = 256 * 1024;
+
+/// Sizes and rounds of one run.
+struct Config {
+    full: bool,
+    only: Option<Vec<u32>>,
+    large: u64,
+    small: u64,
+    /// Benchmark 1: rounds, and appends of each contender per round.
+    single_rounds: usize,
+    single_ops: usize,
+    /// Benchmark 2: rounds, and fresh-handle and steady appends per journal per round.
+    length_rounds: usize,
+    fresh_ops: usize,
+    steady_ops: usize,
+    /// Benchmark 3: rounds, sequential appends, and appends per thread per round.
+    group_rounds: usize,
+    group_single_ops: usize,
+    group_per_thread: usize,
+    /// Benchmark 4: rounds (each runs verify once and the floor once).
+    verify_rounds: usize,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        let full = std::env::args().any(|a| a == "--bench");
+        let default_large = if full { 1_000_000 } else { 200 };
+        let large = match std::env::var(EVENTS_ENV) {
+            Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("{EVENTS_ENV}={v:?} is not a number of events")),
+            Err(_) => default_large,
+        };
+        assert!(large >= 4, "{EVENTS_ENV} must be at least 4");
+        let only = std::env::var(ONLY_ENV)
+            .ok()
+            .map(|v| v.split(',').map(|n| n.trim().parse().unwrap_or_else(|_| panic!("{ONLY_ENV}={v:?}: expected e.g. 1,3"))).collect());
+        let small = 1000.min((large / 10).max(2));
+        if full {
+            Config {
+                full,
+                only,
+                large,
+                small,
+                single_rounds: 41,
+                single_ops: 40,
+                length_rounds: 41,
+                fresh_ops: 20,
+                steady_ops: 30,
+                group_rounds: 21,
+                group_single_ops: 64,
+                group_per_thread: 32,
+                verify_rounds: 7,
+            }
+        } else {
+            Config {
+                full,
+                only,
+                large,
+                small,
+                single_rounds: 1,
+                single_ops: 5,
+                length_rounds: 1,
+                fresh_ops: 3,
+                steady_ops: 5,
+                group_rounds: 1,
+                group_single_ops: 8,
+                group_per_thread: 2,
+                verify_rounds: 1,
+            }
+        }
+    }
+
+    fn runs(&self, bench: u32) -> bool {
+        self.only.as_ref().is_none_or(|o| o.contains(&bench))
+    }
+}
+
+fn main() {
+    if std::env::var_os(SPAWNER_ENV).is_some() {
+        spawner();
+        return;
+    }
+    if let Ok(path) = std::env::var(FLOOR_CHILD_ENV) {
+        let (lines, digest) = floor(Path::new(&path));
+        println!("lines={lines} blake3={digest}");
+        return;
+    }
+    let cfg = Config::from_env();
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&base).expect("creating the crate's target/tmp");
+    let tmp = tempfile::Builder::new().prefix("abcd-bench-").tempdir_in(&base).expect("creating a temp dir");
+    let dir = tmp.path().canonicalize().expect("canonical temp dir");
+    let home = dir.join("home");
+    std::fs::create_dir(&home).expect("creating the home store");
+
+    println!(
+        "abcd journal benchmarks: {}",
+        if cfg.full { "full run (cargo bench)" } else { "SMOKE mode (tiny sizes; numbers not meaningful)" }
+    );
+    println!("  temp dir:   {} (under the crate's target/tmp)", dir.display());
+    println!("  filesystem: {}", describe_filesystem(&dir));
+    println!("  cpus:       {}", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!("  abcd:       {}", env!("CARGO_BIN_EXE_abcd"));
+    println!("  sizes:      large journal {} events, small journal {} events", cfg.large, cfg.small);
+    println!();
+
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    let mut journals = Vec::new();
+
+    // The large journal, built once and verified before anything is timed on it.
+    let large_path = dir.join("large.jsonl");
+    let mut built = 0;
+    if cfg.runs(2) || cfg.runs(4) {
+        let started = Instant::now();
+        built = build_journal(&large_path, cfg.large);
+        let build_time = started.elapsed();
+        let started = Instant::now();
+        let verified = verify_clean(&large_path, &home);
+        assert_eq!(verified, cfg.large, "the built journal verifies with exactly the events asked for");
+        println!(
+            "built {} ({} events, {} bytes, {:.1} MiB) in {:.1} s; the library verifier confirms {} events, clean, in {:.1} s",
+            large_path.display(),
+            cfg.large,
+            built,
+            built as f64 / 1048576.0,
+            build_time.as_secs_f64(),
+            verified,
+            started.elapsed().as_secs_f64()
+        );
+        println!();
+        journals.push(large_path.clone());
+    }
+
+    // Benchmark 4 first, while the large journal holds exactly `cfg.large` events.
+    if cfg.runs(4) {
+        let (row, memory) = bench_verify(&cfg, &dir, &home, &large_path, built);
+        rows.push(row);
+        notes.extend(memory);
+    }
+    if cfg.runs(1) {
+        let (row, note) = bench_single(&cfg, &dir, &home);
+        rows.push(row);
+        notes.push(note);
+        journals.push(dir.join("single.jsonl"));
+    }
+    if cfg.runs(2) {
+        rows.extend(bench_length(&cfg, &dir, &home, &large_path));
+        journals.push(dir.join("small.jsonl"));
+    }
+    if cfg.runs(3) {
+        let (row, note) = bench_group(&cfg, &dir, &home);
+        rows.push(row);
+        notes.push(note);
+        journals.extend([dir.join("group-single.jsonl"), dir.join("group-shared.jsonl")]);
+    }
+
+    // Everything appended above must have left valid journals behind.
+    for path in &journals {
+        verify_clean(path, &home);
+    }
+
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    println!();
+    println!("| benchmark | contenders (median per round) | ratio (median of per-round ratios; min..max) | target | result |");
+    println!("|---|---|---|---|---|");
+    for r in &rows {
+        println!("{}", r.markdown(cfg.full));
+    }
+    println!();
+    for n in &notes {
+        println!("{n}");
+    }
+    println!("all journals verify clean after the run");
+}
+
+// ----------------------------------------------------------------------------------------
+// Results
+
+#[derive(Clone, Copy)]
+enum Target {
+    AtMost(f64),
+    AtLeast(f64),
+}
+
+struct Row {
+    name: String,
+    contenders: String,
+    /// e.g. "abcd/raw latency"
+    ratio_label: String,
+    ratios: Vec<f64>,
+    target: Target,
+}
+
+impl Row {
+    fn markdown(&self, full: bool) -> String {
+        let mut sorted = self.ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let med = median(&self.ratios);
+        let (target, pass) = match self.target {
+            Target::AtMost(t) => (format!("<= {t}x"), med <= t),
+            Target::AtLeast(t) => (format!(">= {t}x"), med >= t),
+        };
+        let result = match (full, pass) {
+            (false, _) => "smoke (not judged)",
+            (true, true) => "PASS",
+            (true, false) => "MISS",
+        };
+        format!(
+            "| {} | {} | {} = **{:.2}x** ({:.2}..{:.2}, {} rounds) | {} | {} |",
+            self.name,
+            self.contenders,
+            self.ratio_label,
+            med,
+            sorted[0],
+            sorted[sorted.len() - 1],
+            sorted.len(),
+            target,
+            result
+        )
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    assert!(!values.is_empty(), "a median needs values");
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+fn ms(secs: f64) -> String {
+    format!("{:.3} ms", secs * 1e3)
+}
+
+// ----------------------------------------------------------------------------------------
+// Journals
+
+fn actor() -> Actor {
+    Actor::this_process(Some("bench-session-0123456789abcdef".into()))
+}
+
+/// A representative event: a checklist item of about 300 bytes on the line.
+fn bench_event(i: u64) -> NewEvent {
+    NewEvent {
+        kind: "checklist.item_added".into(),
+        actor: actor(),
+        data: serde_json::json!({
+            "id": format!("item-{i:08}"),
+            "text": "Measure durable appends side by side with a raw fdatasync loop",
+            "state": "open",
+            "phase": 2,
+        }),
+    }
+}
+
+/// A handle as the CLI opens one: the real disk and the home store's anchors.
+fn handle(path: &Path, home: &Path) -> Journal {
+    Journal::new(RealDisk::shared(), JournalPaths::beside(path), Some(AnchorStore::new(home)))
+}
+
+/// Writes a valid journal of `events` events (genesis included) without a sync per line:
+/// lines from `encode_line` with the hashes chained, big buffered writes, one fsync of
+/// the file and one of its folder. Returns the file's length.
+fn build_journal(path: &Path, events: u64) -> u64 {
+    assert!(events >= 1);
+    let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).expect("creating a journal to build");
+    let mut out = BufWriter::with_capacity(8 << 20, file);
+    let journal_id = abcd::event::new_journal_id().expect("a random journal id");
+    let genesis = NewEvent {
+        kind: abcd::event::JOURNAL_OPENED.into(),
+        actor: actor(),
+        // The machine scope, as the format writes it (`verify_clean` checks abcd agrees).
+        data: serde_json::json!({ "journal_id": journal_id, "scope": { "kind": "machine" } }),
+    };
+    // Times run up to now, one millisecond apart, so later appends never go back in time.
+    let now = format::now_ms().as_millisecond();
+    let time = |seq: u64| jiff::Timestamp::from_millisecond(now - (events - seq) as i64).expect("a time in range");
+    let (line, mut prev) = format::encode_line(0, time(0), &genesis, &Hash::genesis_prev()).expect("encoding genesis");
+    out.write_all(&line).expect("writing");
+    let mut len = line.len() as u64;
+    for seq in 1..events {
+        let (line, hash) = format::encode_line(seq, time(seq), &bench_event(seq), &prev).expect("encoding an event");
+        out.write_all(&line).expect("writing");
+        len += line.len() as u64;
+        prev = hash;
+    }
+    let file = out.into_inner().expect("flushing the journal");
+    file.sync_all().expect("syncing the journal");
+    File::open(path.parent().expect("a folder")).and_then(|d| d.sync_all()).expect("syncing the folder");
+    assert_eq!(file.metadata().expect("stat").len(), len);
+    len
+}
+
+/// Verifies with the library's verifier; panics unless clean. Returns the event count.
+fn verify_clean(path: &Path, home: &Path) -> u64 {
+    let anchors = AnchorStore::new(home);
+    let report = verify::verify(&RealDisk, path, Some(&anchors), |_, _| Ok::<(), Infallible>(()))
+        .unwrap_or_else(|e| panic!("verifying {}: {e}", path.display()));
+    assert!(matches!(report.verdict, Verdict::Clean) && report.is_ok(), "{} does not verify clean: {report:?}", path.display());
+    report.events
+}
+
+/// Appends `n` events through `journal`, checking each got the next seq.
+fn append_n(journal: &Journal, n: usize) -> Appended {
+    let mut last: Option<Appended> = None;
+    for _ in 0..n {
+        let a = journal.append(bench_event(0), None).expect("a durable append");
+        if let Some(prev) = last {
+            assert_eq!(a.seq, prev.seq + 1, "appends get consecutive seqs");
+        }
+        last = Some(a);
+    }
+    last.expect("n >= 1")
+}
+
+// ----------------------------------------------------------------------------------------
+// Interleaving
+
+/// One operation of A, then one of B, `ops` times each, every operation timed on its own;
+/// which contender goes first flips with `round`. Returns the median seconds per
+/// operation of A and of B: one slow sync of a noisy neighbour moves neither median.
+fn alternate(round: usize, ops: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let (mut ta, mut tb) = (Vec::with_capacity(ops), Vec::with_capacity(ops));
+    for _ in 0..ops {
+        for turn in 0..2 {
+            let t = Instant::now();
+            if (round + turn).is_multiple_of(2) {
+                a();
+                ta.push(t.elapsed().as_secs_f64());
+            } else {
+                b();
+                tb.push(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    (median(&ta), median(&tb))
+}
+
+// ----------------------------------------------------------------------------------------
+// Diagnostics: the real disk with its syncs stubbed out, through the storage seam
+
+/// `RealDisk` with `sync_data` and `sync_dir` doing nothing: every other byte and system
+/// call of an append is real. Used only to split an append's cost into "the sync" and
+/// "everything else"; never for a number in the table.
+struct NoSyncDisk;
+
+struct NoSyncFile(Box<dyn StorageFile>);
+
+impl StorageFile for NoSyncFile {
+    fn len(&self) -> io::Result<u64> {
+        self.0.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.0.read_at(buf, offset)
+    }
+    fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        self.0.append(bytes)
+    }
+    fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        self.0.write_at(bytes, offset)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Storage for NoSyncDisk {
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(Box::new(NoSyncFile(RealDisk.open_rw(path)?)))
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(Box::new(NoSyncFile(RealDisk.open_read(path)?)))
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(Box::new(NoSyncFile(RealDisk.create_new(path)?)))
+    }
+    fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(Box::new(NoSyncFile(RealDisk.open_or_create(path)?)))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        RealDisk.rename(from, to)
+    }
+    fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
+        Ok(())
+    }
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+        RealDisk.create_dir_all(dir, mode)
+    }
+    fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
+        RealDisk.facts(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        RealDisk.list_dir(dir)
+    }
+    fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
+        RealDisk.remove_cache_file(path)
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// 1. One append vs raw write + fdatasync
+
+fn bench_single(cfg: &Config, dir: &Path, home: &Path) -> (Row, String) {
+    let path = dir.join("single.jsonl");
+    build_journal(&path, cfg.small);
+    let journal = handle(&path, home);
+    // Warm up, and learn the size of the lines this journal gets.
+    let first = append_n(&journal, 1);
+    let mut line = vec![0u8; (first.end - first.offset) as usize];
+    File::open(&path).and_then(|f| std::os::unix::fs::FileExt::read_exact_at(&f, &mut line, first.offset)).expect("reading a line");
+
+    let raw_path = dir.join("raw.log");
+    let raw = OpenOptions::new().append(true).create_new(true).mode(0o600).open(&raw_path).expect("creating the raw file");
+    File::open(dir).and_then(|d| d.sync_all()).expect("syncing the folder");
+    let fd = raw.as_raw_fd();
+    let raw_append = || {
+        // SAFETY: `fd` is an open file and `line` a live buffer of `line.len()` bytes.
+        let n = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+        assert_eq!(n, line.len() as isize, "one whole write");
+        // SAFETY: `fd` is an open file.
+        let rc = unsafe { libc::fdatasync(fd) };
+        assert_eq!(rc, 0, "fdatasync: {}", std::io::Error::last_os_error());
+    };
+    raw_append();
+
+    let mut next = first.seq + 1;
+    let mut abcd_append = || {
+        let a = journal.append(bench_event(next), None).expect("a durable append");
+        assert_eq!(a.seq, next, "appends get consecutive seqs");
+        next += 1;
+    };
+    let (mut abcd_t, mut raw_t, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..cfg.single_rounds {
+        let (a, r) = alternate(round, cfg.single_ops, &mut abcd_append, raw_append);
+        abcd_t.push(a);
+        raw_t.push(r);
+        ratios.push(a / r);
+    }
+    let ops = (cfg.single_rounds * cfg.single_ops) as u64;
+    assert_eq!(next, first.seq + 1 + ops, "every abcd append was acknowledged");
+    let raw_len = raw.metadata().expect("stat").len();
+    assert_eq!(raw_len, (1 + ops) * line.len() as u64, "every raw write landed");
+
+    // Diagnostic: the same two paths with no sync at all, to split the cost above into the
+    // sync and everything else (locking, opening, the tail check, encoding, the anchor).
+    let nosync_path = dir.join("nosync.jsonl");
+    build_journal(&nosync_path, cfg.small);
+    let nosync = Journal::new(Arc::new(NoSyncDisk), JournalPaths::beside(&nosync_path), Some(AnchorStore::new(&dir.join("nosync-home"))));
+    append_n(&nosync, 1);
+    let raw_nosync = OpenOptions::new().append(true).create_new(true).mode(0o600).open(dir.join("raw-nosync.log")).expect("creating");
+    let (mut nosync_abcd, mut nosync_raw) = (Vec::new(), Vec::new());
+    for round in 0..cfg.single_rounds {
+        let (a, r) = alternate(
+            round,
+            cfg.single_ops,
+            || {
+                append_n(&nosync, 1);
+            },
+            || {
+                // SAFETY: as above, a live buffer and an open file.
+                let n = unsafe { libc::write(raw_nosync.as_raw_fd(), line.as_ptr().cast(), line.len()) };
+                assert_eq!(n, line.len() as isize, "one whole write");
+            },
+        );
+        nosync_abcd.push(a);
+        nosync_raw.push(r);
+    }
+    let overhead = median(&nosync_abcd) - median(&nosync_raw);
+    // Of which: the tail check every append runs (`scan::read_tail` on the journal).
+    let tail_file = RealDisk.open_read(&path).expect("opening the journal");
+    let mut tail_t: Vec<f64> = (0..cfg.single_ops.max(100))
+        .map(|_| {
+            let t = Instant::now();
+            black_box(scan::read_tail(tail_file.as_ref()).expect("reading the tail"));
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    let tail = median(&tail_t);
+    tail_t.clear();
+    let note = format!(
+        "benchmark 1 split (diagnostic, syncs stubbed out through the storage seam, same rounds): an append without its fdatasync takes {:.1} us vs {:.1} us for a raw write alone, so abcd adds about {:.1} us per append besides the sync, of which `scan::read_tail` alone (the 16 KiB tail window read and checked on every append) is {:.1} us; a raw write+fdatasync took {:.1} us (median), so at this disk's sync speed the added work alone makes the ratio about (raw + {:.1} us) / raw = {:.2}x",
+        median(&nosync_abcd) * 1e6,
+        median(&nosync_raw) * 1e6,
+        overhead * 1e6,
+        tail * 1e6,
+        median(&raw_t) * 1e6,
+        overhead * 1e6,
+        (median(&raw_t) + overhead) / median(&raw_t)
+    );
+    println!("[1] {note}");
+    println!(
+        "[1] single append: abcd {} vs raw write+fdatasync {} per op ({}-byte lines, {} rounds x {} ops each, alternating)",
+        ms(median(&abcd_t)),
+        ms(median(&raw_t)),
+        line.len(),
+        cfg.single_rounds,
+        cfg.single_ops
+    );
+    let row = Row {
+        name: "1. one durable append".into(),
+        contenders: format!(
+            "`Journal::append` {} vs raw `write`+`fdatasync` {} ({} B line)",
+            ms(median(&abcd_t)),
+            ms(median(&raw_t)),
+            line.len()
+        ),
+        ratio_label: "abcd/raw latency".into(),
+        ratios,
+        target: Target::AtMost(1.2),
+    };
+    (row, note)
+}
+
+// ----------------------------------------------------------------------------------------
+// 2. Append cost at the small vs the large journal
+
+/// An append through a new handle: the pre-sync, the tail read, the genesis and anchor
+/// checks that a new process's first append does.
+fn fresh_append<'a>(path: &'a Path, home: &'a Path) -> impl FnMut() + 'a {
+    move || {
+        handle(path, home).append(bench_event(0), None).expect("a fresh handle's append");
+    }
+}
+
+fn bench_length(cfg: &Config, dir: &Path, home: &Path, large: &Path) -> Vec<Row> {
+    let small = dir.join("small.jsonl");
+    build_journal(&small, cfg.small);
+    // One untimed append through a throwaway handle on each, so neither pays a first-ever
+    // cost (the anchor file's creation) inside the timing.
+    for p in [small.as_path(), large] {
+        append_n(&handle(p, home), 1);
+    }
+    // One long-lived handle per journal: the tail check is a suffix compare.
+    let (steady_small, steady_large) = (handle(&small, home), handle(large, home));
+    append_n(&steady_small, 1);
+    append_n(&steady_large, 1);
+
+    let (mut fresh_t, mut fresh_ratios) = ((Vec::new(), Vec::new()), Vec::new());
+    let (mut steady_t, mut steady_ratios) = ((Vec::new(), Vec::new()), Vec::new());
+    for round in 0..cfg.length_rounds {
+        let (s, l) = alternate(round, cfg.fresh_ops, fresh_append(&small, home), fresh_append(large, home));
+        fresh_t.0.push(s);
+        fresh_t.1.push(l);
+        fresh_ratios.push(l / s);
+        let (s, l) = alternate(
+            round,
+            cfg.steady_ops,
+            || {
+                append_n(&steady_small, 1);
+            },
+            || {
+                append_n(&steady_large, 1);
+            },
+        );
+        steady_t.0.push(s);
+        steady_t.1.push(l);
+        steady_ratios.push(l / s);
+    }
+    let (s, l) = (cfg.small, cfg.large);
+    println!(
+        "[2] fresh handle: {} events {} vs {} events {}; steady handle: {} vs {}",
+        s,
+        ms(median(&fresh_t.0)),
+        l,
+        ms(median(&fresh_t.1)),
+        ms(median(&steady_t.0)),
+        ms(median(&steady_t.1))
+    );
+    vec![
+        Row {
+            name: format!("2a. append at {l} vs {s} events, first append of a fresh handle"),
+            contenders: format!("{l} events {} vs {s} events {}", ms(median(&fresh_t.1)), ms(median(&fresh_t.0))),
+            ratio_label: "large/small latency".into(),
+            ratios: fresh_ratios,
+            target: Target::AtMost(1.2),
+        },
+        Row {
+            name: format!("2b. append at {l} vs {s} events, steady appends through one handle"),
+            contenders: format!("{l} events {} vs {s} events {}", ms(median(&steady_t.1)), ms(median(&steady_t.0))),
+            ratio_label: "large/small latency".into(),
+            ratios: steady_ratios,
+            target: Target::AtMost(1.2),
+        },
+    ]
+}
+
+// ----------------------------------------------------------------------------------------
+// 3. Group commit
+
+/// Write-family system calls this process made so far (`syscw` of /proc/self/io, all
+/// threads); `None` where that file is not readable.
+fn write_syscalls() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    text.lines().find_map(|l| l.strip_prefix("syscw:")).and_then(|n| n.trim().parse().ok())
+}
+
+fn bench_group(cfg: &Config, dir: &Path, home: &Path) -> (Row, String) {
+    let single_path = dir.join("group-single.jsonl");
+    let shared_path = dir.join("group-shared.jsonl");
+    build_journal(&single_path, cfg.small);
+    build_journal(&shared_path, cfg.small);
+    let single = handle(&single_path, home);
+    append_n(&single, 1);
+    let shared = SharedJournal::new(handle(&shared_path, home), None);
+    let mut next_shared = shared.append(bench_event(0)).expect("a shared append").seq + 1;
+
+    let (mut single_rate, mut group_rate, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    // Writes per one-event append (lock-holder record, the line, the anchor...), counted in
+    // the sequential turn, then used to count the group's batches: each batch makes the
+    // same writes as one append, whatever its size.
+    let (mut writes_per_append, mut batch_sizes) = (Vec::new(), Vec::new());
+    let group_events = THREADS * cfg.group_per_thread;
+    for round in 0..cfg.group_rounds {
+        let (mut s, mut g, mut group_writes) = (0.0, 0.0, None);
+        for turn in 0..2 {
+            if (round + turn).is_multiple_of(2) {
+                let w = write_syscalls();
+                let t = Instant::now();
+                append_n(&single, cfg.group_single_ops);
+                s = cfg.group_single_ops as f64 / t.elapsed().as_secs_f64();
+                if let (Some(w0), Some(w1)) = (w, write_syscalls()) {
+                    writes_per_append.push((w1 - w0) as f64 / cfg.group_single_ops as f64);
+                }
+            } else {
+                let barrier = Barrier::new(THREADS + 1);
+                let w = write_syscalls();
+                let (elapsed, mut seqs) = std::thread::scope(|scope| {
+                    let workers: Vec<_> = (0..THREADS)
+                        .map(|_| {
+                            scope.spawn(|| {
+                                barrier.wait();
+                                (0..cfg.group_per_thread)
+                                    .map(|_| shared.append(bench_event(0)).expect("a group append").seq)
+                                    .collect::<Vec<u64>>()
+                            })
+                        })
+                        .collect();
+                    barrier.wait();
+                    let t = Instant::now();
+                    let seqs: Vec<u64> = workers.into_iter().flat_map(|w| w.join().expect("a worker")).collect();
+                    (t.elapsed(), seqs)
+                });
+                group_writes = w.zip(write_syscalls()).map(|(w0, w1)| w1 - w0);
+                // No event lost or duplicated: the seqs are exactly the next range.
+                seqs.sort_unstable();
+                let expected: Vec<u64> = (next_shared..next_shared + group_events as u64).collect();
+                assert_eq!(seqs, expected, "group commit acknowledged each event once, in one unbroken range");
+                next_shared += group_events as u64;
+                g = group_events as f64 / elapsed.as_secs_f64();
+            }
+        }
+        if let (Some(w), Some(&per)) = (group_writes, writes_per_append.last()) {
+            batch_sizes.push(group_events as f64 / (w as f64 / per));
+        }
+        single_rate.push(s);
+        group_rate.push(g);
+        ratios.push(g / s);
+    }
+    let batch_note = if batch_sizes.is_empty() {
+        "group commit batch size: not measured (/proc/self/io unreadable)".to_string()
+    } else {
+        format!(
+            "group commit: about {:.1} events per sync on average (median over rounds; {:.1} write calls per one-event append, counted from /proc/self/io syscw)",
+            median(&batch_sizes),
+            median(&writes_per_append)
+        )
+    };
+    println!(
+        "[3] group commit: {} threads {:.0} events/s vs one thread {:.0} events/s; {}",
+        THREADS,
+        median(&group_rate),
+        median(&single_rate),
+        batch_note
+    );
+    let row = Row {
+        name: format!("3. group commit, {THREADS} threads vs 1"),
+        contenders: format!(
+            "`SharedJournal` x{THREADS} threads {:.0} ev/s vs sequential `Journal::append` {:.0} ev/s",
+            median(&group_rate),
+            median(&single_rate)
+        ),
+        ratio_label: "group/single throughput".into(),
+        ratios,
+        target: Target::AtLeast(8.0),
+    };
+    (row, batch_note)
+}
+
+// ----------------------------------------------------------------------------------------
+// 4. Verify vs the floor
+
+/// A child's wall time, peak RSS (KiB) and stdout.
+struct ChildRun {
+    wall: Duration,
+    max_rss_kib: u64,
+    stdout: String,
+}
+
+/// Runs `program args` through the spawner (a fresh, small process of this bench) and
+/// returns what it reports. Why not `wait4` here: on Linux a process's `ru_maxrss` also
+/// counts the address space it exec'd from, which for a child of this bench is this
+/// bench's own high-water mark; the spawner's is a few MiB (`/bin/true` shows how much).
+fn run_child(program: &Path, args: &[&str], env: &[(&str, &Path)]) -> ChildRun {
+    let mut cmd = Command::new(std::env::current_exe().expect("this bench's path"));
+    cmd.env(SPAWNER_ENV, "1").arg(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.spawn().and_then(|c| c.wait_with_output()).expect("running the spawner");
+    assert!(out.status.success(), "the spawner failed: {:?}", out.status);
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let (stdout, report) = text.rsplit_once(SPAWNER_TAG).expect("the spawner's report");
+    let field = |name: &str| -> u64 {
+        report
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in the spawner's report {report:?}"))
+    };
+    assert_eq!(field("status"), 0, "{} {args:?} failed:\n{stdout}", program.display());
+    ChildRun { wall: Duration::from_nanos(field("wall_ns")), max_rss_kib: field("maxrss_kib"), stdout: stdout.to_string() }
+}
+
+/// The spawner: runs its arguments as a command, reaps it with `wait4` (whose rusage is
+/// that child's own) and prints its wall time, peak RSS and exit status.
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, not by Child::wait
+fn spawner() {
+    let mut args = std::env::args_os().skip(1);
+    let program = args.next().expect("the spawner needs a program");
+    let rest: Vec<OsString> = args.collect();
+    let started = Instant::now();
+    let child = Command::new(&program).args(&rest).env_remove(SPAWNER_ENV).stdin(Stdio::null()).spawn().expect("spawning");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; all zero is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is this process's unreaped child; the pointers are to live locals.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = started.elapsed();
+    assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+    // On Linux ru_maxrss is in KiB.
+    println!("{SPAWNER_TAG} maxrss_kib={} wall_ns={} status={code}", usage.ru_maxrss, wall.as_nanos());
+}
+
+fn run_verify(path: &Path, home: &Path, events: u64) -> ChildRun {
+    let abcd = Path::new(env!("CARGO_BIN_EXE_abcd"));
+    let run = run_child(abcd, &["journal", "verify", "--journal", path.to_str().expect("a UTF-8 path")], &[("ABCD_HOME", home)]);
+    assert!(
+        run.stdout.contains(&format!("events:  {events} verified")) && run.stdout.contains("verdict: ok"),
+        "abcd journal verify did not report {events} verified events:\n{}",
+        run.stdout
+    );
+    run
+}
+
+fn run_floor(path: &Path, events: u64) -> ChildRun {
+    let exe = std::env::current_exe().expect("this bench's path");
+    let run = run_child(&exe, &[], &[(FLOOR_CHILD_ENV, path)]);
+    assert!(run.stdout.starts_with(&format!("lines={events} ")), "the floor did not read {events} lines: {}", run.stdout);
+    run
+}
+
+/// The floor: read the file, BLAKE3 it, and parse every line into a `serde_json::Value`.
+/// Streams with the verifier's read size, so its memory is one buffer and one line.
+fn floor(path: &Path) -> (u64, String) {
+    let mut file = File::open(path).expect("opening the journal");
+    let mut buf = vec![0u8; FLOOR_READ_BYTES];
+    let mut carry: Vec<u8> = Vec::new();
+    let mut hasher = blake3::Hasher::new();
+    let mut lines = 0u64;
+    let mut parse = |line: &[u8]| {
+        let value: serde_json::Value = serde_json::from_slice(line).expect("every line is JSON");
+        black_box(&value);
+        lines += 1;
+    };
+    loop {
+        let n = file.read(&mut buf).expect("reading the journal");
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        hasher.update(chunk);
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', chunk) {
+            if carry.is_empty() {
+                parse(&chunk[start..nl]);
+            } else {
+                carry.extend_from_slice(&chunk[start..nl]);
+                parse(&carry);
+                carry.clear();
+            }
+            start = nl + 1;
+        }
+        carry.extend_from_slice(&chunk[start..]);
+    }
+    if !carry.is_empty() {
+        parse(&carry);
+    }
+    (lines, hasher.finalize().to_hex().to_string())
+}
+
+fn bench_verify(cfg: &Config, dir: &Path, home: &Path, large: &Path, bytes: u64) -> (Row, Vec<String>) {
+    // What the RSS method shows for a process that does nothing.
+    let baseline = run_child(Path::new("/bin/true"), &[], &[]).max_rss_kib;
+    // The small journal's verify and floor: does memory grow with the journal?
+    let tiny = dir.join("verify-small.jsonl");
+    build_journal(&tiny, cfg.small);
+    let tiny_verify = run_verify(&tiny, home, cfg.small);
+    let tiny_floor = run_floor(&tiny, cfg.small);
+    // Warm the page cache and both binaries.
+    run_verify(large, home, cfg.large);
+    run_floor(large, cfg.large);
+
+    let (mut verify_t, mut floor_t, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut verify_rss, mut floor_rss) = (0u64, 0u64);
+    for round in 0..cfg.verify_rounds {
+        let (mut v, mut f) = (0.0, 0.0);
+        for turn in 0..2 {
+            if (round + turn).is_multiple_of(2) {
+                let run = run_verify(large, home, cfg.large);
+                v = run.wall.as_secs_f64();
+                verify_rss = verify_rss.max(run.max_rss_kib);
+            } else {
+                let run = run_floor(large, cfg.large);
+                f = run.wall.as_secs_f64();
+                floor_rss = floor_rss.max(run.max_rss_kib);
+            }
+        }
+        verify_t.push(v);
+        floor_t.push(f);
+        // The same bytes for both, so speed ratio = time ratio inverted.
+        ratios.push(f / v);
+    }
+    let mib = bytes as f64 / 1048576.0;
+    let (vm, fm) = (median(&verify_t), median(&floor_t));
+    println!(
+        "[4] verify {} events ({:.1} MiB): abcd journal verify {:.3} s ({:.0} MiB/s, max RSS {} KiB) vs floor {:.3} s ({:.0} MiB/s, max RSS {} KiB)",
+        cfg.large,
+        mib,
+        vm,
+        mib / vm,
+        verify_rss,
+        fm,
+        mib / fm,
+        floor_rss
+    );
+    let memory = vec![
+        "peak memory (max RSS, KiB, from wait4 in a small spawner process):".to_string(),
+        format!("- `abcd journal verify`, {} events ({:.1} MiB): {} KiB", cfg.large, mib, verify_rss),
+        format!("- `abcd journal verify`, {} events: {} KiB", cfg.small, tiny_verify.max_rss_kib),
+        format!("- floor (streaming read + BLAKE3 + serde_json::Value per line), {} events: {} KiB", cfg.large, floor_rss),
+        format!("- floor, {} events: {} KiB", cfg.small, tiny_floor.max_rss_kib),
+        format!("- `/bin/true` through the same spawner (the method's floor): {baseline} KiB"),
+    ];
+    let row = Row {
+        name: format!("4. `abcd journal verify`, {} events", cfg.large),
+        contenders: format!(
+            "verify {:.3} s ({:.0} MiB/s) vs floor read+BLAKE3+serde_json {:.3} s ({:.0} MiB/s)",
+            vm,
+            mib / vm,
+            fm,
+            mib / fm
+        ),
+        ratio_label: "verify speed/floor speed".into(),
+        ratios,
+        target: Target::AtLeast(0.5),
+    };
+    (row, memory)
+}
+
+// ----------------------------------------------------------------------------------------
+// The machine
+
+/// The mount holding `dir`, from /proc/mounts: device, type and options; for ext4, whether
+/// it has a journal (a jbd2 entry under /proc/fs/jbd2 for the device).
+fn describe_filesystem(dir: &Path) -> String {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let best = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4 && dir.starts_with(f[1]))
+                .then(|| (f[1].len(), f[0].to_string(), f[1].to_string(), f[2].to_string(), f[3].to_string()))
+        })
+        .max_by_key(|m| m.0);
+    let Some((_, dev, at, fstype, opts)) = best else { return "unknown (no /proc/mounts)".into() };
+    let journal = if fstype == "ext4" {
+        let name = dev.rsplit('/').next().unwrap_or_default().to_string();
+        let has = std::fs::read_dir("/proc/fs/jbd2")
+            .map(|rd| rd.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&format!("{name}-"))))
+            .unwrap_or(false);
+        if has { ", with a jbd2 journal" } else { ", no jbd2 journal for this device in /proc/fs/jbd2" }
+    } else {
+        ""
+    };
+    format!("{fstype} {dev} mounted at {at} ({opts}{journal})")
+}

@@ -105,7 +105,7 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
 
 /// This machine's index of runs.
 pub fn machine_journal() -> Result<(JournalPaths, Scope), PlaceError> {
-    Ok((JournalPaths::beside(&home_dir()?.join("machine.jsonl")), Scope::Machine))
+    Ok((JournalPaths::beside(&home_dir()?.join("machine.jsonl")), Scope::Machine {}))
 }
 
 /// A journal handle with the home store's anchors.

@@ -5,7 +5,7 @@ mod common;
 use std::process::{Command, Output};
 
 use abcd::store::Store;
-use common::{event, TempJournal};
+use common::{TempJournal, event};
 
 fn abcd(tj: &TempJournal, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_abcd")).args(args).env("ABCD_HOME", &tj.home).output().expect("abcd runs")
@@ -101,11 +101,13 @@ fn replay_of_a_corrupt_journal_names_seq_and_offset_and_exits_1() {
 #[test]
 fn outside_a_managed_working_copy_the_default_journal_is_refused_naming_init() {
     let tj = TempJournal::new();
-    let out = Command::new(env!("CARGO_BIN_EXE_abcd")).args(["replay"]).current_dir(tj.dir.path()).env("ABCD_HOME", &tj.home).output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_abcd")).args(["replay"]).current_dir(tj.dir.path()).env("ABCD_HOME", &tj.home).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("inside a git working copy"), "{}", text(&out));
     std::fs::create_dir(tj.dir.path().join(".git")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_abcd")).args(["replay"]).current_dir(tj.dir.path()).env("ABCD_HOME", &tj.home).output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_abcd")).args(["replay"]).current_dir(tj.dir.path()).env("ABCD_HOME", &tj.home).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("abcd init"), "{}", text(&out));
 }

@@ -5,14 +5,14 @@ mod common;
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use abcd::journal::group::SharedJournal;
 use abcd::journal::scan::{self, StartPoint, Verdict};
 use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
 use abcd::journal::{Journal, JournalError};
-use common::{event, TempJournal};
+use common::{TempJournal, event};
 
 /// The real disk, counting data syncs, and able to fail them on demand.
 struct CountingDisk {

@@ -61,7 +61,8 @@ impl Arbitrary for Payload {
 #[test]
 fn appended_events_read_back_identical() {
     fn prop(payloads: Vec<Payload>) -> TestResult {
-        if payloads.len() > 40 {
+        // No payload means no append and no journal file: nothing to read back.
+        if payloads.is_empty() || payloads.len() > 40 {
             return TestResult::discard();
         }
         let tj = TempJournal::new();

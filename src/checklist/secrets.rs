@@ -1,4 +1,4 @@
-//! The secret scanner (being written; this placeholder finds nothing).
+//! The secret scanner (being written in this change; this placeholder finds nothing).
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

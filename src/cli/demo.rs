@@ -22,7 +22,8 @@ pub fn run() -> anyhow::Result<i32> {
     let home = tmp.path().join("home");
     let paths = JournalPaths::beside(&root.join(LOCAL_TIER).join(JOURNAL_FILE));
     let anchors = AnchorStore::new(&home);
-    let store = Store::new(Journal::new(RealDisk::shared(), paths.clone(), Some(anchors.clone())));
+    // Each step opens the journal afresh, as each `abcd` command is a new process.
+    let store = || Store::new(Journal::new(RealDisk::shared(), paths.clone(), Some(anchors.clone())));
     let scope = Scope::WorkingCopy { root: root.display().to_string() };
     let session = Some("demo-session".to_string());
     let event = |kind: &str, data: serde_json::Value| NewEvent { kind: kind.into(), actor: Actor::this_process(session.clone()), data };
@@ -40,7 +41,7 @@ pub fn run() -> anyhow::Result<i32> {
         event("session.started", json!({"session": "demo-session", "source": "compact", "working_copy": root.display().to_string()})),
     ];
     for e in batch {
-        let (appended, notes, _) = store.append(std::slice::from_ref(&e), Some(&scope))?;
+        let (appended, notes, _) = store().append(std::slice::from_ref(&e), Some(&scope))?;
         if notes.created {
             println!("   created {} with its genesis event (seq 0)", paths.journal.display());
         }
@@ -52,7 +53,7 @@ pub fn run() -> anyhow::Result<i32> {
     std::fs::OpenOptions::new().append(true).open(&paths.journal)?.write_all(torn)?;
     print!("{}", indent(&verify_text(&verify_now()?)));
     let (appended, notes, _) =
-        store.append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "manual"}))], None)?;
+        store().append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "manual"}))], None)?;
     if let Some((t, q)) = notes.torn_quarantined {
         println!("   the next append copied the {} torn bytes to {} and cut them,", t.len, q.display());
         println!("   then appended seq {}", appended[0].seq);
@@ -60,27 +61,28 @@ pub fn run() -> anyhow::Result<i32> {
 
     step("3. A flipped bit in the middle of the file is corruption, not a crash");
     let mut bytes = std::fs::read(&paths.journal)?;
-    let second_line = bytes.iter().position(|&b| b == b'\n').expect("genesis ends in a newline") + 1;
-    let flip_at = second_line + 30;
+    let line_starts: Vec<usize> =
+        std::iter::once(0).chain(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1)).collect();
+    let flip_at = line_starts[3] + 30;
     bytes[flip_at] ^= 0x01;
     std::fs::write(&paths.journal, &bytes)?;
     print!("{}", indent(&verify_text(&verify_now()?)));
-    match store.append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "auto"}))], None) {
+    match store().append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "auto"}))], None) {
         Err(e) => println!("   an append is refused: {e}"),
         Ok(_) => anyhow::bail!("an append to a corrupt journal was accepted"),
     }
 
     step("4. `abcd journal repair` moves the damage to quarantine and continues the chain");
-    let outcome = repair::repair(store.journal(), session.clone())?;
+    let outcome = repair::repair(store().journal(), session.clone())?;
     println!("   {}", describe_repair(&outcome).0);
     print!("{}", indent(&verify_text(&verify_now()?)));
 
     step("5. Checkpoints and projections are caches folded from the journal");
-    let current = store.current_state()?;
-    let cp = store.write_checkpoint(&current)?;
+    let current = store().current_state()?;
+    let cp = store().write_checkpoint(&current)?;
     println!("   checkpoint {} holds the state after seq {}", cp.display(), current.head.seq);
     std::fs::remove_file(paths.dir().join(crate::store::projection::STATE_FILE))?;
-    let again = store.current_state()?;
+    let again = store().current_state()?;
     println!(
         "   with the projection deleted, a reader folds from {:?} and gets the same state: {}",
         again.base,
@@ -89,7 +91,7 @@ pub fn run() -> anyhow::Result<i32> {
 
     step("6. A journal rolled back to an older copy of itself is named through the head anchor");
     let before = std::fs::read(&paths.journal)?;
-    store.append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "auto"}))], None)?;
+    store().append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "auto"}))], None)?;
     std::fs::write(&paths.journal, &before)?;
     print!("{}", indent(&verify_text(&verify_now()?)));
 

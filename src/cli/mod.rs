@@ -2,7 +2,9 @@
 //! exit code (0 ok, 1 failure or corruption found, 2 refused or usage). Nothing below
 //! this folder prints.
 
+mod checklist_cmd;
 mod demo;
+mod init;
 mod journal_cmd;
 mod replay;
 
@@ -44,6 +46,10 @@ enum Command {
     /// Show the journal at work in a temporary folder: appends, a torn tail, corruption,
     /// a repair and a replay
     Demo,
+    /// Make this git repository managed by abcd: create `.abcd/` and the local tier, and
+    /// keep the local tier out of git
+    Init,
+    Checklist(checklist_cmd::ChecklistArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -132,6 +138,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Journal(JournalCommand::Checkpoint(a)) => journal_cmd::checkpoint(&a.choice, a.json),
         Command::Replay(a) => replay::run(&a),
         Command::Demo => demo::run(),
+        Command::Init => init::run(),
+        Command::Checklist(a) => checklist_cmd::run(a),
     }
 }
 

@@ -54,7 +54,7 @@ pub enum Scope {
     /// A repository, named by its first root commit.
     Repository { root_commit: String },
     /// This machine's index of runs.
-    Machine,
+    Machine {},
 }
 
 impl std::fmt::Display for Scope {
@@ -62,7 +62,7 @@ impl std::fmt::Display for Scope {
         match self {
             Scope::WorkingCopy { root } => write!(f, "working copy {root}"),
             Scope::Repository { root_commit } => write!(f, "repository {root_commit}"),
-            Scope::Machine => f.write_str("machine"),
+            Scope::Machine {} => f.write_str("machine"),
         }
     }
 }

@@ -164,7 +164,7 @@ mod tests {
         assert_eq!(notes[2], FoldNote::Folded);
         assert_eq!(s.journal.by_kind["future.thing"], 2);
         assert_eq!(s.journal.events, 3);
-        assert_eq!(s.journal.scope, Some(Scope::Machine));
+        assert_eq!(s.journal.scope, Some(Scope::Machine {}));
     }
 
     #[test]

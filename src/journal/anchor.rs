@@ -62,8 +62,12 @@ impl AnchorStore {
         if !super::safety::home_file_ok(storage, &path)? {
             return Ok(None);
         }
-        let bytes = super::storage::read_small(storage, &path, RECORD_BYTES as u64)?;
-        Ok(decode_record(&bytes))
+        // A record of another size is not a record: absent, like a torn one.
+        match super::storage::read_small(storage, &path, RECORD_BYTES as u64) {
+            Ok(bytes) => Ok(decode_record(&bytes)),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Overwrites the anchor in place. Called with the journal lock held, so anchors of

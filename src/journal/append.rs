@@ -189,9 +189,15 @@ impl Journal {
         if is_poisoned(&self.paths.journal) {
             return Err(JournalError::Poisoned { path: self.paths.journal.clone() });
         }
-        let dir = self.paths.dir();
-        self.storage.create_dir_all(dir, 0o700).map_err(JournalError::io("creating the folder", dir))?;
-        Ok(JournalLock::acquire(&self.paths.lock, self.lock_wait)?)
+        match JournalLock::acquire(&self.paths.lock, self.lock_wait) {
+            Err(LockError::Open { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                // The folder does not exist yet: this is the journal's first append.
+                let dir = self.paths.dir();
+                self.storage.create_dir_all(dir, 0o700).map_err(JournalError::io("creating the folder", dir))?;
+                Ok(JournalLock::acquire(&self.paths.lock, self.lock_wait)?)
+            }
+            other => Ok(other?),
+        }
     }
 
     /// With the lock held: opens (or creates) the journal, makes its tail safe to chain
@@ -234,13 +240,16 @@ impl Journal {
     /// the file held only a torn genesis, now quarantined and cut to zero bytes.
     fn safe_tail(&self, file: &dyn StorageFile, notes: &mut AppendNotes) -> Result<Option<(Head, String)>, JournalError> {
         let path = &self.paths.journal;
-        let known = self.unchanged_since_last_append(file)?;
+        if let Some(known) = self.unchanged_since_last_append(file)? {
+            // The file ends with this handle's own acknowledged, synced line and is as long
+            // as it left it: no foreign unsynced bytes to sync, and a tail this handle
+            // verified when it chained onto it. (Damage written in place behind a live
+            // handle is the full verifier's to find, as for any line before the window.)
+            return Ok(Some(known));
+        }
         // Sync before reading: bytes a crashed writer left in the page cache are made
-        // durable (or the failure is seen) before anything is chained onto them. When the
-        // file still ends with this handle's own synced line, there are no such bytes.
-        if known.is_none()
-            && let Err(source) = file.sync_data()
-        {
+        // durable (or the failure is seen) before anything is chained onto them.
+        if let Err(source) = file.sync_data() {
             poison(path);
             return Err(JournalError::SyncFailed { path: path.clone(), source });
         }
@@ -255,14 +264,9 @@ impl Journal {
             Tail::Corrupt(corruption) => return Err(JournalError::Corrupt { path: path.clone(), corruption }),
             Tail::Good { head, torn } => (head, torn),
         };
-        let journal_id = match known {
-            Some((known_head, id)) if known_head == head => id,
-            _ => {
-                let genesis = read_genesis(file, path)?;
-                self.check_anchor(file, &genesis.journal_id, head)?;
-                genesis.journal_id
-            }
-        };
+        let genesis = read_genesis(file, path)?;
+        self.check_anchor(file, &genesis.journal_id, head)?;
+        let journal_id = genesis.journal_id;
         if let Some(torn) = torn {
             let moved = quarantine_range(&*self.storage, file, &self.paths, "torn", head.seq + 1, torn.offset, torn.len)?;
             truncate_durably(file, path, torn.offset)?;

@@ -95,7 +95,7 @@ pub fn matches_journal(cp: &Checkpoint, journal_id: &str, file: &dyn StorageFile
         return Ok(Err(CheckpointRejected::OtherJournal(cp.journal_id.clone())));
     }
     let mismatch = Err(CheckpointRejected::LineMismatch { seq: cp.seq, offset: cp.line_offset });
-    let len = cp.next_offset.checked_sub(cp.line_offset).unwrap_or(0);
+    let len = cp.next_offset.saturating_sub(cp.line_offset);
     if len == 0 || len > MAX_LINE_BYTES as u64 || cp.next_offset > file.len()? {
         return Ok(mismatch);
     }
@@ -120,7 +120,7 @@ pub fn list(storage: &dyn Storage, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>
             Some((seq, p))
         })
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     Ok(found)
 }
 

@@ -168,6 +168,8 @@ pub enum EncodeError {
     TooLong { bytes: usize },
     #[error("field `{field}` is malformed: {rule}")]
     Field { field: &'static str, rule: &'static str },
+    #[error("the encoded line would not verify: {0}")]
+    Unreadable(String),
 }
 
 #[derive(Serialize)]
@@ -255,6 +257,12 @@ pub fn encode_line(seq: u64, time: jiff::Timestamp, event: &NewEvent, prev: &Has
     if line.len() > MAX_LINE_BYTES {
         return Err(EncodeError::TooLong { bytes: line.len() });
     }
+    // Assert on the write side of the disk: a line the verifier would refuse (data nested
+    // deeper than the parser's limit, say) must never be acknowledged, or the next
+    // appender would take it for a torn tail and cut it.
+    if let Err(fault) = verify_line(&line) {
+        return Err(EncodeError::Unreadable(fault.to_string()));
+    }
     Ok((line, hash))
 }
 
@@ -340,6 +348,15 @@ pub fn quick_frame(line: &[u8]) -> Result<Frame, LineFault> {
         .flatten()
         .ok_or(malformed)?;
     Ok(Frame { seq, prev, hash })
+}
+
+/// True when a line ends in a well-formed hash suffix that matches its bytes: checks 1-4
+/// of the format, whatever version or layout the rest has. Such a line was written whole;
+/// no crash produces it.
+pub fn hash_verifies(line: &[u8]) -> bool {
+    let Some(content) = line.strip_suffix(b"\n") else { return false };
+    line.len() <= MAX_LINE_BYTES
+        && claimed_hash(content).is_some_and(|claimed| hash_body(&content[..content.len() - HASH_SUFFIX_LEN]) == claimed)
 }
 
 /// The first bytes of every genesis line.
@@ -455,6 +472,15 @@ mod tests {
             bad[i] ^= 0x04;
             assert!(quick_frame(&bad).is_err(), "flip at {i} passed the quick frame check");
         }
+    }
+
+    #[test]
+    fn data_too_deep_to_read_back_is_refused_at_encode() {
+        let deep = (0..130).fold(json!(0), |inner, _| json!([inner]));
+        let err = encode_line(1, t0(), &NewEvent { data: json!({"deep": deep}), ..event("x.y") }, &Hash::genesis_prev());
+        assert!(matches!(err, Err(EncodeError::Unreadable(_))), "{err:?}");
+        let shallow = (0..100).fold(json!(0), |inner, _| json!([inner]));
+        assert!(encode_line(1, t0(), &NewEvent { data: json!({"deep": shallow}), ..event("x.y") }, &Hash::genesis_prev()).is_ok());
     }
 
     #[test]

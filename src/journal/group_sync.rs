@@ -10,6 +10,8 @@ use super::sync::{Condvar, Mutex};
 
 /// The most requests waiting at once; a submitter past it waits (back-pressure).
 pub const GROUP_QUEUE_MAX: usize = 4096;
+/// Batches one leader writes in a row before it returns to its own caller.
+pub const LEADER_ROUNDS_MAX: usize = 8;
 
 pub struct GroupCommit<Req, Out, Err> {
     state: Mutex<State<Req, Out, Err>>,
@@ -67,26 +69,35 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
                 continue;
             }
             state.leader_active = true;
-            let mut tickets = Vec::new();
-            let mut batch = Vec::new();
-            let mut total = 0usize;
-            while let Some(&(_, c, _)) = state.queue.front() {
-                if !batch.is_empty() && (batch.len() == self.max_batch || total + c > self.max_batch_cost) {
+            // The leader keeps serving while requests wait (up to a bound), so the ones
+            // that queued during its sync go out together in the next batch instead of
+            // each new arrival leading a batch of one.
+            for _round in 0..LEADER_ROUNDS_MAX {
+                let mut tickets = Vec::new();
+                let mut batch = Vec::new();
+                let mut total = 0usize;
+                while let Some(&(_, c, _)) = state.queue.front() {
+                    if !batch.is_empty() && (batch.len() == self.max_batch || total + c > self.max_batch_cost) {
+                        break;
+                    }
+                    let (t, c, r) = state.queue.pop_front().expect("front exists");
+                    tickets.push(t);
+                    batch.push(r);
+                    total += c;
+                }
+                drop(state);
+                let guard = LeaderGuard { group: self, armed: true };
+                let outs = write_batch(batch);
+                assert_eq!(outs.len(), tickets.len(), "one result per request");
+                guard.disarm();
+                state = self.state.lock().unwrap();
+                for (t, out) in tickets.into_iter().zip(outs) {
+                    state.results.insert(t, out);
+                }
+                self.wake.notify_all();
+                if state.queue.is_empty() {
                     break;
                 }
-                let (t, c, r) = state.queue.pop_front().expect("front exists");
-                tickets.push(t);
-                batch.push(r);
-                total += c;
-            }
-            drop(state);
-            let guard = LeaderGuard { group: self, armed: true };
-            let outs = write_batch(batch);
-            assert_eq!(outs.len(), tickets.len(), "one result per request");
-            guard.disarm();
-            state = self.state.lock().unwrap();
-            for (t, out) in tickets.into_iter().zip(outs) {
-                state.results.insert(t, out);
             }
             state.leader_active = false;
             self.wake.notify_all();

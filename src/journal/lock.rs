@@ -3,7 +3,7 @@
 //! that times out names the holder's pid, which each holder writes into the lock file.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -70,9 +70,9 @@ impl Drop for JournalLock {
 }
 
 fn write_holder(file: &mut File) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt as _;
     let record = format!("{:<20}\n", std::process::id());
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(record.as_bytes())
+    file.write_all_at(record.as_bytes(), 0)
 }
 
 fn read_holder(file: &mut File) -> Option<u32> {

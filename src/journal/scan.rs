@@ -13,8 +13,9 @@ pub const MAX_BATCH_BYTES: usize = 256 * 1024;
 /// A crashed append leaves at most one batch of torn bytes, plus the rest of the file
 /// system block a size extension may have zero-filled. A longer bad tail is corruption.
 pub const MAX_TORN_TAIL_BYTES: u64 = MAX_BATCH_BYTES as u64 + 4096;
-/// The first tail read; enough for the last two lines of an ordinary journal.
-const TAIL_FIRST_READ_BYTES: u64 = 16 * 1024;
+/// The first tail read: the last dozen lines of an ordinary journal, every one of them
+/// verified in full before an append chains onto the last.
+const TAIL_FIRST_READ_BYTES: u64 = 4 * 1024;
 /// The widest tail read: the torn region, the last good line and the one before it.
 const TAIL_MAX_READ_BYTES: u64 = MAX_TORN_TAIL_BYTES + 2 * MAX_LINE_BYTES as u64 + 1;
 /// Read size of the streaming verifier.
@@ -219,7 +220,10 @@ pub fn scan<E>(
                 let first = BadLine {
                     offset: raw.offset,
                     seq: expected_seq,
-                    embedded: format::holds_embedded_line(raw.bytes),
+                    // A line whose hash verifies was written whole (no crash forges a
+                    // 256-bit hash): if it fails a later check it is damage or a newer
+                    // format, never a torn tail.
+                    embedded: format::holds_embedded_line(raw.bytes) || (!raw.too_long && format::hash_verifies(raw.bytes)),
                     genesis_prefix: !raw.too_long && format::is_genesis_prefix(raw.bytes),
                     fault,
                 };
@@ -266,7 +270,7 @@ fn classify_bad_region(lines: &mut LineReader<'_>, have_genesis: bool, first: Ba
         });
     }
     while let Some(raw) = lines.next_line()? {
-        if raw.verify().is_ok() || format::holds_embedded_line(raw.bytes) {
+        if !raw.too_long && (format::hash_verifies(raw.bytes) || format::holds_embedded_line(raw.bytes)) {
             return Ok(corrupt);
         }
     }
@@ -354,7 +358,7 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
         return WindowJudgement::Damaged;
     }
     let region = &buf[(end - start) as usize..];
-    if region.split_inclusive(|&b| b == b'\n').any(format::holds_embedded_line) {
+    if region.split_inclusive(|&b| b == b'\n').any(|piece| format::holds_embedded_line(piece) || format::hash_verifies(piece)) {
         return WindowJudgement::Damaged;
     }
     let torn = (torn_len > 0).then(|| TornTail { offset: end, len: torn_len, fault: first_fault(region) });
@@ -365,15 +369,16 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
     if i == 0 {
         return if offset == 0 { WindowJudgement::Damaged } else { WindowJudgement::NeedMore };
     }
-    // Every complete line before the head in the window must hash and chain: damage in
-    // the recent past refuses the append instead of being built upon.
+    // Every complete line before the head in the window must verify as `scan` verifies
+    // it, and chain: damage in the recent past refuses the append instead of being built
+    // upon (readers would stop at it and never see what came after).
     let (mut want_seq, mut want_hash) = (last.seq, last.prev);
     for &(line_offset, bytes) in lines[..i].iter().rev() {
-        match format::quick_frame(bytes) {
-            Ok(f) if f.seq + 1 == want_seq && f.hash == want_hash => (want_seq, want_hash) = (f.seq, f.prev),
+        match format::verify_line(bytes) {
+            Ok(e) if e.seq + 1 == want_seq && e.hash == want_hash => (want_seq, want_hash) = (e.seq, e.prev),
             _ => return WindowJudgement::Damaged,
         }
-        if want_seq == 0 && (line_offset != 0 || want_hash != Hash::genesis_prev()) {
+        if (want_seq == 0) != (line_offset == 0) || (want_seq == 0 && want_hash != Hash::genesis_prev()) {
             return WindowJudgement::Damaged;
         }
     }

@@ -12,6 +12,9 @@ use std::sync::Arc;
 /// `sync_data` returns Ok (and, for a new name, after `sync_dir` of its folder).
 pub trait StorageFile: Send + Sync {
     fn len(&self) -> io::Result<u64>;
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end of the file.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
     /// Appends all of `bytes` at the end of the file in one write call.

@@ -135,7 +135,7 @@ pub fn verify<E>(
             .map(|recorded| format!("this path held journal {recorded}, and now holds journal {}: it was replaced", g.journal_id)),
         _ => None,
     };
-    let events = report.head.map_or(0, |h| h.seq + 1);
+    let events = if genesis.is_some() { report.head.map_or(0, |h| h.seq + 1) } else { 0 };
     let verdict = match (&genesis, report.verdict) {
         // A first line that verifies but does not name a journal id and scope.
         (None, Verdict::Clean | Verdict::TornTail(_)) if report.head.is_some() => Verdict::Corrupt(scan::Corruption {

@@ -87,14 +87,65 @@ impl Store {
         Ok(())
     }
 
+    /// Rewrites `state.json` and `checklist.json` (temp file and rename; not synced:
+    /// they are caches a reader rebuilds).
     pub fn write_projection(&self, current: &CurrentState) -> Result<(), JournalError> {
-        let path = self.projection_path();
-        let bytes = projection::render_state(&current.state, current.head);
-        crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &bytes, false).map_err(|source| JournalError::Io {
-            what: "writing the projection",
+        let dir = self.journal.paths().dir();
+        let checklist = projection::ChecklistFile::from_state(&current.state, current.head);
+        let files = [
+            (projection::STATE_FILE, projection::render_state(&current.state, current.head)),
+            (projection::CHECKLIST_FILE, checklist.render()),
+        ];
+        for (name, bytes) in files {
+            let path = dir.join(name);
+            crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &bytes, false).map_err(|source| JournalError::Io {
+                what: "writing the projection",
+                path,
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Writes `checklist.last-good.json` from a state the fold validated and scanned,
+    /// after checking every item once more: nothing unvalidated or unscanned is ever
+    /// last-good. Not synced (docs/decisions.md).
+    pub fn write_last_good(&self, current: &CurrentState) -> Result<(), JournalError> {
+        let path = self.journal.paths().dir().join(projection::LAST_GOOD_FILE);
+        let file = projection::ChecklistFile::from_state(&current.state, current.head);
+        for item in &file.items {
+            assert!(crate::fold::checklist::check_item(&item.fields).is_ok(), "the fold only keeps validated, scanned items");
+        }
+        crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &file.render(), false).map_err(|source| JournalError::Io {
+            what: "writing",
             path,
             source,
         })
+    }
+
+    /// Appends what `decide` makes of the current state, under the writer lock, so the
+    /// decision (a fresh id, an item that exists) still holds when the events land.
+    /// Returns `decide`'s outcome; when it returns no events, nothing is appended.
+    pub fn append_with<T>(
+        &self,
+        create: Option<&Scope>,
+        decide: impl FnOnce(&FoldedState) -> (Vec<NewEvent>, T),
+    ) -> Result<(Vec<Appended>, T, Option<JournalError>), JournalError> {
+        let lock = self.journal.lock()?;
+        let mut notes = AppendNotes::default();
+        let (file, head, journal_id) = self.journal.open_for_append(create, &mut notes)?;
+        let before = self.state_at(file.as_ref(), head, journal_id.clone())?;
+        if let Some(c) = before.degraded {
+            return Err(JournalError::Corrupt { path: self.journal.paths().journal.clone(), corruption: c });
+        }
+        let (events, outcome) = decide(&before.state);
+        if events.is_empty() {
+            return Ok((Vec::new(), outcome, None));
+        }
+        let appended = self.journal.append_locked(file.as_ref(), head, &journal_id, &events)?;
+        drop(lock);
+        let project_error = self.refresh_after(&appended).err();
+        Ok((appended, outcome, project_error))
     }
 
     pub fn write_checkpoint(&self, current: &CurrentState) -> Result<PathBuf, JournalError> {

@@ -18,6 +18,8 @@ pub struct TimeInputError {
 pub fn parse_time_input(field: &'static str, text: &str, now: &Zoned) -> Result<Timestamp, TimeInputError> {
     let err = || TimeInputError { field };
     let text = text.trim();
+    // Whole seconds: a plan needs no finer clock, and the stored value reads cleanly.
+    let now = &now.round(jiff::Unit::Second).map_err(|_| err())?;
     if let Some(rest) = text.strip_prefix('+') {
         return parse_duration(rest).map(|secs| now.timestamp() + Span::new().seconds(secs)).ok_or_else(err);
     }

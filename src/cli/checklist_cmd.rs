@@ -52,18 +52,19 @@ enum ChecklistAction {
 #[derive(Args, Debug)]
 struct AddArgs {
     /// 1 to 200 characters on one line
+    #[arg(allow_hyphen_values = true)]
     title: String,
     /// A record id, pr:<n>, person:<role> or slot:<kind>; makes the item `waiting`
-    #[arg(long, value_name = "X")]
+    #[arg(long, allow_hyphen_values = true, value_name = "X")]
     waits_on: Option<String>,
     /// When to look again (RFC 3339, 09:00, +2h)
-    #[arg(long, value_name = "T")]
+    #[arg(long, allow_hyphen_values = true, value_name = "T")]
     next_look: Option<String>,
     /// "<trigger> => <act>"
-    #[arg(long, value_name = "PROMISE")]
+    #[arg(long, allow_hyphen_values = true, value_name = "PROMISE")]
     promise: Option<String>,
     /// A branch, pull request (pr:<n>) or record this item is about; repeatable
-    #[arg(long = "owner-ref", value_name = "R")]
+    #[arg(long = "owner-ref", allow_hyphen_values = true, value_name = "R")]
     owner_refs: Vec<String>,
     #[command(flatten)]
     credential: CredentialArgs,
@@ -72,13 +73,13 @@ struct AddArgs {
 #[derive(Args, Debug)]
 struct CredentialArgs {
     /// The kind of credential the item needs (never its value): github_token, gitlab_token, cloud_key, api_key, ssh_key, oauth_token, database_password, signing_key, other
-    #[arg(long, value_name = "KIND", requires = "credential_scope")]
+    #[arg(long, allow_hyphen_values = true, value_name = "KIND", requires = "credential_scope")]
     credential_kind: Option<String>,
     /// What it may do: read, write, admin, repo, org, deploy, ci, publish, personal
-    #[arg(long, value_name = "SCOPE", requires = "credential_kind")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SCOPE", requires = "credential_kind")]
     credential_scope: Option<String>,
     /// When it expires (RFC 3339, 09:00, +2h)
-    #[arg(long, value_name = "T", requires = "credential_kind")]
+    #[arg(long, allow_hyphen_values = true, value_name = "T", requires = "credential_kind")]
     credential_expiry: Option<String>,
 }
 
@@ -88,16 +89,16 @@ struct SetArgs {
     /// working, waiting, done or dropped
     #[arg(long, value_name = "S")]
     state: Option<String>,
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     title: Option<String>,
-    #[arg(long, value_name = "X")]
+    #[arg(long, allow_hyphen_values = true, value_name = "X")]
     waits_on: Option<String>,
-    #[arg(long, value_name = "T")]
+    #[arg(long, allow_hyphen_values = true, value_name = "T")]
     next_look: Option<String>,
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     promise: Option<String>,
     /// Add a ref; repeatable
-    #[arg(long = "owner-ref", value_name = "R")]
+    #[arg(long = "owner-ref", allow_hyphen_values = true, value_name = "R")]
     owner_refs: Vec<String>,
     /// Remove every owner ref first
     #[arg(long)]

@@ -118,8 +118,18 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_REFUSED } else { EXIT_OK };
+            if !e.use_stderr() {
+                let _ = e.print();
+                return EXIT_OK;
+            }
+            // clap quotes the arguments it could not place; never let that repeat a secret.
+            let rendered = e.render().to_string();
+            if crate::checklist::secrets::scan(&rendered).is_some() {
+                eprintln!("abcd: the command line could not be parsed ({}); run `abcd --help`", e.kind());
+            } else {
+                let _ = e.print();
+            }
+            return EXIT_REFUSED;
         }
     };
     match run(cli) {

@@ -12,14 +12,15 @@ use serde_json::json;
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, JournalChoice};
 use crate::fold::{self, FoldNote, FoldedState, audit};
 use crate::journal::checkpoint::{self, Checkpoint, CheckpointRejected};
-use crate::journal::format::Hash;
+use crate::journal::scan::Head;
 use crate::journal::storage::{RealDisk, Storage};
 use crate::journal::verify;
 use crate::places;
-use crate::store::projection;
+use crate::store::projection::{self, ChecklistFile};
 
-/// Projections `--projection` can name.
-const PROJECTION_NAMES: &[&str] = &["state"];
+/// Projections `--projection` can name: (name, file).
+const PROJECTIONS: &[(&str, &str)] =
+    &[("state", projection::STATE_FILE), ("checklist", projection::CHECKLIST_FILE), ("checklist-last-good", projection::LAST_GOOD_FILE)];
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -32,7 +33,7 @@ pub struct ReplayArgs {
     /// Print newline-delimited JSON for scripts
     #[arg(long)]
     json: bool,
-    /// Only this projection (one of: state, checklist)
+    /// Only this projection: state, checklist or checklist-last-good
     #[arg(long, value_name = "NAME")]
     projection: Option<String>,
 }
@@ -44,17 +45,43 @@ struct Check {
     detail: String,
 }
 
+/// A projection file as found on disk: the line it names and what it holds.
+enum OnDisk {
+    State(FoldedState, Head),
+    Checklist(ChecklistFile),
+    Unusable(String),
+}
+
+impl OnDisk {
+    fn seq(&self) -> Option<u64> {
+        match self {
+            OnDisk::State(_, h) => Some(h.seq),
+            OnDisk::Checklist(f) => Some(f.journal.seq),
+            OnDisk::Unusable(_) => None,
+        }
+    }
+}
+
+fn render_projection(name: &str, state: &FoldedState, head: Head) -> anyhow::Result<serde_json::Value> {
+    Ok(match name {
+        "state" => serde_json::from_slice(&projection::render_state(state, head))?,
+        _ => serde_json::to_value(ChecklistFile::from_state(state, head))?,
+    })
+}
+
 pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
     if let Some(name) = &args.projection
-        && !PROJECTION_NAMES.contains(&name.as_str())
+        && !PROJECTIONS.iter().any(|(n, _)| n == name)
     {
-        eprintln!("abcd: no projection named `{name}`; known projections: {}", PROJECTION_NAMES.join(", "));
+        let known: Vec<&str> = PROJECTIONS.iter().map(|(n, _)| *n).collect();
+        eprintln!("abcd: no projection named `{name}`; known projections: {}", known.join(", "));
         return Ok(EXIT_REFUSED);
     }
+    let selected: Vec<(&str, &str)> =
+        PROJECTIONS.iter().copied().filter(|(n, _)| args.projection.as_deref().is_none_or(|p| p == *n)).collect();
     let (paths, _) = args.choice.resolve()?;
     let storage = RealDisk;
     let anchors = places::anchors()?;
-    let projection_path = paths.dir().join(projection::STATE_FILE);
 
     let checkpoints: Vec<(PathBuf, Result<Checkpoint, CheckpointRejected>)> = checkpoint::list(&storage, &paths.checkpoints)?
         .into_iter()
@@ -63,23 +90,40 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
             (p, loaded)
         })
         .collect();
-    let on_disk_projection = storage.facts(&projection_path)?.map(|_| projection::load_state_any(&storage, &projection_path));
+    let mut on_disk: Vec<(&str, PathBuf, OnDisk)> = Vec::new();
+    for (name, file) in &selected {
+        let path = paths.dir().join(file);
+        if storage.facts(&path)?.is_none() {
+            continue;
+        }
+        let found = if *name == "state" {
+            match projection::load_state_any(&storage, &path) {
+                Some((s, h)) => OnDisk::State(s, h),
+                None => OnDisk::Unusable("unreadable, or its digest does not match its content (edited by hand?)".into()),
+            }
+        } else {
+            match projection::load_checklist(&storage, &path) {
+                Ok(f) => OnDisk::Checklist(f),
+                Err(why) => OnDisk::Unusable(why.to_string()),
+            }
+        };
+        on_disk.push((name, path, found));
+    }
 
     let mut wanted: Vec<u64> = checkpoints.iter().filter_map(|(_, c)| c.as_ref().ok().map(|c| c.seq)).collect();
-    if let Some(Some((_, head))) = &on_disk_projection {
-        wanted.push(head.seq);
-    }
+    wanted.extend(on_disk.iter().filter_map(|(_, _, d)| d.seq()));
     wanted.extend(args.at);
 
     let mut state = FoldedState::default();
-    let mut snapshots: BTreeMap<u64, (Hash, FoldedState)> = BTreeMap::new();
+    let mut snapshots: BTreeMap<u64, (Head, FoldedState)> = BTreeMap::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let print_audit = args.at.is_none();
-    let report = verify::verify(&storage, &paths.journal, Some(&anchors), |event, _| {
+    let report = verify::verify(&storage, &paths.journal, Some(&anchors), |event, pos| {
         let note = fold::fold_event(&mut state, event);
         if wanted.contains(&event.seq) {
-            snapshots.insert(event.seq, (event.hash, state.clone()));
+            let head = Head { seq: event.seq, hash: event.hash, offset: pos.offset, end: pos.offset + pos.len };
+            snapshots.insert(event.seq, (head, state.clone()));
         }
         if print_audit {
             let line = audit::audit_line(event);
@@ -88,13 +132,18 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
             } else {
                 writeln!(out, "{line}")?;
             }
-            if let FoldNote::UnknownKind(kind) = note {
-                let warning =
-                    format!("warning: kind `{kind}` is unknown to this abcd (written by a newer one?); kept and skipped by folds");
+            let warning = match note {
+                FoldNote::UnknownKind(kind) => {
+                    Some(format!("kind `{kind}` is unknown to this abcd (written by a newer one?); kept and skipped by folds"))
+                }
+                FoldNote::Skipped(s) => Some(format!("skipped by the fold: {} {}", s.field.unwrap_or_default(), s.reason)),
+                FoldNote::Folded => None,
+            };
+            if let Some(w) = warning {
                 if args.json {
-                    writeln!(out, "{}", json!({"type": "warning", "seq": event.seq, "message": warning}))?;
+                    writeln!(out, "{}", json!({"type": "warning", "seq": event.seq, "message": w}))?;
                 } else {
-                    writeln!(out, "        {warning}")?;
+                    writeln!(out, "        warning: {w}")?;
                 }
             }
         }
@@ -106,17 +155,17 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
     })?;
 
     if let Some(at) = args.at {
-        let Some((hash, st)) = snapshots.get(&at) else {
+        let Some((head, st)) = snapshots.get(&at) else {
             eprintln!("abcd: the journal has no verified event {at} (it holds seq 0..{})", report.events.saturating_sub(1));
             return Ok(EXIT_REFUSED);
         };
-        let head = crate::journal::scan::Head { seq: at, hash: *hash, offset: 0, end: 0 };
-        let rendered: serde_json::Value = serde_json::from_slice(&projection::render_state(st, head))?;
-        let value = json!({"type": "projection", "name": "state", "at": at, "content": rendered});
-        if args.json {
-            writeln!(out, "{value}")?;
-        } else {
-            writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+        for (name, _) in &selected {
+            let value = json!({"type": "projection", "name": name, "at": at, "content": render_projection(name, st, *head)?});
+            if args.json {
+                writeln!(out, "{value}")?;
+            } else {
+                writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+            }
         }
         out.flush()?;
         return Ok(if report.is_ok() { EXIT_OK } else { EXIT_FAILURE });
@@ -131,40 +180,47 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
             Ok(cp) if Some(&cp.journal_id) != report.journal_id.as_ref() => (false, format!("belongs to journal {}", cp.journal_id)),
             Ok(cp) => match snapshots.get(&cp.seq) {
                 None => (false, format!("names seq {}, which the journal does not hold verified", cp.seq)),
-                Some((h, _)) if *h != cp.hash => (false, format!("names seq {} with hash {}, the journal has {h}", cp.seq, cp.hash)),
+                Some((h, _)) if h.hash != cp.hash => {
+                    (false, format!("names seq {} with hash {}, the journal has {}", cp.seq, cp.hash, h.hash))
+                }
                 Some((_, s)) if *s != cp.state => (false, format!("its state differs from the fold at seq {}", cp.seq)),
                 Some(_) => (true, format!("agrees with the fold at seq {}", cp.seq)),
             },
         };
         checks.push(Check { what, agrees, detail });
     }
-    let what = format!("projection {}", projection_path.display());
-    match &on_disk_projection {
-        None => checks.push(Check { what, agrees: true, detail: "absent (rebuilt on the next read)".into() }),
-        Some(None) => checks.push(Check {
-            what,
-            agrees: false,
-            detail: "unreadable, or its digest does not match its content (edited by hand?)".into(),
-        }),
-        Some(Some((st, named))) => {
-            let (agrees, detail) = match snapshots.get(&named.seq) {
-                None => (false, format!("names seq {}, which the journal does not hold verified", named.seq)),
-                Some((h, _)) if *h != named.hash => {
-                    (false, format!("names seq {} with hash {}, the journal has {h}", named.seq, named.hash))
+    for (name, path, found) in &on_disk {
+        let what = format!("projection {}", path.display());
+        let (agrees, detail) = match found {
+            OnDisk::Unusable(why) => (false, format!("unusable: {why}")),
+            found => {
+                let seq = found.seq().expect("usable projections name a seq");
+                match snapshots.get(&seq) {
+                    None => (false, format!("names seq {seq}, which the journal does not hold verified")),
+                    Some((head, st)) => {
+                        let same = match found {
+                            OnDisk::State(s, h) => h == head && s == st,
+                            OnDisk::Checklist(f) => *f == ChecklistFile::from_state(st, *head),
+                            OnDisk::Unusable(_) => unreachable!("handled above"),
+                        };
+                        if !same {
+                            (false, format!("differs from the fold at seq {seq}"))
+                        } else if Some(seq) == head_seq {
+                            (true, format!("agrees with the fold at the head, seq {seq}"))
+                        } else {
+                            let behind = head_seq.unwrap_or(0) - seq;
+                            let why = if *name == "checklist-last-good" {
+                                "written after successful writes only"
+                            } else {
+                                "rebuilt on the next read"
+                            };
+                            (true, format!("agrees with the fold at seq {seq}, behind the head by {behind} ({why})"))
+                        }
+                    }
                 }
-                Some((_, s)) if s != st => (false, format!("its state differs from the fold at seq {}", named.seq)),
-                Some(_) if Some(named.seq) == head_seq => (true, format!("agrees with the fold at the head, seq {}", named.seq)),
-                Some(_) => (
-                    true,
-                    format!(
-                        "agrees with the fold at seq {}, behind the head by {} (rebuilt on the next read)",
-                        named.seq,
-                        head_seq.unwrap_or(0) - named.seq
-                    ),
-                ),
-            };
-            checks.push(Check { what, agrees, detail });
-        }
+            }
+        };
+        checks.push(Check { what, agrees, detail });
     }
 
     let all_agree = checks.iter().all(|c| c.agrees);

@@ -349,18 +349,25 @@ fn set(store: &Store, scope: &Scope, s: SetArgs, json_out: bool) -> Result<i32, 
 
 fn finish(
     store: &Store,
-    written: Result<(Vec<crate::journal::Appended>, Outcome, Option<crate::journal::JournalError>), crate::journal::JournalError>,
+    written: Result<
+        (Vec<crate::journal::Appended>, Outcome, Result<crate::store::CurrentState, crate::journal::JournalError>),
+        crate::journal::JournalError,
+    >,
     json_out: bool,
 ) -> Result<i32, Stop> {
-    let (appended, outcome, project_error) = written.map_err(|e| Stop::Failed(e.into()))?;
-    if let Some(e) = project_error {
-        eprintln!("abcd: the event is saved, but refreshing the projections failed ({e}); the next read rebuilds them");
-    }
+    let (appended, outcome, after) = written.map_err(|e| Stop::Failed(e.into()))?;
+    let after = match after {
+        Ok(current) => Some(current),
+        Err(e) => {
+            eprintln!("abcd: the event is saved, but refreshing the projections failed ({e}); the next read rebuilds them");
+            None
+        }
+    };
     match outcome {
         Outcome::Refused(r) => Err(r.into()),
         Outcome::Written(id) => {
             // Last-good is written only after a successful, validated and scanned write.
-            if let Ok(current) = store.current_state()
+            if let Some(current) = after
                 && current.degraded.is_none()
                 && let Err(e) = store.write_last_good(&current)
             {

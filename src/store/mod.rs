@@ -75,14 +75,21 @@ impl Store {
         Ok((appended, notes, project_error))
     }
 
-    fn refresh_after(&self, appended: &[Appended]) -> Result<(), JournalError> {
+    fn refresh_after(&self, appended: &[Appended]) -> Result<CurrentState, JournalError> {
         let current = self.current_state()?;
+        self.project(&current, appended)?;
+        Ok(current)
+    }
+
+    /// Writes the projections for `current` (unless they already show it) and a
+    /// checkpoint when the batch crossed a multiple of `CHECKPOINT_EVERY_EVENTS`.
+    fn project(&self, current: &CurrentState, appended: &[Appended]) -> Result<(), JournalError> {
         if current.base != StateBase::ProjectionCurrent {
-            self.write_projection(&current)?;
+            self.write_projection(current)?;
         }
         let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
         if first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS {
-            self.write_checkpoint(&current)?;
+            self.write_checkpoint(current)?;
         }
         Ok(())
     }
@@ -130,7 +137,7 @@ impl Store {
         &self,
         create: Option<&Scope>,
         decide: impl FnOnce(&FoldedState) -> (Vec<NewEvent>, T),
-    ) -> Result<(Vec<Appended>, T, Option<JournalError>), JournalError> {
+    ) -> Result<(Vec<Appended>, T, Result<CurrentState, JournalError>), JournalError> {
         let lock = self.journal.lock()?;
         let mut notes = AppendNotes::default();
         let (file, head, journal_id) = self.journal.open_for_append(create, &mut notes)?;
@@ -140,12 +147,20 @@ impl Store {
         }
         let (events, outcome) = decide(&before.state);
         if events.is_empty() {
-            return Ok((Vec::new(), outcome, None));
+            return Ok((Vec::new(), outcome, Ok(before)));
         }
         let appended = self.journal.append_locked(file.as_ref(), head, &journal_id, &events)?;
+        // Fold just the lines this append wrote onto the state it decided from: the
+        // journal is still locked, so nothing else came in between.
+        let after = fold_from(file.as_ref(), before.state, StartPoint { after: Some(head) }, before.base, journal_id)
+            .map_err(|source| JournalError::Io { what: "reading", path: self.journal.paths().journal.clone(), source });
         drop(lock);
-        let project_error = self.refresh_after(&appended).err();
-        Ok((appended, outcome, project_error))
+        let after = after.and_then(|mut current| {
+            current.base = StateBase::JustAppended;
+            self.project(&current, &appended)?;
+            Ok(current)
+        });
+        Ok((appended, outcome, after))
     }
 
     pub fn write_checkpoint(&self, current: &CurrentState) -> Result<PathBuf, JournalError> {

@@ -30,6 +30,8 @@ pub enum StateBase {
         seq: u64,
     },
     Genesis,
+    /// The state an append decided from, with the lines it wrote folded on.
+    JustAppended,
 }
 
 /// The folded state of a journal and how much of it could be trusted.

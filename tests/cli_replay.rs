@@ -76,10 +76,16 @@ fn replay_at_a_seq_prints_the_projection_as_it_was_then() {
     let tj = stored_journal(6);
     let out = abcd(&tj, &["replay", "--journal", tj.path().to_str().unwrap(), "--at", "2", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = lines.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["state", "checklist", "checklist-last-good"]);
+    let v = &lines[0];
     assert_eq!(v["at"], 2);
     assert_eq!(v["content"]["state"]["journal"]["events"], 3);
     assert_eq!(v["content"]["journal"]["seq"], 2);
+    assert_eq!(lines[1]["content"]["schema"], "abcd/checklist/v1");
+    let one = abcd(&tj, &["replay", "--journal", tj.path().to_str().unwrap(), "--at", "2", "--projection", "checklist", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&one.stdout).lines().count(), 1);
     let out = abcd(&tj, &["replay", "--journal", tj.path().to_str().unwrap(), "--at", "99"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let out = abcd(&tj, &["replay", "--journal", tj.path().to_str().unwrap(), "--projection", "nope"]);

@@ -182,7 +182,9 @@ fn a_binary_file_is_corruption_at_offset_0() {
     assert_eq!(v["verdict"]["seq"], 0);
 }
 
-/// Runs abcd and returns its output and peak RSS in KiB (wait4 on that one child).
+/// Runs abcd and returns its output and peak RSS in KiB (wait4 on that one child, which
+/// reaps it: `Child::wait` would lose the rusage).
+#[allow(clippy::zombie_processes)]
 fn abcd_with_rss(tj: &TempJournal, args: &[&str]) -> (i32, String, i64) {
     let child = Command::new(env!("CARGO_BIN_EXE_abcd"))
         .args(args)

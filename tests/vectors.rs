@@ -21,7 +21,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-use abcd::event::{JournalOpened, JournalRepaired, RepairCause, Scope};
+use abcd::checklist::item::{ChangeSet, Credential, ItemFields, ItemState, slug_from_title};
+use abcd::event::{ItemAdded, ItemChanged, JournalOpened, JournalRepaired, RepairCause, Scope};
 use abcd::journal::format::{self, Actor, HASH_SUFFIX_LEN, Hash, LineFault, MAX_LINE_BYTES, NewEvent};
 use abcd::journal::scan::{self, LinePos, MAX_TORN_TAIL_BYTES, Problem, ScanReport, StartPoint, Verdict};
 use abcd::journal::storage::{RealDisk, StorageFile};
@@ -260,18 +261,111 @@ fn replace_once(text: &str, from: &str, to: &str) -> String {
     text.replacen(from, to, 1)
 }
 
-/// Events 1, 2, … of the vectors. Only `journal.opened` and `journal.repaired` have data
-/// this build defines; the data of the other kinds is illustrative, not normative.
+/// A kind no abcd defines (not a v1 kind): verified and kept like any other, its data
+/// free. The vectors that need data no defined kind allows (64 KiB of text, deep nesting)
+/// put it under this kind.
+const FREE_KIND: &str = "future.widget_spun";
+
+/// The titles of the two items the standard events add in each round of eight.
+const FIRST_TITLE: &str = "Parse the config file";
+const SECOND_TITLE: &str = "Café, naïve ✓ — \"quoted\" and a back\\slash";
+
+fn at(text: &str) -> jiff::Timestamp {
+    text.parse().expect("a valid time")
+}
+
+/// The id `abcd checklist add` gives the item with this title added in round `round` of
+/// the standard events: the slug, then `-2`, `-3`, … as earlier rounds took it.
+fn standard_id(title: &str, round: u64) -> String {
+    let slug = slug_from_title(title);
+    if round == 0 { slug } else { format!("{slug}-{}", round + 1) }
+}
+
+/// `data` of a `checklist.item_added`, as `abcd checklist add` writes it.
+fn item_added(item: ItemFields) -> Value {
+    serde_json::to_value(ItemAdded { item }).unwrap()
+}
+
+/// An item as `abcd checklist add "<title>"` writes it, with nothing else set.
+fn new_item(title: &str) -> Value {
+    item_added(ItemFields {
+        id: slug_from_title(title),
+        title: title.into(),
+        state: ItemState::Working,
+        waits_on: None,
+        next_look: None,
+        promise: None,
+        owner_refs: vec![],
+        credential: None,
+    })
+}
+
+/// `data` of a `checklist.item_changed`, as `abcd checklist set` writes it.
+fn item_changed(id: String, changes: ChangeSet) -> Value {
+    serde_json::to_value(ItemChanged { id, changes }).unwrap()
+}
+
+/// Events 1, 2, … of the vectors. The `checklist.*` data is real: each event is what the
+/// verbs write and the checklist fold takes, in any journal the standard events fill from
+/// seq 1 (two items added per round of eight, each changed later in the round or in the
+/// next). The data of `session.started`, `compaction.recorded`, `branch.created` and
+/// `decision.recorded` is illustrative: this build does not define it yet.
 fn standard_event(seq: u64) -> (&'static str, Value) {
+    let round = seq / 8;
     match seq % 8 {
         1 => ("session.started", json!({"session": SESSION, "source": "startup", "working_copy": "/home/ana/src/shop"})),
-        2 => ("checklist.item_added", json!({"id": "c1", "text": "Parse the config file"})),
-        3 => ("checklist.item_added", json!({"id": "c2", "text": "Café, naïve ✓ — \"quoted\",\ta tab\nand a newline"})),
-        4 => ("checklist.item_changed", json!({"id": "c1", "status": "done"})),
+        2 => (
+            "checklist.item_added",
+            item_added(ItemFields {
+                id: standard_id(FIRST_TITLE, round),
+                title: FIRST_TITLE.into(),
+                state: ItemState::Waiting,
+                waits_on: Some("person:reviewer".into()),
+                next_look: Some(at("2026-12-01T09:00:00Z")),
+                promise: Some("review approved => merge the new parser".into()),
+                owner_refs: vec!["abcd/parse-config".into()],
+                credential: None,
+            }),
+        ),
+        3 => (
+            "checklist.item_added",
+            item_added(ItemFields {
+                id: standard_id(SECOND_TITLE, round),
+                title: SECOND_TITLE.into(),
+                state: ItemState::Working,
+                waits_on: None,
+                next_look: None,
+                promise: None,
+                owner_refs: vec!["abcd/c2-parse".into(), "pr:12".into()],
+                credential: Some(Credential {
+                    kind: "github_token".into(),
+                    scope: "repo".into(),
+                    expiry: Some(at("2027-01-31T23:59:59.5Z")),
+                }),
+            }),
+        ),
+        // Done: waits_on and next_look cleared (a present null clears a field).
+        4 => (
+            "checklist.item_changed",
+            item_changed(
+                standard_id(FIRST_TITLE, round),
+                ChangeSet { state: Some(ItemState::Done), waits_on: Some(None), next_look: Some(None), ..ChangeSet::default() },
+            ),
+        ),
         5 => ("compaction.recorded", json!({"session": SESSION, "trigger": "auto"})),
         6 => ("branch.created", json!({"branch": "abcd/c2-parse", "command": "git switch -c"})),
-        7 => ("decision.recorded", json!({"text": "Keep the old parser", "grounds": "its tests pass", "undo": "git revert HEAD"})),
-        _ => ("checklist.item_changed", json!({"id": "c2", "status": "done", "seq_hint": seq})),
+        7 => (
+            "decision.recorded",
+            json!({"text": "Keep the old parser", "grounds": "its tests pass:\n\tall 41 of them", "undo": "git revert HEAD"}),
+        ),
+        // The second item of the round before: a new title, the credential cleared.
+        _ => (
+            "checklist.item_changed",
+            item_changed(
+                standard_id(SECOND_TITLE, round.checked_sub(1).expect("event 0 is the genesis")),
+                ChangeSet { title: Some("Handle \"Café\" and naïve names".into()), credential: Some(None), ..ChangeSet::default() },
+            ),
+        ),
     }
 }
 
@@ -308,6 +402,7 @@ fn vector(name: &'static str, about: impl Into<String>, bytes: Vec<u8>, expected
 }
 
 fn all_vectors() -> Vec<Vector> {
+    assert!(!abcd::event::is_v1_kind(FREE_KIND), "{FREE_KIND} must stay a kind no abcd defines");
     let mut v = Vec::new();
 
     // --- clean journals ---------------------------------------------------------------
@@ -350,19 +445,19 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut big = journal_a(2);
-    let base = big.encode("checklist.item_added", json!({"id": "c9", "text": ""})).0.len();
-    big.push("checklist.item_added", json!({"id": "c9", "text": "a".repeat(MAX_LINE_BYTES - base)}));
+    let base = big.encode(FREE_KIND, json!({"text": ""})).0.len();
+    big.push(FREE_KIND, json!({"text": "a".repeat(MAX_LINE_BYTES - base)}));
     assert_eq!(big.lines[2].len(), MAX_LINE_BYTES);
     big.fill_to(4);
     v.push(vector(
         "max-line",
-        "Line 2 is exactly 65,536 bytes including its newline: the largest line allowed.",
+        "Line 2 (a `future.widget_spun`, a kind no abcd defines, so its data is free) is exactly 65,536 bytes including its newline: the largest line allowed.",
         big.bytes(),
         Expected::clean(4),
     ));
 
     let mut odd = journal_a(2);
-    odd.push_forged("checklist.item_added", json!({"id": "c3", "text": "spaced"}), |body| {
+    odd.push_forged("checklist.item_added", new_item("Write the release notes"), |body| {
         // Same fields, other order and spacing; the hash is still the line's own bytes.
         let v: Value = serde_json::from_str(&(body.clone() + "}")).unwrap();
         let mut text = String::from("{ \"seq\" : 2 , \"v\" : 1, ");
@@ -385,11 +480,11 @@ fn all_vectors() -> Vec<Vector> {
     let nest = |depth: usize| json!({"deep": (0..depth).fold(json!(0), |inner, _| json!([inner]))});
     let mut deep = journal_a(2);
     // The envelope object is level 1 and `data` level 2: 125 arrays inside make 127.
-    deep.push("checklist.item_added", nest(125));
+    deep.push(FREE_KIND, nest(125));
     deep.fill_to(4);
     v.push(vector(
         "nesting-127",
-        "Line 2 nests JSON containers 127 deep (the envelope counts as 1): the deepest a line may nest.",
+        "Line 2 (a `future.widget_spun`, its data free) nests JSON containers 127 deep (the envelope counts as 1): the deepest a line may nest.",
         deep.bytes(),
         Expected::clean(4),
     ));
@@ -435,7 +530,9 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut v2 = journal_a(4);
-    v2.push_forged("checklist.item_added", json!({"id": "c7"}), |body| replace_once(&body, "{\"v\":1,", "{\"v\":2,").into_bytes());
+    v2.push_forged("checklist.item_added", new_item("Bump the lock file"), |body| {
+        replace_once(&body, "{\"v\":1,", "{\"v\":2,").into_bytes()
+    });
     v.push(vector(
         "corrupt-version-2-last",
         "The last line is a complete, correctly hashed line with `\"v\":2`. A hash that verifies means the line was written whole, so it is not torn: a v1 reader reports it (a newer format, or damage) and a v1 appender refuses to build on it rather than cut it.",
@@ -538,9 +635,9 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut long = journal_a(2);
-    let base = long.encode("checklist.item_added", json!({"id": "c9", "text": ""})).0.len();
+    let base = long.encode(FREE_KIND, json!({"text": ""})).0.len();
     // encode_line refuses an over-long event; build the longest it accepts and add a byte.
-    long.push_forged("checklist.item_added", json!({"id": "c9", "text": "a".repeat(MAX_LINE_BYTES - base)}), |body| {
+    long.push_forged(FREE_KIND, json!({"text": "a".repeat(MAX_LINE_BYTES - base)}), |body| {
         replace_once(&body, "\"text\":\"", "\"text\":\"a").into_bytes()
     });
     assert_eq!(long.lines[2].len(), MAX_LINE_BYTES + 1);
@@ -574,7 +671,7 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut nu = journal_a(2);
-    nu.push_forged("checklist.item_added", json!({"id": "c4", "text": "MARK"}), |body| {
+    nu.push_forged("checklist.item_added", new_item("Replace the MARK byte"), |body| {
         let mut bytes = body.into_bytes();
         let at = bytes.windows(4).position(|w| w == b"MARK").unwrap();
         bytes[at] = 0xff;
@@ -600,7 +697,7 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut nae = journal_a(2);
-    nae.push_forged("checklist.item_added", json!({"id": "c5"}), |body| {
+    nae.push_forged("checklist.item_added", new_item("Drop the extra field"), |body| {
         replace_once(&body, ",\"prev\":", ",\"extra\":true,\"prev\":").into_bytes()
     });
     nae.fill_to(4);
@@ -615,7 +712,7 @@ fn all_vectors() -> Vec<Vector> {
     // The writer refuses to encode this (it could not read it back), so the deep data is
     // spliced into a shallow line's body and the line hashed by the rule.
     let too_deep = serde_json::to_string(&nest(126)).unwrap();
-    deep.push_forged("checklist.item_added", json!({"deep": 0}), |body| {
+    deep.push_forged(FREE_KIND, json!({"deep": 0}), |body| {
         replace_once(&body, "\"data\":{\"deep\":0}", &format!("\"data\":{too_deep}")).into_bytes()
     });
     deep.fill_to(4);
@@ -628,7 +725,7 @@ fn all_vectors() -> Vec<Vector> {
 
     let mut bt = journal_a(2);
     let t2 = format::format_time(time_of(2));
-    bt.push_forged("checklist.item_added", json!({"id": "c6"}), |body| {
+    bt.push_forged("checklist.item_added", new_item("Check the leap second"), |body| {
         replace_once(&body, &format!("\"time\":\"{t2}\""), "\"time\":\"2026-12-31T23:59:60.000Z\"").into_bytes()
     });
     bt.fill_to(4);
@@ -640,7 +737,7 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut bk = journal_a(2);
-    bk.push_forged("checklist.item_added", json!({"id": "c6"}), |body| {
+    bk.push_forged("checklist.item_added", new_item("Name the kind"), |body| {
         replace_once(&body, "\"kind\":\"checklist.item_added\"", "\"kind\":\"Checklist.Item2\"").into_bytes()
     });
     bk.fill_to(4);
@@ -652,8 +749,8 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut gk = journal_a(2);
-    gk.push_forged("checklist.item_added", json!({"journal_id": ID_A, "scope": {"kind": "machine"}}), |body| {
-        replace_once(&body, "\"kind\":\"checklist.item_added\"", "\"kind\":\"journal.opened\"").into_bytes()
+    gk.push_forged(FREE_KIND, json!({"journal_id": ID_A, "scope": {"kind": "machine"}}), |body| {
+        replace_once(&body, &format!("\"kind\":\"{FREE_KIND}\""), "\"kind\":\"journal.opened\"").into_bytes()
     });
     gk.fill_to(4);
     v.push(vector(
@@ -664,13 +761,15 @@ fn all_vectors() -> Vec<Vector> {
     ));
 
     let mut dn = journal_a(2);
-    dn.push_forged("checklist.item_added", json!({"id": "c6"}), |body| {
-        replace_once(&body, "\"data\":{\"id\":\"c6\"}", "\"data\":[\"c6\"]").into_bytes()
+    let item = new_item("Wrap the data");
+    let item_text = serde_json::to_string(&item).unwrap();
+    dn.push_forged("checklist.item_added", item, |body| {
+        replace_once(&body, &format!("\"data\":{item_text}"), &format!("\"data\":[{item_text}]")).into_bytes()
     });
     dn.fill_to(4);
     v.push(vector(
         "corrupt-data-not-object",
-        "Line 2 hashes right but its data is an array: data is always an object.",
+        "Line 2 hashes right but its data is an array (holding the item): data is always an object.",
         dn.bytes(),
         Expected::corrupt(2, dn.offset(2), "data_not_object"),
     ));
@@ -826,8 +925,11 @@ journal file, byte for byte, and `<name>.expected.json` its verdict under `../SP
 ```
 
 All times are fixed (event `n` is at 2026-11-30T06:00:00.000Z plus `n` × 1.037 s), as are the
-journal ids, pids and session id. Only the data of `journal.opened` and `journal.repaired` is
-defined by format v1 as built today; the data of other kinds in these files is illustrative.
+journal ids, pids and session id. The data of `journal.opened`, `journal.repaired` and the three
+`checklist.*` kinds is defined (`../schema/`): every such event here is what abcd writes, and each
+one that verifies fits its schema and is taken by the checklist fold. The data of the other v1
+kinds here is illustrative (not defined yet), and `future.widget_spun` is a kind no abcd defines,
+so its data is free.
 The files are binary (`.gitattributes`): a checkout that rewrites newlines breaks them, which is
 what `corrupt-crlf` shows.
 

@@ -349,13 +349,10 @@ fn set(store: &Store, scope: &Scope, s: SetArgs, json_out: bool) -> Result<i32, 
 
 fn finish(
     store: &Store,
-    written: Result<
-        (Vec<crate::journal::Appended>, Outcome, Result<crate::store::CurrentState, crate::journal::JournalError>),
-        crate::journal::JournalError,
-    >,
+    written: Result<crate::store::Written<Outcome>, crate::journal::JournalError>,
     json_out: bool,
 ) -> Result<i32, Stop> {
-    let (appended, outcome, after) = written.map_err(|e| Stop::Failed(e.into()))?;
+    let crate::store::Written { appended, outcome, after } = written.map_err(|e| Stop::Failed(e.into()))?;
     let after = match after {
         Ok(current) => Some(current),
         Err(e) => {

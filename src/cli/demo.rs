@@ -1,117 +1,115 @@
-//! `abcd demo`: the journal at work in a temporary folder, narrated. It never touches
-//! the real home store: the demo's anchors live in its own temporary folder.
+//! `abcd demo`: the whole story in a temporary repository, narrated, by running the real
+//! commands. It never touches the real home store: `ABCD_HOME` points into the temporary
+//! folder for every command it runs.
 
 use std::io::Write;
+use std::path::Path;
+use std::process::Command;
 
-use serde_json::json;
+struct Demo {
+    exe: std::path::PathBuf,
+    root: std::path::PathBuf,
+    home: std::path::PathBuf,
+}
 
-use super::journal_cmd::{describe_repair, verify_text};
-use crate::event::Scope;
-use crate::fold::audit;
-use crate::journal::anchor::AnchorStore;
-use crate::journal::repair;
-use crate::journal::storage::RealDisk;
-use crate::journal::verify;
-use crate::journal::{Actor, Journal, JournalPaths, NewEvent};
-use crate::places::{JOURNAL_FILE, LOCAL_TIER};
-use crate::store::Store;
-
-pub fn run() -> anyhow::Result<i32> {
-    let tmp = tempfile::tempdir()?;
-    let root = tmp.path().join("working-copy");
-    let home = tmp.path().join("home");
-    let paths = JournalPaths::beside(&root.join(LOCAL_TIER).join(JOURNAL_FILE));
-    let anchors = AnchorStore::new(&home);
-    // Each step opens the journal afresh, as each `abcd` command is a new process.
-    let store = || Store::new(Journal::new(RealDisk::shared(), paths.clone(), Some(anchors.clone())));
-    let scope = Scope::WorkingCopy { root: root.display().to_string() };
-    let session = Some("demo-session".to_string());
-    let event = |kind: &str, data: serde_json::Value| NewEvent { kind: kind.into(), actor: Actor::this_process(session.clone()), data };
-    let verify_now = || -> anyhow::Result<verify::VerifyReport> {
-        verify::verify(&RealDisk, &paths.journal, Some(&anchors), |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
-            verify::VerifyError::Journal(j) => anyhow::Error::new(j),
-            verify::VerifyError::Visitor(never) => match never {},
-        })
-    };
-
-    step("1. Durable appends: each one is fsynced before it is acknowledged");
-    let batch = [
-        event("session.started", json!({"session": "demo-session", "source": "startup", "working_copy": root.display().to_string()})),
-        event("compaction.recorded", json!({"session": "demo-session", "trigger": "auto"})),
-        event("session.started", json!({"session": "demo-session", "source": "compact", "working_copy": root.display().to_string()})),
-    ];
-    for e in batch {
-        let (appended, notes, _) = store().append(std::slice::from_ref(&e), Some(&scope))?;
-        if notes.created {
-            println!("   created {} with its genesis event (seq 0)", paths.journal.display());
+impl Demo {
+    /// Runs `abcd <args>` in the demo repository, echoing the command and its output.
+    fn run(&self, args: &[&str]) -> anyhow::Result<i32> {
+        let shown: Vec<String> =
+            args.iter().map(|a| if a.contains(' ') || a.is_empty() { format!("\"{a}\"") } else { a.to_string() }).collect();
+        println!("   $ abcd {}", shown.join(" "));
+        let out = Command::new(&self.exe)
+            .args(args)
+            .current_dir(&self.root)
+            .env("ABCD_HOME", &self.home)
+            .env_remove("CLAUDE_SESSION_ID")
+            .output()?;
+        for line in String::from_utf8_lossy(&out.stdout).lines().chain(String::from_utf8_lossy(&out.stderr).lines()) {
+            println!("     {line}");
         }
-        println!("   appended seq {} {:<22} hash {}…", appended[0].seq, e.kind, &appended[0].hash.to_hex()[..16]);
+        let code = out.status.code().unwrap_or(-1);
+        if code != 0 {
+            println!("     (exit {code})");
+        }
+        Ok(code)
     }
 
-    step("2. A crash mid-write leaves half a line: a torn tail, never acknowledged");
-    let torn = br#"{"v":1,"seq":4,"time":"2026-11-30T06:00:00.000Z","kind":"compaction.rec"#;
-    std::fs::OpenOptions::new().append(true).open(&paths.journal)?.write_all(torn)?;
-    print!("{}", indent(&verify_text(&verify_now()?)));
-    let (appended, notes, _) =
-        store().append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "manual"}))], None)?;
-    if let Some((t, q)) = notes.torn_quarantined {
-        println!("   the next append copied the {} torn bytes to {} and cut them,", t.len, q.display());
-        println!("   then appended seq {}", appended[0].seq);
+    fn journal(&self) -> std::path::PathBuf {
+        self.root.join(crate::places::LOCAL_TIER).join(crate::places::JOURNAL_FILE)
     }
-
-    step("3. A flipped bit in the middle of the file is corruption, not a crash");
-    let mut bytes = std::fs::read(&paths.journal)?;
-    let line_starts: Vec<usize> =
-        std::iter::once(0).chain(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1)).collect();
-    let flip_at = line_starts[3] + 30;
-    bytes[flip_at] ^= 0x01;
-    std::fs::write(&paths.journal, &bytes)?;
-    print!("{}", indent(&verify_text(&verify_now()?)));
-    match store().append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "auto"}))], None) {
-        Err(e) => println!("   an append is refused: {e}"),
-        Ok(_) => anyhow::bail!("an append to a corrupt journal was accepted"),
-    }
-
-    step("4. `abcd journal repair` moves the damage to quarantine and continues the chain");
-    let outcome = repair::repair(store().journal(), session.clone())?;
-    println!("   {}", describe_repair(&outcome).0);
-    print!("{}", indent(&verify_text(&verify_now()?)));
-
-    step("5. Checkpoints and projections are caches folded from the journal");
-    let current = store().current_state()?;
-    let cp = store().write_checkpoint(&current)?;
-    println!("   checkpoint {} holds the state after seq {}", cp.display(), current.head.seq);
-    std::fs::remove_file(paths.dir().join(crate::store::projection::STATE_FILE))?;
-    let again = store().current_state()?;
-    println!(
-        "   with the projection deleted, a reader folds from {:?} and gets the same state: {}",
-        again.base,
-        again.state == current.state
-    );
-
-    step("6. A journal rolled back to an older copy of itself is named through the head anchor");
-    let before = std::fs::read(&paths.journal)?;
-    store().append(&[event("compaction.recorded", json!({"session": "demo-session", "trigger": "auto"}))], None)?;
-    std::fs::write(&paths.journal, &before)?;
-    print!("{}", indent(&verify_text(&verify_now()?)));
-
-    step("7. The audit: `abcd replay` prints one line per event");
-    verify::verify(&RealDisk, &paths.journal, Some(&anchors), |e, _| {
-        println!("   {}", audit::audit_line(e));
-        Ok::<(), std::convert::Infallible>(())
-    })
-    .map_err(|e| match e {
-        verify::VerifyError::Journal(j) => anyhow::Error::new(j),
-        verify::VerifyError::Visitor(never) => match never {},
-    })?;
-    println!("\ndemo done; the temporary folder {} is removed now.", tmp.path().display());
-    Ok(super::EXIT_OK)
 }
 
 fn step(title: &str) {
     println!("\n{title}");
 }
 
-fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("   {l}\n")).collect()
+fn expect(code: i32, want: i32, what: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(code == want, "demo step `{what}` exited {code}, expected {want}");
+    Ok(())
+}
+
+pub fn run() -> anyhow::Result<i32> {
+    let tmp = tempfile::tempdir()?;
+    let root = tmp.path().join("repo");
+    std::fs::create_dir_all(root.join(".git"))?;
+    let demo = Demo { exe: std::env::current_exe()?, root, home: tmp.path().join("home") };
+    println!("abcd demo: a temporary repository at {}", demo.root.display());
+
+    step("1. Make the repository managed");
+    expect(demo.run(&["init"])?, 0, "init")?;
+
+    step("2. The session writes its plan; every change is an fsynced, hash-chained event");
+    expect(demo.run(&["checklist", "add", "Fix the login bug", "--promise", "CI green => merge", "--owner-ref", "feat/login"])?, 0, "add")?;
+    expect(demo.run(&["checklist", "add", "Get PR 12 reviewed", "--waits-on", "pr:12", "--next-look", "+2h"])?, 0, "add")?;
+    expect(demo.run(&["checklist", "add", "Write the release notes"])?, 0, "add")?;
+
+    step("3. A secret never gets in: refused by field and kind, never echoed, and the refusal is recorded");
+    let fake_token = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+    expect(demo.run(&["checklist", "add", &format!("use {fake_token} for the deploy")])?, 2, "secret refused")?;
+
+    step("4. Context compaction: what the session-start hook puts back into the fresh context");
+    expect(demo.run(&["checklist", "render", "--budget", "600"])?, 0, "render")?;
+
+    step("5. A crash mid-write leaves half a line: a torn tail, never acknowledged");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(demo.journal())?
+        .write_all(br#"{"v":1,"seq":6,"time":"2026-11-30T06:00:00.000Z","kind":"checkl"#)?;
+    expect(demo.run(&["journal", "verify"])?, 0, "verify torn")?;
+    println!("   the next write copies the torn bytes to quarantine/ and cuts them:");
+    expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set")?;
+
+    step("6. A flipped bit mid-file is corruption: readers keep the valid prefix, writes are refused");
+    flip_a_bit_in_line(&demo.journal(), 3)?;
+    expect(demo.run(&["journal", "verify"])?, 1, "verify corrupt")?;
+    expect(demo.run(&["checklist", "add", "Another item"])?, 2, "append refused")?;
+
+    step("7. Repair moves the damage to quarantine (nothing is deleted) and continues the chain");
+    expect(demo.run(&["journal", "repair"])?, 0, "repair")?;
+    expect(demo.run(&["checklist"])?, 0, "list")?;
+
+    step("8. A journal rolled back to an older copy of itself is named through the head anchor");
+    let before = std::fs::read(demo.journal())?;
+    expect(demo.run(&["checklist", "add", "Tag the release"])?, 0, "add")?;
+    std::fs::write(demo.journal(), &before)?;
+    expect(demo.run(&["journal", "verify"])?, 1, "verify rollback")?;
+    expect(demo.run(&["journal", "repair"])?, 0, "accept")?;
+
+    step("9. The audit: one line per event, and every projection checked against the fold");
+    expect(demo.run(&["replay"])?, 0, "replay")?;
+
+    println!("\ndemo done; the temporary folder is removed now.");
+    Ok(super::EXIT_OK)
+}
+
+/// Flips one bit inside the `n`-th line (0-based) of the file.
+fn flip_a_bit_in_line(path: &Path, n: usize) -> anyhow::Result<()> {
+    let mut bytes = std::fs::read(path)?;
+    let start = std::iter::once(0)
+        .chain(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1))
+        .nth(n)
+        .expect("the journal has that line");
+    bytes[start + 30] ^= 0x01;
+    std::fs::write(path, &bytes)?;
+    Ok(())
 }

@@ -55,6 +55,13 @@ pub fn verify_json(r: &VerifyReport) -> serde_json::Value {
 }
 
 pub fn verify_text(r: &VerifyReport) -> String {
+    let mut out = verify_details(r);
+    out += if r.is_ok() { "verdict: ok\n" } else { "verdict: FAILED\n" };
+    out
+}
+
+/// The report without its verdict line.
+pub fn verify_details(r: &VerifyReport) -> String {
     let mut out = String::new();
     let id = r.journal_id.as_deref().unwrap_or("unknown");
     let scope = r.scope.as_ref().map_or("unknown scope".to_string(), |s| s.to_string());
@@ -85,13 +92,20 @@ pub fn verify_text(r: &VerifyReport) -> String {
     if let Some(r) = &r.replaced {
         out += &format!("  path:    {r}\n");
     }
-    out += if r.is_ok() { "verdict: ok\n" } else { "verdict: FAILED\n" };
     out
 }
 
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let journal = choice.open()?;
     let outcome = repair::repair(&journal, session_from_env())?;
+    // Projections and last-good may name lines the repair moved aside: rebuild them from
+    // the repaired journal so every cache agrees with it again.
+    if outcome != RepairOutcome::NothingToRepair {
+        let store = Store::new(journal);
+        let current = store.current_state()?;
+        store.write_projection(&current)?;
+        store.write_last_good(&current)?;
+    }
     let (text, value) = describe_repair(&outcome);
     if json_out {
         println!("{value}");

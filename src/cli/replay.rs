@@ -237,9 +237,11 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
         for c in &checks {
             writeln!(out, "{}: {}", c.what, if c.agrees { c.detail.clone() } else { format!("DISAGREES: {}", c.detail) })?;
         }
-        write!(out, "{}", super::journal_cmd::verify_text(&report))?;
-        if report.is_ok() && !all_agree {
-            writeln!(out, "verdict: FAILED (a cache on disk disagrees with the journal; the journal is the truth)")?;
+        write!(out, "{}", super::journal_cmd::verify_details(&report))?;
+        match (report.is_ok(), all_agree) {
+            (true, true) => writeln!(out, "verdict: ok")?,
+            (true, false) => writeln!(out, "verdict: FAILED (a cache on disk disagrees with the journal; the journal is the truth)")?,
+            (false, _) => writeln!(out, "verdict: FAILED")?,
         }
     }
     out.flush()?;

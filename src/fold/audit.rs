@@ -33,10 +33,15 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::Opened(o)) => format!("opened journal {} for the {}", o.journal_id, o.scope),
         Ok(Known::Repaired(r)) => match r.quarantine_file {
             Some(q) => format!(
-                "repaired the journal ({:?}): moved bytes {}..{} ({} lines) to quarantine/{} after: {}",
-                r.cause, r.from_offset, r.to_offset, r.lines, q, r.problem
+                "repaired the journal ({}): moved bytes {}..{} ({} lines) to quarantine/{} after: {}",
+                cause_words(r.cause),
+                r.from_offset,
+                r.to_offset,
+                r.lines,
+                q,
+                r.problem
             ),
-            None => format!("repaired the journal ({:?}): accepted it as it is after: {}", r.cause, r.problem),
+            None => format!("repaired the journal ({}): accepted it as it is after: {}", cause_words(r.cause), r.problem),
         },
         Ok(Known::ItemAdded(a)) => match super::checklist::check_item(&a.item) {
             Ok(()) => format!("added checklist item {} ({}): {}", a.item.id, a.item.state.name(), a.item.title),
@@ -65,4 +70,11 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),
     };
     AuditLine { seq: event.seq, time: format_time(event.time), actor: actor_label(event), kind: event.kind.clone(), what }
+}
+
+fn cause_words(cause: crate::event::RepairCause) -> &'static str {
+    match cause {
+        crate::event::RepairCause::Corruption => "corruption",
+        crate::event::RepairCause::AnchorMismatch => "anchor mismatch",
+    }
 }

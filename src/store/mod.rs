@@ -17,6 +17,15 @@ use crate::journal::scan::{self, Corruption, Head, ScanError, StartPoint, Tail, 
 use crate::journal::storage::StorageFile;
 use crate::journal::verify::open_trusted;
 
+/// What `Store::append_with` reports: the events appended (none when the decision was
+/// to append nothing), the decision's outcome, and the state after the append, or why
+/// projecting it failed (the events are durable either way).
+pub struct Written<T> {
+    pub appended: Vec<Appended>,
+    pub outcome: T,
+    pub after: Result<CurrentState, JournalError>,
+}
+
 /// Where the folded state came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StateBase {
@@ -139,7 +148,7 @@ impl Store {
         &self,
         create: Option<&Scope>,
         decide: impl FnOnce(&FoldedState) -> (Vec<NewEvent>, T),
-    ) -> Result<(Vec<Appended>, T, Result<CurrentState, JournalError>), JournalError> {
+    ) -> Result<Written<T>, JournalError> {
         let lock = self.journal.lock()?;
         let mut notes = AppendNotes::default();
         let (file, head, journal_id) = self.journal.open_for_append(create, &mut notes)?;
@@ -149,7 +158,7 @@ impl Store {
         }
         let (events, outcome) = decide(&before.state);
         if events.is_empty() {
-            return Ok((Vec::new(), outcome, Ok(before)));
+            return Ok(Written { appended: Vec::new(), outcome, after: Ok(before) });
         }
         let appended = self.journal.append_locked(file.as_ref(), head, &journal_id, &events)?;
         // Fold just the lines this append wrote onto the state it decided from: the
@@ -162,7 +171,7 @@ impl Store {
             self.project(&current, &appended)?;
             Ok(current)
         });
-        Ok((appended, outcome, after))
+        Ok(Written { appended, outcome, after })
     }
 
     pub fn write_checkpoint(&self, current: &CurrentState) -> Result<PathBuf, JournalError> {

@@ -1,0 +1,378 @@
+//! The checklist through the real binary, in a throwaway working copy with its own home.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use abcd::journal::format::{self, Actor, NewEvent};
+use abcd::journal::storage::{RealDisk, Storage};
+use serde_json::{Value, json};
+
+struct WorkingCopy {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+}
+
+impl WorkingCopy {
+    fn managed() -> WorkingCopy {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("wc");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let wc = WorkingCopy { home: dir.path().join("home"), root, _dir: dir };
+        let out = wc.abcd(&["init"]);
+        assert!(out.status.success(), "{}", text(&out));
+        wc
+    }
+
+    fn abcd(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_abcd")).args(args).current_dir(&self.root).env("ABCD_HOME", &self.home).output().unwrap()
+    }
+
+    fn tier(&self) -> PathBuf {
+        self.root.join(".abcd/.work.local")
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.tier().join("journal.jsonl")
+    }
+
+    fn lines(&self) -> usize {
+        std::fs::read(self.journal()).map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0)
+    }
+
+    fn list(&self) -> Value {
+        let out = self.abcd(&["checklist", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn titles(&self) -> Vec<String> {
+        self.list()["items"].as_array().unwrap().iter().map(|i| i["title"].as_str().unwrap().to_string()).collect()
+    }
+
+    /// Every byte abcd left on disk for this working copy and home.
+    fn all_files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if let Ok(b) = std::fs::read(&p) {
+                    out.push((p, b));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.tier(), &mut out);
+        walk(&self.home, &mut out);
+        out
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn items_round_trip_through_the_verbs() {
+    let wc = WorkingCopy::managed();
+    let out = wc.abcd(&[
+        "checklist",
+        "add",
+        "Ship the login fix",
+        "--promise",
+        "CI green => merge",
+        "--owner-ref",
+        "feat/login",
+        "--owner-ref",
+        "pr:12",
+        "--next-look",
+        "2026-12-01T09:00:00Z",
+        "--credential-kind",
+        "github_token",
+        "--credential-scope",
+        "repo",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ship-the-login-fix");
+    let out = wc.abcd(&["checklist", "add", "Wait for review", "--waits-on", "person:reviewer", "--json"]);
+    let added: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(added["id"], "wait-for-review");
+
+    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "ship-the-login-fix", "--json"]).stdout).unwrap();
+    assert_eq!(show["title"], "Ship the login fix");
+    assert_eq!(show["state"], "working");
+    assert_eq!(show["promise"], "CI green => merge");
+    assert_eq!(show["owner_refs"], json!(["feat/login", "pr:12"]));
+    assert_eq!(show["next_look"], "2026-12-01T09:00:00Z");
+    assert_eq!(show["credential"], json!({"kind": "github_token", "scope": "repo", "expiry": null}));
+    let waiting: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "wait-for-review", "--json"]).stdout).unwrap();
+    assert_eq!(waiting["state"], "waiting", "an item that waits on something starts waiting");
+
+    let out = wc.abcd(&[
+        "checklist",
+        "set",
+        "ship-the-login-fix",
+        "--state",
+        "done",
+        "--promise",
+        "",
+        "--owner-ref",
+        "pr:13",
+        "--clear-credential",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "ship-the-login-fix", "--json"]).stdout).unwrap();
+    assert_eq!(show["state"], "done");
+    assert_eq!(show["promise"], Value::Null);
+    assert_eq!(show["owner_refs"], json!(["feat/login", "pr:12", "pr:13"]));
+    assert_eq!(show["credential"], Value::Null);
+
+    // The projection on disk is the spec's shape and names the journal head.
+    let projection: Value = serde_json::from_slice(&std::fs::read(wc.tier().join("checklist.json")).unwrap()).unwrap();
+    assert_eq!(projection["schema"], "abcd/checklist/v1");
+    assert_eq!(projection["journal"]["seq"], 3);
+    assert_eq!(projection["items"].as_array().unwrap().len(), 2);
+    assert!(wc.abcd(&["replay"]).status.success());
+}
+
+#[test]
+fn a_hand_edited_or_stale_projection_is_never_trusted() {
+    let wc = WorkingCopy::managed();
+    wc.abcd(&["checklist", "add", "First"]);
+    let stale = std::fs::read(wc.tier().join("checklist.json")).unwrap();
+    wc.abcd(&["checklist", "add", "Second"]);
+    // Edited by hand: the digest no longer matches; the reader re-folds.
+    let path = wc.tier().join("checklist.json");
+    let edited = String::from_utf8(std::fs::read(&path).unwrap()).unwrap().replace("\"First\"", "\"Forged\"");
+    std::fs::write(&path, edited).unwrap();
+    assert_eq!(wc.titles(), vec!["First", "Second"]);
+    // Stale: an intact older copy names an older seq; the reader folds forward.
+    std::fs::write(&path, &stale).unwrap();
+    assert_eq!(wc.titles(), vec!["First", "Second"]);
+    // And the reader repaired the projection on disk as it went.
+    let repaired: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(repaired["items"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn each_field_rule_is_refused_with_exit_2_naming_the_field_and_nothing_is_written() {
+    let wc = WorkingCopy::managed();
+    wc.abcd(&["checklist", "add", "An item"]);
+    let before = wc.lines();
+    let long = "a".repeat(201);
+    let cases: &[(&[&str], &str)] = &[
+        (&["checklist", "add", ""], "title"),
+        (&["checklist", "add", &long], "title"),
+        (&["checklist", "add", "two\nlines"], "title"),
+        (&["checklist", "add", "x", "--waits-on", "team:x"], "waits_on"),
+        (&["checklist", "add", "x", "--promise", "no arrow"], "promise"),
+        (&["checklist", "add", "x", "--owner-ref", "has space"], "owner_refs"),
+        (&["checklist", "add", "x", "--next-look", "tomorrow"], "next_look"),
+        (&["checklist", "add", "x", "--credential-kind", "magic", "--credential-scope", "repo"], "credential.kind"),
+        (&["checklist", "add", "x", "--credential-kind", "api_key", "--credential-scope", "everything"], "credential.scope"),
+        (&["checklist", "set", "an-item", "--state", "finished"], "--state"),
+        (&["checklist", "set", "no-such-item", "--state", "done"], "no checklist item"),
+        (&["checklist", "set", "an-item"], "nothing to change"),
+        (&["checklist", "render", "--budget", "199"], "--budget"),
+        (&["checklist", "render", "--budget", "10001"], "--budget"),
+    ];
+    for (args, names) in cases {
+        let out = wc.abcd(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(names), "{args:?} must name {names}: {stderr}");
+        assert_eq!(wc.lines(), before, "{args:?} wrote to the journal");
+    }
+    // Both sides of the title limit.
+    assert!(wc.abcd(&["checklist", "add", &"b".repeat(200)]).status.success());
+    assert!(wc.abcd(&["checklist", "render", "--budget", "200"]).status.success());
+    assert!(wc.abcd(&["checklist", "render", "--budget", "10000"]).status.success());
+}
+
+/// Realistic-looking fake secrets, one per field kind the issue names.
+fn planted_secrets() -> Vec<(&'static str, String, Vec<String>)> {
+    let gh = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+    let aws = format!("AKIA{}", "QX7T2M9LPW4RZ8NB");
+    let slack = format!("xoxb-{}-{}-{}", "2415387760", "4129935548113", "p7QsVx2LmN9rT4wYzK8bC1dF");
+    let glpat = format!("glpat-{}", "x9Qv2mLp8RwY4nB6cD1e");
+    let pem = "-----BEGIN RSA PRIVATE KEY-----".to_string();
+    vec![
+        ("title", gh.clone(), vec!["checklist".into(), "add".into(), format!("rotate {gh} today")]),
+        ("waits_on", aws.clone(), vec!["checklist".into(), "add".into(), "x".into(), "--waits-on".into(), aws.clone()]),
+        (
+            "promise",
+            slack.clone(),
+            vec!["checklist".into(), "add".into(), "x".into(), "--promise".into(), format!("CI green => post with {slack}")],
+        ),
+        ("owner_refs", glpat.clone(), vec!["checklist".into(), "add".into(), "x".into(), "--owner-ref".into(), glpat.clone()]),
+        (
+            "credential",
+            pem.clone(),
+            vec![
+                "checklist".into(),
+                "add".into(),
+                "x".into(),
+                "--credential-kind".into(),
+                "ssh_key".into(),
+                "--credential-scope".into(),
+                pem.clone(),
+            ],
+        ),
+    ]
+}
+
+fn leaks(haystack: &[u8], secret: &str) -> Option<String> {
+    let h = String::from_utf8_lossy(haystack);
+    let chars: Vec<char> = secret.chars().collect();
+    chars.windows(8).map(|w| w.iter().collect::<String>()).find(|w| h.contains(w.as_str()))
+}
+
+#[test]
+fn a_secret_in_any_field_is_refused_and_never_shown_or_stored() {
+    let wc = WorkingCopy::managed();
+    wc.abcd(&["checklist", "add", "Clean item"]);
+    let last_good = std::fs::read(wc.tier().join("checklist.last-good.json")).unwrap();
+    for (field, secret, args) in planted_secrets() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let before = wc.lines();
+        let out = wc.abcd(&args);
+        assert_eq!(out.status.code(), Some(2), "{field}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(field), "the refusal names the field {field}: {stderr}");
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert_eq!(leaks(bytes, &secret), None, "{field}: {what} shows part of the secret");
+        }
+        assert_eq!(wc.lines(), before + 1, "{field}: only checklist.write_refused is appended");
+        let last: Value =
+            serde_json::from_str(std::str::from_utf8(&std::fs::read(wc.journal()).unwrap()).unwrap().lines().last().unwrap()).unwrap();
+        assert_eq!(last["kind"], "checklist.write_refused");
+        assert!(last["data"]["field"].as_str().unwrap().starts_with(field.split('.').next().unwrap()), "{last}");
+        for out in [wc.abcd(&["checklist"]), wc.abcd(&["checklist", "render"]), wc.abcd(&["replay"])] {
+            assert_eq!(leaks(&out.stdout, &secret), None, "{field}: a reader shows part of the secret");
+            assert_eq!(leaks(&out.stderr, &secret), None, "{field}: a reader shows part of the secret");
+        }
+        for (path, bytes) in wc.all_files() {
+            assert_eq!(leaks(&bytes, &secret), None, "{field}: {} holds part of the secret", path.display());
+        }
+    }
+    // A secret the command line cannot place is not repeated by the usage error either.
+    let (_, secret, _) = &planted_secrets()[0];
+    let out = wc.abcd(&["checklist", "add", "x", secret.as_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(leaks(&out.stderr, secret), None, "the usage error repeats the secret");
+    assert_eq!(std::fs::read(wc.tier().join("checklist.last-good.json")).unwrap(), last_good, "a refused write never touches last-good");
+    assert_eq!(wc.titles(), vec!["Clean item"]);
+}
+
+/// Appends a line the way a shell could: a correct line and hash, written behind abcd.
+fn shell_append(wc: &WorkingCopy, kind: &str, data: Value) {
+    let bytes = std::fs::read(wc.journal()).unwrap();
+    let last = std::str::from_utf8(&bytes).unwrap().lines().last().unwrap();
+    let last = format::verify_line(format!("{last}\n").as_bytes()).unwrap();
+    let event = NewEvent { kind: kind.into(), actor: Actor::this_process(None), data };
+    let (line, _) = format::encode_line(last.seq + 1, format::now_ms(), &event, &last.hash).unwrap();
+    let f = RealDisk.open_rw(&wc.journal()).unwrap();
+    f.append(&line).unwrap();
+}
+
+#[test]
+fn a_shell_appended_secret_is_skipped_named_and_never_rendered_or_last_good() {
+    let wc = WorkingCopy::managed();
+    wc.abcd(&["checklist", "add", "Clean item"]);
+    let secret = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+    let item = json!({"item": {"id": "leak", "title": format!("token {secret}"), "state": "working", "owner_refs": []}});
+    shell_append(&wc, "checklist.item_added", item);
+    let out = wc.abcd(&["checklist"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(leaks(&out.stdout, &secret), None);
+    assert_eq!(leaks(&out.stderr, &secret), None);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("seq 2 (checklist.item_added) skipped: title carries"), "{}", text(&out));
+    let render = wc.abcd(&["checklist", "render"]);
+    assert_eq!(leaks(&render.stdout, &secret), None);
+    assert!(String::from_utf8_lossy(&render.stdout).contains("seq 2"), "render names the skipped event");
+    // A later, valid write refreshes last-good: still without the shell-written item.
+    assert!(wc.abcd(&["checklist", "add", "Another"]).status.success());
+    let last_good = std::fs::read(wc.tier().join("checklist.last-good.json")).unwrap();
+    assert_eq!(leaks(&last_good, &secret), None);
+    for (path, bytes) in wc.all_files() {
+        if !path.ends_with("journal.jsonl") {
+            assert_eq!(leaks(&bytes, &secret), None, "{} holds part of the secret", path.display());
+        }
+    }
+    assert_eq!(wc.titles(), vec!["Clean item", "Another"]);
+}
+
+#[test]
+fn with_the_journal_unreadable_the_reader_falls_back_to_last_good_then_to_one_line() {
+    let wc = WorkingCopy::managed();
+    wc.abcd(&["checklist", "add", "Kept in last good"]);
+    std::fs::write(wc.journal(), b"\x00\x01 not a journal at all").unwrap();
+    let out = wc.abcd(&["checklist", "render"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("Kept in last good"), "{shown}");
+    assert_eq!(shown.lines().filter(|l| l.contains("could not be read")).count(), 1, "{shown}");
+
+    std::fs::write(wc.tier().join("checklist.last-good.json"), b"{ broken").unwrap();
+    let out = wc.abcd(&["checklist", "render"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains("Kept in last good"), "{shown}");
+    let notes: Vec<&str> = shown.lines().filter(|l| l.starts_with("! ")).collect();
+    assert_eq!(notes.len(), 1, "{shown}");
+    assert!(notes[0].contains("nothing to show"), "{shown}");
+}
+
+#[test]
+fn three_hundred_long_items_render_within_the_budget() {
+    let wc = WorkingCopy::managed();
+    // Written through the library in one batch: the render is what is under test.
+    let journal = abcd::journal::Journal::new(
+        RealDisk::shared(),
+        abcd::journal::JournalPaths::beside(&wc.journal()),
+        Some(abcd::journal::anchor::AnchorStore::new(&wc.home)),
+    );
+    let store = abcd::store::Store::new(journal);
+    let scope = abcd::event::Scope::WorkingCopy { root: wc.root.display().to_string() };
+    for chunk in (0..300).collect::<Vec<u32>>().chunks(100) {
+        let events: Vec<NewEvent> = chunk
+            .iter()
+            .map(|n| {
+                let title = format!("{n:03} {}", "a long title that goes on and on ".repeat(6)).chars().take(200).collect::<String>();
+                let item = json!({"item": {"id": format!("item-{n}"), "title": title.trim_end(), "state": "working", "owner_refs": []}});
+                NewEvent { kind: "checklist.item_added".into(), actor: Actor::this_process(None), data: item }
+            })
+            .collect();
+        store.append(&events, Some(&scope)).unwrap();
+    }
+    for budget in ["9500", "2000"] {
+        let out = wc.abcd(&["checklist", "render", "--budget", budget]);
+        let shown = String::from_utf8(out.stdout).unwrap();
+        assert!(shown.chars().count() <= budget.parse().unwrap(), "{} chars", shown.chars().count());
+        let items = shown.lines().filter(|l| l.starts_with("- [")).count();
+        assert!(shown.ends_with(&format!("({} more items not shown; run `abcd checklist` to see them)\n", 300 - items)), "{shown}");
+        assert!(shown.lines().nth(1).unwrap().starts_with("- [working] item-299 "), "newest first: {shown}");
+    }
+}
+
+#[test]
+fn eight_processes_adding_a_hundred_items_each_keep_all_800_with_unique_ids() {
+    let wc = WorkingCopy::managed();
+    std::thread::scope(|s| {
+        for p in 0..8 {
+            let wc = &wc;
+            s.spawn(move || {
+                for i in 0..100 {
+                    // Every title is used by all eight writers: ids must still come out unique.
+                    let out = wc.abcd(&["checklist", "add", &format!("Task {i}")]);
+                    assert!(out.status.success(), "writer {p} item {i}: {}", text(&out));
+                }
+            });
+        }
+    });
+    let items = wc.list()["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 800);
+    let ids: std::collections::HashSet<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 800);
+    assert!(wc.abcd(&["journal", "verify"]).status.success());
+}

@@ -7,6 +7,8 @@ pub mod checklist;
 pub mod cli;
 pub mod event;
 pub mod fold;
+pub mod hook;
+pub mod host;
 pub mod journal;
 pub mod places;
 pub mod store;

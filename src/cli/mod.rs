@@ -4,6 +4,7 @@
 
 mod checklist_cmd;
 mod demo;
+mod hook_cmd;
 mod init;
 mod journal_cmd;
 mod replay;
@@ -46,9 +47,22 @@ enum Command {
     /// Show the journal at work in a temporary folder: appends, a torn tail, corruption,
     /// a repair and a replay
     Demo,
-    /// Make this git repository managed by abcd: create `.abcd/` and the local tier, and
-    /// keep the local tier out of git
-    Init,
+    /// Make this git repository managed by abcd: create `.abcd/` and the local tier, keep
+    /// the local tier out of git, and install abcd's hooks into `.claude/settings.json`
+    Init(init::InitArgs),
+    /// Run one Claude Code hook: reads the host's JSON payload on stdin, writes the host's
+    /// JSON output on stdout; always exits 0 (on abcd's own fault it allows and says why
+    /// on stderr)
+    Hook {
+        #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure"])]
+        event: String,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff)
+    Man,
     Checklist(checklist_cmd::ChecklistArgs),
 }
 
@@ -148,7 +162,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Journal(JournalCommand::Checkpoint(a)) => journal_cmd::checkpoint(&a.choice, a.json),
         Command::Replay(a) => replay::run(&a),
         Command::Demo => demo::run(),
-        Command::Init => init::run(),
+        Command::Init(a) => init::run(&a),
+        Command::Hook { event } => Ok(hook_cmd::run(crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"))),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut std::io::stdout())?;
+            Ok(EXIT_OK)
+        }
         Command::Checklist(a) => checklist_cmd::run(a),
     }
 }

@@ -47,7 +47,7 @@ struct Check {
 
 /// A projection file as found on disk: the line it names and what it holds.
 enum OnDisk {
-    State(FoldedState, Head),
+    State(Box<FoldedState>, Head),
     Checklist(ChecklistFile),
     Unusable(String),
 }
@@ -98,7 +98,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
         }
         let found = if *name == "state" {
             match projection::load_state_any(&storage, &path) {
-                Some((s, h)) => OnDisk::State(s, h),
+                Some((s, h)) => OnDisk::State(Box::new(s), h),
                 None => OnDisk::Unusable("unreadable, or its digest does not match its content (edited by hand?)".into()),
             }
         } else {
@@ -199,7 +199,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
                     None => (false, format!("names seq {seq}, which the journal does not hold verified")),
                     Some((head, st)) => {
                         let same = match found {
-                            OnDisk::State(s, h) => h == head && s == st,
+                            OnDisk::State(s, h) => h == head && **s == *st,
                             OnDisk::Checklist(f) => *f == ChecklistFile::from_state(st, *head),
                             OnDisk::Unusable(_) => unreachable!("handled above"),
                         };

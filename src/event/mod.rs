@@ -11,6 +11,9 @@ pub const JOURNAL_REPAIRED: &str = "journal.repaired";
 pub const CHECKLIST_ITEM_ADDED: &str = "checklist.item_added";
 pub const CHECKLIST_ITEM_CHANGED: &str = "checklist.item_changed";
 pub const CHECKLIST_WRITE_REFUSED: &str = "checklist.write_refused";
+pub const SESSION_STARTED: &str = "session.started";
+pub const COMPACTION_RECORDED: &str = "compaction.recorded";
+pub const BRANCH_CREATED: &str = "branch.created";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -19,10 +22,10 @@ pub const V1_KINDS: &[&str] = &[
     CHECKLIST_ITEM_ADDED,
     CHECKLIST_ITEM_CHANGED,
     CHECKLIST_WRITE_REFUSED,
-    "session.started",
+    SESSION_STARTED,
     "session.judged",
-    "compaction.recorded",
-    "branch.created",
+    COMPACTION_RECORDED,
+    BRANCH_CREATED,
     "away.set",
     "away.queued",
     "away.stop_recorded",
@@ -132,6 +135,37 @@ pub struct WriteRefused {
     pub kind: String,
 }
 
+/// `data` of `session.started`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionStarted {
+    pub session: Option<String>,
+    /// startup, resume, clear or compact (or a newer host's value).
+    pub source: String,
+    pub working_copy: String,
+}
+
+/// `data` of `compaction.recorded`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionRecorded {
+    pub session: Option<String>,
+    /// manual or auto.
+    pub trigger: String,
+}
+
+/// `data` of `branch.created`: a branch this working copy's session created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BranchCreated {
+    pub branch: String,
+    /// The command form that created it, e.g. `git switch -c`.
+    pub command: String,
+    /// For a rename: the branch whose record this one carries on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renamed_from: Option<String>,
+}
+
 /// The typed view of an event this build understands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Known {
@@ -140,6 +174,9 @@ pub enum Known {
     ItemAdded(ItemAdded),
     ItemChanged(ItemChanged),
     WriteRefused(WriteRefused),
+    SessionStarted(SessionStarted),
+    CompactionRecorded(CompactionRecorded),
+    BranchCreated(BranchCreated),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -169,6 +206,9 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         CHECKLIST_ITEM_ADDED => Ok(Known::ItemAdded(typed(kind, data)?)),
         CHECKLIST_ITEM_CHANGED => Ok(Known::ItemChanged(typed(kind, data)?)),
         CHECKLIST_WRITE_REFUSED => Ok(Known::WriteRefused(typed(kind, data)?)),
+        SESSION_STARTED => Ok(Known::SessionStarted(typed(kind, data)?)),
+        COMPACTION_RECORDED => Ok(Known::CompactionRecorded(typed(kind, data)?)),
+        BRANCH_CREATED => Ok(Known::BranchCreated(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -65,6 +65,22 @@ pub fn audit_line(event: &Event) -> AuditLine {
             format!("refused a checklist {}: field {} carries a secret ({})", r.verb, r.field, r.kind)
         }
         Ok(Known::WriteRefused(_)) => "checklist.write_refused skipped: a refusal record must name a field and a kind only".to_string(),
+        Ok(Known::SessionStarted(s)) if clean(&s.source) && clean(&s.working_copy) => {
+            format!("session started ({}) in {}", s.source, s.working_copy)
+        }
+        Ok(Known::CompactionRecorded(c)) if clean(&c.trigger) => format!("context compaction ({})", c.trigger),
+        Ok(Known::SessionStarted(_) | Known::CompactionRecorded(_)) => {
+            format!("{} (a field is not shown: it is too long or carries a secret)", event.kind)
+        }
+        Ok(Known::BranchCreated(b)) if crate::hook::git::branch_name_ok(&b.branch) && clean(&b.branch) && clean(&b.command) => {
+            match b.renamed_from {
+                Some(old) if crate::hook::git::branch_name_ok(&old) && clean(&old) => {
+                    format!("branch {} created by `{}` (renamed from {old})", b.branch, b.command)
+                }
+                _ => format!("branch {} created by `{}`", b.branch, b.command),
+            }
+        }
+        Ok(Known::BranchCreated(_)) => "branch.created skipped: not a branch name abcd records".to_string(),
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),
@@ -77,4 +93,9 @@ fn cause_words(cause: crate::event::RepairCause) -> &'static str {
         crate::event::RepairCause::Corruption => "corruption",
         crate::event::RepairCause::AnchorMismatch => "anchor mismatch",
     }
+}
+
+/// Text from the file that the audit may show: short and carrying no secret.
+fn clean(text: &str) -> bool {
+    text.len() <= 512 && crate::checklist::secrets::scan(text).is_none()
 }

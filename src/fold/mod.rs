@@ -20,7 +20,23 @@ pub const MAX_SKIPPED_KEPT: usize = 64;
 pub struct FoldedState {
     pub journal: JournalSummary,
     pub checklist: checklist::ChecklistState,
+    #[serde(default)]
+    pub work: WorkState,
 }
+
+/// Branches created here and sessions seen: what the hooks need to tell whether the
+/// checklist is behind the session's own work (SPEC §3 "Behind").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkState {
+    /// Branches created in this working copy, oldest first, each once.
+    pub branches: Vec<String>,
+    pub sessions_started: u64,
+    pub compactions: u64,
+    pub last_session: Option<String>,
+}
+
+/// Own branches kept by name; older ones beyond this are forgotten first.
+pub const MAX_BRANCHES_KEPT: usize = 1_000;
 
 /// What the journal itself says about its history.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +113,16 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::ItemAdded(added)) => checklist::fold_added(&mut state.checklist, event, &added),
         Ok(Known::ItemChanged(changed)) => checklist::fold_changed(&mut state.checklist, event, &changed),
         Ok(Known::WriteRefused(refused)) => checklist::fold_refused(&mut state.checklist, event, &refused),
+        Ok(Known::SessionStarted(s)) => {
+            state.work.sessions_started += 1;
+            state.work.last_session = s.session.filter(|id| crate::checklist::secrets::scan(id).is_none());
+            Ok(())
+        }
+        Ok(Known::CompactionRecorded(_)) => {
+            state.work.compactions += 1;
+            Ok(())
+        }
+        Ok(Known::BranchCreated(b)) => fold_branch(&mut state.work, b),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {
             return if first_of_kind { FoldNote::UnknownKind(kind) } else { FoldNote::Folded };
@@ -115,6 +141,22 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
             FoldNote::Skipped(skipped)
         }
     }
+}
+
+fn fold_branch(work: &mut WorkState, b: crate::event::BranchCreated) -> Result<(), checklist::Rejection> {
+    if !crate::hook::git::branch_name_ok(&b.branch) || crate::checklist::secrets::scan(&b.branch).is_some() {
+        return Err(checklist::Rejection { field: Some("branch".into()), reason: "is not a branch name abcd records".into() });
+    }
+    if let Some(old) = &b.renamed_from {
+        work.branches.retain(|x| x != old);
+    }
+    if !work.branches.contains(&b.branch) {
+        if work.branches.len() >= MAX_BRANCHES_KEPT {
+            work.branches.remove(0);
+        }
+        work.branches.push(b.branch);
+    }
+    Ok(())
 }
 
 /// serde's message names the offending field but may quote a value; keep only the part

@@ -15,6 +15,7 @@ pub mod lock;
 pub mod repair;
 pub mod safety;
 pub mod scan;
+pub mod simdisk;
 pub mod storage;
 pub mod verify;
 

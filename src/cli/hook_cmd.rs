@@ -1,0 +1,50 @@
+//! `abcd hook <event>`: the host calls this with its JSON payload on stdin. It fails open,
+//! loudly: on abcd's own fault (a bad payload, an unreadable file, a lock not had in time,
+//! a panic) it allows whatever the host asked about, prints one line on stderr, exits 0.
+
+use std::io::{Read, Write};
+
+use crate::host::{self, HookEvent, claude};
+
+/// Test seam: `ABCD_HOOK_FAULT=panic` makes the hook panic inside, to prove the panic is
+/// caught and the call allowed.
+const FAULT_ENV: &str = "ABCD_HOOK_FAULT";
+
+pub fn run(event: HookEvent) -> i32 {
+    // One line on stderr, ours: the default panic message would add its own.
+    std::panic::set_hook(Box::new(|_| {}));
+    let outcome = std::panic::catch_unwind(|| {
+        if std::env::var(FAULT_ENV).as_deref() == Ok("panic") {
+            panic!("fault injected by {FAULT_ENV}");
+        }
+        let payload = read_payload()?;
+        let request = claude::parse(event, &payload).map_err(|e| e.to_string())?;
+        crate::hook::handle(&request).map_err(|e| e.to_string())
+    });
+    let name = event.cli_name();
+    match outcome {
+        Ok(Ok(done)) => {
+            if let Some(json) = claude::render(event, &done.reply) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{json}");
+            }
+            if let Some(w) = done.warning {
+                eprintln!("abcd hook {name}: {w}");
+            }
+        }
+        Ok(Err(why)) => eprintln!("abcd hook {name}: {why}; allowing"),
+        Err(_) => eprintln!("abcd hook {name}: internal error (a panic); allowing"),
+    }
+    super::EXIT_OK
+}
+
+/// Reads stdin up to the payload cap; one byte more means too large.
+fn read_payload() -> Result<Vec<u8>, String> {
+    let cap = claude::MAX_PAYLOAD_BYTES;
+    let mut buf = Vec::new();
+    std::io::stdin().lock().take(cap as u64 + 1).read_to_end(&mut buf).map_err(|e| format!("cannot read the payload: {e}"))?;
+    if buf.len() > cap {
+        return Err(host::PayloadError::TooLarge(cap).to_string());
+    }
+    Ok(buf)
+}

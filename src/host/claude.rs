@@ -1,0 +1,198 @@
+//! Claude Code's hook wire format (../shared/host/claude-code-hooks.md, from the host's
+//! published hooks reference): snake_case input fields, one JSON object on stdout with
+//! `hookSpecificOutput.hookEventName` naming the event. Unknown input fields are ignored;
+//! missing optional fields are tolerated.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{HookEvent, HookReply, HookRequest, PayloadError, RequestDetail, StartSource, ToolCall};
+
+/// The largest payload read from stdin; a larger one fails open.
+pub const MAX_PAYLOAD_BYTES: usize = 4 << 20;
+/// A session id longer than this is not kept.
+const MAX_SESSION_ID_BYTES: usize = 128;
+
+/// The event's name in the host's payloads and outputs.
+pub fn event_name(event: HookEvent) -> &'static str {
+    match event {
+        HookEvent::SessionStart => "SessionStart",
+        HookEvent::UserPromptSubmit => "UserPromptSubmit",
+        HookEvent::PreToolUse => "PreToolUse",
+        HookEvent::PreCompact => "PreCompact",
+        HookEvent::PostCompact => "PostCompact",
+        HookEvent::Stop => "Stop",
+        HookEvent::StopFailure => "StopFailure",
+    }
+}
+
+#[derive(Deserialize)]
+struct Common {
+    session_id: Option<String>,
+    cwd: Option<String>,
+    hook_event_name: Option<String>,
+}
+
+/// Parses the host's payload for `event`.
+pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError> {
+    if bytes.len() > MAX_PAYLOAD_BYTES {
+        return Err(PayloadError::TooLarge(MAX_PAYLOAD_BYTES));
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| PayloadError::NotAnObject(e.to_string()))?;
+    let Value::Object(map) = value else {
+        return Err(PayloadError::NotAnObject("it is a JSON value of another type".into()));
+    };
+    let common: Common =
+        serde_json::from_value(Value::Object(map.clone())).map_err(|_| PayloadError::BadField("session_id/cwd/hook_event_name"))?;
+    if let Some(found) = &common.hook_event_name
+        && found != event_name(event)
+    {
+        return Err(PayloadError::WrongEvent { expected: event_name(event), found: found.chars().take(64).collect() });
+    }
+    let cwd = common.cwd.filter(|c| !c.is_empty()).ok_or(PayloadError::NoCwd)?;
+    let session_id = common.session_id.filter(|s| !s.is_empty() && s.len() <= MAX_SESSION_ID_BYTES);
+    let text = |key: &'static str| -> Result<Option<String>, PayloadError> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(PayloadError::BadField(key)),
+        }
+    };
+    let detail = match event {
+        HookEvent::SessionStart => {
+            let source = match text("source")?.as_deref() {
+                Some("startup") | None => StartSource::Startup,
+                Some("resume") => StartSource::Resume,
+                Some("clear") => StartSource::Clear,
+                Some("compact") => StartSource::Compact,
+                Some(other) => StartSource::Other(other.chars().take(32).collect()),
+            };
+            RequestDetail::SessionStart { source }
+        }
+        HookEvent::UserPromptSubmit => RequestDetail::UserPromptSubmit,
+        HookEvent::PreToolUse => RequestDetail::PreToolUse { call: tool_call(&map)? },
+        HookEvent::PreCompact | HookEvent::PostCompact => {
+            RequestDetail::Compact { trigger: text("trigger")?.filter(|t| t == "manual" || t == "auto").unwrap_or_else(|| "auto".into()) }
+        }
+        HookEvent::Stop => RequestDetail::Stop {
+            stop_hook_active: match map.get("stop_hook_active") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(PayloadError::BadField("stop_hook_active")),
+            },
+            last_assistant_message: text("last_assistant_message")?,
+        },
+        HookEvent::StopFailure => {
+            RequestDetail::StopFailure { error: text("error")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect() }
+        }
+    };
+    Ok(HookRequest { event, session_id, cwd: cwd.into(), detail })
+}
+
+fn tool_call(map: &Map<String, Value>) -> Result<ToolCall, PayloadError> {
+    let tool = match map.get("tool_name") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(PayloadError::BadField("tool_name")),
+    };
+    let input = match map.get("tool_input") {
+        Some(Value::Object(o)) => o.clone(),
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return Err(PayloadError::BadField("tool_input")),
+    };
+    let field = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_owned);
+    Ok(match tool.as_str() {
+        "Write" | "Edit" | "MultiEdit" => match field("file_path") {
+            Some(path) => ToolCall::WritesFile { tool, path },
+            None => ToolCall::Other { tool },
+        },
+        "NotebookEdit" => match field("notebook_path").or_else(|| field("file_path")) {
+            Some(path) => ToolCall::WritesFile { tool, path },
+            None => ToolCall::Other { tool },
+        },
+        "Bash" => ToolCall::Shell { command: field("command").unwrap_or_default() },
+        "AskUserQuestion" => ToolCall::Question,
+        _ => ToolCall::Other { tool },
+    })
+}
+
+/// The host's output JSON for a reply, or `None` when there is nothing to say (the hook
+/// then prints nothing, which allows).
+pub fn render(event: HookEvent, reply: &HookReply) -> Option<String> {
+    let mut out = Map::new();
+    let name = event_name(event);
+    match event {
+        HookEvent::PreToolUse => {
+            if let Some(reason) = &reply.deny {
+                out.insert(
+                    "hookSpecificOutput".into(),
+                    json!({"hookEventName": name, "permissionDecision": "deny", "permissionDecisionReason": reason}),
+                );
+            } else if let Some(ctx) = &reply.context {
+                out.insert("hookSpecificOutput".into(), json!({"hookEventName": name, "additionalContext": ctx}));
+            }
+        }
+        HookEvent::Stop => {
+            if let Some(reason) = &reply.block {
+                out.insert("decision".into(), json!("block"));
+                out.insert("reason".into(), json!(reason));
+            }
+        }
+        HookEvent::SessionStart | HookEvent::UserPromptSubmit => {
+            if let Some(ctx) = &reply.context {
+                out.insert("hookSpecificOutput".into(), json!({"hookEventName": name, "additionalContext": ctx}));
+            }
+        }
+        // No decision control and no hookSpecificOutput for these (the host rejects it for
+        // PostCompact); abcd only records on them.
+        HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure => {}
+    }
+    if let Some(msg) = &reply.system_message
+        && !matches!(event, HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure)
+    {
+        out.insert("systemMessage".into(), json!(msg));
+    }
+    (!out.is_empty()).then(|| Value::Object(out).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_ignored_and_optional_ones_tolerated() {
+        let p = br#"{"session_id":"s1","cwd":"/w","hook_event_name":"SessionStart","source":"compact","model":"m","brand_new":{"x":1}}"#;
+        let r = parse(HookEvent::SessionStart, p).unwrap();
+        assert_eq!(r.detail, RequestDetail::SessionStart { source: StartSource::Compact });
+        let minimal = br#"{"cwd":"/w"}"#;
+        assert_eq!(
+            parse(HookEvent::Stop, minimal).unwrap().detail,
+            RequestDetail::Stop { stop_hook_active: false, last_assistant_message: None }
+        );
+    }
+
+    #[test]
+    fn bad_payloads_are_named() {
+        assert!(matches!(parse(HookEvent::Stop, b"[]"), Err(PayloadError::NotAnObject(_))));
+        assert!(matches!(parse(HookEvent::Stop, b""), Err(PayloadError::NotAnObject(_))));
+        assert_eq!(parse(HookEvent::Stop, br#"{"session_id":"s"}"#), Err(PayloadError::NoCwd));
+        assert!(matches!(parse(HookEvent::Stop, br#"{"cwd":"/w","hook_event_name":"PreToolUse"}"#), Err(PayloadError::WrongEvent { .. })));
+        let big = vec![b' '; MAX_PAYLOAD_BYTES + 1];
+        assert_eq!(parse(HookEvent::Stop, &big), Err(PayloadError::TooLarge(MAX_PAYLOAD_BYTES)));
+    }
+
+    #[test]
+    fn outputs_follow_the_host_reference() {
+        let r = HookReply { deny: Some("no".into()), ..Default::default() };
+        assert_eq!(
+            render(HookEvent::PreToolUse, &r).unwrap(),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#
+        );
+        let r = HookReply { context: Some("ctx".into()), ..Default::default() };
+        assert_eq!(
+            render(HookEvent::SessionStart, &r).unwrap(),
+            r#"{"hookSpecificOutput":{"additionalContext":"ctx","hookEventName":"SessionStart"}}"#
+        );
+        assert_eq!(render(HookEvent::PostCompact, &r), None, "no hookSpecificOutput for PostCompact");
+        assert_eq!(render(HookEvent::Stop, &HookReply::default()), None);
+    }
+}

@@ -1,0 +1,139 @@
+//! The host adapter: the one place that knows a coding agent's hook wire format. The
+//! rest of abcd sees host-neutral requests (`HookRequest`) and replies (`HookReply`);
+//! `claude` turns Claude Code's JSON payloads into the first and the second into Claude
+//! Code's output JSON. A second host (Codex's hooks are close) is a second module here.
+
+pub mod claude;
+
+use std::path::PathBuf;
+
+/// The hook events abcd handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PreCompact,
+    PostCompact,
+    Stop,
+    StopFailure,
+}
+
+impl HookEvent {
+    pub const ALL: [HookEvent; 7] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PreCompact,
+        HookEvent::PostCompact,
+        HookEvent::Stop,
+        HookEvent::StopFailure,
+    ];
+
+    /// The name on abcd's command line: `abcd hook <cli-name>`.
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "session-start",
+            HookEvent::UserPromptSubmit => "user-prompt-submit",
+            HookEvent::PreToolUse => "pre-tool-use",
+            HookEvent::PreCompact => "pre-compact",
+            HookEvent::PostCompact => "post-compact",
+            HookEvent::Stop => "stop",
+            HookEvent::StopFailure => "stop-failure",
+        }
+    }
+
+    pub fn from_cli_name(name: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.cli_name() == name)
+    }
+}
+
+/// How a session started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartSource {
+    Startup,
+    Resume,
+    Clear,
+    Compact,
+    /// A source this build does not know (the host added one): handled like startup.
+    Other(String),
+}
+
+impl StartSource {
+    pub fn name(&self) -> &str {
+        match self {
+            StartSource::Startup => "startup",
+            StartSource::Resume => "resume",
+            StartSource::Clear => "clear",
+            StartSource::Compact => "compact",
+            StartSource::Other(s) => s,
+        }
+    }
+}
+
+/// A file-writing tool call, reduced to what abcd checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolCall {
+    /// A tool that writes the file at `path` (Write, Edit, MultiEdit, NotebookEdit).
+    WritesFile {
+        tool: String,
+        path: String,
+    },
+    /// A shell command (Bash).
+    Shell {
+        command: String,
+    },
+    /// The host's question tool (AskUserQuestion).
+    Question,
+    Other {
+        tool: String,
+    },
+}
+
+/// What the hook was asked, host-neutral.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookRequest {
+    pub event: HookEvent,
+    pub session_id: Option<String>,
+    pub cwd: PathBuf,
+    pub detail: RequestDetail,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestDetail {
+    SessionStart { source: StartSource },
+    UserPromptSubmit,
+    PreToolUse { call: ToolCall },
+    Compact { trigger: String },
+    Stop { stop_hook_active: bool, last_assistant_message: Option<String> },
+    StopFailure { error: String },
+}
+
+/// What abcd answers, host-neutral. Every field is optional: an empty reply allows
+/// whatever the host asked about and adds nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HookReply {
+    /// Text for the model's context.
+    pub context: Option<String>,
+    /// One line for the person.
+    pub system_message: Option<String>,
+    /// PreToolUse: refuse the tool call, with this reason for the model.
+    pub deny: Option<String>,
+    /// Stop: keep the session working, with this reason.
+    pub block: Option<String>,
+}
+
+/// Why a payload was not usable; the hook then fails open.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PayloadError {
+    #[error("the payload is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the payload is not a JSON object: {0}")]
+    NotAnObject(String),
+    #[error("the payload is for event `{found}`, not `{expected}`")]
+    WrongEvent { expected: &'static str, found: String },
+    #[error("the payload has no `cwd`")]
+    NoCwd,
+    #[error("the payload's `{0}` field has the wrong type")]
+    BadField(&'static str),
+}

@@ -267,10 +267,14 @@ fn a_secret_in_any_field_is_refused_and_never_shown_or_stored() {
 
 /// Appends a line the way a shell could: a correct line and hash, written behind abcd.
 fn shell_append(wc: &WorkingCopy, kind: &str, data: Value) {
+    shell_append_as(wc, kind, data, None)
+}
+
+fn shell_append_as(wc: &WorkingCopy, kind: &str, data: Value, session: Option<String>) {
     let bytes = std::fs::read(wc.journal()).unwrap();
     let last = std::str::from_utf8(&bytes).unwrap().lines().last().unwrap();
     let last = format::verify_line(format!("{last}\n").as_bytes()).unwrap();
-    let event = NewEvent { kind: kind.into(), actor: Actor::this_process(None), data };
+    let event = NewEvent { kind: kind.into(), actor: Actor::this_process(session), data };
     let (line, _) = format::encode_line(last.seq + 1, format::now_ms(), &event, &last.hash).unwrap();
     let f = RealDisk.open_rw(&wc.journal()).unwrap();
     f.append(&line).unwrap();
@@ -301,6 +305,23 @@ fn a_shell_appended_secret_is_skipped_named_and_never_rendered_or_last_good() {
         }
     }
     assert_eq!(wc.titles(), vec!["Clean item", "Another"]);
+    // A secret in fields the fold does not keep (the actor's session id, a repair record)
+    // never reaches the audit either.
+    shell_append_as(&wc, "compaction.recorded", json!({"session": null, "trigger": "auto"}), Some(secret.clone()));
+    let bad_repair = json!({"cause": "corruption", "from_offset": 1, "to_offset": 2, "lines": 1, "quarantine_file": secret, "quarantine_blake3": null, "anchor_seq": null, "anchor_hash": null, "problem": format!("x {secret}")});
+    shell_append(&wc, "journal.repaired", bad_repair);
+    // The projections are refreshed by a reader first, so they are checked after folding these.
+    assert!(wc.abcd(&["checklist"]).status.success());
+    for args in [&["replay"][..], &["replay", "--json"][..]] {
+        let out = wc.abcd(args);
+        assert_eq!(leaks(&out.stdout, &secret), None, "{args:?} shows part of the secret");
+        assert_eq!(leaks(&out.stderr, &secret), None);
+    }
+    for (path, bytes) in wc.all_files() {
+        if !path.ends_with("journal.jsonl") {
+            assert_eq!(leaks(&bytes, &secret), None, "{} holds part of the secret", path.display());
+        }
+    }
 }
 
 #[test]

@@ -126,7 +126,13 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
             snapshots.insert(event.seq, (head, state.clone()));
         }
         if print_audit {
-            let line = audit::audit_line(event);
+            let mut line = audit::audit_line(event);
+            // The audit line speaks of the event as written; when the fold skipped it, say
+            // that instead, so a refused change never reads as done.
+            if let FoldNote::Skipped(s) = &note {
+                line.what =
+                    format!("{} skipped by the fold: {} {}", event.kind, s.field.clone().unwrap_or_default(), s.reason).replace("  ", " ");
+            }
             if args.json {
                 writeln!(out, "{}", json!({"type": "event", "audit": line}))?;
             } else {
@@ -136,7 +142,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
                 FoldNote::UnknownKind(kind) => {
                     Some(format!("kind `{kind}` is unknown to this abcd (written by a newer one?); kept and skipped by folds"))
                 }
-                FoldNote::Skipped(s) => Some(format!("skipped by the fold: {} {}", s.field.unwrap_or_default(), s.reason)),
+                FoldNote::Skipped(_) => None,
                 FoldNote::Folded => None,
             };
             if let Some(w) = warning {

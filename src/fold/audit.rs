@@ -22,15 +22,22 @@ impl std::fmt::Display for AuditLine {
 }
 
 pub fn actor_label(event: &Event) -> String {
+    // Actor fields come from the file as written: shown only when clean.
+    let tool = if clean(&event.actor.tool) { event.actor.tool.as_str() } else { "(tool not shown)" };
     match &event.actor.session {
-        Some(s) => format!("session {s} (pid {}, {})", event.actor.pid, event.actor.tool),
-        None => format!("pid {} ({})", event.actor.pid, event.actor.tool),
+        Some(s) if clean(s) => format!("session {s} (pid {}, {tool})", event.actor.pid),
+        Some(_) => format!("session (id not shown: too long or carries a secret) (pid {}, {tool})", event.actor.pid),
+        None => format!("pid {} ({tool})", event.actor.pid),
     }
 }
 
 pub fn audit_line(event: &Event) -> AuditLine {
     let what = match event::decode(&event.kind, &event.data) {
-        Ok(Known::Opened(o)) => format!("opened journal {} for the {}", o.journal_id, o.scope),
+        Ok(Known::Opened(o)) if clean(&o.scope.to_string()) => format!("opened journal {} for the {}", o.journal_id, o.scope),
+        Ok(Known::Opened(o)) => format!("opened journal {} (its scope is not shown: it carries a secret)", o.journal_id),
+        Ok(Known::Repaired(r)) if !clean(&r.problem) || !r.quarantine_file.as_deref().is_none_or(super::quarantine_name_ok) => {
+            format!("repaired the journal ({}); its record is not shown: a field is malformed or carries a secret", cause_words(r.cause))
+        }
         Ok(Known::Repaired(r)) => match r.quarantine_file {
             Some(q) => format!(
                 "repaired the journal ({}): moved bytes {}..{} ({} lines) to quarantine/{} after: {}",

@@ -103,8 +103,12 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
     let folded = match event::decode(&event.kind, &event.data) {
         Ok(Known::Opened(opened)) => {
             summary.journal_id = Some(opened.journal_id);
-            summary.scope = Some(opened.scope);
+            // A scope naming a path that carries a secret is not kept in a projection.
+            summary.scope = crate::checklist::secrets::scan(&opened.scope.to_string()).is_none().then_some(opened.scope);
             Ok(())
+        }
+        Ok(Known::Repaired(r)) if !r.quarantine_file.as_deref().is_none_or(quarantine_name_ok) => {
+            Err(checklist::Rejection { field: Some("quarantine_file".into()), reason: "is not a quarantine file name abcd writes".into() })
         }
         Ok(Known::Repaired(r)) => {
             summary.repairs.push(RepairRecord { seq: event.seq, cause: r.cause, lines_moved: r.lines, quarantine_file: r.quarantine_file });
@@ -157,6 +161,13 @@ fn fold_branch(work: &mut WorkState, b: crate::event::BranchCreated) -> Result<(
         work.branches.push(b.branch);
     }
     Ok(())
+}
+
+/// A quarantine file name as abcd writes it: `torn-` or `corrupt-`, a seq, a compact UTC
+/// time, maybe a `-<n>` suffix, `.bin`.
+pub fn quarantine_name_ok(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("torn-").or_else(|| name.strip_prefix("corrupt-")) else { return false };
+    name.len() <= 96 && rest.ends_with(".bin") && rest.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
 }
 
 /// serde's message names the offending field but may quote a value; keep only the part

@@ -34,6 +34,38 @@ impl Demo {
         Ok(code)
     }
 
+    /// Runs `abcd hook <event>` with a payload shaped as Claude Code sends it, and shows
+    /// the context the host would hand the model.
+    fn hook(&self, event: &str, payload: serde_json::Value) -> anyhow::Result<()> {
+        println!("   $ abcd hook {event}    (stdin: the host's {} payload)", payload["hook_event_name"].as_str().unwrap_or(""));
+        let mut child = Command::new(&self.exe)
+            .args(["hook", event])
+            .current_dir(&self.root)
+            .env("ABCD_HOME", &self.home)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        child.stdin.take().expect("piped").write_all(payload.to_string().as_bytes())?;
+        let out = child.wait_with_output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match serde_json::from_str::<serde_json::Value>(stdout.trim()) {
+            Ok(v) => match v["hookSpecificOutput"]["additionalContext"].as_str() {
+                Some(ctx) => {
+                    println!("     additionalContext for the model:");
+                    ctx.lines().for_each(|l| println!("       | {l}"));
+                }
+                None => println!("     {v}"),
+            },
+            Err(_) if stdout.trim().is_empty() => println!("     (no output: nothing to add, nothing refused)"),
+            Err(_) => println!("     {stdout}"),
+        }
+        for line in String::from_utf8_lossy(&out.stderr).lines() {
+            println!("     {line}");
+        }
+        Ok(())
+    }
+
     fn journal(&self) -> std::path::PathBuf {
         self.root.join(crate::places::LOCAL_TIER).join(crate::places::JOURNAL_FILE)
     }
@@ -67,39 +99,71 @@ pub fn run() -> anyhow::Result<i32> {
     let fake_token = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
     expect(demo.run(&["checklist", "add", &format!("use {fake_token} for the deploy")])?, 2, "secret refused")?;
 
-    step("4. Context compaction: what the session-start hook puts back into the fresh context");
-    expect(demo.run(&["checklist", "render", "--budget", "600"])?, 0, "render")?;
+    step("4. Context compaction: the host compacts, then its SessionStart hook puts the plan back");
+    let cwd = demo.root.display().to_string();
+    demo.hook("pre-compact", serde_json::json!({"session_id": "demo-session", "cwd": cwd, "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""}))?;
+    demo.hook(
+        "session-start",
+        serde_json::json!({"session_id": "demo-session", "cwd": cwd, "hook_event_name": "SessionStart", "source": "compact"}),
+    )?;
 
-    step("5. A crash mid-write leaves half a line: a torn tail, never acknowledged");
+    step("5. A writer killed mid-append leaves half a line: a torn tail, never acknowledged");
+    println!("   (the demo writes the half line itself, as a SIGKILL between write and fdatasync leaves it)");
     std::fs::OpenOptions::new()
         .append(true)
         .open(demo.journal())?
-        .write_all(br#"{"v":1,"seq":6,"time":"2026-11-30T06:00:00.000Z","kind":"checkl"#)?;
+        .write_all(br#"{"v":1,"seq":8,"time":"2026-11-30T06:00:00.000Z","kind":"checkl"#)?;
     expect(demo.run(&["journal", "verify"])?, 0, "verify torn")?;
     println!("   the next write copies the torn bytes to quarantine/ and cuts them:");
     expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set")?;
 
-    step("6. A flipped bit mid-file is corruption: readers keep the valid prefix, writes are refused");
-    flip_a_bit_in_line(&demo.journal(), 3)?;
+    step("6. A hand-edited checklist.json is never trusted: the reader re-folds the journal");
+    let projection = demo.root.join(crate::places::LOCAL_TIER).join(crate::store::projection::CHECKLIST_FILE);
+    let edited = std::fs::read_to_string(&projection)?.replace("Write the release notes", "Skip the release notes");
+    std::fs::write(&projection, edited)?;
+    println!("   (checklist.json now says \"Skip the release notes\")");
+    expect(demo.run(&["checklist"])?, 0, "list")?;
+
+    step("7. A line appended behind abcd's back, with a correct hash and a token in it, is skipped and named");
+    shell_append_secret(&demo.journal(), &fake_token)?;
+    expect(demo.run(&["checklist", "render", "--budget", "700"])?, 0, "render")?;
+
+    step("8. A flipped bit mid-file is corruption: readers keep the valid prefix, writes are refused");
+    let lines = std::fs::read(demo.journal())?.iter().filter(|&&b| b == b'\n').count();
+    flip_a_bit_in_line(&demo.journal(), lines - 2)?;
     expect(demo.run(&["journal", "verify"])?, 1, "verify corrupt")?;
     expect(demo.run(&["checklist", "add", "Another item"])?, 2, "append refused")?;
 
-    step("7. Repair moves the damage to quarantine (nothing is deleted) and continues the chain");
+    step("9. Repair moves the damage to quarantine (nothing is deleted) and continues the chain");
     expect(demo.run(&["journal", "repair"])?, 0, "repair")?;
     expect(demo.run(&["checklist"])?, 0, "list")?;
 
-    step("8. A journal rolled back to an older copy of itself is named through the head anchor");
+    step("10. A journal rolled back to an older copy of itself is named through the head anchor");
     let before = std::fs::read(demo.journal())?;
     expect(demo.run(&["checklist", "add", "Tag the release"])?, 0, "add")?;
     std::fs::write(demo.journal(), &before)?;
     expect(demo.run(&["journal", "verify"])?, 1, "verify rollback")?;
     expect(demo.run(&["journal", "repair"])?, 0, "accept")?;
 
-    step("9. The audit: one line per event, and every projection checked against the fold");
+    step("11. The audit: one line per event, and every projection checked against the fold");
     expect(demo.run(&["replay"])?, 0, "replay")?;
 
     println!("\ndemo done; the temporary folder is removed now.");
     Ok(super::EXIT_OK)
+}
+
+/// Appends a valid, hash-chained `checklist.item_added` whose title carries `token`, the
+/// way a shell script that knew the format could.
+fn shell_append_secret(journal: &Path, token: &str) -> anyhow::Result<()> {
+    use crate::journal::format::{self, Actor, NewEvent};
+    let text = std::fs::read_to_string(journal)?;
+    let last = format::verify_line(format!("{}\n", text.lines().last().unwrap_or_default()).as_bytes())?;
+    let item = serde_json::json!({"item": {"id": "leak", "title": format!("deploy with {token}"), "state": "working", "owner_refs": []}});
+    let event = NewEvent { kind: "checklist.item_added".into(), actor: Actor::this_process(None), data: item };
+    let (line, _) = format::encode_line(last.seq + 1, format::now_ms(), &event, &last.hash)?;
+    std::fs::OpenOptions::new().append(true).open(journal)?.write_all(&line)?;
+    println!("   (appended seq {} directly to the journal file)", last.seq + 1);
+    Ok(())
 }
 
 /// Flips one bit inside the `n`-th line (0-based) of the file.

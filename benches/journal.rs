@@ -19,13 +19,20 @@
 //!    the same 50 items: with the projections current (6a), and cold, with the
 //!    projections deleted before each run so the reader folds from the newest checkpoint
 //!    (6b).
+//! 7. `abcd hook session-start` (the release binary, spawned with the host's SessionStart
+//!    payload on stdin) in a working copy whose journal holds 100,000 events, 50 items, vs
+//!    starting a trivial process (`/usr/bin/true`; this bench's own `exit` helper and
+//!    `abcd --version` for context) and vs a minimal Python hook (the interpreter, `-S`,
+//!    running a script that reads the payload and `checklist.json` and prints the titles
+//!    as the host's JSON reply; `python3 <script>` through PATH for context). Each
+//!    session-start appends a durable `session.started` event, as the real hook does.
 //!
 //! `cargo bench --bench journal` runs the full sizes. Run without `--bench` (as
 //! `cargo test --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises
 //! every path. `ABCD_BENCH_EVENTS` overrides the large journal's size in both modes
 //! (benchmarks 2 and 4), `ABCD_BENCH_LIST_EVENTS` the large checklist journal's
-//! (benchmark 6); `ABCD_BENCH_ONLY=1,3` runs only the benchmarks named (for profiling one
-//! of them).
+//! (benchmarks 6 and 7); `ABCD_BENCH_ONLY=1,3` runs only the benchmarks named (for
+//! profiling one of them).
 
 use std::convert::Infallible;
 use std::ffi::{CString, OsString};
@@ -109,6 +116,11 @@ struct Config {
     list_rounds: usize,
     list_ops: usize,
     cold_ops: usize,
+    /// Benchmark 7: rounds, runs of each contender per round, and session-starts timed
+    /// one each that cross a multiple of 1,000 events (and so also write a checkpoint).
+    hook_rounds: usize,
+    hook_ops: usize,
+    hook_checkpoint_runs: usize,
 }
 
 impl Config {
@@ -151,6 +163,9 @@ impl Config {
                 list_rounds: 21,
                 list_ops: 10,
                 cold_ops: 3,
+                hook_rounds: 21,
+                hook_ops: 10,
+                hook_checkpoint_runs: 3,
             }
         } else {
             Config {
@@ -173,6 +188,9 @@ impl Config {
                 list_rounds: 1,
                 list_ops: 2,
                 cold_ops: 1,
+                hook_rounds: 1,
+                hook_ops: 2,
+                hook_checkpoint_runs: 1,
             }
         }
     }
@@ -276,6 +294,12 @@ fn main() {
         notes.push(note);
         journals.extend(wcs);
     }
+    if cfg.runs(7) {
+        let (hook_rows, note, journal) = bench_hook(&cfg, &dir, &home);
+        rows.extend(hook_rows);
+        notes.push(note);
+        journals.push(journal);
+    }
 
     // Everything appended above must have left valid journals behind.
     for path in &journals {
@@ -303,6 +327,8 @@ fn main() {
 enum Target {
     AtMost(f64),
     AtLeast(f64),
+    /// Strictly below: "faster than".
+    Below(f64),
     /// No target: reported for context.
     Context,
 }
@@ -324,6 +350,7 @@ impl Row {
         let (target, pass) = match self.target {
             Target::AtMost(t) => (format!("<= {t}x"), Some(med <= t)),
             Target::AtLeast(t) => (format!(">= {t}x"), Some(med >= t)),
+            Target::Below(t) => (format!("< {t}x"), Some(med < t)),
             Target::Context => ("none (context)".to_string(), None),
         };
         let result = match (full, pass) {
@@ -836,15 +863,26 @@ fn run_child(program: &Path, args: &[&str], env: &[(&str, &Path)]) -> ChildRun {
 
 /// `run_child`, in folder `cwd` when given.
 fn run_child_in(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)]) -> ChildRun {
+    run_child_with_stdin(cwd, program, args, env, None)
+}
+
+/// `run_child_in`, with `stdin` (when given) as the command's standard input.
+fn run_child_with_stdin(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)], stdin: Option<&[u8]>) -> ChildRun {
     let mut cmd = Command::new(std::env::current_exe().expect("this bench's path"));
-    cmd.env(SPAWNER_ENV, "1").arg(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.env(SPAWNER_ENV, "1").arg(program).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.spawn().and_then(|c| c.wait_with_output()).expect("running the spawner");
+    let mut child = cmd.spawn().expect("running the spawner");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().expect("a piped stdin");
+        write_ignoring_closed(&mut pipe, bytes);
+    }
+    let out = child.wait_with_output().expect("running the spawner");
     assert!(out.status.success(), "the spawner failed: {:?}", out.status);
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
     let (stdout, report) = text.rsplit_once(SPAWNER_TAG).expect("the spawner's report");
@@ -867,7 +905,8 @@ fn spawner() {
     let program = args.next().expect("the spawner needs a program");
     let rest: Vec<OsString> = args.collect();
     let started = Instant::now();
-    let child = Command::new(&program).args(&rest).env_remove(SPAWNER_ENV).stdin(Stdio::null()).spawn().expect("spawning");
+    // The spawner's own stdin: null, or the payload `run_child_with_stdin` pipes in.
+    let child = Command::new(&program).args(&rest).env_remove(SPAWNER_ENV).stdin(Stdio::inherit()).spawn().expect("spawning");
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is plain data; all zero is a valid value.
@@ -1268,7 +1307,7 @@ fn bench_add(cfg: &Config, dir: &Path, home: &Path) -> (Row, Row, String, Vec<Pa
     (row, context, note, journals)
 }
 
-/// Diagnostics for benchmark 5, on this file system: the median microseconds of an
+/// Diagnostics for benchmarks 5 and 7, on this file system: the median microseconds of an
 /// `fdatasync` of a file with nothing unsynced (what the pre-sync of a new process's first
 /// append costs), of a `rename` of a fresh 10 KiB file over an existing one (what each
 /// projection write ends with), and of the same rename to a name that does not exist.
@@ -1453,6 +1492,347 @@ fn bench_list(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<P
         },
     ];
     (rows, note, vec![wc_journal(&large_wc), wc_journal(&small_wc)])
+}
+
+// ----------------------------------------------------------------------------------------
+// 7. `abcd hook session-start` vs a trivial process and a minimal Python hook
+
+/// The minimal Python hook: reads the payload, reads the working copy's `checklist.json`
+/// and prints the items' titles as the host's SessionStart reply. Nothing beyond `json`
+/// and `sys`, no check of anything.
+const PYTHON_HOOK: &str = r#"import json, sys
+
+payload = json.load(sys.stdin)
+with open(payload["cwd"] + "/.abcd/.work.local/checklist.json") as f:
+    checklist = json.load(f)
+titles = "\n".join(item["title"] for item in checklist["items"])
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": titles}}))
+"#;
+
+/// Writes `bytes` to a child's stdin; a child that exited without reading it (`true`)
+/// is not an error.
+fn write_ignoring_closed(pipe: &mut impl Write, bytes: &[u8]) {
+    match pipe.write_all(bytes) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => panic!("writing a child's stdin: {e}"),
+    }
+}
+
+/// Runs `cmd` with `payload` on stdin, stdout and stderr captured, to its exit: the
+/// seconds from spawn to reaped (the payload written and both outputs read to their
+/// end, as a host does), and its output. Panics unless it exits 0.
+fn timed_with_stdin(cmd: &mut Command, payload: &[u8]) -> (f64, std::process::Output) {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let t = Instant::now();
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let mut pipe = child.stdin.take().expect("a piped stdin");
+    write_ignoring_closed(&mut pipe, payload);
+    drop(pipe);
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("waiting for {cmd:?}: {e}"));
+    let secs = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (secs, out)
+}
+
+/// The SessionStart payload the host sends, for a session in `wc` after a compaction.
+fn session_start_payload(wc: &Path) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "session_id": "bench",
+        "cwd": wc.to_str().expect("a UTF-8 path"),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }))
+    .expect("plain data serializes")
+}
+
+/// The `additionalContext` of a SessionStart reply; panics unless `stdout` is one such
+/// JSON object.
+fn session_context(stdout: &[u8], who: &str) -> String {
+    let v: serde_json::Value =
+        serde_json::from_slice(stdout).unwrap_or_else(|e| panic!("{who} printed no JSON ({e}): {}", String::from_utf8_lossy(stdout)));
+    let out = &v["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"].as_str(), Some("SessionStart"), "{who} answered for another event: {v}");
+    out["additionalContext"].as_str().unwrap_or_else(|| panic!("{who} printed no additionalContext: {v}")).to_string()
+}
+
+/// Checks `abcd hook session-start`'s output: the reply re-injects the whole checklist
+/// under its header, and nothing went to stderr (the hook fails open loudly, there).
+fn check_session_start(stdout: &[u8], stderr: &[u8]) {
+    assert!(stderr.is_empty(), "abcd hook session-start warned: {}", String::from_utf8_lossy(stderr));
+    let context = session_context(stdout, "abcd hook session-start");
+    assert!(context.starts_with(abcd::hook::CONTEXT_HEADER), "the context starts with the checklist header: {context}");
+    assert!(
+        context.contains(&format!("abcd checklist: {LIST_ITEMS} open, 0 recently done")),
+        "every item is open in the context: {context}"
+    );
+}
+
+/// Checks the Python hook's output: the titles of all the items, one a line.
+fn check_python_hook(stdout: &[u8]) {
+    let context = session_context(stdout, "the Python hook");
+    assert_eq!(context.lines().count(), LIST_ITEMS as usize, "the Python hook lists every title: {context}");
+}
+
+/// The Python that benchmark 7 runs: the interpreter itself (`sys.executable`), its
+/// version, and what `python3` on PATH is (maybe a wrapper, such as a pyenv shim).
+struct Python {
+    exe: PathBuf,
+    version: String,
+    on_path: PathBuf,
+}
+
+fn find_python() -> Option<Python> {
+    let on_path = std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("python3")).find(|c| c.is_file()))?;
+    let probe = Command::new(&on_path).args(["-c", "import sys; print(sys.executable); print(sys.version.split()[0])"]).output().ok()?;
+    let text = String::from_utf8(probe.stdout).ok()?;
+    let mut lines = text.lines();
+    let (exe, version) = (PathBuf::from(lines.next()?), lines.next()?.to_string());
+    (probe.status.success() && exe.is_file()).then_some(Python { exe, version, on_path })
+}
+
+fn bench_hook(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, PathBuf) {
+    let events = cfg.list_large;
+    let wc = dir.join("hook-wc");
+    let t = Instant::now();
+    build_checklist(&wc, home, events);
+    let build_secs = t.elapsed().as_secs_f64();
+    let journal = wc_journal(&wc);
+    let journal_bytes = std::fs::metadata(&journal).expect("stat").len();
+    let checklist_bytes =
+        std::fs::metadata(wc.join(abcd::places::LOCAL_TIER).join(abcd::store::projection::CHECKLIST_FILE)).expect("stat").len();
+    // The projections are current, as after any verb.
+    list_once(&wc, home, events);
+    let script = dir.join("python-hook.py");
+    std::fs::write(&script, PYTHON_HOOK).expect("writing the Python hook");
+    let script_arg = script.to_str().expect("a UTF-8 path").to_string();
+    // `python3` on PATH may be a wrapper (a pyenv shim is a shell script): the judged floor
+    // runs the interpreter itself, with `-S` (no `site`, so no `.pth` file of this machine
+    // runs), the fastest a Python hook can start. `python3` as found on PATH, the way a
+    // hook's command line would name it, is reported for context. Without a python3 the
+    // smoke mode skips both (CI need not have one); the full run requires it.
+    let python = find_python();
+    assert!(python.is_some() || !cfg.full, "benchmark 7 needs python3 on PATH");
+    let true_bin = [Path::new("/usr/bin/true"), Path::new("/bin/true")].into_iter().find(|p| p.is_file()).expect("a `true` binary");
+    let payload = session_start_payload(&wc);
+    println!(
+        "built the session-start working copy through the store: {events} events ({:.1} MiB), {LIST_ITEMS} items (checklist.json {checklist_bytes} bytes), in {build_secs:.1} s; {}; trivial process {}",
+        journal_bytes as f64 / 1048576.0,
+        python.as_ref().map_or("no python3 on PATH: the Python hooks are skipped".to_string(), |p| format!(
+            "Python {} at {} (on PATH: {})",
+            p.version,
+            p.exe.display(),
+            p.on_path.display()
+        )),
+        true_bin.display()
+    );
+
+    let abcd_hook = || {
+        let mut cmd = Command::new(abcd_bin());
+        cmd.args(["hook", "session-start"]).current_dir(&wc).env("ABCD_HOME", home);
+        let (secs, out) = timed_with_stdin(&mut cmd, &payload);
+        check_session_start(&out.stdout, &out.stderr);
+        secs
+    };
+    let python_hook = |program: &Path, args: &[&str]| {
+        let mut cmd = Command::new(program);
+        cmd.args(args).current_dir(&wc);
+        let (secs, out) = timed_with_stdin(&mut cmd, &payload);
+        assert!(out.stderr.is_empty(), "the Python hook wrote on stderr: {}", String::from_utf8_lossy(&out.stderr));
+        check_python_hook(&out.stdout);
+        secs
+    };
+    // The contenders, abcd first; each returns the seconds of one run.
+    type Contender<'a> = (&'static str, Box<dyn FnMut() -> f64 + 'a>);
+    let mut contenders: Vec<Contender> = vec![
+        ("abcd", Box::new(abcd_hook)),
+        (
+            "true",
+            Box::new(|| {
+                let mut cmd = Command::new(true_bin);
+                cmd.current_dir(&wc);
+                let (secs, out) = timed_with_stdin(&mut cmd, &payload);
+                assert!(out.stdout.is_empty() && out.stderr.is_empty(), "`true` printed something");
+                secs
+            }),
+        ),
+        (
+            "helper",
+            Box::new(|| {
+                let mut cmd = Command::new(std::env::current_exe().expect("this bench's path"));
+                cmd.args([HELPER_ARG, "exit"]).current_dir(&wc);
+                timed_with_stdin(&mut cmd, &payload).0
+            }),
+        ),
+        // abcd's own start-up and exit, no work (the same binary, another argument).
+        (
+            "version",
+            Box::new(|| {
+                let mut cmd = Command::new(abcd_bin());
+                cmd.arg("--version").current_dir(&wc).env("ABCD_HOME", home);
+                let (secs, out) = timed_with_stdin(&mut cmd, &payload);
+                assert!(out.stdout.starts_with(b"abcd "), "abcd --version printed {}", String::from_utf8_lossy(&out.stdout));
+                secs
+            }),
+        ),
+    ];
+    if let Some(py) = &python {
+        contenders.push(("python", Box::new(|| python_hook(&py.exe, &["-S", &script_arg]))));
+        contenders.push(("python-path", Box::new(|| python_hook(&py.on_path, &[&script_arg]))));
+    }
+    // Untimed: one run of each, to warm the binaries and the page cache. The first
+    // session-start takes the journal to `events` + 1 events, and so writes the checkpoint
+    // at that multiple of 1,000; the timed runs that follow stay short of the next one.
+    for (_, run) in contenders.iter_mut() {
+        run();
+    }
+    let mut starts = 1u64;
+    assert!(
+        (cfg.hook_rounds * cfg.hook_ops) as u64 + 1 < checkpoint::CHECKPOINT_EVERY_EVENTS,
+        "no timed session-start crosses a checkpoint"
+    );
+
+    // The disk's speed before and after the rounds: an fdatasync with nothing unsynced
+    // (each session-start's append makes two device flushes: the pre-sync and the sync).
+    let fs_runs = if cfg.full { 101 } else { 5 };
+    let fs_before = fs_costs(dir, fs_runs);
+    // Per contender, its median per round, and abcd's ratio to it per round.
+    let n = contenders.len();
+    let (mut t, mut ratios) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    for round in 0..cfg.hook_rounds {
+        let mut runs: Vec<&mut dyn FnMut() -> f64> = contenders.iter_mut().map(|(_, run)| &mut **run as &mut dyn FnMut() -> f64).collect();
+        let m = rotate(round, cfg.hook_ops, &mut runs);
+        starts += cfg.hook_ops as u64;
+        for k in 0..n {
+            t[k].push(m[k]);
+            ratios[k].push(m[0] / m[k]);
+        }
+    }
+    let fs_after = fs_costs(dir, fs_runs);
+    let names: Vec<&str> = contenders.iter().map(|c| c.0).collect();
+    drop(contenders);
+    let at = |name: &str| names.iter().position(|n| *n == name);
+    let med = |name: &str| at(name).map(|k| median(&t[k]));
+    // Every session-start appended its `session.started` event.
+    assert_eq!(verify_clean(&journal, home), events + starts, "every session-start is in the journal");
+
+    // Peak memory, through the spawner (stdin: the payload).
+    let rss = |program: &Path, args: &[&str]| run_child_with_stdin(Some(&wc), program, args, &[("ABCD_HOME", home)], Some(&payload));
+    let abcd_run = rss(abcd_bin(), &["hook", "session-start"]);
+    starts += 1;
+    // (Its stderr is this bench's: empty in the run's output.)
+    check_session_start(abcd_run.stdout.as_bytes(), b"");
+    let python_rss = python.as_ref().map(|py| {
+        let run = rss(&py.exe, &["-S", &script_arg]);
+        check_python_hook(run.stdout.as_bytes());
+        run.max_rss_kib
+    });
+    let true_rss = rss(true_bin, &[]).max_rss_kib;
+
+    // Context: one session-start in 1,000 also writes a checkpoint. Bring the journal
+    // (through the store, untimed) to just short of the next multiple of 1,000, then time
+    // one.
+    let (store, scope) = wc_store(&wc, home);
+    let checkpoint_dir = wc.join(abcd::places::LOCAL_TIER).join("checkpoints");
+    let mut head = events + starts - 1;
+    let mut change = 0u64;
+    let mut crossing_t = Vec::new();
+    for _ in 0..cfg.hook_checkpoint_runs {
+        let target = (head / checkpoint::CHECKPOINT_EVERY_EVENTS + 1) * checkpoint::CHECKPOINT_EVERY_EVENTS - 1;
+        while head < target {
+            let batch: Vec<NewEvent> = (0..LIST_BUILD_BATCH.min(target - head))
+                .map(|_| {
+                    change += 1;
+                    item_changed(change % LIST_ITEMS, change / LIST_ITEMS)
+                })
+                .collect();
+            head = store_append(&store, &scope, &batch);
+        }
+        crossing_t.push(abcd_hook());
+        head += 1;
+        let newest = checkpoint::list(&RealDisk, &checkpoint_dir).expect("listing checkpoints").first().map(|c| c.0);
+        assert_eq!(newest, Some(head), "the crossing session-start wrote the checkpoint");
+    }
+    assert_eq!(verify_clean(&journal, home), head + 1, "every event is in the journal");
+
+    let (a, tr, h, v) =
+        (med("abcd").expect("abcd"), med("true").expect("true"), med("helper").expect("helper"), med("version").expect("version"));
+    let (python_vs, python_rss_note) = match (&python, med("python"), med("python-path"), python_rss) {
+        (Some(py), Some(p), Some(pp), Some(kib)) => (
+            format!(
+                " vs the Python hook run by the interpreter with -S {} vs the Python hook as `{} <script>` {} (Python {})",
+                ms(p),
+                py.on_path.display(),
+                ms(pp),
+                py.version
+            ),
+            format!(", Python hook (-S) {kib} KiB"),
+        ),
+        _ => (" (no python3: the Python hooks skipped)".to_string(), String::new()),
+    };
+    let note = format!(
+        "benchmark 7: `abcd hook session-start` in a working copy of {events} events (and growing by one `session.started` per run), {LIST_ITEMS} items: {} vs `{}` {} vs this bench's `exit` helper {} vs `abcd --version` {}{python_vs} (medians of round medians; {} rounds x {} runs each, rotating); an fdatasync with nothing unsynced took {:.0} us before the rounds and {:.0} us after, a rename of a 10 KiB file over an existing one {:.0} us and {:.0} us; a session-start that crosses a multiple of 1,000 events and so also writes a checkpoint: {} (median of {}, context); peak memory (max RSS through the spawner): `abcd hook session-start` {} KiB, `true` {true_rss} KiB{python_rss_note}",
+        ms(a),
+        true_bin.display(),
+        ms(tr),
+        ms(h),
+        ms(v),
+        cfg.hook_rounds,
+        cfg.hook_ops,
+        fs_before.0,
+        fs_after.0,
+        fs_before.1,
+        fs_after.1,
+        ms(median(&crossing_t)),
+        crossing_t.len(),
+        abcd_run.max_rss_kib,
+    );
+    println!("[7] {note}");
+    let mut take = |name: &str| at(name).map(|k| std::mem::take(&mut ratios[k])).expect("a contender that ran");
+    let mut rows = vec![Row {
+        name: format!("7a. `abcd hook session-start`, {events} events, vs a trivial process"),
+        contenders: format!("`abcd hook session-start` {} vs `{}` {}", ms(a), true_bin.display(), ms(tr)),
+        ratio_label: "abcd/true latency".into(),
+        ratios: take("true"),
+        target: Target::AtMost(3.0),
+    }];
+    if let (Some(py), Some(p), Some(pp)) = (&python, med("python"), med("python-path")) {
+        rows.push(Row {
+            name: format!("7b. `abcd hook session-start`, {events} events, vs a minimal Python hook"),
+            contenders: format!("`abcd hook session-start` {} vs Python {} `-S` hook script (json + sys) {}", ms(a), py.version, ms(p)),
+            ratio_label: "abcd/python latency".into(),
+            ratios: take("python"),
+            target: Target::Below(1.0),
+        });
+        rows.push(Row {
+            name: format!("7c. `abcd hook session-start`, {events} events, vs the Python hook as `python3 <script>` through PATH"),
+            contenders: format!("`abcd hook session-start` {} vs `{} <script>` {}", ms(a), py.on_path.display(), ms(pp)),
+            ratio_label: "abcd/python-on-PATH latency".into(),
+            ratios: take("python-path"),
+            target: Target::Context,
+        });
+    }
+    rows.push(Row {
+        name: format!("7d. `abcd hook session-start`, {events} events, vs this bench's trivial helper process"),
+        contenders: format!("`abcd hook session-start` {} vs helper process that exits at once {}", ms(a), ms(h)),
+        ratio_label: "abcd/helper latency".into(),
+        ratios: take("helper"),
+        target: Target::Context,
+    });
+    rows.push(Row {
+        name: format!("7e. `abcd hook session-start`, {events} events, vs `abcd --version` (abcd's own start and exit)"),
+        contenders: format!("`abcd hook session-start` {} vs `abcd --version` {} (`abcd --version`/`true` {:.2}x)", ms(a), ms(v), v / tr),
+        ratio_label: "hook/version latency".into(),
+        ratios: take("version"),
+        target: Target::Context,
+    });
+    (rows, note, journal)
 }
 
 // ----------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 //! | `sync_dir` failing (EIO, injected) | each unsynced name change reached the disk or is dropped for good; reported once | the dropped changes are never on the disk | — | §8.1 |
 //! | `append`, `write_at` failing (EIO, injected) | a random prefix of the bytes (perhaps none) reached the page cache, as an unsynced write | as for any unsynced write | `sync_data` | §8.3 step 8, "partial write" |
 //! | `set_len` failing (EIO, injected) | nothing changes | — | — | — |
+//! | kill before the Nth update (injected: SIGKILL) | every later call through that process's mount fails; its unsynced writes stay in the page cache for the next process | as for any unsynced write | the next process's `sync_data` | §8.2 step 3: the next appender syncs first |
 //! | power cut before the Nth update (injected) | that call and every later one fail, reads included: the machine is off | `crash(seed)` builds the disk from the state at the cut | — | §8.3, every row |
 //!
 //! A crash decides, per crash: how likely each unsynced change is to be kept (never, a
@@ -117,6 +118,13 @@ pub struct Faults {
     /// The machine loses power just before this update (a write, `set_len`, a sync, a
     /// create, a rename, a removal or a new folder).
     pub power_cut_before_update: Option<u64>,
+    /// The process making this update is killed just before it (SIGKILL): every later
+    /// call through its mount fails, while its unsynced writes stay in the page cache.
+    pub kill_before_update: Option<u64>,
+    /// The power goes, or the calling process is killed, just before this `sync_data`
+    /// call: the moment a write waits for its sync (§8.3 steps 8-9).
+    pub power_cut_before_sync_data: Option<u64>,
+    pub kill_before_sync_data: Option<u64>,
     pub failed_sync: FailedSync,
 }
 
@@ -136,6 +144,8 @@ pub enum Injected {
     SyncDir(PathBuf),
     Write(PathBuf),
     PowerCut,
+    /// The process using this mount was killed.
+    Kill(PathBuf),
 }
 
 /// Which unsynced changes a crash keeps.
@@ -201,6 +211,8 @@ struct State {
     fault_base: Counts,
     counts: Counts,
     off: Option<&'static str>,
+    /// Mounts whose process was killed.
+    dead: BTreeSet<PathBuf>,
     injected: Vec<Injected>,
     trace: VecDeque<String>,
 }
@@ -269,6 +281,7 @@ impl State {
             fault_base: Counts::default(),
             counts: Counts::default(),
             off: None,
+            dead: BTreeSet::new(),
             injected: Vec::new(),
             trace: VecDeque::new(),
         }
@@ -281,22 +294,34 @@ impl State {
         self.trace.push_back(line);
     }
 
-    fn check_on(&self) -> io::Result<()> {
+    /// Fails when the machine is off or the calling process (its mount) was killed.
+    fn check_on(&self, mount: &Path) -> io::Result<()> {
         match self.off {
             Some(why) => Err(power_off_error(why)),
+            None if self.dead.contains(mount) => {
+                Err(io::Error::other(format!("simulated disk: the process using {} was killed", mount.display())))
+            }
             None => Ok(()),
         }
     }
 
-    /// Every update passes here first: the power cut lands before the update it names.
-    fn begin_update(&mut self, what: &str) -> io::Result<()> {
-        self.check_on()?;
+    /// Every update passes here first: a power cut or a kill lands before the update it
+    /// names.
+    fn begin_update(&mut self, what: &str, mount: &Path) -> io::Result<()> {
+        self.check_on(mount)?;
         self.counts.updates += 1;
-        if self.faults.power_cut_before_update == Some(self.counts.updates - self.fault_base.updates) {
+        let n = self.counts.updates - self.fault_base.updates;
+        if self.faults.power_cut_before_update == Some(n) {
             self.off = Some("power cut");
             self.injected.push(Injected::PowerCut);
             self.note(format!("POWER CUT before update {} ({what})", self.counts.updates));
             return Err(power_off_error("power cut"));
+        }
+        if self.faults.kill_before_update == Some(n) {
+            self.dead.insert(mount.to_owned());
+            self.injected.push(Injected::Kill(mount.to_owned()));
+            self.note(format!("KILL of the process using {} before update {} ({what})", mount.display(), self.counts.updates));
+            return self.check_on(mount);
         }
         Ok(())
     }
@@ -364,8 +389,16 @@ impl State {
         }
     }
 
-    fn sync_data(&mut self, ino: u64, path: &Path) -> io::Result<()> {
-        self.begin_update("sync_data")?;
+    fn sync_data(&mut self, ino: u64, path: &Path, mount: &Path) -> io::Result<()> {
+        self.check_on(mount)?;
+        let n = self.counts.sync_data + 1 - self.fault_base.sync_data;
+        if self.faults.power_cut_before_sync_data == Some(n) {
+            self.faults.power_cut_before_update = Some(self.counts.updates + 1 - self.fault_base.updates);
+        }
+        if self.faults.kill_before_sync_data == Some(n) {
+            self.faults.kill_before_update = Some(self.counts.updates + 1 - self.fault_base.updates);
+        }
+        self.begin_update("sync_data", mount)?;
         self.counts.sync_data += 1;
         let fail = Self::fault_due(&self.faults.fail_sync_data, self.counts.sync_data, self.fault_base.sync_data);
         let n = self.inodes[&ino].unsynced.len();
@@ -387,12 +420,13 @@ impl State {
         for op in std::mem::take(&mut inode.unsynced) {
             apply_data_op(&mut inode.durable, &op);
         }
-        self.note(format!("sync_data {} ({n} writes durable, {} bytes)", path.display(), inode.durable.len()));
+        let len = inode.durable.len();
+        self.note(format!("sync_data {} ({n} writes durable, {len} bytes)", path.display()));
         Ok(())
     }
 
-    fn sync_dir(&mut self, path: &Path) -> io::Result<()> {
-        self.begin_update("sync_dir")?;
+    fn sync_dir(&mut self, path: &Path, mount: &Path) -> io::Result<()> {
+        self.begin_update("sync_dir", mount)?;
         self.counts.sync_dir += 1;
         let fail = Self::fault_due(&self.faults.fail_sync_dir, self.counts.sync_dir, self.fault_base.sync_dir);
         let n = self.dirs[path].unsynced.len();
@@ -416,8 +450,8 @@ impl State {
 
     /// Checks a data write against the fault plan; `Some(kept)` when it must fail after
     /// `kept` of its bytes reached the page cache.
-    fn write_fault(&mut self, len: usize) -> io::Result<Option<usize>> {
-        self.begin_update("write")?;
+    fn write_fault(&mut self, len: usize, mount: &Path) -> io::Result<Option<usize>> {
+        self.begin_update("write", mount)?;
         self.counts.writes += 1;
         if Self::fault_due(&self.faults.fail_write, self.counts.writes, self.fault_base.writes) {
             return Ok(Some(self.rng.below(len as u64 + 1) as usize));
@@ -425,8 +459,8 @@ impl State {
         Ok(None)
     }
 
-    fn write(&mut self, ino: u64, path: &Path, offset: Option<u64>, bytes: &[u8]) -> io::Result<()> {
-        let fault = self.write_fault(bytes.len())?;
+    fn write(&mut self, ino: u64, path: &Path, mount: &Path, offset: Option<u64>, bytes: &[u8]) -> io::Result<()> {
+        let fault = self.write_fault(bytes.len(), mount)?;
         let inode = self.inodes.get_mut(&ino).expect("open inode exists");
         let offset = offset.unwrap_or(inode.current.len() as u64);
         let kept = fault.unwrap_or(bytes.len());
@@ -443,8 +477,8 @@ impl State {
         Ok(())
     }
 
-    fn set_len(&mut self, ino: u64, path: &Path, len: u64) -> io::Result<()> {
-        if self.write_fault(0)?.is_some() {
+    fn set_len(&mut self, ino: u64, path: &Path, mount: &Path, len: u64) -> io::Result<()> {
+        if self.write_fault(0, mount)?.is_some() {
             self.injected.push(Injected::Write(path.to_owned()));
             self.note(format!("set_len {} to {len} FAILED (EIO)", path.display()));
             return Err(eio());
@@ -480,12 +514,22 @@ impl State {
         let mut names: BTreeMap<PathBuf, BTreeMap<OsString, Entry>> = BTreeMap::new();
         for (path, dir) in &self.dirs {
             let mut n = dir.durable.clone();
+            let (mut kept, mut lost) = (Vec::new(), Vec::new());
             for op in &dir.unsynced {
                 let keep_it = *kept_ops.entry(op.id).or_insert_with(|| rng.chance(keep_num, keep_den));
+                let word = match &op.change {
+                    NameChange::Link { name, .. } => format!("+{}", name.to_string_lossy()),
+                    NameChange::Unlink { name, .. } => format!("-{}", name.to_string_lossy()),
+                };
                 if keep_it {
                     apply_name_change(&mut n, &op.change);
+                    kept.push(word);
+                } else {
+                    lost.push(word);
                 }
-                notes.push(format!("  {} name change {:?}: {}", path.display(), op.change, if keep_it { "kept" } else { "lost" }));
+            }
+            if !dir.unsynced.is_empty() {
+                notes.push(format!("  {}: names kept [{}] lost [{}]", path.display(), kept.join(" "), lost.join(" ")));
             }
             names.insert(path.clone(), n);
         }
@@ -599,6 +643,16 @@ impl SimDisk {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.shared.lock()
+    }
+
+    /// The mount as the kill list names it ("" for the whole disk).
+    fn mount_key(&self) -> PathBuf {
+        self.mount.clone().unwrap_or_default()
+    }
+
+    /// Whether the process using this mount was killed (`Faults::kill_before_update`).
+    pub fn is_killed(&self) -> bool {
+        self.state().dead.contains(&self.mount_key())
     }
 
     /// The disk's own path for a caller's path: the mount stripped, `.` and `//` dropped.
@@ -739,9 +793,9 @@ impl SimDisk {
     fn open(&self, path: &Path, writable: bool) -> io::Result<Box<dyn StorageFile>> {
         let path = self.resolve(path)?;
         let st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         match st.lookup(&path) {
-            Some(Entry::File(ino)) => Ok(Box::new(SimFile { shared: self.shared.clone(), ino, path, writable })),
+            Some(Entry::File(ino)) => Ok(Box::new(SimFile { shared: self.shared.clone(), ino, path, mount: self.mount_key(), writable })),
             Some(Entry::Dir) => Err(io::Error::from_raw_os_error(libc::EISDIR)),
             None => Err(io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", path.display()))),
         }
@@ -760,22 +814,22 @@ impl Storage for SimDisk {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         let path = self.resolve(path)?;
         let mut st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         st.parent_dir_exists(&path)?;
         if st.lookup(&path).is_some() {
             return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", path.display())));
         }
-        st.begin_update("create")?;
+        st.begin_update("create", &self.mount_key())?;
         let ino = st.new_file(&path);
         st.note(format!("create {} (inode {ino})", path.display()));
-        Ok(Box::new(SimFile { shared: self.shared.clone(), ino, path, writable: true }))
+        Ok(Box::new(SimFile { shared: self.shared.clone(), ino, path, mount: self.mount_key(), writable: true }))
     }
 
     fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         let resolved = self.resolve(path)?;
         let exists = {
             let st = self.state();
-            st.check_on()?;
+            st.check_on(&self.mount_key())?;
             st.lookup(&resolved).is_some()
         };
         if exists { self.open(path, true) } else { self.create_new(path) }
@@ -784,7 +838,7 @@ impl Storage for SimDisk {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (from, to) = (self.resolve(from)?, self.resolve(to)?);
         let mut st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         let entry = match st.lookup(&from) {
             Some(e @ Entry::File(_)) => e,
             Some(Entry::Dir) => return Err(io::Error::new(io::ErrorKind::Unsupported, "the simulated disk does not rename folders")),
@@ -797,7 +851,7 @@ impl Storage for SimDisk {
         if from == to {
             return Ok(());
         }
-        st.begin_update("rename")?;
+        st.begin_update("rename", &self.mount_key())?;
         let id = st.new_name_op();
         st.unlink(&from, entry, id);
         st.link(&to, entry, id);
@@ -808,9 +862,9 @@ impl Storage for SimDisk {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let dir = self.resolve(dir)?;
         let mut st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         match st.lookup(&dir) {
-            Some(Entry::Dir) => st.sync_dir(&dir),
+            Some(Entry::Dir) => st.sync_dir(&dir, &self.mount_key()),
             Some(Entry::File(_)) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
             None => Err(io::Error::new(io::ErrorKind::NotFound, format!("{}: no such folder", dir.display()))),
         }
@@ -819,7 +873,7 @@ impl Storage for SimDisk {
     fn create_dir_all(&self, dir: &Path, _mode: u32) -> io::Result<()> {
         let dir = self.resolve(dir)?;
         let mut st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         let mut at = PathBuf::from("/");
         for c in dir.components().skip(1) {
             let child = at.join(c);
@@ -827,7 +881,7 @@ impl Storage for SimDisk {
                 Some(Entry::Dir) => {}
                 Some(Entry::File(_)) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
                 None => {
-                    st.begin_update("mkdir")?;
+                    st.begin_update("mkdir", &self.mount_key())?;
                     st.dirs.insert(child.clone(), Dir::default());
                     let id = st.new_name_op();
                     st.link(&child, Entry::Dir, id);
@@ -842,7 +896,7 @@ impl Storage for SimDisk {
     fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
         let path = self.resolve(path)?;
         let st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         let uid = super::safety::current_uid();
         Ok(st.lookup(&path).map(|e| match e {
             Entry::File(ino) => FileFacts {
@@ -860,7 +914,7 @@ impl Storage for SimDisk {
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
         let resolved = self.resolve(dir)?;
         let st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         match st.lookup(&resolved) {
             Some(Entry::Dir) => Ok(st.dirs[&resolved].current.keys().map(|n| dir.join(n)).collect()),
             Some(Entry::File(_)) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
@@ -871,10 +925,10 @@ impl Storage for SimDisk {
     fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
         let path = self.resolve(path)?;
         let mut st = self.state();
-        st.check_on()?;
+        st.check_on(&self.mount_key())?;
         match st.lookup(&path) {
             Some(e @ Entry::File(_)) => {
-                st.begin_update("remove")?;
+                st.begin_update("remove", &self.mount_key())?;
                 let id = st.new_name_op();
                 st.unlink(&path, e, id);
                 st.note(format!("remove {}", path.display()));
@@ -892,6 +946,8 @@ struct SimFile {
     ino: u64,
     /// The disk's path it was opened by, for the trace.
     path: PathBuf,
+    /// The mount of the process that opened it.
+    mount: PathBuf,
     writable: bool,
 }
 
@@ -904,13 +960,13 @@ impl SimFile {
 impl StorageFile for SimFile {
     fn len(&self) -> io::Result<u64> {
         let st = self.shared.lock();
-        st.check_on()?;
+        st.check_on(&self.mount)?;
         Ok(st.inodes[&self.ino].current.len() as u64)
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let st = self.shared.lock();
-        st.check_on()?;
+        st.check_on(&self.mount)?;
         let data = &st.inodes[&self.ino].current;
         let start = (offset as usize).min(data.len());
         let n = (data.len() - start).min(buf.len());
@@ -920,21 +976,21 @@ impl StorageFile for SimFile {
 
     fn append(&self, bytes: &[u8]) -> io::Result<()> {
         self.writable()?;
-        self.shared.lock().write(self.ino, &self.path, None, bytes)
+        self.shared.lock().write(self.ino, &self.path, &self.mount, None, bytes)
     }
 
     fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
         self.writable()?;
-        self.shared.lock().write(self.ino, &self.path, Some(offset), bytes)
+        self.shared.lock().write(self.ino, &self.path, &self.mount, Some(offset), bytes)
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.writable()?;
-        self.shared.lock().set_len(self.ino, &self.path, len)
+        self.shared.lock().set_len(self.ino, &self.path, &self.mount, len)
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.shared.lock().sync_data(self.ino, &self.path)
+        self.shared.lock().sync_data(self.ino, &self.path, &self.mount)
     }
 }
 
@@ -1145,6 +1201,23 @@ mod tests {
         assert_eq!(d.injected(), vec![Injected::PowerCut]);
         let after = d.crash_with(1, Keep::Everything);
         assert_eq!(after.read(&p("/d/f")).unwrap(), b"one");
+    }
+
+    #[test]
+    fn a_killed_process_fails_but_its_writes_stay_in_the_page_cache() {
+        let d = disk();
+        let (a, b) = (d.with_mount(&p("/a")), d.with_mount(&p("/b")));
+        let f = a.create_new(&p("/a/d/f")).unwrap();
+        d.set_faults(Faults { kill_before_update: Some(2), ..Faults::default() });
+        f.append(b"half").unwrap();
+        f.sync_data().unwrap_err();
+        assert!(a.is_killed() && !b.is_killed() && !d.is_off());
+        assert!(a.facts(&p("/a/d/f")).is_err());
+        let g = b.open_rw(&p("/b/d/f")).unwrap();
+        assert_eq!(d.read(&p("/d/f")).unwrap(), b"half");
+        g.sync_data().unwrap();
+        b.sync_dir(&p("/b/d")).unwrap();
+        assert_eq!(d.crash_with(0, Keep::Nothing).read(&p("/d/f")).unwrap(), b"half");
     }
 
     #[test]

@@ -12,3 +12,4 @@ pub mod host;
 pub mod journal;
 pub mod places;
 pub mod store;
+pub mod verdict;

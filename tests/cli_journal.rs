@@ -271,3 +271,17 @@ fn a_lock_held_past_the_wait_is_refused_naming_the_holder() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains(&format!("pid {}", std::process::id())), "{}", text(&out));
 }
+
+#[test]
+fn a_journal_whose_creation_lost_its_records_gets_them_back_on_the_next_append() {
+    let tj = journal_of(1);
+    // A creation killed after its rename and before its anchor and path records.
+    std::fs::remove_dir_all(tj.home.join("anchors")).unwrap();
+    tj.journal().append(event("compaction.recorded", 2), None).unwrap();
+    let path = tj.path().to_str().unwrap();
+    let other = journal_of(1);
+    std::fs::copy(other.path(), tj.path()).unwrap();
+    let out = abcd(&tj, &["journal", "verify", "--journal", path]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("replaced"), "{}", text(&out));
+}

@@ -100,6 +100,10 @@ pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let outcome = repair::repair(&journal, session_from_env())?;
     // Projections and last-good may name lines the repair moved aside: rebuild them from
     // the repaired journal so every cache agrees with it again.
+    let swept = crate::journal::storage::remove_stale_temp_files(&RealDisk, journal.paths().dir()).unwrap_or(0);
+    if swept > 0 {
+        eprintln!("abcd: removed {swept} temp file(s) left by killed writers");
+    }
     if outcome != RepairOutcome::NothingToRepair {
         let store = Store::new(journal);
         let current = store.current_state()?;

@@ -299,6 +299,12 @@ impl Journal {
         let Some(anchors) = &self.anchors else { return Ok(()) };
         let path = &self.paths.journal;
         let anchor = anchors.load(&*self.storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?;
+        if anchor.is_none() && anchors.id_at_path(&*self.storage, path).ok().flatten().is_none() {
+            // A creation killed between its rename and its records leaves neither: restore
+            // the path's record now, under the lock, or a later replacement of this
+            // journal would go unnoticed. (A best effort, like every anchor write.)
+            let _ = anchors.set_id_at_path(&*self.storage, path, journal_id);
+        }
         match anchor_disagreement(file, anchor, head).map_err(JournalError::io("reading", path))? {
             None => Ok(()),
             Some(detail) => Err(JournalError::AnchorMismatch { path: path.clone(), detail }),

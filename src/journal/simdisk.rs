@@ -31,7 +31,8 @@
 //!
 //! A crash decides, per crash: how likely each unsynced change is to be kept (never, a
 //! quarter, half, three quarters, always: the extremes come up often), whether writes are
-//! decided whole or per 512-byte or 4 KiB block, and whether they tear. `crash_with` forces
+//! decided whole (a third of crashes) or per 512-byte or 4 KiB block, whether kept writes
+//! are applied in order, and whether they tear. `crash_with` forces
 //! "keep nothing" or "keep everything" for tests that need one case.
 //!
 //! Not modelled: bit rot, misdirected writes, symlinks, hard links, renaming folders, other
@@ -50,8 +51,8 @@ use super::storage::{FileFacts, SharedStorage, Storage, StorageFile};
 
 /// The trace keeps this many most recent lines.
 const TRACE_LINES_MAX: usize = 400;
-/// Block sizes a crash may decide writes by.
-const CRASH_BLOCK_SIZES: [u64; 2] = [512, 4096];
+/// Block sizes a crash may decide writes by (512 twice as often: more pieces per write).
+const CRASH_BLOCK_SIZES: [u64; 3] = [512, 512, 4096];
 
 /// SplitMix64: small, fast, and the same on every platform. Tests use it too, so every
 /// decision of a simulated run comes from one seed.
@@ -499,7 +500,7 @@ impl State {
             Keep::Random => *rng.pick(&[(0, 1), (1, 4), (1, 2), (3, 4), (1, 1)]),
         };
         let block = match keep {
-            Keep::Random if rng.chance(1, 2) => Some(*rng.pick(&CRASH_BLOCK_SIZES)),
+            Keep::Random if rng.chance(2, 3) => Some(*rng.pick(&CRASH_BLOCK_SIZES)),
             _ => None,
         };
         let tear = keep == Keep::Random && rng.chance(2, 3);
@@ -790,6 +791,22 @@ impl SimDisk {
         self.resolve(path).is_ok_and(|p| self.state().lookup(&p).is_some())
     }
 
+    /// Whether a crash keeps the name for sure: it and every folder above it are durable
+    /// names in their folders (what only `sync_dir` of each parent guarantees).
+    pub fn name_is_durable(&self, path: &Path) -> bool {
+        let Ok(path) = self.resolve(path) else { return false };
+        let st = self.state();
+        let mut at = PathBuf::from("/");
+        for c in path.components().skip(1) {
+            let Some(dir) = st.dirs.get(&at) else { return false };
+            if !dir.durable.contains_key(c.as_os_str()) {
+                return false;
+            }
+            at.push(c);
+        }
+        true
+    }
+
     fn open(&self, path: &Path, writable: bool) -> io::Result<Box<dyn StorageFile>> {
         let path = self.resolve(path)?;
         let st = self.state();
@@ -1029,6 +1046,7 @@ mod tests {
         let f = d.create_new(&p("/d/f")).unwrap();
         f.append(b"data").unwrap();
         f.sync_data().unwrap();
+        assert!(d.exists(&p("/d/f")) && !d.name_is_durable(&p("/d/f")));
         let after = d.crash_with(7, Keep::Nothing);
         assert!(!after.exists(&p("/d/f")), "the name was never synced");
         let after = d.crash_with(7, Keep::Everything);

@@ -196,6 +196,33 @@ pub fn read_small(storage: &dyn Storage, path: &Path, cap: u64) -> io::Result<Ve
     Ok(buf)
 }
 
+/// Removes temp files `write_atomic` left in `dir` when its writer was killed: names
+/// `.<name>.tmp-<pid>-<n>` whose pid is no longer alive. Returns how many it removed.
+/// Only caches are written this way besides a journal's creation, whose temp file never
+/// became the journal, so nothing acknowledged is lost.
+pub fn remove_stale_temp_files(storage: &dyn Storage, dir: &Path) -> io::Result<usize> {
+    let mut removed = 0;
+    for path in storage.list_dir(dir)? {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+        let Some(pid) = stale_temp_pid(name) else { continue };
+        // SAFETY: kill with signal 0 only checks whether the pid exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive && storage.remove_cache_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// The pid in a `write_atomic` temp name, if `name` is one.
+fn stale_temp_pid(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".tmp-")?;
+    let (pid, n) = tail.split_once('-')?;
+    n.bytes().all(|c| c.is_ascii_digit()).then_some(())?;
+    pid.parse().ok().filter(|p| *p > 0)
+}
+
 /// Replaces `path` atomically: a temp file in the same folder, then a rename. With
 /// `durable`, the temp file is synced before the rename and the folder after it.
 pub fn write_atomic(storage: &dyn Storage, path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
@@ -224,4 +251,26 @@ fn unique_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_temp_files_of_dead_writers_are_swept_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        // pid 0x7fff_fff0 is above any real pid on Linux (pid_max is at most 4194304).
+        let dead = dir.path().join(".checklist.json.tmp-2147483632-0");
+        let live = dir.path().join(format!(".state.json.tmp-{}-3", std::process::id()));
+        let other = dir.path().join("journal.jsonl");
+        for p in [&dead, &live, &other] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        assert_eq!(remove_stale_temp_files(&RealDisk, dir.path()).unwrap(), 1);
+        assert!(!dead.exists() && live.exists() && other.exists());
+        assert_eq!(stale_temp_pid(".a.tmp-12-0"), Some(12));
+        assert_eq!(stale_temp_pid("a.tmp-12-0"), None);
+        assert_eq!(stale_temp_pid(".a.tmp-x-0"), None);
+    }
 }

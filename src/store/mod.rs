@@ -175,6 +175,9 @@ impl Store {
     }
 
     pub fn write_checkpoint(&self, current: &CurrentState) -> Result<PathBuf, JournalError> {
+        // Checkpoints come every 1,000 events: a good moment to sweep temp files that
+        // killed writers left (a readdir, not worth paying on every append).
+        let _ = crate::journal::storage::remove_stale_temp_files(&**self.journal.storage(), self.journal.paths().dir());
         let cp = Checkpoint {
             format: CHECKPOINT_FORMAT.into(),
             journal_id: current.journal_id.clone(),

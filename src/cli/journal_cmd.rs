@@ -153,6 +153,8 @@ pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32>
         );
         return Ok(EXIT_REFUSED);
     }
+    // A checkpoint names only durable lines (a killed writer may have left unsynced ones).
+    crate::journal::storage::Storage::open_read(&RealDisk, &store.journal().paths().journal)?.sync_data()?;
     let path = store.write_checkpoint(&current)?;
     if json_out {
         println!("{}", json!({"type": "checkpoint", "seq": current.head.seq, "path": path.display().to_string()}));

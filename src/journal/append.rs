@@ -460,6 +460,12 @@ pub fn quarantine_range(
     let journal = &paths.journal;
     let qdir = &paths.quarantine;
     storage.create_dir_all(qdir, 0o700).map_err(JournalError::io("creating", qdir))?;
+    // The copy must survive a crash that keeps the cut: make `quarantine/` itself durable
+    // in the journal's folder, not only the file inside it.
+    storage.sync_dir(paths.dir()).map_err(|source| {
+        poison(journal);
+        JournalError::SyncFailed { path: paths.dir().to_owned(), source }
+    })?;
     let stamp = format::now_ms().strftime("%Y%m%dT%H%M%S%3fZ").to_string();
     let mut attempt = 0u32;
     let (qpath, qfile) = loop {
@@ -494,8 +500,16 @@ pub fn quarantine_range(
     } {
         lines += 1;
     }
-    qfile.sync_data().map_err(|source| JournalError::SyncFailed { path: qpath.clone(), source })?;
-    storage.sync_dir(qdir).map_err(|source| JournalError::SyncFailed { path: qdir.clone(), source })?;
+    // A failed sync here is a failed sync like any other: nothing more is appended by this
+    // process, as the error says.
+    qfile.sync_data().map_err(|source| {
+        poison(journal);
+        JournalError::SyncFailed { path: qpath.clone(), source }
+    })?;
+    storage.sync_dir(qdir).map_err(|source| {
+        poison(journal);
+        JournalError::SyncFailed { path: qdir.clone(), source }
+    })?;
     Ok(Quarantined { path: qpath, blake3: hasher.finalize().to_hex().to_string(), lines })
 }
 

@@ -74,7 +74,11 @@ impl Store {
         } else {
             // A reader repairs a stale or untrusted projection as it goes; a failure to
             // write it changes nothing for this read.
-            let _ = self.write_projection(&current);
+            // Only from durable lines: a cache naming a line a killed writer left unsynced
+            // could outlive that line in a power cut and be trusted past a hole.
+            if file.sync_data().is_ok() {
+                let _ = self.write_projection(&current);
+            }
         }
         let f = ChecklistFile::from_state(&current.state, current.head);
         Ok(view_of(&f, ViewSource::Journal, notes))

@@ -108,7 +108,17 @@ pub fn machine_journal() -> Result<(JournalPaths, Scope), PlaceError> {
     Ok((JournalPaths::beside(&home_dir()?.join("machine.jsonl")), Scope::Machine {}))
 }
 
-/// A journal handle with the home store's anchors.
+/// How long a verb a person ran waits for the writer lock. Hooks wait the 2 s of SPEC §5
+/// and then fail open; a person would rather wait a little longer than be refused while
+/// other writers (eight at once, on a loaded machine) take their turns.
+pub const VERB_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A journal handle with the home store's anchors, for a hook (the 2 s lock wait).
 pub fn open_journal(storage: SharedStorage, paths: JournalPaths) -> Result<Journal, PlaceError> {
     Ok(Journal::new(storage, paths, Some(anchors()?)))
+}
+
+/// A journal handle for a verb a person ran (`VERB_LOCK_WAIT`).
+pub fn open_journal_for_verb(storage: SharedStorage, paths: JournalPaths) -> Result<Journal, PlaceError> {
+    Ok(open_journal(storage, paths)?.with_lock_wait(VERB_LOCK_WAIT))
 }

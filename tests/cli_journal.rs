@@ -267,7 +267,7 @@ fn a_lock_held_past_the_wait_is_refused_naming_the_holder() {
     let _held = JournalLock::acquire(&tj.paths.lock, std::time::Duration::from_secs(1)).unwrap();
     let started = std::time::Instant::now();
     let out = abcd(&tj, &["journal", "repair", "--journal", tj.path().to_str().unwrap()]);
-    assert!(started.elapsed() >= abcd::journal::lock::LOCK_WAIT);
+    assert!(started.elapsed() >= abcd::places::VERB_LOCK_WAIT);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains(&format!("pid {}", std::process::id())), "{}", text(&out));
 }

@@ -116,7 +116,7 @@ struct Refusal(String);
 pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
     let cwd = std::env::current_dir()?;
     let (paths, scope) = places::working_copy_journal(&cwd)?;
-    let store = Store::new(places::open_journal(RealDisk::shared(), paths.clone())?);
+    let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths.clone())?);
     let json_out = args.json;
     let result = match args.action {
         None => Ok(list(&store, json_out)),

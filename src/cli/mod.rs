@@ -123,7 +123,7 @@ impl JournalChoice {
 
     fn open(&self) -> anyhow::Result<Journal> {
         let (paths, _) = self.resolve()?;
-        Ok(places::open_journal(RealDisk::shared(), paths)?)
+        Ok(places::open_journal_for_verb(RealDisk::shared(), paths)?)
     }
 }
 

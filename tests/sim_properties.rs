@@ -479,10 +479,9 @@ impl World {
                 if !self.disk.is_off() && !self.p.view.is_killed() && !clear {
                     return Err(format!("{what}: the sync failure message is not clear: {text}"));
                 }
-                let journal_itself = matches!(e, JournalError::SyncFailed { path, .. } if path == self.p.journal_path());
-                if journal_itself || known_gaps() {
-                    self.p.stopped.get_or_insert(text);
-                }
+                // Every failed sync poisons the process now, the journal's own and a
+                // quarantine copy's alike (G3 fixed): later appends must be refused.
+                self.p.stopped.get_or_insert(text);
             }
             JournalError::Io { what: "writing to", path, .. } if path == self.p.journal_path() => {
                 self.p.stopped.get_or_insert(text);

@@ -1,0 +1,8 @@
+//! Fuzz target `cron`: see `fuzz/README.md`; the invariants live in `fuzz/checks.rs`.
+#![no_main]
+
+#[allow(dead_code)]
+#[path = "../checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::cron(data));

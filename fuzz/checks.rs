@@ -828,10 +828,16 @@ fn check_resigned(file: &ChecklistFile) {
     };
     let signed = ChecklistFile::from_state(&state, head);
     let loaded = load_checklist_bytes(&signed.render());
-    let all_pass = signed.items.iter().all(|i| check_item(&i.fields).is_ok());
+    // The loader also refuses a file whose updated_by or skipped notes carry a secret (F2).
+    let shown_clean = signed
+        .updated_by
+        .iter()
+        .chain(signed.skipped.iter().flat_map(|s| [&s.kind, &s.reason].into_iter().chain(s.field.as_ref())))
+        .all(|t| abcd::checklist::secrets::scan(t).is_none());
+    let all_pass = shown_clean && signed.items.iter().all(|i| check_item(&i.fields).is_ok());
     match &loaded {
         Ok(f) => {
-            assert!(all_pass, "a file with an item that fails its checks was accepted");
+            assert!(all_pass, "a file with an item that fails its checks, or a secret in what is shown, was accepted");
             assert_eq!(f, &signed, "what was loaded is what was written");
             check_loaded(f);
         }

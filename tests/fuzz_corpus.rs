@@ -85,7 +85,6 @@ fn f1_a_merged_line_over_the_limit_is_corruption() {
 }
 
 #[test]
-#[ignore = "known gap F2: a checklist file's updated_by and skipped-event notes are shown without a secret scan"]
 fn f2_an_accepted_checklist_file_shows_no_secret() {
     replay("fuzz/known-gaps/checklist_reader", checks::checklist_reader);
 }

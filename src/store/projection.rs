@@ -158,6 +158,22 @@ pub fn load_checklist(storage: &dyn Storage, path: &Path) -> Result<ChecklistFil
     if file.digest != file.compute_digest() {
         return Err(ChecklistFileRejected::DigestMismatch);
     }
+    // Everything the reader may show is scanned, not only the items: the digest has no key,
+    // so a file with a recomputed digest is not proof that abcd wrote it.
+    let shown = file
+        .updated_by
+        .iter()
+        .map(String::as_str)
+        .chain(file.skipped.iter().flat_map(|s| [s.kind.as_str(), s.reason.as_str()].into_iter().chain(s.field.as_deref())));
+    for text in shown {
+        if crate::checklist::secrets::scan(text).is_some() {
+            return Err(ChecklistFileRejected::BadItem {
+                index: 0,
+                field: "updated_by or skipped".into(),
+                reason: "carries a secret".into(),
+            });
+        }
+    }
     for (index, item) in file.items.iter().enumerate() {
         check_item(&item.fields).map_err(|r| ChecklistFileRejected::BadItem {
             index,

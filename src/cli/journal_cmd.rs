@@ -13,11 +13,7 @@ use crate::store::Store;
 pub fn verify(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let (paths, _) = choice.resolve()?;
     let anchors = places::anchors()?;
-    let report =
-        verify::verify(&RealDisk, &paths.journal, Some(&anchors), |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
-            verify::VerifyError::Journal(j) => anyhow::Error::new(j),
-            verify::VerifyError::Visitor(never) => match never {},
-        })?;
+    let report = verify::verify_chain(&RealDisk, &paths.journal, Some(&anchors))?;
     if json_out {
         println!("{}", verify_json(&report));
     } else {

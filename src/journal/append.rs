@@ -426,11 +426,7 @@ pub fn anchor_disagreement(file: &dyn StorageFile, anchor: Option<Anchor>, head:
             format!("seq {} has hash {} but its head anchor says {}: the journal was replaced or rewritten", a.seq, head.hash, a.hash)
         }));
     }
-    let len = file.len()?;
-    let line_ok = a.end > a.offset && a.end - a.offset <= MAX_LINE_BYTES as u64 && a.end <= len && {
-        let mut buf = vec![0u8; (a.end - a.offset) as usize];
-        file.read_at(&mut buf, a.offset)? == buf.len() && format::verify_line(&buf).is_ok_and(|e| e.seq == a.seq && e.hash == a.hash)
-    };
+    let line_ok = scan::line_is_at(file, Head { seq: a.seq, hash: a.hash, offset: a.offset, end: a.end })?;
     Ok((!line_ok).then(|| {
         format!(
             "the head anchor says seq {} (hash {}) at byte {}, and the journal holds no such line there: it was replaced or rewritten",

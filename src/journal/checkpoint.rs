@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::format::{self, Hash, MAX_LINE_BYTES};
+use super::format::Hash;
 use super::scan::Head;
 use super::storage::{self, Storage, StorageFile};
 use crate::fold::FoldedState;
@@ -94,19 +94,11 @@ pub fn matches_journal(cp: &Checkpoint, journal_id: &str, file: &dyn StorageFile
     if cp.journal_id != journal_id {
         return Ok(Err(CheckpointRejected::OtherJournal(cp.journal_id.clone())));
     }
-    let mismatch = Err(CheckpointRejected::LineMismatch { seq: cp.seq, offset: cp.line_offset });
-    let len = cp.next_offset.saturating_sub(cp.line_offset);
-    if len == 0 || len > MAX_LINE_BYTES as u64 || cp.next_offset > file.len()? {
-        return Ok(mismatch);
-    }
-    let mut line = vec![0u8; len as usize];
-    if file.read_at(&mut line, cp.line_offset)? != line.len() {
-        return Ok(mismatch);
-    }
-    match format::verify_line(&line) {
-        Ok(e) if e.seq == cp.seq && e.hash == cp.hash => Ok(Ok(())),
-        _ => Ok(mismatch),
-    }
+    Ok(if super::scan::line_is_at(file, cp.head())? {
+        Ok(())
+    } else {
+        Err(CheckpointRejected::LineMismatch { seq: cp.seq, offset: cp.line_offset })
+    })
 }
 
 /// Checkpoint files in the folder, newest (highest seq) first.

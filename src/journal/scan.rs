@@ -385,6 +385,21 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
     WindowJudgement::Good { head, torn }
 }
 
+/// True when the line `head` names (its offset and end) is in the file and verifies with
+/// the seq and hash `head` records: the O(1) check behind checkpoints, projections and
+/// the head anchor.
+pub fn line_is_at(file: &dyn StorageFile, head: Head) -> io::Result<bool> {
+    let len = head.end.saturating_sub(head.offset);
+    if len == 0 || len > MAX_LINE_BYTES as u64 || head.end > file.len()? {
+        return Ok(false);
+    }
+    let mut line = vec![0u8; len as usize];
+    if file.read_at(&mut line, head.offset)? != line.len() {
+        return Ok(false);
+    }
+    Ok(format::verify_line(&line).is_ok_and(|e| e.seq == head.seq && e.hash == head.hash))
+}
+
 /// The fault of the first line in a torn region.
 fn first_fault(region: &[u8]) -> LineFault {
     let line = match memchr::memchr(b'\n', region) {

@@ -228,7 +228,7 @@ impl Store {
         let io_err = |source| JournalError::Io { what: "reading", path: path.clone(), source };
         let mut best: Option<(FoldedState, Head, StateBase)> = None;
         if let Some((state, head)) = projection::load_state_any(storage, &self.projection_path())
-            && line_matches(file, head).map_err(io_err)?
+            && scan::line_is_at(file, head).map_err(io_err)?
         {
             best = Some((state, head, StateBase::Projection { seq: head.seq }));
         }
@@ -272,17 +272,4 @@ pub fn fold_from(
         _ => None,
     };
     Ok(CurrentState { state, head, journal_id, base, degraded, notes })
-}
-
-/// True when the line `head` names is in the file and verifies with its hash.
-fn line_matches(file: &dyn StorageFile, head: Head) -> std::io::Result<bool> {
-    let len = head.end.saturating_sub(head.offset);
-    if len == 0 || len > crate::journal::format::MAX_LINE_BYTES as u64 || head.end > file.len()? {
-        return Ok(false);
-    }
-    let mut line = vec![0u8; len as usize];
-    if file.read_at(&mut line, head.offset)? != line.len() {
-        return Ok(false);
-    }
-    Ok(crate::journal::format::verify_line(&line).is_ok_and(|e| e.seq == head.seq && e.hash == head.hash))
 }

@@ -3,13 +3,16 @@
 //! projection folded from the journal. The library never prints and never exits; the
 //! `abcd` binary (`cli`) is a thin layer over it.
 
+pub mod away;
 pub mod checklist;
 pub mod cli;
+pub mod clock;
 pub mod event;
 pub mod fold;
 pub mod hook;
 pub mod host;
 pub mod journal;
+pub mod owed;
 pub mod places;
 pub mod store;
 pub mod verdict;

@@ -136,7 +136,10 @@ fn compaction_stop_and_prompt_hooks_answer_as_the_host_expects() {
     // With working items, stop allows and names them in one line for the person.
     assert!(repo.abcd(&["checklist", "add", "Ship it"]).status.success());
     let (out, _) = hook(&repo, "stop", &fixture("stop.json", &vars), &[]);
-    assert_eq!(stdout_json(&out).unwrap(), json!({"systemMessage": "abcd: 1 checklist item(s) still working: ship-it"}));
+    assert_eq!(
+        stdout_json(&out).unwrap(),
+        json!({"systemMessage": "abcd: stopped with work owed (1 item); next: checklist item ship-it is working."})
+    );
 
     // A branch this session created and no item names: the prompt hook says so.
     let (out, _) = hook(

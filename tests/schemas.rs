@@ -11,13 +11,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use abcd::away::{self, AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
 use abcd::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState};
 use abcd::checklist::secrets::{self, SecretKind};
-use abcd::event::{self, ItemAdded, ItemChanged, JournalOpened, JournalRepaired, RepairCause, Scope, WriteRefused};
+use abcd::event::{
+    self, BranchCreated, CompactionRecorded, ItemAdded, ItemChanged, JournalOpened, JournalRepaired, RepairCause, Scope, SessionJudged,
+    SessionStarted, WriteRefused,
+};
 use abcd::fold::{self, FoldNote, FoldedState};
+use abcd::hook::git;
 use abcd::journal::format;
 use abcd::journal::scan::{self, StartPoint};
 use abcd::journal::storage::StorageFile;
+use abcd::verdict::stop::{Row, StopState};
 use serde_json::{Number, Value, json};
 
 fn format_dir() -> PathBuf {
@@ -56,6 +62,19 @@ const PERSON_OR_SLOT: &str = r"^(person|slot):[A-Za-z0-9._-]{1,200}$";
 const JIFF_INSTANT: &str = r"^(-00)?[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{0,8}[1-9])?Z$";
 /// A word of a refusal record.
 const REFUSAL_WORD: &str = r"^[a-z_.]+$";
+/// A line with something on it (the away record's text, `away::check_line`): no control
+/// character anywhere, and at least one character that is not white space.
+const TEXT_LINE: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^\u0000-\u001F\u007F-\u009F]*$";
+/// A branch name (`hook::git::branch_name_ok` bar its byte limit): not empty, no leading `-`
+/// or `/`, no trailing `/` or `.lock`, no `..` or `@{`, and no white space, control
+/// character, `~`, `^`, `:`, `?`, `*`, `[` or `\`.
+const BRANCH_NAME: &str = r"^(?![-/])(?![\s\S]*\.\.)(?![\s\S]*@\{)(?![\s\S]*(/|\.lock)$)[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000~^:?*\[\\]+$";
+/// A host session id abcd keys state by (`event::session_id_ok`).
+const SESSION_ID: &str = "^[A-Za-z0-9_-]{1,128}$";
+/// An API error type as the host names them (`away::error_type_ok`).
+const ERROR_TYPE: &str = "^[a-z][a-z0-9_]{0,63}$";
+/// A full commit id: SHA-1 or SHA-256, lowercase hex.
+const COMMIT_ID: &str = "^([0-9a-f]{40}|[0-9a-f]{64})$";
 
 /// `text` is `digits` ASCII digits.
 fn digits(text: &str, n: usize) -> bool {
@@ -105,6 +124,23 @@ fn pattern_holds(pattern: &str, s: &str) -> bool {
                 && fraction.is_none_or(|f| (1..=9).contains(&f.len()) && digits(f, f.len()) && !f.ends_with('0'))
         }
         REFUSAL_WORD => !s.is_empty() && s.bytes().all(|c| c.is_ascii_lowercase() || matches!(c, b'_' | b'.')),
+        TEXT_LINE => s.chars().any(|c| !space_or_control(c)) && !s.chars().any(char::is_control),
+        BRANCH_NAME => {
+            !s.is_empty()
+                && !s.starts_with(['-', '/'])
+                && !s.ends_with('/')
+                && !s.ends_with(".lock")
+                && !s.contains("..")
+                && !s.contains("@{")
+                && !s.chars().any(|c| space_or_control(c) || matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+        }
+        SESSION_ID => (1..=128).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-')),
+        ERROR_TYPE => {
+            (1..=64).contains(&s.len())
+                && s.as_bytes()[0].is_ascii_lowercase()
+                && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
+        }
+        COMMIT_ID => hex(40) || hex(64),
         "^[0-9a-f]{64}$" => hex(64),
         "^[0-9a-f]{32}$" => hex(32),
         // Dotted lowercase words; the 64-byte cap is the schema's maxLength.
@@ -986,4 +1022,789 @@ fn the_field_patterns_are_the_codes_rules() {
     for read_not_written in ["2026-12-01T09:00:00.000Z", "2026-12-01T10:00:00+01:00", "2026-12-01t09:00:00z", "2026-12-01T09:00Z"] {
         assert!(!errors_of(time_schema, &json!(read_not_written)).is_empty(), "{read_not_written}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The session and away kinds
+// ---------------------------------------------------------------------------------------
+
+/// Every kind `event::decode` reads into a typed value (not `Known::Unfolded`) has its
+/// `<kind>.schema.json`. `Unfolded` does not look at the data, so an empty object tells
+/// the two apart: a typed kind refuses it (each has a required key) or reads it.
+#[test]
+fn every_kind_the_fold_decodes_has_a_schema() {
+    let schemas = kind_schemas();
+    let typed: Vec<&str> =
+        event::V1_KINDS.iter().copied().filter(|kind| !matches!(event::decode(kind, &json!({})), Ok(event::Known::Unfolded))).collect();
+    assert!(typed.len() >= 15, "the probe finds the kinds this build folds: {typed:?}");
+    for kind in typed {
+        assert!(schemas.contains_key(kind), "{kind} is folded but journal-format/schema/{kind}.schema.json is missing");
+    }
+}
+
+fn hex_of(n: usize, seed: u64) -> String {
+    let mut lcg = Lcg(seed);
+    (0..n).map(|_| char::from(b"0123456789abcdef"[lcg.below(16)])).collect()
+}
+
+/// What the fold does with one event of `kind` carrying `data`, in a journal of `scope`
+/// that holds the events `before` first (each of which must fold): `Ok` when folded, `Err`
+/// naming why it was skipped.
+fn folds(scope: Scope, before: &[(&str, Value)], kind: &str, data: &Value) -> Result<(), String> {
+    let genesis = serde_json::to_value(JournalOpened { journal_id: "0123456789abcdef".repeat(2), scope }).unwrap();
+    let events = std::iter::once((event::JOURNAL_OPENED, &genesis)).chain(before.iter().map(|(k, d)| (*k, d))).chain([(kind, data)]);
+    let mut state = FoldedState::default();
+    let mut prev = format::Hash([0; 32]);
+    let mut last = FoldNote::Folded;
+    for (seq, (kind, data)) in events.enumerate() {
+        let hash = format::Hash([seq as u8 + 1; 32]);
+        let event = format::Event {
+            seq: seq as u64,
+            time: jiff::Timestamp::new(1_796_000_000 + seq as i64, 0).unwrap(),
+            kind: kind.into(),
+            actor: format::Actor::this_process(None),
+            data: data.clone(),
+            prev,
+            hash,
+        };
+        last = fold::fold_event(&mut state, &event);
+        assert!(seq == before.len() + 1 || last == FoldNote::Folded, "{kind} before the event under test: {last:?}");
+        prev = hash;
+    }
+    match last {
+        FoldNote::Folded => Ok(()),
+        FoldNote::Skipped(s) => Err(format!("{:?}: {}", s.field, s.reason)),
+        other => panic!("{kind}: {other:?}"),
+    }
+}
+
+fn working_copy_scope() -> Scope {
+    Scope::WorkingCopy { root: "/home/ana/src/shop".into() }
+}
+
+fn repository_scope() -> Scope {
+    Scope::Repository { root_commit: "ab".repeat(20) }
+}
+
+/// What the code takes as `data` of a working copy journal's `kind`.
+fn in_working_copy(kind: &'static str) -> impl Fn(&Value) -> Result<(), String> {
+    move |data| folds(working_copy_scope(), &[], kind, data)
+}
+
+/// A valid window, as `abcd mode autonomous` writes it: the start rounded to the second.
+fn window() -> AwaySet {
+    AwaySet {
+        set_by: "Ana Lima".into(),
+        working_copy: "/home/ana/src/shop".into(),
+        start: at("2026-11-30T06:00:00Z"),
+        end: at("2026-12-07T05:59:59.5Z"),
+        hold_pushes: true,
+    }
+}
+
+/// What the code takes as `data` of a repository journal's `kind`, with a window open.
+fn in_repository(kind: &'static str) -> impl Fn(&Value) -> Result<(), String> {
+    move |data| folds(repository_scope(), &[(event::AWAY_SET, serde_json::to_value(window()).unwrap())], kind, data)
+}
+
+/// The keys of an object.
+fn keys_of(v: &Value) -> BTreeSet<String> {
+    v.as_object().unwrap().keys().cloned().collect()
+}
+
+/// `data` with the string at `path` (keys, outermost first) replaced.
+fn set_at(data: &Value, path: &[&str], x: Value) -> Value {
+    let mut d = data.clone();
+    let mut at = &mut d;
+    for key in path {
+        at = &mut at[*key];
+    }
+    *at = x;
+    d
+}
+
+/// Every `Row`, in order: the match fails to compile when a variant is added, and the
+/// assertion fails when the array leaves one out.
+fn every_row() -> Vec<Row> {
+    let index = |r: Row| match r {
+        Row::Question => 0,
+        Row::OwedChanged => 1,
+        Row::WakeReleased => 2,
+        Row::WakesSpent => 3,
+        Row::NoWake => 4,
+        Row::NothingOwedWake => 5,
+        Row::NothingOwedNoWake => 6,
+        Row::PresentOwed => 7,
+        Row::PresentNothingOwed => 8,
+    };
+    let all = [
+        Row::Question,
+        Row::OwedChanged,
+        Row::WakeReleased,
+        Row::WakesSpent,
+        Row::NoWake,
+        Row::NothingOwedWake,
+        Row::NothingOwedNoWake,
+        Row::PresentOwed,
+        Row::PresentNothingOwed,
+    ];
+    assert!(all.iter().enumerate().all(|(i, r)| index(*r) == i));
+    all.to_vec()
+}
+
+fn every_stop_state() -> Vec<StopState> {
+    let index = |s: StopState| match s {
+        StopState::Working => 0,
+        StopState::Waiting => 1,
+        StopState::Stopped => 2,
+    };
+    let all = [StopState::Working, StopState::Waiting, StopState::Stopped];
+    assert!(all.iter().enumerate().all(|(i, s)| index(*s) == i));
+    all.to_vec()
+}
+
+fn every_stop_label() -> Vec<StopLabel> {
+    let index = |l: StopLabel| match l {
+        StopLabel::WorkOwed => 0,
+        StopLabel::NoNextLook => 1,
+        StopLabel::ApiError => 2,
+        StopLabel::CheckIncomplete => 3,
+    };
+    let all = [StopLabel::WorkOwed, StopLabel::NoNextLook, StopLabel::ApiError, StopLabel::CheckIncomplete];
+    assert!(all.iter().enumerate().all(|(i, l)| index(*l) == i));
+    all.to_vec()
+}
+
+/// The names serde writes for `values`.
+fn names<T: serde::Serialize>(values: &[T]) -> Vec<String> {
+    values.iter().map(|v| serde_json::to_value(v).unwrap().as_str().unwrap().to_string()).collect()
+}
+
+/// A token the secret scanner flags.
+fn github_token() -> String {
+    let token = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0".repeat(2).get(..36).unwrap());
+    assert!(secrets::scan(&token).is_some(), "the scanner flags the sample token");
+    token
+}
+
+/// `session.started`, `compaction.recorded`, `branch.created` and `session.judged`: the
+/// schemas name exactly the keys and the fixed lists the code has, take what the Rust types
+/// write (every optional key present and absent, every variant), and take what the fold
+/// takes, limits met exactly included, and refuse what it refuses.
+#[test]
+fn the_session_schemas_agree_with_the_code() {
+    let started = schema("session.started.schema.json");
+    let compaction = schema("compaction.recorded.schema.json");
+    let branch = schema("branch.created.schema.json");
+    let judged = schema("session.judged.schema.json");
+    let session = "3f2c8a1e-5b7d-4e90-a1c3-d5e7f9012b4c";
+
+    // session.started: what the type writes, with and without a session.
+    for s in [Some(session.to_string()), None] {
+        let data = serde_json::to_value(SessionStarted { session: s, source: "startup".into(), working_copy: "/home/ana/src/shop".into() })
+            .unwrap();
+        assert_eq!(keys_of(&data), keys_of(&started["properties"]), "session.started keys");
+        agree(&started, in_working_copy(event::SESSION_STARTED), &data, true);
+    }
+    let good = json!({"session": session, "source": "startup", "working_copy": "/w"});
+    // The session is not checked; the source is any host's word; a missing session is null.
+    for data in [
+        without(&good, "session"),
+        with(&good, "session", json!("not/an id")),
+        with(&good, "source", json!("brand_new_source")),
+        with(&good, "working_copy", json!("")),
+    ] {
+        agree(&started, in_working_copy(event::SESSION_STARTED), &data, true);
+    }
+    for data in [
+        without(&good, "source"),
+        without(&good, "working_copy"),
+        with(&good, "extra", json!(1)),
+        with(&good, "session", json!(7)),
+        with(&good, "source", json!(null)),
+        with(&good, "working_copy", json!(["/w"])),
+        json!([]),
+    ] {
+        agree(&started, in_working_copy(event::SESSION_STARTED), &data, false);
+    }
+
+    // compaction.recorded.
+    for s in [Some(session.to_string()), None] {
+        let data = serde_json::to_value(CompactionRecorded { session: s, trigger: "auto".into() }).unwrap();
+        assert_eq!(keys_of(&data), keys_of(&compaction["properties"]), "compaction.recorded keys");
+        agree(&compaction, in_working_copy(event::COMPACTION_RECORDED), &data, true);
+    }
+    let good = json!({"session": null, "trigger": "manual"});
+    agree(&compaction, in_working_copy(event::COMPACTION_RECORDED), &without(&good, "session"), true);
+    for data in
+        [without(&good, "trigger"), with(&good, "extra", json!(1)), with(&good, "trigger", json!(null)), with(&good, "session", json!(1))]
+    {
+        agree(&compaction, in_working_copy(event::COMPACTION_RECORDED), &data, false);
+    }
+
+    // branch.created: `renamed_from` is written only for a rename.
+    let b = |renamed_from: Option<&str>| {
+        serde_json::to_value(BranchCreated {
+            branch: "abcd/c2-parse".into(),
+            command: "git branch -m".into(),
+            renamed_from: renamed_from.map(String::from),
+        })
+        .unwrap()
+    };
+    assert_eq!(keys_of(&b(Some("old"))), keys_of(&branch["properties"]), "branch.created keys");
+    assert!(!b(None).as_object().unwrap().contains_key("renamed_from"), "no renamed_from key when it is absent");
+    for data in [b(Some("old-name")), b(None)] {
+        agree(&branch, in_working_copy(event::BRANCH_CREATED), &data, true);
+    }
+    let good = b(None);
+    assert_eq!(branch["properties"]["branch"]["maxLength"], json!(200));
+    for name in [
+        "a".repeat(200),
+        "é".repeat(100),
+        "feature/x".into(),
+        "v1.2".into(),
+        "a-".into(),
+        "a.locks".into(),
+        "a@b".into(),
+        "a{b}".into(),
+        "ünïcode/✓".into(),
+    ] {
+        agree(&branch, in_working_copy(event::BRANCH_CREATED), &with(&good, "branch", json!(name)), true);
+    }
+    let mut both_refuse =
+        vec![without(&good, "branch"), without(&good, "command"), with(&good, "extra", json!(1)), with(&good, "command", json!(null))];
+    for name in [
+        "".to_string(),
+        "a".repeat(201),
+        "-x".into(),
+        "/x".into(),
+        "x/".into(),
+        "x.lock".into(),
+        "a..b".into(),
+        "a@{1}".into(),
+        "a b".into(),
+        "a\tb".into(),
+        "a\u{3000}b".into(),
+        "a\u{7f}".into(),
+        "a~1".into(),
+        "a^".into(),
+        "a:b".into(),
+        "a?".into(),
+        "a*".into(),
+        "a[b".into(),
+        "a\\b".into(),
+    ] {
+        both_refuse.push(with(&good, "branch", json!(name)));
+    }
+    for data in &both_refuse {
+        agree(&branch, in_working_copy(event::BRANCH_CREATED), data, false);
+    }
+    // Where the schema is stricter: writers leave renamed_from out, never null; serde reads
+    // a null as absent.
+    let data = with(&good, "renamed_from", json!(null));
+    assert!(!errors_of(&branch, &data).is_empty() && in_working_copy(event::BRANCH_CREATED)(&data).is_ok(), "{data}");
+    // What the schema cannot say: the limit is 200 bytes (maxLength counts characters), and
+    // the name carries no secret.
+    let token = github_token();
+    for name in ["é".repeat(101), format!("feat/{token}")] {
+        let data = with(&good, "branch", json!(name));
+        assert!(errors_of(&branch, &data).is_empty(), "{data}: {:?}", errors_of(&branch, &data));
+        assert!(in_working_copy(event::BRANCH_CREATED)(&data).is_err(), "the fold takes {data}");
+    }
+
+    // session.judged: every row and state, every optional key set and not.
+    let fp = |seed| Some(hex_of(64, seed));
+    assert_eq!(strings(&judged["properties"]["row"]["enum"]), names(&every_row()), "rows");
+    assert_eq!(strings(&judged["properties"]["state"]["enum"]), names(&every_stop_state()), "stop states");
+    assert_eq!(judged["properties"]["next_look"]["pattern"], json!(JIFF_INSTANT));
+    let judged_code = in_working_copy(event::SESSION_JUDGED);
+    for (i, row) in every_row().into_iter().enumerate() {
+        for state in every_stop_state() {
+            let full = SessionJudged {
+                session: session.into(),
+                row,
+                state,
+                next_look: Some(at("2026-12-01T09:00:00.5Z")),
+                block_count: i as u32,
+                wake_count: u32::MAX,
+                owed_fingerprint: fp(1),
+                capped_fingerprint: fp(2),
+                question_hash: fp(3),
+            };
+            let empty = SessionJudged {
+                next_look: None,
+                owed_fingerprint: None,
+                capped_fingerprint: None,
+                question_hash: None,
+                block_count: 0,
+                wake_count: 0,
+                ..full.clone()
+            };
+            for j in [full, empty] {
+                let data = serde_json::to_value(&j).unwrap();
+                assert_eq!(keys_of(&data), keys_of(&judged["properties"]), "session.judged keys");
+                agree(&judged, &judged_code, &data, true);
+                assert_eq!(serde_json::from_value::<SessionJudged>(data).unwrap(), j);
+            }
+        }
+    }
+    let good = serde_json::to_value(SessionJudged {
+        session: session.into(),
+        row: Row::NoWake,
+        state: StopState::Working,
+        next_look: None,
+        block_count: 2,
+        wake_count: 0,
+        owed_fingerprint: fp(4),
+        capped_fingerprint: None,
+        question_hash: None,
+    })
+    .unwrap();
+    let mut sparse = good.clone();
+    for key in ["next_look", "owed_fingerprint", "capped_fingerprint", "question_hash"] {
+        sparse = without(&sparse, key);
+        agree(&judged, &judged_code, &without(&good, key), true);
+    }
+    agree(&judged, &judged_code, &sparse, true);
+    for (key, v) in [
+        ("session", json!("a".repeat(128))),
+        ("session", json!("A_z-9")),
+        ("block_count", json!(u32::MAX)),
+        ("next_look", json!("2026-12-01T09:00:00Z")),
+        ("question_hash", json!(hex_of(64, 5))),
+    ] {
+        agree(&judged, &judged_code, &with(&good, key, v), true);
+    }
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["session", "row", "state", "block_count", "wake_count"] {
+        both_refuse.push(without(&good, key));
+    }
+    for (key, v) in [
+        ("session", json!("")),
+        ("session", json!("a".repeat(129))),
+        ("session", json!("a/b")),
+        ("session", json!("a.b")),
+        ("session", json!("é")),
+        ("session", json!(null)),
+        ("row", json!("row_1")),
+        ("row", json!("Question")),
+        ("row", json!(1)),
+        ("state", json!("blocked")),
+        ("state", json!(null)),
+        ("next_look", json!("tomorrow")),
+        ("block_count", json!(u64::from(u32::MAX) + 1)),
+        ("block_count", json!(-1)),
+        ("wake_count", json!(1.5)),
+        ("wake_count", json!(null)),
+        ("owed_fingerprint", json!(hex_of(63, 6))),
+        ("owed_fingerprint", json!(hex_of(65, 6))),
+        ("capped_fingerprint", json!(hex_of(64, 7).to_uppercase())),
+        ("question_hash", json!(format!("{}g", hex_of(63, 8)))),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&judged, &judged_code, data, false);
+    }
+    // What the schema cannot say: a verdict belongs in a working copy journal.
+    assert!(folds(repository_scope(), &[], event::SESSION_JUDGED, &good).is_err());
+}
+
+/// `away.set`, `away.queued`, `away.stop_recorded`, `away.handed_back`, `away.ended` and
+/// `decision.recorded`, as `the_session_schemas_agree_with_the_code` holds the session kinds.
+#[test]
+fn the_away_schemas_agree_with_the_code() {
+    let set = schema("away.set.schema.json");
+    let queued = schema("away.queued.schema.json");
+    let stop = schema("away.stop_recorded.schema.json");
+    let handed = schema("away.handed_back.schema.json");
+    let ended = schema("away.ended.schema.json");
+    let decision = schema("decision.recorded.schema.json");
+    let wc = "/home/ana/src/shop";
+    let line = |n: usize| json!("é".repeat(n));
+
+    // The limits are the code's.
+    let p = |s: &Value, key: &str| s["properties"][key]["maxLength"].clone();
+    assert_eq!(p(&queued, "step"), json!(away::STEP_MAX_CHARS));
+    for key in ["text", "grounds", "undo"] {
+        assert_eq!(p(&decision, key), json!(away::DECISION_FIELD_MAX_CHARS), "{key}");
+    }
+    assert_eq!(p(&set, "set_by"), json!(away::PERSON_MAX_CHARS));
+    assert_eq!(p(&ended, "ended_by"), json!(away::PERSON_MAX_CHARS));
+    assert_eq!(p(&stop["properties"]["stop"], "next"), json!(away::STOP_NEXT_MAX_CHARS));
+    // One rule for each kind of field, whatever the description says.
+    let plain = |v: &Value| without(v, "description");
+    for s in [&set, &queued, &stop, &handed, &ended, &decision] {
+        assert_eq!(p(s, "working_copy"), json!(away::WORKING_COPY_MAX_CHARS), "{}", s["title"]);
+        let text_line = with(&plain(&s["properties"]["working_copy"]), "maxLength", json!(1));
+        for (key, sub) in s["properties"].as_object().unwrap().iter().chain(stop["properties"]["stop"]["properties"].as_object().unwrap()) {
+            if sub.get("pattern") == Some(&json!(TEXT_LINE)) {
+                assert_eq!(with(&plain(sub), "maxLength", json!(1)), text_line, "{key}");
+            }
+        }
+    }
+    let branch = schema("branch.created.schema.json");
+    assert_eq!(plain(&handed["properties"]["branch"]), plain(&branch["properties"]["branch"]), "one branch rule");
+    // Times are written as jiff writes them (the rule `the_field_patterns_are_the_codes_rules`
+    // holds against jiff).
+    for key in ["start", "end"] {
+        assert_eq!(set["properties"][key]["pattern"], json!(JIFF_INSTANT), "{key}");
+    }
+
+    // away.set: the start as `abcd mode autonomous` writes it (no fraction), and with one.
+    let code = in_repository(event::AWAY_SET);
+    for w in
+        [window(), AwaySet { start: at("2026-11-30T06:00:00.25Z"), end: at("2026-12-07T06:00:00.25Z"), hold_pushes: false, ..window() }]
+    {
+        let data = serde_json::to_value(&w).unwrap();
+        assert_eq!(keys_of(&data), keys_of(&set["properties"]), "away.set keys");
+        agree(&set, &code, &data, true);
+    }
+    let good = serde_json::to_value(window()).unwrap();
+    for (key, v) in [
+        ("set_by", line(200)),
+        ("set_by", json!(" Ana ")),
+        ("set_by", json!("a\u{a0}b")),
+        ("working_copy", line(4096)),
+        ("end", json!("2026-12-07T06:00:00Z")),
+        ("start", json!("2026-11-30T06:00:00.000000001Z")),
+    ] {
+        agree(&set, &code, &with(&good, key, v), true);
+    }
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["set_by", "working_copy", "start", "end", "hold_pushes"] {
+        both_refuse.push(without(&good, key));
+    }
+    for (key, v) in [
+        ("set_by", line(201)),
+        ("set_by", json!("")),
+        ("set_by", json!(" \u{3000}")),
+        ("set_by", json!("Ana\nLima")),
+        ("set_by", json!(null)),
+        ("working_copy", line(4097)),
+        ("working_copy", json!("/w\t")),
+        ("start", json!("now")),
+        ("end", json!(null)),
+        ("hold_pushes", json!("yes")),
+        ("hold_pushes", json!(null)),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&set, &code, data, false);
+    }
+    // What the schema cannot say: the window ends after its start, at most 7 days after;
+    // no text carries a secret; away events belong in a repository journal.
+    let token = github_token();
+    for data in [
+        with(&good, "end", json!("2026-11-30T06:00:00Z")),
+        with(&good, "end", json!("2026-11-30T05:00:00Z")),
+        with(&good, "end", json!("2026-12-07T06:00:00.000000001Z")),
+        with(&good, "set_by", json!(token)),
+    ] {
+        assert!(errors_of(&set, &data).is_empty(), "{data}: {:?}", errors_of(&set, &data));
+        assert!(code(&data).is_err(), "the fold takes {data}");
+    }
+    assert!(folds(working_copy_scope(), &[], event::AWAY_SET, &good).is_err());
+    // Where the schema is stricter: an instant jiff reads but does not write.
+    let data = with(&good, "start", json!("2026-11-30T07:00:00+01:00"));
+    assert!(!errors_of(&set, &data).is_empty() && code(&data).is_ok(), "{data}");
+
+    // away.queued.
+    let code = in_repository(event::AWAY_QUEUED);
+    let good = serde_json::to_value(AwayQueued { step: "Approve the push of abcd/c2-parse".into(), working_copy: wc.into() }).unwrap();
+    assert_eq!(keys_of(&good), keys_of(&queued["properties"]), "away.queued keys");
+    agree(&queued, &code, &good, true);
+    agree(&queued, &code, &with(&good, "step", line(500)), true);
+    agree(&queued, &code, &with(&good, "step", json!("\u{1F600}".repeat(500))), true);
+    let mut both_refuse = vec![without(&good, "step"), without(&good, "working_copy"), with(&good, "extra", json!(1))];
+    for step in [line(501), json!(""), json!("  "), json!("a\nb"), json!("a\u{85}"), json!(1)] {
+        both_refuse.push(with(&good, "step", step));
+    }
+    both_refuse.push(with(&good, "working_copy", line(4097)));
+    for data in &both_refuse {
+        agree(&queued, &code, data, false);
+    }
+    // What the schema cannot say: a step needs an open window.
+    assert!(folds(repository_scope(), &[], event::AWAY_QUEUED, &good).is_err());
+
+    // away.stop_recorded: every label, with and without each optional key.
+    let code = in_repository(event::AWAY_STOP_RECORDED);
+    let stop_schema = &stop["properties"]["stop"];
+    assert_eq!(strings(&stop_schema["properties"]["label"]["enum"]), names(&every_stop_label()), "stop labels");
+    for label in every_stop_label() {
+        for next in [Some("Ship the parser (ship-the-parser)"), None] {
+            for error_type in [Some("rate_limit"), None] {
+                for possibly_forced_by_cap in [true, false] {
+                    let s = RecordedStop {
+                        label,
+                        possibly_forced_by_cap,
+                        next: next.map(String::from),
+                        error_type: error_type.map(String::from),
+                    };
+                    let data = serde_json::to_value(AwayStopRecorded { stop: s, working_copy: wc.into() }).unwrap();
+                    assert_eq!(keys_of(&data), keys_of(&stop["properties"]), "away.stop_recorded keys");
+                    let written: BTreeSet<String> = keys_of(&data["stop"]);
+                    assert!(written.is_subset(&keys_of(&stop_schema["properties"])));
+                    assert_eq!(written.len(), 2 + usize::from(next.is_some()) + usize::from(error_type.is_some()), "{data}");
+                    // An error type goes with an API error stop, and only with one.
+                    agree(&stop, &code, &data, (label == StopLabel::ApiError) == error_type.is_some());
+                }
+            }
+        }
+    }
+    let good = serde_json::to_value(AwayStopRecorded {
+        stop: RecordedStop {
+            label: StopLabel::ApiError,
+            possibly_forced_by_cap: false,
+            next: Some("n".into()),
+            error_type: Some("overloaded".into()),
+        },
+        working_copy: wc.into(),
+    })
+    .unwrap();
+    assert_eq!(keys_of(&good["stop"]), keys_of(&stop_schema["properties"]), "stop keys");
+    for data in [
+        set_at(&good, &["stop"], json!({"label": "work_owed"})),
+        set_at(&good, &["stop", "next"], line(400)),
+        set_at(&good, &["stop", "error_type"], json!(format!("a{}", "_9".repeat(31) + "z"))),
+        set_at(&good, &["stop", "error_type"], json!("z")),
+        set_at(&good, &["stop", "error_type"], json!("unknown")),
+    ] {
+        agree(&stop, &code, &data, true);
+    }
+    let mut both_refuse = vec![without(&good, "stop"), without(&good, "working_copy"), with(&good, "extra", json!(1))];
+    both_refuse.push(with(&good, "stop", without(&good["stop"], "error_type")));
+    for (key, v) in [
+        ("label", json!("work_owed")),
+        ("label", json!("crashed")),
+        ("label", json!("WorkOwed")),
+        ("label", json!(null)),
+        ("possibly_forced_by_cap", json!(null)),
+        ("possibly_forced_by_cap", json!("true")),
+        ("next", line(401)),
+        ("next", json!("")),
+        ("next", json!("a\r\nb")),
+        ("error_type", json!(format!("a{}", "b".repeat(64)))),
+        ("error_type", json!("")),
+        ("error_type", json!("Rate_limit")),
+        ("error_type", json!("9x")),
+        ("error_type", json!("_x")),
+        ("error_type", json!("rate-limit")),
+        ("extra", json!(1)),
+    ] {
+        both_refuse.push(set_at(&good, &["stop", key], v));
+    }
+    both_refuse.push(with(&good, "stop", without(&good["stop"], "label")));
+    both_refuse.push(with(&good, "stop", json!("api_error")));
+    for data in &both_refuse {
+        agree(&stop, &code, data, false);
+    }
+    // Where the schema is stricter: writers leave next out, never null.
+    let data = set_at(&good, &["stop", "next"], json!(null));
+    assert!(!errors_of(&stop, &data).is_empty() && code(&data).is_ok(), "{data}");
+    // A null error type is no error type: both refuse it on an API error stop; on another
+    // the code takes it as absent and the schema, stricter, refuses the null.
+    agree(&stop, &code, &set_at(&good, &["stop", "error_type"], json!(null)), false);
+    let owed = set_at(&set_at(&good, &["stop", "label"], json!("work_owed")), &["stop", "error_type"], json!(null));
+    assert!(!errors_of(&stop, &owed).is_empty() && code(&owed).is_ok(), "{owed}");
+
+    // away.handed_back.
+    let code = in_repository(event::AWAY_HANDED_BACK);
+    let hb = |head: String| serde_json::to_value(AwayHandedBack { branch: "abcd/c2-parse".into(), head, working_copy: wc.into() }).unwrap();
+    for good in [hb(hex_of(40, 9)), hb(hex_of(64, 10))] {
+        assert_eq!(keys_of(&good), keys_of(&handed["properties"]), "away.handed_back keys");
+        agree(&handed, &code, &good, true);
+    }
+    let good = hb(hex_of(40, 11));
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["branch", "head", "working_copy"] {
+        both_refuse.push(without(&good, key));
+    }
+    for (key, v) in [
+        ("head", json!(hex_of(39, 12))),
+        ("head", json!(hex_of(41, 12))),
+        ("head", json!(hex_of(63, 12))),
+        ("head", json!(hex_of(65, 12))),
+        ("head", json!(hex_of(40, 12).to_uppercase())),
+        ("head", json!("")),
+        ("branch", json!("a..b")),
+        ("branch", json!("")),
+        ("branch", json!("a".repeat(201))),
+        ("working_copy", json!("")),
+        ("working_copy", json!(null)),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&handed, &code, data, false);
+    }
+
+    // away.ended.
+    let code = in_repository(event::AWAY_ENDED);
+    let good = serde_json::to_value(AwayEnded { ended_by: "Ana Lima".into(), working_copy: wc.into() }).unwrap();
+    assert_eq!(keys_of(&good), keys_of(&ended["properties"]), "away.ended keys");
+    agree(&ended, &code, &good, true);
+    agree(&ended, &code, &with(&good, "ended_by", line(200)), true);
+    for data in [
+        without(&good, "ended_by"),
+        without(&good, "working_copy"),
+        with(&good, "extra", json!(1)),
+        with(&good, "ended_by", line(201)),
+        with(&good, "ended_by", json!("\t")),
+    ] {
+        agree(&ended, &code, &data, false);
+    }
+
+    // decision.recorded.
+    let code = in_repository(event::DECISION_RECORDED);
+    let good = serde_json::to_value(DecisionRecorded {
+        text: "Keep the old parser".into(),
+        grounds: "its tests pass: all 41 of them".into(),
+        undo: "git revert HEAD".into(),
+        working_copy: wc.into(),
+    })
+    .unwrap();
+    assert_eq!(keys_of(&good), keys_of(&decision["properties"]), "decision.recorded keys");
+    agree(&decision, &code, &good, true);
+    // Outside a window, a decision is counted, not skipped.
+    assert!(folds(repository_scope(), &[], event::DECISION_RECORDED, &good).is_ok());
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["text", "grounds", "undo", "working_copy"] {
+        agree(&decision, &code, &with(&good, key, line(if key == "working_copy" { 4096 } else { 1000 })), true);
+        both_refuse.push(without(&good, key));
+        both_refuse.push(with(&good, key, line(if key == "working_copy" { 4097 } else { 1001 })));
+        both_refuse.push(with(&good, key, json!("")));
+        both_refuse.push(with(&good, key, json!("its tests pass:\n\tall 41 of them")));
+    }
+    for data in &both_refuse {
+        agree(&decision, &code, data, false);
+    }
+    let data = with(&good, "grounds", json!(format!("the token {token} works")));
+    assert!(errors_of(&decision, &data).is_empty() && code(&data).is_err(), "{data}");
+    assert!(folds(working_copy_scope(), &[], event::DECISION_RECORDED, &good).is_err(), "a decision belongs in a repository journal");
+}
+
+/// Each rule the session and away schemas state with a pattern and lengths is exactly the
+/// code's rule: on strings built from the characters the rules turn on, and at and around
+/// each limit, schema and code agree on every one.
+#[test]
+fn the_session_and_away_patterns_are_the_codes_rules() {
+    let queued = schema("away.queued.schema.json");
+    let set = schema("away.set.schema.json");
+    let stop = schema("away.stop_recorded.schema.json");
+    let decision = schema("decision.recorded.schema.json");
+    let handed = schema("away.handed_back.schema.json");
+    let judged = schema("session.judged.schema.json");
+    let branch = schema("branch.created.schema.json");
+    let stop_props = &stop["properties"]["stop"]["properties"];
+    assert_eq!(branch["properties"]["branch"]["maxLength"], json!(git::MAX_BRANCH_BYTES));
+    type Rule = fn(&str) -> bool;
+    let rules: [(&str, &Value, Rule); 10] = [
+        ("step", &queued["properties"]["step"], |s| away::check_step(s).is_ok()),
+        ("set_by", &set["properties"]["set_by"], |s| away::check_line("set_by", s, away::PERSON_MAX_CHARS).is_ok()),
+        ("next", &stop_props["next"], |s| away::check_line("next", s, away::STOP_NEXT_MAX_CHARS).is_ok()),
+        ("decision text", &decision["properties"]["text"], |s| away::check_line("text", s, away::DECISION_FIELD_MAX_CHARS).is_ok()),
+        ("working_copy", &queued["properties"]["working_copy"], |s| {
+            away::check_line("working_copy", s, away::WORKING_COPY_MAX_CHARS).is_ok()
+        }),
+        ("session id", &judged["properties"]["session"], event::session_id_ok),
+        ("error type", &stop_props["error_type"], away::error_type_ok),
+        ("head", &handed["properties"]["head"], |s| {
+            // The fold's own check: a hand-back in an open window.
+            let mut state = away::AwayState::default();
+            away::fold_set(&mut state, window()).unwrap();
+            let h = AwayHandedBack { branch: "abcd/c2-parse".into(), head: s.into(), working_copy: "/w".into() };
+            away::fold_handed_back(&mut state, h, at("2026-11-30T07:00:00Z")).is_ok()
+        }),
+        ("fingerprint", &judged["properties"]["owed_fingerprint"], |s| {
+            let data =
+                json!({"session": "s", "row": "no_wake", "state": "working", "block_count": 1, "wake_count": 0, "owed_fingerprint": s});
+            folds(working_copy_scope(), &[], event::SESSION_JUDGED, &data).is_ok()
+        }),
+        // The schema's maxLength counts characters; the code's limit is in bytes, which the
+        // schema states in words: checked here with the byte limit added, and below without.
+        ("branch", &branch["properties"]["branch"], git::branch_name_ok),
+    ];
+    const PIECES: &[&str] = &[
+        "a",
+        "z",
+        "f",
+        "0",
+        "9",
+        "A",
+        "Z",
+        "ab12",
+        "_",
+        "-",
+        "/",
+        ".",
+        "..",
+        ".lock",
+        "@",
+        "{",
+        "@{",
+        "~",
+        "^",
+        ":",
+        "?",
+        "*",
+        "[",
+        "\\",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "\u{0}",
+        "\u{7f}",
+        "\u{85}",
+        "\u{a0}",
+        "\u{1680}",
+        "\u{2028}",
+        "\u{3000}",
+        "\u{feff}",
+        "\u{200b}",
+        "é",
+        "\u{1F600}",
+    ];
+    let mut samples: Vec<String> = vec![String::new()];
+    for n in [1, 39, 40, 41, 63, 64, 65, 127, 128, 129, 199, 200, 201, 399, 400, 401, 499, 500, 501, 999, 1000, 1001, 4095, 4096, 4097] {
+        for piece in ["a", "é", "\u{1F600}", " ", "f", "_"] {
+            samples.push(piece.repeat(n));
+            samples.push(format!("x{}", piece.repeat(n - 1)));
+            samples.push(format!("{}\u{3000}", piece.repeat(n - 1)));
+        }
+    }
+    for seed in 0..30 {
+        for n in [39, 40, 41, 63, 64, 65] {
+            let hex = hex_of(n, seed);
+            samples.push(hex.to_uppercase());
+            samples.push(format!("{}g", &hex[1..]));
+            samples.push(hex);
+        }
+    }
+    let mut lcg = Lcg(0xa11a);
+    for _ in 0..40_000 {
+        let len = lcg.below(9);
+        samples.push((0..len).map(|_| PIECES[lcg.below(PIECES.len())]).collect());
+    }
+    let mut taken = BTreeMap::<&str, usize>::new();
+    for s in &samples {
+        for (name, sub, rule) in &rules {
+            let mut by_schema = errors_of(sub, &json!(s)).is_empty();
+            if *name == "branch" {
+                by_schema &= s.len() <= git::MAX_BRANCH_BYTES;
+            }
+            assert_eq!(by_schema, rule(s), "{name} {s:?}: the schema says {by_schema}");
+            *taken.entry(name).or_default() += usize::from(by_schema);
+        }
+    }
+    // The samples reach both sides of every rule.
+    for (name, _, _) in &rules {
+        assert!(taken[name] >= 20 && taken[name] + 20 <= samples.len(), "{name}: {} of {} taken", taken[name], samples.len());
+    }
+    // Where the schema alone is looser: a branch name of at most 200 characters but more
+    // than 200 bytes.
+    let long = "é".repeat(101);
+    assert!(errors_of(&branch["properties"]["branch"], &json!(long)).is_empty() && !git::branch_name_ok(&long));
 }

@@ -308,8 +308,8 @@ fn item_changed(id: String, changes: ChangeSet) -> Value {
 /// Events 1, 2, … of the vectors. The `checklist.*` data is real: each event is what the
 /// verbs write and the checklist fold takes, in any journal the standard events fill from
 /// seq 1 (two items added per round of eight, each changed later in the round or in the
-/// next). The data of `session.started`, `compaction.recorded`, `branch.created` and
-/// `decision.recorded` is illustrative: this build does not define it yet.
+/// next). The session, compaction, branch and `session.judged` data is what the hooks
+/// write in a working copy journal.
 fn standard_event(seq: u64) -> (&'static str, Value) {
     let round = seq / 8;
     match seq % 8 {
@@ -355,8 +355,9 @@ fn standard_event(seq: u64) -> (&'static str, Value) {
         5 => ("compaction.recorded", json!({"session": SESSION, "trigger": "auto"})),
         6 => ("branch.created", json!({"branch": "abcd/c2-parse", "command": "git switch -c"})),
         7 => (
-            "decision.recorded",
-            json!({"text": "Keep the old parser", "grounds": "its tests pass:\n\tall 41 of them", "undo": "git revert HEAD"}),
+            "session.judged",
+            json!({"session": SESSION, "row": "present_owed", "state": "stopped", "next_look": null, "block_count": 0, "wake_count": 0,
+                "owed_fingerprint": null, "capped_fingerprint": null, "question_hash": null}),
         ),
         // The second item of the round before: a new title, the credential cleared.
         _ => (
@@ -425,7 +426,7 @@ fn all_vectors() -> Vec<Vector> {
     v.push(vector("machine-scope", "A machine journal: genesis with scope `machine` and one event.", m.bytes(), Expected::clean(2)));
 
     let mut u = journal_a(3);
-    u.push("future.widget_spun", json!({"rpm": 1200, "nested": {"list": [1, 2.5, null, true], "s": "x"}}));
+    u.push("future.widget_spun", json!({"rpm": 1200, "nested": {"list": [1, 2.5, null, true], "s": "tabs\tand\nnewlines, \"quoted\""}}));
     u.push("future.widget_spun", json!({}));
     u.fill_to(6);
     v.push(vector(
@@ -925,11 +926,9 @@ journal file, byte for byte, and `<name>.expected.json` its verdict under `../SP
 ```
 
 All times are fixed (event `n` is at 2026-11-30T06:00:00.000Z plus `n` × 1.037 s), as are the
-journal ids, pids and session id. The data of `journal.opened`, `journal.repaired` and the three
-`checklist.*` kinds is defined (`../schema/`): every such event here is what abcd writes, and each
-one that verifies fits its schema and is taken by the checklist fold. The data of the other v1
-kinds here is illustrative (not defined yet), and `future.widget_spun` is a kind no abcd defines,
-so its data is free.
+journal ids, pids and session id. The data of every v1 kind here is defined (`../schema/`):
+every such event is what abcd writes, and each one that verifies fits its schema and is taken
+by the fold. `future.widget_spun` is a kind no abcd defines, so its data is free.
 The files are binary (`.gitattributes`): a checkout that rewrites newlines breaks them, which is
 what `corrupt-crlf` shows.
 

@@ -38,25 +38,25 @@ impl Demo {
     /// the context the host would hand the model.
     fn hook(&self, event: &str, payload: serde_json::Value) -> anyhow::Result<()> {
         println!("   $ abcd hook {event}    (stdin: the host's {} payload)", payload["hook_event_name"].as_str().unwrap_or(""));
-        let mut child = Command::new(&self.exe)
-            .args(["hook", event])
-            .current_dir(&self.root)
-            .env("ABCD_HOME", &self.home)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()?;
+        let mut child = self.hook_command(event).spawn()?;
         child.stdin.take().expect("piped").write_all(payload.to_string().as_bytes())?;
         let out = child.wait_with_output()?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         match serde_json::from_str::<serde_json::Value>(stdout.trim()) {
-            Ok(v) => match v["hookSpecificOutput"]["additionalContext"].as_str() {
-                Some(ctx) => {
+            Ok(v) => {
+                if let Some(ctx) = v["hookSpecificOutput"]["additionalContext"].as_str() {
                     println!("     additionalContext for the model:");
                     ctx.lines().for_each(|l| println!("       | {l}"));
+                } else if let Some(reason) = v["hookSpecificOutput"]["permissionDecisionReason"].as_str() {
+                    println!("     refused, with this reason for the model:");
+                    println!("       | {reason}");
+                } else if v["decision"] == "block" {
+                    println!("     the stop is blocked, with this reason for the model:");
+                    println!("       | {}", v["reason"].as_str().unwrap_or_default());
+                } else {
+                    println!("     {v}");
                 }
-                None => println!("     {v}"),
-            },
+            }
             Err(_) if stdout.trim().is_empty() => println!("     (no output: nothing to add, nothing refused)"),
             Err(_) => println!("     {stdout}"),
         }
@@ -64,6 +64,28 @@ impl Demo {
             println!("     {line}");
         }
         Ok(())
+    }
+
+    /// Runs a hook without showing it (the demo repeats one call to reach the host's cap).
+    fn hook_quiet(&self, event: &str, payload: serde_json::Value) -> anyhow::Result<()> {
+        let mut child = self.hook_command(event).spawn()?;
+        child.stdin.take().expect("piped").write_all(payload.to_string().as_bytes())?;
+        child.wait_with_output()?;
+        Ok(())
+    }
+
+    fn hook_command(&self, event: &str) -> Command {
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["hook", event])
+            .current_dir(&self.root)
+            .env("ABCD_HOME", &self.home)
+            // The demo lists no forge: it has no remote, and nothing reaches the network.
+            .env("ABCD_GH", "")
+            .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd
     }
 
     fn journal(&self) -> std::path::PathBuf {
@@ -83,7 +105,13 @@ fn expect(code: i32, want: i32, what: &str) -> anyhow::Result<()> {
 pub fn run() -> anyhow::Result<i32> {
     let tmp = tempfile::tempdir()?;
     let root = tmp.path().join("repo");
-    std::fs::create_dir_all(root.join(".git"))?;
+    std::fs::create_dir_all(&root)?;
+    let has_git = make_git_repository(&root);
+    if !has_git {
+        // Without git the checklist story still runs; the away mode needs the repository's
+        // first commit to find its record, so its step is skipped.
+        std::fs::create_dir_all(root.join(".git"))?;
+    }
     let demo = Demo { exe: std::env::current_exe()?, root, home: tmp.path().join("home") };
     println!("abcd demo: a temporary repository at {}", demo.root.display());
 
@@ -148,8 +176,65 @@ pub fn run() -> anyhow::Result<i32> {
     step("11. The audit: one line per event, and every projection checked against the fold");
     expect(demo.run(&["replay"])?, 0, "replay")?;
 
+    if has_git {
+        away_story(&demo, &cwd)?;
+    } else {
+        println!("\n12. (skipped: git is not on PATH, and the away mode keys its record by the repository's first commit)");
+    }
+
     println!("\ndemo done; the temporary folder is removed now.");
     Ok(super::EXIT_OK)
+}
+
+/// The person steps away: the stop is blocked while work is owed, the question tool is
+/// refused, and `abcd mode back` prints what the window collected.
+fn away_story(demo: &Demo, cwd: &str) -> anyhow::Result<()> {
+    step("12. The person steps away: every session works or waits with a wake, and asks no one");
+    expect(demo.run(&["mode", "autonomous", "--until", "+8h"])?, 0, "mode autonomous")?;
+    let stop = |active: bool, message: &str| {
+        serde_json::json!({"session_id": "demo-session", "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": active,
+            "last_assistant_message": message, "background_tasks": [], "session_crons": []})
+    };
+    println!("   the session tries to end its turn with work owed:");
+    demo.hook("stop", stop(false, "That is all for now."))?;
+    println!("   it asks a question instead of deciding:");
+    demo.hook(
+        "pre-tool-use",
+        serde_json::json!({"session_id": "demo-session", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+            "tool_input": {"questions": [{"question": "Which parser?", "header": "Parser", "options": [{"label": "hand-written"}], "multiSelect": false}]}}),
+    )?;
+    println!("   so it decides what is its to decide, and queues what is the person's:");
+    expect(
+        demo.run(&["decide", "Use a hand-written parser", "--grounds", "no new dependency", "--undo", "revert the parser commit"])?,
+        0,
+        "decide",
+    )?;
+    expect(demo.run(&["mode", "queue", "push feat/login once CI is green"])?, 0, "queue")?;
+    println!(
+        "   after 7 more blocks in a row, the 9th passes the host's cap (8): the host ends the turn anyway, and abcd records that stop:"
+    );
+    for _ in 0..7 {
+        demo.hook_quiet("stop", stop(true, "Still working on it."))?;
+    }
+    demo.hook("stop", stop(true, "Still working on it."))?;
+    step("13. The person is back: one line per queued step, recorded stop and decision");
+    expect(demo.run(&["mode", "back"])?, 0, "mode back")?;
+    Ok(())
+}
+
+/// Makes `root` a git repository with one commit; false when git cannot be run.
+fn make_git_repository(root: &Path) -> bool {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(["-c", "user.name=Demo Person", "-c", "user.email=demo@example.invalid", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(root)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    git(&["init", "-q"]) && git(&["commit", "-q", "--allow-empty", "-m", "first"]) && git(&["config", "user.name", "Demo Person"])
 }
 
 /// Appends a valid, hash-chained `checklist.item_added` whose title carries `token`, the

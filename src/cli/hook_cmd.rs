@@ -11,6 +11,7 @@ use crate::host::{self, HookEvent, claude};
 const FAULT_ENV: &str = "ABCD_HOOK_FAULT";
 
 pub fn run(event: HookEvent) -> i32 {
+    let started = std::time::Instant::now();
     // One line on stderr, ours: the default panic message would add its own.
     std::panic::set_hook(Box::new(|_| {}));
     let outcome = std::panic::catch_unwind(|| {
@@ -19,7 +20,7 @@ pub fn run(event: HookEvent) -> i32 {
         }
         let payload = read_payload()?;
         let request = claude::parse(event, &payload).map_err(|e| e.to_string())?;
-        crate::hook::handle(&request).map_err(|e| e.to_string())
+        crate::hook::handle(&request, started).map_err(|e| e.to_string())
     });
     let name = event.cli_name();
     match outcome {

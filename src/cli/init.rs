@@ -18,6 +18,9 @@ const EXCLUDE_LINE: &str = "/.abcd/.work.local/";
 const MAX_SETTINGS_BYTES: u64 = 4 << 20;
 /// Seconds the host gives each abcd hook (abcd itself fails open well within it).
 const HOOK_TIMEOUT_SECS: u64 = 10;
+/// The Stop hook's: its git and forge reads have a 14 s budget (SPEC §6), so the host's
+/// kill must come well after it.
+pub const STOP_HOOK_TIMEOUT_SECS: u64 = 30;
 
 #[derive(Args, Debug)]
 pub struct InitArgs {
@@ -43,7 +46,8 @@ fn is_ours(handler: &Value) -> bool {
 }
 
 fn our_handler(exe: &str, event: HookEvent) -> Value {
-    json!({"type": "command", "command": exe, "args": ["hook", event.cli_name()], "timeout": HOOK_TIMEOUT_SECS})
+    let timeout = if event == HookEvent::Stop { STOP_HOOK_TIMEOUT_SECS } else { HOOK_TIMEOUT_SECS };
+    json!({"type": "command", "command": exe, "args": ["hook", event.cli_name()], "timeout": timeout})
 }
 
 /// Settings with abcd's hooks merged in: older abcd handlers removed, one current one

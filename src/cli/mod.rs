@@ -7,6 +7,7 @@ mod demo;
 mod hook_cmd;
 mod init;
 mod journal_cmd;
+mod mode_cmd;
 mod replay;
 
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ enum Command {
     /// Print the man page (roff)
     Man,
     Checklist(checklist_cmd::ChecklistArgs),
+    Mode(mode_cmd::ModeArgs),
+    Decide(mode_cmd::DecideArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -173,6 +176,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(EXIT_OK)
         }
         Command::Checklist(a) => checklist_cmd::run(a),
+        Command::Mode(a) => mode_cmd::run_mode(a),
+        Command::Decide(a) => mode_cmd::run_decide(a),
     }
 }
 
@@ -180,7 +185,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 fn exit_code_for(e: &anyhow::Error) -> i32 {
     use crate::journal::append::JournalError as J;
     for cause in e.chain() {
-        if cause.downcast_ref::<places::PlaceError>().is_some() {
+        if cause.downcast_ref::<places::PlaceError>().is_some() || cause.downcast_ref::<crate::clock::BadTestNow>().is_some() {
             return EXIT_REFUSED;
         }
         if let Some(j) = cause.downcast_ref::<J>() {

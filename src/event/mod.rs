@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
 use crate::checklist::item::{ChangeSet, ItemFields};
+use crate::verdict::stop::{Judged, Row, SessionState, StopState};
 
 pub const JOURNAL_OPENED: &str = "journal.opened";
 pub const JOURNAL_REPAIRED: &str = "journal.repaired";
@@ -14,6 +16,13 @@ pub const CHECKLIST_WRITE_REFUSED: &str = "checklist.write_refused";
 pub const SESSION_STARTED: &str = "session.started";
 pub const COMPACTION_RECORDED: &str = "compaction.recorded";
 pub const BRANCH_CREATED: &str = "branch.created";
+pub const SESSION_JUDGED: &str = "session.judged";
+pub const AWAY_SET: &str = "away.set";
+pub const AWAY_QUEUED: &str = "away.queued";
+pub const AWAY_STOP_RECORDED: &str = "away.stop_recorded";
+pub const AWAY_HANDED_BACK: &str = "away.handed_back";
+pub const AWAY_ENDED: &str = "away.ended";
+pub const DECISION_RECORDED: &str = "decision.recorded";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -23,15 +32,15 @@ pub const V1_KINDS: &[&str] = &[
     CHECKLIST_ITEM_CHANGED,
     CHECKLIST_WRITE_REFUSED,
     SESSION_STARTED,
-    "session.judged",
+    SESSION_JUDGED,
     COMPACTION_RECORDED,
     BRANCH_CREATED,
-    "away.set",
-    "away.queued",
-    "away.stop_recorded",
-    "away.handed_back",
-    "away.ended",
-    "decision.recorded",
+    AWAY_SET,
+    AWAY_QUEUED,
+    AWAY_STOP_RECORDED,
+    AWAY_HANDED_BACK,
+    AWAY_ENDED,
+    DECISION_RECORDED,
     "run.started",
     "run.driver_claimed",
     "run.halted",
@@ -166,6 +175,54 @@ pub struct BranchCreated {
     pub renamed_from: Option<String>,
 }
 
+/// `data` of `session.judged`: the stop verdict for one host session, and the state the
+/// next verdict reads back (SPEC §6 "Counts").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionJudged {
+    pub session: String,
+    pub row: Row,
+    pub state: StopState,
+    #[serde(default)]
+    pub next_look: Option<jiff::Timestamp>,
+    pub block_count: u32,
+    pub wake_count: u32,
+    #[serde(default)]
+    pub owed_fingerprint: Option<String>,
+    #[serde(default)]
+    pub capped_fingerprint: Option<String>,
+    #[serde(default)]
+    pub question_hash: Option<String>,
+}
+
+impl SessionJudged {
+    pub fn new(session: String, j: Judged) -> SessionJudged {
+        SessionJudged {
+            session,
+            row: j.row,
+            state: j.state,
+            next_look: j.next_look,
+            block_count: j.block_count,
+            wake_count: j.wake_count,
+            owed_fingerprint: j.owed_fingerprint,
+            capped_fingerprint: j.capped_fingerprint,
+            question_hash: j.question_hash,
+        }
+    }
+
+    /// What the next verdict for this session reads back.
+    pub fn session_state(&self) -> SessionState {
+        SessionState {
+            block_count: self.block_count,
+            wake_count: self.wake_count,
+            owed_fingerprint: self.owed_fingerprint.clone(),
+            capped_fingerprint: self.capped_fingerprint.clone(),
+            question_hash: self.question_hash.clone(),
+            next_look: self.next_look,
+        }
+    }
+}
+
 /// The typed view of an event this build understands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Known {
@@ -177,6 +234,13 @@ pub enum Known {
     SessionStarted(SessionStarted),
     CompactionRecorded(CompactionRecorded),
     BranchCreated(BranchCreated),
+    SessionJudged(SessionJudged),
+    AwaySet(AwaySet),
+    AwayQueued(AwayQueued),
+    AwayStopRecorded(AwayStopRecorded),
+    AwayHandedBack(AwayHandedBack),
+    AwayEnded(AwayEnded),
+    DecisionRecorded(DecisionRecorded),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -209,9 +273,24 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         SESSION_STARTED => Ok(Known::SessionStarted(typed(kind, data)?)),
         COMPACTION_RECORDED => Ok(Known::CompactionRecorded(typed(kind, data)?)),
         BRANCH_CREATED => Ok(Known::BranchCreated(typed(kind, data)?)),
+        SESSION_JUDGED => Ok(Known::SessionJudged(typed(kind, data)?)),
+        AWAY_SET => Ok(Known::AwaySet(typed(kind, data)?)),
+        AWAY_QUEUED => Ok(Known::AwayQueued(typed(kind, data)?)),
+        AWAY_STOP_RECORDED => Ok(Known::AwayStopRecorded(typed(kind, data)?)),
+        AWAY_HANDED_BACK => Ok(Known::AwayHandedBack(typed(kind, data)?)),
+        AWAY_ENDED => Ok(Known::AwayEnded(typed(kind, data)?)),
+        DECISION_RECORDED => Ok(Known::DecisionRecorded(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }
+}
+
+/// A host session id abcd keys state by: `[A-Za-z0-9_-]{1,128}` (SPEC §6). Anything
+/// else is refused, so an id can never name a path or carry text into a reason.
+pub const SESSION_ID_MAX_BYTES: usize = 128;
+
+pub fn session_id_ok(id: &str) -> bool {
+    (1..=SESSION_ID_MAX_BYTES).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A fresh journal id: 16 bytes from the OS's random source, as hex.

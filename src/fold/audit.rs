@@ -88,11 +88,68 @@ pub fn audit_line(event: &Event) -> AuditLine {
             }
         }
         Ok(Known::BranchCreated(_)) => "branch.created skipped: not a branch name abcd records".to_string(),
+        Ok(Known::SessionJudged(j)) if crate::event::session_id_ok(&j.session) => format!(
+            "stop judged for session {}: {} ({}), {} block(s) in a row, {} wake(s) spent",
+            j.session,
+            row_words(j.row),
+            serde_json::to_value(j.state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+            j.block_count,
+            j.wake_count
+        ),
+        Ok(Known::SessionJudged(_)) => "session.judged skipped: not a session id abcd records".to_string(),
+        Ok(Known::AwaySet(a)) => match crate::away::check_set(&a) {
+            Ok(()) => format!(
+                "away mode set by {} from {} until {}{}",
+                a.set_by,
+                a.working_copy,
+                format_time(a.end),
+                if a.hold_pushes { ", pushes held" } else { "" }
+            ),
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::AwayQueued(q)) => match crate::away::check_queued(&q) {
+            Ok(()) => format!("queued for the person: {}", q.step),
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::AwayStopRecorded(r)) => {
+            match r.stop.next.as_deref().map(|n| crate::away::check_line("next", n, crate::away::STOP_NEXT_MAX_CHARS)) {
+                Some(Err(rej)) => skipped_line(&event.kind, rej),
+                _ => format!(
+                    "stop recorded: {}{}",
+                    r.stop.label.words(),
+                    if r.stop.possibly_forced_by_cap { ", possibly forced by the cap" } else { "" }
+                ),
+            }
+        }
+        Ok(Known::AwayHandedBack(h)) => match crate::away::check_handed_back(&h) {
+            Ok(()) => format!("handed back branch {} (its push is queued)", h.branch),
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::AwayEnded(e)) => match crate::away::check_ended(&e) {
+            Ok(()) => format!("away mode ended by {} from {}", e.ended_by, e.working_copy),
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::DecisionRecorded(d)) => match crate::away::check_decision(&d) {
+            Ok(()) => format!("decided: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo),
+            Err(r) => skipped_line(&event.kind, r),
+        },
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),
     };
     AuditLine { seq: event.seq, time: format_time(event.time), actor: actor_label(event), kind: event.kind.clone(), what }
+}
+
+fn skipped_line(kind: &str, r: super::checklist::Rejection) -> String {
+    format!("{kind} skipped: {} {}", r.field.unwrap_or_default(), r.reason)
+}
+
+fn row_words(row: crate::verdict::stop::Row) -> String {
+    match row.number() {
+        Some(n) => format!("away row {n}"),
+        None if row == crate::verdict::stop::Row::PresentOwed => "present, work owed".to_string(),
+        None => "present, nothing owed".to_string(),
+    }
 }
 
 fn cause_words(cause: crate::event::RepairCause) -> &'static str {

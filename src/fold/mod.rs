@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::away;
 use crate::event::{self, DecodeError, Known, RepairCause, Scope};
 use crate::journal::format::{Event, Hash};
 
@@ -22,6 +23,24 @@ pub struct FoldedState {
     pub checklist: checklist::ChecklistState,
     #[serde(default)]
     pub work: WorkState,
+    /// The away record (repository journals only).
+    #[serde(default)]
+    pub away: crate::away::AwayState,
+    /// Each host session's stop-verdict state (working copy journals only).
+    #[serde(default)]
+    pub sessions: BTreeMap<String, SessionSlot>,
+}
+
+/// Sessions whose verdict state is kept; past it, the one judged least recently goes.
+pub const MAX_SESSIONS_KEPT: usize = 256;
+
+/// A session's state as its last `session.judged` left it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSlot {
+    pub state: crate::verdict::stop::SessionState,
+    pub row: Option<crate::verdict::stop::Row>,
+    pub stop_state: Option<crate::verdict::stop::StopState>,
+    pub judged_seq: u64,
 }
 
 /// Branches created here and sessions seen: what the hooks need to tell whether the
@@ -119,7 +138,8 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::WriteRefused(refused)) => checklist::fold_refused(&mut state.checklist, event, &refused),
         Ok(Known::SessionStarted(s)) => {
             state.work.sessions_started += 1;
-            state.work.last_session = s.session.filter(|id| crate::checklist::secrets::scan(id).is_none());
+            state.work.last_session =
+                s.session.filter(|id| crate::event::session_id_ok(id) && crate::checklist::secrets::scan(id).is_none());
             Ok(())
         }
         Ok(Known::CompactionRecorded(_)) => {
@@ -127,6 +147,13 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
             Ok(())
         }
         Ok(Known::BranchCreated(b)) => fold_branch(&mut state.work, b),
+        Ok(Known::SessionJudged(j)) => fold_judged(state, j, event.seq),
+        Ok(Known::AwaySet(x)) => in_repository(state).and_then(|away| away::fold_set(away, x)),
+        Ok(Known::AwayQueued(x)) => in_repository(state).and_then(|away| away::fold_queued(away, x, event.time)),
+        Ok(Known::AwayStopRecorded(x)) => in_repository(state).and_then(|away| away::fold_stop(away, x, event.time)),
+        Ok(Known::AwayHandedBack(x)) => in_repository(state).and_then(|away| away::fold_handed_back(away, x, event.time)),
+        Ok(Known::AwayEnded(x)) => in_repository(state).and_then(|away| away::fold_ended(away, x, event.time)),
+        Ok(Known::DecisionRecorded(x)) => in_repository(state).and_then(|away| away::fold_decision(away, x, event.time)),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {
             return if first_of_kind { FoldNote::UnknownKind(kind) } else { FoldNote::Folded };
@@ -145,6 +172,37 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
             FoldNote::Skipped(skipped)
         }
     }
+}
+
+/// The away record lives in the repository journal (SPEC §1): an away event anywhere
+/// else was not written by abcd and is skipped.
+fn in_repository(state: &mut FoldedState) -> Result<&mut away::AwayState, checklist::Rejection> {
+    match state.journal.scope {
+        Some(Scope::Repository { .. }) => Ok(&mut state.away),
+        _ => Err(checklist::Rejection { field: None, reason: "belongs in a repository journal".into() }),
+    }
+}
+
+fn fold_judged(state: &mut FoldedState, j: crate::event::SessionJudged, seq: u64) -> Result<(), checklist::Rejection> {
+    if !matches!(state.journal.scope, Some(Scope::WorkingCopy { .. })) {
+        return Err(checklist::Rejection { field: None, reason: "belongs in a working copy journal".into() });
+    }
+    if !crate::event::session_id_ok(&j.session) {
+        return Err(checklist::Rejection { field: Some("session".into()), reason: "is not a session id ([A-Za-z0-9_-]{1,128})".into() });
+    }
+    let hex64 =
+        |f: &Option<String>| f.as_deref().is_none_or(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+    if !(hex64(&j.owed_fingerprint) && hex64(&j.capped_fingerprint) && hex64(&j.question_hash)) {
+        return Err(checklist::Rejection { field: None, reason: "a fingerprint is not 64 lowercase hex".into() });
+    }
+    let sessions = &mut state.sessions;
+    if !sessions.contains_key(&j.session) && sessions.len() >= MAX_SESSIONS_KEPT {
+        let stalest = sessions.iter().min_by_key(|(_, slot)| slot.judged_seq).map(|(id, _)| id.clone()).expect("full, so not empty");
+        sessions.remove(&stalest);
+    }
+    let slot = SessionSlot { state: j.session_state(), row: Some(j.row), stop_state: Some(j.state), judged_seq: seq };
+    sessions.insert(j.session, slot);
+    Ok(())
 }
 
 fn fold_branch(work: &mut WorkState, b: crate::event::BranchCreated) -> Result<(), checklist::Rejection> {

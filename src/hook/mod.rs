@@ -3,13 +3,14 @@
 //! hook answers nothing and writes nothing. Errors are returned, never printed: the CLI
 //! turns any of them into "allow, and one line on stderr" (fail open, loudly).
 
+pub mod away;
 pub mod git;
+pub mod stop;
 
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::json;
 
-use crate::checklist::item::ItemState;
 use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
 use crate::event::{self, BranchCreated, CompactionRecorded, Scope, SessionStarted};
 use crate::host::{HookEvent, HookReply, HookRequest, RequestDetail, ToolCall};
@@ -21,8 +22,6 @@ use crate::store::Store;
 /// The first line of the re-injected context: factual, as the host's guidance asks.
 pub const CONTEXT_HEADER: &str =
     "abcd keeps this working copy's checklist (it survives compaction; change it with `abcd checklist add|set`):";
-/// Working items named in the Stop hook's one line, at most.
-const STOP_LINE_ITEMS_MAX: usize = 5;
 /// Behind-note branches named, at most.
 const BEHIND_REFS_MAX: usize = 5;
 
@@ -34,6 +33,8 @@ pub enum HookError {
     Place(#[from] PlaceError),
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
+    #[error("{0}")]
+    Clock(String),
 }
 
 /// What a hook did besides its reply: a failure it allowed past (printed on stderr).
@@ -42,8 +43,9 @@ pub struct HookOutcome {
     pub warning: Option<String>,
 }
 
-/// Handles one hook call. `Ok` with an empty reply when the checkout is not managed.
-pub fn handle(req: &HookRequest) -> Result<HookOutcome, HookError> {
+/// Handles one hook call; `started` is when the hook process began (the owed-work
+/// budget runs from it). `Ok` with an empty reply when the checkout is not managed.
+pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutcome, HookError> {
     if !req.cwd.is_dir() {
         return Err(HookError::NoSuchCwd(req.cwd.clone()));
     }
@@ -60,13 +62,17 @@ pub fn handle(req: &HookRequest) -> Result<HookOutcome, HookError> {
     let event = |kind: &str, data: serde_json::Value| NewEvent { kind: kind.into(), actor: actor.clone(), data };
     match &req.detail {
         RequestDetail::SessionStart { source } => {
-            let started = SessionStarted {
+            let started_data = SessionStarted {
                 session: req.session_id.clone(),
                 source: source.name().to_string(),
                 working_copy: root.display().to_string(),
             };
-            let warning = record(&store, &scope, event(event::SESSION_STARTED, json!(started)));
-            Ok(HookOutcome { reply: HookReply { context: Some(session_context(&store)), ..Default::default() }, warning })
+            let mut warnings: Vec<String> =
+                record(&store, &scope, event(event::SESSION_STARTED, json!(started_data))).into_iter().collect();
+            let (block, away_warning) = away_block(&root)?;
+            warnings.extend(away_warning);
+            let reply = HookReply { context: Some(session_context(&store, block.as_deref())), ..Default::default() };
+            Ok(HookOutcome { reply, warning: join(warnings) })
         }
         RequestDetail::Compact { trigger } if req.event == HookEvent::PreCompact => {
             let data = CompactionRecorded { session: req.session_id.clone(), trigger: trigger.clone() };
@@ -78,29 +84,39 @@ pub fn handle(req: &HookRequest) -> Result<HookOutcome, HookError> {
             let view = store.checklist_view();
             let state = store.current_state().ok().map(|c| c.state.work).unwrap_or_default();
             let unlisted = unlisted_refs(&view.checklist.items, &state.branches, git::current_branch(&root).as_deref());
-            let context = (!unlisted.is_empty()).then(|| {
+            let behind = (!unlisted.is_empty()).then(|| {
                 format!(
                     "abcd: the checklist is behind this session's work: no item names {} in its owner refs. Adding an item or an --owner-ref keeps the plan in step with the work.",
                     unlisted.iter().take(BEHIND_REFS_MAX).cloned().collect::<Vec<_>>().join(", ")
                 )
             });
-            Ok(HookOutcome { reply: HookReply { context, ..Default::default() }, warning: None })
+            let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
+            let record = away::read(&root);
+            let show = |t| crate::clock::show(t);
+            let (block, system_message) = match record.state.window.as_ref() {
+                Some(w) if record.holding(now).is_some() => {
+                    (Some(crate::away::text::away_block(w, &show)), Some(crate::away::text::person_line(w, &show)))
+                }
+                Some(w) => (None, crate::away::text::lapsed_line(w, now, &show)),
+                None => (None, None),
+            };
+            let context = match (behind, block) {
+                (Some(b), Some(a)) => Some(format!("{a}\n\n{b}")),
+                (b, a) => a.or(b),
+            };
+            Ok(HookOutcome { reply: HookReply { context, system_message, ..Default::default() }, warning: record.warning })
         }
-        RequestDetail::Stop { .. } => {
-            // The person is present (the away mode comes with its own issue): allow, and
-            // name the working items once so the person sees what is still open.
-            let view = store.checklist_view();
-            let working: Vec<&str> =
-                view.checklist.items.iter().filter(|i| i.fields.state == ItemState::Working).map(|i| i.fields.id.as_str()).collect();
-            let system_message = (!working.is_empty()).then(|| {
-                let more = working.len().saturating_sub(STOP_LINE_ITEMS_MAX);
-                let named = working.iter().take(STOP_LINE_ITEMS_MAX).copied().collect::<Vec<_>>().join(", ");
-                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                format!("abcd: {} checklist item(s) still working: {named}{more}", working.len())
-            });
-            Ok(HookOutcome { reply: HookReply { system_message, ..Default::default() }, warning: None })
+        RequestDetail::Stop { stop_hook_active, last_assistant_message, session_crons } => {
+            let payload = stop::StopPayload {
+                session_id: req.session_id.as_deref(),
+                stop_hook_active: *stop_hook_active,
+                last_assistant_message: last_assistant_message.as_deref(),
+                session_crons,
+            };
+            stop::stop(&store, &scope, &root, &payload, started)
         }
-        RequestDetail::Compact { .. } | RequestDetail::StopFailure { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
+        RequestDetail::StopFailure { error } => stop::stop_failure(&root, req.session_id.as_deref(), error),
+        RequestDetail::Compact { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
     }
 }
 
@@ -113,12 +129,31 @@ fn record(store: &Store, scope: &Scope, event: NewEvent) -> Option<String> {
     }
 }
 
-/// The context a session starts with: the header and the checklist within the budget.
-pub fn session_context(store: &Store) -> String {
+/// The context a session starts with: while away the away block first, then the header
+/// and the checklist, all within the budget (the host's 10,000 characters less a margin).
+pub fn session_context(store: &Store, away_block: Option<&str>) -> String {
     let view = store.checklist_view();
-    let budget = DEFAULT_BUDGET_CHARS - CONTEXT_HEADER.chars().count() - 1;
-    let text = render::render(&view.checklist.items, &view.notes, budget, jiff::Timestamp::now());
-    format!("{CONTEXT_HEADER}\n{text}")
+    let block_chars = away_block.map_or(0, |b| b.chars().count() + 2);
+    let budget = DEFAULT_BUDGET_CHARS.saturating_sub(CONTEXT_HEADER.chars().count() + 1 + block_chars).max(render::MIN_BUDGET_CHARS);
+    let now = crate::clock::now().unwrap_or_else(|_| jiff::Timestamp::now());
+    let text = render::render(&view.checklist.items, &view.notes, budget, now);
+    match away_block {
+        Some(block) => format!("{block}\n\n{CONTEXT_HEADER}\n{text}"),
+        None => format!("{CONTEXT_HEADER}\n{text}"),
+    }
+}
+
+/// The away block while the person is away, and a warning when the record could not be
+/// read (then no block: not away).
+fn away_block(root: &Path) -> Result<(Option<String>, Option<String>), HookError> {
+    let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
+    let record = away::read(root);
+    let block = record.holding(now).map(|w| crate::away::text::away_block(w, &|t| crate::clock::show(t)));
+    Ok((block, record.warning))
+}
+
+fn join(warnings: Vec<String>) -> Option<String> {
+    (!warnings.is_empty()).then(|| warnings.join("; "))
 }
 
 /// Own branches and the current branch that no item's owner refs name.
@@ -168,7 +203,16 @@ fn pre_tool_use(
             }
             Ok(HookOutcome { reply: HookReply::default(), warning })
         }
-        ToolCall::Question | ToolCall::Other { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
+        ToolCall::Question => {
+            // While away, every call of the question tool is refused, whatever it asks.
+            let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
+            let record = away::read(root);
+            let deny = record.holding(now).map(|_| {
+                format!("abcd: the person is away, so no question reaches them, whatever it asks. {}", crate::verdict::stop::QUESTION_ROUTE)
+            });
+            Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: record.warning })
+        }
+        ToolCall::Other { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
     }
 }
 

@@ -6,12 +6,17 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::verdict::cron::SessionCron;
+use crate::verdict::stop::SESSION_CRONS_MAX;
+
 use super::{HookEvent, HookReply, HookRequest, PayloadError, RequestDetail, StartSource, ToolCall};
 
 /// The largest payload read from stdin; a larger one fails open.
 pub const MAX_PAYLOAD_BYTES: usize = 4 << 20;
 /// A session id longer than this is not kept.
 const MAX_SESSION_ID_BYTES: usize = 128;
+/// A cron schedule longer than this is not a five-field expression: passed over.
+const MAX_CRON_SCHEDULE_BYTES: usize = 256;
 
 /// The event's name in the host's payloads and outputs.
 pub fn event_name(event: HookEvent) -> &'static str {
@@ -81,6 +86,7 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
                 Some(_) => return Err(PayloadError::BadField("stop_hook_active")),
             },
             last_assistant_message: text("last_assistant_message")?,
+            session_crons: session_crons(map.get("session_crons")),
         },
         HookEvent::StopFailure => {
             RequestDetail::StopFailure { error: text("error")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect() }
@@ -89,11 +95,34 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
     Ok(HookRequest { event, session_id, cwd: cwd.into(), detail })
 }
 
+/// The session's scheduled wakes (`session_crons[]`: `schedule`, `recurring`). An entry
+/// of another shape is passed over; a list that is not one reads as no wakes, which errs
+/// toward keeping the session working. `background_tasks` is not read: a background task
+/// never counts as a wake (SPEC §6).
+fn session_crons(value: Option<&Value>) -> Vec<SessionCron> {
+    let Some(Value::Array(list)) = value else { return Vec::new() };
+    list.iter()
+        .take(SESSION_CRONS_MAX)
+        .filter_map(|entry| {
+            let schedule = entry.get("schedule")?.as_str()?;
+            (schedule.len() <= MAX_CRON_SCHEDULE_BYTES).then(|| SessionCron {
+                schedule: schedule.to_string(),
+                recurring: entry.get("recurring").and_then(Value::as_bool).unwrap_or(true),
+            })
+        })
+        .collect()
+}
+
 fn tool_call(map: &Map<String, Value>) -> Result<ToolCall, PayloadError> {
     let tool = match map.get("tool_name") {
         Some(Value::String(s)) => s.clone(),
         _ => return Err(PayloadError::BadField("tool_name")),
     };
+    // Every call of the question tool is one, whatever its input's shape: while away it is
+    // refused however it asks (SPEC §6).
+    if tool == "AskUserQuestion" {
+        return Ok(ToolCall::Question);
+    }
     let input = match map.get("tool_input") {
         Some(Value::Object(o)) => o.clone(),
         None | Some(Value::Null) => Map::new(),
@@ -166,7 +195,7 @@ mod tests {
         let minimal = br#"{"cwd":"/w"}"#;
         assert_eq!(
             parse(HookEvent::Stop, minimal).unwrap().detail,
-            RequestDetail::Stop { stop_hook_active: false, last_assistant_message: None }
+            RequestDetail::Stop { stop_hook_active: false, last_assistant_message: None, session_crons: vec![] }
         );
     }
 

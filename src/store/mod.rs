@@ -105,15 +105,21 @@ impl Store {
         Ok(())
     }
 
-    /// Rewrites `state.json` and `checklist.json` (temp file and rename; not synced:
-    /// they are caches a reader rebuilds).
+    /// Rewrites `state.json` and the scope's own view: `checklist.json` beside a working
+    /// copy journal, `away.json` beside a repository journal (temp file and rename; not
+    /// synced: they are caches a reader rebuilds).
     pub fn write_projection(&self, current: &CurrentState) -> Result<(), JournalError> {
         let dir = self.journal.paths().dir();
-        let checklist = projection::ChecklistFile::from_state(&current.state, current.head);
-        let files = [
-            (projection::STATE_FILE, projection::render_state(&current.state, current.head)),
-            (projection::CHECKLIST_FILE, checklist.render()),
-        ];
+        let mut files = vec![(projection::STATE_FILE, projection::render_state(&current.state, current.head))];
+        match current.state.journal.scope {
+            Some(Scope::Repository { .. }) => {
+                files.push((projection::AWAY_FILE, projection::AwayFile::from_state(&current.state, current.head).render()));
+            }
+            Some(Scope::Machine {}) => {}
+            Some(Scope::WorkingCopy { .. }) | None => {
+                files.push((projection::CHECKLIST_FILE, projection::ChecklistFile::from_state(&current.state, current.head).render()));
+            }
+        }
         for (name, bytes) in files {
             let path = dir.join(name);
             crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &bytes, false).map_err(|source| JournalError::Io {

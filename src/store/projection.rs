@@ -6,6 +6,9 @@
 //! - `state.json`: the whole folded state (a readable checkpoint; the read path's base).
 //! - `checklist.json` (`abcd/checklist/v1`) and `checklist.last-good.json`: the checklist
 //!   view that hooks and people read (SPEC §3).
+//! - `away.json` (`abcd/away/v1`), beside a repository journal: the away record (SPEC §6)
+//!   for people and other tools; abcd itself reads the record from `state.json` or the
+//!   journal, never from this file.
 
 use std::path::Path;
 
@@ -18,13 +21,45 @@ use crate::journal::scan::Head;
 use crate::journal::storage::{Storage, read_small};
 
 pub const STATE_FILE: &str = "state.json";
-pub const STATE_SCHEMA: &str = "abcd/state/v1";
+pub const STATE_SCHEMA: &str = "abcd/state/v2";
 pub const CHECKLIST_FILE: &str = "checklist.json";
 pub const LAST_GOOD_FILE: &str = "checklist.last-good.json";
 pub const CHECKLIST_SCHEMA: &str = "abcd/checklist/v1";
 /// The largest projection file read.
 pub const MAX_PROJECTION_BYTES: u64 = 16 << 20;
 const CHECKLIST_DIGEST_CONTEXT: &str = "abcd projection v1 checklist digest";
+pub const AWAY_FILE: &str = "away.json";
+pub const AWAY_SCHEMA: &str = "abcd/away/v1";
+const AWAY_DIGEST_CONTEXT: &str = "abcd projection v1 away digest";
+
+/// The away record as `away.json` carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayFile {
+    pub schema: String,
+    pub journal: JournalRef,
+    pub digest: String,
+    #[serde(flatten)]
+    pub away: crate::away::AwayState,
+    /// Away and decision events the fold skipped, named by seq, field and rule or kind.
+    pub skipped: Vec<Skipped>,
+}
+
+impl AwayFile {
+    pub fn from_state(state: &FoldedState, head: Head) -> AwayFile {
+        let skipped =
+            state.journal.skipped.iter().filter(|s| s.kind.starts_with("away.") || s.kind.starts_with("decision.")).cloned().collect();
+        let mut file =
+            AwayFile { schema: AWAY_SCHEMA.into(), journal: head.into(), digest: String::new(), away: state.away.clone(), skipped };
+        let bytes = serde_json::to_vec(&file).expect("plain data serializes");
+        file.digest = blake3::Hasher::new_derive_key(AWAY_DIGEST_CONTEXT).update(&bytes).finalize().to_hex().to_string();
+        file
+    }
+
+    pub fn render(&self) -> Vec<u8> {
+        pretty(self)
+    }
+}
 
 /// The journal line a projection reflects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,488 @@
+//! The away record (SPEC §6): the repository journal's `away.*` and `decision.recorded`
+//! events folded into one window — who set it, from which working copy, start, end,
+//! hold-pushes, the queue, recorded stops, hand-backs, decisions, who ended it. Pure: the
+//! fold and the checks take plain values and read no clock (`now` is passed in), so they
+//! are tested with plain values and quickcheck. The words shown to the model and the
+//! person are in [`text`].
+//!
+//! The fold re-validates and re-scans every event, as the checklist fold does: a line a
+//! shell appended (with a correct hash) that breaks a rule or carries a secret is skipped
+//! and named, and never reaches the away block or `abcd mode back`.
+
+pub mod text;
+
+use jiff::{SignedDuration, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::fold::checklist::Rejection;
+
+/// The longest window: without `--until` the mode lapses after this, and `--until` may
+/// name no later time (SPEC §6).
+pub const MAX_WINDOW: SignedDuration = SignedDuration::from_hours(7 * 24);
+/// A queued step, at most, in characters (SPEC §6).
+pub const STEP_MAX_CHARS: usize = 500;
+/// Queued steps a window holds at most; the next is refused (a step is the person's to
+/// read, so none is ever dropped).
+pub const QUEUE_MAX_STEPS: usize = 100;
+/// Distinct recorded stops kept; past it, the one seen least recently goes (counted).
+pub const STOPS_MAX: usize = 64;
+/// Hand-backs kept; past it, the oldest goes (counted).
+pub const HANDED_BACK_MAX: usize = 64;
+/// Decisions kept per window; past it, the oldest goes (counted; the journal keeps all).
+pub const DECISIONS_MAX: usize = 256;
+/// A decision's text, grounds and undo, each at most, in characters.
+pub const DECISION_FIELD_MAX_CHARS: usize = 1_000;
+/// Who set or ended the mode, at most, in characters.
+pub const PERSON_MAX_CHARS: usize = 200;
+/// A working copy's path, at most, in characters.
+pub const WORKING_COPY_MAX_CHARS: usize = 4_096;
+/// A next item's description in a recorded stop, at most, in characters.
+pub const STOP_NEXT_MAX_CHARS: usize = 400;
+
+/// `data` of `away.set`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwaySet {
+    pub set_by: String,
+    pub working_copy: String,
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub hold_pushes: bool,
+}
+
+/// `data` of `away.queued`: a step for the person.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayQueued {
+    pub step: String,
+    pub working_copy: String,
+}
+
+/// Why a stop was recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopLabel {
+    /// Stopped with work owed (the host's cap overrode abcd's block).
+    WorkOwed,
+    /// Stopped with nothing owed and no next look.
+    NoNextLook,
+    /// The host ended the turn on an API error (StopFailure).
+    ApiError,
+    /// The owed-work check was cut short, so the stop was allowed unjudged.
+    CheckIncomplete,
+}
+
+impl StopLabel {
+    pub fn words(self) -> &'static str {
+        match self {
+            StopLabel::WorkOwed => "stopped with work owed",
+            StopLabel::NoNextLook => "stopped with no next look",
+            StopLabel::ApiError => "stopped on an API error",
+            StopLabel::CheckIncomplete => "stopped with the owed-work check cut short",
+        }
+    }
+}
+
+/// One recorded stop, without time or count: two equal ones are the same stop.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedStop {
+    pub label: StopLabel,
+    #[serde(default)]
+    pub possibly_forced_by_cap: bool,
+    /// The next owed item, in plain words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// The host's API error type (`rate_limit`, …) for [`StopLabel::ApiError`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+}
+
+/// `data` of `away.stop_recorded`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayStopRecorded {
+    pub stop: RecordedStop,
+    pub working_copy: String,
+}
+
+/// `data` of `away.handed_back`: an own branch whose queued push handed its item back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayHandedBack {
+    pub branch: String,
+    pub head: String,
+    pub working_copy: String,
+}
+
+/// `data` of `away.ended`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayEnded {
+    pub ended_by: String,
+    pub working_copy: String,
+}
+
+/// `data` of `decision.recorded`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRecorded {
+    pub text: String,
+    pub grounds: String,
+    pub undo: String,
+    pub working_copy: String,
+}
+
+/// A queued step as the record keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedStep {
+    pub step: String,
+    pub at: Timestamp,
+    pub working_copy: String,
+}
+
+/// A recorded stop with how often and when it was seen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopEntry {
+    pub stop: RecordedStop,
+    pub count: u64,
+    pub first_at: Timestamp,
+    pub last_at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedBack {
+    pub branch: String,
+    pub head: String,
+    pub at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub text: String,
+    pub grounds: String,
+    pub undo: String,
+    pub at: Timestamp,
+    pub working_copy: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ended {
+    pub by: String,
+    pub working_copy: String,
+    pub at: Timestamp,
+}
+
+/// One away window and everything recorded in it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub set_by: String,
+    pub working_copy: String,
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub hold_pushes: bool,
+    pub queue: Vec<QueuedStep>,
+    pub stops: Vec<StopEntry>,
+    pub handed_back: Vec<HandedBack>,
+    pub decisions: Vec<Decision>,
+    #[serde(default)]
+    pub dropped_stops: u64,
+    #[serde(default)]
+    pub dropped_handed_back: u64,
+    #[serde(default)]
+    pub dropped_decisions: u64,
+    /// Set by `abcd mode back`; a closed window is kept only to say who ended it.
+    pub ended: Option<Ended>,
+}
+
+/// Where the record stands at a given instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// No window was ever set, or the last one was ended by `abcd mode back`.
+    Present,
+    /// A window holds: the person is away.
+    Away,
+    /// The window's end has passed and `abcd mode back` has not closed it yet.
+    Lapsed,
+}
+
+impl Window {
+    pub fn status(&self, now: Timestamp) -> Status {
+        match (&self.ended, now < self.end) {
+            (Some(_), _) => Status::Present,
+            (None, true) => Status::Away,
+            (None, false) => Status::Lapsed,
+        }
+    }
+
+    /// Anything `abcd mode back` has still to print.
+    pub fn unread(&self) -> usize {
+        self.queue.len() + self.stops.len() + self.handed_back.len() + self.decisions.len()
+    }
+
+    /// Whether a hand-back of this branch at this head was already recorded.
+    pub fn handed_back_already(&self, branch: &str, head: &str) -> bool {
+        self.handed_back.iter().any(|h| h.branch == branch && h.head == head)
+    }
+
+    pub fn queued_steps(&self) -> Vec<String> {
+        self.queue.iter().map(|q| q.step.clone()).collect()
+    }
+}
+
+/// The fold of the repository journal's away events.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AwayState {
+    /// The current window, or the last one (closed) to say who ended it.
+    pub window: Option<Window>,
+    /// Decisions recorded while no window was open: counted (the journal keeps them).
+    #[serde(default)]
+    pub decisions_outside_window: u64,
+}
+
+impl AwayState {
+    pub fn status(&self, now: Timestamp) -> Status {
+        self.window.as_ref().map_or(Status::Present, |w| w.status(now))
+    }
+
+    /// The window while it is not closed (away or lapsed).
+    pub fn open_window(&self) -> Option<&Window> {
+        self.window.as_ref().filter(|w| w.ended.is_none())
+    }
+
+    /// The window while the person is away at `now`.
+    pub fn holding(&self, now: Timestamp) -> Option<&Window> {
+        self.window.as_ref().filter(|w| w.status(now) == Status::Away)
+    }
+}
+
+fn reject(field: &str, reason: impl Into<String>) -> Rejection {
+    Rejection { field: Some(field.to_string()), reason: reason.into() }
+}
+
+/// A one-line text field: not empty, no control characters, at most `max` characters, no
+/// secret. The rule is named, never the value.
+pub fn check_line(field: &str, text: &str, max: usize) -> Result<(), Rejection> {
+    if let Some(kind) = crate::checklist::secrets::scan(text) {
+        return Err(reject(field, format!("carries {} ({})", kind.describe(), kind.name())));
+    }
+    if text.trim().is_empty() {
+        return Err(reject(field, "is empty"));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(reject(field, "must be one line with no control characters"));
+    }
+    let n = text.chars().count();
+    if n > max {
+        return Err(reject(field, format!("is {n} characters; at most {max}")));
+    }
+    Ok(())
+}
+
+/// Whitespace runs (newlines included) folded to one space and the ends trimmed, so a
+/// step typed over several lines prints as one.
+pub fn fold_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The rules of `away.set`: the people and places are plain lines, and the window is
+/// not empty and no longer than [`MAX_WINDOW`].
+pub fn check_set(set: &AwaySet) -> Result<(), Rejection> {
+    check_line("set_by", &set.set_by, PERSON_MAX_CHARS)?;
+    check_line("working_copy", &set.working_copy, WORKING_COPY_MAX_CHARS)?;
+    if set.end <= set.start {
+        return Err(reject("end", "is not after the start"));
+    }
+    if set.end.duration_since(set.start) > MAX_WINDOW {
+        return Err(reject("end", "is more than 7 days after the start"));
+    }
+    Ok(())
+}
+
+/// The rules of `--until` against now: in the future, and within [`MAX_WINDOW`].
+pub fn check_until(until: Timestamp, now: Timestamp) -> Result<(), Rejection> {
+    if until <= now {
+        return Err(reject("--until", "is not in the future"));
+    }
+    if until.duration_since(now) > MAX_WINDOW {
+        return Err(reject("--until", "is more than 7 days ahead (an away window lasts at most 7 days)"));
+    }
+    Ok(())
+}
+
+pub fn check_step(step: &str) -> Result<(), Rejection> {
+    check_line("step", step, STEP_MAX_CHARS)
+}
+
+pub fn check_decision(d: &DecisionRecorded) -> Result<(), Rejection> {
+    check_line("text", &d.text, DECISION_FIELD_MAX_CHARS)?;
+    check_line("grounds", &d.grounds, DECISION_FIELD_MAX_CHARS)?;
+    check_line("undo", &d.undo, DECISION_FIELD_MAX_CHARS)?;
+    check_line("working_copy", &d.working_copy, WORKING_COPY_MAX_CHARS)
+}
+
+pub fn check_queued(q: &AwayQueued) -> Result<(), Rejection> {
+    check_step(&q.step)?;
+    check_line("working_copy", &q.working_copy, WORKING_COPY_MAX_CHARS)
+}
+
+/// A recorded stop: its next item a plain line, and an error type (only and always on an
+/// API error stop) in the host's shape.
+pub fn check_stop_recorded(s: &AwayStopRecorded) -> Result<(), Rejection> {
+    if let Some(next) = &s.stop.next {
+        check_line("next", next, STOP_NEXT_MAX_CHARS)?;
+    }
+    match (&s.stop.error_type, s.stop.label) {
+        (Some(kind), StopLabel::ApiError) if error_type_ok(kind) => {}
+        (Some(_), StopLabel::ApiError) => return Err(reject("error_type", "is not an API error type ([a-z][a-z0-9_]{0,63})")),
+        (None, StopLabel::ApiError) => return Err(reject("error_type", "is missing on an API error stop")),
+        (Some(_), _) => return Err(reject("error_type", "is only recorded on an API error stop")),
+        (None, _) => {}
+    }
+    check_line("working_copy", &s.working_copy, WORKING_COPY_MAX_CHARS)
+}
+
+pub fn check_handed_back(h: &AwayHandedBack) -> Result<(), Rejection> {
+    if !crate::hook::git::branch_name_ok(&h.branch) {
+        return Err(reject("branch", "is not a branch name abcd records"));
+    }
+    if let Some(kind) = crate::checklist::secrets::scan(&h.branch) {
+        return Err(reject("branch", format!("carries {} ({})", kind.describe(), kind.name())));
+    }
+    if !(h.head.len() == 40 || h.head.len() == 64) || !h.head.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(reject("head", "is not a full commit id"));
+    }
+    check_line("working_copy", &h.working_copy, WORKING_COPY_MAX_CHARS)
+}
+
+pub fn check_ended(e: &AwayEnded) -> Result<(), Rejection> {
+    check_line("ended_by", &e.ended_by, PERSON_MAX_CHARS)?;
+    check_line("working_copy", &e.working_copy, WORKING_COPY_MAX_CHARS)
+}
+
+/// An API error type as the host names them: `[a-z][a-z0-9_]{0,63}`.
+pub fn error_type_ok(kind: &str) -> bool {
+    let mut bytes = kind.bytes();
+    kind.len() <= 64
+        && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Whether the queue has room for one more step.
+pub fn queue_has_room(window: &Window) -> bool {
+    window.queue.len() < QUEUE_MAX_STEPS
+}
+
+/// `away.set`: a new window. What the open one holds unread (queue, stops, hand-backs,
+/// decisions) is carried over; a closed window's items were printed and are not.
+pub fn fold_set(state: &mut AwayState, set: AwaySet) -> Result<(), Rejection> {
+    check_set(&set)?;
+    let carried = state.window.take().filter(|w| w.ended.is_none());
+    let mut window = Window {
+        set_by: set.set_by,
+        working_copy: set.working_copy,
+        start: set.start,
+        end: set.end,
+        hold_pushes: set.hold_pushes,
+        queue: Vec::new(),
+        stops: Vec::new(),
+        handed_back: Vec::new(),
+        decisions: Vec::new(),
+        dropped_stops: 0,
+        dropped_handed_back: 0,
+        dropped_decisions: 0,
+        ended: None,
+    };
+    if let Some(old) = carried {
+        window.queue = old.queue;
+        window.stops = old.stops;
+        window.handed_back = old.handed_back;
+        window.decisions = old.decisions;
+        window.dropped_stops = old.dropped_stops;
+        window.dropped_handed_back = old.dropped_handed_back;
+        window.dropped_decisions = old.dropped_decisions;
+    }
+    state.window = Some(window);
+    Ok(())
+}
+
+fn open_mut<'a>(state: &'a mut AwayState, what: &str) -> Result<&'a mut Window, Rejection> {
+    state
+        .window
+        .as_mut()
+        .filter(|w| w.ended.is_none())
+        .ok_or_else(|| Rejection { field: None, reason: format!("{what} with no open away window") })
+}
+
+/// `away.queued`: one more step, within the queue's cap.
+pub fn fold_queued(state: &mut AwayState, q: AwayQueued, at: Timestamp) -> Result<(), Rejection> {
+    check_queued(&q)?;
+    let window = open_mut(state, "a step queued")?;
+    if !queue_has_room(window) {
+        return Err(Rejection { field: None, reason: format!("the queue already holds {QUEUE_MAX_STEPS} steps") });
+    }
+    window.queue.push(QueuedStep { step: q.step, at, working_copy: q.working_copy });
+    Ok(())
+}
+
+/// `away.stop_recorded`: an identical stop adds to its entry's count and last time; a new
+/// one past [`STOPS_MAX`] pushes out the entry seen least recently.
+pub fn fold_stop(state: &mut AwayState, s: AwayStopRecorded, at: Timestamp) -> Result<(), Rejection> {
+    check_stop_recorded(&s)?;
+    let window = open_mut(state, "a stop recorded")?;
+    if let Some(entry) = window.stops.iter_mut().find(|e| e.stop == s.stop) {
+        entry.count += 1;
+        entry.last_at = entry.last_at.max(at);
+        return Ok(());
+    }
+    if window.stops.len() >= STOPS_MAX {
+        let stalest = (0..window.stops.len()).min_by_key(|&i| window.stops[i].last_at).expect("the list is full, so not empty");
+        window.stops.remove(stalest);
+        window.dropped_stops += 1;
+    }
+    window.stops.push(StopEntry { stop: s.stop, count: 1, first_at: at, last_at: at });
+    Ok(())
+}
+
+/// `away.handed_back`: recorded once per branch and head.
+pub fn fold_handed_back(state: &mut AwayState, h: AwayHandedBack, at: Timestamp) -> Result<(), Rejection> {
+    check_handed_back(&h)?;
+    let window = open_mut(state, "a hand-back recorded")?;
+    if window.handed_back_already(&h.branch, &h.head) {
+        return Ok(());
+    }
+    if window.handed_back.len() >= HANDED_BACK_MAX {
+        window.handed_back.remove(0);
+        window.dropped_handed_back += 1;
+    }
+    window.handed_back.push(HandedBack { branch: h.branch, head: h.head, at });
+    Ok(())
+}
+
+/// `away.ended`: closes the open window (away or lapsed).
+pub fn fold_ended(state: &mut AwayState, e: AwayEnded, at: Timestamp) -> Result<(), Rejection> {
+    check_ended(&e)?;
+    let window = open_mut(state, "an end recorded")?;
+    window.ended = Some(Ended { by: e.ended_by, working_copy: e.working_copy, at });
+    Ok(())
+}
+
+/// `decision.recorded`: kept in the open window for `abcd mode back`; outside one, only
+/// counted (the journal keeps it for the audit).
+pub fn fold_decision(state: &mut AwayState, d: DecisionRecorded, at: Timestamp) -> Result<(), Rejection> {
+    check_decision(&d)?;
+    let Some(window) = state.window.as_mut().filter(|w| w.ended.is_none()) else {
+        state.decisions_outside_window += 1;
+        return Ok(());
+    };
+    if window.decisions.len() >= DECISIONS_MAX {
+        window.decisions.remove(0);
+        window.dropped_decisions += 1;
+    }
+    window.decisions.push(Decision { text: d.text, grounds: d.grounds, undo: d.undo, at, working_copy: d.working_copy });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! The away record in words: the block the model reads while away, the person's one line
+//! on every prompt, the lapsed-window line, and what `abcd mode back` and bare `abcd mode`
+//! print. Pure: the record and the clock reading in, text out. Times are shown in the
+//! machine's zone through `crate::clock::show`, which the caller's `show` stands for.
+
+use jiff::Timestamp;
+
+use super::{Status, Window};
+use crate::verdict::stop::QUESTION_ROUTE;
+
+/// Makes an instant readable (the CLI passes `crate::clock::show`; tests pass a fixed one).
+pub type Show<'a> = &'a dyn Fn(Timestamp) -> String;
+
+/// The away block: what the model reads at session start and beside every prompt while
+/// the person is away. Says each thing once.
+pub fn away_block(w: &Window, show: Show<'_>) -> String {
+    let mut text = format!(
+        "abcd: the person is away until {} (set by {} from {}). While away, keep working: end a turn only when nothing you \
+         can do is owed, and then only with a wake scheduled (a session cron); abcd's Stop hook holds you to it. The away mode \
+         grants no rights: the person's own standing instruction stays the only authority to push, open or merge a pull \
+         request.",
+        show(w.end),
+        w.set_by,
+        w.working_copy
+    );
+    if w.hold_pushes {
+        text.push_str(" The person has said pushes wait for their return: do the local work, then queue each push with `abcd mode queue \"push <branch>\"`.");
+    }
+    text.push_str(" No question reaches the person while away. ");
+    text.push_str(QUESTION_ROUTE);
+    let queued = w.queue.len();
+    if queued > 0 {
+        text.push_str(&format!(" {} queued for the person so far.", count(queued, "step", "steps")));
+    }
+    text.push_str(" Run `abcd mode back` only on the person's own word in this session.");
+    text
+}
+
+/// The person's one line on every prompt while away.
+pub fn person_line(w: &Window, show: Show<'_>) -> String {
+    let pushes = if w.hold_pushes { "; pushes wait for you" } else { "" };
+    format!(
+        "abcd: away until {}, set by {} from {}; {} queued, {} handed back{pushes}. `abcd mode back` ends it.",
+        show(w.end),
+        w.set_by,
+        w.working_copy,
+        count(w.queue.len(), "step", "steps"),
+        count(w.handed_back.len(), "item", "items"),
+    )
+}
+
+/// The line on every prompt while a lapsed window holds anything unread; `None` when it
+/// holds nothing (or is not lapsed).
+pub fn lapsed_line(w: &Window, now: Timestamp, show: Show<'_>) -> Option<String> {
+    if w.status(now) != Status::Lapsed || w.queue.is_empty() && w.stops.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "abcd: the away window ended at {} with {} queued and {} recorded unread; `abcd mode back` prints and closes it.",
+        show(w.end),
+        count(w.queue.len(), "step", "steps"),
+        count(w.stops.len(), "stop", "stops"),
+    ))
+}
+
+/// What `abcd mode back` prints: one plain line per queued step, hand-back, recorded
+/// stop (label and count) and decision, then what was dropped past the caps.
+pub fn back_report(w: &Window, show: Show<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for q in &w.queue {
+        lines.push(format!("queued: {}", q.step));
+    }
+    for h in &w.handed_back {
+        lines.push(format!("handed back: branch {} at {} (its push is queued)", h.branch, short(&h.head)));
+    }
+    for s in &w.stops {
+        let mut line = format!("stop: {}", s.stop.label.words());
+        if let Some(kind) = &s.stop.error_type {
+            line.push_str(&format!(" ({kind})"));
+        }
+        if s.stop.possibly_forced_by_cap {
+            line.push_str(", possibly forced by the cap");
+        }
+        if let Some(next) = &s.stop.next {
+            line.push_str(&format!("; next: {next}"));
+        }
+        let times = if s.count == 1 { "once".to_string() } else { format!("{} times", s.count) };
+        line.push_str(&format!(" ({times}, last at {})", show(s.last_at)));
+        lines.push(line);
+    }
+    for d in &w.decisions {
+        lines.push(format!("decided: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo));
+    }
+    for (n, what) in [(w.dropped_stops, "recorded stops"), (w.dropped_handed_back, "hand-backs"), (w.dropped_decisions, "decisions")] {
+        if n > 0 {
+            lines.push(format!("dropped: {n} older {what} past the record's cap (the repository journal keeps every one)"));
+        }
+    }
+    lines
+}
+
+/// Bare `abcd mode`: the state in one line.
+pub fn status_line(window: Option<&Window>, now: Timestamp, show: Show<'_>) -> String {
+    match window.map(|w| (w, w.status(now))) {
+        None => "present: no away window has been set in this repository.".to_string(),
+        Some((w, Status::Present)) => {
+            let ended = w.ended.as_ref().expect("a window reads present only once ended");
+            format!("present: the last away window was ended by {} from {} at {}.", ended.by, ended.working_copy, show(ended.at))
+        }
+        Some((w, Status::Away)) => {
+            let pushes = if w.hold_pushes { ", pushes held" } else { "" };
+            format!(
+                "away until {} (set by {} from {} at {}{pushes}); {} queued, {} recorded, {} handed back, {}.",
+                show(w.end),
+                w.set_by,
+                w.working_copy,
+                show(w.start),
+                count(w.queue.len(), "step", "steps"),
+                count(w.stops.len(), "stop", "stops"),
+                count(w.handed_back.len(), "item", "items"),
+                count(w.decisions.len(), "decision", "decisions"),
+            )
+        }
+        Some((w, Status::Lapsed)) => format!(
+            "lapsed at {} (set by {} from {}); {} unread; `abcd mode back` prints and closes it.",
+            show(w.end),
+            w.set_by,
+            w.working_copy,
+            count(w.unread(), "item", "items"),
+        ),
+    }
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 { format!("1 {one}") } else { format!("{n} {many}") }
+}
+
+fn short(head: &str) -> &str {
+    &head[..head.len().min(12)]
+}

@@ -1,0 +1,92 @@
+//! The away record as the hooks see it: read from the repository journal, failing open
+//! (a record that cannot be read, is corrupt or is not safely this user's reads as "not
+//! away", with one warning line), and written only under the journal's lock after
+//! re-reading it, so a hook that began while away never writes into a window that
+//! `abcd mode back` closed meanwhile.
+
+use std::path::Path;
+
+use jiff::Timestamp;
+use serde_json::json;
+
+use crate::away::{AwayHandedBack, AwayState, AwayStopRecorded, RecordedStop, Window};
+use crate::event::{self, Scope};
+use crate::journal::append::JournalError;
+use crate::journal::format::{Actor, NewEvent};
+use crate::journal::storage::RealDisk;
+use crate::places;
+use crate::store::Store;
+
+/// The repository's away record, read for one hook call.
+pub struct AwayView {
+    pub state: AwayState,
+    /// The repository journal, when the repository has one place (a first commit).
+    repository: Option<(Store, Scope)>,
+    /// Why the record reads as "not away" although it may not be (a fault of abcd's).
+    pub warning: Option<String>,
+}
+
+impl AwayView {
+    /// The window while the person is away at `now`.
+    pub fn holding(&self, now: Timestamp) -> Option<&Window> {
+        self.state.holding(now)
+    }
+
+    /// Records a stop in the away record, if the window still holds when the lock is had.
+    pub fn record_stop(&self, stop: RecordedStop, working_copy: &Path, session: Option<&str>, now: Timestamp) -> Option<String> {
+        let data = AwayStopRecorded { stop, working_copy: working_copy.display().to_string() };
+        self.append_if_holding(event::AWAY_STOP_RECORDED, json!(data), session, now, |_| true)
+    }
+
+    /// Records a hand-back, once per branch and head.
+    pub fn record_hand_back(&self, branch: &str, head: &str, working_copy: &Path, session: Option<&str>, now: Timestamp) -> Option<String> {
+        let data = AwayHandedBack { branch: branch.into(), head: head.into(), working_copy: working_copy.display().to_string() };
+        self.append_if_holding(event::AWAY_HANDED_BACK, json!(data), session, now, |w| !w.handed_back_already(branch, head))
+    }
+
+    fn append_if_holding(
+        &self,
+        kind: &str,
+        data: serde_json::Value,
+        session: Option<&str>,
+        now: Timestamp,
+        still_wanted: impl Fn(&Window) -> bool,
+    ) -> Option<String> {
+        let (store, scope) = self.repository.as_ref()?;
+        let event = NewEvent { kind: kind.into(), actor: Actor::this_process(session.map(String::from)), data };
+        let written = store.append_with(Some(scope), |state| match state.away.holding(now) {
+            Some(w) if still_wanted(w) => (vec![event.clone()], ()),
+            _ => (vec![], ()),
+        });
+        match written {
+            Ok(w) => w.after.err().map(|e| format!("the {kind} event is saved but away.json was not refreshed: {e}")),
+            Err(e) => Some(format!("the {kind} event was not recorded: {e}")),
+        }
+    }
+}
+
+/// Reads the away record for a hook in `cwd`. Never fails: what cannot be read is "not
+/// away", said once in `warning`. A repository without a first commit has no record.
+pub fn read(cwd: &Path) -> AwayView {
+    let not_away = |warning: Option<String>| AwayView { state: AwayState::default(), repository: None, warning };
+    let (paths, scope) = match places::repository_journal(cwd) {
+        Ok(found) => found,
+        Err(places::PlaceError::NoRootCommit { .. }) => return not_away(None),
+        Err(e) => return not_away(Some(format!("the away record cannot be found ({e}); reading as not away"))),
+    };
+    let store = match places::open_journal(RealDisk::shared(), paths) {
+        Ok(journal) => Store::new(journal),
+        Err(e) => return not_away(Some(format!("the away record cannot be opened ({e}); reading as not away"))),
+    };
+    let path = store.journal().paths().journal.clone();
+    let (state, warning) = match store.current_state() {
+        Ok(current) if current.degraded.is_none() => (current.state.away, None),
+        Ok(_) => (
+            AwayState::default(),
+            Some(format!("the away record {} is corrupt; reading as not away (`abcd mode` names the damage)", path.display())),
+        ),
+        Err(JournalError::Missing { .. }) => (AwayState::default(), None),
+        Err(e) => (AwayState::default(), Some(format!("the away record cannot be read ({e}); reading as not away"))),
+    };
+    AwayView { state, repository: Some((store, scope)), warning }
+}

@@ -1,0 +1,271 @@
+//! The one forge listing read while the person is away (SPEC §6): `gh pr list` of the
+//! person's open pull requests, run once under its deadline, and which of them are owed
+//! (behind, conflicting or failing).
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use serde::Deserialize;
+
+use super::{CHILD_OUTPUT_MAX, FORGE_DEADLINE, FORGE_LIST_MAX, RunFail, run_bounded};
+use crate::verdict::stop::{Owed, PrWhy};
+
+/// Check-run conclusions that mean failing.
+const FAILING_CONCLUSIONS: &[&str] = &["FAILURE", "TIMED_OUT", "CANCELLED", "ACTION_REQUIRED"];
+/// Status-context states that mean failing.
+const FAILING_STATES: &[&str] = &["FAILURE", "ERROR"];
+
+/// The listing's arguments, exactly.
+pub(super) fn gh_args() -> Vec<String> {
+    ["pr", "list", "--state", "open", "--author", "@me", "--json", "number,headRefName,mergeStateStatus,statusCheckRollup", "--limit"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([FORGE_LIST_MAX.to_string()])
+        .collect()
+}
+
+/// The first executable file named `name` in a PATH value's directories. Empty entries
+/// (the current directory, to a shell) are skipped, so a checkout cannot plant a `gh`.
+pub fn find_on_path(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?).filter(|dir| dir.is_absolute()).map(|dir| dir.join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// A listing under way on its own thread.
+pub(super) struct Listing {
+    thread: Option<JoinHandle<Listed>>,
+    /// Set when the budget was spent before the listing could start.
+    not_started: Option<Listed>,
+}
+
+/// What the listing gave.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Listed {
+    pub items: Vec<Owed>,
+    pub note: Option<String>,
+    pub called: bool,
+    /// The budget, not the listing's own deadline, cut it (or left no time to start it).
+    pub cut_by_budget: bool,
+}
+
+/// Starts the listing; its deadline is [`FORGE_DEADLINE`] from now or the budget's end,
+/// whichever comes first.
+pub(super) fn start(gh: PathBuf, root: PathBuf, budget_end: Instant) -> Listing {
+    let now = Instant::now();
+    if now >= budget_end {
+        let note = "the forge listing was not made: the 14 s budget was spent; decided from disk".to_string();
+        return Listing { thread: None, not_started: Some(Listed { note: Some(note), cut_by_budget: true, ..Listed::default() }) };
+    }
+    let own_end = now.checked_add(FORGE_DEADLINE).unwrap_or(budget_end);
+    let (deadline, by_budget) = if budget_end < own_end { (budget_end, true) } else { (own_end, false) };
+    let thread = std::thread::spawn(move || list(&gh, &root, deadline, by_budget));
+    Listing { thread: Some(thread), not_started: None }
+}
+
+impl Listing {
+    /// Waits for the listing (its child is killed at its deadline, so this ends).
+    pub(super) fn finish(self) -> Listed {
+        match (self.not_started, self.thread) {
+            (Some(listed), _) => listed,
+            (None, Some(thread)) => thread.join().unwrap_or_else(|_| Listed {
+                note: Some("the forge listing failed (its reader panicked); decided from disk".into()),
+                called: true,
+                ..Listed::default()
+            }),
+            (None, None) => Listed::default(),
+        }
+    }
+}
+
+fn list(gh: &Path, root: &Path, deadline: Instant, by_budget: bool) -> Listed {
+    let args: Vec<OsString> = gh_args().into_iter().map(OsString::from).collect();
+    let failed = |why: &str| Listed {
+        note: Some(format!("the forge listing failed ({why}); decided from disk")),
+        called: true,
+        ..Listed::default()
+    };
+    match run_bounded(gh.as_os_str(), &args, root, deadline, CHILD_OUTPUT_MAX) {
+        Ok(ran) if ran.code == Some(0) => match parse_listing(&ran.out) {
+            Ok(items) => Listed { items, called: true, ..Listed::default() },
+            Err(why) => failed(&why),
+        },
+        Ok(ran) => failed(&match ran.code {
+            Some(code) => format!("gh exited with {code}"),
+            None => "gh was ended by a signal".into(),
+        }),
+        Err(RunFail::Deadline) if by_budget => Listed {
+            note: Some("the forge listing was cut at the 14 s budget; decided from disk".into()),
+            called: true,
+            cut_by_budget: true,
+            ..Listed::default()
+        },
+        Err(RunFail::Deadline) => Listed {
+            note: Some(format!("the forge listing was cut at {} s; decided from disk", FORGE_DEADLINE.as_secs())),
+            called: true,
+            ..Listed::default()
+        },
+        Err(RunFail::TooLong) => failed(&format!("it printed more than {CHILD_OUTPUT_MAX} bytes")),
+        Err(RunFail::Read) => failed("its output could not be read"),
+        Err(RunFail::Spawn(why)) => Listed { called: false, ..failed(&format!("gh could not be started: {why}")) },
+    }
+}
+
+/// One listed pull request: only the fields the owed rules read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PullRequest {
+    number: u64,
+    #[serde(default)]
+    merge_state_status: Option<String>,
+    #[serde(default)]
+    status_check_rollup: Option<Vec<Check>>,
+}
+
+/// A check run (`conclusion`) or a status context (`state`).
+#[derive(Deserialize)]
+struct Check {
+    #[serde(default)]
+    conclusion: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+impl Check {
+    fn failing(&self) -> bool {
+        self.conclusion.as_deref().is_some_and(|c| FAILING_CONCLUSIONS.contains(&c))
+            || self.state.as_deref().is_some_and(|s| FAILING_STATES.contains(&s))
+    }
+}
+
+/// The owed pull requests of a listing, the first [`FORGE_LIST_MAX`] read: failing checks
+/// first (they win over the merge state), then `BEHIND`, then `DIRTY`; anything else
+/// (`UNKNOWN`, `CLEAN`, `BLOCKED`, `UNSTABLE`, …) is nothing. Output that is not the
+/// listing's JSON is an error, named without quoting it.
+pub(super) fn parse_listing(bytes: &[u8]) -> Result<Vec<Owed>, String> {
+    let listed: Vec<PullRequest> = serde_json::from_slice(bytes).map_err(|e| format!("its output was not the listing's JSON: {e}"))?;
+    Ok(listed
+        .iter()
+        .take(FORGE_LIST_MAX)
+        .filter_map(|pr| {
+            let failing = pr.status_check_rollup.as_deref().unwrap_or_default().iter().any(Check::failing);
+            let why = match pr.merge_state_status.as_deref() {
+                _ if failing => PrWhy::Failing,
+                Some("BEHIND") => PrWhy::Behind,
+                Some("DIRTY") => PrWhy::Dirty,
+                _ => return None,
+            };
+            Some(Owed::PullRequest { number: pr.number, why })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(number: u64, state: &str, checks: &str) -> String {
+        format!(r#"{{"number":{number},"headRefName":"b{number}","mergeStateStatus":"{state}","statusCheckRollup":[{checks}]}}"#)
+    }
+
+    fn owed(number: u64, why: PrWhy) -> Owed {
+        Owed::PullRequest { number, why }
+    }
+
+    #[test]
+    fn merge_states_map_to_behind_and_dirty_and_the_rest_to_nothing() {
+        let states = ["BEHIND", "DIRTY", "UNKNOWN", "CLEAN", "BLOCKED", "UNSTABLE", "HAS_HOOKS", "DRAFT", ""];
+        let json = format!("[{}]", states.iter().enumerate().map(|(i, s)| pr(i as u64 + 1, s, "")).collect::<Vec<_>>().join(","));
+        assert_eq!(parse_listing(json.as_bytes()).unwrap(), vec![owed(1, PrWhy::Behind), owed(2, PrWhy::Dirty)]);
+    }
+
+    #[test]
+    fn every_failing_conclusion_and_state_fails_and_wins_over_behind() {
+        let mut json = Vec::new();
+        let mut want = Vec::new();
+        let mut n = 0;
+        for c in FAILING_CONCLUSIONS {
+            n += 1;
+            json.push(pr(n, "BEHIND", &format!(r#"{{"__typename":"CheckRun","status":"COMPLETED","conclusion":"{c}"}}"#)));
+            want.push(owed(n, PrWhy::Failing));
+        }
+        for s in FAILING_STATES {
+            n += 1;
+            json.push(pr(n, "CLEAN", &format!(r#"{{"__typename":"StatusContext","state":"{s}"}}"#)));
+            want.push(owed(n, PrWhy::Failing));
+        }
+        // Passing, pending, skipped and neutral checks are not failing.
+        let passing = r#"{"conclusion":"SUCCESS"},{"conclusion":"NEUTRAL"},{"conclusion":"SKIPPED"},{"conclusion":"","status":"IN_PROGRESS"},{"conclusion":null},{"state":"PENDING"},{"state":"SUCCESS"},{"state":"EXPECTED"}"#;
+        json.push(pr(100, "UNSTABLE", passing));
+        json.push(pr(101, "DIRTY", passing));
+        want.push(owed(101, PrWhy::Dirty));
+        let got = parse_listing(format!("[{}]", json.join(",")).as_bytes()).unwrap();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn missing_and_null_fields_read_as_nothing_owed() {
+        let got = parse_listing(br#"[{"number":7},{"number":8,"mergeStateStatus":null,"statusCheckRollup":null}]"#).unwrap();
+        assert!(got.is_empty());
+        assert_eq!(parse_listing(b"[]").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn garbage_is_an_error_never_a_panic() {
+        for bad in [&b""[..], b"not json", b"{}", b"[{\"number\":-1}]", b"[{\"number\":\"x\"}]", b"[1,2]", b"\xff\xfe", b"[{\"number\":1}"]
+        {
+            assert!(parse_listing(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn at_most_the_first_forge_list_max_pull_requests_are_read() {
+        let at = |count: usize| {
+            let json = format!("[{}]", (1..=count as u64).map(|n| pr(n, "BEHIND", "")).collect::<Vec<_>>().join(","));
+            parse_listing(json.as_bytes()).unwrap()
+        };
+        assert_eq!(at(FORGE_LIST_MAX).len(), FORGE_LIST_MAX);
+        let past = at(FORGE_LIST_MAX + 1);
+        assert_eq!(past.len(), FORGE_LIST_MAX);
+        assert!(!past.contains(&owed(FORGE_LIST_MAX as u64 + 1, PrWhy::Behind)));
+    }
+
+    #[test]
+    fn the_listing_asks_for_the_persons_open_pull_requests_with_the_fields_read() {
+        assert_eq!(
+            gh_args().join(" "),
+            "pr list --state open --author @me --json number,headRefName,mergeStateStatus,statusCheckRollup --limit 200"
+        );
+    }
+
+    #[test]
+    fn gh_is_found_on_path_only_as_an_executable_file_in_an_absolute_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, exec, folder) = (dir.path().join("plain"), dir.path().join("exec"), dir.path().join("folder"));
+        for d in [&plain, &exec, &folder.join("gh")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(plain.join("gh"), "").unwrap();
+        std::fs::write(exec.join("gh"), "").unwrap();
+        std::fs::set_permissions(exec.join("gh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([Path::new(""), Path::new("relative"), &folder, &plain, &exec]).unwrap();
+        assert_eq!(find_on_path("gh", Some(&path)), Some(exec.join("gh")));
+        let without = std::env::join_paths([&folder, &plain]).unwrap();
+        assert_eq!(find_on_path("gh", Some(&without)), None);
+        assert_eq!(find_on_path("gh", None), None);
+    }
+}

@@ -1,0 +1,398 @@
+//! Reads the owed set for the stop hook (SPEC §6): checklist items from the fold, own
+//! unpushed branches from git, and, only while the person is away, one bounded forge
+//! listing, all under one budget from the hook's start.
+//!
+//! Nothing here records anything or decides the verdict: the caller passes the reading to
+//! `verdict::stop::judge` and records what it accepts. Every child runs without a shell,
+//! with stdin closed and prompts off, is killed when its deadline passes, and has its
+//! output read up to [`CHILD_OUTPUT_MAX`] bytes.
+
+mod branches;
+mod forge;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+
+use crate::checklist::item::ItemState;
+use crate::fold::checklist::Item;
+use crate::verdict::stop::Owed;
+
+pub use forge::find_on_path;
+
+/// All git and forge reads share this budget from the hook's start (SPEC §6).
+pub const OWED_BUDGET: Duration = Duration::from_secs(14);
+/// The one forge listing's deadline.
+pub const FORGE_DEADLINE: Duration = Duration::from_secs(10);
+/// A commit by this checkout's user.email this recent makes a checked-out branch own.
+pub const RECENT_OWN_COMMIT: Duration = Duration::from_secs(14 * 24 * 60 * 60);
+/// Pull requests listed at most.
+pub const FORGE_LIST_MAX: usize = 200;
+/// Own branches examined at most; the rest are named in a note, not read.
+pub const BRANCHES_EXAMINED_MAX: usize = 256;
+/// Bytes read from one child's stdout at most; a child printing more is killed and its
+/// read counts as failed.
+pub const CHILD_OUTPUT_MAX: usize = 4 << 20;
+/// HEAD reflog entries read at most (the newest), for the branches checked out here.
+pub const REFLOG_ENTRIES_MAX: usize = 10_000;
+/// Commits beyond the default branch scanned at most (the newest) for one of this
+/// checkout's, per checked-out branch.
+pub const OWN_COMMITS_SCANNED_MAX: usize = 1_000;
+/// How long a killed child is waited for before it is left to the system.
+const REAP_WAIT: Duration = Duration::from_millis(500);
+
+/// What the stop hook asks.
+#[derive(Clone, Copy, Debug)]
+pub struct OwedQuery<'a> {
+    /// The working copy's root (the top of the git work tree).
+    pub root: &'a Path,
+    /// The folded checklist items.
+    pub checklist: &'a [Item],
+    /// Branches this working copy created (from `branch.created` events).
+    pub created_here: &'a [String],
+    /// Some while the person is away: only then is the forge listed and hand-backs
+    /// considered.
+    pub away: Option<AwayQuery<'a>>,
+    pub now: Timestamp,
+    /// The hook's start; the budget runs from here.
+    pub started: Instant,
+    /// The `gh` program to run; None looks it up on PATH.
+    pub gh: Option<&'a Path>,
+}
+
+/// The away record's part the reader needs.
+#[derive(Clone, Copy, Debug)]
+pub struct AwayQuery<'a> {
+    pub hold_pushes: bool,
+    /// The queued steps, oldest first.
+    pub queued: &'a [String],
+}
+
+/// An unpushed branch's item a queued push handed back (SPEC §6 "Pushes").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandBack {
+    pub branch: String,
+    /// The branch's head, a full commit id.
+    pub head: String,
+}
+
+/// What was read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwedReading {
+    /// The owed items, hand-backs already left out.
+    pub items: Vec<Owed>,
+    /// The `next_look` of every `waiting` item, future or not; the caller filters.
+    pub waiting_next_looks: Vec<Timestamp>,
+    pub handed_back: Vec<HandBack>,
+    /// One plain line each, e.g. "the forge listing was cut at 10 s; decided from disk".
+    pub notes: Vec<String>,
+    /// A git or forge read was cut short by the budget: the caller allows the stop and
+    /// says so.
+    pub incomplete: bool,
+    /// The forge program was started.
+    pub forge_called: bool,
+}
+
+/// Reads the owed set. Never panics on what git or the forge print, and returns within the
+/// budget (plus the time to kill and reap a child).
+pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
+    let (items, waiting_next_looks) = checklist_owed(q.checklist, q.now);
+    let mut reading = OwedReading { items, waiting_next_looks, ..OwedReading::default() };
+    let budget_end = q.started.checked_add(OWED_BUDGET).unwrap_or_else(Instant::now);
+
+    // The listing runs beside the git reads, so a slow forge does not eat the disk's time.
+    let forge = q.away.and_then(|_| {
+        let gh = match q.gh {
+            Some(gh) => gh.to_path_buf(),
+            None => find_on_path("gh", std::env::var_os("PATH").as_deref())?,
+        };
+        Some(forge::start(gh, q.root.to_path_buf(), budget_end))
+    });
+
+    let disk = branches::read(&branches::BranchQuery {
+        root: q.root,
+        created_here: q.created_here,
+        now: q.now,
+        deadline: budget_end,
+        away: q.away.as_ref(),
+    });
+    reading.items.extend(disk.items);
+    reading.handed_back = disk.handed_back;
+    reading.notes.extend(disk.notes);
+    reading.incomplete |= disk.incomplete;
+
+    if let Some(forge) = forge {
+        let listed = forge.finish();
+        reading.forge_called = listed.called;
+        reading.incomplete |= listed.cut_by_budget;
+        reading.notes.extend(listed.note);
+        reading.items.extend(listed.items);
+    }
+    reading
+}
+
+/// Working items, and waiting items whose `next_look` is at or before `now`; and the
+/// `next_look` of every waiting item. Done and dropped items are never owed.
+pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timestamp>) {
+    let mut owed = Vec::new();
+    let mut looks = Vec::new();
+    for item in items {
+        let fields = &item.fields;
+        match fields.state {
+            ItemState::Working => owed.push(Owed::Working { id: fields.id.clone() }),
+            ItemState::Waiting => {
+                if let Some(look) = fields.next_look {
+                    looks.push(look);
+                    if look <= now {
+                        owed.push(Owed::LookDue { id: fields.id.clone() });
+                    }
+                }
+            }
+            ItemState::Done | ItemState::Dropped => {}
+        }
+    }
+    (owed, looks)
+}
+
+/// Why a child's read gave nothing usable.
+#[derive(Debug, PartialEq, Eq)]
+enum RunFail {
+    /// It could not be started.
+    Spawn(String),
+    /// The deadline passed (before it started, or while it ran): it was killed.
+    Deadline,
+    /// It printed more than the cap: it was killed.
+    TooLong,
+    /// Its output could not be read.
+    Read,
+}
+
+/// A finished child: its exit code (None when a signal ended it) and its stdout.
+#[derive(Debug)]
+struct Ran {
+    code: Option<i32>,
+    out: Vec<u8>,
+}
+
+/// Runs `program` directly (no shell) in `cwd`, stdin closed, stderr discarded, prompts
+/// off, in a process group of its own so a kill reaches whatever it started; kills it when
+/// `deadline` passes or its stdout passes `cap` bytes.
+fn run_bounded<S: AsRef<OsStr>>(program: &OsStr, args: &[S], cwd: &Path, deadline: Instant, cap: usize) -> Result<Ran, RunFail> {
+    if Instant::now() >= deadline {
+        return Err(RunFail::Deadline);
+    }
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GH_PROMPT_DISABLED", "1")
+        .env("GH_NO_UPDATE_NOTIFIER", "1");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child = cmd.spawn().map_err(|e| RunFail::Spawn(e.to_string()))?;
+    let Some(mut stdout) = child.stdout.take() else {
+        kill(&mut child);
+        return Err(RunFail::Read);
+    };
+    // The pipe is drained on its own thread so the deadline is kept even while the child
+    // prints nothing; a thread left blocked after a kill ends when the pipe closes.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let ok = (&mut stdout).take(cap as u64 + 1).read_to_end(&mut out).is_ok();
+        let _ = tx.send((ok, out));
+    });
+    let out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok((true, out)) if out.len() <= cap => out,
+        Ok((true, _)) => {
+            kill(&mut child);
+            return Err(RunFail::TooLong);
+        }
+        Ok((false, _)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            kill(&mut child);
+            return Err(RunFail::Read);
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            kill(&mut child);
+            return Err(RunFail::Deadline);
+        }
+    };
+    // The pipe closed, so the child is ending: poll its exit briefly, backing off.
+    let mut nap = Duration::from_micros(200);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(Ran { code: status.code(), out }),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(nap.min(deadline.saturating_duration_since(Instant::now())));
+                nap = (nap * 2).min(Duration::from_millis(20));
+            }
+            Ok(None) => {
+                kill(&mut child);
+                return Err(RunFail::Deadline);
+            }
+            Err(_) => {
+                kill(&mut child);
+                return Err(RunFail::Read);
+            }
+        }
+    }
+}
+
+/// Kills the child's process group (and the child, where groups are not had), then reaps
+/// it, waiting at most [`REAP_WAIT`].
+fn kill(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) takes no pointers. The child is not reaped yet, so its pid (and
+        // the group it leads) cannot have been reused.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let until = Instant::now() + REAP_WAIT;
+    while Instant::now() < until {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checklist::item::ItemFields;
+
+    fn item(id: &str, state: ItemState, next_look: Option<Timestamp>) -> Item {
+        let at: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        Item {
+            fields: ItemFields {
+                id: id.into(),
+                title: id.into(),
+                state,
+                waits_on: None,
+                next_look,
+                promise: None,
+                owner_refs: vec![],
+                credential: None,
+            },
+            created_at: at,
+            updated_at: at,
+            added_seq: 1,
+            changed_seq: 1,
+        }
+    }
+
+    #[test]
+    fn checklist_owed_takes_working_and_due_looks_only() {
+        let now: Timestamp = "2026-05-01T12:00:00Z".parse().unwrap();
+        let second = jiff::SignedDuration::from_secs(1);
+        let items = [
+            item("w", ItemState::Working, None),
+            item("due-now", ItemState::Waiting, Some(now)),
+            item("due-before", ItemState::Waiting, Some(now - second)),
+            item("not-yet", ItemState::Waiting, Some(now + second)),
+            item("no-look", ItemState::Waiting, None),
+            item("done", ItemState::Done, Some(now - second)),
+            item("dropped", ItemState::Dropped, None),
+            item("w-look", ItemState::Working, Some(now + second)),
+        ];
+        let (owed, looks) = checklist_owed(&items, now);
+        assert_eq!(
+            owed,
+            vec![
+                Owed::Working { id: "w".into() },
+                Owed::LookDue { id: "due-now".into() },
+                Owed::LookDue { id: "due-before".into() },
+                Owed::Working { id: "w-look".into() },
+            ]
+        );
+        // Every waiting item's look, future or not; a working item's look is not a wait.
+        assert_eq!(looks, vec![now, now - second, now + second]);
+    }
+
+    #[test]
+    fn checklist_owed_of_nothing_is_nothing() {
+        let (owed, looks) = checklist_owed(&[], Timestamp::UNIX_EPOCH);
+        assert!(owed.is_empty() && looks.is_empty());
+    }
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["-c".into(), script.into()]
+    }
+
+    #[test]
+    fn a_child_is_read_up_to_the_cap_and_killed_past_it() {
+        let far = Instant::now() + Duration::from_secs(30);
+        let dir = Path::new("/");
+        let ran = run_bounded(OsStr::new("/bin/sh"), &sh("printf 12345"), dir, far, 5).unwrap();
+        assert_eq!((ran.code, ran.out.as_slice()), (Some(0), b"12345".as_slice()));
+        assert_eq!(run_bounded(OsStr::new("/bin/sh"), &sh("printf 123456"), dir, far, 5).unwrap_err(), RunFail::TooLong);
+        // An endless printer is stopped at the cap, not at the deadline.
+        let started = Instant::now();
+        assert_eq!(run_bounded(OsStr::new("/bin/sh"), &sh("yes"), dir, far, 1 << 16).unwrap_err(), RunFail::TooLong);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_hung_child_and_what_it_started_are_killed_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!("sleep 60 & echo $! > '{}'; wait", pid_file.display());
+        let started = Instant::now();
+        let got = run_bounded(OsStr::new("/bin/sh"), &sh(&script), dir.path(), started + Duration::from_millis(400), 1024);
+        assert_eq!(got.unwrap_err(), RunFail::Deadline);
+        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        // The grandchild is gone too (reaped by init shortly after the group kill).
+        let gone = (0..100).any(|_| {
+            // SAFETY: signal 0 only checks that the pid exists.
+            let alive = unsafe { libc::kill(pid, 0) } == 0;
+            if alive {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            !alive
+        });
+        assert!(gone, "the sleep the child started survived the kill");
+    }
+
+    #[test]
+    fn a_spent_deadline_starts_nothing_and_a_missing_program_is_a_spawn_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let script = format!("touch '{}'", marker.display());
+        let got = run_bounded(OsStr::new("/bin/sh"), &sh(&script), dir.path(), Instant::now(), 1024);
+        assert_eq!(got.unwrap_err(), RunFail::Deadline);
+        assert!(!marker.exists());
+        let far = Instant::now() + Duration::from_secs(30);
+        let got = run_bounded(OsStr::new("/nonexistent/abcd-no-such-program"), &sh(""), dir.path(), far, 1024);
+        assert!(matches!(got, Err(RunFail::Spawn(_))));
+    }
+
+    #[test]
+    fn the_child_sees_no_stdin_and_prompts_off() {
+        let far = Instant::now() + Duration::from_secs(30);
+        let ran = run_bounded(
+            OsStr::new("/bin/sh"),
+            &sh("cat; printf '%s %s' \"$GIT_TERMINAL_PROMPT\" \"$GH_PROMPT_DISABLED\""),
+            Path::new("/"),
+            far,
+            1024,
+        )
+        .unwrap();
+        assert_eq!(String::from_utf8(ran.out).unwrap(), "0 1");
+    }
+}

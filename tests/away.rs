@@ -1,0 +1,415 @@
+//! The away mode end to end through the built binary (issue 6, acceptance 4 and 5): real
+//! git repositories in temp folders, the clock set through `ABCD_TEST_NOW`, a stub `gh`
+//! on PATH that counts its calls, and payloads shaped as the host documents them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+/// The instant every test's clock reads, in UTC so the shown times are fixed.
+const NOW: &str = "2026-12-01T18:00:00Z";
+
+struct Repo {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    bin: PathBuf,
+    now: String,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("wc");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        let repo = Repo { home: dir.path().join("home"), root, bin, _dir: dir, now: NOW.into() };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["config", "user.name", "Pat Person"]);
+        repo.git(&["config", "user.email", "pat@example.com"]);
+        std::fs::write(repo.root.join("README"), "hello\n").unwrap();
+        repo.git(&["add", "README"]);
+        repo.git(&["commit", "-q", "-m", "first"]);
+        assert!(repo.abcd(&["init"]).status.success());
+        repo.stub_gh("[]");
+        repo
+    }
+
+    fn git(&self, args: &[&str]) {
+        let out = Command::new("git").args(args).current_dir(&self.root).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// A `gh` that appends a line to `gh-calls` and prints `answer`.
+    fn stub_gh(&self, answer: &str) {
+        let path = self.bin.join("gh");
+        let calls = self.bin.join("gh-calls");
+        std::fs::write(&path, format!("#!/bin/sh\necho called >> '{}'\ncat <<'EOF'\n{answer}\nEOF\n", calls.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn gh_calls(&self) -> usize {
+        std::fs::read_to_string(self.bin.join("gh-calls")).map(|t| t.lines().count()).unwrap_or(0)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
+        let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default());
+        cmd.args(args)
+            .current_dir(&self.root)
+            .env("ABCD_HOME", &self.home)
+            .env("ABCD_TEST_NOW", &self.now)
+            .env("TZ", "UTC")
+            .env("PATH", path)
+            .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP");
+        cmd
+    }
+
+    fn abcd(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn hook(&self, event: &str, payload: Value, env: &[(&str, &str)]) -> Output {
+        let mut cmd = self.command(&["hook", event]);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "a hook always exits 0");
+        out
+    }
+
+    fn stop(&self, active: bool, message: &str, env: &[(&str, &str)]) -> Output {
+        let payload = json!({"session_id": "s1", "cwd": self.root, "hook_event_name": "Stop", "stop_hook_active": active,
+            "last_assistant_message": message, "background_tasks": [], "session_crons": []});
+        self.hook("stop", payload, env)
+    }
+
+    fn repository_journal(&self) -> PathBuf {
+        let repos = self.home.join("repos");
+        let entry = std::fs::read_dir(&repos).unwrap().next().unwrap().unwrap();
+        entry.path().join("journal.jsonl")
+    }
+
+    fn repository_kinds(&self) -> Vec<String> {
+        kinds(&self.repository_journal())
+    }
+}
+
+fn kinds(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+fn reply(out: &Output) -> Option<Value> {
+    let text = stdout(out);
+    (!text.trim().is_empty()).then(|| serde_json::from_str(text.trim()).unwrap())
+}
+
+fn block_reason(out: &Output) -> String {
+    let r = reply(out).unwrap_or_else(|| panic!("expected a block, got nothing; stderr: {}", stderr(out)));
+    assert_eq!(r["decision"], "block", "{r}");
+    r["reason"].as_str().unwrap().to_string()
+}
+
+/// An own branch (created through the pre-tool-use recorder, as a session would) with one
+/// commit that was never pushed.
+fn own_unpushed_branch(repo: &Repo, branch: &str) {
+    let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": format!("git switch -c {branch}")}});
+    assert_eq!(reply(&repo.hook("pre-tool-use", payload, &[])), None);
+    repo.git(&["switch", "-q", "-c", branch]);
+    std::fs::write(repo.root.join("parser.rs"), "fn parse() {}\n").unwrap();
+    repo.git(&["add", "parser.rs"]);
+    repo.git(&["commit", "-q", "-m", "parser"]);
+}
+
+#[test]
+fn away_the_stop_is_blocked_until_the_person_is_back() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    let set = repo.abcd(&["mode", "autonomous", "--until", "+8h"]);
+    assert!(set.status.success(), "{}", stderr(&set));
+    assert!(stdout(&set).contains("away until 2026-12-02 02:00"), "{}", stdout(&set));
+
+    // The first stop is blocked, naming the next item and the others.
+    let reason = block_reason(&repo.stop(false, "Done for now.", &[]));
+    assert!(reason.contains("work is owed (2 items)"), "{reason}");
+    assert!(reason.contains("Next: branch feat/x has commits not pushed"), "{reason}");
+    assert!(reason.contains("checklist item write-the-parser is working"), "{reason}");
+    assert!(reason.contains("push if your standing instruction allows"), "{reason}");
+    assert!(repo.gh_calls() >= 1, "while away the forge is listed");
+
+    // A queued push stays owed without --hold-pushes.
+    let q = repo.abcd(&["mode", "queue", "push feat/x"]);
+    assert!(q.status.success(), "{}", stderr(&q));
+    let reason = block_reason(&repo.stop(true, "Queued the push.", &[]));
+    assert!(reason.contains("A push for branch feat/x is already queued, and a queued push stays owed"), "{reason}");
+
+    // The question tool is refused with the one reason, whatever it asks.
+    for input in [
+        json!({"questions": [{"question": "Which framework?", "header": "F", "options": [{"label": "A"}], "multiSelect": false}]}),
+        json!("garbage"),
+    ] {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion", "tool_input": input});
+        let r = reply(&repo.hook("pre-tool-use", payload, &[])).unwrap();
+        let out = &r["hookSpecificOutput"];
+        assert_eq!(out["permissionDecision"], "deny");
+        let why = out["permissionDecisionReason"].as_str().unwrap();
+        assert!(
+            why.starts_with("abcd: the person is away, so no question reaches them")
+                && why.contains("abcd mode queue")
+                && why.contains("abcd decide")
+        );
+    }
+    // A prose question is blocked once per message.
+    let reason = block_reason(&repo.stop(true, "Which parser should I use?", &[]));
+    assert!(reason.contains("the question your last message ends on reaches no one"), "{reason}");
+    let reason = block_reason(&repo.stop(true, "Which parser should I use?", &[]));
+    assert!(!reason.contains("reaches no one"), "the same message is not blocked twice for its question: {reason}");
+
+    // The block past the cap (2 here) records the stop, labelled.
+    for _ in 0..3 {
+        block_reason(&repo.stop(true, "still here", &[("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "2")]));
+    }
+    assert!(repo.repository_kinds().contains(&"away.stop_recorded".to_string()));
+    assert!(
+        repo.abcd(&["decide", "Use a hand-written parser", "--grounds", "no new dependency", "--undo", "revert the parser commit"])
+            .status
+            .success()
+    );
+
+    // The prompt hook: the away block to the model, one line to the person.
+    let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "UserPromptSubmit", "prompt": "status?"});
+    let r = reply(&repo.hook("user-prompt-submit", payload, &[])).unwrap();
+    assert!(r["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("grants no rights"));
+    let line = r["systemMessage"].as_str().unwrap();
+    assert!(line.contains("away until") && line.contains("1 step queued") && line.contains("`abcd mode back`"), "{line}");
+
+    // Back: every queued step, recorded stop and decision, then the mode ends.
+    let back = repo.abcd(&["mode", "back"]);
+    assert!(back.status.success(), "{}", stderr(&back));
+    let text = stdout(&back);
+    assert!(text.contains("queued: push feat/x"), "{text}");
+    assert!(text.contains("stop: stopped with work owed, possibly forced by the cap"), "{text}");
+    assert!(text.contains("decided: Use a hand-written parser (grounds: no new dependency; undo: revert the parser commit)"), "{text}");
+    assert!(text.contains("away mode ended by Pat Person"), "{text}");
+    assert!(stdout(&repo.abcd(&["mode"])).starts_with("present"));
+    // Present again: the stop is allowed with one line.
+    let r = reply(&repo.stop(false, "Done.", &[])).unwrap();
+    assert!(r.get("decision").is_none() && r["systemMessage"].as_str().unwrap().starts_with("abcd: stopped with work owed"), "{r}");
+}
+
+#[test]
+fn present_the_stop_is_allowed_with_one_line_and_no_forge_call() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/y");
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    let r = reply(&repo.stop(false, "Done.", &[])).unwrap();
+    assert_eq!(r.as_object().unwrap().len(), 1, "only the person's line: {r}");
+    let line = r["systemMessage"].as_str().unwrap();
+    assert!(line.starts_with("abcd: stopped with work owed (2 items); next: branch feat/y has commits not pushed"), "{line}");
+    assert_eq!(repo.gh_calls(), 0, "no forge call while the person is present");
+    // Nothing owed: allowed silently.
+    let repo = Repo::new();
+    assert_eq!(reply(&repo.stop(false, "Done.", &[])), None);
+}
+
+#[test]
+fn with_hold_pushes_a_queued_push_of_a_finished_branch_hands_it_back_once() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous", "--hold-pushes"]).status.success());
+    let reason = block_reason(&repo.stop(false, "ok", &[]));
+    assert!(reason.contains("The person has said pushes wait"), "{reason}");
+    assert!(repo.abcd(&["mode", "queue", "push feat/x"]).status.success());
+    // Handed back: nothing else owed, and no wake, so row 7 asks for the next ready item.
+    let reason = block_reason(&repo.stop(true, "queued", &[]));
+    assert!(reason.contains("nothing is owed"), "{reason}");
+    block_reason(&repo.stop(true, "queued", &[]));
+    let handed: Vec<_> = repo.repository_kinds().into_iter().filter(|k| k == "away.handed_back").collect();
+    assert_eq!(handed.len(), 1, "recorded once per branch and head");
+    let back = stdout(&repo.abcd(&["mode", "back"]));
+    assert!(back.contains("handed back: branch feat/x"), "{back}");
+}
+
+#[test]
+fn a_wake_releases_an_unchanged_set_twice_then_blocks() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let with_cron = |active: bool| {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "Stop", "stop_hook_active": active,
+            "last_assistant_message": "waiting", "session_crons": [{"id": "c", "schedule": "*/10 * * * *", "recurring": true, "prompt": "look"}]});
+        repo.hook("stop", payload, &[])
+    };
+    block_reason(&with_cron(false));
+    assert_eq!(reply(&with_cron(true)), None, "first wake allows");
+    assert_eq!(reply(&with_cron(false)), None, "second wake allows");
+    let reason = block_reason(&with_cron(false));
+    assert!(reason.contains("has not moved over 2 wakes"), "{reason}");
+}
+
+#[test]
+fn the_lapsed_window_line_shows_while_anything_is_unread() {
+    let mut repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+1h"]).status.success());
+    assert!(repo.abcd(&["mode", "queue", "merge pull request 4"]).status.success());
+    repo.now = "2026-12-01T20:00:00Z".into();
+    let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "UserPromptSubmit", "prompt": "hi"});
+    let r = reply(&repo.hook("user-prompt-submit", payload.clone(), &[])).unwrap();
+    let line = r["systemMessage"].as_str().unwrap();
+    assert!(line.contains("the away window ended at 2026-12-01 19:00") && line.contains("1 step queued"), "{line}");
+    assert!(r["hookSpecificOutput"].is_null(), "no away block once lapsed: {r}");
+    let refused = repo.abcd(&["mode", "queue", "another"]);
+    assert_eq!(refused.status.code(), Some(2), "a lapsed window takes no step");
+    let back = stdout(&repo.abcd(&["mode", "back"]));
+    assert!(back.contains("queued: merge pull request 4") && back.contains("closed the away window that lapsed"), "{back}");
+    assert_eq!(reply(&repo.hook("user-prompt-submit", payload, &[])), None, "closed: no line");
+}
+
+#[test]
+fn session_start_carries_the_away_block_on_every_source() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    for source in ["startup", "resume", "clear", "compact"] {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "SessionStart", "source": source});
+        let r = reply(&repo.hook("session-start", payload, &[])).unwrap();
+        let context = r["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+        assert!(context.starts_with("abcd: the person is away until"), "{source}: {context}");
+        assert!(context.contains("write-the-parser"), "{source}: the checklist follows");
+        assert!(context.chars().count() <= 9_500);
+    }
+}
+
+#[test]
+fn until_in_the_past_or_past_seven_days_is_refused_with_nothing_written() {
+    let repo = Repo::new();
+    for until in ["2026-12-01T17:59:00Z", "2026-12-08T18:00:01Z", "yesterday"] {
+        let out = repo.abcd(&["mode", "autonomous", "--until", until]);
+        assert_eq!(out.status.code(), Some(2), "{until}");
+        assert!(stderr(&out).contains("nothing was written"), "{}", stderr(&out));
+    }
+    assert!(!repo.home.join("repos").exists() || repo.repository_kinds().is_empty(), "nothing was written");
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "2026-12-08T18:00:00Z"]).status.success(), "exactly 7 days is allowed");
+    let long = "x".repeat(501);
+    assert_eq!(repo.abcd(&["mode", "queue", &long]).status.code(), Some(2));
+    assert!(repo.abcd(&["mode", "queue", &"x".repeat(500)]).status.success());
+}
+
+#[test]
+fn a_session_id_outside_the_rule_allows_with_a_stderr_line() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let before = kinds(&repo.root.join(".abcd/.work.local/journal.jsonl")).len();
+    for id in ["../etc", "a b", &"x".repeat(129)] {
+        let payload = json!({"session_id": id, "cwd": repo.root, "hook_event_name": "Stop", "stop_hook_active": false});
+        let out = repo.hook("stop", payload, &[]);
+        assert_eq!(reply(&out), None, "allowed");
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).contains("session id"));
+    }
+    assert_eq!(kinds(&repo.root.join(".abcd/.work.local/journal.jsonl")).len(), before, "nothing recorded");
+}
+
+#[test]
+fn a_corrupt_or_foreign_writable_away_journal_is_not_away_for_hooks_and_refused_by_verbs() {
+    for damage in ["corrupt", "writable-by-others"] {
+        let repo = Repo::new();
+        assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+        assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+        assert!(repo.abcd(&["mode", "queue", "step one"]).status.success());
+        assert!(repo.abcd(&["mode", "queue", "step two"]).status.success());
+        let path = repo.repository_journal();
+        match damage {
+            "corrupt" => {
+                let mut bytes = std::fs::read(&path).unwrap();
+                let second_line = bytes.iter().position(|&b| b == b'\n').unwrap() + 20;
+                bytes[second_line] ^= 0x01;
+                std::fs::write(&path, bytes).unwrap();
+                let _ = std::fs::remove_file(path.with_file_name("state.json"));
+            }
+            _ => {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+            }
+        }
+        let out = repo.stop(false, "Done.", &[]);
+        let r = reply(&out).unwrap();
+        assert!(r.get("decision").is_none(), "{damage}: read as not away, so the present rows: {r}");
+        assert!(stderr(&out).contains("away record"), "{damage}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1);
+        for verb in [vec!["mode"], vec!["mode", "queue", "x"], vec!["mode", "back"]] {
+            let out = repo.abcd(&verb);
+            assert_eq!(out.status.code(), Some(2), "{damage} {verb:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains(&path.display().to_string()), "{damage} {verb:?} names the file: {}", stderr(&out));
+        }
+    }
+}
+
+#[test]
+fn racing_queue_calls_keep_every_step() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let children: Vec<_> =
+        (0..6).map(|i| repo.command(&["mode", "queue", &format!("step {i}")]).stdout(Stdio::null()).spawn().unwrap()).collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let out = stdout(&repo.abcd(&["mode", "--json"]));
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let mut steps: Vec<String> = v["window"]["queue"].as_array().unwrap().iter().map(|q| q["step"].as_str().unwrap().to_string()).collect();
+    steps.sort();
+    assert_eq!(steps, (0..6).map(|i| format!("step {i}")).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_stop_after_mode_back_does_not_turn_the_mode_back_on() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    assert!(repo.abcd(&["mode", "back"]).status.success());
+    let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "StopFailure", "error": "rate_limit"});
+    assert_eq!(reply(&repo.hook("stop-failure", payload, &[])), None);
+    block_or_allow_present(&repo);
+    assert!(stdout(&repo.abcd(&["mode"])).starts_with("present"));
+    assert!(!repo.repository_kinds().contains(&"away.stop_recorded".to_string()));
+}
+
+fn block_or_allow_present(repo: &Repo) {
+    let out = repo.stop(false, "Done.", &[]);
+    assert!(reply(&out).is_none_or(|r| r.get("decision").is_none()));
+}
+
+#[test]
+fn stop_failure_while_away_records_the_error_type() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    for error in ["rate_limit", "Not A Type!"] {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "StopFailure", "error": error});
+        assert_eq!(reply(&repo.hook("stop-failure", payload, &[])), None);
+    }
+    let back = stdout(&repo.abcd(&["mode", "back"]));
+    assert!(back.contains("stop: stopped on an API error (rate_limit)"), "{back}");
+    assert!(back.contains("stop: stopped on an API error (unknown)"), "{back}");
+}

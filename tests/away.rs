@@ -413,3 +413,33 @@ fn stop_failure_while_away_records_the_error_type() {
     assert!(back.contains("stop: stopped on an API error (rate_limit)"), "{back}");
     assert!(back.contains("stop: stopped on an API error (unknown)"), "{back}");
 }
+
+#[test]
+fn the_ninth_block_in_a_row_records_the_stop_and_the_hosts_variable_moves_the_cap() {
+    for (cap, blocks_before_record) in [(None, 8), (Some("3"), 3)] {
+        let repo = Repo::new();
+        assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+        assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+        let env: Vec<(&str, &str)> = cap.map(|c| ("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", c)).into_iter().collect();
+        let recorded = || repo.repository_kinds().iter().filter(|k| *k == "away.stop_recorded").count();
+        for i in 0..blocks_before_record {
+            block_reason(&repo.stop(i > 0, "working", &env));
+            assert_eq!(recorded(), 0, "cap {cap:?}: block {} records nothing", i + 1);
+        }
+        block_reason(&repo.stop(true, "working", &env));
+        assert_eq!(recorded(), 1, "cap {cap:?}: the block past the cap records the stop");
+    }
+}
+
+#[test]
+fn an_empty_abcd_gh_lists_no_forge_while_away() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let out = repo.stop(false, "done", &[("ABCD_GH", "")]);
+    block_reason(&out);
+    assert_eq!(repo.gh_calls(), 0);
+    assert!(stderr(&out).is_empty(), "no note: {}", stderr(&out));
+    block_reason(&repo.stop(true, "done", &[]));
+    assert_eq!(repo.gh_calls(), 1, "unset, the gh on PATH is listed once per stop");
+}

@@ -21,6 +21,10 @@ use crate::verdict::stop::{self, AwayTerms, SessionState, StopInput, StopKind, V
 /// The host's cap on consecutive Stop blocks, as the host reads it (SPEC §6 "Counts").
 pub const BLOCK_CAP_VAR: &str = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP";
 
+/// Names the `gh` program the stop hook runs while away; set empty, no forge is listed
+/// (the demo's setting: nothing reaches the network). Unset: `gh` from PATH.
+pub const FORGE_PROGRAM_VAR: &str = "ABCD_GH";
+
 /// The Stop payload's fields the verdict reads.
 pub struct StopPayload<'a> {
     pub session_id: Option<&'a str>,
@@ -53,6 +57,7 @@ pub fn stop(store: &Store, scope: &Scope, root: &Path, p: &StopPayload<'_>, star
 
     let current = store.current_state()?;
     let checklist = &current.state.checklist.items;
+    let forge_program = std::env::var_os(FORGE_PROGRAM_VAR).map(std::path::PathBuf::from);
     let reading = owed::read_owed(&OwedQuery {
         root,
         checklist,
@@ -60,7 +65,7 @@ pub fn stop(store: &Store, scope: &Scope, root: &Path, p: &StopPayload<'_>, star
         away: window.as_ref().map(|w| AwayQuery { hold_pushes: w.hold_pushes, queued: &queued }),
         now: now_ts,
         started,
-        gh: None,
+        gh: forge_program.as_deref(),
     });
     let note = (!reading.notes.is_empty()).then(|| reading.notes.join("; "));
 

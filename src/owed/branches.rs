@@ -180,7 +180,7 @@ fn examine(q: &BranchQuery<'_>, r: &mut BranchReading) -> Result<(), Stop> {
         };
         // With no default branch at all there is no local work to do first but the push.
         let next_act_is_push = contains_base || base.is_none();
-        if contains_base && steps.is_some_and(|steps| steps.iter().any(|s| names_branch(s, branch))) {
+        if contains_base && steps.is_some_and(|steps| steps.iter().any(|s| crate::verdict::stop::names_branch(s, branch))) {
             r.handed_back.push(HandBack { branch: branch.clone(), head: head.oid.clone() });
         } else {
             r.items.push(Owed::Unpushed { branch: branch.clone(), next_act_is_push });
@@ -367,29 +367,10 @@ fn split_lines(bytes: &[u8]) -> impl Iterator<Item = &str> {
     bytes.split(|&b| b == b'\n').filter_map(|l| std::str::from_utf8(l).ok()).filter(|l| !l.is_empty())
 }
 
-/// Whether a queued step names `branch` as a whole name: the characters around it do not
-/// continue a branch name (letters, digits, `.`, `_`, `/`, `-`; a `.` ending a sentence
-/// does not). The same rule as the verdict's push wording, so both read a step alike.
-fn names_branch(text: &str, branch: &str) -> bool {
-    if branch.is_empty() {
-        return false;
-    }
-    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '/' | '-');
-    text.match_indices(branch).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let mut after = text[at + branch.len()..].chars();
-        let continues = match after.next() {
-            Some('.') => after.next().is_some_and(name_char),
-            Some(c) => name_char(c),
-            None => false,
-        };
-        !before.is_some_and(name_char) && !continues
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::stop::names_branch;
 
     #[test]
     fn a_step_names_a_branch_only_as_a_whole_name() {

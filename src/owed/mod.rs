@@ -61,7 +61,7 @@ pub struct OwedQuery<'a> {
     pub now: Timestamp,
     /// The hook's start; the budget runs from here.
     pub started: Instant,
-    /// The `gh` program to run; None looks it up on PATH.
+    /// The `gh` program to run; None looks it up on PATH; an empty path lists no forge.
     pub gh: Option<&'a Path>,
 }
 
@@ -108,6 +108,8 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
     // The listing runs beside the git reads, so a slow forge does not eat the disk's time.
     let forge = q.away.and_then(|_| {
         let gh = match q.gh {
+            // An empty path is "no forge" (`ABCD_GH=`): no listing, no note.
+            Some(gh) if gh.as_os_str().is_empty() => return None,
             Some(gh) => gh.to_path_buf(),
             None => find_on_path("gh", std::env::var_os("PATH").as_deref())?,
         };

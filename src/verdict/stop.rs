@@ -609,7 +609,8 @@ fn push_sentence(target: PushTarget<'_>, away: &AwayTerms<'_>) -> String {
 
 /// Whether `text` names `branch` as a whole name: the characters around it do not continue
 /// a branch name (letters, digits, `.`, `_`, `/`, `-`; a `.` ending a sentence does not).
-fn names_branch(text: &str, branch: &str) -> bool {
+/// The owed-work reader's hand-back reads a queued step by the same rule.
+pub fn names_branch(text: &str, branch: &str) -> bool {
     if branch.is_empty() {
         return false;
     }

@@ -26,13 +26,20 @@
 //!    running a script that reads the payload and `checklist.json` and prints the titles
 //!    as the host's JSON reply; `python3 <script>` through PATH for context). Each
 //!    session-start appends a durable `session.started` event, as the real hook does.
+//! 8. `abcd hook stop` (the release binary, with the host's Stop payload on stdin) in real
+//!    git repositories of 50 local branches, some of them own and unpushed, each with a
+//!    local bare repository as `origin`: present (a repository with no away mode) and away
+//!    (another, built the same way, in `abcd mode autonomous`, with a stub `gh` on PATH
+//!    that answers `[]` at once), vs starting a trivial process (`/usr/bin/true`), and one
+//!    `git rev-parse` for context (what one git child costs).
 //!
 //! `cargo bench --bench journal` runs the full sizes. Run without `--bench` (as
 //! `cargo test --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises
 //! every path. `ABCD_BENCH_EVENTS` overrides the large journal's size in both modes
 //! (benchmarks 2 and 4), `ABCD_BENCH_LIST_EVENTS` the large checklist journal's
 //! (benchmarks 6 and 7); `ABCD_BENCH_ONLY=1,3` runs only the benchmarks named (for
-//! profiling one of them).
+//! profiling one of them; `ABCD_BENCH_ONLY=8 cargo bench --bench journal` runs only the stop
+//! hook's).
 
 use std::convert::Infallible;
 use std::ffi::{CString, OsString};
@@ -40,7 +47,7 @@ use std::fs::{File, OpenOptions};
 use std::hint::black_box;
 use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -121,6 +128,9 @@ struct Config {
     hook_rounds: usize,
     hook_ops: usize,
     hook_checkpoint_runs: usize,
+    /// Benchmark 8: rounds, and runs of each contender per round.
+    stop_rounds: usize,
+    stop_ops: usize,
 }
 
 impl Config {
@@ -166,6 +176,8 @@ impl Config {
                 hook_rounds: 21,
                 hook_ops: 10,
                 hook_checkpoint_runs: 3,
+                stop_rounds: 21,
+                stop_ops: 10,
             }
         } else {
             Config {
@@ -191,6 +203,8 @@ impl Config {
                 hook_rounds: 1,
                 hook_ops: 2,
                 hook_checkpoint_runs: 1,
+                stop_rounds: 1,
+                stop_ops: 2,
             }
         }
     }
@@ -299,6 +313,12 @@ fn main() {
         rows.extend(hook_rows);
         notes.push(note);
         journals.push(journal);
+    }
+    if cfg.runs(8) {
+        // Its journals are verified inside: they are anchored in a home store of their own.
+        let (stop_rows, note) = bench_stop(&cfg, &dir);
+        rows.extend(stop_rows);
+        notes.push(note);
     }
 
     // Everything appended above must have left valid journals behind.
@@ -1509,6 +1529,14 @@ titles = "\n".join(item["title"] for item in checklist["items"])
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": titles}}))
 "#;
 
+/// The trivial process of benchmarks 7 and 8.
+fn true_bin() -> &'static Path {
+    [Path::new("/usr/bin/true"), Path::new("/bin/true")].into_iter().find(|p| p.is_file()).expect("a `true` binary")
+}
+
+/// A named contender of benchmarks 7 and 8: one run, returning its seconds.
+type Contender<'a> = (&'static str, Box<dyn FnMut() -> f64 + 'a>);
+
 /// Writes `bytes` to a child's stdin; a child that exited without reading it (`true`)
 /// is not an error.
 fn write_ignoring_closed(pipe: &mut impl Write, bytes: &[u8]) {
@@ -1619,7 +1647,7 @@ fn bench_hook(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, PathB
     // smoke mode skips both (CI need not have one); the full run requires it.
     let python = find_python();
     assert!(python.is_some() || !cfg.full, "benchmark 7 needs python3 on PATH");
-    let true_bin = [Path::new("/usr/bin/true"), Path::new("/bin/true")].into_iter().find(|p| p.is_file()).expect("a `true` binary");
+    let true_bin = true_bin();
     let payload = session_start_payload(&wc);
     println!(
         "built the session-start working copy through the store: {events} events ({:.1} MiB), {LIST_ITEMS} items (checklist.json {checklist_bytes} bytes), in {build_secs:.1} s; {}; trivial process {}",
@@ -1649,7 +1677,6 @@ fn bench_hook(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, PathB
         secs
     };
     // The contenders, abcd first; each returns the seconds of one run.
-    type Contender<'a> = (&'static str, Box<dyn FnMut() -> f64 + 'a>);
     let mut contenders: Vec<Contender> = vec![
         ("abcd", Box::new(abcd_hook)),
         (
@@ -1833,6 +1860,393 @@ fn bench_hook(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, PathB
         target: Target::Context,
     });
     (rows, note, journal)
+}
+
+// ----------------------------------------------------------------------------------------
+// 8. `abcd hook stop`, present and away, vs a trivial process
+
+/// Local branches in each of benchmark 8's repositories (`b00` … `b49`).
+const STOP_BRANCHES: usize = 50;
+/// Recorded through the pre-tool-use hook before they exist: own, as created here.
+const STOP_CREATED: [&str; 5] = ["b01", "b02", "b03", "b04", "b05"];
+/// With an unpushed commit by this checkout's `user.email`, so owed: `b01`–`b03` are own as
+/// created here, `b10` and `b11` as checked out here with a recent commit of this checkout's.
+const STOP_UNPUSHED_OWN: [&str; 5] = ["b01", "b02", "b03", "b10", "b11"];
+/// Created here, with a commit, pushed with an upstream: own and in step, not owed.
+const STOP_PUSHED: &str = "b04";
+/// Checked out here with no commit beyond `main`: examined, not owed.
+const STOP_CHECKED_OUT: &str = "b12";
+/// Checked out here with an unpushed commit by another person: examined, not own.
+const STOP_OTHERS: [&str; 2] = ["b20", "b21"];
+/// This checkout's `user.email`, and the other person's.
+const STOP_EMAIL: &str = "bench@example.invalid";
+const STOP_OTHER_EMAIL: &str = "other@example.invalid";
+/// What each stop finds owed: the one `working` item and the own unpushed branches.
+const STOP_OWED: usize = 1 + STOP_UNPUSHED_OWN.len();
+/// No global or system git config reaches the repositories' git, the hook's children's
+/// included, so the machine's config does not change what is measured.
+const STOP_GIT_ENV: [(&str, &str); 2] = [("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")];
+/// The host's session in both working copies.
+const STOP_SESSION: &str = "bench";
+
+/// `git <args>` in `dir`, with `envs` and without global or system config; its stdout,
+/// trimmed. Panics unless it exits 0.
+fn git_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .envs(STOP_GIT_ENV)
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running git {args:?}: {e}"));
+    assert!(out.status.success(), "git {args:?} in {} failed: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 from git").trim().to_string()
+}
+
+/// Writes `file` with `text` in the work tree at `root` and commits it, with `envs`.
+fn commit_file(root: &Path, file: &str, text: &str, envs: &[(&str, &str)]) {
+    std::fs::write(root.join(file), text).expect("writing a file to commit");
+    git_in(root, &["add", file], envs);
+    git_in(root, &["commit", "-q", "-m", file], envs);
+}
+
+/// Commits a file named after `branch` onto it without checking it out (a temporary index,
+/// `commit-tree`, `update-ref`), so HEAD's reflog never names it. `scratch` is outside
+/// the work tree.
+fn commit_on_branch(scratch: &Path, root: &Path, branch: &str) {
+    let (index, blob_file) = (scratch.join(format!("{branch}.index")), scratch.join(format!("{branch}.txt")));
+    std::fs::write(&blob_file, branch).expect("writing a file to commit");
+    let index_env = [("GIT_INDEX_FILE", index.to_str().expect("a UTF-8 path"))];
+    let git = |args: &[&str]| git_in(root, args, &index_env);
+    let refname = format!("refs/heads/{branch}");
+    git(&["read-tree", &refname]);
+    let blob = git(&["hash-object", "-w", blob_file.to_str().expect("a UTF-8 path")]);
+    git(&["update-index", "--add", "--cacheinfo", &format!("100644,{blob},{branch}.txt")]);
+    let tree = git(&["write-tree"]);
+    let commit = git(&["commit-tree", &tree, "-p", &refname, "-m", branch]);
+    git(&["update-ref", &refname, &commit]);
+    std::fs::remove_file(&index).and_then(|()| std::fs::remove_file(&blob_file)).expect("removing the temporary index");
+}
+
+/// `abcd <args>` in `root` for benchmark 8's setup; its stdout. Panics unless it exits 0.
+fn stop_setup_abcd(root: &Path, home: &Path, args: &[&str]) -> String {
+    let (_, out) = timed_output(abcd_cmd(root, home, args).envs(STOP_GIT_ENV));
+    assert!(out.stderr.is_empty(), "abcd {args:?} warned: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 from abcd")
+}
+
+/// One of benchmark 8's repositories, at `dir/<name>`, with a bare `dir/<name>-origin.git`
+/// as `origin`: `main` with one commit, pushed (`origin/main`, `origin/HEAD`), `abcd init`,
+/// then the branches and items the consts above name. Returns the work tree's root.
+fn stop_repository(dir: &Path, home: &Path, name: &str) -> PathBuf {
+    let origin = dir.join(format!("{name}-origin.git"));
+    let root = dir.join(name);
+    let utf8 = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
+    git_in(dir, &["init", "-q", "--bare", "-b", "main", &utf8(&origin)], &[]);
+    git_in(dir, &["init", "-q", "-b", "main", &utf8(&root)], &[]);
+    let git = |args: &[&str]| git_in(&root, args, &[]);
+    git(&["config", "user.name", "Bench Person"]);
+    git(&["config", "user.email", STOP_EMAIL]);
+    git(&["remote", "add", "origin", &utf8(&origin)]);
+    // The repository's name in its first commit: the two repositories' root commits, and
+    // so their away records, differ.
+    commit_file(&root, "README", name, &[]);
+    git(&["push", "-q", "-u", "origin", "main"]);
+    git(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main"]);
+    managed_working_copy(&root, home);
+
+    // Own by `branch.created`: the pre-tool-use hook sees the command before the branch is.
+    for b in STOP_CREATED {
+        let payload = serde_json::to_vec(&serde_json::json!({
+            "session_id": STOP_SESSION,
+            "cwd": utf8(&root),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": { "command": format!("git switch -c {b}") },
+        }))
+        .expect("plain data serializes");
+        let mut cmd = Command::new(abcd_bin());
+        cmd.args(["hook", "pre-tool-use"]).current_dir(&root).env("ABCD_HOME", home).envs(STOP_GIT_ENV);
+        let (_, out) = timed_with_stdin(&mut cmd, &payload);
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "abcd hook pre-tool-use answered: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for i in 0..STOP_BRANCHES {
+        git(&["branch", &format!("b{i:02}")]);
+    }
+    // The created branches get their commits without being checked out, so they are own
+    // only as created here; the others are checked out here, which names them in HEAD's
+    // reflog.
+    for b in STOP_UNPUSHED_OWN.into_iter().chain([STOP_PUSHED]) {
+        if STOP_CREATED.contains(&b) {
+            commit_on_branch(dir, &root, b);
+        } else {
+            git(&["switch", "-q", b]);
+            commit_file(&root, &format!("{b}.txt"), b, &[]);
+            git(&["switch", "-q", "main"]);
+        }
+    }
+    git(&["push", "-q", "-u", "origin", STOP_PUSHED]);
+    git(&["switch", "-q", STOP_CHECKED_OUT]);
+    git(&["switch", "-q", "main"]);
+    for b in STOP_OTHERS {
+        git(&["switch", "-q", b]);
+        commit_file(&root, &format!("{b}.txt"), b, &[("GIT_AUTHOR_EMAIL", STOP_OTHER_EMAIL), ("GIT_COMMITTER_EMAIL", STOP_OTHER_EMAIL)]);
+        git(&["switch", "-q", "main"]);
+    }
+    assert_eq!(git(&["for-each-ref", "--format=%(refname)", "refs/heads/"]).lines().count(), STOP_BRANCHES + 1, "main and the branches");
+    let reflog = git(&["reflog", "show", "--format=%gs", "HEAD", "--"]);
+    assert!(STOP_CREATED.iter().all(|b| !reflog.contains(&format!(" {b}"))), "no created branch was checked out here: {reflog}");
+
+    // The checklist: one item `working`, two `waiting` with a look later today, one done.
+    stop_setup_abcd(&root, home, &["checklist", "add", "Finish the stop hook benchmark"]);
+    stop_setup_abcd(&root, home, &["checklist", "add", "Get PR 7 reviewed", "--waits-on", "pr:7", "--next-look", "+2h"]);
+    stop_setup_abcd(&root, home, &["checklist", "add", "Hear back on PR 8", "--waits-on", "pr:8", "--next-look", "+3h"]);
+    let done = stop_setup_abcd(&root, home, &["checklist", "add", "Write the changelog"]);
+    stop_setup_abcd(&root, home, &["checklist", "set", done.trim(), "--state", "done"]);
+
+    let (store, _) = wc_store(&root, home);
+    let state = store.current_state().expect("the working copy's state").state;
+    assert_eq!(state.work.branches, STOP_CREATED, "the pre-tool-use hook recorded every creation");
+    assert_eq!(state.checklist.items.len(), 4, "four items");
+    root
+}
+
+/// The host's Stop payload for a session in `root`.
+fn stop_payload(root: &Path, stop_hook_active: bool) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "session_id": STOP_SESSION,
+        "cwd": root.to_str().expect("a UTF-8 path"),
+        "hook_event_name": "Stop",
+        "stop_hook_active": stop_hook_active,
+        "last_assistant_message": "done",
+        "background_tasks": [],
+        "session_crons": [],
+    }))
+    .expect("plain data serializes")
+}
+
+/// Checks a Stop reply: nothing on stderr, no note (every branch read and judged), and,
+/// present, the stop allowed with the one line naming the owed work; away, blocked, the
+/// reason naming it.
+fn check_stop(stdout: &[u8], stderr: &[u8], away: bool) {
+    assert!(stderr.is_empty(), "abcd hook stop warned: {}", String::from_utf8_lossy(stderr));
+    let v: serde_json::Value = serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("abcd hook stop printed no JSON ({e}): {}", String::from_utf8_lossy(stdout)));
+    let (text, want) = if away {
+        assert_eq!(v["decision"].as_str(), Some("block"), "away, the stop is blocked: {v}");
+        (v["reason"].as_str(), format!("abcd: the person is away and work is owed ({STOP_OWED} items)."))
+    } else {
+        assert!(v.get("decision").is_none(), "present, the stop is allowed: {v}");
+        (v["systemMessage"].as_str(), format!("abcd: stopped with work owed ({STOP_OWED} items); next: "))
+    };
+    let text = text.unwrap_or_else(|| panic!("abcd hook stop gave no reason or line: {v}"));
+    assert!(text.starts_with(&want) && !text.contains("(Note:"), "abcd hook stop said: {text}");
+}
+
+/// Benchmark 8's `gh` stand-in: appends its arguments to `calls`, prints `[]` (no pull
+/// requests) at once.
+fn stub_gh(bin: &Path, calls: &Path) {
+    std::fs::create_dir_all(bin).expect("creating the stub's folder");
+    let gh = bin.join("gh");
+    std::fs::write(&gh, format!("#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\necho '[]'\n", calls.display())).expect("writing the stub gh");
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("making the stub gh executable");
+}
+
+/// The `gh` calls so far, each checked to be the pull request listing.
+fn gh_calls(calls: &Path) -> usize {
+    let text = std::fs::read_to_string(calls).unwrap_or_default();
+    assert!(text.lines().all(|l| l.starts_with("pr list ")), "the stub gh was called for something else: {text}");
+    text.lines().count()
+}
+
+/// The repository journal (the away record) of the repository at `root`, in `home`.
+fn repository_journal(root: &Path, home: &Path) -> PathBuf {
+    let first = git_in(root, &["rev-list", "--max-parents=0", "HEAD"], &[]);
+    home.join("repos").join(first.lines().last().expect("a root commit")).join(abcd::places::JOURNAL_FILE)
+}
+
+fn bench_stop(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
+    let home = dir.join("stop-home");
+    std::fs::create_dir(&home).expect("creating benchmark 8's home store");
+    let t = Instant::now();
+    let present = stop_repository(dir, &home, "stop-present");
+    let away = stop_repository(dir, &home, "stop-away");
+    stop_setup_abcd(&away, &home, &["mode", "autonomous"]);
+    let bin = dir.join("stop-bin");
+    let calls = dir.join("gh-calls");
+    stub_gh(&bin, &calls);
+    let path =
+        std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
+            .expect("a PATH with the stub first");
+    let build_secs = t.elapsed().as_secs_f64();
+    let true_bin = true_bin();
+
+    // Only the away repository has an away record; the present one has no record at all.
+    let away_record = repository_journal(&away, &home);
+    let record_events = verify_clean(&away_record, &home);
+    assert!(!repository_journal(&present, &home).exists(), "the present repository has no away record");
+    let (present_journal, away_journal) = (wc_journal(&present), wc_journal(&away));
+    let (present_events, away_events) = (verify_clean(&present_journal, &home), verify_clean(&away_journal, &home));
+    let runs = (cfg.stop_rounds * cfg.stop_ops + 1) as u64;
+    assert!(away_events + runs < checkpoint::CHECKPOINT_EVERY_EVENTS, "no timed away stop crosses a checkpoint");
+    println!(
+        "built the stop hook's two repositories ({STOP_BRANCHES} local branches each; own and unpushed: {}; 4 items, 1 working) and the stub gh in {build_secs:.1} s; trivial process {}",
+        STOP_UNPUSHED_OWN.join(", "),
+        true_bin.display()
+    );
+
+    // Every contender runs with the hook's environment and the present payload on stdin.
+    // `ABCD_GH` (the forge program, when set) is removed: the stub is found on PATH.
+    let env = |cmd: &mut Command, root: &Path| {
+        cmd.current_dir(root)
+            .env("ABCD_HOME", &home)
+            .env("PATH", &path)
+            .env_remove("ABCD_GH")
+            .envs(STOP_GIT_ENV)
+            .env(abcd::hook::stop::BLOCK_CAP_VAR, "0");
+    };
+    let (present_payload, away_payload) = (stop_payload(&present, false), stop_payload(&away, true));
+    let seen = std::cell::Cell::new(0usize);
+    let (mut present_runs, mut away_runs) = (0u64, 0u64);
+    let hook = |root: &Path, payload: &[u8], away: bool| {
+        let mut cmd = Command::new(abcd_bin());
+        cmd.args(["hook", "stop"]);
+        env(&mut cmd, root);
+        let (secs, out) = timed_with_stdin(&mut cmd, payload);
+        check_stop(&out.stdout, &out.stderr, away);
+        // One listing per away stop, none present.
+        let now = gh_calls(&calls);
+        assert_eq!(now, seen.get() + usize::from(away), "gh calls after one {} stop", if away { "away" } else { "present" });
+        seen.set(now);
+        secs
+    };
+    let mut contenders: Vec<Contender> = vec![
+        (
+            "present",
+            Box::new(|| {
+                present_runs += 1;
+                hook(&present, &present_payload, false)
+            }),
+        ),
+        (
+            "away",
+            Box::new(|| {
+                away_runs += 1;
+                hook(&away, &away_payload, true)
+            }),
+        ),
+        (
+            "true",
+            Box::new(|| {
+                let mut cmd = Command::new(true_bin);
+                env(&mut cmd, &present);
+                let (secs, out) = timed_with_stdin(&mut cmd, &present_payload);
+                assert!(out.stdout.is_empty() && out.stderr.is_empty(), "`true` printed something");
+                secs
+            }),
+        ),
+        // One git child, as the hook starts them (context: what one costs).
+        (
+            "git",
+            Box::new(|| {
+                let mut cmd = Command::new("git");
+                cmd.args(["rev-parse", "-q", "--verify", "HEAD"]);
+                env(&mut cmd, &present);
+                let (secs, out) = timed_with_stdin(&mut cmd, &present_payload);
+                assert_eq!(out.stdout.len(), 41, "git rev-parse printed {}", String::from_utf8_lossy(&out.stdout));
+                secs
+            }),
+        ),
+    ];
+    // Untimed: one run of each, to warm the binaries and the page cache.
+    for (_, run) in contenders.iter_mut() {
+        run();
+    }
+    // The disk's speed before and after the rounds (each away stop's append of its
+    // `session.judged` makes two device flushes and rewrites both projections).
+    let fs_runs = if cfg.full { 101 } else { 5 };
+    let fs_before = fs_costs(dir, fs_runs);
+    let n = contenders.len();
+    let (mut t, mut ratios) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    let mut away_vs_present = Vec::new();
+    for round in 0..cfg.stop_rounds {
+        let mut runs: Vec<&mut dyn FnMut() -> f64> = contenders.iter_mut().map(|(_, run)| &mut **run as &mut dyn FnMut() -> f64).collect();
+        let m = rotate(round, cfg.stop_ops, &mut runs);
+        // Each contender's ratio to `true` (index 2), and away's to present.
+        for k in 0..n {
+            t[k].push(m[k]);
+            ratios[k].push(m[k] / m[2]);
+        }
+        away_vs_present.push(m[1] / m[0]);
+    }
+    let fs_after = fs_costs(dir, fs_runs);
+    drop(contenders);
+    assert_eq!(runs, away_runs, "every away run is counted");
+    assert_eq!(gh_calls(&calls) as u64, away_runs, "one gh listing per away stop");
+
+    // What the stops left behind: away, one `session.judged` per stop and a block count
+    // that passed no cap; present, nothing; the away record never grew.
+    assert_eq!(verify_clean(&present_journal, &home), present_events, "a present stop writes nothing");
+    assert_eq!(verify_clean(&away_journal, &home), away_events + away_runs, "an away stop writes its session.judged");
+    assert_eq!(verify_clean(&away_record, &home), record_events, "no stop was recorded in the away record");
+    let (store, _) = wc_store(&away, &home);
+    let sessions = store.current_state().expect("the away working copy's state").state.sessions;
+    assert_eq!(sessions.get(STOP_SESSION).map(|s| u64::from(s.state.block_count)), Some(away_runs), "one block per away stop");
+
+    let med = |k: usize| median(&t[k]);
+    let (p, a, tr, g) = (med(0), med(1), med(2), med(3));
+    let checked_out_only = STOP_UNPUSHED_OWN.iter().filter(|b| !STOP_CREATED.contains(b)).count() + 1 + STOP_OTHERS.len();
+    let note = format!(
+        "benchmark 8: `abcd hook stop` in two repositories of {STOP_BRANCHES} local branches, {} read as own candidates ({} created here, the rest only checked out here), {} of them own and unpushed, 4 items (1 working), so {STOP_OWED} items owed: present {} vs away (stub gh) {} vs `{}` {} vs one `git rev-parse` {} (medians of round medians; {} rounds x {} runs each, rotating); away/present = {:.2}x (median of per-round ratios); an fdatasync with nothing unsynced took {:.0} us before the rounds and {:.0} us after, a rename of a 10 KiB file over an existing one {:.0} us and {:.0} us; gh listings: {} in {away_runs} away stops, 0 in {present_runs} present stops; the away working copy's journal grew by one session.judged per away stop, the present one's and the away record did not",
+        STOP_CREATED.len() + checked_out_only,
+        STOP_CREATED.len(),
+        STOP_UNPUSHED_OWN.len(),
+        ms(p),
+        ms(a),
+        true_bin.display(),
+        ms(tr),
+        ms(g),
+        cfg.stop_rounds,
+        cfg.stop_ops,
+        median(&away_vs_present),
+        fs_before.0,
+        fs_after.0,
+        fs_before.1,
+        fs_after.1,
+        gh_calls(&calls),
+    );
+    println!("[8] {note}");
+    let mut take = |k: usize| std::mem::take(&mut ratios[k]);
+    let rows = vec![
+        Row {
+            name: format!("8a. `abcd hook stop` present, {STOP_BRANCHES} local branches, vs a trivial process"),
+            contenders: format!("`abcd hook stop` present {} vs `{}` {}", ms(p), true_bin.display(), ms(tr)),
+            ratio_label: "stop-present/true latency".into(),
+            ratios: take(0),
+            target: Target::Context,
+        },
+        Row {
+            name: format!("8b. `abcd hook stop` away (stub `gh`), {STOP_BRANCHES} local branches, vs a trivial process"),
+            contenders: format!("`abcd hook stop` away {} vs `{}` {}", ms(a), true_bin.display(), ms(tr)),
+            ratio_label: "stop-away/true latency".into(),
+            ratios: take(1),
+            target: Target::Context,
+        },
+        Row {
+            name: "8c. one `git rev-parse` (a git child, as the stop hook starts them) vs a trivial process".into(),
+            contenders: format!("`git rev-parse -q --verify HEAD` {} vs `{}` {}", ms(g), true_bin.display(), ms(tr)),
+            ratio_label: "git/true latency".into(),
+            ratios: take(3),
+            target: Target::Context,
+        },
+    ];
+    (rows, note)
 }
 
 // ----------------------------------------------------------------------------------------

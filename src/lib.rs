@@ -12,6 +12,7 @@ pub mod fold;
 pub mod hook;
 pub mod host;
 pub mod journal;
+pub mod ledger;
 pub mod owed;
 pub mod places;
 pub mod store;

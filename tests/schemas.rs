@@ -2,7 +2,7 @@
 //!
 //! A full JSON Schema validator is not a dependency, so this file evaluates the small
 //! subset the schemas use (type, const, enum, required, properties, additionalProperties,
-//! minProperties, items, maxItems, minimum, maximum, minLength, maxLength, oneOf, allOf,
+//! minProperties, items, minItems, maxItems, minimum, maximum, minLength, maxLength, oneOf, allOf,
 //! if/then/else) and refuses any other keyword, so a schema cannot lean on something this
 //! check silently skips. `pattern` is evaluated through a table of the patterns the schemas
 //! use, each written out as the rule the regular expression states; tests below hold each
@@ -23,6 +23,11 @@ use abcd::hook::git;
 use abcd::journal::format;
 use abcd::journal::scan::{self, StartPoint};
 use abcd::journal::storage::StorageFile;
+use abcd::ledger::process::ProcessId;
+use abcd::ledger::{
+    self, Driver, DriverClaimed, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState, ReceiptCollected, RunNamed,
+    RunStarted, WorkSavedAside,
+};
 use abcd::verdict::stop::{Row, StopState};
 use serde_json::{Number, Value, json};
 
@@ -75,6 +80,17 @@ const SESSION_ID: &str = "^[A-Za-z0-9_-]{1,128}$";
 const ERROR_TYPE: &str = "^[a-z][a-z0-9_]{0,63}$";
 /// A full commit id: SHA-1 or SHA-256, lowercase hex.
 const COMMIT_ID: &str = "^([0-9a-f]{40}|[0-9a-f]{64})$";
+/// A run, lane or role name (`ledger::name_ok`): 1 to 64 ASCII letters, digits, `.`, `_` or
+/// `-`; no leading `.` or `-`, no `..` anywhere, not ending with `.lock`.
+const LEDGER_NAME: &str = r"^(?!-)(?!\.)(?![\s\S]*\.\.)(?![\s\S]*\.lock$)[A-Za-z0-9._-]{1,64}$";
+/// A path the ledger records (its `check_path` bar the byte limit and the secret scan): not
+/// empty, and no control character.
+const LEDGER_PATH: &str = r"^[^\u0000-\u001F\u007F-\u009F]+$";
+/// A word of a launched command: anything but a control character (it may be empty).
+const COMMAND_WORD: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
+/// A ref of work saved aside: it starts with `refs/abcd/saved/` and holds no control
+/// character.
+const SAVED_REF: &str = r"^refs/abcd/saved/[^\u0000-\u001F\u007F-\u009F]*$";
 
 /// `text` is `digits` ASCII digits.
 fn digits(text: &str, n: usize) -> bool {
@@ -141,6 +157,17 @@ fn pattern_holds(pattern: &str, s: &str) -> bool {
                 && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
         }
         COMMIT_ID => hex(40) || hex(64),
+        LEDGER_NAME => {
+            (1..=64).contains(&s.len())
+                && s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+                && !s.starts_with('.')
+                && !s.starts_with('-')
+                && !s.contains("..")
+                && !s.ends_with(".lock")
+        }
+        LEDGER_PATH => !s.is_empty() && !s.chars().any(char::is_control),
+        COMMAND_WORD => !s.chars().any(char::is_control),
+        SAVED_REF => s.starts_with("refs/abcd/saved/") && !s.chars().any(char::is_control),
         "^[0-9a-f]{64}$" => hex(64),
         "^[0-9a-f]{32}$" => hex(32),
         // Dotted lowercase words; the 64-byte cap is the schema's maxLength.
@@ -274,6 +301,13 @@ fn check(schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>) {
                     && (array.len() as u64) > arg.as_u64().unwrap()
                 {
                     errors.push(format!("{at}: {} items, more than maxItems {arg}", array.len()));
+                }
+            }
+            "minItems" => {
+                if let Some(array) = value.as_array()
+                    && (array.len() as u64) < arg.as_u64().unwrap()
+                {
+                    errors.push(format!("{at}: {} items, fewer than minItems {arg}", array.len()));
                 }
             }
             "allOf" => {
@@ -1807,4 +1841,931 @@ fn the_session_and_away_patterns_are_the_codes_rules() {
     // than 200 bytes.
     let long = "é".repeat(101);
     assert!(errors_of(&branch["properties"]["branch"], &json!(long)).is_empty() && !git::branch_name_ok(&long));
+}
+
+// ---------------------------------------------------------------------------------------
+// The launch ledger kinds
+// ---------------------------------------------------------------------------------------
+
+/// The time the ledger's own fold functions are called at.
+const LEDGER_T: &str = "2026-12-01T18:00:00Z";
+
+fn driver(pid: u32, session: Option<&str>) -> Driver {
+    Driver { session: session.map(String::from), process: ProcessId { pid, start_ticks: 100 } }
+}
+
+/// Run `r1`, with the lanes `impl` and `review`, driven by `driver`.
+fn run_started(driver: Driver) -> RunStarted {
+    RunStarted { run: "r1".into(), working_copy: "/home/ana/src/shop".into(), lanes: vec!["impl".into(), "review".into()], driver }
+}
+
+/// Launch `launch` of lane `impl` of run `r1`.
+fn launch_intended(launch: u64) -> LaunchIntended {
+    LaunchIntended {
+        run: "r1".into(),
+        lane: "impl".into(),
+        launch,
+        role: "implementer".into(),
+        command: vec!["claude".into(), "-p".into(), "go on".into()],
+        receipt: "/home/ana/src/shop-impl/receipt.json".into(),
+        worktree: "/home/ana/src/shop-impl".into(),
+    }
+}
+
+fn launch_started(launch: u64) -> LaunchStarted {
+    LaunchStarted {
+        run: "r1".into(),
+        lane: "impl".into(),
+        launch,
+        process: ProcessId { pid: 4242, start_ticks: 123_456 },
+        stdout: "/home/ana/.local/state/abcd/runs/r1/impl-1.out".into(),
+        stderr: "/home/ana/.local/state/abcd/runs/r1/impl-1.err".into(),
+    }
+}
+
+fn launch_exited(launch: u64, status: ExitStatus) -> LaunchExited {
+    LaunchExited { run: "r1".into(), lane: "impl".into(), launch, status }
+}
+
+fn receipt_collected(launch: u64, bytes: u64) -> ReceiptCollected {
+    ReceiptCollected { run: "r1".into(), lane: "impl".into(), launch, blake3: hex_of(64, 21), bytes }
+}
+
+fn saved_aside(files: Vec<String>, files_not_listed: u64, commit: String) -> WorkSavedAside {
+    WorkSavedAside {
+        run: "r1".into(),
+        lane: "impl".into(),
+        worktree: "/home/ana/src/shop-impl".into(),
+        ref_name: "refs/abcd/saved/r1/impl/20261201T180000000Z".into(),
+        commit,
+        files,
+        files_not_listed,
+    }
+}
+
+fn event_of<T: serde::Serialize>(kind: &'static str, data: &T) -> (&'static str, Value) {
+    (kind, serde_json::to_value(data).unwrap())
+}
+
+/// The events before: run `r1` started, driven by `driver(10, Some("s1"))`.
+fn a_run() -> Vec<(&'static str, Value)> {
+    vec![event_of(event::RUN_STARTED, &run_started(driver(10, Some("s1"))))]
+}
+
+/// `a_run()`, then launch 1 of lane `impl` intended.
+fn a_launch() -> Vec<(&'static str, Value)> {
+    let mut events = a_run();
+    events.push(event_of(event::LAUNCH_INTENDED, &launch_intended(1)));
+    events
+}
+
+/// `before` with one more event.
+fn and_then(mut before: Vec<(&'static str, Value)>, event: (&'static str, Value)) -> Vec<(&'static str, Value)> {
+    before.push(event);
+    before
+}
+
+fn machine_scope() -> Scope {
+    Scope::Machine {}
+}
+
+/// What the fold does with `data` of `kind` in a journal of `scope` that holds `before`.
+fn in_ledger(scope: Scope, before: Vec<(&'static str, Value)>, kind: &'static str) -> impl Fn(&Value) -> Result<(), String> {
+    move |data| folds(scope.clone(), &before, kind, data)
+}
+
+/// Every `ExitStatus` variant, in order (see `every_row`).
+fn every_exit_status() -> Vec<ExitStatus> {
+    let index = |s: ExitStatus| match s {
+        ExitStatus::Code { .. } => 0,
+        ExitStatus::Signal { .. } => 1,
+        ExitStatus::NotStarted => 2,
+        ExitStatus::Unknown => 3,
+    };
+    let all = [ExitStatus::Code { code: 0 }, ExitStatus::Signal { signal: 9 }, ExitStatus::NotStarted, ExitStatus::Unknown];
+    assert!(all.iter().enumerate().all(|(i, s)| index(*s) == i));
+    all.to_vec()
+}
+
+/// Names `ledger::name_ok` refuses.
+fn bad_ledger_names() -> Vec<Value> {
+    ["", &"a".repeat(65), ".", "..", "-x", "a..b", "x.lock", ".lock", "a b", "a/b", "é", "a\n", "a:b", "a@{1}"].map(|s| json!(s)).to_vec()
+}
+
+/// Paths the ledger's `check_path` refuses (and the non-strings serde refuses).
+fn bad_ledger_paths() -> Vec<Value> {
+    vec![json!(""), json!("a".repeat(4097)), json!("/w\n"), json!("/w\t"), json!("/w\u{85}"), json!("\u{0}"), json!(7), json!(null)]
+}
+
+/// The ledger kinds: the schemas name exactly the keys and the fixed lists the code has, take
+/// what the Rust types write (every optional key present and absent, every exit status), and
+/// take what the fold takes, limits met exactly included, and refuse what it refuses, each in
+/// a journal of the right scope holding the run and the launches the event needs.
+#[test]
+fn the_ledger_schemas_agree_with_the_code() {
+    let started = schema("run.started.schema.json");
+    let claimed = schema("run.driver_claimed.schema.json");
+    let halted = schema("run.halted.schema.json");
+    let lifted = schema("run.lifted.schema.json");
+    let finished = schema("run.finished.schema.json");
+    let intended = schema("launch.intended.schema.json");
+    let launched = schema("launch.started.schema.json");
+    let exited = schema("launch.exited.schema.json");
+    let collected = schema("receipt.collected.schema.json");
+    let saved = schema("work.saved_aside.schema.json");
+    let plain = |v: &Value| without(v, "description");
+    let ascii = |n: usize| json!("a".repeat(n));
+    let token = github_token();
+    let wc = working_copy_scope;
+
+    // One rule for each kind of field, and the limits are the code's.
+    let name_rule = plain(&started["properties"]["run"]);
+    assert_eq!(name_rule["pattern"], json!(LEDGER_NAME));
+    assert_eq!(name_rule["maxLength"], json!(ledger::NAME_MAX_BYTES));
+    assert_eq!(name_rule["maxLength"], json!(ledger::ROLE_MAX_BYTES));
+    let path_rule = plain(&started["properties"]["working_copy"]);
+    assert_eq!(path_rule["pattern"], json!(LEDGER_PATH));
+    assert_eq!(path_rule["maxLength"], json!(ledger::PATH_MAX_BYTES));
+    let launch_rule = json!({"type": "integer", "minimum": 1, "maximum": u64::MAX});
+    for s in [&started, &claimed, &halted, &lifted, &finished, &intended, &launched, &exited, &collected, &saved] {
+        assert_eq!(s["additionalProperties"], json!(false), "{}", s["title"]);
+        for (key, sub) in s["properties"].as_object().unwrap() {
+            match key.as_str() {
+                "run" | "lane" | "role" => assert_eq!(plain(sub), name_rule, "{} {key}", s["title"]),
+                "working_copy" | "receipt" | "worktree" | "stdout" | "stderr" => assert_eq!(plain(sub), path_rule, "{} {key}", s["title"]),
+                "launch" => assert_eq!(plain(sub), launch_rule, "{} {key}", s["title"]),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(started["properties"]["lanes"]["items"], name_rule);
+    assert_eq!(started["properties"]["lanes"]["maxItems"], json!(ledger::LANES_MAX));
+    assert_eq!(saved["properties"]["files"]["items"], path_rule);
+    assert_eq!(saved["properties"]["files"]["maxItems"], json!(ledger::SAVED_FILES_LISTED_MAX));
+    assert_eq!(saved["properties"]["ref_name"]["maxLength"], json!(ledger::PATH_MAX_BYTES));
+    assert_eq!(saved["properties"]["ref_name"]["pattern"], json!(SAVED_REF));
+    assert_eq!(saved["properties"]["commit"]["pattern"], json!(COMMIT_ID));
+    let command = &intended["properties"]["command"];
+    assert_eq!((&command["minItems"], &command["maxItems"]), (&json!(1), &json!(ledger::COMMAND_WORDS_MAX)));
+    assert_eq!(command["items"]["maxLength"], json!(ledger::COMMAND_BYTES_MAX));
+    let driver_rule = plain(&started["properties"]["driver"]);
+    assert_eq!(plain(&claimed["properties"]["driver"]), driver_rule, "one driver rule");
+    assert_eq!(plain(&claimed["properties"]["previous"]), driver_rule, "one driver rule");
+    let session_rule = &driver_rule["properties"]["session"];
+    assert_eq!(session_rule["pattern"], json!(SESSION_ID));
+    assert_eq!(session_rule["maxLength"], json!(event::SESSION_ID_MAX_BYTES));
+    assert_eq!(plain(&launched["properties"]["process"]), plain(&driver_rule["properties"]["process"]), "one process rule");
+    for s in [&lifted, &finished] {
+        assert_eq!(s["required"], halted["required"]);
+        for (key, sub) in halted["properties"].as_object().unwrap() {
+            assert_eq!(plain(&s["properties"][key]), plain(sub), "{} {key}: one RunNamed", s["title"]);
+        }
+        assert_eq!(keys_of(&s["properties"]), keys_of(&halted["properties"]));
+    }
+
+    // run.started: what the type writes, with and without a session, with no lanes, one,
+    // and the most; a run in a working copy journal, and an index entry in the machine journal.
+    let code = in_ledger(wc(), vec![], event::RUN_STARTED);
+    let index = in_ledger(machine_scope(), vec![], event::RUN_STARTED);
+    let most_lanes: Vec<String> = (0..ledger::LANES_MAX).map(|i| format!("lane-{i}")).collect();
+    for session in [Some("3f2c8a1e-5b7d-4e90-a1c3-d5e7f9012b4c"), None] {
+        for lanes in [vec![], vec!["impl".to_string()], most_lanes.clone()] {
+            let r = RunStarted { lanes, ..run_started(driver(u32::MAX, session)) };
+            let data = serde_json::to_value(&r).unwrap();
+            let driver_keys = &started["properties"]["driver"]["properties"];
+            assert_eq!(keys_of(&data), keys_of(&started["properties"]), "run.started keys");
+            assert_eq!(keys_of(&data["driver"]), keys_of(driver_keys), "driver keys");
+            assert_eq!(keys_of(&data["driver"]["process"]), keys_of(&driver_keys["process"]["properties"]), "process keys");
+            agree(&started, &code, &data, true);
+            agree(&started, &index, &data, true);
+            assert_eq!(serde_json::from_value::<RunStarted>(data).unwrap(), r);
+        }
+    }
+    let good = serde_json::to_value(run_started(driver(10, Some("s1")))).unwrap();
+    for data in [
+        with(&good, "run", ascii(64)),
+        with(&good, "run", json!("run-2026.12.01_A")),
+        with(&good, "lanes", json!(["impl", "impl"])),
+        with(&good, "working_copy", ascii(4096)),
+        with(&good, "working_copy", json!("é".repeat(2048))),
+        with(&good, "working_copy", json!(" /home/ana/my shop\u{a0}")),
+        set_at(&good, &["driver", "session"], json!(null)),
+        set_at(&good, &["driver", "session"], ascii(128)),
+        set_at(&good, &["driver", "session"], json!("A_z-9")),
+        with(&good, "driver", without(&good["driver"], "session")),
+        set_at(&good, &["driver", "process", "pid"], json!(0)),
+        set_at(&good, &["driver", "process", "start_ticks"], json!(u64::MAX)),
+    ] {
+        agree(&started, &code, &data, true);
+        agree(&started, &index, &data, true);
+    }
+    let mut both_refuse = vec![with(&good, "extra", json!(1)), json!([]), json!(null)];
+    for key in ["run", "working_copy", "lanes", "driver"] {
+        both_refuse.push(without(&good, key));
+    }
+    for name in bad_ledger_names() {
+        both_refuse.push(with(&good, "run", name.clone()));
+        both_refuse.push(with(&good, "lanes", json!(["impl", name])));
+    }
+    for path in bad_ledger_paths() {
+        both_refuse.push(with(&good, "working_copy", path));
+    }
+    let too_many: Vec<String> = (0..=ledger::LANES_MAX).map(|i| format!("lane-{i}")).collect();
+    for (key, v) in
+        [("lanes", json!(too_many)), ("lanes", json!(null)), ("lanes", json!("impl")), ("run", json!(null)), ("driver", json!(null))]
+    {
+        both_refuse.push(with(&good, key, v));
+    }
+    for (path, v) in [
+        (&["driver", "extra"][..], json!(1)),
+        (&["driver", "session"], json!("")),
+        (&["driver", "session"], ascii(129)),
+        (&["driver", "session"], json!("a.b")),
+        (&["driver", "session"], json!("é")),
+        (&["driver", "session"], json!(7)),
+        (&["driver", "process"], json!(null)),
+        (&["driver", "process"], json!(4242)),
+        (&["driver", "process", "extra"], json!(1)),
+        (&["driver", "process", "pid"], json!(u64::from(u32::MAX) + 1)),
+        (&["driver", "process", "pid"], json!(-1)),
+        (&["driver", "process", "pid"], json!("1")),
+        (&["driver", "process", "pid"], json!(1.5)),
+        (&["driver", "process", "start_ticks"], json!(-1)),
+        (&["driver", "process", "start_ticks"], json!(1.8446744073709552e19)),
+        (&["driver", "process", "start_ticks"], json!(null)),
+    ] {
+        both_refuse.push(set_at(&good, path, v));
+    }
+    both_refuse.push(with(&good, "driver", without(&good["driver"], "process")));
+    for key in ["pid", "start_ticks"] {
+        both_refuse.push(set_at(&good, &["driver", "process"], without(&good["driver"]["process"], key)));
+    }
+    for data in &both_refuse {
+        agree(&started, &code, data, false);
+        agree(&started, &index, data, false);
+    }
+    // What the schema cannot say: no path carries a secret; the limit is 4096 bytes (maxLength
+    // counts characters); a name starts one run per journal and is indexed once; run.started
+    // belongs in a working copy journal or the machine journal.
+    for data in [with(&good, "working_copy", json!(format!("/home/{token}"))), with(&good, "working_copy", json!("é".repeat(2049)))] {
+        assert!(errors_of(&started, &data).is_empty(), "{data}: {:?}", errors_of(&started, &data));
+        assert!(code(&data).is_err() && index(&data).is_err(), "the fold takes {data}");
+    }
+    assert!(folds(wc(), &a_run(), event::RUN_STARTED, &good).is_err(), "a run is started once");
+    assert!(folds(machine_scope(), &a_run(), event::RUN_STARTED, &good).is_err(), "a run is indexed once");
+    assert!(folds(repository_scope(), &[], event::RUN_STARTED, &good).is_err());
+
+    // run.driver_claimed: every driver with and without a session, replacing either.
+    for old in [Some("s1"), None] {
+        for new in [Some("s2"), None] {
+            let code = in_ledger(wc(), vec![event_of(event::RUN_STARTED, &run_started(driver(10, old)))], event::RUN_DRIVER_CLAIMED);
+            let c = DriverClaimed { run: "r1".into(), driver: driver(20, new), previous: driver(10, old) };
+            let data = serde_json::to_value(&c).unwrap();
+            assert_eq!(keys_of(&data), keys_of(&claimed["properties"]), "run.driver_claimed keys");
+            for key in ["driver", "previous"] {
+                assert_eq!(keys_of(&data[key]), keys_of(&claimed["properties"][key]["properties"]), "{key} keys");
+            }
+            agree(&claimed, &code, &data, true);
+            assert_eq!(serde_json::from_value::<DriverClaimed>(data.clone()).unwrap(), c);
+            // A missing session is a null one: it names the driver without a session, and
+            // not one with a session (which only the fold can tell).
+            let sparse = with(&data, "previous", without(&data["previous"], "session"));
+            if old.is_none() {
+                agree(&claimed, &code, &sparse, true);
+            } else {
+                assert!(errors_of(&claimed, &sparse).is_empty() && code(&sparse).is_err(), "{sparse}");
+            }
+        }
+    }
+    let code = in_ledger(wc(), a_run(), event::RUN_DRIVER_CLAIMED);
+    let good =
+        serde_json::to_value(DriverClaimed { run: "r1".into(), driver: driver(20, Some("s2")), previous: driver(10, Some("s1")) }).unwrap();
+    for data in [
+        set_at(&good, &["driver", "session"], ascii(128)),
+        set_at(&good, &["driver", "session"], json!(null)),
+        set_at(&good, &["driver", "process", "pid"], json!(u32::MAX)),
+        set_at(&good, &["driver", "process", "start_ticks"], json!(u64::MAX)),
+    ] {
+        agree(&claimed, &code, &data, true);
+    }
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["run", "driver", "previous"] {
+        both_refuse.push(without(&good, key));
+        both_refuse.push(with(&good, key, json!(null)));
+    }
+    for name in bad_ledger_names() {
+        both_refuse.push(with(&good, "run", name));
+    }
+    for key in ["driver", "previous"] {
+        for (path, v) in [
+            (&["extra"][..], json!(1)),
+            (&["session"], json!("a.b")),
+            (&["session"], ascii(129)),
+            (&["session"], json!("")),
+            (&["process", "extra"], json!(1)),
+            (&["process", "pid"], json!(u64::from(u32::MAX) + 1)),
+            (&["process", "start_ticks"], json!(-1)),
+        ] {
+            let path: Vec<&str> = std::iter::once(key).chain(path.iter().copied()).collect();
+            both_refuse.push(set_at(&good, &path, v));
+        }
+        both_refuse.push(with(&good, key, without(&good[key], "process")));
+    }
+    for data in &both_refuse {
+        agree(&claimed, &code, data, false);
+    }
+    // What the schema cannot say: the run was started, and `previous` is its driver; a
+    // takeover belongs in a working copy journal.
+    for data in [
+        with(&good, "run", json!("r2")),
+        set_at(&good, &["previous", "process", "pid"], json!(11)),
+        set_at(&good, &["previous", "process", "start_ticks"], json!(101)),
+        set_at(&good, &["previous", "session"], json!("s9")),
+        set_at(&good, &["previous", "session"], json!(null)),
+    ] {
+        assert!(errors_of(&claimed, &data).is_empty() && code(&data).is_err(), "{data}");
+    }
+    assert!(folds(machine_scope(), &a_run(), event::RUN_DRIVER_CLAIMED, &good).is_err());
+    assert!(folds(repository_scope(), &[], event::RUN_DRIVER_CLAIMED, &good).is_err());
+
+    // run.halted, run.lifted, run.finished: `working_copy` written or left out.
+    for (s, kind) in [(&halted, event::RUN_HALTED), (&lifted, event::RUN_LIFTED), (&finished, event::RUN_FINISHED)] {
+        let code = in_ledger(wc(), a_run(), kind);
+        let index = in_ledger(machine_scope(), a_run(), kind);
+        for working_copy in [Some("/home/ana/src/shop"), None] {
+            let r = RunNamed { run: "r1".into(), working_copy: working_copy.map(String::from) };
+            let data = serde_json::to_value(&r).unwrap();
+            if working_copy.is_some() {
+                assert_eq!(keys_of(&data), keys_of(&s["properties"]), "{kind} keys");
+            } else {
+                assert_eq!(keys_of(&data), BTreeSet::from(["run".to_string()]), "{kind}: no working_copy key when it is absent");
+            }
+            agree(s, &code, &data, true);
+            assert_eq!(serde_json::from_value::<RunNamed>(data.clone()).unwrap(), r);
+            // The machine journal holds run.finished, as its index, and no other of the three.
+            if kind == event::RUN_FINISHED {
+                agree(s, &index, &data, true);
+            } else {
+                assert!(errors_of(s, &data).is_empty() && index(&data).is_err(), "{kind} in the machine journal");
+            }
+        }
+        let good = json!({"run": "r1"});
+        agree(s, &code, &with(&good, "run", json!("r1")), true);
+        // The working copy is a path as every other: refused empty or with a control
+        // character by both, refused with a secret by the fold alone.
+        for path in [json!(""), json!("a\nb")] {
+            agree(s, &code, &with(&good, "working_copy", path), false);
+        }
+        let secret = with(&good, "working_copy", json!(format!("/{token}")));
+        assert!(errors_of(s, &secret).is_empty() && code(&secret).is_err(), "{kind} {secret}");
+        let mut both_refuse = vec![without(&good, "run"), with(&good, "extra", json!(1)), with(&good, "run", json!(null)), json!([])];
+        for name in bad_ledger_names() {
+            both_refuse.push(with(&good, "run", name));
+        }
+        both_refuse.push(with(&good, "working_copy", json!(7)));
+        both_refuse.push(with(&good, "working_copy", json!(["/w"])));
+        for data in &both_refuse {
+            agree(s, &code, data, false);
+        }
+        // Where the schema is stricter: writers leave working_copy out, never null; serde
+        // reads a null as absent.
+        let data = with(&good, "working_copy", json!(null));
+        assert!(!errors_of(s, &data).is_empty() && code(&data).is_ok(), "{kind} {data}");
+        // What the schema cannot say: the run was started (indexed, in the machine journal),
+        // and these kinds belong in a working copy journal (run.finished in the machine one too).
+        let other = with(&good, "run", json!("r2"));
+        assert!(errors_of(s, &other).is_empty() && code(&other).is_err() && index(&other).is_err(), "{kind} {other}");
+        assert!(folds(machine_scope(), &[], kind, &good).is_err(), "{kind} of a run not indexed");
+        assert!(folds(repository_scope(), &[], kind, &good).is_err(), "{kind} in a repository journal");
+    }
+
+    // launch.intended: the first launch of a lane and the next one; the least and the most
+    // of each limit.
+    let code = in_ledger(wc(), a_run(), event::LAUNCH_INTENDED);
+    let second = in_ledger(wc(), a_launch(), event::LAUNCH_INTENDED);
+    let mut most_words = launch_intended(1);
+    most_words.command = vec!["x".to_string(); ledger::COMMAND_WORDS_MAX];
+    let mut longest_word = launch_intended(1);
+    longest_word.command = vec!["a".repeat(ledger::COMMAND_BYTES_MAX)];
+    for l in [launch_intended(1), most_words, longest_word] {
+        let data = serde_json::to_value(&l).unwrap();
+        assert_eq!(keys_of(&data), keys_of(&intended["properties"]), "launch.intended keys");
+        agree(&intended, &code, &data, true);
+        assert_eq!(serde_json::from_value::<LaunchIntended>(data).unwrap(), l);
+    }
+    agree(&intended, &second, &serde_json::to_value(launch_intended(2)).unwrap(), true);
+    let good = serde_json::to_value(launch_intended(1)).unwrap();
+    let half = "a".repeat(ledger::COMMAND_BYTES_MAX / 2);
+    for (key, v) in [
+        ("lane", json!("review")),
+        ("role", ascii(64)),
+        ("role", json!("reviewer.2_B-x")),
+        ("command", json!([""])),
+        ("command", json!(["sh", "-c", "printf '\\033[31m%s\\n' red"])),
+        ("command", json!([half, half])),
+        ("command", json!(["é".repeat(ledger::COMMAND_BYTES_MAX / 2)])),
+        ("receipt", ascii(4096)),
+        ("receipt", json!("é".repeat(2048))),
+        ("worktree", json!("/home/ana/src/shop impl")),
+    ] {
+        agree(&intended, &code, &with(&good, key, v), true);
+    }
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["run", "lane", "launch", "role", "command", "receipt", "worktree"] {
+        both_refuse.push(without(&good, key));
+    }
+    for name in bad_ledger_names() {
+        for key in ["run", "lane", "role"] {
+            both_refuse.push(with(&good, key, name.clone()));
+        }
+    }
+    for path in bad_ledger_paths() {
+        both_refuse.push(with(&good, "receipt", path.clone()));
+        both_refuse.push(with(&good, "worktree", path));
+    }
+    for (key, v) in [
+        ("launch", json!(0)),
+        ("launch", json!(-1)),
+        ("launch", json!("1")),
+        ("launch", json!(1.5)),
+        ("launch", json!(null)),
+        ("launch", json!(1.8446744073709552e19)),
+        ("command", json!([])),
+        ("command", json!(["a\nb\u{7}"])),
+        ("command", json!(vec!["x"; ledger::COMMAND_WORDS_MAX + 1])),
+        ("command", json!(["a".repeat(ledger::COMMAND_BYTES_MAX + 1)])),
+        ("command", json!([7])),
+        ("command", json!([null])),
+        ("command", json!(null)),
+        ("command", json!("claude -p")),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&intended, &code, data, false);
+    }
+    // What the schema cannot say: the launch is the lane's next and the lane the run's; the
+    // command is at most 64 KiB in all; no word or path carries a secret; the limits are
+    // bytes; a launch belongs in a working copy journal.
+    let over = "a".repeat(ledger::COMMAND_BYTES_MAX / 2 + 1);
+    for (code, data) in [
+        (&code, with(&good, "launch", json!(2))),
+        (&code, with(&good, "launch", json!(u64::MAX))),
+        (&second, good.clone()),
+        (&code, with(&good, "lane", json!("other"))),
+        (&code, with(&good, "run", json!("r2"))),
+        (&code, with(&good, "command", json!([half, over]))),
+        (&code, with(&good, "command", json!(["é".repeat(ledger::COMMAND_BYTES_MAX / 2 + 1)]))),
+        (&code, with(&good, "command", json!(["deploy", "--token", token]))),
+        (&code, with(&good, "receipt", json!(format!("/tmp/{token}")))),
+        (&code, with(&good, "worktree", json!("é".repeat(2049)))),
+    ] {
+        assert!(errors_of(&intended, &data).is_empty(), "{data}: {:?}", errors_of(&intended, &data));
+        assert!(code(&data).is_err(), "the fold takes {data}");
+    }
+    assert!(folds(machine_scope(), &a_run(), event::LAUNCH_INTENDED, &good).is_err());
+    assert!(folds(repository_scope(), &[], event::LAUNCH_INTENDED, &good).is_err());
+
+    // launch.started.
+    let code = in_ledger(wc(), a_launch(), event::LAUNCH_STARTED);
+    for process in [ProcessId { pid: 0, start_ticks: 0 }, ProcessId { pid: u32::MAX, start_ticks: u64::MAX }] {
+        let s = LaunchStarted { process, ..launch_started(1) };
+        let data = serde_json::to_value(&s).unwrap();
+        assert_eq!(keys_of(&data), keys_of(&launched["properties"]), "launch.started keys");
+        assert_eq!(keys_of(&data["process"]), keys_of(&launched["properties"]["process"]["properties"]), "process keys");
+        agree(&launched, &code, &data, true);
+        assert_eq!(serde_json::from_value::<LaunchStarted>(data).unwrap(), s);
+    }
+    let good = serde_json::to_value(launch_started(1)).unwrap();
+    for (key, v) in [("stdout", ascii(4096)), ("stderr", json!("é".repeat(2048))), ("stdout", json!(" "))] {
+        agree(&launched, &code, &with(&good, key, v), true);
+    }
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["run", "lane", "launch", "process", "stdout", "stderr"] {
+        both_refuse.push(without(&good, key));
+    }
+    for name in bad_ledger_names() {
+        both_refuse.push(with(&good, "run", name.clone()));
+        both_refuse.push(with(&good, "lane", name));
+    }
+    for path in bad_ledger_paths() {
+        both_refuse.push(with(&good, "stdout", path.clone()));
+        both_refuse.push(with(&good, "stderr", path));
+    }
+    for (path, v) in [
+        (&["launch"][..], json!(0)),
+        (&["process"], json!(null)),
+        (&["process", "extra"], json!(1)),
+        (&["process", "pid"], json!(u64::from(u32::MAX) + 1)),
+        (&["process", "start_ticks"], json!("123456")),
+    ] {
+        both_refuse.push(set_at(&good, path, v));
+    }
+    for key in ["pid", "start_ticks"] {
+        both_refuse.push(with(&good, "process", without(&good["process"], key)));
+    }
+    for data in &both_refuse {
+        agree(&launched, &code, data, false);
+    }
+    // Where the schema is stricter: serde reads a struct from an array of its fields in order
+    // too; writers write objects, and the schema takes nothing else.
+    for data in
+        [with(&good, "process", json!([4242, 123_456])), json!(["r1", "impl", 1, {"pid": 4242, "start_ticks": 123_456}, "/w/o", "/w/e"])]
+    {
+        assert!(!errors_of(&launched, &data).is_empty() && code(&data).is_ok(), "{data}");
+    }
+    // What the schema cannot say: the launch was intended and not started before; no path
+    // carries a secret; the limit is bytes; it belongs in a working copy journal.
+    let twice = in_ledger(wc(), and_then(a_launch(), event_of(event::LAUNCH_STARTED, &launch_started(1))), event::LAUNCH_STARTED);
+    for (code, data) in [
+        (&code, with(&good, "launch", json!(2))),
+        (&code, with(&good, "lane", json!("review"))),
+        (&twice, good.clone()),
+        (&code, with(&good, "stdout", json!(format!("/tmp/{token}.out")))),
+        (&code, with(&good, "stderr", json!("é".repeat(2049)))),
+    ] {
+        assert!(errors_of(&launched, &data).is_empty(), "{data}: {:?}", errors_of(&launched, &data));
+        assert!(code(&data).is_err(), "the fold takes {data}");
+    }
+    assert!(folds(machine_scope(), &a_run(), event::LAUNCH_STARTED, &good).is_err());
+    assert!(folds(repository_scope(), &[], event::LAUNCH_STARTED, &good).is_err());
+
+    // launch.exited: every exit status, at the ends of its range.
+    let code = in_ledger(wc(), a_launch(), event::LAUNCH_EXITED);
+    let status = &exited["properties"]["status"];
+    let kinds: Vec<String> =
+        every_exit_status().iter().map(|s| serde_json::to_value(s).unwrap()["kind"].as_str().unwrap().to_string()).collect();
+    assert_eq!(strings(&status["properties"]["kind"]["enum"]), kinds, "exit status kinds");
+    let branches = status["oneOf"].as_array().unwrap();
+    assert_eq!(branches.iter().map(|b| b["properties"]["kind"]["const"].as_str().unwrap()).collect::<Vec<_>>(), kinds, "one branch a kind");
+    let mut statuses = every_exit_status();
+    statuses.extend([
+        ExitStatus::Code { code: i32::MIN },
+        ExitStatus::Code { code: i32::MAX },
+        ExitStatus::Signal { signal: i32::MIN },
+        ExitStatus::Signal { signal: i32::MAX },
+    ]);
+    for s in statuses {
+        let data = serde_json::to_value(launch_exited(1, s)).unwrap();
+        assert_eq!(keys_of(&data), keys_of(&exited["properties"]), "launch.exited keys");
+        let branch = branches.iter().find(|b| b["properties"]["kind"]["const"] == data["status"]["kind"]).unwrap();
+        assert_eq!(keys_of(&data["status"]), keys_of(&branch["properties"]), "{s:?} keys");
+        assert_eq!(branch["required"].as_array().unwrap().len(), keys_of(&data["status"]).len(), "{s:?}: every key required");
+        agree(&exited, &code, &data, true);
+        assert_eq!(serde_json::from_value::<LaunchExited>(data).unwrap(), launch_exited(1, s));
+    }
+    let good = serde_json::to_value(launch_exited(1, ExitStatus::Code { code: 0 })).unwrap();
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["run", "lane", "launch", "status"] {
+        both_refuse.push(without(&good, key));
+    }
+    for name in bad_ledger_names() {
+        both_refuse.push(with(&good, "run", name.clone()));
+        both_refuse.push(with(&good, "lane", name));
+    }
+    both_refuse.push(with(&good, "launch", json!(0)));
+    for s in [
+        json!(null),
+        json!("unknown"),
+        json!(0),
+        json!({}),
+        json!({"code": 0}),
+        json!({"kind": "exited"}),
+        json!({"kind": "Code", "code": 0}),
+        json!({"kind": "NotStarted"}),
+        json!({"kind": null}),
+        json!({"kind": "code"}),
+        json!({"kind": "code", "code": i64::from(i32::MAX) + 1}),
+        json!({"kind": "code", "code": i64::from(i32::MIN) - 1}),
+        json!({"kind": "code", "code": "0"}),
+        json!({"kind": "code", "code": 1.5}),
+        json!({"kind": "code", "code": null}),
+        json!({"kind": "code", "signal": 9}),
+        json!({"kind": "code", "code": 0, "signal": 9}),
+        json!({"kind": "code", "code": 0, "extra": 1}),
+        json!({"kind": "signal"}),
+        json!({"kind": "signal", "code": 9}),
+        json!({"kind": "signal", "signal": i64::from(i32::MAX) + 1}),
+        json!({"kind": "signal", "signal": 9, "extra": 1}),
+    ] {
+        both_refuse.push(with(&good, "status", s));
+    }
+    for data in &both_refuse {
+        agree(&exited, &code, data, false);
+    }
+    // Where the schema is stricter: serde takes any other key beside the tag of a unit
+    // variant (deny_unknown_fields notwithstanding), and an array of the tag and the fields;
+    // writers write neither, and the schema refuses both.
+    for s in [json!({"kind": "not_started", "code": 0}), json!({"kind": "unknown", "extra": 1}), json!(["code", 0]), json!(["unknown"])] {
+        let data = with(&good, "status", s);
+        assert!(!errors_of(&exited, &data).is_empty() && code(&data).is_ok(), "{data}");
+    }
+    // What the schema cannot say: the launch was intended, and its exit is recorded once; it
+    // belongs in a working copy journal.
+    let twice = in_ledger(wc(), and_then(a_launch(), (event::LAUNCH_EXITED, good.clone())), event::LAUNCH_EXITED);
+    for (code, data) in [(&code, with(&good, "launch", json!(2))), (&code, with(&good, "lane", json!("review"))), (&twice, good.clone())] {
+        assert!(errors_of(&exited, &data).is_empty() && code(&data).is_err(), "{data}");
+    }
+    assert!(folds(machine_scope(), &a_run(), event::LAUNCH_EXITED, &good).is_err());
+    assert!(folds(repository_scope(), &[], event::LAUNCH_EXITED, &good).is_err());
+
+    // receipt.collected.
+    let code = in_ledger(wc(), a_launch(), event::RECEIPT_COLLECTED);
+    for bytes in [0, u64::MAX] {
+        let c = receipt_collected(1, bytes);
+        let data = serde_json::to_value(&c).unwrap();
+        assert_eq!(keys_of(&data), keys_of(&collected["properties"]), "receipt.collected keys");
+        agree(&collected, &code, &data, true);
+        assert_eq!(serde_json::from_value::<ReceiptCollected>(data).unwrap(), c);
+    }
+    let good = serde_json::to_value(receipt_collected(1, 3)).unwrap();
+    agree(&collected, &code, &with(&good, "blake3", json!(hex_of(64, 22))), true);
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["run", "lane", "launch", "blake3", "bytes"] {
+        both_refuse.push(without(&good, key));
+    }
+    for name in bad_ledger_names() {
+        both_refuse.push(with(&good, "run", name.clone()));
+        both_refuse.push(with(&good, "lane", name));
+    }
+    for (key, v) in [
+        ("launch", json!(0)),
+        ("blake3", json!(hex_of(63, 23))),
+        ("blake3", json!(hex_of(65, 23))),
+        ("blake3", json!(hex_of(64, 23).to_uppercase())),
+        ("blake3", json!(format!("{}g", hex_of(63, 23)))),
+        ("blake3", json!(hex_of(40, 23))),
+        ("blake3", json!("")),
+        ("blake3", json!(null)),
+        ("bytes", json!(-1)),
+        ("bytes", json!(null)),
+        ("bytes", json!("3")),
+        ("bytes", json!(1.8446744073709552e19)),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&collected, &code, data, false);
+    }
+    // What the schema cannot say: the launch was intended, its receipt collected once; it
+    // belongs in a working copy journal.
+    let twice = in_ledger(wc(), and_then(a_launch(), (event::RECEIPT_COLLECTED, good.clone())), event::RECEIPT_COLLECTED);
+    for (code, data) in [(&code, with(&good, "launch", json!(2))), (&code, with(&good, "run", json!("r2"))), (&twice, good.clone())] {
+        assert!(errors_of(&collected, &data).is_empty() && code(&data).is_err(), "{data}");
+    }
+    assert!(folds(machine_scope(), &a_run(), event::RECEIPT_COLLECTED, &good).is_err());
+    assert!(folds(repository_scope(), &[], event::RECEIPT_COLLECTED, &good).is_err());
+
+    // work.saved_aside: no files listed, one, and the most; counted files or none; both
+    // kinds of commit id.
+    let code = in_ledger(wc(), a_run(), event::WORK_SAVED_ASIDE);
+    let most_files: Vec<String> = (0..ledger::SAVED_FILES_LISTED_MAX).map(|i| format!("src/f{i}.rs")).collect();
+    for files in [vec![], vec!["src/parse.rs".to_string()], most_files.clone()] {
+        for (files_not_listed, commit) in [(0, hex_of(40, 24)), (u64::MAX, hex_of(64, 25))] {
+            let s = saved_aside(files.clone(), files_not_listed, commit);
+            let data = serde_json::to_value(&s).unwrap();
+            assert_eq!(keys_of(&data), keys_of(&saved["properties"]), "work.saved_aside keys");
+            agree(&saved, &code, &data, true);
+            assert_eq!(serde_json::from_value::<WorkSavedAside>(data).unwrap(), s);
+        }
+    }
+    let good = serde_json::to_value(saved_aside(vec!["src/parse.rs".into()], 0, hex_of(40, 26))).unwrap();
+    // Readers take a missing count as 0.
+    agree(&saved, &code, &without(&good, "files_not_listed"), true);
+    // The ref name: its prefix, its length, no control character, and (the fold alone) no
+    // secret.
+    let secret_ref = with(&good, "ref_name", json!(format!("refs/abcd/saved/{token}")));
+    assert!(errors_of(&saved, &secret_ref).is_empty() && code(&secret_ref).is_err(), "{secret_ref}");
+    for (key, v) in [
+        ("lane", json!("review")),
+        ("worktree", ascii(4096)),
+        ("worktree", json!("é".repeat(2048))),
+        ("ref_name", json!("refs/abcd/saved/")),
+        ("ref_name", json!(format!("refs/abcd/saved/{}", "a".repeat(4096 - 16)))),
+        ("files", json!(["a".repeat(4096), "é".repeat(2048), " ", "a b"])),
+    ] {
+        agree(&saved, &code, &with(&good, key, v), true);
+    }
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["run", "lane", "worktree", "ref_name", "commit", "files"] {
+        both_refuse.push(without(&good, key));
+    }
+    for name in bad_ledger_names() {
+        both_refuse.push(with(&good, "run", name.clone()));
+        both_refuse.push(with(&good, "lane", name));
+    }
+    for path in bad_ledger_paths() {
+        both_refuse.push(with(&good, "worktree", path.clone()));
+        both_refuse.push(with(&good, "files", json!(["src/parse.rs", path])));
+    }
+    let too_many: Vec<String> = (0..=ledger::SAVED_FILES_LISTED_MAX).map(|i| format!("src/f{i}.rs")).collect();
+    for (key, v) in [
+        ("files", json!(too_many)),
+        ("files", json!(null)),
+        ("files", json!("src/parse.rs")),
+        ("files_not_listed", json!(null)),
+        ("files_not_listed", json!(-1)),
+        ("files_not_listed", json!("0")),
+        ("ref_name", json!("")),
+        ("ref_name", json!("refs/abcd/saved/a b\n..\u{0}")),
+        ("ref_name", json!("refs/abcd/saved")),
+        ("ref_name", json!("refs/heads/abcd/saved/x")),
+        ("ref_name", json!(" refs/abcd/saved/x")),
+        ("ref_name", json!("REFS/abcd/saved/x")),
+        ("ref_name", json!(format!("refs/abcd/saved/{}", "a".repeat(4096 - 15)))),
+        ("ref_name", json!(null)),
+        ("commit", json!(hex_of(39, 27))),
+        ("commit", json!(hex_of(41, 27))),
+        ("commit", json!(hex_of(63, 27))),
+        ("commit", json!(hex_of(65, 27))),
+        ("commit", json!(hex_of(40, 27).to_uppercase())),
+        ("commit", json!("")),
+        ("commit", json!(null)),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&saved, &code, data, false);
+    }
+    // What the schema cannot say: the lane is a started run's; no path carries a secret; the
+    // limits are bytes; it belongs in a working copy journal.
+    for data in [
+        with(&good, "lane", json!("other")),
+        with(&good, "run", json!("r2")),
+        with(&good, "files", json!([format!("notes/{token}.txt")])),
+        with(&good, "worktree", json!(format!("/tmp/{token}"))),
+        with(&good, "files", json!(["é".repeat(2049)])),
+        with(&good, "ref_name", json!(format!("refs/abcd/saved/{}", "é".repeat(2041)))),
+    ] {
+        assert!(errors_of(&saved, &data).is_empty(), "{data}: {:?}", errors_of(&saved, &data));
+        assert!(code(&data).is_err(), "the fold takes {data}");
+    }
+    assert!(folds(machine_scope(), &a_run(), event::WORK_SAVED_ASIDE, &good).is_err());
+    assert!(folds(repository_scope(), &[], event::WORK_SAVED_ASIDE, &good).is_err());
+}
+
+/// A ledger holding run `r1` (lanes `impl` and `review`) and, when `launch`, launch 1 of `impl`.
+fn a_ledger(launch: bool) -> LedgerState {
+    let mut state = LedgerState::default();
+    ledger::fold_run_started(&mut state, run_started(driver(10, Some("s1"))), at(LEDGER_T), false).unwrap();
+    if launch {
+        ledger::fold_intended(&mut state, launch_intended(1), at(LEDGER_T)).unwrap();
+    }
+    state
+}
+
+fn ledger_takes_run(r: RunStarted) -> bool {
+    ledger::fold_run_started(&mut LedgerState::default(), r, at(LEDGER_T), false).is_ok()
+}
+
+fn ledger_takes_intended(l: LaunchIntended) -> bool {
+    ledger::fold_intended(&mut a_ledger(false), l, at(LEDGER_T)).is_ok()
+}
+
+fn ledger_takes_saved(s: WorkSavedAside) -> bool {
+    ledger::fold_saved(&mut a_ledger(false), s, at(LEDGER_T)).is_ok()
+}
+
+/// Each rule the ledger schemas state with a pattern and lengths is exactly the code's rule,
+/// as `ledger::name_ok` and the ledger's fold apply it: on strings built from the characters
+/// the rules turn on, and at and around each limit, schema and code agree on every one. A
+/// limit the code counts in bytes is stated in words (maxLength counts characters): it is
+/// added to the schema's side here.
+#[test]
+fn the_ledger_patterns_are_the_codes_rules() {
+    let started = schema("run.started.schema.json");
+    let intended = schema("launch.intended.schema.json");
+    let launched = schema("launch.started.schema.json");
+    let collected = schema("receipt.collected.schema.json");
+    let saved = schema("work.saved_aside.schema.json");
+    let props = |s: &Value| s["properties"].clone();
+    let (started, intended, launched, collected, saved) =
+        (props(&started), props(&intended), props(&launched), props(&collected), props(&saved));
+    type Rule = fn(&str) -> bool;
+    let paths = Some(ledger::PATH_MAX_BYTES);
+    let rules: [(&str, &Value, Rule, Option<usize>); 15] = [
+        ("name_ok", &started["run"], ledger::name_ok, None),
+        ("run", &started["run"], |s| ledger_takes_run(RunStarted { run: s.into(), ..run_started(driver(10, None)) }), None),
+        (
+            "lane",
+            &started["lanes"]["items"],
+            |s| ledger_takes_run(RunStarted { lanes: vec![s.into()], ..run_started(driver(10, None)) }),
+            None,
+        ),
+        ("role", &intended["role"], |s| ledger_takes_intended(LaunchIntended { role: s.into(), ..launch_intended(1) }), None),
+        ("session", &started["driver"]["properties"]["session"], |s| ledger_takes_run(run_started(driver(10, Some(s)))), None),
+        (
+            "working_copy",
+            &started["working_copy"],
+            |s| ledger_takes_run(RunStarted { working_copy: s.into(), ..run_started(driver(10, None)) }),
+            paths,
+        ),
+        ("receipt", &intended["receipt"], |s| ledger_takes_intended(LaunchIntended { receipt: s.into(), ..launch_intended(1) }), paths),
+        ("worktree", &intended["worktree"], |s| ledger_takes_intended(LaunchIntended { worktree: s.into(), ..launch_intended(1) }), paths),
+        (
+            "command word",
+            &intended["command"]["items"],
+            |s| ledger_takes_intended(LaunchIntended { command: vec![s.into()], ..launch_intended(1) }),
+            Some(ledger::COMMAND_BYTES_MAX),
+        ),
+        (
+            "stdout",
+            &launched["stdout"],
+            |s| ledger::fold_started(&mut a_ledger(true), LaunchStarted { stdout: s.into(), ..launch_started(1) }).is_ok(),
+            paths,
+        ),
+        (
+            "blake3",
+            &collected["blake3"],
+            |s| ledger::fold_collected(&mut a_ledger(true), ReceiptCollected { blake3: s.into(), ..receipt_collected(1, 3) }).is_ok(),
+            None,
+        ),
+        (
+            "saved worktree",
+            &saved["worktree"],
+            |s| ledger_takes_saved(WorkSavedAside { worktree: s.into(), ..saved_aside(vec![], 0, hex_of(40, 1)) }),
+            paths,
+        ),
+        ("file", &saved["files"]["items"], |s| ledger_takes_saved(saved_aside(vec![s.into()], 0, hex_of(40, 1))), paths),
+        (
+            "ref_name",
+            &saved["ref_name"],
+            |s| ledger_takes_saved(WorkSavedAside { ref_name: s.into(), ..saved_aside(vec![], 0, hex_of(40, 1)) }),
+            paths,
+        ),
+        ("commit", &saved["commit"], |s| ledger_takes_saved(saved_aside(vec![], 0, s.into())), None),
+    ];
+    const PIECES: &[&str] = &[
+        "a",
+        "Z",
+        "0",
+        "9",
+        "f",
+        "_",
+        "-",
+        ".",
+        "..",
+        ".lock",
+        "lock",
+        "/",
+        "refs/abcd/saved/",
+        "refs/",
+        ":",
+        "@",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "\u{0}",
+        "\u{1b}",
+        "\u{7f}",
+        "\u{85}",
+        "\u{9f}",
+        "\u{a0}",
+        "\u{2028}",
+        "\u{3000}",
+        "é",
+        "\u{1F600}",
+    ];
+    let mut samples: Vec<String> = vec![String::new()];
+    for n in [1, 2, 63, 64, 65, 127, 128, 129, 4079, 4080, 4081, 4095, 4096, 4097, 32768, 32769, 65535, 65536, 65537] {
+        for piece in ["a", "é", "\u{1F600}", " ", "f", "_", ".", "-"] {
+            samples.push(piece.repeat(n));
+            samples.push(format!("x{}", piece.repeat(n - 1)));
+            samples.push(format!("refs/abcd/saved/{}", piece.repeat(n)));
+        }
+    }
+    for seed in 0..30 {
+        for n in [39, 40, 41, 63, 64, 65] {
+            let hex = hex_of(n, seed);
+            samples.push(hex.to_uppercase());
+            samples.push(format!("{}g", &hex[1..]));
+            samples.push(hex);
+        }
+    }
+    let mut lcg = Lcg(0x1ed6e7);
+    for _ in 0..40_000 {
+        let len = lcg.below(9);
+        samples.push((0..len).map(|_| PIECES[lcg.below(PIECES.len())]).collect());
+    }
+    let mut taken = BTreeMap::<&str, usize>::new();
+    for s in &samples {
+        for (name, sub, rule, bytes) in &rules {
+            let by_schema = errors_of(sub, &json!(s)).is_empty() && bytes.is_none_or(|max| s.len() <= max);
+            assert_eq!(by_schema, rule(s), "{name} {:?}…: the schema says {by_schema}", s.chars().take(80).collect::<String>());
+            *taken.entry(name).or_default() += usize::from(by_schema);
+        }
+    }
+    // The samples reach both sides of every rule.
+    for (name, _, _, _) in &rules {
+        assert!(taken[name] >= 20 && taken[name] + 20 <= samples.len(), "{name}: {} of {} taken", taken[name], samples.len());
+    }
+    // Where the schema alone is looser: a path of at most 4096 characters but more than 4096
+    // bytes, and a command word of at most 65536 characters but more than 65536 bytes.
+    let long = "é".repeat(2049);
+    assert!(errors_of(&started["working_copy"], &json!(long)).is_empty());
+    assert!(!ledger_takes_run(RunStarted { working_copy: long, ..run_started(driver(10, None)) }));
+    let long = "é".repeat(ledger::COMMAND_BYTES_MAX / 2 + 1);
+    assert!(errors_of(&intended["command"]["items"], &json!(long)).is_empty());
+    assert!(!ledger_takes_intended(LaunchIntended { command: vec![long], ..launch_intended(1) }));
 }

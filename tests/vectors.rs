@@ -422,8 +422,12 @@ fn all_vectors() -> Vec<Vector> {
     v.push(vector("empty", "A zero-byte file: a clean journal with no events.", vec![], Expected::clean(0)));
 
     let mut m = Chain::new(ID_C, Scope::Machine {}, PID);
-    m.push("run.started", json!({"run": "r1"}));
-    v.push(vector("machine-scope", "A machine journal: genesis with scope `machine` and one event.", m.bytes(), Expected::clean(2)));
+    m.push(
+        "run.started",
+        json!({"run": "r1", "working_copy": "/home/ana/src/shop", "lanes": ["impl", "review"],
+            "driver": {"session": SESSION, "process": {"pid": 4242, "start_ticks": 123456}}}),
+    );
+    v.push(vector("machine-scope", "A machine journal: genesis with scope `machine` and one run indexed.", m.bytes(), Expected::clean(2)));
 
     let mut u = journal_a(3);
     u.push("future.widget_spun", json!({"rpm": 1200, "nested": {"list": [1, 2.5, null, true], "s": "tabs\tand\nnewlines, \"quoted\""}}));

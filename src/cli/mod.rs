@@ -7,8 +7,10 @@ mod demo;
 mod hook_cmd;
 mod init;
 mod journal_cmd;
+mod launch_cmd;
 mod mode_cmd;
 mod replay;
+mod run_cmd;
 
 use std::path::PathBuf;
 
@@ -67,6 +69,16 @@ enum Command {
     Checklist(checklist_cmd::ChecklistArgs),
     Mode(mode_cmd::ModeArgs),
     Decide(mode_cmd::DecideArgs),
+    /// Runs this machine drives: start one (with its live driver), take over one whose
+    /// driver is gone, halt, lift, finish
+    #[command(subcommand)]
+    Run(run_cmd::RunAction),
+    Launch(launch_cmd::LaunchArgs),
+    Collect(run_cmd::CollectArgs),
+    Resume(run_cmd::ResumeArgs),
+    /// (internal) the watcher `abcd launch` starts for each agent
+    #[command(name = "__watch-launch", hide = true)]
+    WatchLaunch(launch_cmd::WatchArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -178,6 +190,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Checklist(a) => checklist_cmd::run(a),
         Command::Mode(a) => mode_cmd::run_mode(a),
         Command::Decide(a) => mode_cmd::run_decide(a),
+        Command::Run(a) => run_cmd::run_run(a),
+        Command::Launch(a) => launch_cmd::run_launch(a),
+        Command::Collect(a) => run_cmd::run_collect(a),
+        Command::Resume(a) => run_cmd::run_resume(a),
+        Command::WatchLaunch(a) => launch_cmd::run_watch(a),
     }
 }
 

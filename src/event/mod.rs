@@ -23,6 +23,16 @@ pub const AWAY_STOP_RECORDED: &str = "away.stop_recorded";
 pub const AWAY_HANDED_BACK: &str = "away.handed_back";
 pub const AWAY_ENDED: &str = "away.ended";
 pub const DECISION_RECORDED: &str = "decision.recorded";
+pub const RUN_STARTED: &str = "run.started";
+pub const RUN_DRIVER_CLAIMED: &str = "run.driver_claimed";
+pub const RUN_HALTED: &str = "run.halted";
+pub const RUN_LIFTED: &str = "run.lifted";
+pub const RUN_FINISHED: &str = "run.finished";
+pub const LAUNCH_INTENDED: &str = "launch.intended";
+pub const LAUNCH_STARTED: &str = "launch.started";
+pub const LAUNCH_EXITED: &str = "launch.exited";
+pub const RECEIPT_COLLECTED: &str = "receipt.collected";
+pub const WORK_SAVED_ASIDE: &str = "work.saved_aside";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -41,16 +51,16 @@ pub const V1_KINDS: &[&str] = &[
     AWAY_HANDED_BACK,
     AWAY_ENDED,
     DECISION_RECORDED,
-    "run.started",
-    "run.driver_claimed",
-    "run.halted",
-    "run.lifted",
-    "run.finished",
-    "launch.intended",
-    "launch.started",
-    "launch.exited",
-    "receipt.collected",
-    "work.saved_aside",
+    RUN_STARTED,
+    RUN_DRIVER_CLAIMED,
+    RUN_HALTED,
+    RUN_LIFTED,
+    RUN_FINISHED,
+    LAUNCH_INTENDED,
+    LAUNCH_STARTED,
+    LAUNCH_EXITED,
+    RECEIPT_COLLECTED,
+    WORK_SAVED_ASIDE,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -241,6 +251,16 @@ pub enum Known {
     AwayHandedBack(AwayHandedBack),
     AwayEnded(AwayEnded),
     DecisionRecorded(DecisionRecorded),
+    RunStarted(crate::ledger::RunStarted),
+    DriverClaimed(crate::ledger::DriverClaimed),
+    RunHalted(crate::ledger::RunNamed),
+    RunLifted(crate::ledger::RunNamed),
+    RunFinished(crate::ledger::RunNamed),
+    LaunchIntended(crate::ledger::LaunchIntended),
+    LaunchStarted(crate::ledger::LaunchStarted),
+    LaunchExited(crate::ledger::LaunchExited),
+    ReceiptCollected(crate::ledger::ReceiptCollected),
+    WorkSavedAside(crate::ledger::WorkSavedAside),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -280,6 +300,16 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         AWAY_HANDED_BACK => Ok(Known::AwayHandedBack(typed(kind, data)?)),
         AWAY_ENDED => Ok(Known::AwayEnded(typed(kind, data)?)),
         DECISION_RECORDED => Ok(Known::DecisionRecorded(typed(kind, data)?)),
+        RUN_STARTED => Ok(Known::RunStarted(typed(kind, data)?)),
+        RUN_DRIVER_CLAIMED => Ok(Known::DriverClaimed(typed(kind, data)?)),
+        RUN_HALTED => Ok(Known::RunHalted(typed(kind, data)?)),
+        RUN_LIFTED => Ok(Known::RunLifted(typed(kind, data)?)),
+        RUN_FINISHED => Ok(Known::RunFinished(typed(kind, data)?)),
+        LAUNCH_INTENDED => Ok(Known::LaunchIntended(typed(kind, data)?)),
+        LAUNCH_STARTED => Ok(Known::LaunchStarted(typed(kind, data)?)),
+        LAUNCH_EXITED => Ok(Known::LaunchExited(typed(kind, data)?)),
+        RECEIPT_COLLECTED => Ok(Known::ReceiptCollected(typed(kind, data)?)),
+        WORK_SAVED_ASIDE => Ok(Known::WorkSavedAside(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::event::{self, Known};
 use crate::journal::format::{Event, format_time};
+use crate::ledger;
 
 /// One audit row; the text form is `seq time actor what`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -133,11 +134,80 @@ pub fn audit_line(event: &Event) -> AuditLine {
             Ok(()) => format!("decided: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo),
             Err(r) => skipped_line(&event.kind, r),
         },
+        Ok(Known::RunStarted(r)) if ledger::name_ok(&r.run) && r.lanes.iter().all(|l| ledger::name_ok(l)) => format!(
+            "run {} started with lane(s) {}, driven by pid {}{}",
+            r.run,
+            r.lanes.join(", "),
+            r.driver.process.pid,
+            driver_session(&r.driver)
+        ),
+        Ok(Known::DriverClaimed(c)) if ledger::name_ok(&c.run) => format!(
+            "run {} taken over by pid {}{} (its driver pid {} was gone)",
+            c.run,
+            c.driver.process.pid,
+            driver_session(&c.driver),
+            c.previous.process.pid
+        ),
+        Ok(Known::RunHalted(r)) if ledger::name_ok(&r.run) => format!("run {} halted: launches refused until `abcd run lift`", r.run),
+        Ok(Known::RunLifted(r)) if ledger::name_ok(&r.run) => format!("run {} lifted", r.run),
+        Ok(Known::RunFinished(r)) if ledger::name_ok(&r.run) => format!("run {} finished", r.run),
+        Ok(Known::LaunchIntended(l)) if ledger::name_ok(&l.run) && ledger::name_ok(&l.lane) && ledger::name_ok(&l.role) => {
+            match ledger::check_command(&l.command) {
+                Ok(()) => format!("launch {} of {}/{} intended ({}): {}", l.launch, l.run, l.lane, l.role, l.command.join(" ")),
+                Err(r) => skipped_line(&event.kind, r),
+            }
+        }
+        Ok(Known::LaunchStarted(l)) if ledger::name_ok(&l.run) && ledger::name_ok(&l.lane) => {
+            format!("launch {} of {}/{} started as pid {}", l.launch, l.run, l.lane, l.process.pid)
+        }
+        Ok(Known::LaunchExited(l)) if ledger::name_ok(&l.run) && ledger::name_ok(&l.lane) => {
+            format!("launch {} of {}/{} exited: {}", l.launch, l.run, l.lane, ledger::exit_words(l.status))
+        }
+        Ok(Known::ReceiptCollected(c)) if ledger::name_ok(&c.run) && ledger::name_ok(&c.lane) => {
+            format!(
+                "receipt of launch {} of {}/{} collected ({} bytes, blake3 {})",
+                c.launch,
+                c.run,
+                c.lane,
+                c.bytes,
+                &c.blake3[..c.blake3.len().min(16)]
+            )
+        }
+        Ok(Known::WorkSavedAside(w))
+            if ledger::name_ok(&w.run) && ledger::name_ok(&w.lane) && w.ref_name.starts_with("refs/abcd/saved/") && clean(&w.ref_name) =>
+        {
+            format!(
+                "uncommitted work of {}/{} saved aside to {} ({} file(s))",
+                w.run,
+                w.lane,
+                w.ref_name,
+                w.files.len() as u64 + w.files_not_listed
+            )
+        }
+        Ok(
+            Known::RunStarted(_)
+            | Known::DriverClaimed(_)
+            | Known::RunHalted(_)
+            | Known::RunLifted(_)
+            | Known::RunFinished(_)
+            | Known::LaunchIntended(_)
+            | Known::LaunchStarted(_)
+            | Known::LaunchExited(_)
+            | Known::ReceiptCollected(_)
+            | Known::WorkSavedAside(_),
+        ) => format!("{} skipped: a name is not one abcd records", event.kind),
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),
     };
     AuditLine { seq: event.seq, time: format_time(event.time), actor: actor_label(event), kind: event.kind.clone(), what }
+}
+
+fn driver_session(d: &crate::ledger::Driver) -> String {
+    match &d.session {
+        Some(s) if crate::event::session_id_ok(s) => format!(" (session {s})"),
+        _ => String::new(),
+    }
 }
 
 fn skipped_line(kind: &str, r: super::checklist::Rejection) -> String {

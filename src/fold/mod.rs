@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::away;
 use crate::event::{self, DecodeError, Known, RepairCause, Scope};
 use crate::journal::format::{Event, Hash};
+use crate::ledger;
 
 /// Skipped events kept by name in the state; later ones are only counted.
 pub const MAX_SKIPPED_KEPT: usize = 64;
@@ -29,6 +30,9 @@ pub struct FoldedState {
     /// Each host session's stop-verdict state (working copy journals only).
     #[serde(default)]
     pub sessions: BTreeMap<String, SessionSlot>,
+    /// Runs and launches (working copy journals); the run index (the machine journal).
+    #[serde(default)]
+    pub ledger: crate::ledger::LedgerState,
 }
 
 /// Sessions whose verdict state is kept; past it, the one judged least recently goes.
@@ -154,6 +158,22 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::AwayHandedBack(x)) => in_repository(state).and_then(|away| away::fold_handed_back(away, x, event.time)),
         Ok(Known::AwayEnded(x)) => in_repository(state).and_then(|away| away::fold_ended(away, x, event.time)),
         Ok(Known::DecisionRecorded(x)) => in_repository(state).and_then(|away| away::fold_decision(away, x, event.time)),
+        Ok(Known::RunStarted(x)) => {
+            let machine = matches!(state.journal.scope, Some(Scope::Machine {}));
+            in_ledger(state, true).and_then(|l| ledger::fold_run_started(l, x, event.time, machine))
+        }
+        Ok(Known::RunFinished(x)) => {
+            let machine = matches!(state.journal.scope, Some(Scope::Machine {}));
+            in_ledger(state, true).and_then(|l| ledger::fold_finished(l, x, machine))
+        }
+        Ok(Known::DriverClaimed(x)) => in_ledger(state, false).and_then(|l| ledger::fold_driver_claimed(l, x)),
+        Ok(Known::RunHalted(x)) => in_ledger(state, false).and_then(|l| ledger::fold_halted(l, x, true)),
+        Ok(Known::RunLifted(x)) => in_ledger(state, false).and_then(|l| ledger::fold_halted(l, x, false)),
+        Ok(Known::LaunchIntended(x)) => in_ledger(state, false).and_then(|l| ledger::fold_intended(l, x, event.time)),
+        Ok(Known::LaunchStarted(x)) => in_ledger(state, false).and_then(|l| ledger::fold_started(l, x)),
+        Ok(Known::LaunchExited(x)) => in_ledger(state, false).and_then(|l| ledger::fold_exited(l, x)),
+        Ok(Known::ReceiptCollected(x)) => in_ledger(state, false).and_then(|l| ledger::fold_collected(l, x)),
+        Ok(Known::WorkSavedAside(x)) => in_ledger(state, false).and_then(|l| ledger::fold_saved(l, x, event.time)),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {
             return if first_of_kind { FoldNote::UnknownKind(kind) } else { FoldNote::Folded };
@@ -180,6 +200,16 @@ fn in_repository(state: &mut FoldedState) -> Result<&mut away::AwayState, checkl
     match state.journal.scope {
         Some(Scope::Repository { .. }) => Ok(&mut state.away),
         _ => Err(checklist::Rejection { field: None, reason: "belongs in a repository journal".into() }),
+    }
+}
+
+/// Runs and launches live in a working copy journal; the machine journal only indexes runs
+/// (`run.started`, `run.finished`). Anything else is skipped as not abcd's.
+fn in_ledger(state: &mut FoldedState, machine_too: bool) -> Result<&mut crate::ledger::LedgerState, checklist::Rejection> {
+    match state.journal.scope {
+        Some(Scope::WorkingCopy { .. }) => Ok(&mut state.ledger),
+        Some(Scope::Machine {}) if machine_too => Ok(&mut state.ledger),
+        _ => Err(checklist::Rejection { field: None, reason: "belongs in a working copy journal".into() }),
     }
 }
 

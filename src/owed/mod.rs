@@ -185,13 +185,26 @@ struct Ran {
 /// off, in a process group of its own so a kill reaches whatever it started; kills it when
 /// `deadline` passes or its stdout passes `cap` bytes.
 fn run_bounded<S: AsRef<OsStr>>(program: &OsStr, args: &[S], cwd: &Path, deadline: Instant, cap: usize) -> Result<Ran, RunFail> {
+    run_bounded_with_input(program, args, None, cwd, deadline, cap)
+}
+
+/// [`run_bounded`], with `input` (when some) written to the child's stdin, which is then
+/// closed; a child that stops reading early (or is killed) just leaves the rest unwritten.
+fn run_bounded_with_input<S: AsRef<OsStr>>(
+    program: &OsStr,
+    args: &[S],
+    input: Option<Vec<u8>>,
+    cwd: &Path,
+    deadline: Instant,
+    cap: usize,
+) -> Result<Ran, RunFail> {
     if Instant::now() >= deadline {
         return Err(RunFail::Deadline);
     }
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -208,6 +221,18 @@ fn run_bounded<S: AsRef<OsStr>>(program: &OsStr, args: &[S], cwd: &Path, deadlin
         kill(&mut child);
         return Err(RunFail::Read);
     };
+    // The input is written on its own thread, so a child that prints before it has read
+    // everything cannot deadlock against us; the pipe closes when the thread ends.
+    if let Some(input) = input {
+        let Some(mut stdin) = child.stdin.take() else {
+            kill(&mut child);
+            return Err(RunFail::Read);
+        };
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&input);
+        });
+    }
     // The pipe is drained on its own thread so the deadline is kept even while the child
     // prints nothing; a thread left blocked after a kill ends when the pipe closes.
     let (tx, rx) = mpsc::channel();
@@ -382,6 +407,18 @@ mod tests {
         let far = Instant::now() + Duration::from_secs(30);
         let got = run_bounded(OsStr::new("/nonexistent/abcd-no-such-program"), &sh(""), dir.path(), far, 1024);
         assert!(matches!(got, Err(RunFail::Spawn(_))));
+    }
+
+    #[test]
+    fn input_is_written_to_the_child_and_closed_and_a_child_ignoring_it_is_no_failure() {
+        let far = Instant::now() + Duration::from_secs(30);
+        let input = b"line one\nline two\n".repeat(20_000);
+        let ran = run_bounded_with_input(OsStr::new("/bin/sh"), &sh("wc -l"), Some(input), Path::new("/"), far, 1024).unwrap();
+        assert_eq!(String::from_utf8(ran.out).unwrap().trim(), "40000");
+        // A child that never reads its input ends normally; the writer gives up on the pipe.
+        let big = vec![b'x'; 1 << 20];
+        let ran = run_bounded_with_input(OsStr::new("/bin/sh"), &sh("printf done"), Some(big), Path::new("/"), far, 1024).unwrap();
+        assert_eq!((ran.code, ran.out.as_slice()), (Some(0), b"done".as_slice()));
     }
 
     #[test]

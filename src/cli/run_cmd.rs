@@ -1,0 +1,590 @@
+//! `abcd run start|takeover|halt|lift|finish`, `abcd collect` and `abcd resume`: the runs
+//! this machine drives (SPEC §7). Each run lives in its working copy's journal; the
+//! machine journal indexes them so `abcd resume` finds every one. Every change is decided
+//! under the journal's writer lock from the folded ledger.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde_json::json;
+
+use super::{EXIT_OK, EXIT_REFUSED};
+use crate::event::{self, Scope};
+use crate::journal::format::{Actor, NewEvent};
+use crate::journal::storage::RealDisk;
+use crate::ledger::process::{self, ProcessId};
+use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside, worktree};
+use crate::places;
+use crate::store::Store;
+
+/// A receipt read to hash it, at most, in bytes.
+pub const RECEIPT_MAX_BYTES: u64 = 64 << 20;
+
+#[derive(Subcommand, Debug)]
+pub enum RunAction {
+    /// Record a run and its live driver (refused while another driver of it lives)
+    Start {
+        run: String,
+        /// A lane of the run; repeatable
+        #[arg(long = "lane", value_name = "LANE")]
+        lanes: Vec<String>,
+        /// The driver's pid (default: the nearest ancestor of abcd that is not a shell)
+        #[arg(long, value_name = "PID")]
+        driver_pid: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Claim a run whose driver is gone, on the record
+    Takeover {
+        run: String,
+        #[arg(long, value_name = "PID")]
+        driver_pid: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make every later `abcd launch` of the run (every run of this working copy without
+    /// --run) refuse until `abcd run lift`
+    Halt {
+        #[arg(long)]
+        run: Option<String>,
+    },
+    /// Lift a halt
+    Lift {
+        #[arg(long)]
+        run: Option<String>,
+    },
+    /// Record that a run is over (it leaves the resume listing)
+    Finish { run: String },
+}
+
+#[derive(Args, Debug)]
+#[command(about = "Record a lane's receipt as collected (its hash), so the lane may launch again")]
+pub struct CollectArgs {
+    #[arg(long)]
+    run: String,
+    #[arg(long)]
+    lane: String,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    about = "List every run this machine drives: drivers, lanes, agents, receipts, uncommitted work, base drift",
+    long_about = "The resume listing (also written as resume.json in this working copy's local tier): every run \
+this machine drives (found through the machine journal), its driver alive or gone, each lane's stage, each agent \
+alive or lost (pid and start time, so a reused pid reads as gone), each receipt that arrived uncollected, each \
+lane's uncommitted work, how far each lane's base has moved behind the default branch, and whether the run is \
+halted.\n\n--step does only the safe moves: collects arrived receipts and saves aside the uncommitted work of \
+lanes with no live agent, then prints the listing again. It never starts anything."
+)]
+pub struct ResumeArgs {
+    #[arg(long)]
+    json: bool,
+    /// Collect arrived receipts and save aside uncommitted work of lanes with no live agent
+    #[arg(long)]
+    step: bool,
+}
+
+fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
+    NewEvent { kind: kind.into(), actor: Actor::this_process(host_session()), data }
+}
+
+/// The host session a verb runs in, when the host says (a hook-less verb cannot know).
+fn host_session() -> Option<String> {
+    std::env::var("CLAUDE_SESSION_ID").ok().filter(|s| event::session_id_ok(s))
+}
+
+fn refuse(msg: String) -> anyhow::Result<i32> {
+    eprintln!("abcd: {msg}");
+    Ok(EXIT_REFUSED)
+}
+
+pub struct WorkingCopy {
+    pub store: Store,
+    pub scope: Scope,
+    pub root: PathBuf,
+}
+
+fn open_here() -> anyhow::Result<WorkingCopy> {
+    let cwd = std::env::current_dir()?;
+    open_at(&cwd)
+}
+
+pub fn open_at(dir: &Path) -> anyhow::Result<WorkingCopy> {
+    let (paths, scope) = places::working_copy_journal(dir)?;
+    let root = places::working_copy_root(dir)?.0;
+    Ok(WorkingCopy { store: Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?), scope, root })
+}
+
+fn machine() -> anyhow::Result<(Store, Scope)> {
+    let (paths, scope) = places::machine_journal()?;
+    Ok((Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?), scope))
+}
+
+fn driver_from(pid: Option<u32>) -> Result<Driver, String> {
+    let process = match pid {
+        Some(pid) => process::identify(pid).ok_or_else(|| format!("refused: no live process has pid {pid}; nothing was written"))?,
+        None => process::nearest_non_shell_ancestor()
+            .map_err(|e| format!("refused: the driver cannot be found ({e}); name it with --driver-pid"))?,
+    };
+    Ok(Driver { session: host_session(), process })
+}
+
+fn driver_words(d: &Driver) -> String {
+    format!("pid {} (started at tick {})", d.process.pid, d.process.start_ticks)
+}
+
+pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
+    match action {
+        RunAction::Start { run, lanes, driver_pid, json } => start(&run, lanes, driver_pid, json),
+        RunAction::Takeover { run, driver_pid, json } => takeover(&run, driver_pid, json),
+        RunAction::Halt { run } => halt(run.as_deref(), true),
+        RunAction::Lift { run } => halt(run.as_deref(), false),
+        RunAction::Finish { run } => finish(&run),
+    }
+}
+
+fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>, json_out: bool) -> anyhow::Result<i32> {
+    if let Err(r) = ledger::check_name("run", run) {
+        return refuse(format!("refused: the run name {}; nothing was written", r.reason));
+    }
+    for lane in &lanes {
+        if let Err(r) = ledger::check_name("lane", lane) {
+            return refuse(format!("refused: lane {lane:?}: the name {}; nothing was written", r.reason.replace('"', "")));
+        }
+    }
+    let mut unique = lanes.clone();
+    unique.sort();
+    unique.dedup();
+    if unique.len() != lanes.len() || lanes.len() > ledger::LANES_MAX {
+        return refuse(format!("refused: name each lane once, at most {}; nothing was written", ledger::LANES_MAX));
+    }
+    let driver = match driver_from(driver_pid) {
+        Ok(d) => d,
+        Err(why) => return refuse(why),
+    };
+    let wc = open_here()?;
+    let data = RunStarted { run: run.into(), working_copy: wc.root.display().to_string(), lanes, driver: driver.clone() };
+    let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
+        Some(existing) if existing.finished => (vec![], Err(format!("refused: run {run} is finished; start a run under a new name"))),
+        Some(existing) if process::is_alive(&existing.driver.process) => (
+            vec![],
+            Err(format!(
+                "refused: run {run} is driven by a live process, {}; a second driver is not started",
+                driver_words(&existing.driver)
+            )),
+        ),
+        Some(existing) => (
+            vec![],
+            Err(format!(
+                "refused: run {run} exists and its driver ({}) is gone; claim it with `abcd run takeover {run}`",
+                driver_words(&existing.driver)
+            )),
+        ),
+        None => (vec![new_event(event::RUN_STARTED, json!(data))], Ok(())),
+    })?;
+    if let Err(why) = written.outcome {
+        return refuse(why);
+    }
+    // The index comes second: a run missing from it is still found from its own working
+    // copy by `abcd resume` run there.
+    let (machine, scope) = machine()?;
+    machine.append_with(Some(&scope), |state| {
+        if state.ledger.index.contains_key(run) { (vec![], ()) } else { (vec![new_event(event::RUN_STARTED, json!(data))], ()) }
+    })?;
+    if json_out {
+        println!("{}", json!({"run": run, "driver": driver, "working_copy": data.working_copy, "lanes": data.lanes}));
+    } else {
+        println!("run {run} started, driven by {}; lanes: {}", driver_words(&driver), data.lanes.join(", "));
+    }
+    Ok(EXIT_OK)
+}
+
+fn takeover(run: &str, driver_pid: Option<u32>, json_out: bool) -> anyhow::Result<i32> {
+    let driver = match driver_from(driver_pid) {
+        Ok(d) => d,
+        Err(why) => return refuse(why),
+    };
+    let wc = open_here()?;
+    let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
+        None => (vec![], Err(format!("refused: no run named {run:?} in this working copy; `abcd resume` lists the runs"))),
+        Some(r) if process::is_alive(&r.driver.process) => {
+            (vec![], Err(format!("refused: run {run}'s driver is alive ({}); a run has one driver", driver_words(&r.driver))))
+        }
+        Some(r) => {
+            let data = DriverClaimed { run: run.into(), driver: driver.clone(), previous: r.driver.clone() };
+            (vec![new_event(event::RUN_DRIVER_CLAIMED, json!(data))], Ok(r.driver.clone()))
+        }
+    })?;
+    match written.outcome {
+        Err(why) => refuse(why),
+        Ok(previous) => {
+            if json_out {
+                println!("{}", json!({"run": run, "driver": driver, "previous": previous}));
+            } else {
+                println!("run {run} taken over by {} (its driver {} was gone)", driver_words(&driver), driver_words(&previous));
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn halt(run: Option<&str>, halted: bool) -> anyhow::Result<i32> {
+    let wc = open_here()?;
+    let kind = if halted { event::RUN_HALTED } else { event::RUN_LIFTED };
+    let written = wc.store.append_with(Some(&wc.scope), |state| {
+        let names: Vec<String> = match run {
+            Some(r) if !state.ledger.runs.contains_key(r) => {
+                return (vec![], Err(format!("refused: no run named {r:?} in this working copy")));
+            }
+            Some(r) => vec![r.to_string()],
+            None => state.ledger.runs.iter().filter(|(_, r)| !r.finished).map(|(n, _)| n.clone()).collect(),
+        };
+        let events = names
+            .iter()
+            .filter(|n| state.ledger.runs[*n].halted != halted)
+            .map(|n| new_event(kind, json!(RunNamed { run: n.clone(), working_copy: None })))
+            .collect();
+        (events, Ok(names))
+    })?;
+    match written.outcome {
+        Err(why) => refuse(why),
+        Ok(names) if names.is_empty() => {
+            println!("no run in this working copy");
+            Ok(EXIT_OK)
+        }
+        Ok(names) => {
+            let what = if halted { "halted: every later launch is refused until `abcd run lift`" } else { "lifted" };
+            println!("{} {what}", names.join(", "));
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn finish(run: &str) -> anyhow::Result<i32> {
+    let wc = open_here()?;
+    let data = RunNamed { run: run.into(), working_copy: Some(wc.root.display().to_string()) };
+    let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
+        None => (vec![], Err(format!("refused: no run named {run:?} in this working copy"))),
+        Some(r) if r.finished => (vec![], Ok(())),
+        Some(_) => (vec![new_event(event::RUN_FINISHED, json!(data))], Ok(())),
+    })?;
+    if let Err(why) = written.outcome {
+        return refuse(why);
+    }
+    let (machine, scope) = machine()?;
+    machine.append_with(Some(&scope), |state| match state.ledger.index.get(run) {
+        Some(entry) if !entry.finished => (vec![new_event(event::RUN_FINISHED, json!(data))], ()),
+        _ => (vec![], ()),
+    })?;
+    println!("run {run} finished");
+    Ok(EXIT_OK)
+}
+
+/// BLAKE3 and length of a receipt file, bounded.
+fn hash_receipt(path: &Path) -> std::io::Result<(String, u64)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > RECEIPT_MAX_BYTES {
+            return Err(std::io::Error::other(format!("the receipt is over {RECEIPT_MAX_BYTES} bytes")));
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok((hasher.finalize().to_hex().to_string(), total))
+}
+
+pub fn run_collect(args: CollectArgs) -> anyhow::Result<i32> {
+    let wc = open_here()?;
+    match collect(&wc, &args.run, &args.lane)? {
+        Err(why) => refuse(why),
+        Ok(c) => {
+            if args.json {
+                println!("{}", json!(c));
+            } else {
+                println!("collected the receipt of launch {} of {}/{} ({} bytes, blake3 {})", c.launch, c.run, c.lane, c.bytes, c.blake3);
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+/// Collects the last launch's receipt under the lock: it must exist and be uncollected.
+fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> anyhow::Result<Result<ReceiptCollected, String>> {
+    let written = wc.store.append_with(Some(&wc.scope), |state| {
+        let Some(r) = state.ledger.runs.get(run) else {
+            return (vec![], Err(format!("refused: no run named {run:?} in this working copy")));
+        };
+        let Some(l) = r.lanes.get(lane) else { return (vec![], Err(format!("refused: run {run} has no lane {lane:?}"))) };
+        let Some(last) = l.last() else { return (vec![], Err(format!("refused: lane {lane} of run {run} has launched nothing"))) };
+        if last.collected.is_some() {
+            return (vec![], Err(format!("refused: the receipt of launch {} of {run}/{lane} was already collected", last.launch)));
+        }
+        match hash_receipt(Path::new(&last.receipt)) {
+            Err(e) => (vec![], Err(format!("refused: the receipt {} cannot be read ({e}); it has not arrived", last.receipt))),
+            Ok((blake3, bytes)) => {
+                let data = ReceiptCollected { run: run.into(), lane: lane.into(), launch: last.launch, blake3, bytes };
+                (vec![new_event(event::RECEIPT_COLLECTED, json!(data))], Ok(data))
+            }
+        }
+    })?;
+    Ok(written.outcome)
+}
+
+/// One lane in the listing.
+#[derive(Debug, Serialize)]
+pub struct LaneListing {
+    pub lane: String,
+    pub stage: String,
+    pub launch: Option<u64>,
+    pub agent: Option<ProcessId>,
+    pub agent_alive: bool,
+    pub receipt_waiting: bool,
+    pub worktree: Option<String>,
+    pub uncommitted: Vec<String>,
+    pub behind_default: Option<u64>,
+    pub saved_aside: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunListing {
+    pub run: String,
+    pub working_copy: String,
+    pub driver: Option<Driver>,
+    pub driver_alive: bool,
+    pub halted: bool,
+    pub lanes: Vec<LaneListing>,
+    /// Why the run could not be read, when it could not.
+    pub problem: Option<String>,
+}
+
+fn lane_listing(name: &str, lane: &ledger::Lane) -> LaneListing {
+    let last = lane.last();
+    let alive = last.and_then(|l| l.started).is_some_and(|p| process::is_alive(&p)) && last.is_some_and(|l| l.exited.is_none());
+    let receipt_waiting = last.is_some_and(|l| l.collected.is_none() && !alive && Path::new(&l.receipt).is_file());
+    let stage = match last {
+        None => "idle: nothing launched".to_string(),
+        Some(l) if l.collected.is_some() => format!("launch {}: receipt collected", l.launch),
+        Some(l) if l.started.is_none() && l.exited.is_none() => {
+            format!(
+                "launch {}: intended, never started (the launcher stopped before starting it); check {} before launching again",
+                l.launch, l.receipt
+            )
+        }
+        Some(l) if alive => format!("launch {}: agent alive (pid {})", l.launch, l.started.map_or(0, |p| p.pid)),
+        Some(l) if receipt_waiting => {
+            format!("launch {}: receipt waiting at {}: `abcd collect` it before launching again", l.launch, l.receipt)
+        }
+        Some(l) => match l.exited {
+            Some(status) => format!("launch {}: exited ({}), no receipt", l.launch, ledger::exit_words(status)),
+            None => {
+                format!("launch {}: agent lost (pid {} is gone, its exit unrecorded), no receipt", l.launch, l.started.map_or(0, |p| p.pid))
+            }
+        },
+    };
+    let worktree = last.map(|l| l.worktree.clone());
+    let (uncommitted, behind) = match &worktree {
+        Some(w) => {
+            let changed = worktree::status(Path::new(w)).map(|s| s.changed).unwrap_or_default();
+            let behind = worktree::base_drift(Path::new(w)).ok().flatten().map(|d| d.behind);
+            (changed, behind)
+        }
+        None => (Vec::new(), None),
+    };
+    LaneListing {
+        lane: name.to_string(),
+        stage,
+        launch: last.map(|l| l.launch),
+        agent: last.and_then(|l| l.started),
+        agent_alive: alive,
+        receipt_waiting,
+        worktree,
+        uncommitted,
+        behind_default: behind,
+        saved_aside: lane.saved.iter().map(|s| s.ref_name.clone()).collect(),
+    }
+}
+
+fn run_listing(name: &str, run: &Run) -> RunListing {
+    RunListing {
+        run: name.to_string(),
+        working_copy: run.working_copy.clone(),
+        driver: Some(run.driver.clone()),
+        driver_alive: process::is_alive(&run.driver.process),
+        halted: run.halted,
+        lanes: run.lanes.iter().map(|(n, l)| lane_listing(n, l)).collect(),
+        problem: None,
+    }
+}
+
+/// Every unfinished run: the machine index's, plus this working copy's own (a run whose
+/// index entry was lost is still found from where it lives).
+fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
+    let mut places: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    let (machine, _) = machine()?;
+    if let Ok(current) = machine.current_state() {
+        for (run, entry) in &current.state.ledger.index {
+            if !entry.finished {
+                places.entry(entry.working_copy.clone()).or_default().push(run.clone());
+            }
+        }
+    }
+    let mut listings = Vec::new();
+    let mut read = |root: &str, state: Result<LedgerState, String>, only: Option<&[String]>| match state {
+        Ok(ledger) => {
+            for (name, run) in &ledger.runs {
+                if !run.finished && only.is_none_or(|o| o.contains(name)) {
+                    listings.push(run_listing(name, run));
+                }
+            }
+        }
+        Err(why) => {
+            for name in only.unwrap_or_default() {
+                listings.push(RunListing {
+                    run: name.clone(),
+                    working_copy: root.to_string(),
+                    driver: None,
+                    driver_alive: false,
+                    halted: false,
+                    lanes: vec![],
+                    problem: Some(why.clone()),
+                });
+            }
+        }
+    };
+    let here_root = here.map(|h| h.root.display().to_string());
+    for (root, runs) in &places {
+        if Some(root) == here_root.as_ref() {
+            continue;
+        }
+        let state = open_at(Path::new(root))
+            .and_then(|wc| Ok(wc.store.current_state()?.state.ledger))
+            .map_err(|e| format!("its journal cannot be read: {e:#}"));
+        read(root, state, Some(runs));
+    }
+    if let (Some(h), Some(root)) = (here, &here_root) {
+        let state = h.store.current_state().map(|c| c.state.ledger).map_err(|e| format!("its journal cannot be read: {e}"));
+        read(root, state, None);
+    }
+    listings.sort_by(|a, b| (&a.working_copy, &a.run).cmp(&(&b.working_copy, &b.run)));
+    Ok(listings)
+}
+
+fn print_listing(listings: &[RunListing]) {
+    if listings.is_empty() {
+        println!("no run is in progress on this machine");
+    }
+    for r in listings {
+        let driver = match (&r.driver, r.driver_alive) {
+            (Some(d), true) => format!("driver alive: {}", driver_words(d)),
+            (Some(d), false) => format!("driver gone: {} (claim it with `abcd run takeover {}`)", driver_words(d), r.run),
+            (None, _) => "driver unknown".to_string(),
+        };
+        let halted = if r.halted { "; HALTED (`abcd run lift` to launch again)" } else { "" };
+        println!("run {} in {}: {driver}{halted}", r.run, r.working_copy);
+        if let Some(p) = &r.problem {
+            println!("  cannot be read: {p}");
+        }
+        for l in &r.lanes {
+            println!("  lane {}: {}", l.lane, l.stage);
+            if !l.uncommitted.is_empty() {
+                let shown: Vec<&str> = l.uncommitted.iter().take(10).map(String::as_str).collect();
+                let more = l.uncommitted.len().saturating_sub(shown.len());
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                println!("    uncommitted: {}{more}", shown.join(", "));
+            }
+            if let Some(n) = l.behind_default.filter(|n| *n > 0) {
+                println!("    base: {n} commit(s) behind the default branch as last fetched");
+            }
+            for s in &l.saved_aside {
+                println!("    saved aside: {s}");
+            }
+        }
+    }
+}
+
+pub fn run_resume(args: ResumeArgs) -> anyhow::Result<i32> {
+    let here = open_here().ok();
+    if args.step {
+        step(here.as_ref())?;
+    }
+    let listings = gather(here.as_ref())?;
+    let listing_json = json!({"schema": "abcd/resume/v1", "runs": listings});
+    if let Some(h) = &here {
+        // A cache for people and tools, rebuilt on every `abcd resume`.
+        let path = h.store.journal().paths().dir().join("resume.json");
+        let bytes = serde_json::to_vec_pretty(&listing_json)?;
+        let _ = crate::journal::storage::write_atomic(&RealDisk, &path, &bytes, false);
+    }
+    if args.json {
+        println!("{listing_json}");
+    } else {
+        print_listing(&listings);
+    }
+    Ok(EXIT_OK)
+}
+
+/// The safe moves only: collect receipts that arrived, save aside the uncommitted work of
+/// lanes with no live agent. Nothing is started.
+fn step(here: Option<&WorkingCopy>) -> anyhow::Result<()> {
+    for r in gather(here)? {
+        let Ok(wc) = open_at(Path::new(&r.working_copy)) else { continue };
+        for l in &r.lanes {
+            if l.receipt_waiting {
+                match collect(&wc, &r.run, &l.lane)? {
+                    Ok(c) => println!("collected the receipt of launch {} of {}/{}", c.launch, r.run, l.lane),
+                    Err(why) => println!("not collected ({}/{}): {why}", r.run, l.lane),
+                }
+            }
+            if !l.agent_alive
+                && !l.uncommitted.is_empty()
+                && let Some(w) = &l.worktree
+            {
+                match save_aside(&wc, &r.run, &l.lane, Path::new(w)) {
+                    Ok(line) => println!("{line}"),
+                    Err(why) => println!("not saved aside ({}/{}): {why}", r.run, l.lane),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Saves a lane's uncommitted work to a ref, records it, and returns the lane to its last
+/// commit only after the save is verified and recorded.
+pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Result<String, String> {
+    let now = crate::clock::now().map_err(|e| e.to_string())?;
+    let saved = worktree::save_aside(tree, run, lane, now).map_err(|e| format!("{e}; nothing was reset"))?;
+    // Only names a record may hold are listed: a name with a newline or a secret would
+    // make the fold skip the whole record, leaving the save known only by its ref.
+    let (listed, files_not_listed) = ledger::listable_files(&saved.files);
+    let data = WorkSavedAside {
+        run: run.into(),
+        lane: lane.into(),
+        worktree: tree.display().to_string(),
+        ref_name: saved.ref_name.clone(),
+        commit: saved.commit.clone(),
+        files_not_listed,
+        files: listed,
+    };
+    wc.store
+        .append_with(Some(&wc.scope), |_| (vec![new_event(event::WORK_SAVED_ASIDE, json!(data))], ()))
+        .map_err(|e| format!("the save {} is made but was not recorded ({e}); nothing was reset", saved.ref_name))?;
+    worktree::return_to_last_commit(tree).map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
+    Ok(format!(
+        "saved {} uncommitted file(s) of {run}/{lane} to {}; the lane is back at its last commit. Bring the work back with: {}",
+        saved.files.len(),
+        saved.ref_name,
+        saved.restore_command
+    ))
+}

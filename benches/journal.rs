@@ -32,6 +32,14 @@
 //!    (another, built the same way, in `abcd mode autonomous`, with a stub `gh` on PATH
 //!    that answers `[]` at once), vs starting a trivial process (`/usr/bin/true`), and one
 //!    `git rev-parse` for context (what one git child costs).
+//! 9. `abcd resume --json` (the release binary) over 20 runs × 5 lanes of history, 100,000
+//!    launch events (each lane 250 launches: intended, started, exited, collected), the runs
+//!    spread over two real git working copies (each with a local bare `origin`) and indexed
+//!    in the machine journal, every driver and agent a process that is gone, vs starting a
+//!    trivial process (`/usr/bin/true`); `abcd --version` and one `git rev-parse` for
+//!    context. The history is built through the store (projections and checkpoints as the
+//!    CLI leaves them), so the listing reads `state.json`; each lane's worktree is its working
+//!    copy's root, so the listing runs git per lane.
 //!
 //! `cargo bench --bench journal` runs the full sizes. Run without `--bench` (as
 //! `cargo test --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises
@@ -39,7 +47,8 @@
 //! (benchmarks 2 and 4), `ABCD_BENCH_LIST_EVENTS` the large checklist journal's
 //! (benchmarks 6 and 7); `ABCD_BENCH_ONLY=1,3` runs only the benchmarks named (for
 //! profiling one of them; `ABCD_BENCH_ONLY=8 cargo bench --bench journal` runs only the stop
-//! hook's).
+//! hook's, `ABCD_BENCH_ONLY=9` only the resume listing's); `ABCD_BENCH_KEEP=1` keeps the temp
+//! dir, with the working copies and home stores built in it, for profiling by hand.
 
 use std::convert::Infallible;
 use std::ffi::{CString, OsString};
@@ -64,11 +73,15 @@ use abcd::journal::scan::{self, Verdict};
 use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
 use abcd::journal::verify;
 use abcd::journal::{Appended, Journal, JournalPaths};
-use abcd::store::Store;
+use abcd::ledger::process::{self, Liveness, ProcessId};
+use abcd::ledger::{Driver, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, ReceiptCollected, RunStarted};
+use abcd::store::{StateBase, Store};
 
 const EVENTS_ENV: &str = "ABCD_BENCH_EVENTS";
 const LIST_EVENTS_ENV: &str = "ABCD_BENCH_LIST_EVENTS";
 const ONLY_ENV: &str = "ABCD_BENCH_ONLY";
+/// Set (to anything) to keep the temp dir and everything built in it, for profiling.
+const KEEP_ENV: &str = "ABCD_BENCH_KEEP";
 /// Set for the floor's process (benchmark 4): the journal to read.
 const FLOOR_CHILD_ENV: &str = "ABCD_BENCH_FLOOR_CHILD";
 /// Set for the spawner process (benchmark 4), which runs its arguments as a command.
@@ -131,6 +144,13 @@ struct Config {
     /// Benchmark 8: rounds, and runs of each contender per round.
     stop_rounds: usize,
     stop_ops: usize,
+    /// Benchmark 9: runs, lanes per run and launches per lane of the history; rounds, and
+    /// runs of each contender per round.
+    resume_runs: usize,
+    resume_lanes: usize,
+    resume_launches: u64,
+    resume_rounds: usize,
+    resume_ops: usize,
 }
 
 impl Config {
@@ -178,6 +198,11 @@ impl Config {
                 hook_checkpoint_runs: 3,
                 stop_rounds: 21,
                 stop_ops: 10,
+                resume_runs: 20,
+                resume_lanes: 5,
+                resume_launches: 250,
+                resume_rounds: 21,
+                resume_ops: 2,
             }
         } else {
             Config {
@@ -205,6 +230,11 @@ impl Config {
                 hook_checkpoint_runs: 1,
                 stop_rounds: 1,
                 stop_ops: 2,
+                resume_runs: 2,
+                resume_lanes: 2,
+                resume_launches: 5,
+                resume_rounds: 1,
+                resume_ops: 2,
             }
         }
     }
@@ -320,6 +350,13 @@ fn main() {
         rows.extend(stop_rows);
         notes.push(note);
     }
+    if cfg.runs(9) {
+        // Its journals are verified inside, against a home store of their own (the machine
+        // journal lives there).
+        let (resume_rows, note) = bench_resume(&cfg, &dir);
+        rows.extend(resume_rows);
+        notes.push(note);
+    }
 
     // Everything appended above must have left valid journals behind.
     for path in &journals {
@@ -338,6 +375,9 @@ fn main() {
         println!("{n}");
     }
     println!("all journals verify clean after the run");
+    if std::env::var_os(KEEP_ENV).is_some() {
+        println!("kept the temp dir {} ({KEEP_ENV} is set): remove it by hand", tmp.keep().display());
+    }
 }
 
 // ----------------------------------------------------------------------------------------
@@ -2240,6 +2280,474 @@ fn bench_stop(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
         },
         Row {
             name: "8c. one `git rev-parse` (a git child, as the stop hook starts them) vs a trivial process".into(),
+            contenders: format!("`git rev-parse -q --verify HEAD` {} vs `{}` {}", ms(g), true_bin.display(), ms(tr)),
+            ratio_label: "git/true latency".into(),
+            ratios: take(3),
+            target: Target::Context,
+        },
+    ];
+    (rows, note)
+}
+
+// ----------------------------------------------------------------------------------------
+// 9. `abcd resume --json` over 20 runs × 5 lanes of history, vs a trivial process
+
+/// The working copies benchmark 9's runs spread over (round robin).
+const RESUME_WORKING_COPIES: usize = 2;
+/// Events per `Store::append` batch when building benchmark 9's journals (100 launches'
+/// four events; about 180 KB, under the batch's byte cap).
+const RESUME_BUILD_BATCH: usize = 400;
+/// The one untracked file in each working copy: every lane's `git status` must list it.
+const RESUME_UNTRACKED: &str = "lane-notes.txt";
+/// The role every launch of benchmark 9 records.
+const RESUME_ROLE: &str = "implementer";
+
+/// A process that existed and is gone: a child started, named while it ran (pid and start
+/// ticks, from `/proc`), killed and reaped. So `abcd resume` judges it gone for real,
+/// whether its pid is free again or reused by then.
+fn gone_process() -> ProcessId {
+    let mut child = Command::new("sleep")
+        .arg("60")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting a child to name");
+    let id = process::identify(child.id()).expect("naming a live child");
+    child.kill().expect("killing the child");
+    child.wait().expect("reaping the child");
+    assert_eq!(process::liveness(&id), Liveness::Gone, "a reaped child reads as gone");
+    id
+}
+
+/// An event of the launch ledger, as the CLI writes it.
+fn ledger_event(kind: &str, data: impl serde::Serialize) -> NewEvent {
+    NewEvent { kind: kind.into(), actor: actor(), data: serde_json::to_value(data).expect("plain data serializes") }
+}
+
+/// The four events of one launch that ran its course: intended, started (by `agent`),
+/// exited with code 0, its receipt collected. Its files are where `abcd launch` puts them.
+fn launch_events(run: &RunStarted, lane: &str, n: u64, agent: ProcessId) -> [NewEvent; 4] {
+    let folder = Path::new(&run.working_copy).join(abcd::places::LOCAL_TIER).join("runs").join(&run.run);
+    let file = |suffix: &str| folder.join(format!("{lane}-{n}.{suffix}")).display().to_string();
+    let (r, l) = (run.run.clone(), lane.to_string());
+    [
+        ledger_event(
+            abcd::event::LAUNCH_INTENDED,
+            LaunchIntended {
+                run: r.clone(),
+                lane: l.clone(),
+                launch: n,
+                role: RESUME_ROLE.into(),
+                command: vec!["claude".into(), "-p".into(), format!("Carry lane {lane} of {} one step further (step {n})", run.run)],
+                receipt: file("receipt.md"),
+                worktree: run.working_copy.clone(),
+            },
+        ),
+        ledger_event(
+            abcd::event::LAUNCH_STARTED,
+            LaunchStarted { run: r.clone(), lane: l.clone(), launch: n, process: agent, stdout: file("out"), stderr: file("err") },
+        ),
+        ledger_event(
+            abcd::event::LAUNCH_EXITED,
+            LaunchExited { run: r.clone(), lane: l.clone(), launch: n, status: ExitStatus::Code { code: 0 } },
+        ),
+        ledger_event(
+            abcd::event::RECEIPT_COLLECTED,
+            ReceiptCollected {
+                blake3: blake3::hash(format!("{r}/{l}/{n}").as_bytes()).to_hex().to_string(),
+                run: r,
+                lane: l,
+                launch: n,
+                bytes: 2048,
+            },
+        ),
+    ]
+}
+
+/// One of benchmark 9's working copies, at `dir/<name>`, with a bare `dir/<name>-origin.git`
+/// as `origin`: `main` with one commit, `abcd init`, abcd's files committed and pushed
+/// (`origin/HEAD` → `origin/main`, so every lane is 0 behind), then one untracked file.
+fn resume_working_copy(dir: &Path, home: &Path, name: &str) -> PathBuf {
+    let origin = dir.join(format!("{name}-origin.git"));
+    let root = dir.join(name);
+    let utf8 = |p: &Path| p.to_str().expect("a UTF-8 path").to_string();
+    git_in(dir, &["init", "-q", "--bare", "-b", "main", &utf8(&origin)], &[]);
+    git_in(dir, &["init", "-q", "-b", "main", &utf8(&root)], &[]);
+    let git = |args: &[&str]| git_in(&root, args, &[]);
+    git(&["config", "user.name", "Bench Person"]);
+    git(&["config", "user.email", STOP_EMAIL]);
+    git(&["remote", "add", "origin", &utf8(&origin)]);
+    commit_file(&root, "README", name, &[]);
+    managed_working_copy(&root, home);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "abcd init"]);
+    git(&["push", "-q", "-u", "origin", "main"]);
+    git(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main"]);
+    std::fs::write(root.join(RESUME_UNTRACKED), "left uncommitted on purpose\n").expect("writing the untracked file");
+    assert_eq!(git(&["status", "--porcelain"]), format!("?? {RESUME_UNTRACKED}"), "one untracked file, nothing else");
+    root
+}
+
+/// Benchmark 9's home store's machine journal, as `abcd` opens it.
+fn machine_store(home: &Path) -> Store {
+    Store::new(Journal::new(RealDisk::shared(), JournalPaths::beside(&home.join("machine.jsonl")), Some(AnchorStore::new(home))))
+}
+
+/// Every journal benchmark 9 reads must still give its state from `state.json` (nothing to
+/// fold) and hold every run; returns each journal's event count and the bytes of its
+/// `state.json`, machine journal first.
+fn check_resume_stores(roots: &[PathBuf], home: &Path, runs: &[RunStarted], launches: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let machine = machine_store(home).current_state().expect("the machine journal's state");
+    assert_eq!(machine.base, StateBase::ProjectionCurrent, "the machine journal reads from its state.json");
+    assert_eq!(machine.state.journal.skipped_total, 0, "the fold took every machine journal event");
+    assert_eq!(machine.state.ledger.index.len(), runs.len(), "the machine journal indexes every run");
+    let state_bytes = |dir: PathBuf| std::fs::metadata(dir.join(abcd::store::projection::STATE_FILE)).expect("stat").len();
+    out.push((machine.head.seq + 1, state_bytes(home.to_path_buf())));
+    for root in roots {
+        let (store, _) = wc_store(root, home);
+        let cur = store.current_state().expect("the working copy's state");
+        assert_eq!(cur.base, StateBase::ProjectionCurrent, "{} reads from its state.json", root.display());
+        assert_eq!(cur.state.journal.skipped_total, 0, "the fold took every event of {}: {:?}", root.display(), cur.state.journal.skipped);
+        let mine: Vec<&RunStarted> = runs.iter().filter(|r| Path::new(&r.working_copy) == root).collect();
+        assert_eq!(cur.state.ledger.runs.len(), mine.len(), "every run of {} is folded", root.display());
+        for r in mine {
+            let run = &cur.state.ledger.runs[&r.run];
+            assert!(run.lanes.values().all(|l| l.launches_total == launches), "every launch of {} is folded", r.run);
+        }
+        out.push((cur.head.seq + 1, state_bytes(root.join(abcd::places::LOCAL_TIER))));
+    }
+    out
+}
+
+/// Checks `abcd resume --json`'s output: every run, in its working copy, its driver gone;
+/// every lane at its last launch with the receipt collected, its agent gone, its worktree's
+/// one untracked file listed (so `git status` ran) and 0 commits behind (so the base read
+/// ran); nothing on stderr.
+fn check_resume(stdout: &[u8], stderr: &[u8], runs: &[RunStarted], launches: u64) {
+    assert!(stderr.is_empty(), "abcd resume warned: {}", String::from_utf8_lossy(stderr));
+    let v: serde_json::Value = serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("abcd resume --json printed no JSON ({e}): {}", String::from_utf8_lossy(stdout)));
+    assert_eq!(v["schema"].as_str(), Some("abcd/resume/v1"), "the listing's schema: {v}");
+    let listed = v["runs"].as_array().unwrap_or_else(|| panic!("no runs in the listing: {v}"));
+    assert_eq!(listed.len(), runs.len(), "every run is listed");
+    let stage = format!("launch {launches}: receipt collected");
+    for r in runs {
+        let l = listed.iter().find(|l| l["run"].as_str() == Some(&r.run)).unwrap_or_else(|| panic!("run {} is not listed", r.run));
+        assert_eq!(l["working_copy"].as_str(), Some(r.working_copy.as_str()), "run {}'s working copy", r.run);
+        assert!(l["problem"].is_null() && l["driver_alive"] == false && l["halted"] == false, "run {} as listed: {l}", r.run);
+        let lanes = l["lanes"].as_array().unwrap_or_else(|| panic!("run {} lists no lanes: {l}", r.run));
+        assert_eq!(lanes.len(), r.lanes.len(), "every lane of {} is listed", r.run);
+        for lane in lanes {
+            let ok = lane["stage"].as_str() == Some(stage.as_str())
+                && lane["launch"].as_u64() == Some(launches)
+                && lane["agent_alive"] == false
+                && lane["receipt_waiting"] == false
+                && lane["worktree"].as_str() == Some(r.working_copy.as_str())
+                && lane["uncommitted"] == serde_json::json!([RESUME_UNTRACKED])
+                && lane["behind_default"].as_u64() == Some(0);
+            assert!(ok, "a lane of {} as listed: {lane}", r.run);
+        }
+    }
+}
+
+/// The git children one `abcd resume --json` starts, counted with a `git` shim first on
+/// PATH that logs its arguments and execs the real git (untimed: the shim's shell costs a
+/// start of its own). Returns the count per subcommand, most first.
+fn count_resume_git(dir: &Path, root: &Path, home: &Path, runs: &[RunStarted], launches: u64) -> Vec<(String, usize)> {
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    let real_git = std::env::split_paths(&path_var).map(|d| d.join("git")).find(|p| p.is_file()).expect("git on PATH");
+    let shim_dir = dir.join("resume-git-shim");
+    std::fs::create_dir_all(&shim_dir).expect("creating the shim's folder");
+    let log = dir.join("resume-git-calls");
+    let shim = shim_dir.join("git");
+    std::fs::write(&shim, format!("#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n", log.display(), real_git.display()))
+        .expect("writing the git shim");
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).expect("making the shim executable");
+    let path = std::env::join_paths(std::iter::once(shim_dir).chain(std::env::split_paths(&path_var))).expect("a PATH with the shim first");
+    let mut cmd = Command::new(abcd_bin());
+    cmd.args(["resume", "--json"]).current_dir(root).env("ABCD_HOME", home).env("PATH", path).envs(STOP_GIT_ENV).stdin(Stdio::null());
+    let (_, out) = timed_output(&mut cmd);
+    check_resume(&out.stdout, &out.stderr, runs, launches);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        // The command without git's options before it (`-c x` takes a value): no lane's
+        // path is on it, so the same command for every lane counts as one.
+        let mut words = line.split_whitespace().peekable();
+        while let Some(w) = words.next_if(|w| w.starts_with('-')) {
+            if w == "-c" {
+                words.next();
+            }
+        }
+        *counts.entry(words.collect::<Vec<&str>>().join(" ")).or_default() += 1;
+    }
+    let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    counts
+}
+
+fn bench_resume(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
+    let home = dir.join("resume-home");
+    std::fs::create_dir(&home).expect("creating benchmark 9's home store");
+    let t = Instant::now();
+    let roots: Vec<PathBuf> = (0..RESUME_WORKING_COPIES).map(|k| resume_working_copy(dir, &home, &format!("resume-wc-{k}"))).collect();
+    let setup_secs = t.elapsed().as_secs_f64();
+
+    // The runs, round robin over the working copies; every driver and every agent a process
+    // that is gone.
+    let t = Instant::now();
+    let lanes: Vec<String> = (0..cfg.resume_lanes).map(|l| format!("lane-{l}")).collect();
+    let runs: Vec<RunStarted> = (0..cfg.resume_runs)
+        .map(|r| RunStarted {
+            run: format!("run-{r:02}"),
+            working_copy: roots[r % roots.len()].display().to_string(),
+            lanes: lanes.clone(),
+            driver: Driver { session: Some(BENCH_SESSION.into()), process: gone_process() },
+        })
+        .collect();
+    let agents: Vec<Vec<ProcessId>> = runs.iter().map(|_| lanes.iter().map(|_| gone_process()).collect()).collect();
+    // Each working copy's journal, through the store as the CLI writes it: its runs'
+    // `run.started`, then launch after launch, every lane of every run in step.
+    let mut launch_events_total = 0u64;
+    for root in &roots {
+        let (store, scope) = wc_store(root, &home);
+        let mine: Vec<usize> = (0..runs.len()).filter(|&r| Path::new(&runs[r].working_copy) == root).collect();
+        let mut batch: Vec<NewEvent> = mine.iter().map(|&r| ledger_event(abcd::event::RUN_STARTED, &runs[r])).collect();
+        for n in 1..=cfg.resume_launches {
+            for &r in &mine {
+                for (k, lane) in lanes.iter().enumerate() {
+                    batch.extend(launch_events(&runs[r], lane, n, agents[r][k]));
+                    launch_events_total += 4;
+                }
+            }
+            if batch.len() >= RESUME_BUILD_BATCH {
+                store_append(&store, &scope, &batch);
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            store_append(&store, &scope, &batch);
+        }
+    }
+    // The machine journal indexes every run, as `abcd run start` leaves it.
+    let index: Vec<NewEvent> = runs.iter().map(|r| ledger_event(abcd::event::RUN_STARTED, r)).collect();
+    store_append(&machine_store(&home), &Scope::Machine {}, &index);
+    let build_secs = t.elapsed().as_secs_f64();
+    let sizes = check_resume_stores(&roots, &home, &runs, cfg.resume_launches);
+    let journal_bytes: u64 = roots.iter().map(|r| std::fs::metadata(wc_journal(r)).expect("stat").len()).sum();
+    let newest_checkpoints: Vec<String> = roots
+        .iter()
+        .map(|r| {
+            let cps = r.join(abcd::places::LOCAL_TIER).join("checkpoints");
+            checkpoint::list(&RealDisk, &cps).expect("listing checkpoints").first().map_or("none".into(), |c| c.0.to_string())
+        })
+        .collect();
+    let total_lanes = runs.len() * lanes.len();
+    println!(
+        "built benchmark 9's history: {} runs x {} lanes x {} launches = {launch_events_total} launch events over {} working copies ({} and {} events, {:.1} MiB of journal; state.json {} and {} KiB; newest checkpoints at seq {}), machine journal {} events (state.json {} KiB); git setup {setup_secs:.1} s, history {build_secs:.1} s",
+        runs.len(),
+        lanes.len(),
+        cfg.resume_launches,
+        roots.len(),
+        sizes[1].0,
+        sizes.get(2).map_or(0, |s| s.0),
+        journal_bytes as f64 / 1048576.0,
+        sizes[1].1 / 1024,
+        sizes.get(2).map_or(0, |s| s.1 / 1024),
+        newest_checkpoints.join(" and "),
+        sizes[0].0,
+        sizes[0].1 / 1024,
+    );
+
+    // What the listing reads besides git, in this process: the three journals' states
+    // from their `state.json` (what `abcd resume` does), and for context what a fold would
+    // cost without it, from the newest checkpoint and from genesis.
+    let read_ops = if cfg.full { 11 } else { 2 };
+    let read_t: Vec<f64> = (0..read_ops)
+        .map(|_| {
+            let t = Instant::now();
+            black_box(machine_store(&home).current_state().expect("the machine journal's state"));
+            for root in &roots {
+                black_box(wc_store(root, &home).0.current_state().expect("a working copy's state"));
+            }
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    let (store0, _) = wc_store(&roots[0], &home);
+    let current0 = store0.current_state().expect("the working copy's state");
+    let file0 = RealDisk.open_read(&wc_journal(&roots[0])).expect("opening the journal");
+    let t = Instant::now();
+    let genesis = abcd::store::fold_from(
+        file0.as_ref(),
+        abcd::fold::FoldedState::default(),
+        scan::StartPoint::GENESIS,
+        StateBase::Genesis,
+        current0.journal_id.clone(),
+    )
+    .expect("folding from genesis");
+    let genesis_secs = t.elapsed().as_secs_f64();
+    assert_eq!(genesis.state.ledger, current0.state.ledger, "state.json holds exactly the fold of the journal");
+    let cps = roots[0].join(abcd::places::LOCAL_TIER).join("checkpoints");
+    let t = Instant::now();
+    let cp = checkpoint::newest_usable(&RealDisk, &cps, &current0.journal_id, file0.as_ref()).expect("reading checkpoints");
+    let from_cp = cp.map(|cp| {
+        let (seq, head) = (cp.seq, cp.head());
+        let cur = abcd::store::fold_from(
+            file0.as_ref(),
+            cp.state,
+            scan::StartPoint { after: Some(head) },
+            StateBase::Checkpoint { seq },
+            current0.journal_id.clone(),
+        )
+        .expect("folding from the checkpoint");
+        assert_eq!(cur.state.ledger, current0.state.ledger, "the checkpoint plus its tail folds to the same state");
+        (seq, t.elapsed().as_secs_f64())
+    });
+
+    // The git children of one listing (untimed, through a counting shim).
+    let git_counts = count_resume_git(dir, &roots[0], &home, &runs, cfg.resume_launches);
+    let git_total: usize = git_counts.iter().map(|c| c.1).sum();
+
+    let true_bin = true_bin();
+    let env = |cmd: &mut Command| {
+        cmd.current_dir(&roots[0]).env("ABCD_HOME", &home).envs(STOP_GIT_ENV).stdin(Stdio::null());
+    };
+    let mut contenders: Vec<Contender> = vec![
+        (
+            "resume",
+            Box::new(|| {
+                let mut cmd = Command::new(abcd_bin());
+                cmd.args(["resume", "--json"]);
+                env(&mut cmd);
+                let (secs, out) = timed_output(&mut cmd);
+                check_resume(&out.stdout, &out.stderr, &runs, cfg.resume_launches);
+                secs
+            }),
+        ),
+        (
+            "true",
+            Box::new(|| {
+                let mut cmd = Command::new(true_bin);
+                env(&mut cmd);
+                let (secs, out) = timed_output(&mut cmd);
+                assert!(out.stdout.is_empty() && out.stderr.is_empty(), "`true` printed something");
+                secs
+            }),
+        ),
+        (
+            "version",
+            Box::new(|| {
+                let mut cmd = Command::new(abcd_bin());
+                cmd.arg("--version");
+                env(&mut cmd);
+                let (secs, out) = timed_output(&mut cmd);
+                assert!(out.stdout.starts_with(b"abcd "), "abcd --version printed {}", String::from_utf8_lossy(&out.stdout));
+                secs
+            }),
+        ),
+        (
+            "git",
+            Box::new(|| {
+                let mut cmd = Command::new("git");
+                cmd.args(["rev-parse", "-q", "--verify", "HEAD"]);
+                env(&mut cmd);
+                let (secs, out) = timed_output(&mut cmd);
+                assert_eq!(out.stdout.len(), 41, "git rev-parse printed {}", String::from_utf8_lossy(&out.stdout));
+                secs
+            }),
+        ),
+    ];
+    // Untimed: one run of each, to warm the binaries and the page cache.
+    for (_, run) in contenders.iter_mut() {
+        run();
+    }
+    let n = contenders.len();
+    let (mut t, mut ratios) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+    let mut version_ratios = Vec::new();
+    for round in 0..cfg.resume_rounds {
+        let mut turns: Vec<&mut dyn FnMut() -> f64> = contenders.iter_mut().map(|(_, run)| &mut **run as &mut dyn FnMut() -> f64).collect();
+        let m = rotate(round, cfg.resume_ops, &mut turns);
+        // Each contender's ratio to `true` (index 1), and the listing's to abcd's own start.
+        for k in 0..n {
+            t[k].push(m[k]);
+            ratios[k].push(m[k] / m[1]);
+        }
+        version_ratios.push(m[0] / m[2]);
+    }
+    drop(contenders);
+
+    // Peak memory of one more listing, through the spawner.
+    let git_env: Vec<(&str, &Path)> = STOP_GIT_ENV.iter().map(|(k, v)| (*k, Path::new(*v))).collect();
+    let mut rss_env = vec![("ABCD_HOME", home.as_path())];
+    rss_env.extend(git_env);
+    let rss = run_child_in(Some(&roots[0]), abcd_bin(), &["resume", "--json"], &rss_env);
+    check_resume(rss.stdout.as_bytes(), b"", &runs, cfg.resume_launches);
+
+    // Nothing the listings did changed a journal, and every one still reads from its
+    // state.json and verifies clean.
+    assert_eq!(check_resume_stores(&roots, &home, &runs, cfg.resume_launches), sizes, "the listings wrote no event");
+    verify_clean(&home.join("machine.jsonl"), &home);
+    for root in &roots {
+        verify_clean(&wc_journal(root), &home);
+    }
+    let resume_json = roots[0].join(abcd::places::LOCAL_TIER).join("resume.json");
+    let resume_json_bytes = std::fs::metadata(&resume_json).expect("abcd resume wrote resume.json").len();
+
+    let med = |k: usize| median(&t[k]);
+    let (res, tr, v, g) = (med(0), med(1), med(2), med(3));
+    let from_cp_note =
+        from_cp.map_or("no checkpoint".to_string(), |(seq, secs)| format!("from its newest checkpoint (seq {seq}) {}", ms(secs)));
+    let git_note: Vec<String> = git_counts.iter().map(|(what, c)| format!("{c} `{what}`")).collect();
+    let note = format!(
+        "benchmark 9: `abcd resume --json` over {} runs x {} lanes x {} launches ({launch_events_total} launch events, {} working copies, every driver and agent gone): {} vs `{}` {} vs `abcd --version` {} vs one `git rev-parse` {} (medians of round medians; {} rounds x {} runs each, rotating); listing/version = {:.2}x (median of per-round ratios); base: state.json current in all {} journals before and after the rounds (nothing folded); in this process, reading the three states from state.json takes {} (median of {read_ops}), while folding one working copy's {} events would take {} from genesis and {from_cp_note}; git children per listing: {git_total} ({:.1} per lane: {}); resume.json {} KiB; peak memory (max RSS through the spawner) {} KiB",
+        runs.len(),
+        lanes.len(),
+        cfg.resume_launches,
+        roots.len(),
+        ms(res),
+        true_bin.display(),
+        ms(tr),
+        ms(v),
+        ms(g),
+        cfg.resume_rounds,
+        cfg.resume_ops,
+        median(&version_ratios),
+        roots.len() + 1,
+        ms(median(&read_t)),
+        sizes[1].0,
+        ms(genesis_secs),
+        git_total as f64 / total_lanes as f64,
+        git_note.join(", "),
+        resume_json_bytes / 1024,
+        rss.max_rss_kib,
+    );
+    println!("[9] {note}");
+    let mut take = |k: usize| std::mem::take(&mut ratios[k]);
+    let what = format!("{} runs x {} lanes, {launch_events_total} launch events", runs.len(), lanes.len());
+    let rows = vec![
+        Row {
+            name: format!("9a. `abcd resume --json`, {what}, vs a trivial process"),
+            contenders: format!(
+                "`abcd resume --json` {} vs `{}` {} ({git_total} git children per listing)",
+                ms(res),
+                true_bin.display(),
+                ms(tr)
+            ),
+            ratio_label: "resume/true latency".into(),
+            ratios: take(0),
+            target: Target::AtMost(10.0),
+        },
+        Row {
+            name: format!("9b. `abcd resume --json`, {what}, vs `abcd --version` (abcd's own start and exit)"),
+            contenders: format!("`abcd resume --json` {} vs `abcd --version` {} (`abcd --version`/`true` {:.2}x)", ms(res), ms(v), v / tr),
+            ratio_label: "resume/version latency".into(),
+            ratios: version_ratios,
+            target: Target::Context,
+        },
+        Row {
+            name: "9c. one `git rev-parse` (a git child, as the listing starts them) vs a trivial process".into(),
             contenders: format!("`git rev-parse -q --verify HEAD` {} vs `{}` {}", ms(g), true_bin.display(), ms(tr)),
             ratio_label: "git/true latency".into(),
             ratios: take(3),

@@ -178,8 +178,9 @@ pub fn run() -> anyhow::Result<i32> {
 
     if has_git {
         away_story(&demo, &cwd)?;
+        ledger_story(&demo)?;
     } else {
-        println!("\n12. (skipped: git is not on PATH, and the away mode keys its record by the repository's first commit)");
+        println!("\n12. (skipped: git is not on PATH, and the away mode and the ledger need a repository with a commit)");
     }
 
     println!("\ndemo done; the temporary folder is removed now.");
@@ -219,6 +220,62 @@ fn away_story(demo: &Demo, cwd: &str) -> anyhow::Result<()> {
     demo.hook("stop", stop(true, "Still working on it."))?;
     step("13. The person is back: one line per queued step, recorded stop and decision");
     expect(demo.run(&["mode", "back"])?, 0, "mode back")?;
+    Ok(())
+}
+
+/// A run with one lane: an agent launched through the ledger, its receipt waiting, the
+/// resume listing a successor reads, and the receipt collected.
+fn ledger_story(demo: &Demo) -> anyhow::Result<()> {
+    step("14. A run drives an agent; a successor reads everything from the ledger");
+    // The hooks `abcd init` installed are part of the project: committed, so the lane is
+    // clean and nothing needs saving aside.
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(["-c", "user.name=Demo Person", "-c", "user.email=demo@example.invalid"])
+            .args(args)
+            .current_dir(&demo.root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    anyhow::ensure!(git(&["add", ".claude"]) && git(&["commit", "-q", "-m", "abcd hooks"]), "the demo could not commit the hooks");
+    expect(demo.run(&["run", "start", "demo-run", "--lane", "impl"])?, 0, "run start")?;
+    let receipt = demo.root.join(".abcd/.work.local/demo-receipt.json");
+    let script = format!("sleep 0.2; echo '{{\"done\": true}}' > '{}'", receipt.display());
+    let receipt_arg = receipt.display().to_string();
+    expect(
+        demo.run(&[
+            "launch",
+            "--run",
+            "demo-run",
+            "--lane",
+            "impl",
+            "--role",
+            "implementer",
+            "--receipt",
+            &receipt_arg,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])?,
+        0,
+        "launch",
+    )?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !receipt.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    println!("   the agent wrote its receipt and ended while nobody watched; a fresh session runs:");
+    expect(demo.run(&["resume"])?, 0, "resume")?;
+    println!("   a second launch now would be refused until the receipt is collected:");
+    expect(demo.run(&["collect", "--run", "demo-run", "--lane", "impl"])?, 0, "collect")?;
+    expect(demo.run(&["run", "finish", "demo-run"])?, 0, "finish")?;
+    // The watcher records the agent's exit; wait for it, so nothing outlives the demo.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(demo.journal())?.contains("\"launch.exited\"") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     Ok(())
 }
 

@@ -368,7 +368,19 @@ pub struct RunListing {
     pub problem: Option<String>,
 }
 
-fn lane_listing(name: &str, lane: &ledger::Lane) -> LaneListing {
+/// What git says of one worktree in one listing: its uncommitted files and how far its
+/// base is behind. Lanes that share a worktree ask git once.
+type WorktreeFacts = std::collections::HashMap<String, (Vec<String>, Option<u64>)>;
+
+fn worktree_facts<'a>(facts: &'a mut WorktreeFacts, w: &str) -> &'a (Vec<String>, Option<u64>) {
+    facts.entry(w.to_string()).or_insert_with(|| {
+        let changed = worktree::status(Path::new(w)).map(|s| s.changed).unwrap_or_default();
+        let behind = worktree::base_drift(Path::new(w)).ok().flatten().map(|d| d.behind);
+        (changed, behind)
+    })
+}
+
+fn lane_listing(name: &str, lane: &ledger::Lane, facts: &mut WorktreeFacts) -> LaneListing {
     let last = lane.last();
     let alive = last.and_then(|l| l.started).is_some_and(|p| process::is_alive(&p)) && last.is_some_and(|l| l.exited.is_none());
     let receipt_waiting = last.is_some_and(|l| l.collected.is_none() && !alive && Path::new(&l.receipt).is_file());
@@ -394,11 +406,7 @@ fn lane_listing(name: &str, lane: &ledger::Lane) -> LaneListing {
     };
     let worktree = last.map(|l| l.worktree.clone());
     let (uncommitted, behind) = match &worktree {
-        Some(w) => {
-            let changed = worktree::status(Path::new(w)).map(|s| s.changed).unwrap_or_default();
-            let behind = worktree::base_drift(Path::new(w)).ok().flatten().map(|d| d.behind);
-            (changed, behind)
-        }
+        Some(w) => worktree_facts(facts, w).clone(),
         None => (Vec::new(), None),
     };
     LaneListing {
@@ -415,14 +423,14 @@ fn lane_listing(name: &str, lane: &ledger::Lane) -> LaneListing {
     }
 }
 
-fn run_listing(name: &str, run: &Run) -> RunListing {
+fn run_listing(name: &str, run: &Run, facts: &mut WorktreeFacts) -> RunListing {
     RunListing {
         run: name.to_string(),
         working_copy: run.working_copy.clone(),
         driver: Some(run.driver.clone()),
         driver_alive: process::is_alive(&run.driver.process),
         halted: run.halted,
-        lanes: run.lanes.iter().map(|(n, l)| lane_listing(n, l)).collect(),
+        lanes: run.lanes.iter().map(|(n, l)| lane_listing(n, l, facts)).collect(),
         problem: None,
     }
 }
@@ -440,11 +448,12 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
         }
     }
     let mut listings = Vec::new();
+    let mut facts = WorktreeFacts::new();
     let mut read = |root: &str, state: Result<LedgerState, String>, only: Option<&[String]>| match state {
         Ok(ledger) => {
             for (name, run) in &ledger.runs {
                 if !run.finished && only.is_none_or(|o| o.contains(name)) {
-                    listings.push(run_listing(name, run));
+                    listings.push(run_listing(name, run, &mut facts));
                 }
             }
         }

@@ -443,3 +443,56 @@ fn an_empty_abcd_gh_lists_no_forge_while_away() {
     block_reason(&repo.stop(true, "done", &[]));
     assert_eq!(repo.gh_calls(), 1, "unset, the gh on PATH is listed once per stop");
 }
+
+#[test]
+fn a_working_copy_lock_not_had_allows_the_stop_loudly() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let lock = repo.root.join(".abcd/.work.local/journal.jsonl.lock");
+    let mut holder = Command::new("flock").arg("-x").arg(&lock).args(["sleep", "30"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = repo.stop(false, "Shall I?", &[]);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(reply(&out), None, "the verdict's state cannot be saved, so the stop is allowed");
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn a_fresh_checkout_with_no_journal_yet_is_judged_not_allowed() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    assert!(!repo.root.join(".abcd/.work.local/journal.jsonl").exists());
+    let reason = block_reason(&repo.stop(false, "Nothing to do.", &[]));
+    assert!(reason.contains("nothing is owed"), "row 7: {reason}");
+}
+
+#[test]
+fn a_forged_away_cache_is_not_believed() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    assert!(repo.abcd(&["mode", "queue", "merge pull request 4"]).status.success());
+    let state_path = repo.repository_journal().with_file_name("state.json");
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let forge = |file: &mut Value, set_by: &str, step: &str| {
+        file["state"]["away"]["window"]["set_by"] = json!(set_by);
+        file["state"]["away"]["window"]["queue"][0]["step"] = json!(step);
+        let state: abcd::fold::FoldedState = serde_json::from_value(file["state"].clone()).unwrap();
+        file["digest"] = json!(abcd::fold::state_digest(&state));
+    };
+    // A secret in what the record shows: not believed, whatever the digest says.
+    forge(&mut file, "Pat Person", &format!("push with {token}"));
+    std::fs::write(&state_path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let shown = stdout(&repo.abcd(&["mode", "--json"]));
+    assert!(!shown.contains("ghp_0123"), "{shown}");
+    assert!(shown.contains("merge pull request 4"), "re-folded from the journal: {shown}");
+    // A cache others can write: not believed either.
+    forge(&mut file, "Mallory", "merge pull request 4");
+    std::fs::write(&state_path, serde_json::to_vec(&file).unwrap()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&state_path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let shown = stdout(&repo.abcd(&["mode", "--json"]));
+    assert!(!shown.contains("Mallory") && shown.contains("Pat Person"), "{shown}");
+}

@@ -242,6 +242,27 @@ pub struct AwayState {
 }
 
 impl AwayState {
+    /// Whether every text the record would show passes the fold's checks: a cache read
+    /// back (`state.json`) is held to what the fold let in.
+    pub fn shown_text_passes(&self) -> bool {
+        let Some(w) = &self.window else { return true };
+        let line = |field: &str, text: &str, max: usize| check_line(field, text, max).is_ok();
+        line("set_by", &w.set_by, PERSON_MAX_CHARS)
+            && line("working_copy", &w.working_copy, WORKING_COPY_MAX_CHARS)
+            && w.queue.iter().all(|q| check_step(&q.step).is_ok())
+            && w.stops.iter().all(|e| e.stop.next.as_deref().is_none_or(|n| line("next", n, STOP_NEXT_MAX_CHARS)))
+            && w.stops.iter().all(|e| e.stop.error_type.as_deref().is_none_or(error_type_ok))
+            && w.handed_back
+                .iter()
+                .all(|h| crate::hook::git::branch_name_ok(&h.branch) && crate::checklist::secrets::scan(&h.branch).is_none())
+            && w.decisions.iter().all(|d| {
+                line("text", &d.text, DECISION_FIELD_MAX_CHARS)
+                    && line("grounds", &d.grounds, DECISION_FIELD_MAX_CHARS)
+                    && line("undo", &d.undo, DECISION_FIELD_MAX_CHARS)
+            })
+            && w.ended.as_ref().is_none_or(|e| line("ended_by", &e.by, PERSON_MAX_CHARS))
+    }
+
     pub fn status(&self, now: Timestamp) -> Status {
         self.window.as_ref().map_or(Status::Present, |w| w.status(now))
     }

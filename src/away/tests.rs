@@ -257,3 +257,13 @@ quickcheck::quickcheck! {
         true
     }
 }
+
+#[test]
+fn a_lapsed_window_holding_only_a_decision_still_has_its_line() {
+    let mut s = AwayState::default();
+    fold_set(&mut s, set_at(T0, 1, false)).unwrap();
+    fold_decision(&mut s, decision("chose A"), t(T0)).unwrap();
+    let w = s.window.clone().unwrap();
+    let line = text::lapsed_line(&w, t("2026-12-01T20:00:00Z"), &show).unwrap();
+    assert!(line.contains("1 decision"), "{line}");
+}

@@ -49,17 +49,20 @@ pub fn person_line(w: &Window, show: Show<'_>) -> String {
     )
 }
 
-/// The line on every prompt while a lapsed window holds anything unread; `None` when it
-/// holds nothing (or is not lapsed).
+/// The line on every prompt while a lapsed window holds anything unread (a queued step,
+/// a recorded stop, a hand-back or a decision); `None` when it holds nothing (or is not
+/// lapsed).
 pub fn lapsed_line(w: &Window, now: Timestamp, show: Show<'_>) -> Option<String> {
-    if w.status(now) != Status::Lapsed || w.queue.is_empty() && w.stops.is_empty() {
+    if w.status(now) != Status::Lapsed || w.unread() == 0 {
         return None;
     }
     Some(format!(
-        "abcd: the away window ended at {} with {} queued and {} recorded unread; `abcd mode back` prints and closes it.",
+        "abcd: the away window ended at {} with {} queued, {} recorded, {} handed back and {} unread; `abcd mode back` prints and closes it.",
         show(w.end),
         count(w.queue.len(), "step", "steps"),
         count(w.stops.len(), "stop", "stops"),
+        count(w.handed_back.len(), "item", "items"),
+        count(w.decisions.len(), "decision", "decisions"),
     ))
 }
 

@@ -156,7 +156,9 @@ impl Check {
 /// (`UNKNOWN`, `CLEAN`, `BLOCKED`, `UNSTABLE`, …) is nothing. Output that is not the
 /// listing's JSON is an error, named without quoting it.
 pub(super) fn parse_listing(bytes: &[u8]) -> Result<Vec<Owed>, String> {
-    let listed: Vec<PullRequest> = serde_json::from_slice(bytes).map_err(|e| format!("its output was not the listing's JSON: {e}"))?;
+    // serde's message may quote the offending value (a token, say): only its place is said.
+    let listed: Vec<PullRequest> = serde_json::from_slice(bytes)
+        .map_err(|e| format!("its output was not the listing's JSON (line {}, column {})", e.line(), e.column()))?;
     Ok(listed
         .iter()
         .take(FORGE_LIST_MAX)

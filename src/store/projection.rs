@@ -103,15 +103,22 @@ fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
     out
 }
 
-/// The state file's state and the line it names, if it parses and its digest holds.
+/// The state file's state and the line it names, if it is a file this user alone can
+/// write (SPEC §1), parses, its digest holds, and what it would show passes the fold's
+/// checks again (the digest has no key, so it is no proof abcd wrote it).
 pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
+    let facts = storage.facts(path).ok()??;
+    if crate::journal::safety::untrusted_reason(&facts).is_some() {
+        return None;
+    }
     let bytes = read_small(storage, path, MAX_PROJECTION_BYTES).ok()?;
     let file: StateFile = serde_json::from_slice(&bytes).ok()?;
     let j = file.journal;
     let intact = file.schema == STATE_SCHEMA
         && file.digest == state_digest(&file.state)
         && file.state.journal.events == j.seq + 1
-        && file.state.journal.last_hash == Some(j.hash);
+        && file.state.journal.last_hash == Some(j.hash)
+        && file.state.away.shown_text_passes();
     intact.then_some((file.state, j.into()))
 }
 

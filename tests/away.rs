@@ -496,3 +496,15 @@ fn a_forged_away_cache_is_not_believed() {
     let shown = stdout(&repo.abcd(&["mode", "--json"]));
     assert!(!shown.contains("Mallory") && shown.contains("Pat Person"), "{shown}");
 }
+
+#[test]
+fn a_background_task_never_counts_as_a_wake() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": "waiting on the build",
+        "background_tasks": [{"id": "t1", "type": "shell", "status": "running", "description": "build", "command": "make"}],
+        "session_crons": []});
+    let reason = block_reason(&repo.hook("stop", payload, &[]));
+    assert!(reason.contains("nothing is owed") && reason.contains("schedule a wake"), "row 7 despite the running task: {reason}");
+}

@@ -85,22 +85,57 @@ pub fn working_copy_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceEr
     Ok((JournalPaths::beside(&tier.join(JOURNAL_FILE)), Scope::WorkingCopy { root: root.display().to_string() }))
 }
 
-/// The repository journal in the home store, keyed by the first root commit.
+/// The cache of the repository's first root commit, in the main worktree's local tier.
+pub const ROOT_COMMIT_CACHE: &str = "repository-root-commit";
+
+/// The repository journal in the home store, keyed by the first root commit of the main
+/// worktree's HEAD. The commit is looked up once (one `git rev-list`) and cached in the main
+/// worktree's local tier, so hooks spawn no git for it and every linked worktree (an
+/// orphan branch's included) finds the same record.
 pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
-    let (root, _) = working_copy_root(cwd)?;
+    let (_, main_root) = working_copy_root(cwd)?;
+    let cache = main_root.join(LOCAL_TIER).join(ROOT_COMMIT_CACHE);
+    let commit = match read_root_commit_cache(&cache) {
+        Some(c) => c,
+        None => {
+            let c = root_commit(&main_root)?;
+            if main_root.join(LOCAL_TIER).is_dir() {
+                // A cache: a failed write only means the next call asks git again.
+                let _ =
+                    crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &cache, format!("{c}\n").as_bytes(), false);
+            }
+            c
+        }
+    };
+    let dir = home_dir()?.join("repos").join(&commit);
+    Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit }))
+}
+
+fn is_commit_id(c: &str) -> bool {
+    (c.len() == 40 || c.len() == 64) && c.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn read_root_commit_cache(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
+    let c = text.trim();
+    is_commit_id(c).then(|| c.to_string())
+}
+
+fn root_commit(root: &Path) -> Result<String, PlaceError> {
     let out = Command::new("git")
         .args(["rev-list", "--max-parents=0", "HEAD"])
-        .current_dir(&root)
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| PlaceError::NoRootCommit { root: root.clone(), why: e.to_string() })?;
+        .map_err(|e| PlaceError::NoRootCommit { root: root.to_path_buf(), why: e.to_string() })?;
     let text = String::from_utf8_lossy(&out.stdout);
     // rev-list prints newest first; the first root commit is the last line.
-    let commit = text.lines().last().filter(|c| out.status.success() && c.len() >= 40 && c.bytes().all(|b| b.is_ascii_hexdigit()));
-    let Some(commit) = commit else {
-        return Err(PlaceError::NoRootCommit { root, why: "the repository has no commit yet".into() });
-    };
-    let dir = home_dir()?.join("repos").join(commit);
-    Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit.to_string() }))
+    match text.lines().last().filter(|c| out.status.success() && is_commit_id(c)) {
+        Some(c) => Ok(c.to_string()),
+        None => Err(PlaceError::NoRootCommit { root: root.to_path_buf(), why: "the repository has no commit yet".into() }),
+    }
 }
 
 /// This machine's index of runs.

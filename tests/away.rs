@@ -508,3 +508,20 @@ fn a_background_task_never_counts_as_a_wake() {
     let reason = block_reason(&repo.hook("stop", payload, &[]));
     assert!(reason.contains("nothing is owed") && reason.contains("schedule a wake"), "row 7 despite the running task: {reason}");
 }
+
+#[test]
+fn a_linked_worktree_on_an_orphan_branch_shares_the_repositorys_record() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let linked = repo.root.parent().unwrap().join("pages");
+    repo.git(&["worktree", "add", "-q", "--orphan", "-b", "gh-pages", linked.to_str().unwrap()]);
+    let git_in = |args: &[&str]| {
+        let out = Command::new("git").args(args).current_dir(&linked).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    std::fs::write(linked.join("index.html"), "<p>hi</p>\n").unwrap();
+    git_in(&["add", "index.html"]);
+    git_in(&["commit", "-q", "-m", "pages"]);
+    let out = repo.command(&["mode"]).current_dir(&linked).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("away until"), "{}", String::from_utf8_lossy(&out.stdout));
+}

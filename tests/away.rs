@@ -525,3 +525,24 @@ fn a_linked_worktree_on_an_orphan_branch_shares_the_repositorys_record() {
     let out = repo.command(&["mode"]).current_dir(&linked).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("away until"), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+fn a_new_away_window_starts_the_sessions_counts_afresh() {
+    let mut repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let with_cron = |repo: &Repo, active: bool| {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "Stop", "stop_hook_active": active,
+            "last_assistant_message": "waiting", "session_crons": [{"id": "c", "schedule": "*/10 * * * *", "recurring": true, "prompt": "look"}]});
+        repo.hook("stop", payload, &[])
+    };
+    block_reason(&with_cron(&repo, false));
+    assert_eq!(reply(&with_cron(&repo, true)), None, "a wake releases the unchanged set");
+    // Back, and away again with no present stop between: the new window's first stop with
+    // the same owed set is its first block (row 2), not a release by the old window's wake.
+    assert!(repo.abcd(&["mode", "back"]).status.success());
+    repo.now = "2026-12-01T18:30:00Z".into();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let reason = block_reason(&with_cron(&repo, false));
+    assert!(reason.contains("work is owed (1 item)"), "row 2 of the new window: {reason}");
+}

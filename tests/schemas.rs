@@ -1364,9 +1364,11 @@ fn the_session_schemas_agree_with_the_code() {
                 owed_fingerprint: fp(1),
                 capped_fingerprint: fp(2),
                 question_hash: fp(3),
+                window_start: Some(at("2026-12-01T08:00:00Z")),
             };
             let empty = SessionJudged {
                 next_look: None,
+                window_start: None,
                 owed_fingerprint: None,
                 capped_fingerprint: None,
                 question_hash: None,
@@ -1392,10 +1394,11 @@ fn the_session_schemas_agree_with_the_code() {
         owed_fingerprint: fp(4),
         capped_fingerprint: None,
         question_hash: None,
+        window_start: None,
     })
     .unwrap();
     let mut sparse = good.clone();
-    for key in ["next_look", "owed_fingerprint", "capped_fingerprint", "question_hash"] {
+    for key in ["next_look", "owed_fingerprint", "capped_fingerprint", "question_hash", "window_start"] {
         sparse = without(&sparse, key);
         agree(&judged, &judged_code, &without(&good, key), true);
     }

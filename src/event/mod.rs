@@ -203,11 +203,16 @@ pub struct SessionJudged {
     pub capped_fingerprint: Option<String>,
     #[serde(default)]
     pub question_hash: Option<String>,
+    /// The start of the away window the verdict was made in (none while present): a new
+    /// window starts the session's counts afresh.
+    #[serde(default)]
+    pub window_start: Option<jiff::Timestamp>,
 }
 
 impl SessionJudged {
-    pub fn new(session: String, j: Judged) -> SessionJudged {
+    pub fn new(session: String, j: Judged, window_start: Option<jiff::Timestamp>) -> SessionJudged {
         SessionJudged {
+            window_start,
             session,
             row: j.row,
             state: j.state,

@@ -45,6 +45,9 @@ pub struct SessionSlot {
     pub row: Option<crate::verdict::stop::Row>,
     pub stop_state: Option<crate::verdict::stop::StopState>,
     pub judged_seq: u64,
+    /// The away window the state belongs to (its start); none while present.
+    #[serde(default)]
+    pub window_start: Option<jiff::Timestamp>,
 }
 
 /// Branches created here and sessions seen: what the hooks need to tell whether the
@@ -230,7 +233,13 @@ fn fold_judged(state: &mut FoldedState, j: crate::event::SessionJudged, seq: u64
         let stalest = sessions.iter().min_by_key(|(_, slot)| slot.judged_seq).map(|(id, _)| id.clone()).expect("full, so not empty");
         sessions.remove(&stalest);
     }
-    let slot = SessionSlot { state: j.session_state(), row: Some(j.row), stop_state: Some(j.state), judged_seq: seq };
+    let slot = SessionSlot {
+        state: j.session_state(),
+        row: Some(j.row),
+        stop_state: Some(j.state),
+        judged_seq: seq,
+        window_start: j.window_start,
+    };
     sessions.insert(j.session, slot);
     Ok(())
 }

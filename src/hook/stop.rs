@@ -89,7 +89,15 @@ pub fn stop(store: &Store, scope: &Scope, root: &Path, p: &StopPayload<'_>, star
         return Ok(outcome(HookReply { system_message: Some(line), ..Default::default() }, warnings));
     }
 
-    let before: SessionState = folded.sessions.get(session).map(|s| s.state.clone()).unwrap_or_default();
+    // The counts and fingerprints belong to one away window: a state judged in another
+    // (or while present) starts afresh, so a new window's first owed stop is its first block.
+    let window_start = window.as_ref().map(|w| w.start);
+    let before: SessionState = folded
+        .sessions
+        .get(session)
+        .filter(|slot| window_start.is_none() || slot.window_start == window_start)
+        .map(|s| s.state.clone())
+        .unwrap_or_default();
     let deadline = stop::deadline(!reading.items.is_empty(), reading.waiting_next_looks.iter().copied(), now_ts);
     let wake = stop::qualifying_wake(p.session_crons, &now, deadline);
     let judgement = stop::judge(&StopInput {
@@ -106,7 +114,7 @@ pub fn stop(store: &Store, scope: &Scope, root: &Path, p: &StopPayload<'_>, star
 
     // While present with nothing to reset from an away window, there is nothing to keep:
     // no journal write on the person's common path.
-    let judged = SessionJudged::new(session.to_string(), judgement.judged.clone());
+    let judged = SessionJudged::new(session.to_string(), judgement.judged.clone(), window_start);
     if window.is_some() || before != judged.session_state() {
         let event = NewEvent { kind: event::SESSION_JUDGED.into(), actor: Actor::this_process(Some(session.into())), data: json!(judged) };
         if let Some(w) = super::record(store, scope, event) {

@@ -489,10 +489,18 @@ fn not_landed_one(git: &Git<'_>, refname: &str, base: &Base) -> Result<bool, Sto
     by_cherry(git, refname, base)
 }
 
-/// Whether `git cherry` finds a commit of the branch whose patch is not upstream.
+/// For a branch whose merge into the base conflicts: landed (false) when `git cherry`
+/// finds every commit upstream; otherwise not judged, a note and not an item (seed 003):
+/// a squash-merged branch whose base later changed the same lines reads exactly so, and
+/// holding it owed would block a session on a stop it cannot clear.
 fn by_cherry(git: &Git<'_>, refname: &str, base: &Base) -> Result<bool, Stop> {
     let cherry = git.ok(&["cherry", &base.oid, refname])?;
-    Ok(String::from_utf8_lossy(&cherry).lines().any(|l| l.starts_with('+')))
+    if String::from_utf8_lossy(&cherry).lines().any(|l| l.starts_with('+')) {
+        return Err(Stop::Failed(
+            "its merge with the default branch conflicts and git cherry finds commits not upstream, so it is not held owed (merge the default branch into it to have it judged)".into(),
+        ));
+    }
+    Ok(false)
 }
 
 /// Of `which` (branches only checked out here), the candidates holding a recent commit of
@@ -1016,7 +1024,6 @@ mod tests {
             ("cr/other", false),
             ("cr/ahead", false),
             ("cr/track2", false),
-            ("cr/clash", false),
             ("co/theirs", false),
             ("co/mine-child", false),
             ("co/mine", false),
@@ -1039,7 +1046,13 @@ mod tests {
             got.sort();
             expected.sort();
             assert_eq!(got, expected);
-            assert!(reading.notes.is_empty(), "{:?}", reading.notes);
+            // cr/clash conflicts with a patch not upstream: a note, not an item.
+            assert_eq!(reading.notes.len(), 1, "{:?}", reading.notes);
+            assert!(
+                reading.notes[0].starts_with("branch cr/clash was not judged: its merge with the default branch conflicts"),
+                "{:?}",
+                reading.notes
+            );
             let batched_calls = calls(&log);
             // A git without `merge-tree --stdin` answers the same, merging one by one.
             let old = read_with(&q, old_git.as_os_str(), Reads::Batched);

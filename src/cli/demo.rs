@@ -223,6 +223,10 @@ fn away_story(demo: &Demo, cwd: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How long the demo waits for its fake agent's receipt and for the watcher to record the
+/// exit (the agent itself takes 0.2 s).
+const DEMO_AGENT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A run with one lane: an agent launched through the ledger, its receipt waiting, the
 /// resume listing a successor reads, and the receipt collected.
 fn ledger_story(demo: &Demo) -> anyhow::Result<()> {
@@ -262,7 +266,7 @@ fn ledger_story(demo: &Demo) -> anyhow::Result<()> {
         0,
         "launch",
     )?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + DEMO_AGENT_WAIT;
     while !receipt.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -272,7 +276,7 @@ fn ledger_story(demo: &Demo) -> anyhow::Result<()> {
     expect(demo.run(&["collect", "--run", "demo-run", "--lane", "impl"])?, 0, "collect")?;
     expect(demo.run(&["run", "finish", "demo-run"])?, 0, "finish")?;
     // The watcher records the agent's exit; wait for it, so nothing outlives the demo.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + DEMO_AGENT_WAIT;
     while !std::fs::read_to_string(demo.journal())?.contains("\"launch.exited\"") && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }

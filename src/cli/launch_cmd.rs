@@ -21,6 +21,8 @@ use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, LaunchStarte
 
 /// How long the launcher waits for the watcher to record the start.
 pub const START_CONFIRM_WAIT: Duration = Duration::from_secs(10);
+/// How often the launcher looks for the watcher's record of the start.
+const START_POLL: Duration = Duration::from_millis(20);
 /// The hidden subcommand the launcher starts the watcher with.
 pub const WATCH_SUBCOMMAND: &str = "__watch-launch";
 /// Test seam: the launcher kills itself with SIGKILL right after recording the intent, as
@@ -254,7 +256,7 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
                     START_CONFIRM_WAIT.as_secs()
                 ));
             }
-            _ => std::thread::sleep(Duration::from_millis(20)),
+            _ => std::thread::sleep(START_POLL),
         }
     }
 }

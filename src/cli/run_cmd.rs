@@ -20,6 +20,8 @@ use crate::store::Store;
 
 /// A receipt read to hash it, at most, in bytes.
 pub const RECEIPT_MAX_BYTES: u64 = 64 << 20;
+/// A receipt is hashed in chunks of this many bytes (memory stays flat for a large one).
+const RECEIPT_READ_CHUNK: usize = 64 * 1024;
 
 #[derive(Subcommand, Debug)]
 pub enum RunAction {
@@ -237,7 +239,7 @@ fn halt(run: Option<&str>, halted: bool) -> anyhow::Result<i32> {
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let names: Vec<String> = match run {
             Some(r) if !state.ledger.runs.contains_key(r) => {
-                return (vec![], Err(format!("refused: no run named {r:?} in this working copy")));
+                return (vec![], Err(format!("refused: no run named {r:?} in this working copy; `abcd resume` lists the runs")));
             }
             Some(r) => vec![r.to_string()],
             None => state.ledger.runs.iter().filter(|(_, r)| !r.finished).map(|(n, _)| n.clone()).collect(),
@@ -267,7 +269,7 @@ fn finish(run: &str) -> anyhow::Result<i32> {
     let wc = open_here()?;
     let data = RunNamed { run: run.into(), working_copy: Some(wc.root.display().to_string()) };
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        None => (vec![], Err(format!("refused: no run named {run:?} in this working copy"))),
+        None => (vec![], Err(format!("refused: no run named {run:?} in this working copy; `abcd resume` lists the runs"))),
         Some(r) if r.finished => (vec![], Ok(())),
         Some(_) => (vec![new_event(event::RUN_FINISHED, json!(data))], Ok(())),
     })?;
@@ -288,7 +290,7 @@ fn hash_receipt(path: &Path) -> std::io::Result<(String, u64)> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; RECEIPT_READ_CHUNK];
     let mut total = 0u64;
     loop {
         let n = file.read(&mut buf)?;
@@ -323,10 +325,19 @@ pub fn run_collect(args: CollectArgs) -> anyhow::Result<i32> {
 fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> anyhow::Result<Result<ReceiptCollected, String>> {
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let Some(r) = state.ledger.runs.get(run) else {
-            return (vec![], Err(format!("refused: no run named {run:?} in this working copy")));
+            return (vec![], Err(format!("refused: no run named {run:?} in this working copy; `abcd resume` lists the runs")));
         };
-        let Some(l) = r.lanes.get(lane) else { return (vec![], Err(format!("refused: run {run} has no lane {lane:?}"))) };
-        let Some(last) = l.last() else { return (vec![], Err(format!("refused: lane {lane} of run {run} has launched nothing"))) };
+        let Some(l) = r.lanes.get(lane) else {
+            return (vec![], Err(format!("refused: run {run} has no lane {lane:?}; `abcd resume` lists its lanes")));
+        };
+        let Some(last) = l.last() else {
+            return (
+                vec![],
+                Err(format!(
+                    "refused: lane {lane} of run {run} has launched nothing; start an agent with `abcd launch --run {run} --lane {lane} …`"
+                )),
+            );
+        };
         if last.collected.is_some() {
             return (vec![], Err(format!("refused: the receipt of launch {} of {run}/{lane} was already collected", last.launch)));
         }

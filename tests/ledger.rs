@@ -451,3 +451,63 @@ fn bad_input_is_refused_with_exit_2_and_nothing_recorded() {
     driver.kill().unwrap();
     driver.wait().unwrap();
 }
+
+/// Every listing asks git afresh: work written after a listing shows in the next one (the
+/// early read of the previous listing's worktrees runs each time), a worktree the previous
+/// listing did not name is read too, and one that is gone is named, not shown as clean.
+#[test]
+fn every_listing_reads_the_worktrees_afresh() {
+    let lab = Lab::new();
+    let a = lab.copy("a");
+    let mut driver = sleeper();
+    let pid = driver.id().to_string();
+    assert!(a.abcd(&["run", "start", "r", "--lane", "impl", "--lane", "review", "--driver-pid", &pid]).status.success());
+    let launch = |lane: &str, cwd: &std::path::Path, script: &str| {
+        let receipt = a.receipt(&format!("{lane}.json"));
+        let out = a.abcd(&[
+            "launch",
+            "--run",
+            "r",
+            "--lane",
+            lane,
+            "--role",
+            "agent",
+            "--receipt",
+            receipt.to_str().unwrap(),
+            "--cwd",
+            cwd.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    launch("impl", &a.root, "true");
+    eventually("impl to exit", || a.lane("r", "impl")["stage"].as_str().unwrap().contains("exited"));
+    assert_eq!(a.lane("r", "impl")["uncommitted"], serde_json::json!([]));
+    std::fs::write(a.root.join("later.txt"), "x\n").unwrap();
+    assert_eq!(a.lane("r", "impl")["uncommitted"], serde_json::json!(["later.txt"]), "written after the last listing");
+
+    let review_tree = lab.dir.path().join("review-tree");
+    a.git(&["worktree", "add", "-q", "-b", "review", review_tree.to_str().unwrap()]);
+    launch("review", &review_tree, "echo x > r.txt");
+    eventually("review to exit", || a.lane("r", "review")["stage"].as_str().unwrap().contains("exited"));
+    // Without the previous listing nothing is read early: every worktree is read after the
+    // journals (a listing's own early guess comes from resume.json).
+    std::fs::remove_file(a.root.join(".abcd/.work.local/resume.json")).unwrap();
+    let review = a.lane("r", "review");
+    assert_eq!(review["uncommitted"], serde_json::json!(["r.txt"]), "{review}");
+    assert_eq!(review["worktree_problem"], Value::Null);
+    assert_eq!(a.lane("r", "impl")["uncommitted"], serde_json::json!(["later.txt"]));
+
+    std::fs::remove_dir_all(&review_tree).unwrap();
+    let review = a.lane("r", "review");
+    assert_eq!(review["uncommitted"], serde_json::json!([]));
+    assert!(review["worktree_problem"].as_str().is_some_and(|p| !p.is_empty()), "a gone worktree is named: {review}");
+    let text = stdout(&a.abcd(&["resume"]));
+    assert!(text.contains("worktree cannot be read"), "{text}");
+    assert_eq!(a.lane("r", "impl")["uncommitted"], serde_json::json!(["later.txt"]), "the other lane still reads");
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+}

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use abcd::ledger::worktree::{BaseDrift, NAME_LEN_MAX, WorktreeError, base_drift, return_to_last_commit, save_aside, status};
+use abcd::ledger::worktree::{
+    BaseDrift, DriftCounts, LISTING_PARALLEL, NAME_LEN_MAX, WorktreeError, base_drift, drift_key, listing_facts, return_to_last_commit, save_aside,
+    status,
+};
 use jiff::Timestamp;
 
 /// No global or system git config for the whole binary (abcd's children included), set
@@ -415,4 +418,101 @@ fn base_drift_falls_back_to_the_local_default_or_says_none() {
     write(none.path(), "a.txt", "a\n");
     commit_all(none.path(), "first");
     assert_eq!(base_drift(none.path()).unwrap(), None, "no origin, no main or master");
+}
+
+/// The listing's one-child-per-worktree read answers what `status` and `base_drift` answer,
+/// with the default branch read from loose and packed ref files alike.
+#[test]
+fn listing_facts_agree_with_status_and_base_drift() {
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let origin = dir.path().join("origin.git");
+    git(dir.path(), &["init", "-q", "--bare", "-b", "main", origin.to_str().unwrap()]);
+    let seed = dir.path().join("seed");
+    new_repo(&seed);
+    write(&seed, "a.txt", "a\n");
+    commit_all(&seed, "first");
+    git(&seed, &["remote", "add", "origin", origin.to_str().unwrap()]);
+    git(&seed, &["push", "-q", "origin", "main"]);
+    let wc = dir.path().join("wc");
+    git(dir.path(), &["clone", "-q", origin.to_str().unwrap(), wc.to_str().unwrap()]);
+    let lane = dir.path().join("lane");
+    git(&wc, &["worktree", "add", "-q", "-b", "lane-a", lane.to_str().unwrap(), "origin/main"]);
+    for n in 0..3 {
+        write(&seed, "a.txt", &format!("a{n}\n"));
+        commit_all(&seed, &format!("upstream {n}"));
+    }
+    git(&seed, &["push", "-q", "origin", "main"]);
+    git(&wc, &["fetch", "-q", "origin"]);
+    write(&lane, "new.txt", "new\n");
+    write(&lane, "a.txt", "changed\n");
+
+    let check = |why: &str| {
+        let worktrees = vec![lane.clone(), wc.clone()];
+        let (facts, measured) = listing_facts(&worktrees, &DriftCounts::new());
+        for (w, f) in worktrees.iter().zip(facts) {
+            let f = f.unwrap();
+            assert_eq!(f.changed, status(w).unwrap().changed, "{why}: {}", w.display());
+            assert_eq!(f.drift, base_drift(w).unwrap(), "{why}: {}", w.display());
+        }
+        // The lane and the checkout stand on the same commit against the same base.
+        assert_eq!(measured.len(), 1, "{why}: one count per distinct (base, HEAD) pair");
+    };
+    check("loose refs");
+    git(&wc, &["pack-refs", "--all"]);
+    assert!(!wc.join(".git/refs/remotes/origin/main").exists(), "the ref now lives in packed-refs only");
+    check("packed refs");
+    git(&wc, &["remote", "set-head", "origin", "--delete"]);
+    check("no origin/HEAD");
+}
+
+/// A known count is used as is (so the cache is what answers), an unknown pair is counted
+/// and handed back, and a folder that is not a worktree is an error for that folder only.
+#[test]
+fn listing_facts_use_known_counts_and_name_a_folder_git_cannot_read() {
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    new_repo(&repo);
+    write(&repo, "a.txt", "a\n");
+    commit_all(&repo, "first");
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["checkout", "-q", "-b", "lane-a"]);
+    let not_git = dir.path().join("plain");
+    std::fs::create_dir_all(&not_git).unwrap();
+
+    let (facts, measured) = listing_facts(&[repo.clone(), not_git.clone()], &DriftCounts::new());
+    assert_eq!(facts[0].as_ref().unwrap().drift, Some(BaseDrift { default_ref: "refs/heads/main".into(), behind: 0 }));
+    assert!(facts[1].is_err(), "a plain folder fails its git status");
+    assert_eq!(measured, DriftCounts::from([(drift_key(&head, Some(&head)), 0)]));
+
+    // A planted count for the same pair is what the listing shows: no rev-list ran.
+    let planted = DriftCounts::from([(drift_key(&head, Some(&head)), 41)]);
+    let (facts, measured) = listing_facts(std::slice::from_ref(&repo), &planted);
+    assert_eq!(facts[0].as_ref().unwrap().drift.as_ref().unwrap().behind, 41);
+    assert!(measured.is_empty());
+}
+
+/// More worktrees than are read at once: every one is answered, in order.
+#[test]
+fn listing_facts_read_more_worktrees_than_one_batch() {
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    new_repo(&repo);
+    write(&repo, "a.txt", "a\n");
+    commit_all(&repo, "first");
+    let mut worktrees = vec![repo.clone()];
+    for n in 0..LISTING_PARALLEL {
+        let lane = dir.path().join(format!("lane-{n}"));
+        git(&repo, &["worktree", "add", "-q", "-b", &format!("lane-{n}"), lane.to_str().unwrap()]);
+        write(&lane, &format!("only-{n}.txt"), "x\n");
+        worktrees.push(lane);
+    }
+    let (facts, _) = listing_facts(&worktrees, &DriftCounts::new());
+    assert_eq!(facts.len(), LISTING_PARALLEL + 1);
+    assert!(facts[0].as_ref().unwrap().changed.is_empty());
+    for (n, f) in facts[1..].iter().enumerate() {
+        assert_eq!(f.as_ref().unwrap().changed, vec![format!("only-{n}.txt")]);
+    }
 }

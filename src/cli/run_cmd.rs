@@ -352,6 +352,15 @@ fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> anyhow::Result<Result<Rec
     Ok(written.outcome)
 }
 
+pub const RESUME_SCHEMA: &str = "abcd/resume/v1";
+
+/// `resume.json`, and what `abcd resume --json` prints.
+#[derive(Serialize)]
+struct ResumeFile<'a> {
+    schema: &'static str,
+    runs: &'a [RunListing],
+}
+
 /// One lane in the listing.
 #[derive(Debug, Serialize)]
 pub struct LaneListing {
@@ -364,6 +373,8 @@ pub struct LaneListing {
     pub worktree: Option<String>,
     pub uncommitted: Vec<String>,
     pub behind_default: Option<u64>,
+    /// Why git could not read the lane's worktree, when it could not.
+    pub worktree_problem: Option<String>,
     pub saved_aside: Vec<String>,
 }
 
@@ -379,21 +390,148 @@ pub struct RunListing {
     pub problem: Option<String>,
 }
 
-/// What git says of one worktree in one listing: its uncommitted files and how far its
-/// base is behind. Lanes that share a worktree ask git once.
-type WorktreeFacts = std::collections::HashMap<String, (Vec<String>, Option<u64>)>;
-
-fn worktree_facts<'a>(facts: &'a mut WorktreeFacts, w: &str) -> &'a (Vec<String>, Option<u64>) {
-    facts.entry(w.to_string()).or_insert_with(|| {
-        let changed = worktree::status(Path::new(w)).map(|s| s.changed).unwrap_or_default();
-        let behind = worktree::base_drift(Path::new(w)).ok().flatten().map(|d| d.behind);
-        (changed, behind)
-    })
+impl RunListing {
+    fn unreadable(run: &str, working_copy: &str, why: &str) -> RunListing {
+        RunListing {
+            run: run.to_string(),
+            working_copy: working_copy.to_string(),
+            driver: None,
+            driver_alive: false,
+            halted: false,
+            lanes: vec![],
+            problem: Some(why.to_string()),
+        }
+    }
 }
 
-fn lane_listing(name: &str, lane: &ledger::Lane, facts: &mut WorktreeFacts) -> LaneListing {
+/// What git said of each distinct worktree in one listing (lanes that share a worktree
+/// share its answer), or why it could not be read.
+type WorktreeFacts = std::collections::HashMap<String, Result<worktree::ListingFacts, String>>;
+
+/// The behind counts kept between listings, in the home store: a cache of a pure function
+/// (see [`worktree::DriftCounts`]), so losing it, or a racing listing's write winning,
+/// costs only a `git rev-list` again.
+const DRIFT_CACHE_FILE: &str = "cache/base-drift.json";
+/// The cache holds at most this many pairs; past it, it starts over empty.
+pub const DRIFT_CACHE_MAX: usize = 4096;
+
+fn drift_cache_path() -> Option<PathBuf> {
+    places::home_dir().ok().map(|h| h.join(DRIFT_CACHE_FILE))
+}
+
+fn load_drift_cache(path: &Path) -> worktree::DriftCounts {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    // A cache over its bound (hand-made, say) is ignored rather than trusted in part.
+    let bound = (DRIFT_CACHE_MAX as u64 + 1) * 256;
+    let read = std::fs::File::open(path).and_then(|f| f.take(bound).read_to_end(&mut bytes));
+    match read {
+        Ok(n) if (n as u64) < bound => serde_json::from_slice(&bytes).unwrap_or_default(),
+        _ => worktree::DriftCounts::new(),
+    }
+}
+
+fn save_drift_cache(path: &Path, mut counts: worktree::DriftCounts, measured: worktree::DriftCounts) {
+    if measured.is_empty() {
+        return;
+    }
+    if counts.len() + measured.len() > DRIFT_CACHE_MAX {
+        counts.clear();
+    }
+    counts.extend(measured);
+    if let (Some(dir), Ok(bytes)) = (path.parent(), serde_json::to_vec(&counts)) {
+        // A cache: an unsynced write that is lost only costs a recount.
+        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::journal::storage::write_atomic(&RealDisk, path, &bytes, false);
+    }
+}
+
+/// The previous listing (`resume.json`) is read at most this far to guess the worktrees.
+const PREVIOUS_LISTING_MAX: u64 = 16 << 20;
+
+/// git's answers for worktrees, read on a thread of their own.
+type EarlyReading = std::thread::JoinHandle<(Vec<String>, Vec<Result<worktree::ListingFacts, worktree::WorktreeError>>, worktree::DriftCounts)>;
+
+/// The worktree reads of one listing. git is the slow part of a listing (a child costs
+/// milliseconds, the journals' states about one), so the worktrees the previous listing
+/// named are read on a thread while the journals are: usually they are the same ones.
+struct WorktreeReading {
+    cache: Option<PathBuf>,
+    known: worktree::DriftCounts,
+    early: Option<EarlyReading>,
+}
+
+impl WorktreeReading {
+    fn start(here: Option<&WorkingCopy>) -> WorktreeReading {
+        let cache = drift_cache_path();
+        let known = cache.as_deref().map(load_drift_cache).unwrap_or_default();
+        let previous = here.map(|h| h.store.journal().paths().dir().join("resume.json"));
+        let guess = previous.as_deref().map(previous_worktrees).unwrap_or_default();
+        let early = (!guess.is_empty()).then(|| {
+            let known = known.clone();
+            std::thread::spawn(move || {
+                let paths: Vec<PathBuf> = guess.iter().map(PathBuf::from).collect();
+                let (facts, measured) = worktree::listing_facts(&paths, &known);
+                (guess, facts, measured)
+            })
+        });
+        WorktreeReading { cache, known, early }
+    }
+
+    /// Every distinct worktree of the listed lanes: the early answers where they cover
+    /// it, the rest read now, all at once.
+    fn finish(self, runs: &[(String, &Run)]) -> WorktreeFacts {
+        let mut wanted: Vec<String> =
+            runs.iter().flat_map(|(_, run)| run.lanes.values().filter_map(|l| l.last().map(|x| x.worktree.clone()))).collect();
+        wanted.sort();
+        wanted.dedup();
+        let mut facts = WorktreeFacts::new();
+        let mut measured = worktree::DriftCounts::new();
+        if let Some(Ok((guessed, early, early_measured))) = self.early.map(|t| t.join()) {
+            measured.extend(early_measured);
+            for (w, f) in guessed.into_iter().zip(early) {
+                if wanted.binary_search(&w).is_ok() {
+                    facts.insert(w, f.map_err(|e| e.to_string()));
+                }
+            }
+        }
+        let rest: Vec<String> = wanted.into_iter().filter(|w| !facts.contains_key(w)).collect();
+        let paths: Vec<PathBuf> = rest.iter().map(PathBuf::from).collect();
+        let (late, late_measured) = worktree::listing_facts(&paths, &self.known);
+        measured.extend(late_measured);
+        facts.extend(rest.into_iter().zip(late.into_iter().map(|f| f.map_err(|e| e.to_string()))));
+        if let Some(path) = &self.cache {
+            save_drift_cache(path, self.known, measured);
+        }
+        facts
+    }
+}
+
+/// The distinct worktrees a previous listing named; none when it cannot be read.
+fn previous_worktrees(path: &Path) -> Vec<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(PREVIOUS_LISTING_MAX + 1).read_to_end(&mut bytes));
+    if !matches!(read, Ok(n) if (n as u64) <= PREVIOUS_LISTING_MAX) {
+        return Vec::new();
+    }
+    let Ok(listing) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return Vec::new() };
+    let mut worktrees: Vec<String> = listing["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["lanes"].as_array().into_iter().flatten())
+        .filter_map(|l| l["worktree"].as_str().map(str::to_string))
+        .collect();
+    worktrees.sort();
+    worktrees.dedup();
+    worktrees
+}
+
+fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneListing {
     let last = lane.last();
-    let alive = last.and_then(|l| l.started).is_some_and(|p| process::is_alive(&p)) && last.is_some_and(|l| l.exited.is_none());
+    // An exit on record settles it; only an agent without one costs a /proc read.
+    let alive = last.is_some_and(|l| l.exited.is_none()) && last.and_then(|l| l.started).is_some_and(|p| process::is_alive(&p));
     let receipt_waiting = last.is_some_and(|l| l.collected.is_none() && !alive && Path::new(&l.receipt).is_file());
     let stage = match last {
         None => "idle: nothing launched".to_string(),
@@ -416,9 +554,11 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &mut WorktreeFacts) -> L
         },
     };
     let worktree = last.map(|l| l.worktree.clone());
-    let (uncommitted, behind) = match &worktree {
-        Some(w) => worktree_facts(facts, w).clone(),
-        None => (Vec::new(), None),
+    let read = worktree.as_ref().and_then(|w| facts.get(w));
+    let (uncommitted, behind, worktree_problem) = match read {
+        Some(Ok(f)) => (f.changed.clone(), f.drift.as_ref().map(|d| d.behind), None),
+        Some(Err(why)) => (Vec::new(), None, Some(why.clone())),
+        None => (Vec::new(), None, None),
     };
     LaneListing {
         lane: name.to_string(),
@@ -430,11 +570,12 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &mut WorktreeFacts) -> L
         worktree,
         uncommitted,
         behind_default: behind,
+        worktree_problem,
         saved_aside: lane.saved.iter().map(|s| s.ref_name.clone()).collect(),
     }
 }
 
-fn run_listing(name: &str, run: &Run, facts: &mut WorktreeFacts) -> RunListing {
+fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts) -> RunListing {
     RunListing {
         run: name.to_string(),
         working_copy: run.working_copy.clone(),
@@ -449,6 +590,7 @@ fn run_listing(name: &str, run: &Run, facts: &mut WorktreeFacts) -> RunListing {
 /// Every unfinished run: the machine index's, plus this working copy's own (a run whose
 /// index entry was lost is still found from where it lives).
 fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
+    let reading = WorktreeReading::start(here);
     let mut places: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
     let (machine, _) = machine()?;
     if let Ok(current) = machine.current_state() {
@@ -458,30 +600,11 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
             }
         }
     }
-    let mut listings = Vec::new();
-    let mut facts = WorktreeFacts::new();
-    let mut read = |root: &str, state: Result<LedgerState, String>, only: Option<&[String]>| match state {
-        Ok(ledger) => {
-            for (name, run) in &ledger.runs {
-                if !run.finished && only.is_none_or(|o| o.contains(name)) {
-                    listings.push(run_listing(name, run, &mut facts));
-                }
-            }
-        }
-        Err(why) => {
-            for name in only.unwrap_or_default() {
-                listings.push(RunListing {
-                    run: name.clone(),
-                    working_copy: root.to_string(),
-                    driver: None,
-                    driver_alive: false,
-                    halted: false,
-                    lanes: vec![],
-                    problem: Some(why.clone()),
-                });
-            }
-        }
-    };
+    // Every journal (while the early git reads run), then git for the worktrees not read
+    // yet, then the listing.
+    let mut ledgers: Vec<LedgerState> = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut wanted: Vec<Option<Vec<String>>> = Vec::new();
     let here_root = here.map(|h| h.root.display().to_string());
     for (root, runs) in &places {
         if Some(root) == here_root.as_ref() {
@@ -490,12 +613,38 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
         let state = open_at(Path::new(root))
             .and_then(|wc| Ok(wc.store.current_state()?.state.ledger))
             .map_err(|e| format!("its journal cannot be read: {e:#}"));
-        read(root, state, Some(runs));
+        match state {
+            Ok(ledger) => {
+                ledgers.push(ledger);
+                wanted.push(Some(runs.clone()));
+            }
+            Err(why) => unreadable.extend(runs.iter().map(|name| RunListing::unreadable(name, root, &why))),
+        }
     }
     if let (Some(h), Some(root)) = (here, &here_root) {
-        let state = h.store.current_state().map(|c| c.state.ledger).map_err(|e| format!("its journal cannot be read: {e}"));
-        read(root, state, None);
+        match h.store.current_state() {
+            Ok(current) => {
+                ledgers.push(current.state.ledger);
+                wanted.push(None);
+            }
+            // Its indexed runs are listed with the reason; the others are still listed.
+            Err(e) => {
+                let why = format!("its journal cannot be read: {e}");
+                unreadable.extend(places.get(root).into_iter().flatten().map(|name| RunListing::unreadable(name, root, &why)));
+            }
+        }
     }
+    let listed: Vec<(String, &Run)> = ledgers
+        .iter()
+        .zip(&wanted)
+        .flat_map(|(ledger, only)| {
+            ledger.runs.iter().filter(move |(name, run)| !run.finished && only.as_ref().is_none_or(|o| o.contains(name)))
+        })
+        .map(|(name, run)| (name.clone(), run))
+        .collect();
+    let facts = reading.finish(&listed);
+    let mut listings: Vec<RunListing> = listed.iter().map(|(name, run)| run_listing(name, run, &facts)).collect();
+    listings.extend(unreadable);
     listings.sort_by(|a, b| (&a.working_copy, &a.run).cmp(&(&b.working_copy, &b.run)));
     Ok(listings)
 }
@@ -523,6 +672,9 @@ fn print_listing(listings: &[RunListing]) {
                 let more = if more > 0 { format!(" and {more} more") } else { String::new() };
                 println!("    uncommitted: {}{more}", shown.join(", "));
             }
+            if let Some(why) = &l.worktree_problem {
+                println!("    worktree cannot be read: {why}");
+            }
             if let Some(n) = l.behind_default.filter(|n| *n > 0) {
                 println!("    base: {n} commit(s) behind the default branch as last fetched");
             }
@@ -539,15 +691,19 @@ pub fn run_resume(args: ResumeArgs) -> anyhow::Result<i32> {
         step(here.as_ref())?;
     }
     let listings = gather(here.as_ref())?;
-    let listing_json = json!({"schema": "abcd/resume/v1", "runs": listings});
+    let listing_json = ResumeFile { schema: RESUME_SCHEMA, runs: &listings };
     if let Some(h) = &here {
-        // A cache for people and tools, rebuilt on every `abcd resume`.
+        // A cache for people and tools, rebuilt on every `abcd resume`; left alone when it
+        // already says the same (a rename over a file costs milliseconds on these disks).
         let path = h.store.journal().paths().dir().join("resume.json");
         let bytes = serde_json::to_vec_pretty(&listing_json)?;
-        let _ = crate::journal::storage::write_atomic(&RealDisk, &path, &bytes, false);
+        let same_size = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
+        if !same_size || std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
+            let _ = crate::journal::storage::write_atomic(&RealDisk, &path, &bytes, false);
+        }
     }
     if args.json {
-        println!("{listing_json}");
+        println!("{}", serde_json::to_string(&listing_json)?);
     } else {
         print_listing(&listings);
     }

@@ -22,7 +22,7 @@ pub const CHECKPOINTS_KEPT: usize = 3;
 pub const MAX_CHECKPOINT_BYTES: u64 = 64 << 20;
 const MAGIC: &[u8; 8] = b"ABCDCKP1";
 const DIGEST_CONTEXT: &str = "abcd checkpoint v1 body digest";
-pub const CHECKPOINT_FORMAT: &str = "abcd/checkpoint/v3";
+pub const CHECKPOINT_FORMAT: &str = "abcd/checkpoint/v4";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkpoint {

@@ -4,7 +4,9 @@
 //!
 //! - [`process`]: a process named by pid and start time, liveness, detached starts (I/O).
 //! - [`worktree`]: a lane's uncommitted work, saved aside under `refs/abcd/saved/` (git).
+//! - [`git_files`]: the default branch read from git's ref files, without starting git.
 
+pub mod git_files;
 pub mod process;
 pub mod worktree;
 
@@ -21,7 +23,7 @@ pub const NAME_MAX_BYTES: usize = 64;
 /// Lanes a run declares, at most.
 pub const LANES_MAX: usize = 64;
 /// Launches kept per lane (the oldest beyond go; the journal keeps every one).
-pub const LAUNCHES_KEPT: usize = 32;
+pub const LAUNCHES_KEPT: usize = 4;
 /// Saved-aside records kept per lane.
 pub const SAVED_KEPT: usize = 32;
 /// A launched command's words, at most.
@@ -409,9 +411,9 @@ pub fn fold_intended(state: &mut LedgerState, l: LaunchIntended, at: Timestamp) 
         return Err(reject("launch", "is not the lane's next launch number"));
     }
     lane.launches_total = l.launch;
-    if lane.launches.len() >= LAUNCHES_KEPT {
-        lane.launches.remove(0);
-    }
+    // drain, not one remove: a state folded when more were kept shrinks on its next launch.
+    let excess = (lane.launches.len() + 1).saturating_sub(LAUNCHES_KEPT);
+    lane.launches.drain(..excess);
     lane.launches.push(Launch {
         launch: l.launch,
         role: l.role,

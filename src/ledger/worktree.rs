@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
+use super::git_files::DEFAULT_REFS;
+
 /// Each git child is killed when it runs longer than this.
 pub const GIT_DEADLINE: Duration = Duration::from_secs(10);
 /// Bytes read from one git child's stdout at most; a child printing more is killed and
@@ -69,8 +71,9 @@ const GIT_LOCATION_ENV: &[&str] = &[
     "GIT_NOGLOB_PATHSPECS",
     "GIT_ICASE_PATHSPECS",
 ];
-/// Default-branch refs tried, in order, after `origin/HEAD`'s target.
-const DEFAULT_REFS: &[&str] = &["refs/remotes/origin/main", "refs/remotes/origin/master", "refs/heads/main", "refs/heads/master"];
+/// How many worktrees the resume listing reads at once, each on a thread of its own with
+/// its git children: the listing's wall time is then about one worktree's, not their sum.
+pub const LISTING_PARALLEL: usize = 8;
 
 /// What a lane worktree holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -244,31 +247,114 @@ pub fn return_to_last_commit(worktree: &Path) -> Result<(), WorktreeError> {
 pub fn base_drift(worktree: &Path) -> Result<Option<BaseDrift>, WorktreeError> {
     let place = locate(worktree)?;
     let git = Git::new(&place.root);
+    let Some((default_ref, base)) = default_branch_by_git(&git)? else { return Ok(None) };
+    let head = resolve_id(&git, "HEAD^{commit}")?;
+    let behind = count_behind(&git, &base, head.as_deref())?;
+    Ok(Some(BaseDrift { default_ref, behind }))
+}
+
+/// The default branch's ref and commit, as git resolves them (see [`base_drift`]).
+fn default_branch_by_git(git: &Git<'_>) -> Result<Option<(String, String)>, WorktreeError> {
     let mut tried: Vec<String> = Vec::with_capacity(DEFAULT_REFS.len() + 1);
     let origin_head = git.run(&["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])?;
     if origin_head.code == Some(0) {
         tried.push(text(&origin_head.out).trim().to_string());
     }
     tried.extend(DEFAULT_REFS.iter().map(|r| r.to_string()));
-    let mut found = None;
     for r in tried {
-        if resolves(&git, &format!("{r}^{{commit}}"))? {
-            found = Some(r);
-            break;
+        if let Some(id) = resolve_id(git, &format!("{r}^{{commit}}"))? {
+            return Ok(Some((r, id)));
         }
     }
-    let Some(default_ref) = found else { return Ok(None) };
-    let out = if resolves(&git, "HEAD^{commit}")? {
-        git.ok(&["rev-list", "--count", &default_ref, "^HEAD", "--"])?
-    } else {
-        // No commit yet: every commit of the default branch is missing.
-        git.ok(&["rev-list", "--count", &default_ref, "--"])?
+    Ok(None)
+}
+
+/// Commits reachable from `base` and not from `head` (all of `base`'s when HEAD has no
+/// commit yet).
+fn count_behind(git: &Git<'_>, base: &str, head: Option<&str>) -> Result<u64, WorktreeError> {
+    let out = match head {
+        Some(head) => git.ok(&["rev-list", "--count", base, &format!("^{head}"), "--"])?,
+        None => git.ok(&["rev-list", "--count", base, "--"])?,
     };
-    let behind = text(&out)
+    text(&out)
         .trim()
         .parse()
-        .map_err(|_| WorktreeError::Git { command: "rev-list".into(), why: "its count did not read as a number".into() })?;
-    Ok(Some(BaseDrift { default_ref, behind }))
+        .map_err(|_| WorktreeError::Git { command: "rev-list".into(), why: "its count did not read as a number".into() })
+}
+
+/// What the resume listing shows of one worktree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListingFacts {
+    /// As [`WorktreeStatus::changed`].
+    pub changed: Vec<String>,
+    /// As [`base_drift`].
+    pub drift: Option<BaseDrift>,
+}
+
+/// Behind counts already measured, keyed by [`drift_key`]. A count is a pure function of
+/// two commit ids (commits never change), so an entry never goes stale; the listing keeps
+/// them between runs so a lane whose HEAD and base did not move costs no `rev-list`.
+pub type DriftCounts = BTreeMap<String, u64>;
+
+/// `<base id> <head id>`, or `<base id> -` when HEAD has no commit.
+pub fn drift_key(base: &str, head: Option<&str>) -> String {
+    format!("{base} {}", head.unwrap_or("-"))
+}
+
+/// The listing's facts for each of `worktrees` (in order), read [`LISTING_PARALLEL`] at a
+/// time. Each worktree costs one `git status`, whose header also names HEAD; the default
+/// branch is read from git's ref files ([`super::git_files`]) and asked of git only when
+/// they are not plain; the behind count comes from `known` when it holds the pair, else
+/// from one `git rev-list`. Counts measured here are returned for the caller to keep.
+///
+/// Unlike [`status`], a worktree is not first checked to be a work tree's root (one more
+/// git child each): `launch` checked that when it recorded the lane, and a folder that
+/// stopped being a worktree fails its `git status` here.
+pub fn listing_facts(worktrees: &[PathBuf], known: &DriftCounts) -> (Vec<Result<ListingFacts, WorktreeError>>, DriftCounts) {
+    let mut facts = Vec::with_capacity(worktrees.len());
+    let mut measured = DriftCounts::new();
+    for chunk in worktrees.chunks(LISTING_PARALLEL) {
+        std::thread::scope(|scope| {
+            let readers: Vec<_> = chunk.iter().map(|w| scope.spawn(move || listing_facts_one(w, known))).collect();
+            for reader in readers {
+                let (one, new_count) = reader.join().unwrap_or_else(|_| {
+                    (Err(WorktreeError::Git { command: "status".into(), why: "the reading thread panicked".into() }), None)
+                });
+                measured.extend(new_count);
+                facts.push(one);
+            }
+        });
+    }
+    (facts, measured)
+}
+
+type NewCount = Option<(String, u64)>;
+
+fn listing_facts_one(worktree: &Path, known: &DriftCounts) -> (Result<ListingFacts, WorktreeError>, NewCount) {
+    let git = Git::new(worktree);
+    let reading = match read_status(&git) {
+        Ok(r) => r,
+        Err(e) => return (Err(e), None),
+    };
+    let from_files = super::git_files::common_dir(worktree).ok_or(()).and_then(|c| super::git_files::default_branch(&c));
+    let default = match from_files {
+        Ok(found) => found,
+        Err(()) => match default_branch_by_git(&git) {
+            Ok(found) => found,
+            Err(e) => return (Err(e), None),
+        },
+    };
+    let changed: Vec<String> = reading.changed.into_keys().collect();
+    let Some((default_ref, base)) = default else { return (Ok(ListingFacts { changed, drift: None }), None) };
+    let key = drift_key(&base, reading.head.as_deref());
+    let (behind, new_count) = match known.get(&key) {
+        Some(n) => (*n, None),
+        None => match count_behind(&git, &base, reading.head.as_deref()) {
+            Ok(n) => (n, Some((key, n))),
+            Err(e) => return (Err(e), None),
+        },
+    };
+    (Ok(ListingFacts { changed, drift: Some(BaseDrift { default_ref, behind }) }), new_count)
 }
 
 /// Refuses a run or lane name that is not one safe ref component.
@@ -581,6 +667,12 @@ fn shell_quote(s: &str) -> String {
 /// Whether `rev` names an object (`rev-parse --verify`, quietly).
 fn resolves(git: &Git<'_>, rev: &str) -> Result<bool, WorktreeError> {
     Ok(git.run(&["rev-parse", "-q", "--verify", rev])?.code == Some(0))
+}
+
+/// The object id `rev` names, if any (`rev-parse --verify`, quietly).
+fn resolve_id(git: &Git<'_>, rev: &str) -> Result<Option<String>, WorktreeError> {
+    let ran = git.run(&["rev-parse", "-q", "--verify", rev])?;
+    Ok((ran.code == Some(0)).then(|| text(&ran.out).trim().to_string()).filter(|id| !id.is_empty()))
 }
 
 fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {

@@ -21,7 +21,7 @@ use crate::journal::scan::Head;
 use crate::journal::storage::{Storage, read_small};
 
 pub const STATE_FILE: &str = "state.json";
-pub const STATE_SCHEMA: &str = "abcd/state/v3";
+pub const STATE_SCHEMA: &str = "abcd/state/v4";
 pub const CHECKLIST_FILE: &str = "checklist.json";
 pub const LAST_GOOD_FILE: &str = "checklist.last-good.json";
 pub const CHECKLIST_SCHEMA: &str = "abcd/checklist/v1";

@@ -590,7 +590,7 @@ fn shell_appended_secret() -> Built {
         "6  2026-12-06T02:13:08.000Z  pid 73311 (abcd/0.1.0)  checklist.item_changed skipped by the fold: promise carries a GitHub token (github_token)"
             .into(),
         "refused a checklist add: field title carries a secret (github_token)".into(),
-        "state.json: agrees with the fold at seq 4, behind the head by 2 (rebuilt on the next read)".into(),
+        "state.json: agrees with the fold at seq 4, behind the head by 2 (a reader folds what follows it)".into(),
         "anchor:  agrees (seq 4)".into(),
         "verdict: ok".into(),
     ];

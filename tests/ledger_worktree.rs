@@ -9,8 +9,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use abcd::ledger::worktree::{
-    BaseDrift, DriftCounts, LISTING_PARALLEL, NAME_LEN_MAX, WorktreeError, base_drift, drift_key, listing_facts, return_to_last_commit, save_aside,
-    status,
+    BaseDrift, DriftCounts, LISTING_PARALLEL, NAME_LEN_MAX, WorktreeError, base_drift, drift_key, listing_facts, return_to_last_commit,
+    save_aside, status,
 };
 use jiff::Timestamp;
 

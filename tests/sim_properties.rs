@@ -1510,3 +1510,51 @@ fn g6_case(killed: bool) -> Result<(), String> {
         last.seq + 1
     ))
 }
+
+/// A new process whose journal ends exactly at the line its head anchor names skips the
+/// pre-sync (its only flush is its own line's), and what it appends chains on and survives
+/// a crash.
+#[test]
+fn a_tail_the_anchor_acknowledges_needs_no_pre_sync() {
+    let mut w = world();
+    acked_events(&mut w, 3);
+    new_process(&mut w);
+    let before = w.disk.counts().sync_data;
+    acked_events(&mut w, 1);
+    assert_eq!(w.disk.counts().sync_data - before, 1, "one flush: the line's own");
+    w.disk = w.disk.crash(11);
+    new_process(&mut w);
+    acked_survive(&w).unwrap();
+}
+
+/// Bytes past the anchored line (a killed writer's unsynced line), or no anchor at all:
+/// the new process syncs before reading the tail, as always.
+#[test]
+fn a_tail_past_the_anchor_or_without_one_is_synced_before_it_is_read() {
+    let mut w = world();
+    acked_events(&mut w, 3);
+    // A line written and never acknowledged: appended behind the anchor's back.
+    let mut bytes = w.disk.read(&journal_on_disk()).expect("the journal");
+    bytes.extend_from_slice(b"{\"v\":1,\"seq\":99,\"torn");
+    w.disk.setup_file(&journal_on_disk(), &bytes).expect("setup");
+    new_process(&mut w);
+    let before = w.disk.counts().sync_data;
+    acked_events(&mut w, 1);
+    assert!(w.disk.counts().sync_data - before >= 2, "the pre-sync ran before the line's own");
+
+    // No anchor: the home store lost it.
+    let mut w = world();
+    acked_events(&mut w, 2);
+    let storage = w.disk.shared();
+    let anchors = Path::new("/").join(HOME_AT).join("anchors");
+    let records: Vec<PathBuf> =
+        storage.list_dir(&anchors).expect("the anchors").into_iter().filter(|p| p.extension().is_some_and(|e| e == "anchor")).collect();
+    assert!(!records.is_empty(), "the appends left an anchor");
+    for path in records {
+        storage.remove_cache_file(&path).expect("removed");
+    }
+    new_process(&mut w);
+    let before = w.disk.counts().sync_data;
+    acked_events(&mut w, 1);
+    assert!(w.disk.counts().sync_data - before >= 2, "the pre-sync ran before the line's own");
+}

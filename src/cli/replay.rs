@@ -218,7 +218,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
                             let why = if *name == "checklist-last-good" {
                                 "written after successful writes only"
                             } else {
-                                "rebuilt on the next read"
+                                "a reader folds what follows it"
                             };
                             (true, format!("agrees with the fold at seq {seq}, behind the head by {behind} ({why})"))
                         }

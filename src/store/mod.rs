@@ -60,6 +60,25 @@ pub struct Store {
     journal: Journal,
 }
 
+/// In a working copy journal, events that cannot change the checklist view (a session
+/// start, a compaction, a judged stop, a branch, the ledger's) leave `state.json` and
+/// `checklist.json` behind by at most this many events: a hook then pays for its durable
+/// line only, not for two files renamed over (0.1–4 ms each on these disks). Readers fold
+/// the tail forward (`state.json`), or check it holds no checklist event
+/// (`checklist.json`); the next append past the bound, or any checklist event, rewrites
+/// both.
+pub const PROJECTION_LAG_MAX: u64 = 64;
+
+/// The seq the projection on disk names, as the read that produced `base` found it;
+/// `head_seq` is the head when the base was the current projection.
+fn projection_seq(base: &StateBase, head_seq: Option<u64>) -> Option<u64> {
+    match base {
+        StateBase::ProjectionCurrent => head_seq,
+        StateBase::Projection { seq } => Some(*seq),
+        _ => None,
+    }
+}
+
 impl Store {
     pub fn new(journal: Journal) -> Store {
         Store { journal }
@@ -82,20 +101,31 @@ impl Store {
         create: Option<&Scope>,
     ) -> Result<(Vec<Appended>, AppendNotes, Option<JournalError>), JournalError> {
         let (appended, notes) = self.journal.append_batch(events, create)?;
-        let project_error = self.refresh_after(&appended).err();
+        let project_error = self.refresh_after(events, &appended).err();
         Ok((appended, notes, project_error))
     }
 
-    fn refresh_after(&self, appended: &[Appended]) -> Result<CurrentState, JournalError> {
+    fn refresh_after(&self, events: &[NewEvent], appended: &[Appended]) -> Result<CurrentState, JournalError> {
         let current = self.current_state()?;
-        self.project(&current, appended)?;
+        let on_disk = projection_seq(&current.base, None);
+        self.project(&current, events, appended, on_disk)?;
         Ok(current)
     }
 
-    /// Writes the projections for `current` (unless they already show it) and a
-    /// checkpoint when the batch crossed a multiple of `CHECKPOINT_EVERY_EVENTS`.
-    fn project(&self, current: &CurrentState, appended: &[Appended]) -> Result<(), JournalError> {
-        if current.base != StateBase::ProjectionCurrent {
+    /// Writes the projections for `current` (unless they already show it, or may stay
+    /// behind: see [`PROJECTION_LAG_MAX`]) and a checkpoint when the batch crossed a
+    /// multiple of `CHECKPOINT_EVERY_EVENTS`. `on_disk`: the seq `state.json` names.
+    fn project(
+        &self,
+        current: &CurrentState,
+        events: &[NewEvent],
+        appended: &[Appended],
+        on_disk: Option<u64>,
+    ) -> Result<(), JournalError> {
+        let may_lag = matches!(current.state.journal.scope, Some(Scope::WorkingCopy { .. }))
+            && events.iter().all(|e| !projection::changes_checklist_view(&e.kind))
+            && on_disk.is_some_and(|seq| current.head.seq - seq <= PROJECTION_LAG_MAX);
+        if current.base != StateBase::ProjectionCurrent && !may_lag {
             self.write_projection(current)?;
         }
         let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
@@ -163,6 +193,7 @@ impl Store {
             return Err(JournalError::Corrupt { path: self.journal.paths().journal.clone(), corruption: c });
         }
         let (events, outcome) = decide(&before.state);
+        let on_disk = projection_seq(&before.base, Some(head.seq));
         if events.is_empty() {
             return Ok(Written { appended: Vec::new(), outcome, after: Ok(before) });
         }
@@ -174,7 +205,7 @@ impl Store {
         drop(lock);
         let after = after.and_then(|mut current| {
             current.base = StateBase::JustAppended;
-            self.project(&current, &appended)?;
+            self.project(&current, &events, &appended, on_disk)?;
             Ok(current)
         });
         Ok(Written { appended, outcome, after })

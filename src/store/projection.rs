@@ -128,6 +128,13 @@ pub fn load_state(storage: &dyn Storage, path: &Path, head: Head) -> Option<Fold
     (named == head).then_some(state)
 }
 
+/// Whether an event of `kind` can change what `checklist.json` shows: its items come
+/// from `checklist.*` events and its skipped list names only `checklist.*` events, so no
+/// other kind can.
+pub fn changes_checklist_view(kind: &str) -> bool {
+    kind.starts_with("checklist.")
+}
+
 /// The checklist as `checklist.json` and last-good carry it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

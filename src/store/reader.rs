@@ -5,11 +5,12 @@
 use crate::fold::Skipped;
 use crate::fold::checklist::ChecklistState;
 use crate::journal::append::JournalError;
-use crate::journal::scan::{self, Tail};
+use crate::journal::scan::{self, Head, ScanError, StartPoint, Tail, Verdict};
+use crate::journal::storage::StorageFile;
 use crate::journal::verify::open_trusted;
 
-use super::Store;
 use super::projection::{self, ChecklistFile};
+use super::{PROJECTION_LAG_MAX, Store};
 
 /// Where the checklist shown came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,7 +61,7 @@ impl Store {
         let checklist_path = paths.dir().join(projection::CHECKLIST_FILE);
         if let Tail::Good { head, .. } = scan::read_tail(file.as_ref()).map_err(io_err)?
             && let Ok(f) = projection::load_checklist(storage, &checklist_path)
-            && f.journal == head.into()
+            && still_shows(file.as_ref(), f.journal.into(), head).map_err(io_err)?
         {
             return Ok(view_of(&f, ViewSource::Projection, vec![]));
         }
@@ -103,6 +104,32 @@ impl Store {
                 head_seq: None,
             },
         }
+    }
+}
+
+/// Whether a `checklist.json` naming `named` shows the checklist at `head`: it names the
+/// head, or it names an earlier line that is in the journal and is followed by at most
+/// [`PROJECTION_LAG_MAX`] verified, chained lines up to the head, none of a kind that
+/// changes the view (see `Store::project`, which leaves it behind that way).
+fn still_shows(file: &dyn StorageFile, named: Head, head: Head) -> std::io::Result<bool> {
+    if named == head {
+        return Ok(true);
+    }
+    if named.seq >= head.seq || head.seq - named.seq > PROJECTION_LAG_MAX || !scan::line_is_at(file, named)? {
+        return Ok(false);
+    }
+    let report =
+        scan::scan(
+            file,
+            StartPoint { after: Some(named) },
+            |event, _| {
+                if projection::changes_checklist_view(&event.kind) { Err(()) } else { Ok(()) }
+            },
+        );
+    match report {
+        Ok(r) => Ok(r.head == Some(head) && !matches!(r.verdict, Verdict::Corrupt(_))),
+        Err(ScanError::Visitor(())) => Ok(false),
+        Err(ScanError::Io(e)) => Err(e),
     }
 }
 

@@ -1,0 +1,69 @@
+//! Projections left behind on purpose (`Store::project`, `PROJECTION_LAG_MAX`): events
+//! that cannot change the checklist leave `state.json` and `checklist.json` behind by at
+//! most the bound, readers still get the head's checklist without folding, and anything
+//! else (a checklist event, one event past the bound) brings them to the head.
+
+mod common;
+
+use abcd::store::reader::ViewSource;
+use abcd::store::{PROJECTION_LAG_MAX, Store};
+use common::{TempJournal, event};
+
+/// A session start the fold accepts (not skipped), so the skipped list stays empty.
+fn session_started(n: u64) -> abcd::journal::NewEvent {
+    let data = serde_json::json!({"session": format!("s{n}"), "source": "startup", "working_copy": "/wc"});
+    abcd::journal::NewEvent { data, ..event("session.started", n) }
+}
+
+fn named_seq(tj: &TempJournal, file: &str) -> u64 {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(tj.paths.dir().join(file)).unwrap()).unwrap();
+    v["journal"]["seq"].as_u64().unwrap()
+}
+
+fn named(tj: &TempJournal) -> (u64, u64) {
+    (named_seq(tj, abcd::store::projection::STATE_FILE), named_seq(tj, abcd::store::projection::CHECKLIST_FILE))
+}
+
+#[test]
+fn neutral_events_leave_the_projections_behind_up_to_the_bound_and_no_further() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    assert_eq!(named(&tj), (1, 1), "a new journal's first append writes them");
+    for n in 1..=PROJECTION_LAG_MAX {
+        store.append(&[session_started(n)], Some(&tj.scope())).unwrap();
+        assert_eq!(named(&tj), (1, 1), "{n} behind: left as they are");
+        let view = store.checklist_view();
+        assert_eq!((view.source, view.head_seq), (ViewSource::Projection, Some(1)), "the behind checklist.json still serves");
+        assert_eq!(store.current_state().unwrap().head.seq, 1 + n, "state readers fold forward");
+    }
+    store.append(&[session_started(99)], Some(&tj.scope())).unwrap();
+    let head = 2 + PROJECTION_LAG_MAX;
+    assert_eq!(named(&tj), (head, head), "one past the bound: rewritten");
+    // A checklist event (here one the fold skips: it changes the skipped list) is never left behind.
+    store.append(&[event("checklist.item_added", 1)], Some(&tj.scope())).unwrap();
+    assert_eq!(named(&tj), (head + 1, head + 1));
+    let view = store.checklist_view();
+    assert_eq!(view.skipped.len(), 1, "the skipped checklist event shows");
+}
+
+#[test]
+fn a_behind_checklist_json_is_not_served_past_a_checklist_event_or_the_bound() {
+    // A checklist event appended behind the store's back (a shell write): re-folded.
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    tj.journal().append_batch(&[session_started(1), event("checklist.item_added", 2)], Some(&tj.scope())).unwrap();
+    let view = store.checklist_view();
+    assert_eq!((view.source, view.skipped.len()), (ViewSource::Journal, 1));
+
+    // Neutral events only, but one more than the bound: re-folded.
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let neutral: Vec<_> = (0..PROJECTION_LAG_MAX).map(session_started).collect();
+    tj.journal().append_batch(&neutral, Some(&tj.scope())).unwrap();
+    assert_eq!(store.checklist_view().source, ViewSource::Projection, "exactly the bound behind: served");
+    tj.journal().append_batch(&[session_started(0)], Some(&tj.scope())).unwrap();
+    assert_eq!(store.checklist_view().source, ViewSource::Journal, "one past it: folded");
+}

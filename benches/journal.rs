@@ -2079,10 +2079,10 @@ fn check_stop(stdout: &[u8], stderr: &[u8], away: bool) {
     let v: serde_json::Value = serde_json::from_slice(stdout)
         .unwrap_or_else(|e| panic!("abcd hook stop printed no JSON ({e}): {}", String::from_utf8_lossy(stdout)));
     let (text, want) = if away {
-        assert_eq!(v["decision"].as_str(), Some("block"), "away, the stop is blocked: {v}");
-        (v["reason"].as_str(), format!("abcd: the person is away and work is owed ({STOP_OWED} items)."))
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"].as_str(), Some("Stop"), "away, the stop is blocked: {v}");
+        (v["hookSpecificOutput"]["additionalContext"].as_str(), format!("abcd: the person is away and work is owed ({STOP_OWED} items)."))
     } else {
-        assert!(v.get("decision").is_none(), "present, the stop is allowed: {v}");
+        assert!(v.get("hookSpecificOutput").is_none(), "present, the stop is allowed: {v}");
         (v["systemMessage"].as_str(), format!("abcd: stopped with work owed ({STOP_OWED} items); next: "))
     };
     let text = text.unwrap_or_else(|| panic!("abcd hook stop gave no reason or line: {v}"));

@@ -126,8 +126,8 @@ fn reply(out: &Output) -> Option<Value> {
 
 fn block_reason(out: &Output) -> String {
     let r = reply(out).unwrap_or_else(|| panic!("expected a block, got nothing; stderr: {}", stderr(out)));
-    assert_eq!(r["decision"], "block", "{r}");
-    r["reason"].as_str().unwrap().to_string()
+    assert_eq!(r["hookSpecificOutput"]["hookEventName"], "Stop", "a block is the host's Stop feedback: {r}");
+    r["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string()
 }
 
 /// An own branch (created through the pre-tool-use recorder, as a session would) with one
@@ -216,7 +216,10 @@ fn away_the_stop_is_blocked_until_the_person_is_back() {
     assert!(stdout(&repo.abcd(&["mode"])).starts_with("present"));
     // Present again: the stop is allowed with one line.
     let r = reply(&repo.stop(false, "Done.", &[])).unwrap();
-    assert!(r.get("decision").is_none() && r["systemMessage"].as_str().unwrap().starts_with("abcd: stopped with work owed"), "{r}");
+    assert!(
+        r.get("hookSpecificOutput").is_none() && r["systemMessage"].as_str().unwrap().starts_with("abcd: stopped with work owed"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -357,7 +360,7 @@ fn a_corrupt_or_foreign_writable_away_journal_is_not_away_for_hooks_and_refused_
         }
         let out = repo.stop(false, "Done.", &[]);
         let r = reply(&out).unwrap();
-        assert!(r.get("decision").is_none(), "{damage}: read as not away, so the present rows: {r}");
+        assert!(r.get("hookSpecificOutput").is_none(), "{damage}: read as not away, so the present rows: {r}");
         assert!(stderr(&out).contains("away record"), "{damage}: {}", stderr(&out));
         assert_eq!(stderr(&out).lines().count(), 1);
         for verb in [vec!["mode"], vec!["mode", "queue", "x"], vec!["mode", "back"]] {
@@ -398,7 +401,7 @@ fn a_stop_after_mode_back_does_not_turn_the_mode_back_on() {
 
 fn block_or_allow_present(repo: &Repo) {
     let out = repo.stop(false, "Done.", &[]);
-    assert!(reply(&out).is_none_or(|r| r.get("decision").is_none()));
+    assert!(reply(&out).is_none_or(|r| r.get("hookSpecificOutput").is_none()));
 }
 
 #[test]

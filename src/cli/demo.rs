@@ -44,15 +44,16 @@ impl Demo {
         let stdout = String::from_utf8_lossy(&out.stdout);
         match serde_json::from_str::<serde_json::Value>(stdout.trim()) {
             Ok(v) => {
-                if let Some(ctx) = v["hookSpecificOutput"]["additionalContext"].as_str() {
+                let stop_feedback = v["hookSpecificOutput"]["hookEventName"] == "Stop";
+                if let (Some(reason), true) = (v["hookSpecificOutput"]["additionalContext"].as_str(), stop_feedback) {
+                    println!("     the stop is blocked, with this reason for the model:");
+                    println!("       | {reason}");
+                } else if let Some(ctx) = v["hookSpecificOutput"]["additionalContext"].as_str() {
                     println!("     additionalContext for the model:");
                     ctx.lines().for_each(|l| println!("       | {l}"));
                 } else if let Some(reason) = v["hookSpecificOutput"]["permissionDecisionReason"].as_str() {
                     println!("     refused, with this reason for the model:");
                     println!("       | {reason}");
-                } else if v["decision"] == "block" {
-                    println!("     the stop is blocked, with this reason for the model:");
-                    println!("       | {}", v["reason"].as_str().unwrap_or_default());
                 } else {
                     println!("     {v}");
                 }

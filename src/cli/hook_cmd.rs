@@ -12,6 +12,9 @@ const FAULT_ENV: &str = "ABCD_HOOK_FAULT";
 
 pub fn run(event: HookEvent) -> i32 {
     let started = std::time::Instant::now();
+    if event == HookEvent::StopFailure {
+        outlive_the_hosts_exit();
+    }
     // One line on stderr, ours: the default panic message would add its own.
     std::panic::set_hook(Box::new(|_| {}));
     let outcome = std::panic::catch_unwind(|| {
@@ -37,6 +40,18 @@ pub fn run(event: HookEvent) -> i32 {
         Err(_) => eprintln!("abcd hook {name}: internal error (a panic); allowing"),
     }
     super::EXIT_OK
+}
+
+/// StopFailure is fire-and-forget: in print mode the host exits right after the API error
+/// and sends the hook SIGTERM about 20 ms after starting it, without waiting for it. The
+/// record is worth more than obeying that: SIGTERM is ignored so the append completes (it
+/// is bounded: the writer lock's wait is two seconds). Other hooks stay killable, since the
+/// host's SIGTERM there is its timeout.
+fn outlive_the_hosts_exit() {
+    // SAFETY: signal(2) with SIG_IGN installs no handler code; nothing else is running yet.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
 }
 
 /// Reads stdin up to the payload cap; one byte more means too large.

@@ -161,9 +161,13 @@ pub fn render(event: HookEvent, reply: &HookReply) -> Option<String> {
             }
         }
         HookEvent::Stop => {
+            // The host's Stop feedback (2.1.163+) keeps the session working under the same
+            // `stop_hook_active` flag and block cap as `decision: block`, but reaches the
+            // model once, as feedback; `decision: block` reaches it twice, once as a
+            // "blocking error" quoting the hook's command, and tells the person "stop hook
+            // problem" (observed with the real client: docs/real-host.md).
             if let Some(reason) = &reply.block {
-                out.insert("decision".into(), json!("block"));
-                out.insert("reason".into(), json!(reason));
+                out.insert("hookSpecificOutput".into(), json!({"hookEventName": name, "additionalContext": reason}));
             }
         }
         HookEvent::SessionStart | HookEvent::UserPromptSubmit => {
@@ -223,5 +227,12 @@ mod tests {
         );
         assert_eq!(render(HookEvent::PostCompact, &r), None, "no hookSpecificOutput for PostCompact");
         assert_eq!(render(HookEvent::Stop, &HookReply::default()), None);
+        // A block is Stop feedback, not a hook error (docs/real-host.md: the real client
+        // shows `decision: block` as a blocking error quoting the command, twice to the model).
+        let r = HookReply { block: Some("work is owed".into()), ..Default::default() };
+        assert_eq!(
+            render(HookEvent::Stop, &r).unwrap(),
+            r#"{"hookSpecificOutput":{"additionalContext":"work is owed","hookEventName":"Stop"}}"#
+        );
     }
 }

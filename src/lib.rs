@@ -14,6 +14,7 @@ pub mod host;
 pub mod journal;
 pub mod ledger;
 pub mod owed;
+pub mod phased;
 pub mod places;
 pub mod store;
 pub mod verdict;

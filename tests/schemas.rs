@@ -28,6 +28,7 @@ use abcd::ledger::{
     self, Driver, DriverClaimed, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState, ReceiptCollected, RunNamed,
     RunStarted, WorkSavedAside,
 };
+use abcd::phased;
 use abcd::verdict::stop::{Row, StopState};
 use serde_json::{Number, Value, json};
 
@@ -91,6 +92,9 @@ const COMMAND_WORD: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
 /// A ref of work saved aside: it starts with `refs/abcd/saved/` and holds no control
 /// character.
 const SAVED_REF: &str = r"^refs/abcd/saved/[^\u0000-\u001F\u007F-\u009F]*$";
+/// A loop's signal (`phased::agent::check_signal` bar its byte limit): not empty, no white
+/// space or control character.
+const LOOP_SIGNAL: &str = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$";
 
 /// `text` is `digits` ASCII digits.
 fn digits(text: &str, n: usize) -> bool {
@@ -168,6 +172,7 @@ fn pattern_holds(pattern: &str, s: &str) -> bool {
         LEDGER_PATH => !s.is_empty() && !s.chars().any(char::is_control),
         COMMAND_WORD => !s.chars().any(char::is_control),
         SAVED_REF => s.starts_with("refs/abcd/saved/") && !s.chars().any(char::is_control),
+        LOOP_SIGNAL => !s.is_empty() && !s.chars().any(space_or_control),
         "^[0-9a-f]{64}$" => hex(64),
         "^[0-9a-f]{32}$" => hex(32),
         // Dotted lowercase words; the 64-byte cap is the schema's maxLength.
@@ -2771,4 +2776,188 @@ fn the_ledger_patterns_are_the_codes_rules() {
     let long = "é".repeat(ledger::COMMAND_BYTES_MAX / 2 + 1);
     assert!(errors_of(&intended["command"]["items"], &json!(long)).is_empty());
     assert!(!ledger_takes_intended(LaunchIntended { command: vec![long], ..launch_intended(1) }));
+}
+
+// ---------------------------------------------------------------------------------------
+// The phased loop's kinds
+// ---------------------------------------------------------------------------------------
+
+/// What `phased::fold_loop_event` does with `data` of `kind` after the loop events `before`
+/// (each of which must fold): `Ok` when folded, `Err` naming why it was refused.
+fn loop_folds(before: &[(&str, Value)], kind: &str, data: &Value) -> Result<(), String> {
+    let mut records = phased::LoopRecords::default();
+    for (i, (k, d)) in before.iter().enumerate() {
+        phased::fold_loop_event(&mut records, k, d, jiff::Timestamp::new(1_796_000_000 + i as i64, 0).unwrap())
+            .unwrap_or_else(|r| panic!("{k} before the event under test: {r:?}"));
+    }
+    phased::fold_loop_event(&mut records, kind, data, jiff::Timestamp::new(1_797_000_000, 0).unwrap())
+        .map_err(|r| format!("{:?}: {}", r.field, r.reason))
+}
+
+fn loop_config() -> phased::Config {
+    let agent = |role: &str| phased::AgentSpec {
+        template: vec!["claude".into(), "-p".into(), "{prompt}".into(), "--resume".into(), "{session}".into(), role.into()],
+        reader: phased::Reader::ClaudeJson,
+        worktree: "/home/ana/src/shop".into(),
+    };
+    phased::Config {
+        implementer: agent("i"),
+        reviewer: agent("r"),
+        checklist: Some("PLAN.md".into()),
+        max_rounds: 10,
+        completion_signal: "COMPLETED".into(),
+        review_stop_signal: "LGTM".into(),
+        advance_prompt: phased::agent::default_advance_prompt("COMPLETED", Some("PLAN.md")),
+        review_prompt: phased::agent::default_review_prompt("LGTM"),
+        feedback_prompt: "Feedback:".into(),
+    }
+}
+
+/// A loop kind, what the code writes, the events before that make it fold, bad variants.
+type LoopCase = (&'static str, Value, Vec<(&'static str, Value)>, Vec<Value>);
+
+/// The loop kinds: the schemas name exactly the keys the code writes, take what it writes
+/// (nullable keys both ways), and refuse what the fold refuses, each after the events the
+/// rule needs.
+#[test]
+fn the_loop_schemas_agree_with_the_code() {
+    let kinds: BTreeSet<&str> = phased::KINDS.iter().copied().collect();
+    for kind in &kinds {
+        assert!(event::is_v1_kind(kind), "{kind} is registered as a v1 kind");
+        assert!(matches!(event::decode(kind, &json!({})), Ok(event::Known::Unfolded)), "{kind} is folded by src/phased, not src/fold");
+    }
+    let schemas = kind_schemas();
+    for kind in &kinds {
+        assert!(schemas.contains_key(*kind), "journal-format/schema/{kind}.schema.json is missing");
+    }
+    let started = phased::LoopStarted { run: "r1".into(), config: loop_config() };
+    let started_v = serde_json::to_value(&started).unwrap();
+    let intended = phased::TurnIntended {
+        run: "r1".into(),
+        turn: 1,
+        phase: 1,
+        round: 0,
+        kind: phased::TurnKind::Advance,
+        launch: 1,
+        prompt_blake3: hex_of(64, 3),
+        prompt_bytes: 200,
+        reply_file: "/home/ana/src/shop/.abcd/.work.local/runs/r1/implementer-1.reply.json".into(),
+    };
+    let replied = phased::TurnReplied {
+        run: "r1".into(),
+        turn: 1,
+        launch: 1,
+        reply_blake3: hex_of(64, 4),
+        reply_bytes: 40,
+        signal: false,
+        session: Some("0b5c-sess".into()),
+    };
+    let abandoned = phased::TurnAbandoned { run: "r1".into(), turn: 1, launch: 1 };
+    let named = phased::LoopNamed { run: "r1".into() };
+    let stopped = phased::LoopStopped { run: "r1".into(), reason: phased::StopReason::PeerError, detail: Some("exit code 3".into()) };
+    let loop_started = vec![(phased::LOOP_STARTED, started_v.clone())];
+    let mut turn_in_flight = loop_started.clone();
+    turn_in_flight.push((phased::LOOP_TURN_INTENDED, serde_json::to_value(&intended).unwrap()));
+    let mut under_review = turn_in_flight.clone();
+    under_review.push((phased::LOOP_TURN_REPLIED, serde_json::to_value(&replied).unwrap()));
+    let mut paused = under_review.clone();
+    paused.push((phased::LOOP_PAUSED, json!(named)));
+
+    // (kind, what the code writes, the events before that make it fold, bad variants)
+    let mut paused_for_stop = paused.clone();
+    paused_for_stop.pop();
+    let cases: Vec<LoopCase> = vec![
+        (
+            phased::LOOP_STARTED,
+            started_v.clone(),
+            vec![],
+            vec![
+                set_at(&started_v, &["config", "max_rounds"], json!(0)),
+                set_at(&started_v, &["config", "max_rounds"], json!(101)),
+                set_at(&started_v, &["config", "completion_signal"], json!("ALL DONE")),
+                set_at(&started_v, &["config", "completion_signal"], json!("")),
+                set_at(&started_v, &["config", "implementer", "reader"], json!("json")),
+                set_at(&started_v, &["config", "implementer", "template"], json!([])),
+                set_at(&started_v, &["config", "implementer", "template"], json!(["x", "{prompt}\n"])),
+                set_at(&started_v, &["config", "implementer", "worktree"], json!("")),
+                set_at(&started_v, &["config", "advance_prompt"], json!("")),
+                set_at(&started_v, &["config", "advance_prompt"], json!("x".repeat(8193))),
+                set_at(&started_v, &["config", "checklist"], json!("")),
+                set_at(&started_v, &["run"], json!("a..b")),
+                without(&started_v, "config"),
+                with(&started_v, "extra", json!(1)),
+            ],
+        ),
+        (phased::LOOP_TURN_INTENDED, serde_json::to_value(&intended).unwrap(), loop_started.clone(), {
+            let v = serde_json::to_value(&intended).unwrap();
+            vec![
+                with(&v, "kind", json!("probe")),
+                with(&v, "turn", json!(0)),
+                with(&v, "launch", json!(0)),
+                with(&v, "round", json!(101)),
+                with(&v, "prompt_blake3", json!("AB".repeat(32))),
+                with(&v, "reply_file", json!("")),
+                with(&v, "reply_file", json!("/a\nb")),
+                without(&v, "reply_file"),
+                with(&v, "extra", json!(1)),
+            ]
+        }),
+        (phased::LOOP_TURN_REPLIED, serde_json::to_value(&replied).unwrap(), turn_in_flight.clone(), {
+            let v = serde_json::to_value(&replied).unwrap();
+            vec![
+                with(&v, "session", json!("has space")),
+                with(&v, "session", json!("")),
+                with(&v, "session", json!("a".repeat(129))),
+                with(&v, "signal", json!("yes")),
+                with(&v, "reply_blake3", json!("ab")),
+                with(&v, "launch", json!(0)),
+                without(&v, "signal"),
+            ]
+        }),
+        (
+            phased::LOOP_TURN_ABANDONED,
+            serde_json::to_value(&abandoned).unwrap(),
+            turn_in_flight.clone(),
+            vec![
+                json!({"run": "r1", "turn": 0, "launch": 1}),
+                json!({"run": "r1", "turn": 1}),
+                json!({"run": "r1", "turn": 1, "launch": 1, "x": 1}),
+            ],
+        ),
+        (phased::LOOP_PAUSED, json!(named), under_review.clone(), vec![json!({}), json!({"run": "-r"}), json!({"run": "r1", "x": 1})]),
+        (phased::LOOP_RESUMED, json!(named), paused.clone(), vec![json!({"run": 7})]),
+        (phased::LOOP_RETRIED, json!(named), paused.clone(), vec![json!({"run": ""})]),
+        (phased::LOOP_SKIPPED, json!(named), paused.clone(), vec![json!({"run": "r1.lock"})]),
+        (phased::LOOP_STOPPED, serde_json::to_value(&stopped).unwrap(), paused_for_stop, {
+            let v = serde_json::to_value(&stopped).unwrap();
+            vec![
+                with(&v, "reason", json!("completed")),
+                with(&v, "detail", json!("")),
+                with(&v, "detail", json!("a\nb")),
+                with(&v, "detail", json!("x".repeat(513))),
+                without(&v, "reason"),
+            ]
+        }),
+    ];
+    assert_eq!(cases.iter().map(|c| c.0).collect::<BTreeSet<_>>(), kinds, "every loop kind is checked");
+    for (kind, written, before, bad) in cases {
+        let schema = &schemas[kind];
+        assert_eq!(keys_of(&written), keys_of(&schema["properties"]), "{kind} keys");
+        assert!(errors_of(schema, &written).is_empty(), "{kind}: {:?}", errors_of(schema, &written));
+        assert_eq!(loop_folds(&before, kind, &written), Ok(()), "{kind}");
+        for data in bad {
+            assert!(!errors_of(schema, &data).is_empty(), "the {kind} schema accepts {data}");
+            assert!(loop_folds(&before, kind, &data).is_err(), "the code accepts {kind} {data}");
+        }
+    }
+    // Nullable keys take null, as the code writes them.
+    let nulls = [
+        (phased::LOOP_STARTED, set_at(&started_v, &["config", "checklist"], Value::Null), vec![]),
+        (phased::LOOP_TURN_REPLIED, with(&serde_json::to_value(&replied).unwrap(), "session", Value::Null), turn_in_flight.clone()),
+        (phased::LOOP_STOPPED, with(&serde_json::to_value(&stopped).unwrap(), "detail", Value::Null), under_review.clone()),
+    ];
+    for (kind, data, before) in nulls {
+        assert!(errors_of(&schemas[kind], &data).is_empty(), "{kind} {data}");
+        assert_eq!(loop_folds(&before, kind, &data), Ok(()), "{kind} {data}");
+    }
 }

@@ -16,15 +16,14 @@ use super::run_cmd::{self, WorkingCopy};
 use super::{EXIT_OK, EXIT_REFUSED};
 use crate::event;
 use crate::journal::format::{Actor, NewEvent};
+use crate::ledger::launch::{self, LaneRefusal, WatchSpec, WatchStart};
 use crate::ledger::process;
-use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, worktree};
+use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, worktree};
 
 /// How long the launcher waits for the watcher to record the start.
 pub const START_CONFIRM_WAIT: Duration = Duration::from_secs(10);
 /// How often the launcher looks for the watcher's record of the start.
 const START_POLL: Duration = Duration::from_millis(20);
-/// The hidden subcommand the launcher starts the watcher with.
-pub const WATCH_SUBCOMMAND: &str = "__watch-launch";
 /// Test seam: the launcher kills itself with SIGKILL right after recording the intent, as
 /// a crash between `launch.intended` and `launch.started` would.
 pub const KILL_AFTER_INTENT_VAR: &str = "ABCD_TEST_KILL_AFTER_INTENT";
@@ -92,38 +91,6 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
 }
 
-/// Why the lane may not launch now, judged from the folded ledger.
-fn lane_refusal(state: &ledger::LedgerState, run: &str, lane: &str) -> Result<u64, String> {
-    let Some(r) = state.runs.get(run) else {
-        return Err(format!("refused: no run named {run:?} in this working copy; `abcd resume` lists the runs"));
-    };
-    if r.finished {
-        return Err(format!("refused: run {run} is finished"));
-    }
-    if r.halted {
-        return Err(format!("refused: run {run} is halted; `abcd run lift --run {run}` lifts it"));
-    }
-    let Some(l) = r.lanes.get(lane) else {
-        let lanes: Vec<&str> = r.lanes.keys().map(String::as_str).collect();
-        return Err(format!("refused: run {run} has no lane {lane:?} (its lanes: {})", lanes.join(", ")));
-    };
-    if let Some(last) = l.last() {
-        if let Some(p) = last.started
-            && last.exited.is_none()
-            && process::is_alive(&p)
-        {
-            return Err(format!("refused: launch {} of {run}/{lane} is alive (pid {}); wait for it to end", last.launch, p.pid));
-        }
-        if last.collected.is_none() && Path::new(&last.receipt).exists() {
-            return Err(format!(
-                "refused: the receipt of launch {} of {run}/{lane} is waiting at {}; collect it first with `abcd collect --run {run} --lane {lane}`",
-                last.launch, last.receipt
-            ));
-        }
-    }
-    Ok(l.launches_total + 1)
-}
-
 pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
     let here = std::env::current_dir()?;
     for (field, name) in [("run", &args.run), ("lane", &args.lane), ("role", &args.role)] {
@@ -158,9 +125,9 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
     let wc = run_cmd::open_at(&here)?;
 
     // First look: refuse before touching the lane.
-    let first = wc.store.append_with(Some(&wc.scope), |state| (vec![], lane_refusal(&state.ledger, &args.run, &args.lane)))?;
+    let first = wc.store.append_with(Some(&wc.scope), |state| (vec![], launch::lane_refusal(&state.ledger, &args.run, &args.lane)))?;
     if let Err(why) = first.outcome {
-        return refuse(why);
+        return refuse(why.to_string());
     }
     if !status.changed.is_empty() {
         match run_cmd::save_aside(&wc, &args.run, &args.lane, &lane_dir) {
@@ -179,12 +146,12 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
         receipt: receipt.display().to_string(),
         worktree: lane_dir.display().to_string(),
     };
-    let written = wc.store.append_with(Some(&wc.scope), |state| match lane_refusal(&state.ledger, &args.run, &args.lane) {
-        Err(why) => (vec![], Err(why)),
+    let written = wc.store.append_with(Some(&wc.scope), |state| match launch::lane_refusal(&state.ledger, &args.run, &args.lane) {
+        Err(why) => (vec![], Err::<u64, LaneRefusal>(why)),
         Ok(n) => (vec![new_event(event::LAUNCH_INTENDED, json!(intent(n)))], Ok(n)),
     })?;
     let n = match written.outcome {
-        Err(why) => return refuse(why),
+        Err(why) => return refuse(why.to_string()),
         Ok(n) => n,
     };
     if std::env::var_os(KILL_AFTER_INTENT_VAR).is_some() {
@@ -195,28 +162,18 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
     }
 
     let outputs = run_folder(&wc, &args.run)?;
-    let watcher_args: Vec<OsString> = [
-        WATCH_SUBCOMMAND.into(),
-        "--working-copy".into(),
-        wc.root.clone().into_os_string(),
-        "--run".into(),
-        args.run.clone().into(),
-        "--lane".into(),
-        args.lane.clone().into(),
-        "--launch".into(),
-        n.to_string().into(),
-        "--program".into(),
-        program.into_os_string(),
-        "--cwd".into(),
-        lane_dir.clone().into_os_string(),
-        "--".into(),
-    ]
-    .into_iter()
-    .chain(args.command.iter().skip(1).cloned())
-    .collect();
+    let spec = WatchSpec {
+        working_copy: wc.root.clone(),
+        run: args.run.clone(),
+        lane: args.lane.clone(),
+        launch: n,
+        program,
+        cwd: lane_dir.clone(),
+        args: args.command.iter().skip(1).cloned().collect(),
+    };
     let log = outputs.join(format!("{}-{n}.watcher.log", args.lane));
     let exe = std::env::current_exe()?;
-    if let Err(e) = process::spawn_detached(&exe, &watcher_args, &lane_dir, &log, &log, &[]) {
+    if let Err(e) = spec.spawn_watcher(&exe, &log) {
         let data = LaunchExited { run: args.run.clone(), lane: args.lane.clone(), launch: n, status: ExitStatus::NotStarted };
         wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
         return refuse(format!("the watcher could not be started ({e}); launch {n} is recorded as never started"));
@@ -263,43 +220,38 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
 
 /// The run's folder in the local tier, for the agents' output.
 fn run_folder(wc: &WorkingCopy, run: &str) -> anyhow::Result<PathBuf> {
-    let dir = wc.store.journal().paths().dir().join("runs").join(run);
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
-    Ok(dir)
+    Ok(launch::run_folder(wc.store.journal().paths().dir(), run)?)
 }
 
-use std::os::unix::fs::DirBuilderExt;
-
-/// The watcher: starts the agent in its own session, records its start and its exit.
+/// The watcher: starts the agent in its own session and records its start, both under the
+/// writer lock and only while its launch is intended and neither started nor ended; then
+/// waits and records the exit.
 pub fn run_watch(args: WatchArgs) -> anyhow::Result<i32> {
     let wc = run_cmd::open_at(&args.working_copy)?;
     let outputs = run_folder(&wc, &args.run)?;
     let stdout = outputs.join(format!("{}-{}.out", args.lane, args.launch));
     let stderr = outputs.join(format!("{}-{}.err", args.lane, args.launch));
-    let exited = |status: ExitStatus| LaunchExited { run: args.run.clone(), lane: args.lane.clone(), launch: args.launch, status };
-    let child = match process::spawn_in_new_session(&args.program, &args.args, &args.cwd, &stdout, &stderr, &[]) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("abcd watcher: {e}");
-            wc.store
-                .append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(exited(ExitStatus::NotStarted)))], ()))?;
-            return Ok(super::EXIT_FAILURE);
-        }
-    };
-    let started = LaunchStarted {
+    let spec = WatchSpec {
+        working_copy: args.working_copy.clone(),
         run: args.run.clone(),
         lane: args.lane.clone(),
         launch: args.launch,
-        process: child.id,
-        stdout: stdout.display().to_string(),
-        stderr: stderr.display().to_string(),
+        program: args.program.clone(),
+        cwd: args.cwd.clone(),
+        args: args.args.clone(),
     };
-    wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_STARTED, json!(started))], ()))?;
-    let status = match child.wait() {
-        process::ExitReport::Code(code) => ExitStatus::Code { code },
-        process::ExitReport::Signal(signal) => ExitStatus::Signal { signal },
-        process::ExitReport::Unknown => ExitStatus::Unknown,
+    let child = match launch::start_recorded(&wc.store, &wc.scope, &spec, &stdout, &stderr)? {
+        WatchStart::Started(child) => child,
+        WatchStart::NotStarted(e) => {
+            eprintln!("abcd watcher: {e}");
+            return Ok(super::EXIT_FAILURE);
+        }
+        WatchStart::NotMine(why) => {
+            eprintln!("abcd watcher: nothing started: {why}");
+            return Ok(super::EXIT_FAILURE);
+        }
     };
-    wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(exited(status)))], ()))?;
+    let status = launch::exit_status(child.wait());
+    launch::record_exit(&wc.store, &wc.scope, &args.run, &args.lane, args.launch, status)?;
     Ok(EXIT_OK)
 }

@@ -8,6 +8,7 @@ mod hook_cmd;
 mod init;
 mod journal_cmd;
 mod launch_cmd;
+mod loop_cmd;
 mod mode_cmd;
 mod replay;
 mod run_cmd;
@@ -79,6 +80,12 @@ enum Command {
     /// (internal) the watcher `abcd launch` starts for each agent
     #[command(name = "__watch-launch", hide = true)]
     WatchLaunch(launch_cmd::WatchArgs),
+    /// The phased checklist loop: an implementer and a reviewer agent, one phase at a time
+    #[command(subcommand)]
+    Loop(loop_cmd::LoopAction),
+    /// (internal) one agent turn of `abcd loop`
+    #[command(name = "__loop-turn", hide = true)]
+    LoopTurn(loop_cmd::TurnArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -195,6 +202,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Collect(a) => run_cmd::run_collect(a),
         Command::Resume(a) => run_cmd::run_resume(a),
         Command::WatchLaunch(a) => launch_cmd::run_watch(a),
+        Command::Loop(a) => loop_cmd::run_loop(a),
+        Command::LoopTurn(a) => loop_cmd::run_turn(a),
     }
 }
 

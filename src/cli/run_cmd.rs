@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::{EXIT_OK, EXIT_REFUSED};
 use crate::event::{self, Scope};
+use crate::journal::append::JournalError;
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
 use crate::ledger::process::{self, ProcessId};
@@ -386,6 +387,9 @@ pub struct RunListing {
     pub driver_alive: bool,
     pub halted: bool,
     pub lanes: Vec<LaneListing>,
+    /// The phased loop this run drives (`abcd loop`), when it is one.
+    #[serde(rename = "loop")]
+    pub loop_record: Option<crate::phased::LoopListing>,
     /// Why the run could not be read, when it could not.
     pub problem: Option<String>,
 }
@@ -399,6 +403,7 @@ impl RunListing {
             driver_alive: false,
             halted: false,
             lanes: vec![],
+            loop_record: None,
             problem: Some(why.to_string()),
         }
     }
@@ -450,7 +455,8 @@ fn save_drift_cache(path: &Path, mut counts: worktree::DriftCounts, measured: wo
 const PREVIOUS_LISTING_MAX: u64 = 16 << 20;
 
 /// git's answers for worktrees, read on a thread of their own.
-type EarlyReading = std::thread::JoinHandle<(Vec<String>, Vec<Result<worktree::ListingFacts, worktree::WorktreeError>>, worktree::DriftCounts)>;
+type EarlyReading =
+    std::thread::JoinHandle<(Vec<String>, Vec<Result<worktree::ListingFacts, worktree::WorktreeError>>, worktree::DriftCounts)>;
 
 /// The worktree reads of one listing. git is the slow part of a listing (a child costs
 /// milliseconds, the journals' states about one), so the worktrees the previous listing
@@ -575,8 +581,9 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
     }
 }
 
-fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts) -> RunListing {
+fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts, loops: Option<&crate::phased::LoopRecords>) -> RunListing {
     RunListing {
+        loop_record: loops.and_then(|l| crate::phased::resume_listing(name, l)),
         run: name.to_string(),
         working_copy: run.working_copy.clone(),
         driver: Some(run.driver.clone()),
@@ -602,7 +609,7 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
     }
     // Every journal (while the early git reads run), then git for the worktrees not read
     // yet, then the listing.
-    let mut ledgers: Vec<LedgerState> = Vec::new();
+    let mut ledgers: Vec<(LedgerState, Option<crate::phased::LoopRecords>)> = Vec::new();
     let mut unreadable = Vec::new();
     let mut wanted: Vec<Option<Vec<String>>> = Vec::new();
     let here_root = here.map(|h| h.root.display().to_string());
@@ -611,20 +618,24 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
             continue;
         }
         let state = open_at(Path::new(root))
-            .and_then(|wc| Ok(wc.store.current_state()?.state.ledger))
+            .and_then(|wc| {
+                let current = wc.store.current_state()?;
+                let loops = read_loops_if_any(&wc, &current.state)?;
+                Ok((current.state.ledger, loops))
+            })
             .map_err(|e| format!("its journal cannot be read: {e:#}"));
         match state {
-            Ok(ledger) => {
-                ledgers.push(ledger);
+            Ok((ledger, loops)) => {
+                ledgers.push((ledger, loops));
                 wanted.push(Some(runs.clone()));
             }
             Err(why) => unreadable.extend(runs.iter().map(|name| RunListing::unreadable(name, root, &why))),
         }
     }
     if let (Some(h), Some(root)) = (here, &here_root) {
-        match h.store.current_state() {
-            Ok(current) => {
-                ledgers.push(current.state.ledger);
+        match h.store.current_state().and_then(|current| Ok((read_loops_if_any(h, &current.state)?, current))) {
+            Ok((loops, current)) => {
+                ledgers.push((current.state.ledger, loops));
                 wanted.push(None);
             }
             // Its indexed runs are listed with the reason; the others are still listed.
@@ -634,19 +645,33 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
             }
         }
     }
-    let listed: Vec<(String, &Run)> = ledgers
+    let listed: Vec<(String, &Run, Option<&crate::phased::LoopRecords>)> = ledgers
         .iter()
         .zip(&wanted)
-        .flat_map(|(ledger, only)| {
-            ledger.runs.iter().filter(move |(name, run)| !run.finished && only.as_ref().is_none_or(|o| o.contains(name)))
+        .flat_map(|((ledger, loops), only)| {
+            ledger
+                .runs
+                .iter()
+                .filter(move |(name, run)| !run.finished && only.as_ref().is_none_or(|o| o.contains(name)))
+                .map(move |(name, run)| (name.clone(), run, loops.as_ref()))
         })
-        .map(|(name, run)| (name.clone(), run))
         .collect();
-    let facts = reading.finish(&listed);
-    let mut listings: Vec<RunListing> = listed.iter().map(|(name, run)| run_listing(name, run, &facts)).collect();
+    let runs: Vec<(String, &Run)> = listed.iter().map(|(name, run, _)| (name.clone(), *run)).collect();
+    let facts = reading.finish(&runs);
+    let mut listings: Vec<RunListing> = listed.iter().map(|(name, run, loops)| run_listing(name, run, &facts, *loops)).collect();
     listings.extend(unreadable);
     listings.sort_by(|a, b| (&a.working_copy, &a.run).cmp(&(&b.working_copy, &b.run)));
     Ok(listings)
+}
+
+/// The loop records of a working copy, read only when its journal holds a loop: the loop
+/// record is folded from a scan of the whole journal (not yet kept in `state.json`), which
+/// a journal without loops should not pay for on every listing.
+fn read_loops_if_any(wc: &WorkingCopy, state: &crate::fold::FoldedState) -> Result<Option<crate::phased::LoopRecords>, JournalError> {
+    if !state.journal.by_kind.contains_key(crate::phased::LOOP_STARTED) {
+        return Ok(None);
+    }
+    crate::phased::driver::read_loops(wc.store.journal()).map(Some)
 }
 
 fn print_listing(listings: &[RunListing]) {
@@ -663,6 +688,9 @@ fn print_listing(listings: &[RunListing]) {
         println!("run {} in {}: {driver}{halted}", r.run, r.working_copy);
         if let Some(p) = &r.problem {
             println!("  cannot be read: {p}");
+        }
+        if let Some(l) = &r.loop_record {
+            println!("  loop: {}", l.summary);
         }
         for l in &r.lanes {
             println!("  lane {}: {}", l.lane, l.stage);
@@ -722,7 +750,15 @@ fn step(here: Option<&WorkingCopy>) -> anyhow::Result<()> {
                     Err(why) => println!("not collected ({}/{}): {why}", r.run, l.lane),
                 }
             }
+            // A loop between turns builds each turn on the last one's uncommitted work:
+            // saving it aside would take it away from the next turn. Only a stopped
+            // loop's lanes are saved.
+            let loop_running = r.loop_record.as_ref().is_some_and(|lp| lp.state != crate::phased::RunState::Stopped);
+            if loop_running && !l.uncommitted.is_empty() {
+                println!("not saved aside ({}/{}): the loop {} is not stopped; its next turn builds on this work", r.run, l.lane, r.run);
+            }
             if !l.agent_alive
+                && !loop_running
                 && !l.uncommitted.is_empty()
                 && let Some(w) = &l.worktree
             {

@@ -61,6 +61,16 @@ pub const V1_KINDS: &[&str] = &[
     LAUNCH_EXITED,
     RECEIPT_COLLECTED,
     WORK_SAVED_ASIDE,
+    // The phased loop's kinds (SPEC §8): typed and folded by `crate::phased`, not here.
+    crate::phased::LOOP_STARTED,
+    crate::phased::LOOP_TURN_INTENDED,
+    crate::phased::LOOP_TURN_REPLIED,
+    crate::phased::LOOP_TURN_ABANDONED,
+    crate::phased::LOOP_PAUSED,
+    crate::phased::LOOP_RESUMED,
+    crate::phased::LOOP_RETRIED,
+    crate::phased::LOOP_SKIPPED,
+    crate::phased::LOOP_STOPPED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {

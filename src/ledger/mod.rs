@@ -2,11 +2,13 @@
 //! intent to exit, collected receipts and work saved aside, as events and their pure fold.
 //! A successor reads everything from here: nothing depends on a session's memory.
 //!
+//! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock (I/O).
 //! - [`process`]: a process named by pid and start time, liveness, detached starts (I/O).
 //! - [`worktree`]: a lane's uncommitted work, saved aside under `refs/abcd/saved/` (git).
 //! - [`git_files`]: the default branch read from git's ref files, without starting git.
 
 pub mod git_files;
+pub mod launch;
 pub mod process;
 pub mod worktree;
 

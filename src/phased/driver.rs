@@ -1,0 +1,578 @@
+//! The loop's I/O: the record read back from the working copy journal, and the driver that
+//! starts each turn as a ledger launch, collects its reply, and resumes after a crash.
+//!
+//! Every decision is taken under the journal's writer lock from the record and the ledger
+//! as the journal holds them then, and appended with the ledger event it goes with in one
+//! batch: `loop.turn_intended` with `launch.intended`, `loop.turn_replied` with
+//! `receipt.collected`, `loop.turn_abandoned` with `launch.exited` `not_started`. A driver
+//! killed at any moment leaves a journal from which the next one carries on:
+//!
+//! - a turn intended and started, its agent alive: wait for it;
+//! - its reply file there: collect it, never run the turn again;
+//! - started, ended (or gone) without a reply: the run stops `peer_error`;
+//! - intended, never started, no reply: record the launch `not_started` under the lock
+//!   (the watcher starts an agent only under the same lock, and only while its launch has
+//!   neither started nor ended, so none starts after this) and launch the same step again.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::agent::{self, ReplyFile};
+use super::{
+    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopRecord, LoopRecords, LoopStopped, Next, PauseReason,
+    PendingTurn, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
+};
+use crate::event::{self, Scope};
+use crate::journal::format::{Actor, NewEvent};
+use crate::journal::scan::{self, StartPoint};
+use crate::journal::{Journal, JournalError};
+use crate::ledger::launch::{self, LaneRefusal, WatchSpec};
+use crate::ledger::process::{self, ProcessId};
+use crate::ledger::{ExitStatus, LaunchExited, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
+use crate::store::Store;
+
+/// The hidden subcommand that runs one agent turn (fills the template, reads the reply,
+/// writes the reply file).
+pub const TURN_SUBCOMMAND: &str = "__loop-turn";
+/// How often the driver looks at a turn in flight.
+pub const POLL: Duration = Duration::from_millis(25);
+/// How long a turn this driver launched may stay intended without its watcher recording a
+/// start; after it, the launch is recorded `not_started` and the step launched again
+/// (safe: the watcher only starts under the lock, while the launch has not ended).
+pub const START_WAIT: Duration = Duration::from_secs(10);
+/// A reply file read back, at most, in bytes (the reply and its JSON quoting).
+pub const REPLY_FILE_MAX_BYTES: u64 = 8 * agent::REPLY_MAX_BYTES as u64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Driving cannot go on; the words say why and what to run.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// How a drive ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriveEnd {
+    Finished(StopReason),
+    Paused(PauseReason),
+}
+
+fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
+    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
+}
+
+/// Every loop of the journal, folded from genesis (events that break a rule are passed
+/// over, as the fold refuses them).
+pub fn read_loops(journal: &Journal) -> Result<LoopRecords, JournalError> {
+    let path = &journal.paths().journal;
+    let file = crate::journal::verify::open_trusted(&**journal.storage(), path)?;
+    let mut records = LoopRecords::default();
+    scan::scan(file.as_ref(), StartPoint::GENESIS, |e, _| {
+        if e.kind.starts_with("loop.") {
+            let _ = super::fold_loop_event(&mut records, &e.kind, &e.data, e.time);
+        }
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .map_err(|e| match e {
+        scan::ScanError::Io(source) => JournalError::Io { what: "reading", path: path.clone(), source },
+        scan::ScanError::Visitor(never) => match never {},
+    })?;
+    Ok(records)
+}
+
+/// BLAKE3 of a file's bytes (at most `max`), its length and the bytes.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other(format!("it is over {max} bytes")));
+    }
+    Ok(bytes)
+}
+
+fn blake3_hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+/// One loop's driver.
+pub struct Driver<'a> {
+    pub store: &'a Store,
+    pub scope: &'a Scope,
+    /// The working copy's root (the watcher opens its journal from there).
+    pub root: PathBuf,
+    pub run: String,
+    /// abcd itself: the watcher and the turn runner.
+    pub exe: PathBuf,
+    /// Launches whose watcher this process started (a crash loses this, which is why a
+    /// successor never waits for a start it did not ask for).
+    spawned: HashSet<(String, u64)>,
+}
+
+impl<'a> Driver<'a> {
+    pub fn new(store: &'a Store, scope: &'a Scope, root: PathBuf, run: String, exe: PathBuf) -> Driver<'a> {
+        Driver { store, scope, root, run, exe, spawned: HashSet::new() }
+    }
+
+    fn journal(&self) -> &Journal {
+        self.store.journal()
+    }
+
+    fn run_dir(&self) -> std::io::Result<PathBuf> {
+        launch::run_folder(self.journal().paths().dir(), &self.run)
+    }
+
+    /// The record as the journal holds it now.
+    pub fn record(&self) -> Result<LoopRecord, DriveError> {
+        read_loops(self.journal())?
+            .loops
+            .remove(&self.run)
+            .ok_or_else(|| DriveError::Refused(format!("no loop named {:?} in this working copy; `abcd loop status` lists them", self.run)))
+    }
+
+    /// Claims the run for this process: refused while another driver of it lives; a gone
+    /// driver's run is taken over on the record (`run.driver_claimed`).
+    pub fn claim(&self, me: ProcessId) -> Result<(), DriveError> {
+        let run = self.run.clone();
+        let written = self.store.append_with(Some(self.scope), |state| {
+            let Some(r) = state.ledger.runs.get(&run) else {
+                return (vec![], Err(format!("no run named {run:?} in this working copy; `abcd loop status` lists the loops")));
+            };
+            if r.driver.process == me {
+                return (vec![], Ok(()));
+            }
+            if process::is_alive(&r.driver.process) {
+                return (
+                    vec![],
+                    Err(format!(
+                        "loop {run} is driven by a live process (pid {}); a second driver is not started (`abcd loop status {run}`)",
+                        r.driver.process.pid
+                    )),
+                );
+            }
+            let data = crate::ledger::DriverClaimed {
+                run: run.clone(),
+                driver: crate::ledger::Driver { session: None, process: me },
+                previous: r.driver.clone(),
+            };
+            (vec![new_event(event::RUN_DRIVER_CLAIMED, json!(data))], Ok(()))
+        })?;
+        written.outcome.map_err(DriveError::Refused)
+    }
+
+    /// Drives the loop until it stops or pauses. `say` gets one line per step taken.
+    pub fn drive(&mut self, say: &mut dyn FnMut(&str)) -> Result<DriveEnd, DriveError> {
+        loop {
+            let record = self.record()?;
+            match next_step(&record) {
+                Next::Finished(reason) => {
+                    self.finish_ledger_run()?;
+                    return Ok(DriveEnd::Finished(reason));
+                }
+                Next::Paused(reason) => return Ok(DriveEnd::Paused(reason)),
+                Next::Await(p) => {
+                    if let Some(line) = self.await_turn(&record, &p)? {
+                        say(&line);
+                    }
+                }
+                Next::Turn(plan) => {
+                    if let Some(line) = self.start_turn(&record, &plan)? {
+                        say(&line);
+                    }
+                }
+            }
+        }
+    }
+
+    fn ledger(&self) -> Result<LedgerState, DriveError> {
+        Ok(self.store.current_state()?.state.ledger)
+    }
+
+    /// Starts `plan` as a ledger launch: the prompt file first (it is the same for the same
+    /// step, so one left by a crash is simply written again), then, under the lock and only
+    /// if the record still says this step, `launch.intended` with `loop.turn_intended`, then
+    /// the watcher.
+    fn start_turn(&mut self, record: &LoopRecord, plan: &TurnPlan) -> Result<Option<String>, DriveError> {
+        let role = plan.kind.role();
+        let lane = role.lane();
+        let agent_spec = record.config.agent(role).clone();
+        let quoted = match &plan.quotes {
+            None => None,
+            Some(q) => {
+                let bytes = read_bounded(Path::new(&q.reply_file), REPLY_FILE_MAX_BYTES)
+                    .map_err(|e| DriveError::Refused(format!("the reply of turn {} at {} cannot be read ({e})", q.turn, q.reply_file)))?;
+                let reply = ReplyFile::parse(&bytes).map_err(|e| DriveError::Refused(format!("the reply file {} {e}", q.reply_file)))?;
+                Some((reply.reply, q.reply_file.clone()))
+            }
+        };
+        let prompt = agent::build_prompt(&record.config, plan.kind, quoted.as_ref().map(|(t, f)| (t.as_str(), f.as_str())));
+        let run_dir = self.run_dir()?;
+        let turns_dir = run_dir.join("turns");
+        std::fs::create_dir_all(&turns_dir)?;
+        let prompt_file = turns_dir.join(format!("turn-{}.prompt", plan.turn));
+        crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &prompt_file, prompt.as_bytes(), true)?;
+        // The turn runner would find out too, but only after the turn is on the record.
+        if process::resolve_program(std::ffi::OsStr::new(&agent_spec.template[0])).is_none() {
+            return Err(DriveError::Refused(format!(
+                "the {lane}'s program {:?} is not an executable program (not found on PATH) any more; the loop waits at turn {} (`abcd loop drive {}` when it is back)",
+                agent_spec.template[0], plan.turn, self.run
+            )));
+        }
+        let run = self.run.clone();
+        let command = |n: u64| -> Vec<String> {
+            let mut words = vec![
+                self.exe.display().to_string(),
+                TURN_SUBCOMMAND.to_string(),
+                "--run".into(),
+                run.clone(),
+                "--turn".into(),
+                plan.turn.to_string(),
+                "--phase".into(),
+                plan.phase.to_string(),
+                "--round".into(),
+                plan.round.to_string(),
+                "--kind".into(),
+                plan.kind.name().into(),
+                "--reader".into(),
+                agent_spec.reader.name().into(),
+                "--prompt-file".into(),
+                prompt_file.display().to_string(),
+                "--reply-file".into(),
+                reply_path(&run_dir, lane, n).display().to_string(),
+            ];
+            if let Some(s) = &plan.session {
+                words.push("--session".into());
+                words.push(s.clone());
+            }
+            words.push("--".into());
+            words.extend(agent_spec.template.iter().cloned());
+            words
+        };
+        let journal = self.journal();
+        let written = self.store.append_with(Some(self.scope), |state| {
+            let loops = match read_loops(journal) {
+                Ok(l) => l,
+                Err(e) => return (vec![], Err(Retry::Fail(DriveError::Journal(e)))),
+            };
+            match loops.loops.get(&run).map(next_step) {
+                Some(Next::Turn(now)) if now == *plan => {}
+                // A control or another driver got in first: look again.
+                _ => return (vec![], Err(Retry::Again)),
+            }
+            let n = match launch::lane_refusal(&state.ledger, &run, lane) {
+                Ok(n) => n,
+                Err(LaneRefusal::Alive { .. }) => return (vec![], Err(Retry::Wait)),
+                Err(why) => return (vec![], Err(Retry::Fail(DriveError::Refused(format!("turn {} cannot start: {why}", plan.turn))))),
+            };
+            let words = command(n);
+            if let Err(r) = crate::ledger::check_command(&words) {
+                return (vec![], Err(Retry::Fail(DriveError::Refused(format!("turn {}: the command {}", plan.turn, r.reason)))));
+            }
+            let reply_file = reply_path(&run_dir, lane, n).display().to_string();
+            let intended = LaunchIntended {
+                run: run.clone(),
+                lane: lane.into(),
+                launch: n,
+                role: lane.into(),
+                command: words,
+                receipt: reply_file.clone(),
+                worktree: agent_spec.worktree.clone(),
+            };
+            let turn = TurnIntended {
+                run: run.clone(),
+                turn: plan.turn,
+                phase: plan.phase,
+                round: plan.round,
+                kind: plan.kind,
+                launch: n,
+                prompt_blake3: blake3_hex(prompt.as_bytes()),
+                prompt_bytes: prompt.len() as u64,
+                reply_file,
+            };
+            (vec![new_event(event::LAUNCH_INTENDED, json!(intended)), new_event(LOOP_TURN_INTENDED, json!(turn))], Ok(intended))
+        })?;
+        let intended = match written.outcome {
+            Ok(i) => i,
+            Err(Retry::Again) => return Ok(None),
+            Err(Retry::Wait) => {
+                std::thread::sleep(POLL);
+                return Ok(None);
+            }
+            Err(Retry::Fail(e)) => return Err(e),
+        };
+        let spec = WatchSpec {
+            working_copy: self.root.clone(),
+            run: run.clone(),
+            lane: lane.into(),
+            launch: intended.launch,
+            program: self.exe.clone(),
+            cwd: PathBuf::from(&agent_spec.worktree),
+            args: intended.command.iter().skip(1).map(OsString::from).collect(),
+        };
+        let log = run_dir.join(format!("{lane}-{}.watcher.log", intended.launch));
+        self.spawned.insert((lane.to_string(), intended.launch));
+        if let Err(e) = spec.spawn_watcher(&self.exe, &log) {
+            // Nothing started: record it so, and let the next look launch the step again.
+            let p = PendingTurn {
+                turn: plan.turn,
+                phase: plan.phase,
+                round: plan.round,
+                kind: plan.kind,
+                launch: intended.launch,
+                reply_file: intended.receipt.clone(),
+                intended_at: jiff::Timestamp::now(),
+            };
+            self.abandon(&p)?;
+            return Err(DriveError::Refused(format!("the watcher of turn {} could not be started ({e}); nothing ran", plan.turn)));
+        }
+        Ok(Some(format!(
+            "turn {}: {} of phase {}{} sent to the {lane} (launch {})",
+            plan.turn,
+            plan.kind.name(),
+            plan.phase,
+            if plan.round > 0 { format!(", round {}", plan.round) } else { String::new() },
+            intended.launch
+        )))
+    }
+
+    /// One look at the turn in flight: collect its reply, stop on its failure, abandon a
+    /// launch that never started, or wait a moment.
+    fn await_turn(&mut self, record: &LoopRecord, p: &PendingTurn) -> Result<Option<String>, DriveError> {
+        let lane = p.role().lane();
+        let ledger = self.ledger()?;
+        let launch = ledger
+            .runs
+            .get(&self.run)
+            .and_then(|r| r.lanes.get(lane))
+            .and_then(|l| l.launches.iter().find(|x| x.launch == p.launch))
+            .cloned();
+        let Some(launch) = launch else {
+            return self.stop_peer_error(p, format!("launch {} of the {lane} is not in the ledger", p.launch)).map(Some);
+        };
+        let receipt = Path::new(&launch.receipt);
+        if launch.collected.is_some() || receipt.is_file() {
+            return self.collect(record, p).map(Some);
+        }
+        let alive = launch.started.is_some_and(|pid| launch.exited.is_none() && process::is_alive(&pid));
+        if alive {
+            std::thread::sleep(POLL);
+            return Ok(None);
+        }
+        if launch.started.is_none() && launch.exited.is_none() {
+            let mine = self.spawned.contains(&(lane.to_string(), p.launch));
+            if mine && jiff::Timestamp::now().duration_since(p.intended_at).unsigned_abs() < START_WAIT {
+                std::thread::sleep(POLL);
+                return Ok(None);
+            }
+            return self.abandon(p).map(Some);
+        }
+        // Ended (or gone): the reply file is written before the turn runner exits, so look
+        // once more before calling it failed.
+        if receipt.is_file() {
+            return Ok(None);
+        }
+        let how = match launch.exited {
+            Some(status) => crate::ledger::exit_words(status),
+            None => "it is gone and its exit was not recorded".to_string(),
+        };
+        let detail = format!(
+            "turn {} ({} of phase {}): launch {} of the {lane} ended ({how}) without a reply",
+            p.turn,
+            p.kind.name(),
+            p.phase,
+            p.launch
+        );
+        self.stop_peer_error(p, detail).map(Some)
+    }
+
+    /// Records the launch `not_started` and the turn abandoned, under the lock and only if
+    /// it still has neither started nor ended.
+    fn abandon(&mut self, p: &PendingTurn) -> Result<String, DriveError> {
+        let run = self.run.clone();
+        let lane = p.role().lane();
+        let written = self.store.append_with(Some(self.scope), |state| {
+            let launch =
+                state.ledger.runs.get(&run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == p.launch));
+            match launch {
+                Some(l) if l.started.is_none() && l.exited.is_none() && !Path::new(&l.receipt).exists() => {
+                    let exited = LaunchExited { run: run.clone(), lane: lane.into(), launch: p.launch, status: ExitStatus::NotStarted };
+                    let abandoned = TurnAbandoned { run: run.clone(), turn: p.turn, launch: p.launch };
+                    (vec![new_event(event::LAUNCH_EXITED, json!(exited)), new_event(LOOP_TURN_ABANDONED, json!(abandoned))], true)
+                }
+                _ => (vec![], false),
+            }
+        })?;
+        self.spawned.remove(&(lane.to_string(), p.launch));
+        Ok(if written.outcome {
+            format!("turn {}: launch {} of the {lane} never started (no agent ran); recorded so, and the step goes again", p.turn, p.launch)
+        } else {
+            format!("turn {}: launch {} of the {lane} started after all; waiting for it", p.turn, p.launch)
+        })
+    }
+
+    /// Collects the turn's reply: `receipt.collected` (unless someone collected it already)
+    /// with `loop.turn_replied`, under the lock, only while the turn is still the one in
+    /// flight. A reply that cannot be read stops the run `peer_error`.
+    fn collect(&mut self, record: &LoopRecord, p: &PendingTurn) -> Result<String, DriveError> {
+        let lane = p.role().lane();
+        let bytes = match read_bounded(Path::new(&p.reply_file), REPLY_FILE_MAX_BYTES) {
+            Ok(b) => b,
+            Err(e) => {
+                return self.stop_peer_error(p, format!("turn {}: the reply file of launch {} cannot be read ({e})", p.turn, p.launch));
+            }
+        };
+        let reply = match ReplyFile::parse(&bytes) {
+            Ok(r) => r,
+            Err(e) => return self.stop_peer_error(p, format!("turn {}: the reply file of launch {} {e}", p.turn, p.launch)),
+        };
+        let signal = match p.kind {
+            TurnKind::Advance => agent::is_completion(&reply.reply, &record.config.completion_signal),
+            TurnKind::Review => agent::has_stop_signal(&reply.reply, &record.config.review_stop_signal),
+            TurnKind::Feedback => false,
+        };
+        let hash = blake3_hex(&bytes);
+        let run = self.run.clone();
+        let journal = self.journal();
+        let written = self.store.append_with(Some(self.scope), |state| {
+            let still = read_loops(journal).ok().and_then(|l| l.loops.get(&run).and_then(|r| r.pending.clone()));
+            if still.as_ref() != Some(p) {
+                return (vec![], false);
+            }
+            let mut events = vec![];
+            let launch =
+                state.ledger.runs.get(&run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == p.launch));
+            if launch.is_some_and(|l| l.collected.is_none()) {
+                let c = ReceiptCollected {
+                    run: run.clone(),
+                    lane: lane.into(),
+                    launch: p.launch,
+                    blake3: hash.clone(),
+                    bytes: bytes.len() as u64,
+                };
+                events.push(new_event(event::RECEIPT_COLLECTED, json!(c)));
+            }
+            let replied = TurnReplied {
+                run: run.clone(),
+                turn: p.turn,
+                launch: p.launch,
+                reply_blake3: hash.clone(),
+                reply_bytes: bytes.len() as u64,
+                signal,
+                session: reply.session.clone(),
+            };
+            events.push(new_event(LOOP_TURN_REPLIED, json!(replied)));
+            if p.kind == TurnKind::Advance && signal {
+                events.push(new_event(
+                    event::RUN_FINISHED,
+                    json!(RunNamed { run: run.clone(), working_copy: Some(self.root.display().to_string()) }),
+                ));
+            }
+            (events, true)
+        })?;
+        self.spawned.remove(&(lane.to_string(), p.launch));
+        if !written.outcome {
+            return Ok(format!("turn {}: already recorded", p.turn));
+        }
+        if p.kind == TurnKind::Advance && signal {
+            self.index_finished();
+        }
+        let what = match (p.kind, signal) {
+            (TurnKind::Advance, true) => "the completion signal: no phase left".to_string(),
+            (TurnKind::Advance, false) => format!("phase {} implemented", p.phase),
+            (TurnKind::Review, true) => format!("phase {} converged in round {}", p.phase, p.round),
+            (TurnKind::Review, false) if p.round >= record.config.max_rounds => {
+                format!("phase {} did not converge in {} rounds: paused", p.phase, p.round)
+            }
+            (TurnKind::Review, false) => format!("feedback on phase {} (round {})", p.phase, p.round),
+            (TurnKind::Feedback, _) => format!("feedback on phase {} answered", p.phase),
+        };
+        Ok(format!("turn {}: the {lane} replied ({} bytes): {what}", p.turn, reply.reply.len()))
+    }
+
+    /// Stops the run `peer_error` (and finishes its ledger run), under the lock, if the
+    /// turn is still the one in flight.
+    fn stop_peer_error(&mut self, p: &PendingTurn, detail: String) -> Result<String, DriveError> {
+        let run = self.run.clone();
+        let journal = self.journal();
+        let detail: String = detail.chars().filter(|c| !c.is_control()).collect();
+        let mut detail = detail;
+        if detail.len() > super::DETAIL_MAX_BYTES {
+            let mut cut = super::DETAIL_MAX_BYTES;
+            while !detail.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            detail.truncate(cut);
+        }
+        let detail = (crate::checklist::secrets::scan(&detail).is_none()).then_some(detail);
+        let written = self.store.append_with(Some(self.scope), |_| {
+            let still = read_loops(journal).ok().and_then(|l| l.loops.get(&run).and_then(|r| r.pending.clone()));
+            if still.as_ref() != Some(p) {
+                return (vec![], false);
+            }
+            let stopped = LoopStopped { run: run.clone(), reason: StopReason::PeerError, detail: detail.clone() };
+            let finished = RunNamed { run: run.clone(), working_copy: Some(self.root.display().to_string()) };
+            (vec![new_event(LOOP_STOPPED, json!(stopped)), new_event(event::RUN_FINISHED, json!(finished))], true)
+        })?;
+        if written.outcome {
+            self.index_finished();
+        }
+        Ok(format!("stopped (peer_error): {}", detail.unwrap_or_else(|| "a turn failed".into())))
+    }
+
+    /// The ledger run of a stopped loop is finished too (a stop by another process
+    /// records both; this covers a journal where only the loop's stop landed).
+    fn finish_ledger_run(&self) -> Result<(), DriveError> {
+        let run = self.run.clone();
+        let root = self.root.display().to_string();
+        let written = self.store.append_with(Some(self.scope), |state| match state.ledger.runs.get(&run) {
+            Some(r) if !r.finished => {
+                (vec![new_event(event::RUN_FINISHED, json!(RunNamed { run: run.clone(), working_copy: Some(root.clone()) }))], true)
+            }
+            _ => (vec![], false),
+        })?;
+        if written.outcome {
+            self.index_finished();
+        }
+        Ok(())
+    }
+
+    /// The machine index learns the run is over (best effort, as `abcd run finish` does:
+    /// a run missing there is still read from its own working copy).
+    fn index_finished(&self) {
+        let _ = finish_in_index(&self.run, &self.root.display().to_string());
+    }
+}
+
+/// Records `run.finished` in the machine index, unless it is there.
+pub fn finish_in_index(run: &str, root: &str) -> Result<(), anyhow::Error> {
+    let (paths, scope) = crate::places::machine_journal()?;
+    let machine = Store::new(crate::places::open_journal_for_verb(crate::journal::storage::RealDisk::shared(), paths)?);
+    let data = RunNamed { run: run.into(), working_copy: Some(root.into()) };
+    machine.append_with(Some(&scope), |state| match state.ledger.index.get(run) {
+        Some(entry) if !entry.finished => (vec![new_event(event::RUN_FINISHED, json!(data))], ()),
+        _ => (vec![], ()),
+    })?;
+    Ok(())
+}
+
+/// Where launch `n` of `lane` writes its reply.
+pub fn reply_path(run_dir: &Path, lane: &str, n: u64) -> PathBuf {
+    run_dir.join(format!("{lane}-{n}.reply.json"))
+}
+
+enum Retry {
+    /// The record moved on: look again.
+    Again,
+    /// The lane's last agent is still alive: wait a moment.
+    Wait,
+    Fail(DriveError),
+}

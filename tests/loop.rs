@@ -1,0 +1,634 @@
+//! The phased checklist loop end to end through the built binary (issue 8): real git
+//! repositories in temp folders, scripted fake agents (small `sh` scripts that read their
+//! replies from a file and log every run to a side log), and a driver killed with SIGKILL
+//! at random moments.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The scripted agent: `agent ROLE {prompt}`. Its nth run replies line n of
+/// `$FAKE_DIR/ROLE.replies` (`\n` in a line is a newline; `EXIT k` exits k with no
+/// reply), after logging `turn step phase round` to `$FAKE_DIR/ROLE.log` and its prompt
+/// to `$FAKE_DIR/ROLE.prompts`.
+const AGENT: &str = r#"#!/bin/sh
+role=$1
+log="$FAKE_DIR/$role.log"
+n=$(( $(cat "$log" 2>/dev/null | wc -l) + 1 ))
+echo "$ABCD_LOOP_TURN $ABCD_LOOP_STEP $ABCD_LOOP_PHASE $ABCD_LOOP_ROUND" >> "$log"
+printf '%s\n---\n' "$2" >> "$FAKE_DIR/$role.prompts"
+sleep "${FAKE_SLEEP:-0}"
+line=$(sed -n "${n}p" "$FAKE_DIR/$role.replies")
+case "$line" in EXIT*) exit ${line#EXIT };; esac
+printf '%b\n' "$line"
+"#;
+
+/// A fake `claude`: logs its arguments, one line per run, and prints a
+/// `--output-format json` result whose `result` is the next reply line and whose
+/// `session_id` is `sess-<role>`.
+const CLAUDE: &str = r#"#!/bin/sh
+log="$FAKE_DIR/claude.args"
+n=$(( $(cat "$log" 2>/dev/null | wc -l) + 1 ))
+echo "$*" | tr '\n' ' ' >> "$log"; echo >> "$log"
+line=$(sed -n "${n}p" "$FAKE_DIR/claude.replies")
+text=$(printf '%b' "$line")
+printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":12,"num_turns":1,"result":"%s","session_id":"sess-impl-1","total_cost_usd":0.01}\n' "$text"
+"#;
+
+struct Lab {
+    dir: tempfile::TempDir,
+    home: PathBuf,
+}
+
+struct Copy {
+    root: PathBuf,
+    home: PathBuf,
+    fake: PathBuf,
+    extra_path: Option<PathBuf>,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        Lab { dir, home }
+    }
+
+    /// A managed git working copy with its own fake agents' folder.
+    fn copy(&self, name: &str, implementer: &[&str], reviewer: &[&str]) -> Copy {
+        let root = self.dir.path().join(name);
+        let fake = self.dir.path().join(format!("{name}-fake"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&fake).unwrap();
+        let c = Copy { root, home: self.home.clone(), fake, extra_path: None };
+        c.git(&["init", "-q", "-b", "main"]);
+        c.git(&["config", "user.name", "Pat"]);
+        c.git(&["config", "user.email", "pat@example.com"]);
+        std::fs::write(c.root.join("README"), "hello\n").unwrap();
+        c.git(&["add", "."]);
+        c.git(&["commit", "-q", "-m", "first"]);
+        assert!(c.abcd(&["init"]).status.success());
+        write_script(&self.dir.path().join("agent"), AGENT);
+        std::fs::write(c.fake.join("implementer.replies"), lines(implementer)).unwrap();
+        std::fs::write(c.fake.join("reviewer.replies"), lines(reviewer)).unwrap();
+        c
+    }
+
+    fn agent(&self) -> PathBuf {
+        self.dir.path().join("agent")
+    }
+}
+
+fn lines(replies: &[&str]) -> String {
+    replies.iter().map(|l| format!("{l}\n")).collect()
+}
+
+fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+impl Copy {
+    fn git(&self, args: &[&str]) {
+        let out = Command::new("git").args(args).current_dir(&self.root).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
+        cmd.args(args)
+            .current_dir(&self.root)
+            .env("ABCD_HOME", &self.home)
+            .env("FAKE_DIR", &self.fake)
+            .env("FAKE_SLEEP", "0")
+            .env_remove("CLAUDE_SESSION_ID");
+        if let Some(p) = &self.extra_path {
+            cmd.env("PATH", format!("{}:{}", p.display(), std::env::var("PATH").unwrap_or_default()));
+        }
+        cmd
+    }
+
+    fn abcd(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn status(&self, run: &str) -> Value {
+        let out = self.abcd(&["loop", "status", run, "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn record(&self, run: &str) -> Value {
+        self.status(run)["record"].clone()
+    }
+
+    /// The record, or `None` while the loop is not recorded yet.
+    fn try_record(&self, run: &str) -> Option<Value> {
+        let out = self.abcd(&["loop", "status", run, "--json"]);
+        out.status.success().then(|| serde_json::from_slice::<Value>(&out.stdout).unwrap()["record"].clone())
+    }
+
+    /// Every run of the fake agent of `role`: `(turn, step, phase, round)`.
+    fn runs_of(&self, role: &str) -> Vec<(u64, String, u64, u64)> {
+        let text = std::fs::read_to_string(self.fake.join(format!("{role}.log"))).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                (w[0].parse().unwrap(), w[1].to_string(), w[2].parse().unwrap(), w[3].parse().unwrap())
+            })
+            .collect()
+    }
+
+    fn journal(&self) -> String {
+        std::fs::read_to_string(self.root.join(".abcd/.work.local/journal.jsonl")).unwrap_or_default()
+    }
+
+    fn start(&self, lab: &Lab, run: &str, extra: &[&str]) -> Output {
+        let agent = lab.agent().display().to_string();
+        let imp = format!("{agent} implementer {{prompt}}");
+        let rev = format!("{agent} reviewer {{prompt}}");
+        let mut args = vec!["loop", "start", "--run", run, "--implementer", &imp, "--reviewer", &rev];
+        args.extend_from_slice(extra);
+        self.abcd(&args)
+    }
+}
+
+fn phases(record: &Value) -> Vec<(u64, String, u64)> {
+    record["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["n"].as_u64().unwrap(), p["status"].as_str().unwrap().to_string(), p["rounds"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Each turn the record holds ran exactly once, as the step the record says.
+fn assert_each_turn_ran_once(c: &Copy, record: &Value) {
+    let mut ran: BTreeMap<u64, usize> = BTreeMap::new();
+    for role in ["implementer", "reviewer"] {
+        for (turn, ..) in c.runs_of(role) {
+            *ran.entry(turn).or_default() += 1;
+        }
+    }
+    let turns = record["turns"].as_u64().unwrap();
+    // The turn in flight may have run already, or not yet.
+    let in_flight = record["pending"]["turn"].as_u64();
+    assert!(ran.values().all(|n| *n == 1), "a turn ran twice: {ran:?}");
+    assert!((1..=turns).all(|t| ran.contains_key(&t)), "a replied turn never ran: {ran:?}");
+    assert!(ran.keys().all(|t| *t <= turns || Some(*t) == in_flight), "a turn ran that the record does not hold: {ran:?} {record}");
+}
+
+fn assert_verifies(c: &Copy) {
+    let out = c.abcd(&["journal", "verify"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn three_phases_converge_in_one_two_and_three_rounds_then_complete() {
+    let lab = Lab::new();
+    let c = lab.copy(
+        "wc",
+        &["did phase 1", "did phase 2", "fixed 2", "did phase 3", "fixed 3a", "fixed 3b", "COMPLETED"],
+        &["LGTM", "fix the tests", "looks good now\\nLGTM", "no", "still no", "  lgtm  "],
+    );
+    let out = c.start(&lab, "three", &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("completed"), "{}", stdout(&out));
+    let r = c.record("three");
+    assert_eq!(r["state"], "stopped");
+    assert_eq!(r["stop_reason"], "completed");
+    assert_eq!(phases(&r), [(1, "converged".into(), 1), (2, "converged".into(), 2), (3, "converged".into(), 3)]);
+    assert_eq!(r["phases_done"], 3);
+    assert_eq!(r["turns"], 13);
+    assert_each_turn_ran_once(&c, &r);
+    let imp: Vec<String> = c.runs_of("implementer").into_iter().map(|(t, s, p, _)| format!("{t}:{s}:{p}")).collect();
+    assert_eq!(imp, ["1:advance:1", "3:advance:2", "5:feedback:2", "7:advance:3", "9:feedback:3", "11:feedback:3", "13:advance:4"]);
+    // The reviewer saw the implementer's reply; the implementer saw the reviewer's feedback.
+    let prompts = std::fs::read_to_string(c.fake.join("implementer.prompts")).unwrap();
+    assert!(prompts.contains("Feedback:\n\nfix the tests"), "{prompts}");
+    assert!(prompts.contains("reply with exactly COMPLETED on its own line"), "{prompts}");
+    let prompts = std::fs::read_to_string(c.fake.join("reviewer.prompts")).unwrap();
+    assert!(prompts.contains("reply with LGTM on its own line") && prompts.contains("did phase 2"), "{prompts}");
+    // The ledger: every turn a launch whose receipt was collected, and the run finished.
+    let journal = c.journal();
+    assert_eq!(journal.matches("\"kind\":\"launch.intended\"").count(), 13);
+    assert_eq!(journal.matches("\"kind\":\"receipt.collected\"").count(), 13);
+    assert_eq!(journal.matches("\"kind\":\"run.finished\"").count(), 1);
+    assert_verifies(&c);
+    // Finished: controls and drive are refused.
+    for args in [&["loop", "pause", "three"][..], &["loop", "stop", "three"], &["loop", "skip", "three"], &["loop", "drive", "three"]] {
+        let out = c.abcd(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains("stopped"), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn work_with_the_completion_word_on_another_line_is_reviewed_not_taken_as_completion() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did the last phase\\nCOMPLETED", "COMPLETED"], &["LGTM"]);
+    let out = c.start(&lab, "last", &["--detach"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let r = loop {
+        let r = c.record("last");
+        if r["state"] == "stopped" || Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(r["stop_reason"], "completed");
+    assert_eq!(phases(&r), [(1, "converged".into(), 1)], "the reply with work was reviewed");
+    assert_eq!(r["phases_done"], 1);
+    assert_eq!(r["turns"], 3);
+    assert_each_turn_ran_once(&c, &r);
+}
+
+#[test]
+fn a_phase_that_never_converges_pauses_at_max_rounds_and_resumes_by_retry() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "fixed 1", "COMPLETED"], &["no", "still no", "LGTM"]);
+    let out = c.start(&lab, "stuck", &["--max-rounds", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("did not converge in 2 rounds"), "{}", stdout(&out));
+    let r = c.record("stuck");
+    assert_eq!((r["state"].as_str(), r["paused_reason"].as_str()), (Some("paused"), Some("phase_not_converged")));
+    assert_eq!(phases(&r), [(1, "not_converged".into(), 2)]);
+    assert_eq!(r["turns"], 4);
+    // Paused: drive ends at once; a retry (or a resume) re-reviews from the current output.
+    let out = c.abcd(&["loop", "drive", "stuck"]);
+    assert!(out.status.success() && stdout(&out).contains("PAUSED"), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(c.record("stuck")["turns"], 4, "nothing ran while paused");
+    // `abcd resume` shows the loop; `--step` leaves a paused loop's work where its next
+    // turn will build on it.
+    let out = c.abcd(&["resume", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = listing["runs"].as_array().unwrap().iter().find(|r| r["run"] == "stuck").unwrap().clone();
+    assert_eq!((run["loop"]["state"].as_str(), run["loop"]["paused_reason"].as_str()), (Some("paused"), Some("phase_not_converged")), "{run}");
+    assert!(stdout(&c.abcd(&["resume"])).contains("loop: "), "the text listing names the loop");
+    std::fs::write(c.root.join("wip.txt"), "the implementer's work\n").unwrap();
+    let out = c.abcd(&["resume", "--step"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("the loop stuck is not stopped"), "{}", stdout(&out));
+    assert!(c.root.join("wip.txt").exists() && !c.journal().contains("work.saved_aside"), "nothing saved aside or reset");
+    let out = c.abcd(&["loop", "retry", "stuck"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("`abcd loop drive stuck`"), "{}", stdout(&out));
+    let out = c.abcd(&["loop", "drive", "stuck"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("stuck");
+    assert_eq!(r["stop_reason"], "completed");
+    assert_eq!(phases(&r), [(1, "not_converged".into(), 2), (1, "converged".into(), 1)], "the retry is a second record with the same n");
+    assert_eq!(r["phases_done"], 1);
+    let prompts = std::fs::read_to_string(c.fake.join("reviewer.prompts")).unwrap();
+    assert_eq!(prompts.matches("fixed 1").count(), 2, "round 2 and the retry both review the implementer's current output");
+    assert_each_turn_ran_once(&c, &r);
+}
+
+#[test]
+fn resume_after_non_convergence_is_a_retry() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "COMPLETED"], &["no", "LGTM"]);
+    assert!(c.start(&lab, "r", &["--max-rounds", "1"]).status.success());
+    let out = c.abcd(&["loop", "resume", "r"]);
+    assert!(out.status.success() && stdout(&out).contains("retried"), "{}{}", stdout(&out), stderr(&out));
+    assert!(c.journal().contains("\"kind\":\"loop.retried\""));
+    assert!(c.abcd(&["loop", "drive", "r"]).status.success());
+    assert_eq!(phases(&c.record("r")), [(1, "not_converged".into(), 1), (1, "converged".into(), 1)]);
+}
+
+#[test]
+fn skip_counts_the_phase_and_advances() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "did 2", "COMPLETED"], &["no", "LGTM"]);
+    assert!(c.start(&lab, "sk", &["--max-rounds", "1"]).status.success());
+    // Skip and retry are refused while running or unknown; here the loop is paused.
+    let out = c.abcd(&["loop", "skip", "sk"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = c.abcd(&["loop", "skip", "sk"]);
+    assert_eq!(out.status.code(), Some(2), "a second skip: the loop is running again");
+    assert!(stderr(&out).contains("pause it first"), "{}", stderr(&out));
+    assert!(c.abcd(&["loop", "drive", "sk"]).status.success());
+    let r = c.record("sk");
+    assert_eq!(r["stop_reason"], "completed");
+    assert_eq!(phases(&r), [(1, "skipped".into(), 1), (2, "converged".into(), 1)]);
+    assert_eq!(r["phases_done"], 2, "a skip counts toward phases_done");
+    assert_each_turn_ran_once(&c, &r);
+}
+
+#[test]
+fn stop_ends_the_loop_with_manual() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "did 2"], &["no", "LGTM"]);
+    assert!(c.start(&lab, "st", &["--max-rounds", "1"]).status.success());
+    let out = c.abcd(&["loop", "stop", "st"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = c.record("st");
+    assert_eq!((r["state"].as_str(), r["stop_reason"].as_str()), (Some("stopped"), Some("manual")));
+    assert_eq!(phases(&r), [(1, "not_converged".into(), 1)]);
+    let out = c.abcd(&["loop", "resume", "st"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("has stopped (stopped by hand)"), "{}", stderr(&out));
+    // The ledger run is finished too: it leaves the resume listing.
+    let out = c.abcd(&["resume", "--json"]);
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listing["runs"].as_array().unwrap().len(), 0, "{listing}");
+}
+
+#[test]
+fn pause_while_running_stops_new_turns_and_resume_carries_on() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "COMPLETED"], &["LGTM"]);
+    let mut driver = c
+        .command(&[
+            "loop",
+            "start",
+            "--run",
+            "p",
+            "--implementer",
+            &format!("{} implementer {{prompt}}", lab.agent().display()),
+            "--reviewer",
+            &format!("{} reviewer {{prompt}}", lab.agent().display()),
+        ])
+        .env("FAKE_SLEEP", "0.5")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Pause as soon as the loop exists (the first turn is then in flight or about to be).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !c.journal().contains("\"kind\":\"loop.started\"") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = c.abcd(&["loop", "pause", "p"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = driver.wait().unwrap();
+    assert!(status.success());
+    let r = c.record("p");
+    assert_eq!((r["state"].as_str(), r["paused_reason"].as_str()), (Some("paused"), Some("manual")));
+    assert!(r["turns"].as_u64().unwrap() <= 1, "at most the turn in flight was collected: {r}");
+    let out = c.abcd(&["loop", "pause", "p"]);
+    assert_eq!(out.status.code(), Some(2), "already paused");
+    assert!(c.abcd(&["loop", "resume", "p"]).status.success());
+    assert!(c.abcd(&["loop", "drive", "p"]).status.success());
+    let r = c.record("p");
+    assert_eq!(r["stop_reason"], "completed");
+    assert_each_turn_ran_once(&c, &r);
+}
+
+#[test]
+fn an_implementer_that_exits_non_zero_stops_the_run_with_peer_error() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "EXIT 3"], &["no"]);
+    let out = c.start(&lab, "pe", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("pe");
+    assert_eq!((r["state"].as_str(), r["stop_reason"].as_str()), (Some("stopped"), Some("peer_error")));
+    let detail = r["stop_detail"].as_str().unwrap();
+    assert!(detail.contains("exit code 3") && detail.contains("without a reply"), "{detail}");
+    assert_eq!(phases(&r), [(1, "stopped".into(), 1)]);
+    assert_verifies(&c);
+}
+
+#[test]
+fn claude_json_reads_the_reply_and_passes_the_session_back_with_resume() {
+    let lab = Lab::new();
+    let mut c = lab.copy("wc", &[], &["LGTM"]);
+    let bin = lab.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    write_script(&bin.join("claude"), CLAUDE);
+    std::fs::write(c.fake.join("claude.replies"), "did phase 1\nCOMPLETED\n").unwrap();
+    c.extra_path = Some(bin);
+    let rev = format!("{} reviewer {{prompt}}", lab.agent().display());
+    let out = c.abcd(&[
+        "loop",
+        "start",
+        "--run",
+        "cj",
+        "--implementer",
+        "claude -p {prompt} --resume {session} --output-format json",
+        "--implementer-reader",
+        "claude-json",
+        "--reviewer",
+        &rev,
+    ]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("cj");
+    assert_eq!(r["stop_reason"], "completed");
+    assert_eq!(r["sessions"]["implementer"], "sess-impl-1");
+    assert_eq!(r["sessions"]["reviewer"], Value::Null);
+    let args = std::fs::read_to_string(c.fake.join("claude.args")).unwrap();
+    let calls: Vec<&str> = args.lines().collect();
+    assert_eq!(calls.len(), 2, "{args}");
+    assert!(calls[0].starts_with("-p Implement the next phase") && !calls[0].contains("--resume"), "first turn: {}", calls[0]);
+    assert!(calls[0].ends_with("--output-format json "), "{}", calls[0]);
+    assert!(calls[1].contains("--resume sess-impl-1 --output-format json"), "second turn: {}", calls[1]);
+    // The reviewer saw the `result` text, not the JSON around it.
+    let prompts = std::fs::read_to_string(c.fake.join("reviewer.prompts")).unwrap();
+    assert!(prompts.contains("did phase 1") && !prompts.contains("session_id"), "{prompts}");
+}
+
+#[test]
+fn bad_input_is_refused_with_exit_2_and_nothing_recorded() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["x"], &["LGTM"]);
+    let agent = lab.agent().display().to_string();
+    let good = format!("{agent} reviewer {{prompt}}");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--implementer".into(), format!("{agent} implementer"), "--reviewer".into(), good.clone()], "has no {prompt} placeholder"),
+        (vec!["--implementer".into(), "no-such-agent-xyz {prompt}".into(), "--reviewer".into(), good.clone()], "not found on PATH"),
+        (
+            vec![
+                "--implementer".into(),
+                format!("{agent} i {{prompt}}"),
+                "--reviewer".into(),
+                good.clone(),
+                "--max-rounds".into(),
+                "0".into(),
+            ],
+            "--max-rounds must be 1 to 100",
+        ),
+        (
+            vec![
+                "--implementer".into(),
+                format!("{agent} i {{prompt}}"),
+                "--reviewer".into(),
+                good.clone(),
+                "--max-rounds".into(),
+                "101".into(),
+            ],
+            "--max-rounds must be 1 to 100",
+        ),
+        (
+            vec![
+                "--implementer".into(),
+                format!("{agent} i {{prompt}}"),
+                "--reviewer".into(),
+                good.clone(),
+                "--completion-signal".into(),
+                "DONE".into(),
+                "--advance-prompt".into(),
+                "Do the next phase; say COMPLETED when none is left.".into(),
+            ],
+            "does not name the completion signal DONE",
+        ),
+        (vec!["--implementer".into(), format!("{agent} 'i {{prompt}}"), "--reviewer".into(), good.clone()], "unclosed single quote"),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["loop".to_string(), "start".into()];
+        all.extend(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = c.abcd(&refs);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message) && stderr(&out).contains("nothing was recorded"), "{all:?}: {}", stderr(&out));
+    }
+    // Limits on both sides: 100 rounds is taken.
+    let out = c.start(&lab, "edge", &["--max-rounds", "100", "--detach"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(c.journal().matches("\"kind\":\"loop.started\"").count(), 1, "only the good start was recorded");
+    for control in ["pause", "resume", "stop", "skip", "retry", "drive", "status"] {
+        let out = c.abcd(&["loop", control, "nope"]);
+        assert_eq!(out.status.code(), Some(2), "{control}");
+        assert!(stderr(&out).contains("no loop named \"nope\""), "{control}: {}", stderr(&out));
+    }
+    let out = c.start(&lab, "edge", &[]);
+    assert_eq!(out.status.code(), Some(2), "a second loop of the same name");
+    assert!(stderr(&out).contains("--run NEW-NAME"), "{}", stderr(&out));
+}
+
+/// Normalizes a record for comparison between runs: drops times, ledger launch numbers
+/// (an abandoned, never-started launch takes one), paths and the abandoned count.
+fn normalized(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "started_at"
+                            | "stopped_at"
+                            | "replied_at"
+                            | "intended_at"
+                            | "ended_at"
+                            | "launch"
+                            | "reply_file"
+                            | "abandoned"
+                            | "config"
+                    )
+                })
+                .map(|(k, v)| (k.clone(), normalized(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A scenario long enough to be killed in: phases converging in 1, 2, 3, 1, 2, 3, … rounds.
+fn long_scenario(phases: usize) -> (Vec<String>, Vec<String>) {
+    let (mut imp, mut rev) = (vec![], vec![]);
+    for p in 1..=phases {
+        let rounds = (p - 1) % 3 + 1;
+        imp.push(format!("did phase {p}"));
+        for r in 1..=rounds {
+            if r < rounds {
+                rev.push(format!("phase {p} round {r}: not yet"));
+                imp.push(format!("fixed phase {p} round {r}"));
+            } else {
+                rev.push(format!("phase {p}: good\\nLGTM"));
+            }
+        }
+    }
+    imp.push("COMPLETED".into());
+    (imp, rev)
+}
+
+/// Acceptance 2: the driver SIGKILLed at random moments, `abcd loop drive` resuming each
+/// time; no agent turn ever runs twice, and the final record equals an uninterrupted run's.
+/// `ABCD_LOOP_KILLS=500` for the long run (default 50).
+#[test]
+fn the_driver_killed_at_random_moments_resumes_without_running_a_turn_twice() {
+    let kills: usize = std::env::var("ABCD_LOOP_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let phases = (kills / 2).max(12);
+    let (imp, rev) = long_scenario(phases);
+    let imp: Vec<&str> = imp.iter().map(String::as_str).collect();
+    let rev: Vec<&str> = rev.iter().map(String::as_str).collect();
+    let lab = Lab::new();
+
+    let calm = lab.copy("calm", &imp, &rev);
+    let out = calm.start(&lab, "k", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = calm.record("k");
+    assert_eq!(expected["stop_reason"], "completed");
+
+    let c = lab.copy("killed", &imp, &rev);
+    let began = Instant::now();
+    let mut seed: u64 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    eprintln!("kill seed {seed}");
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let agent = lab.agent().display().to_string();
+    let (imp_t, rev_t) = (format!("{agent} implementer {{prompt}}"), format!("{agent} reviewer {{prompt}}"));
+    let mut landed = 0;
+    let mut attempts = 0;
+    while landed < kills {
+        attempts += 1;
+        assert!(attempts < kills * 20, "the run ended before {kills} kills landed ({landed} did)");
+        // A start killed before it recorded the loop is started again.
+        let mut cmd = if c.try_record("k").is_none() {
+            c.command(&["loop", "start", "--run", "k", "--implementer", &imp_t, "--reviewer", &rev_t])
+        } else {
+            c.command(&["loop", "drive", "k"])
+        };
+        let mut child = cmd.env("FAKE_SLEEP", "0.01").stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(next() % 80_000));
+        let running = child.try_wait().unwrap().is_none();
+        // SAFETY: a plain kill of our own child, not yet reaped, so its pid is not reused.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+        let _ = child.wait();
+        if running {
+            landed += 1;
+        }
+        let Some(r) = c.try_record("k") else { continue };
+        assert_each_turn_ran_once(&c, &r);
+        if r["state"] == "stopped" {
+            break;
+        }
+    }
+    // Whatever is left, uninterrupted.
+    let r = c.record("k");
+    if r["state"] != "stopped" {
+        let out = c.abcd(&["loop", "drive", "k"]);
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    }
+    let got = c.record("k");
+    eprintln!(
+        "{landed} kills landed in {attempts} drives over {} turns ({} launches abandoned) in {:.1} s",
+        got["turns"],
+        got["abandoned"],
+        began.elapsed().as_secs_f64()
+    );
+    assert!(landed >= kills, "only {landed} kills landed before the run ended");
+    assert_eq!(normalized(&got), normalized(&expected));
+    assert_each_turn_ran_once(&c, &got);
+    let implemented: Vec<u64> = c.runs_of("implementer").iter().map(|r| r.0).collect();
+    let calm_implemented: Vec<u64> = calm.runs_of("implementer").iter().map(|r| r.0).collect();
+    assert_eq!(implemented, calm_implemented);
+    assert_verifies(&c);
+}

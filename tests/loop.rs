@@ -277,7 +277,11 @@ fn a_phase_that_never_converges_pauses_at_max_rounds_and_resumes_by_retry() {
     assert!(out.status.success(), "{}", stderr(&out));
     let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
     let run = listing["runs"].as_array().unwrap().iter().find(|r| r["run"] == "stuck").unwrap().clone();
-    assert_eq!((run["loop"]["state"].as_str(), run["loop"]["paused_reason"].as_str()), (Some("paused"), Some("phase_not_converged")), "{run}");
+    assert_eq!(
+        (run["loop"]["state"].as_str(), run["loop"]["paused_reason"].as_str()),
+        (Some("paused"), Some("phase_not_converged")),
+        "{run}"
+    );
     assert!(stdout(&c.abcd(&["resume"])).contains("loop: "), "the text listing names the loop");
     std::fs::write(c.root.join("wip.txt"), "the implementer's work\n").unwrap();
     let out = c.abcd(&["resume", "--step"]);

@@ -361,9 +361,10 @@ fn bad_names_are_refused_before_any_git_runs() {
     assert!(matches!(save_aside(nowhere, &ok, "a.b_c-1", now()), Err(WorktreeError::NotAWorktree { .. })));
 }
 
-#[test]
-fn base_drift_counts_the_default_branchs_commits_the_lane_lacks() {
-    setup();
+/// A bare `origin` with one commit on `main` (pushed from `seed`), a clone `wc` of it, and
+/// a linked worktree `lane` on a new branch at `origin/main`. The temp dir is returned to
+/// be kept alive.
+fn origin_clone_and_lane() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let origin = dir.path().join("origin.git");
     git(dir.path(), &["init", "-q", "--bare", "-b", "main", origin.to_str().unwrap()]);
@@ -373,11 +374,17 @@ fn base_drift_counts_the_default_branchs_commits_the_lane_lacks() {
     commit_all(&seed, "first");
     git(&seed, &["remote", "add", "origin", origin.to_str().unwrap()]);
     git(&seed, &["push", "-q", "origin", "main"]);
-
     let wc = dir.path().join("wc");
     git(dir.path(), &["clone", "-q", origin.to_str().unwrap(), wc.to_str().unwrap()]);
     let lane = dir.path().join("lane");
     git(&wc, &["worktree", "add", "-q", "-b", "lane-a", lane.to_str().unwrap(), "origin/main"]);
+    (dir, seed, wc, lane)
+}
+
+#[test]
+fn base_drift_counts_the_default_branchs_commits_the_lane_lacks() {
+    setup();
+    let (_dir, seed, wc, lane) = origin_clone_and_lane();
     let origin_main = || Some(BaseDrift { default_ref: "refs/remotes/origin/main".into(), behind: 0 });
     assert_eq!(base_drift(&lane).unwrap(), origin_main());
 
@@ -425,19 +432,7 @@ fn base_drift_falls_back_to_the_local_default_or_says_none() {
 #[test]
 fn listing_facts_agree_with_status_and_base_drift() {
     setup();
-    let dir = tempfile::tempdir().unwrap();
-    let origin = dir.path().join("origin.git");
-    git(dir.path(), &["init", "-q", "--bare", "-b", "main", origin.to_str().unwrap()]);
-    let seed = dir.path().join("seed");
-    new_repo(&seed);
-    write(&seed, "a.txt", "a\n");
-    commit_all(&seed, "first");
-    git(&seed, &["remote", "add", "origin", origin.to_str().unwrap()]);
-    git(&seed, &["push", "-q", "origin", "main"]);
-    let wc = dir.path().join("wc");
-    git(dir.path(), &["clone", "-q", origin.to_str().unwrap(), wc.to_str().unwrap()]);
-    let lane = dir.path().join("lane");
-    git(&wc, &["worktree", "add", "-q", "-b", "lane-a", lane.to_str().unwrap(), "origin/main"]);
+    let (_dir, seed, wc, lane) = origin_clone_and_lane();
     for n in 0..3 {
         write(&seed, "a.txt", &format!("a{n}\n"));
         commit_all(&seed, &format!("upstream {n}"));
@@ -515,4 +510,20 @@ fn listing_facts_read_more_worktrees_than_one_batch() {
     for (n, f) in facts[1..].iter().enumerate() {
         assert_eq!(f.as_ref().unwrap().changed, vec![format!("only-{n}.txt")]);
     }
+}
+
+/// A base that cannot be measured (the default branch names an object that is not there)
+/// is a note beside the drift; the worktree's uncommitted files still show.
+#[test]
+fn a_base_that_cannot_be_measured_never_hides_uncommitted_work() {
+    setup();
+    let (_dir, _seed, wc, lane) = origin_clone_and_lane();
+    write(&lane, "new.txt", "new\n");
+    write(&wc, ".git/refs/remotes/origin/main", "0123456789abcdef0123456789abcdef01234567\n");
+    let (facts, measured) = listing_facts(std::slice::from_ref(&lane), &DriftCounts::new());
+    let f = facts.into_iter().next().unwrap().expect("the status was read");
+    assert_eq!(f.changed, vec!["new.txt".to_string()]);
+    assert_eq!(f.drift, None);
+    assert!(f.drift_problem.as_deref().is_some_and(|p| p.contains("rev-list")), "{:?}", f.drift_problem);
+    assert!(measured.is_empty());
 }

@@ -1558,3 +1558,22 @@ fn a_tail_past_the_anchor_or_without_one_is_synced_before_it_is_read() {
     acked_events(&mut w, 1);
     assert!(w.disk.counts().sync_data - before >= 2, "the pre-sync ran before the line's own");
 }
+
+/// The anchor spares the flush, not the tail check: damage inside the tail window (a byte
+/// changed in the line before the anchored head, same length) still refuses the append.
+#[test]
+fn an_anchored_tail_is_still_checked_before_anything_chains_onto_it() {
+    let mut w = world();
+    acked_events(&mut w, 3);
+    let mut bytes = w.disk.read(&journal_on_disk()).expect("the journal");
+    let last_start = bytes[..bytes.len() - 1].iter().rposition(|&b| b == b'\n').expect("lines") + 1;
+    let previous_start = bytes[..last_start - 1].iter().rposition(|&b| b == b'\n').expect("lines") + 1;
+    // A digit inside the previous line's time, changed in place: the line's hash no longer holds.
+    let at = previous_start + bytes[previous_start..].iter().position(|&b| b == b'T').expect("a time") + 2;
+    bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+    w.disk.setup_file(&journal_on_disk(), &bytes).expect("setup");
+    new_process(&mut w);
+    let e = w.plain_event();
+    let err = w.p.stores[0].journal().append_batch(std::slice::from_ref(&e), Some(&scope())).expect_err("damage before the head");
+    assert!(err.to_string().contains("repair"), "{err}");
+}

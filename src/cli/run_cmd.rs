@@ -376,6 +376,9 @@ pub struct LaneListing {
     pub behind_default: Option<u64>,
     /// Why git could not read the lane's worktree, when it could not.
     pub worktree_problem: Option<String>,
+    /// Why the base drift could not be measured, when it could not (the uncommitted files
+    /// were still read).
+    pub base_problem: Option<String>,
     pub saved_aside: Vec<String>,
 }
 
@@ -429,6 +432,10 @@ fn load_drift_cache(path: &Path) -> worktree::DriftCounts {
     let mut bytes = Vec::new();
     // A cache over its bound (hand-made, say) is ignored rather than trusted in part.
     let bound = (DRIFT_CACHE_MAX as u64 + 1) * 256;
+    // The home store's rule: a regular file of this user, not a link, not writable by others.
+    if !crate::journal::safety::home_file_ok(&RealDisk, path).unwrap_or(false) {
+        return worktree::DriftCounts::new();
+    }
     let read = std::fs::File::open(path).and_then(|f| f.take(bound).read_to_end(&mut bytes));
     match read {
         Ok(n) if (n as u64) < bound => serde_json::from_slice(&bytes).unwrap_or_default(),
@@ -446,25 +453,35 @@ fn save_drift_cache(path: &Path, mut counts: worktree::DriftCounts, measured: wo
     counts.extend(measured);
     if let (Some(dir), Ok(bytes)) = (path.parent(), serde_json::to_vec(&counts)) {
         // A cache: an unsynced write that is lost only costs a recount.
-        let _ = std::fs::create_dir_all(dir);
+        use crate::journal::storage::Storage;
+        let _ = RealDisk.create_dir_all(dir, 0o700);
         let _ = crate::journal::storage::write_atomic(&RealDisk, path, &bytes, false);
     }
 }
 
 /// The previous listing (`resume.json`) is read at most this far to guess the worktrees.
 const PREVIOUS_LISTING_MAX: u64 = 16 << 20;
+/// At most this many worktrees are read early (the rest after the journals).
+const EARLY_WORKTREES_MAX: usize = 256;
 
 /// git's answers for worktrees, read on a thread of their own.
 type EarlyReading =
     std::thread::JoinHandle<(Vec<String>, Vec<Result<worktree::ListingFacts, worktree::WorktreeError>>, worktree::DriftCounts)>;
 
+/// Lanes whose agent had started and stopped by the previous listing: (run, lane, launch).
+type Settled = std::collections::BTreeSet<(String, String, u64)>;
+
 /// The worktree reads of one listing. git is the slow part of a listing (a child costs
-/// milliseconds, the journals' states about one), so the worktrees the previous listing
-/// named are read on a thread while the journals are: usually they are the same ones.
+/// milliseconds, the journals' states about one), so some worktrees are read on a thread
+/// while the journals are: those of the previous listing whose every lane's agent had
+/// already stopped. Their early answer is used only when each lane on them is still at
+/// that same launch, so a lane shown as exited or gone always shows work read after its
+/// agent stopped; every other worktree is read after the journals and the liveness checks.
 struct WorktreeReading {
     cache: Option<PathBuf>,
     known: worktree::DriftCounts,
     early: Option<EarlyReading>,
+    settled: Settled,
 }
 
 impl WorktreeReading {
@@ -472,7 +489,7 @@ impl WorktreeReading {
         let cache = drift_cache_path();
         let known = cache.as_deref().map(load_drift_cache).unwrap_or_default();
         let previous = here.map(|h| h.store.journal().paths().dir().join("resume.json"));
-        let guess = previous.as_deref().map(previous_worktrees).unwrap_or_default();
+        let (guess, settled) = previous.as_deref().map(previous_listing).unwrap_or_default();
         let early = (!guess.is_empty()).then(|| {
             let known = known.clone();
             std::thread::spawn(move || {
@@ -481,27 +498,31 @@ impl WorktreeReading {
                 (guess, facts, measured)
             })
         });
-        WorktreeReading { cache, known, early }
+        WorktreeReading { cache, known, early, settled }
     }
 
-    /// Every distinct worktree of the listed lanes: the early answers where they cover
-    /// it, the rest read now, all at once.
+    /// Every distinct worktree of the listed lanes: the early answers where they still
+    /// hold (see the type), the rest read now, all at once.
     fn finish(self, runs: &[(String, &Run)]) -> WorktreeFacts {
-        let mut wanted: Vec<String> =
-            runs.iter().flat_map(|(_, run)| run.lanes.values().filter_map(|l| l.last().map(|x| x.worktree.clone()))).collect();
-        wanted.sort();
-        wanted.dedup();
+        let mut lanes_on: std::collections::BTreeMap<String, Vec<(String, String, u64)>> = std::collections::BTreeMap::new();
+        for (run_name, run) in runs {
+            for (lane_name, lane) in &run.lanes {
+                if let Some(last) = lane.last() {
+                    lanes_on.entry(last.worktree.clone()).or_default().push((run_name.clone(), lane_name.clone(), last.launch));
+                }
+            }
+        }
         let mut facts = WorktreeFacts::new();
         let mut measured = worktree::DriftCounts::new();
         if let Some(Ok((guessed, early, early_measured))) = self.early.map(|t| t.join()) {
             measured.extend(early_measured);
             for (w, f) in guessed.into_iter().zip(early) {
-                if wanted.binary_search(&w).is_ok() {
+                if lanes_on.get(&w).is_some_and(|lanes| lanes.iter().all(|l| self.settled.contains(l))) {
                     facts.insert(w, f.map_err(|e| e.to_string()));
                 }
             }
         }
-        let rest: Vec<String> = wanted.into_iter().filter(|w| !facts.contains_key(w)).collect();
+        let rest: Vec<String> = lanes_on.into_keys().filter(|w| !facts.contains_key(w)).collect();
         let paths: Vec<PathBuf> = rest.iter().map(PathBuf::from).collect();
         let (late, late_measured) = worktree::listing_facts(&paths, &self.known);
         measured.extend(late_measured);
@@ -513,25 +534,38 @@ impl WorktreeReading {
     }
 }
 
-/// The distinct worktrees a previous listing named; none when it cannot be read.
-fn previous_worktrees(path: &Path) -> Vec<String> {
+/// From a previous listing: the worktrees (existing folders, at most
+/// [`EARLY_WORKTREES_MAX`]) whose every lane's agent had started and stopped, and those
+/// lanes. Nothing when it cannot be read.
+fn previous_listing(path: &Path) -> (Vec<String>, Settled) {
     use std::io::Read;
     let mut bytes = Vec::new();
     let read = std::fs::File::open(path).and_then(|f| f.take(PREVIOUS_LISTING_MAX + 1).read_to_end(&mut bytes));
     if !matches!(read, Ok(n) if (n as u64) <= PREVIOUS_LISTING_MAX) {
-        return Vec::new();
+        return Default::default();
     }
-    let Ok(listing) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return Vec::new() };
-    let mut worktrees: Vec<String> = listing["runs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|r| r["lanes"].as_array().into_iter().flatten())
-        .filter_map(|l| l["worktree"].as_str().map(str::to_string))
-        .collect();
-    worktrees.sort();
-    worktrees.dedup();
-    worktrees
+    let Ok(listing) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return Default::default() };
+    let mut settled = Settled::new();
+    let mut unsettled_worktrees = std::collections::BTreeSet::new();
+    let mut worktrees = std::collections::BTreeSet::new();
+    for run in listing["runs"].as_array().into_iter().flatten() {
+        for lane in run["lanes"].as_array().into_iter().flatten() {
+            let Some(w) = lane["worktree"].as_str() else { continue };
+            worktrees.insert(w.to_string());
+            let stopped = lane["agent_alive"] == false && lane["agent"].is_object();
+            match (run["run"].as_str(), lane["lane"].as_str(), lane["launch"].as_u64()) {
+                (Some(r), Some(l), Some(n)) if stopped => {
+                    settled.insert((r.to_string(), l.to_string(), n));
+                }
+                _ => {
+                    unsettled_worktrees.insert(w.to_string());
+                }
+            }
+        }
+    }
+    let guess =
+        worktrees.into_iter().filter(|w| !unsettled_worktrees.contains(w) && Path::new(w).is_dir()).take(EARLY_WORKTREES_MAX).collect();
+    (guess, settled)
 }
 
 fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneListing {
@@ -561,10 +595,10 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
     };
     let worktree = last.map(|l| l.worktree.clone());
     let read = worktree.as_ref().and_then(|w| facts.get(w));
-    let (uncommitted, behind, worktree_problem) = match read {
-        Some(Ok(f)) => (f.changed.clone(), f.drift.as_ref().map(|d| d.behind), None),
-        Some(Err(why)) => (Vec::new(), None, Some(why.clone())),
-        None => (Vec::new(), None, None),
+    let (uncommitted, behind, worktree_problem, base_problem) = match read {
+        Some(Ok(f)) => (f.changed.clone(), f.drift.as_ref().map(|d| d.behind), None, f.drift_problem.clone()),
+        Some(Err(why)) => (Vec::new(), None, Some(why.clone()), None),
+        None => (Vec::new(), None, None, None),
     };
     LaneListing {
         lane: name.to_string(),
@@ -577,6 +611,7 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
         uncommitted,
         behind_default: behind,
         worktree_problem,
+        base_problem,
         saved_aside: lane.saved.iter().map(|s| s.ref_name.clone()).collect(),
     }
 }
@@ -703,6 +738,9 @@ fn print_listing(listings: &[RunListing]) {
             if let Some(why) = &l.worktree_problem {
                 println!("    worktree cannot be read: {why}");
             }
+            if let Some(why) = &l.base_problem {
+                println!("    base drift cannot be measured: {why}");
+            }
             if let Some(n) = l.behind_default.filter(|n| *n > 0) {
                 println!("    base: {n} commit(s) behind the default branch as last fetched");
             }
@@ -799,4 +837,37 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
         saved.ref_name,
         saved.restore_command
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only worktrees whose every lane's agent had started and stopped are read early, and
+    /// those lanes (by run, lane and launch) are what an early answer is checked against.
+    #[test]
+    fn the_previous_listing_offers_only_settled_worktrees() {
+        let dir = tempfile::tempdir().unwrap();
+        let (settled_tree, busy_tree, gone_tree) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("c"));
+        std::fs::create_dir_all(&settled_tree).unwrap();
+        std::fs::create_dir_all(&busy_tree).unwrap();
+        let pid = json!({"pid": 1, "start_ticks": 2});
+        let lane = |name: &str, w: &Path, launch: u64, agent: &serde_json::Value, alive: bool| json!({"lane": name, "worktree": w.display().to_string(), "launch": launch, "agent": agent, "agent_alive": alive});
+        let listing = json!({"schema": RESUME_SCHEMA, "runs": [
+            {"run": "r", "lanes": [
+                lane("done", &settled_tree, 3, &pid, false),
+                lane("alive", &busy_tree, 1, &pid, true),
+                lane("never-started", &busy_tree, 2, &serde_json::Value::Null, false),
+                lane("folder-gone", &gone_tree, 1, &pid, false),
+            ]}
+        ]});
+        let path = dir.path().join("resume.json");
+        std::fs::write(&path, serde_json::to_vec(&listing).unwrap()).unwrap();
+        let (guess, settled) = previous_listing(&path);
+        assert_eq!(guess, vec![settled_tree.display().to_string()], "a busy worktree and a missing folder are read late");
+        assert!(settled.contains(&("r".to_string(), "done".to_string(), 3)));
+        assert!(!settled.iter().any(|(_, l, _)| l == "alive" || l == "never-started"));
+        std::fs::write(&path, b"not json").unwrap();
+        assert_eq!(previous_listing(&path), (vec![], Settled::new()));
+    }
 }

@@ -2,7 +2,8 @@
 //! `fdatasync`, under the writer lock, after the tail was read and checked:
 //!
 //! lock → open → fdatasync (so nothing chains onto bytes a crashed predecessor left
-//! unsynced) → read the tail → check the head anchor → quarantine a torn tail → write →
+//! unsynced; skipped when the file ends exactly at the synced line this handle or the head
+//! anchor names) → read the tail → check the head anchor → quarantine a torn tail → write →
 //! fdatasync → store the anchor → unlock. Success is reported only after the sync returned.
 
 use std::collections::HashSet;
@@ -247,20 +248,25 @@ impl Journal {
             // handle is the full verifier's to find, as for any line before the window.)
             return Ok(Some(known));
         }
-        if let Some(acknowledged) = self.acknowledged_by_anchor(file)? {
-            // The file ends exactly at the line the head anchor names, and that line
-            // verifies: a writer synced it before writing the anchor, so no foreign
-            // unsynced bytes exist to sync. A new process's first append (every hook and
-            // verb) saves one device flush here.
-            return Ok(Some(acknowledged));
-        }
         // Sync before reading: bytes a crashed writer left in the page cache are made
-        // durable (or the failure is seen) before anything is chained onto them.
-        if let Err(source) = file.sync_data() {
-            poison(path);
-            return Err(JournalError::SyncFailed { path: path.clone(), source });
+        // durable (or the failure is seen) before anything is chained onto them. Not when
+        // the file ends exactly at the line the head anchor names and that line verifies:
+        // a writer synced it before writing the anchor, so nothing unsynced is there. A new
+        // process's first append (every hook and verb) saves a device flush; the tail
+        // window is still read and checked below, and anything but that same head with no
+        // torn bytes after it is synced and read again.
+        let anchored = self.acknowledged_by_anchor(file)?;
+        if anchored.is_none() {
+            sync_before_reading(file, path)?;
         }
-        let (head, torn) = match scan::read_tail(file).map_err(JournalError::io("reading the tail of", path))? {
+        let mut tail = scan::read_tail(file).map_err(JournalError::io("reading the tail of", path))?;
+        if let Some((anchor_head, _)) = anchored
+            && !matches!(tail, Tail::Good { head, torn: None } if head == anchor_head)
+        {
+            sync_before_reading(file, path)?;
+            tail = scan::read_tail(file).map_err(JournalError::io("reading the tail of", path))?;
+        }
+        let (head, torn) = match tail {
             Tail::Empty => return Ok(None),
             Tail::TornGenesis(torn) => {
                 let moved = quarantine_range(&*self.storage, file, &self.paths, "torn", 0, torn.offset, torn.len)?;
@@ -405,6 +411,14 @@ impl Journal {
         }
         Ok(())
     }
+}
+
+/// The sync before a tail is read; a failure poisons the journal for this process.
+fn sync_before_reading(file: &dyn StorageFile, path: &Path) -> Result<(), JournalError> {
+    file.sync_data().map_err(|source| {
+        poison(path);
+        JournalError::SyncFailed { path: path.to_path_buf(), source }
+    })
 }
 
 /// Reads and checks event 0.

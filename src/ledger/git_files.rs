@@ -40,7 +40,8 @@ pub fn common_dir(worktree: &Path) -> Option<PathBuf> {
     let meta = std::fs::symlink_metadata(&dotgit).ok()?;
     if meta.is_dir() {
         // A main worktree's git dir is its common dir, unless it says otherwise.
-        return if dotgit.join("commondir").exists() { None } else { Some(dotgit) };
+        let plain = !dotgit.join("commondir").exists() && dotgit.join("HEAD").is_file() && dotgit.join("refs").is_dir();
+        return plain.then_some(dotgit);
     }
     if !meta.is_file() {
         return None;
@@ -50,7 +51,21 @@ pub fn common_dir(worktree: &Path) -> Option<PathBuf> {
     let gitdir = if gitdir.is_absolute() { gitdir } else { worktree.join(gitdir) };
     let common = read_small(&gitdir.join("commondir"))?;
     let common = PathBuf::from(common.trim_end_matches('\n'));
-    Some(if common.is_absolute() { common } else { gitdir.join(common) })
+    let common = if common.is_absolute() { common } else { gitdir.join(common) };
+    // A common dir named wrongly (a stray CR, say) must not read as "no refs at all".
+    (common.join("HEAD").is_file() && common.join("refs").is_dir()).then_some(common)
+}
+
+/// Whether commit counts in this repository are those of its plain history: no shallow
+/// boundary (`shallow`), no grafts (`info/grafts`) and no replace refs (`refs/replace/`,
+/// loose or packed). Anything unreadable answers no.
+pub fn history_is_plain(common: &Path) -> bool {
+    let absent = |rel: &str| matches!(std::fs::symlink_metadata(common.join(rel)), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    let packed_has_replace = match PackedRefs::read(common) {
+        Ok(p) => p.text.lines().any(|l| l.split_once(' ').is_some_and(|(_, n)| n.starts_with("refs/replace/"))),
+        Err(()) => true,
+    };
+    absent("shallow") && absent("info/grafts") && absent("refs/replace") && !packed_has_replace
 }
 
 /// The default branch as last fetched, read from files: `origin/HEAD`'s target when it is
@@ -61,7 +76,6 @@ pub fn default_branch(common: &Path) -> Result<Option<(String, String)>, ()> {
     if common.join("reftable").exists() {
         return Err(());
     }
-    let packed = PackedRefs::read(common)?;
     let mut candidates: Vec<String> = Vec::with_capacity(DEFAULT_REFS.len() + 1);
     match loose(common, "refs/remotes/origin/HEAD")? {
         Some(Loose::Symbolic(target)) => candidates.push(target),
@@ -71,7 +85,7 @@ pub fn default_branch(common: &Path) -> Result<Option<(String, String)>, ()> {
     }
     candidates.extend(DEFAULT_REFS.iter().map(|r| r.to_string()));
     for name in candidates {
-        match resolve(common, &packed, &name, 0) {
+        match resolve(common, &name, 0) {
             RefAnswer::Found(id) => return Ok(Some((name, id))),
             RefAnswer::Absent => continue,
             RefAnswer::Unsure => return Err(()),
@@ -80,17 +94,28 @@ pub fn default_branch(common: &Path) -> Result<Option<(String, String)>, ()> {
     Ok(None)
 }
 
-fn resolve(common: &Path, packed: &PackedRefs, name: &str, depth: usize) -> RefAnswer {
-    if depth >= SYMREF_DEPTH_MAX || !name.starts_with("refs/") || name.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+/// A ref as git reads it: the loose file first, then `packed-refs`, read only after that
+/// miss. The order matters: `git pack-refs` writes the new `packed-refs` before it removes
+/// the loose files, so a loose file missing at one moment is in any `packed-refs` read
+/// after it.
+fn resolve(common: &Path, name: &str, depth: usize) -> RefAnswer {
+    if depth >= SYMREF_DEPTH_MAX
+        || !name.starts_with("refs/")
+        || name.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+        || name.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
         return RefAnswer::Unsure;
     }
     match loose(common, name) {
         Err(()) => RefAnswer::Unsure,
         Ok(Some(Loose::Id(id))) => RefAnswer::Found(id),
-        Ok(Some(Loose::Symbolic(target))) => resolve(common, packed, &target, depth + 1),
-        Ok(None) => match packed.find(name) {
-            Some(id) => RefAnswer::Found(id.to_string()),
-            None => RefAnswer::Absent,
+        Ok(Some(Loose::Symbolic(target))) => resolve(common, &target, depth + 1),
+        Ok(None) => match PackedRefs::read(common) {
+            Err(()) => RefAnswer::Unsure,
+            Ok(packed) => match packed.find(name) {
+                Some(id) => RefAnswer::Found(id.to_string()),
+                None => RefAnswer::Absent,
+            },
         },
     }
 }
@@ -173,7 +198,34 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join(".git/refs/remotes/origin")).unwrap();
         std::fs::create_dir_all(d.path().join(".git/refs/heads")).unwrap();
+        std::fs::write(d.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         d
+    }
+
+    #[test]
+    fn a_symref_target_with_whitespace_or_a_common_dir_that_is_not_one_is_unsure() {
+        let d = repo();
+        let common = common_dir(d.path()).unwrap();
+        put(d.path(), ".git/refs/remotes/origin/HEAD", "ref: refs/remotes/origin/main\r\n");
+        put(d.path(), ".git/refs/remotes/origin/main", &format!("{A}\n"));
+        assert_eq!(default_branch(&common), Err(()), "a CR is not part of a ref name git would write");
+        // A linked worktree whose commondir names no git dir.
+        put(d.path(), ".git/worktrees/lane/commondir", "../..\r\n");
+        let lane = d.path().join("lane");
+        put(&lane, ".git", &format!("gitdir: {}\n", d.path().join(".git/worktrees/lane").display()));
+        assert!(common_dir(&lane).is_none());
+    }
+
+    #[test]
+    fn history_is_plain_unless_shallow_grafted_or_replaced() {
+        let d = repo();
+        let common = common_dir(d.path()).unwrap();
+        assert!(history_is_plain(&common));
+        put(d.path(), ".git/packed-refs", &format!("{A} refs/replace/{B}\n"));
+        assert!(!history_is_plain(&common), "a packed replace ref");
+        std::fs::remove_file(d.path().join(".git/packed-refs")).unwrap();
+        put(d.path(), ".git/shallow", &format!("{A}\n"));
+        assert!(!history_is_plain(&common), "a shallow clone");
     }
 
     fn put(d: &Path, rel: &str, text: &str) {

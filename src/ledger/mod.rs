@@ -277,19 +277,23 @@ pub fn check_command(command: &[String]) -> Result<(), Rejection> {
     if command.iter().map(String::len).sum::<usize>() > COMMAND_BYTES_MAX {
         return Err(reject("command", format!("is over {COMMAND_BYTES_MAX} bytes")));
     }
-    for (i, word) in command.iter().enumerate() {
+    command_words_recordable(command).map_err(|why| reject("command", why))
+}
+
+/// Why a recorded command line's words may not be kept, if they may not: a control
+/// character, or a secret in any word (named by kind, never quoted). Shared by `abcd
+/// launch` and the loop's agent templates, which both end up in the journal.
+pub fn command_words_recordable(words: &[String]) -> Result<(), String> {
+    for (i, word) in words.iter().enumerate() {
         if word.chars().any(char::is_control) {
-            return Err(reject("command", format!("word {} holds a control character", i + 1)));
+            return Err(format!("word {} holds a control character", i + 1));
         }
         if let Some(kind) = crate::checklist::secrets::scan(word) {
-            return Err(reject(
-                "command",
-                format!(
-                    "word {} carries {} ({}); pass secrets through the environment, never the command line",
-                    i + 1,
-                    kind.describe(),
-                    kind.name()
-                ),
+            return Err(format!(
+                "word {} carries {} ({}); pass secrets through the environment, never the command line",
+                i + 1,
+                kind.describe(),
+                kind.name()
             ));
         }
     }

@@ -289,6 +289,8 @@ pub struct ListingFacts {
     pub changed: Vec<String>,
     /// As [`base_drift`].
     pub drift: Option<BaseDrift>,
+    /// Why the drift could not be read, when it could not (the changed files still stand).
+    pub drift_problem: Option<String>,
 }
 
 /// Behind counts already measured, keyed by [`drift_key`]. A count is a pure function of
@@ -336,25 +338,36 @@ fn listing_facts_one(worktree: &Path, known: &DriftCounts) -> (Result<ListingFac
         Ok(r) => r,
         Err(e) => return (Err(e), None),
     };
-    let from_files = super::git_files::common_dir(worktree).ok_or(()).and_then(|c| super::git_files::default_branch(&c));
-    let default = match from_files {
-        Ok(found) => found,
-        Err(()) => match default_branch_by_git(&git) {
-            Ok(found) => found,
-            Err(e) => return (Err(e), None),
-        },
-    };
     let changed: Vec<String> = reading.changed.into_keys().collect();
-    let Some((default_ref, base)) = default else { return (Ok(ListingFacts { changed, drift: None }), None) };
-    let key = drift_key(&base, reading.head.as_deref());
-    let (behind, new_count) = match known.get(&key) {
-        Some(n) => (*n, None),
-        None => match count_behind(&git, &base, reading.head.as_deref()) {
-            Ok(n) => (n, Some((key, n))),
-            Err(e) => return (Err(e), None),
-        },
+    match drift_of(&git, worktree, reading.head.as_deref(), known) {
+        Ok((drift, new_count)) => (Ok(ListingFacts { changed, drift, drift_problem: None }), new_count),
+        // The status stands: a base that cannot be measured never hides uncommitted work.
+        Err(e) => (Ok(ListingFacts { changed, drift: None, drift_problem: Some(e.to_string()) }), None),
+    }
+}
+
+/// The drift of a worktree whose HEAD is `head`, and the count measured, if one was.
+fn drift_of(
+    git: &Git<'_>,
+    worktree: &Path,
+    head: Option<&str>,
+    known: &DriftCounts,
+) -> Result<(Option<BaseDrift>, NewCount), WorktreeError> {
+    let common = super::git_files::common_dir(worktree);
+    let default = match common.as_deref().ok_or(()).and_then(super::git_files::default_branch) {
+        Ok(found) => found,
+        Err(()) => default_branch_by_git(git)?,
     };
-    (Ok(ListingFacts { changed, drift: Some(BaseDrift { default_ref, behind }) }), new_count)
+    let Some((default_ref, base)) = default else { return Ok((None, None)) };
+    // A count is the same in every repository only where history is whole: a shallow
+    // clone, grafts or replace refs change it, so those are counted afresh every time.
+    let cacheable = common.as_deref().is_some_and(super::git_files::history_is_plain);
+    let key = drift_key(&base, head);
+    if cacheable && let Some(n) = known.get(&key) {
+        return Ok((Some(BaseDrift { default_ref, behind: *n }), None));
+    }
+    let behind = count_behind(git, &base, head)?;
+    Ok((Some(BaseDrift { default_ref, behind }), cacheable.then_some((key, behind))))
 }
 
 /// Refuses a run or lane name that is not one safe ref component.

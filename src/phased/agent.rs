@@ -110,23 +110,7 @@ pub fn check_template(field: &str, words: &[String]) -> Result<(), LoopError> {
     if words[0].contains(PROMPT_PLACEHOLDER) || words[0].contains(SESSION_PLACEHOLDER) {
         return Err(bad(field, "names its program with a placeholder; the first word must be the program"));
     }
-    for (i, w) in words.iter().enumerate() {
-        if w.chars().any(char::is_control) {
-            return Err(bad(field, format!("word {} holds a control character", i + 1)));
-        }
-        if let Some(kind) = crate::checklist::secrets::scan(w) {
-            return Err(bad(
-                field,
-                format!(
-                    "word {} carries {} ({}); pass secrets through the environment, never the command line",
-                    i + 1,
-                    kind.describe(),
-                    kind.name()
-                ),
-            ));
-        }
-    }
-    Ok(())
+    crate::ledger::command_words_recordable(words).map_err(|why| bad(field, why))
 }
 
 /// The template filled in: `{prompt}` by the prompt, `{session}` by the session id. With no

@@ -65,8 +65,9 @@ pub struct Store {
 /// `checklist.json` behind by at most this many events: a hook then pays for its durable
 /// line only, not for two files renamed over (0.1–4 ms each on these disks). Readers fold
 /// the tail forward (`state.json`), or check it holds no checklist event
-/// (`checklist.json`); the next append past the bound, or any checklist event, rewrites
-/// both.
+/// (`checklist.json`); the next append past the bound, or an append of a checklist event
+/// through the store, rewrites both (one appended behind the store's back is caught by the
+/// readers' check, not here).
 pub const PROJECTION_LAG_MAX: u64 = 64;
 
 /// The seq the projection on disk names, as the read that produced `base` found it;

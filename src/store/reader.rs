@@ -15,7 +15,8 @@ use super::{PROJECTION_LAG_MAX, Store};
 /// Where the checklist shown came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ViewSource {
-    /// `checklist.json` named the journal's head: nothing was folded.
+    /// `checklist.json` showed the journal's head (it names the head, or a line before it
+    /// followed only by events that cannot change it): nothing was folded.
     Projection,
     /// Folded from the journal (the projection was behind, missing or not trusted).
     Journal,
@@ -63,7 +64,8 @@ impl Store {
             && let Ok(f) = projection::load_checklist(storage, &checklist_path)
             && still_shows(file.as_ref(), f.journal.into(), head).map_err(io_err)?
         {
-            return Ok(view_of(&f, ViewSource::Projection, vec![]));
+            // It shows the head's checklist, possibly named by a line before the head.
+            return Ok(ChecklistView { head_seq: Some(head.seq), ..view_of(&f, ViewSource::Projection, vec![]) });
         }
         let current = self.current_state()?;
         let mut notes = Vec::new();

@@ -2591,7 +2591,7 @@ fn bench_resume(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
     assert_eq!(genesis.state.ledger, current0.state.ledger, "state.json holds exactly the fold of the journal");
     let cps = roots[0].join(abcd::places::LOCAL_TIER).join("checkpoints");
     let t = Instant::now();
-    let cp = checkpoint::newest_usable(&RealDisk, &cps, &current0.journal_id, file0.as_ref()).expect("reading checkpoints");
+    let cp = checkpoint::newest_usable(&RealDisk, &cps, &current0.journal_id, file0.as_ref(), None).expect("reading checkpoints");
     let from_cp = cp.map(|cp| {
         let (seq, head) = (cp.seq, cp.head());
         let cur = abcd::store::fold_from(

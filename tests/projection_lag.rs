@@ -67,3 +67,35 @@ fn a_behind_checklist_json_is_not_served_past_a_checklist_event_or_the_bound() {
     tj.journal().append_batch(&[session_started(0)], Some(&tj.scope())).unwrap();
     assert_eq!(store.checklist_view().source, ViewSource::Journal, "one past it: folded");
 }
+
+/// `append_unseen` (the session-start hook's append): with the seq the projections name,
+/// it leaves them (and reads no state) while they may lag; without it, past the bound, or
+/// at a checkpoint boundary, it projects as `append` does.
+#[test]
+fn append_unseen_leaves_the_projections_only_while_they_may_lag() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let view = store.checklist_view();
+    assert_eq!(view.projection_seq, Some(1));
+    let (a, _, err) = store.append_unseen(&[session_started(1)], &tj.scope(), view.projection_seq).unwrap();
+    assert!(err.is_none());
+    assert_eq!((a[0].seq, named(&tj)), (2, (1, 1)), "appended, projections left");
+    assert_eq!(store.current_state().unwrap().state.work.sessions_started, 2);
+    // A named seq too far behind: projected.
+    let neutral: Vec<_> = (0..PROJECTION_LAG_MAX).map(session_started).collect();
+    tj.journal().append_batch(&neutral, Some(&tj.scope())).unwrap();
+    store.append_unseen(&[session_started(3)], &tj.scope(), view.projection_seq).unwrap();
+    let head = 2 + PROJECTION_LAG_MAX + 1;
+    assert_eq!(named(&tj), (head, head));
+    // A checkpoint boundary: written even while the projections may lag.
+    let to_boundary: Vec<_> = (head + 1..abcd::journal::checkpoint::CHECKPOINT_EVERY_EVENTS).map(session_started).collect();
+    for chunk in to_boundary.chunks(100) {
+        tj.journal().append_batch(chunk, Some(&tj.scope())).unwrap();
+    }
+    let cps = || abcd::journal::checkpoint::list(&abcd::journal::storage::RealDisk, &tj.paths.checkpoints).unwrap_or_default().len();
+    let before = cps();
+    let at = abcd::journal::checkpoint::CHECKPOINT_EVERY_EVENTS - 10;
+    store.append_unseen(&[session_started(4)], &tj.scope(), Some(at)).unwrap();
+    assert_eq!(cps(), before + 1, "the 1,000th event's checkpoint");
+}

@@ -173,7 +173,7 @@ fn replay_from_a_checkpoint_equals_replay_from_genesis() {
         };
         checkpoint::write(&RealDisk, &tj.paths.checkpoints, &cp).unwrap();
         let usable =
-            checkpoint::newest_usable(&RealDisk, &tj.paths.checkpoints, &id, file.as_ref()).unwrap().expect("the checkpoint matches");
+            checkpoint::newest_usable(&RealDisk, &tj.paths.checkpoints, &id, file.as_ref(), None).unwrap().expect("the checkpoint matches");
         let from_cp = store::fold_from(
             file.as_ref(),
             usable.state.clone(),

@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
 use crate::event::{self, BranchCreated, CompactionRecorded, Scope, SessionStarted};
 use crate::host::{HookEvent, HookReply, HookRequest, RequestDetail, ToolCall};
+use crate::journal::append::{AppendNotes, Appended, JournalError};
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
 use crate::places::{self, PlaceError};
@@ -67,11 +68,18 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
                 source: source.name().to_string(),
                 working_copy: root.display().to_string(),
             };
+            // The checklist first: a session start cannot change it, and the view says which
+            // line the projections name, so the append can leave them be without reading
+            // the state (Store::append_unseen).
+            let view = store.checklist_view();
+            let started = event(event::SESSION_STARTED, json!(started_data));
             let mut warnings: Vec<String> =
-                record(&store, &scope, event(event::SESSION_STARTED, json!(started_data))).into_iter().collect();
+                append_warning(&started.kind, store.append_unseen(std::slice::from_ref(&started), &scope, view.projection_seq))
+                    .into_iter()
+                    .collect();
             let (block, away_warning) = away_block(&root)?;
             warnings.extend(away_warning);
-            let reply = HookReply { context: Some(session_context(&store, block.as_deref())), ..Default::default() };
+            let reply = HookReply { context: Some(session_context(&view, block.as_deref())), ..Default::default() };
             Ok(HookOutcome { reply, warning: join(warnings) })
         }
         RequestDetail::Compact { trigger } if req.event == HookEvent::PreCompact => {
@@ -122,17 +130,24 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
 
 /// Appends one event; a failure is reported as a warning and the hook still answers.
 fn record(store: &Store, scope: &Scope, event: NewEvent) -> Option<String> {
-    match store.append(std::slice::from_ref(&event), Some(scope)) {
+    append_warning(&event.kind, store.append(std::slice::from_ref(&event), Some(scope)))
+}
+
+type AppendResult = Result<(Vec<Appended>, AppendNotes, Option<JournalError>), JournalError>;
+
+/// What a hook says on stderr of an append: nothing, projections not refreshed, or not
+/// recorded at all.
+fn append_warning(kind: &str, result: AppendResult) -> Option<String> {
+    match result {
         Ok((_, _, None)) => None,
-        Ok((_, _, Some(e))) => Some(format!("the {} event is saved but the projections were not refreshed: {e}", event.kind)),
-        Err(e) => Some(format!("the {} event was not recorded: {e}", event.kind)),
+        Ok((_, _, Some(e))) => Some(format!("the {kind} event is saved but the projections were not refreshed: {e}")),
+        Err(e) => Some(format!("the {kind} event was not recorded: {e}")),
     }
 }
 
 /// The context a session starts with: while away the away block first, then the header
 /// and the checklist, all within the budget (the host's 10,000 characters less a margin).
-pub fn session_context(store: &Store, away_block: Option<&str>) -> String {
-    let view = store.checklist_view();
+pub fn session_context(view: &crate::store::reader::ChecklistView, away_block: Option<&str>) -> String {
     let block_chars = away_block.map_or(0, |b| b.chars().count() + 2);
     let budget = DEFAULT_BUDGET_CHARS.saturating_sub(CONTEXT_HEADER.chars().count() + 1 + block_chars).max(render::MIN_BUDGET_CHARS);
     let now = crate::clock::now().unwrap_or_else(|_| jiff::Timestamp::now());

@@ -122,8 +122,15 @@ pub fn load(storage: &dyn Storage, path: &Path) -> io::Result<Result<Checkpoint,
 }
 
 /// The newest checkpoint that is intact and matches the journal, if any.
-pub fn newest_usable(storage: &dyn Storage, dir: &Path, journal_id: &str, file: &dyn StorageFile) -> io::Result<Option<Checkpoint>> {
-    for (_, path) in list(storage, dir)? {
+pub fn newest_usable(
+    storage: &dyn Storage,
+    dir: &Path,
+    journal_id: &str,
+    file: &dyn StorageFile,
+    newer_than: Option<u64>,
+) -> io::Result<Option<Checkpoint>> {
+    // Newest first: once at or below `newer_than`, none left can be newer.
+    for (_, path) in list(storage, dir)?.into_iter().take_while(|(seq, _)| newer_than.is_none_or(|n| *seq > n)) {
         let Ok(Ok(cp)) = load(storage, &path) else { continue };
         if matches_journal(&cp, journal_id, file)?.is_ok() {
             return Ok(Some(cp));

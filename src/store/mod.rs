@@ -106,6 +106,30 @@ impl Store {
         Ok((appended, notes, project_error))
     }
 
+    /// Appends events none of which can change the checklist view, to a working copy
+    /// journal whose projections name `projections_at` (as a view just read found them):
+    /// when they may stay behind ([`PROJECTION_LAG_MAX`]) and no checkpoint is due, only
+    /// the journal is touched and no state is read. Otherwise as [`Store::append`].
+    pub fn append_unseen(
+        &self,
+        events: &[NewEvent],
+        scope: &Scope,
+        projections_at: Option<u64>,
+    ) -> Result<(Vec<Appended>, AppendNotes, Option<JournalError>), JournalError> {
+        assert!(events.iter().all(|e| !projection::changes_checklist_view(&e.kind)), "only events the checklist view does not show");
+        let (appended, notes) = self.journal.append_batch(events, Some(scope))?;
+        let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
+        let checkpoint_due = first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS;
+        let may_lag = matches!(scope, Scope::WorkingCopy { .. })
+            && !notes.created
+            && projections_at.is_some_and(|seq| seq < last && last - seq <= PROJECTION_LAG_MAX);
+        if may_lag && !checkpoint_due {
+            return Ok((appended, notes, None));
+        }
+        let project_error = self.refresh_after(events, &appended).err();
+        Ok((appended, notes, project_error))
+    }
+
     fn refresh_after(&self, events: &[NewEvent], appended: &[Appended]) -> Result<CurrentState, JournalError> {
         let current = self.current_state()?;
         let on_disk = projection_seq(&current.base, None);
@@ -270,8 +294,11 @@ impl Store {
         {
             best = Some((state, head, StateBase::Projection { seq: head.seq }));
         }
-        if let Some(cp) = checkpoint::newest_usable(storage, &self.journal.paths().checkpoints, &journal_id, file).map_err(io_err)?
-            && best.as_ref().is_none_or(|(_, h, _)| h.seq < cp.seq)
+        // Only a checkpoint past the projection can be a better base: older ones are not
+        // even read (a CBOR decode of the whole state each).
+        let newer_than = best.as_ref().map(|(_, h, _)| h.seq);
+        if let Some(cp) =
+            checkpoint::newest_usable(storage, &self.journal.paths().checkpoints, &journal_id, file, newer_than).map_err(io_err)?
         {
             let head = cp.head();
             best = Some((cp.state, head, StateBase::Checkpoint { seq: head.seq }));

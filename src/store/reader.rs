@@ -36,6 +36,8 @@ pub struct ChecklistView {
     pub notes: Vec<String>,
     pub source: ViewSource,
     pub head_seq: Option<u64>,
+    /// The seq `checklist.json` names, when the view was served from it.
+    pub projection_seq: Option<u64>,
 }
 
 impl Store {
@@ -49,6 +51,7 @@ impl Store {
                 notes: vec![],
                 source: ViewSource::Empty,
                 head_seq: None,
+                projection_seq: None,
             },
             Err(why) => self.last_good_view(&why.to_string()),
         }
@@ -65,7 +68,11 @@ impl Store {
             && still_shows(file.as_ref(), f.journal.into(), head).map_err(io_err)?
         {
             // It shows the head's checklist, possibly named by a line before the head.
-            return Ok(ChecklistView { head_seq: Some(head.seq), ..view_of(&f, ViewSource::Projection, vec![]) });
+            return Ok(ChecklistView {
+                head_seq: Some(head.seq),
+                projection_seq: Some(f.journal.seq),
+                ..view_of(&f, ViewSource::Projection, vec![])
+            });
         }
         let current = self.current_state()?;
         let mut notes = Vec::new();
@@ -104,6 +111,7 @@ impl Store {
                 )],
                 source: ViewSource::Nothing,
                 head_seq: None,
+                projection_seq: None,
             },
         }
     }
@@ -137,5 +145,12 @@ fn still_shows(file: &dyn StorageFile, named: Head, head: Head) -> std::io::Resu
 
 fn view_of(f: &ChecklistFile, source: ViewSource, mut notes: Vec<String>) -> ChecklistView {
     notes.extend(f.skipped.iter().map(|s| s.to_string()));
-    ChecklistView { checklist: f.to_state(), skipped: f.skipped.clone(), notes, source, head_seq: Some(f.journal.seq) }
+    ChecklistView {
+        checklist: f.to_state(),
+        skipped: f.skipped.clone(),
+        notes,
+        source,
+        head_seq: Some(f.journal.seq),
+        projection_seq: None,
+    }
 }

@@ -461,16 +461,22 @@ fn listing_facts_agree_with_status_and_base_drift() {
     check("no origin/HEAD");
 }
 
-/// A known count is used as is (so the cache is what answers), an unknown pair is counted
-/// and handed back, and a folder that is not a worktree is an error for that folder only.
-#[test]
-fn listing_facts_use_known_counts_and_name_a_folder_git_cannot_read() {
+/// A repository `repo` with one commit on `main`, in a temp dir returned to be kept alive.
+fn one_commit_repo() -> (tempfile::TempDir, PathBuf) {
     setup();
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     new_repo(&repo);
     write(&repo, "a.txt", "a\n");
     commit_all(&repo, "first");
+    (dir, repo)
+}
+
+/// A known count is used as is (so the cache is what answers), an unknown pair is counted
+/// and handed back, and a folder that is not a worktree is an error for that folder only.
+#[test]
+fn listing_facts_use_known_counts_and_name_a_folder_git_cannot_read() {
+    let (dir, repo) = one_commit_repo();
     let head = git(&repo, &["rev-parse", "HEAD"]);
     git(&repo, &["checkout", "-q", "-b", "lane-a"]);
     let not_git = dir.path().join("plain");
@@ -491,12 +497,7 @@ fn listing_facts_use_known_counts_and_name_a_folder_git_cannot_read() {
 /// More worktrees than are read at once: every one is answered, in order.
 #[test]
 fn listing_facts_read_more_worktrees_than_one_batch() {
-    setup();
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    new_repo(&repo);
-    write(&repo, "a.txt", "a\n");
-    commit_all(&repo, "first");
+    let (dir, repo) = one_commit_repo();
     let mut worktrees = vec![repo.clone()];
     for n in 0..LISTING_PARALLEL {
         let lane = dir.path().join(format!("lane-{n}"));

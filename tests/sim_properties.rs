@@ -36,8 +36,9 @@
 //! what the scenarios reached (torn tails, corruption, repairs, valid last-good files, …).
 //!
 //! Known gaps: the simulator found six ways abcd breaks these properties or SPEC's crash
-//! rules (G1-G6). Each has a deterministic test at the end of this file, ignored because it
-//! fails today. The random scenarios steer around G1-G4 and G6 in the narrowest way found,
+//! rules (G1-G6). Each has a deterministic test at the end of this file, ignored while it
+//! fails (G3, G4 and G5 are fixed and run). The random scenarios steer around G1, G2 and
+//! G6 in the narrowest way found,
 //! so they keep checking everything else, unless `ABCD_SIM_KNOWN_GAPS=1` (see
 //! `KNOWN_GAPS_VAR`); G5 (the quarantine copy) is outside the properties and has only its
 //! own test.
@@ -79,10 +80,8 @@ const SEED_VAR: &str = "ABCD_SIM_SEED";
 /// or its creator was killed between the rename and that sync): without it, the power goes
 /// as soon as that happens; G3, a failed sync of a quarantine copy or folder, whose
 /// error says the process appends nothing more though it is not poisoned: without it, only a
-/// failed sync of the journal itself is held to that promise; G4, an append after a crash
-/// left a hole inside an unacknowledged batch, beyond the appender's tail window: without it,
-/// the person runs `abcd journal repair` when a crash leaves the journal corrupt from a byte
-/// at or before the start of the appender's first window (`TAIL_FIRST_WINDOW`); G6, a
+/// failed sync of the journal itself is held to that promise (G3 and G4 are fixed; no
+/// scenario steers around them any more); G6, a
 /// reader that writes a cache (checkpoint, projection) naming lines that are not durable (a
 /// killed process's unsynced batch, or one whose sync failed): without it, the caching
 /// readers step aside (an append instead) while the journal's bytes are not all durable.
@@ -90,9 +89,6 @@ const KNOWN_GAPS_VAR: &str = "ABCD_SIM_KNOWN_GAPS";
 /// The journal on the simulated disk, below each process's mount.
 const JOURNAL_AT: &str = "wc/.abcd/.work.local/journal.jsonl";
 const HOME_AT: &str = "home";
-/// The appender's first tail read (`TAIL_FIRST_READ_BYTES` in src/journal/scan.rs): damage
-/// that starts at or before `len - TAIL_FIRST_WINDOW` can be outside everything it checks.
-const TAIL_FIRST_WINDOW: u64 = 4096;
 /// Store handles per process (each with its own `Journal`), besides one `SharedJournal`.
 const HANDLES: u64 = 2;
 /// Operations per scenario: at least, and at most.
@@ -844,11 +840,9 @@ impl World {
         self.disk = self.disk.crash_with(seed, keep);
         self.injected_seen = 0;
         self.p = Process::spawn(&self.disk, &self.lock_path());
-        let beyond_window = self.check_recovered()?.is_some_and(|(offset, len)| offset + TAIL_FIRST_WINDOW <= len);
-        if beyond_window && !known_gaps() {
-            self.note("the crash left damage beyond the appender's first window: repair first (gap G4)".into());
-            return self.op_repair();
-        }
+        // G4 is closed (the appender verifies every unacknowledged line after the anchor),
+        // so damage beyond its first window is left for the appends to meet.
+        self.check_recovered()?;
         // A person who saw a notice runs repair now and then.
         if keep == Keep::Random && self.rng.chance(1, 3) { self.op_repair() } else { Ok(()) }
     }
@@ -1397,14 +1391,13 @@ fn g3_a_failed_quarantine_sync_is_reported_truthfully() {
     );
 }
 
-/// G4. A power loss during a multi-line batch keeps later pages and loses an earlier one
+/// G4 (fixed). A power loss during a multi-line batch keeps later pages and loses an earlier one
 /// (`corrupt-hole-then-good-lines`). When the damaged line is longer than what the
 /// appender's first 4 KiB window holds of it, the window drops it as the end of an earlier
 /// line, the later lines of the batch chain, and the appender builds on them: its
 /// acknowledged event lies past the corruption, where no reader folds it and repair moves
 /// it to quarantine.
 #[test]
-#[ignore = "known gap G4: an append after a crash-made hole beyond the 4 KiB tail window is acknowledged past the corruption"]
 fn g4_a_page_lost_inside_an_unacknowledged_batch_is_seen_before_the_next_append() {
     let mut w = world();
     let last = acked_events(&mut w, 8);
@@ -1432,6 +1425,34 @@ fn g4_a_page_lost_inside_an_unacknowledged_batch_is_seen_before_the_next_append(
         }
         Err(e) => panic!("{e}"),
     }
+}
+
+/// G4 without an anchor: the same hole, and the home store lost its anchors too (they are
+/// never synced). Nothing says where the acknowledged lines end, so the appender reads its
+/// widest window and refuses.
+#[test]
+fn g4_without_an_anchor_the_hole_is_still_seen_before_the_next_append() {
+    let mut w = world();
+    let last = acked_events(&mut w, 8);
+    let batch = vec![event_with_pad(&mut w, 4500), event_with_pad(&mut w, 10), event_with_pad(&mut w, 10)];
+    w.disk.set_faults(Faults { power_cut_before_sync_data: Some(1), ..Faults::default() });
+    w.p.stores[0].journal().append_batch(&batch, Some(&scope())).expect_err("the power goes before the sync");
+    let after = w.disk.crash_with(4, Keep::Everything);
+    let mut bytes = after.read(&journal_on_disk()).expect("the journal");
+    let page = (last.end / 512 + 1) * 512;
+    bytes[page as usize..page as usize + 512].fill(0);
+    after.setup_file(&journal_on_disk(), &bytes).expect("setup");
+    after.sync_dir(&journal_on_disk().with_file_name("")).expect("setup");
+    let storage = after.shared();
+    let anchors = Path::new("/").join(HOME_AT).join("anchors");
+    for record in storage.list_dir(&anchors).expect("the anchors").into_iter().filter(|p| p.extension().is_some_and(|e| e == "anchor")) {
+        storage.remove_cache_file(&record).expect("removed");
+    }
+    w.disk = after;
+    new_process(&mut w);
+    let e = event_with_pad(&mut w, 10);
+    let got = w.p.stores[1].journal().append(e, Some(&scope()));
+    assert!(matches!(got, Err(JournalError::Corrupt { .. })), "{got:?}");
 }
 
 /// G5. The first quarantine creates `quarantine/` beside the journal and syncs the copy and

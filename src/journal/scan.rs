@@ -298,11 +298,18 @@ pub enum Tail {
 /// `TAIL_MAX_READ_BYTES`) and checks the last good line against the one before it.
 /// Only when that finds damage does it fall back to a full scan, to name the exact place.
 pub fn read_tail(file: &dyn StorageFile) -> io::Result<Tail> {
+    read_tail_from(file, TAIL_FIRST_READ_BYTES)
+}
+
+/// As [`read_tail`], with a first window of `first` bytes (at most `TAIL_MAX_READ_BYTES`):
+/// every complete line in it is verified and chained, so a wider first window finds damage
+/// that lies further back than the ordinary one reaches.
+pub fn read_tail_from(file: &dyn StorageFile, first: u64) -> io::Result<Tail> {
     let len = file.len()?;
     if len == 0 {
         return Ok(Tail::Empty);
     }
-    let mut window = TAIL_FIRST_READ_BYTES.min(len);
+    let mut window = first.clamp(1, TAIL_MAX_READ_BYTES).min(len);
     loop {
         let start = len - window;
         let mut buf = vec![0u8; window as usize];

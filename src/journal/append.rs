@@ -351,12 +351,19 @@ impl Journal {
     /// the acknowledged lines end, so the appender reads the widest first window the tail
     /// reader allows (a torn region and two maximal lines) and refuses on damage in it.
     /// Rare, so the wider read costs the ordinary append nothing.
+    ///
+    /// It also syncs the journal's folder (reliability gap G2): an anchor is written only
+    /// after a creation's folder sync or an acknowledged append, so without one the name
+    /// of the file may never have been made durable (its creator killed between the rename
+    /// and the folder sync, or that sync failed), and a power cut would take the journal
+    /// with every event acknowledged on it.
     fn check_without_anchor(&self, file: &dyn StorageFile) -> Result<(), JournalError> {
         let path = &self.paths.journal;
-        match scan::read_tail_from(file, u64::MAX).map_err(JournalError::io("reading the tail of", path))? {
-            Tail::Corrupt(corruption) => Err(JournalError::Corrupt { path: path.clone(), corruption }),
-            _ => Ok(()),
+        if let Tail::Corrupt(corruption) = scan::read_tail_from(file, u64::MAX).map_err(JournalError::io("reading the tail of", path))? {
+            return Err(JournalError::Corrupt { path: path.clone(), corruption });
         }
+        let dir = self.paths.dir();
+        self.storage.sync_dir(dir).map_err(JournalError::io("syncing the folder (so the journal's name is durable) of", path))
     }
 
     /// The lines after the anchored (last acknowledged) line were never acknowledged: a
@@ -442,7 +449,16 @@ impl Journal {
             data: serde_json::to_value(&opened).expect("plain data serializes"),
         };
         let (line, hash) = format::encode_line(0, format::now_ms(), &genesis, &Hash::genesis_prev())?;
-        super::storage::write_atomic(&*self.storage, path, &line, true).map_err(JournalError::io("creating", path))?;
+        if let Err(source) = super::storage::write_atomic(&*self.storage, path, &line, true) {
+            // Failed after the rename, the name is visible and may still not be durable (a
+            // failed folder sync can drop it, and a later sync would then succeed without
+            // it): this process appends nothing more here; the next one finds no anchor
+            // and syncs the folder first. Failed before it, nothing is there to protect.
+            if self.storage.facts(path).ok().flatten().is_some() {
+                poison(path);
+            }
+            return Err(JournalError::Io { what: "creating", path: path.clone(), source });
+        }
         if let Some(anchors) = &self.anchors {
             let head = Head { seq: 0, hash, offset: 0, end: line.len() as u64 };
             let _ = anchors.store(&*self.storage, &journal_id, Anchor::from(head));

@@ -1399,6 +1399,23 @@ fn g3_a_failed_quarantine_sync_is_reported_truthfully() {
     );
 }
 
+/// Eight acknowledged events, then a batch (a 4.5 KiB line and two short ones) whose power
+/// goes before its sync; the crash keeps every page of it but one, inside the long line.
+/// Returns the last acknowledged append and the disk after the crash.
+fn crash_with_a_hole_in_a_batch(w: &mut World) -> (Appended, SimDisk) {
+    let last = acked_events(w, 8);
+    let batch = vec![event_with_pad(w, 4500), event_with_pad(w, 10), event_with_pad(w, 10)];
+    w.disk.set_faults(Faults { power_cut_before_sync_data: Some(1), ..Faults::default() });
+    w.p.stores[0].journal().append_batch(&batch, Some(&scope())).expect_err("the power goes before the sync");
+    let after = w.disk.crash_with(4, Keep::Everything);
+    let mut bytes = after.read(&journal_on_disk()).expect("the journal");
+    let page = (last.end / 512 + 1) * 512;
+    bytes[page as usize..page as usize + 512].fill(0);
+    after.setup_file(&journal_on_disk(), &bytes).expect("setup");
+    after.sync_dir(&journal_on_disk().with_file_name("")).expect("setup");
+    (last, after)
+}
+
 /// G4 (fixed). A power loss during a multi-line batch keeps later pages and loses an earlier one
 /// (`corrupt-hole-then-good-lines`). When the damaged line is longer than what the
 /// appender's first 4 KiB window holds of it, the window drops it as the end of an earlier
@@ -1408,18 +1425,7 @@ fn g3_a_failed_quarantine_sync_is_reported_truthfully() {
 #[test]
 fn g4_a_page_lost_inside_an_unacknowledged_batch_is_seen_before_the_next_append() {
     let mut w = world();
-    let last = acked_events(&mut w, 8);
-    // The batch: a 4.5 KiB line, then two short ones; the power goes before its sync and
-    // the crash keeps every page of it but one, inside the long line.
-    let batch = vec![event_with_pad(&mut w, 4500), event_with_pad(&mut w, 10), event_with_pad(&mut w, 10)];
-    w.disk.set_faults(Faults { power_cut_before_sync_data: Some(1), ..Faults::default() });
-    w.p.stores[0].journal().append_batch(&batch, Some(&scope())).expect_err("the power goes before the sync");
-    let after = w.disk.crash_with(4, Keep::Everything);
-    let mut bytes = after.read(&journal_on_disk()).expect("the journal");
-    let page = (last.end / 512 + 1) * 512;
-    bytes[page as usize..page as usize + 512].fill(0);
-    after.setup_file(&journal_on_disk(), &bytes).expect("setup");
-    after.sync_dir(&journal_on_disk().with_file_name("")).expect("setup");
+    let (last, after) = crash_with_a_hole_in_a_batch(&mut w);
     w.disk = after;
     new_process(&mut w);
     let seen = read_journal(&*w.p.storage, &w.p.paths, &w.p.anchors).unwrap().unwrap();
@@ -1441,16 +1447,7 @@ fn g4_a_page_lost_inside_an_unacknowledged_batch_is_seen_before_the_next_append(
 #[test]
 fn g4_without_an_anchor_the_hole_is_still_seen_before_the_next_append() {
     let mut w = world();
-    let last = acked_events(&mut w, 8);
-    let batch = vec![event_with_pad(&mut w, 4500), event_with_pad(&mut w, 10), event_with_pad(&mut w, 10)];
-    w.disk.set_faults(Faults { power_cut_before_sync_data: Some(1), ..Faults::default() });
-    w.p.stores[0].journal().append_batch(&batch, Some(&scope())).expect_err("the power goes before the sync");
-    let after = w.disk.crash_with(4, Keep::Everything);
-    let mut bytes = after.read(&journal_on_disk()).expect("the journal");
-    let page = (last.end / 512 + 1) * 512;
-    bytes[page as usize..page as usize + 512].fill(0);
-    after.setup_file(&journal_on_disk(), &bytes).expect("setup");
-    after.sync_dir(&journal_on_disk().with_file_name("")).expect("setup");
+    let (_, after) = crash_with_a_hole_in_a_batch(&mut w);
     let storage = after.shared();
     let anchors = Path::new("/").join(HOME_AT).join("anchors");
     for record in storage.list_dir(&anchors).expect("the anchors").into_iter().filter(|p| p.extension().is_some_and(|e| e == "anchor")) {

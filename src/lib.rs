@@ -5,6 +5,7 @@
 
 pub mod away;
 pub mod checklist;
+pub mod child;
 pub mod cli;
 pub mod clock;
 pub mod event;

@@ -1,7 +1,7 @@
 //! The launch ledger end to end through the built binary (issue 7): real git repositories
 //! in temp folders and real child processes (`sleep`, small `sh` scripts as fake agents).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,18 @@ impl Copy {
             cmd.env(k, v);
         }
         cmd.output().unwrap()
+    }
+
+    /// `abcd launch --run RUN --lane LANE --role ROLE --receipt RECEIPT [--cwd DIR] -- COMMAND…`
+    fn launch(&self, run: &str, lane: &str, role: &str, receipt: &Path, cwd: Option<&Path>, command: &[&str]) -> Output {
+        let receipt = receipt.to_str().unwrap();
+        let mut args = vec!["launch", "--run", run, "--lane", lane, "--role", role, "--receipt", receipt];
+        if let Some(dir) = cwd {
+            args.extend(["--cwd", dir.to_str().unwrap()]);
+        }
+        args.push("--");
+        args.extend_from_slice(command);
+        self.abcd(&args)
     }
 
     fn receipt(&self, name: &str) -> PathBuf {
@@ -164,35 +176,19 @@ fn collect_before_launch_and_no_launch_over_a_live_agent() {
     let receipt = c.receipt("impl-1.json");
     std::fs::create_dir_all(receipt.parent().unwrap()).unwrap();
     let script = format!("sleep 0.3; echo '{{\"done\":true}}' > '{}'", receipt.display());
-    let out = c.abcd(&[
-        "launch",
-        "--run",
-        "r1",
-        "--lane",
-        "impl",
-        "--role",
-        "implementer",
-        "--receipt",
-        receipt.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    let out = c.launch("r1", "impl", "implementer", &receipt, None, &["sh", "-c", &script]);
     assert!(out.status.success(), "{}", stderr(&out));
     // While it runs, a second launch is refused naming its pid.
     let lane = c.lane("r1", "impl");
     let pid = lane["agent"]["pid"].as_u64().unwrap();
-    let second =
-        c.abcd(&["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", receipt.to_str().unwrap(), "--", "true"]);
+    let second = c.launch("r1", "impl", "implementer", &receipt, None, &["true"]);
     if lane["agent_alive"] == true {
         assert_eq!(second.status.code(), Some(2));
         assert!(stderr(&second).contains(&format!("pid {pid}")), "{}", stderr(&second));
     }
     // It wrote its receipt and exited with nobody watching: listed as waiting.
     eventually("the receipt to be waiting", || c.lane("r1", "impl")["receipt_waiting"] == true);
-    let refused =
-        c.abcd(&["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", receipt.to_str().unwrap(), "--", "true"]);
+    let refused = c.launch("r1", "impl", "implementer", &receipt, None, &["true"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("abcd collect --run r1 --lane impl"), "{}", stderr(&refused));
     let collected = c.abcd(&["collect", "--run", "r1", "--lane", "impl"]);
@@ -201,19 +197,7 @@ fn collect_before_launch_and_no_launch_over_a_live_agent() {
     eventually("the exit to be recorded", || {
         std::fs::read_to_string(c.root.join(".abcd/.work.local/journal.jsonl")).unwrap().contains("launch.exited")
     });
-    let next = c.abcd(&[
-        "launch",
-        "--run",
-        "r1",
-        "--lane",
-        "impl",
-        "--role",
-        "implementer",
-        "--receipt",
-        c.receipt("impl-2.json").to_str().unwrap(),
-        "--",
-        "true",
-    ]);
+    let next = c.launch("r1", "impl", "implementer", &c.receipt("impl-2.json"), None, &["true"]);
     assert!(next.status.success(), "after collect the lane launches again: {}", stderr(&next));
     driver.kill().unwrap();
     driver.wait().unwrap();
@@ -233,19 +217,7 @@ fn uncommitted_work_is_saved_aside_named_and_the_lane_reset_before_the_agent_sta
     std::fs::write(c.root.join("build.log"), "ignored\n").unwrap();
     let listed = c.lane("r1", "impl");
     assert_eq!(listed["uncommitted"], Value::Array(vec![]), "no launch yet, so no worktree is known");
-    let out = c.abcd(&[
-        "launch",
-        "--run",
-        "r1",
-        "--lane",
-        "impl",
-        "--role",
-        "implementer",
-        "--receipt",
-        c.receipt("r.json").to_str().unwrap(),
-        "--",
-        "true",
-    ]);
+    let out = c.launch("r1", "impl", "implementer", &c.receipt("r.json"), None, &["true"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let ref_name = text.split_whitespace().find(|w| w.starts_with("refs/abcd/saved/r1/impl/")).unwrap().trim_end_matches(';').to_string();
@@ -286,8 +258,7 @@ fn a_launcher_killed_after_its_intent_leaves_a_listing_that_says_so() {
     // collected before anything starts again.
     std::fs::create_dir_all(receipt.parent().unwrap()).unwrap();
     std::fs::write(&receipt, "{}").unwrap();
-    let refused =
-        c.abcd(&["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", receipt.to_str().unwrap(), "--", "true"]);
+    let refused = c.launch("r1", "impl", "implementer", &receipt, None, &["true"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("collect it first"));
     driver.kill().unwrap();
@@ -305,25 +276,7 @@ fn resume_lists_two_runs_in_two_working_copies_and_step_does_only_the_safe_moves
     assert!(b.abcd(&["run", "start", "rb", "--lane", "impl", "--lane", "review", "--driver-pid", &pid]).status.success());
     let receipt = b.receipt("done.json");
     let script = format!("mkdir -p '{}'; echo ok > '{}'; echo work > notes.txt", receipt.parent().unwrap().display(), receipt.display());
-    assert!(
-        b.abcd(&[
-            "launch",
-            "--run",
-            "rb",
-            "--lane",
-            "impl",
-            "--role",
-            "implementer",
-            "--receipt",
-            receipt.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script
-        ])
-        .status
-        .success()
-    );
+    assert!(b.launch("rb", "impl", "implementer", &receipt, None, &["sh", "-c", &script]).status.success());
     eventually("rb's receipt to wait", || b.lane("rb", "impl")["receipt_waiting"] == true);
     assert!(a.abcd(&["run", "halt", "--run", "ra"]).status.success());
     // From a: both runs, with their drivers, lanes, receipts and uncommitted work.
@@ -338,19 +291,7 @@ fn resume_lists_two_runs_in_two_working_copies_and_step_does_only_the_safe_moves
     assert_eq!(impl_lane["receipt_waiting"], true);
     assert_eq!(impl_lane["uncommitted"], serde_json::json!(["notes.txt"]));
     // Halted: launch refused until lift.
-    let refused = a.abcd(&[
-        "launch",
-        "--run",
-        "ra",
-        "--lane",
-        "impl",
-        "--role",
-        "implementer",
-        "--receipt",
-        a.receipt("x").to_str().unwrap(),
-        "--",
-        "true",
-    ]);
+    let refused = a.launch("ra", "impl", "implementer", &a.receipt("x"), None, &["true"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("halted"));
     // --step: collects the receipt, saves aside the work, starts nothing.
@@ -363,19 +304,7 @@ fn resume_lists_two_runs_in_two_working_copies_and_step_does_only_the_safe_moves
     let journal = std::fs::read_to_string(b.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
     assert_eq!(journal.matches("launch.intended").count(), 1, "nothing started");
     assert!(a.abcd(&["run", "lift", "--run", "ra"]).status.success());
-    let ok = a.abcd(&[
-        "launch",
-        "--run",
-        "ra",
-        "--lane",
-        "impl",
-        "--role",
-        "implementer",
-        "--receipt",
-        a.receipt("x").to_str().unwrap(),
-        "--",
-        "true",
-    ]);
+    let ok = a.launch("ra", "impl", "implementer", &a.receipt("x"), None, &["true"]);
     assert!(ok.status.success(), "{}", stderr(&ok));
     driver.kill().unwrap();
     driver.wait().unwrap();
@@ -464,23 +393,7 @@ fn every_listing_reads_the_worktrees_afresh() {
     assert!(a.abcd(&["run", "start", "r", "--lane", "impl", "--lane", "review", "--driver-pid", &pid]).status.success());
     let launch = |lane: &str, cwd: &std::path::Path, script: &str| {
         let receipt = a.receipt(&format!("{lane}.json"));
-        let out = a.abcd(&[
-            "launch",
-            "--run",
-            "r",
-            "--lane",
-            lane,
-            "--role",
-            "agent",
-            "--receipt",
-            receipt.to_str().unwrap(),
-            "--cwd",
-            cwd.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            script,
-        ]);
+        let out = a.launch("r", lane, "agent", &receipt, Some(cwd), &["sh", "-c", script]);
         assert!(out.status.success(), "{}", stderr(&out));
     };
     launch("impl", &a.root, "true");

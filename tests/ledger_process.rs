@@ -81,6 +81,12 @@ fn parent_and_command_name_read_proc() {
     let comm = std::fs::read_to_string(format!("/proc/{me}/comm")).unwrap();
     assert_eq!(command_name(me).as_deref(), Some(comm.trim_end_matches('\n')));
     let mut child = sleeper();
+    // spawn returns once the child exists, which can be before its exec finished: until
+    // then /proc names the forking thread. Wait for the exec (2 s at most).
+    let exec_deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while command_name(child.id()).as_deref() != Some("sleep") && std::time::Instant::now() < exec_deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert_eq!(command_name(child.id()).as_deref(), Some("sleep"));
     assert_eq!(parent_of(child.id()), Some(me));
     child.kill().unwrap();

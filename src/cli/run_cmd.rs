@@ -422,6 +422,8 @@ type WorktreeFacts = std::collections::HashMap<String, Result<worktree::ListingF
 const DRIFT_CACHE_FILE: &str = "cache/base-drift.json";
 /// The cache holds at most this many pairs; past it, it starts over empty.
 pub const DRIFT_CACHE_MAX: usize = 4096;
+/// One pair's JSON is two 64-hex ids, a space, a count and punctuation: well under this.
+const DRIFT_CACHE_ENTRY_BYTES_MAX: u64 = 256;
 
 fn drift_cache_path() -> Option<PathBuf> {
     places::home_dir().ok().map(|h| h.join(DRIFT_CACHE_FILE))
@@ -431,7 +433,7 @@ fn load_drift_cache(path: &Path) -> worktree::DriftCounts {
     use std::io::Read;
     let mut bytes = Vec::new();
     // A cache over its bound (hand-made, say) is ignored rather than trusted in part.
-    let bound = (DRIFT_CACHE_MAX as u64 + 1) * 256;
+    let bound = (DRIFT_CACHE_MAX as u64 + 1) * DRIFT_CACHE_ENTRY_BYTES_MAX;
     // The home store's rule: a regular file of this user, not a link, not writable by others.
     if !crate::journal::safety::home_file_ok(&RealDisk, path).unwrap_or(false) {
         return worktree::DriftCounts::new();
@@ -842,6 +844,19 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The drift cache keeps what it holds up to its bound and starts over past it.
+    #[test]
+    fn the_drift_cache_starts_over_only_past_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache/base-drift.json");
+        let pairs =
+            |n: usize, from: usize| -> worktree::DriftCounts { (from..from + n).map(|i| (format!("{i:040x} -"), i as u64)).collect() };
+        save_drift_cache(&path, pairs(DRIFT_CACHE_MAX - 1, 0), pairs(1, DRIFT_CACHE_MAX));
+        assert_eq!(load_drift_cache(&path).len(), DRIFT_CACHE_MAX, "exactly the bound is kept");
+        save_drift_cache(&path, load_drift_cache(&path), pairs(1, 2 * DRIFT_CACHE_MAX));
+        assert_eq!(load_drift_cache(&path), pairs(1, 2 * DRIFT_CACHE_MAX), "one past it: only the new pair");
+    }
 
     /// Only worktrees whose every lane's agent had started and stopped are read early, and
     /// those lanes (by run, lane and launch) are what an early answer is checked against.

@@ -15,14 +15,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
+
+use crate::child::ChildFail;
 
 use super::git_files::DEFAULT_REFS;
 
@@ -43,8 +43,6 @@ pub const SAME_TIME_SAVES_MAX: u32 = 100;
 /// Where saved-aside work lives: `<prefix>/<run>/<lane>/<utc-compact-time>`.
 pub const SAVED_REF_PREFIX: &str = "refs/abcd/saved";
 
-/// How long a killed child is waited for before it is left to the system.
-const REAP_WAIT: Duration = Duration::from_millis(500);
 /// The saved commit is abcd's own, so it does not depend on (or borrow) the person's
 /// identity being configured.
 const SAVER_NAME: &str = "abcd";
@@ -740,101 +738,27 @@ impl<'a> Git<'a> {
     /// kills it after [`GIT_DEADLINE`] or when its stdout passes [`GIT_OUTPUT_MAX`] bytes.
     /// A nonzero exit is the caller's to judge.
     fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Ran, WorktreeError> {
-        let deadline = Instant::now() + GIT_DEADLINE;
         let failed = |why: String| WorktreeError::Git { command: subcommand(args), why };
         let mut cmd = Command::new("git");
-        cmd.args(GLOBAL_ARGS).args(args).current_dir(self.root).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(GLOBAL_ARGS).args(args).current_dir(self.root);
         for key in GIT_LOCATION_ENV {
             cmd.env_remove(key);
         }
         cmd.env("GIT_TERMINAL_PROMPT", "0");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        {
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
+        match crate::child::run(cmd, None, Instant::now() + GIT_DEADLINE, GIT_OUTPUT_MAX, GIT_STDERR_KEPT) {
+            Ok(f) => Ok(Ran { code: f.code, out: f.out, err: f.err }),
+            Err(ChildFail::Spawn(e)) => Err(failed(format!("git could not be started: {e}"))),
+            Err(ChildFail::TooLong) => Err(failed(format!("it printed more than {GIT_OUTPUT_MAX} bytes"))),
+            Err(ChildFail::Read) => Err(failed("its output could not be read".into())),
+            Err(ChildFail::Deadline) => Err(WorktreeError::Deadline { command: subcommand(args) }),
         }
-        let mut child = cmd.spawn().map_err(|e| failed(format!("git could not be started: {e}")))?;
-        let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            kill(&mut child);
-            return Err(failed("its output could not be read".into()));
-        };
-        // Both pipes are drained on threads of their own so the deadline holds while the
-        // child prints nothing, and a chatty stderr never blocks it; a thread left blocked
-        // after a kill ends when the pipe closes.
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let ok = (&mut stdout).take(GIT_OUTPUT_MAX as u64 + 1).read_to_end(&mut out).is_ok();
-            let _ = tx.send((ok, out));
-        });
-        let (etx, erx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let _ = (&mut stderr).take(GIT_STDERR_KEPT as u64).read_to_end(&mut kept);
-            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-            let _ = etx.send(kept);
-        });
-        let out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok((true, out)) if out.len() <= GIT_OUTPUT_MAX => out,
-            Ok((true, _)) => {
-                kill(&mut child);
-                return Err(failed(format!("it printed more than {GIT_OUTPUT_MAX} bytes")));
-            }
-            Ok((false, _)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                kill(&mut child);
-                return Err(failed("its output could not be read".into()));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                kill(&mut child);
-                return Err(WorktreeError::Deadline { command: subcommand(args) });
-            }
-        };
-        // The pipe closed, so the child is ending: poll its exit briefly, backing off.
-        let mut nap = Duration::from_micros(200);
-        let code = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status.code(),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(nap.min(deadline.saturating_duration_since(Instant::now())));
-                    nap = (nap * 2).min(Duration::from_millis(20));
-                }
-                Ok(None) => {
-                    kill(&mut child);
-                    return Err(WorktreeError::Deadline { command: subcommand(args) });
-                }
-                Err(e) => {
-                    kill(&mut child);
-                    return Err(failed(format!("its end could not be read: {e}")));
-                }
-            }
-        };
-        let err = erx.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_default();
-        Ok(Ran { code, out, err })
     }
 }
 
 /// The git subcommand an argument list runs, for messages.
 fn subcommand<S: AsRef<OsStr>>(args: &[S]) -> String {
     args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// Kills the child's process group, then reaps it, waiting at most [`REAP_WAIT`].
-fn kill(child: &mut Child) {
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) takes no pointers. The child is not reaped yet, so its pid (and
-        // the group it leads) cannot have been reused.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let until = Instant::now() + REAP_WAIT;
-    while Instant::now() < until {
-        if !matches!(child.try_wait(), Ok(None)) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 #[cfg(test)]

@@ -11,10 +11,8 @@ mod branches;
 mod forge;
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -43,8 +41,6 @@ pub const REFLOG_ENTRIES_MAX: usize = 10_000;
 /// Commits beyond the default branch scanned at most (the newest) for one of this
 /// checkout's, per checked-out branch.
 pub const OWN_COMMITS_SCANNED_MAX: usize = 1_000;
-/// How long a killed child is waited for before it is left to the system.
-const REAP_WAIT: Duration = Duration::from_millis(500);
 
 /// What the stop hook asks.
 #[derive(Clone, Copy, Debug)]
@@ -162,17 +158,7 @@ pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timesta
 }
 
 /// Why a child's read gave nothing usable.
-#[derive(Debug, PartialEq, Eq)]
-enum RunFail {
-    /// It could not be started.
-    Spawn(String),
-    /// The deadline passed (before it started, or while it ran): it was killed.
-    Deadline,
-    /// It printed more than the cap: it was killed.
-    TooLong,
-    /// Its output could not be read.
-    Read,
-}
+pub(crate) use crate::child::ChildFail as RunFail;
 
 /// A finished child: its exit code (None when a signal ended it) and its stdout.
 #[derive(Debug)]
@@ -182,8 +168,8 @@ struct Ran {
 }
 
 /// Runs `program` directly (no shell) in `cwd`, stdin closed, stderr discarded, prompts
-/// off, in a process group of its own so a kill reaches whatever it started; kills it when
-/// `deadline` passes or its stdout passes `cap` bytes.
+/// off, through [`crate::child::run`]: its own process group, killed when `deadline`
+/// passes or its stdout passes `cap` bytes.
 fn run_bounded<S: AsRef<OsStr>>(program: &OsStr, args: &[S], cwd: &Path, deadline: Instant, cap: usize) -> Result<Ran, RunFail> {
     run_bounded_with_input(program, args, None, cwd, deadline, cap)
 }
@@ -198,104 +184,15 @@ fn run_bounded_with_input<S: AsRef<OsStr>>(
     deadline: Instant,
     cap: usize,
 ) -> Result<Ran, RunFail> {
-    if Instant::now() >= deadline {
-        return Err(RunFail::Deadline);
-    }
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
-        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GH_PROMPT_DISABLED", "1")
         .env("GH_NO_UPDATE_NOTIFIER", "1");
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
-    let mut child = cmd.spawn().map_err(|e| RunFail::Spawn(e.to_string()))?;
-    let Some(mut stdout) = child.stdout.take() else {
-        kill(&mut child);
-        return Err(RunFail::Read);
-    };
-    // The input is written on its own thread, so a child that prints before it has read
-    // everything cannot deadlock against us; the pipe closes when the thread ends.
-    if let Some(input) = input {
-        let Some(mut stdin) = child.stdin.take() else {
-            kill(&mut child);
-            return Err(RunFail::Read);
-        };
-        std::thread::spawn(move || {
-            use std::io::Write;
-            let _ = stdin.write_all(&input);
-        });
-    }
-    // The pipe is drained on its own thread so the deadline is kept even while the child
-    // prints nothing; a thread left blocked after a kill ends when the pipe closes.
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let ok = (&mut stdout).take(cap as u64 + 1).read_to_end(&mut out).is_ok();
-        let _ = tx.send((ok, out));
-    });
-    let out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        Ok((true, out)) if out.len() <= cap => out,
-        Ok((true, _)) => {
-            kill(&mut child);
-            return Err(RunFail::TooLong);
-        }
-        Ok((false, _)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-            kill(&mut child);
-            return Err(RunFail::Read);
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            kill(&mut child);
-            return Err(RunFail::Deadline);
-        }
-    };
-    // The pipe closed, so the child is ending: poll its exit briefly, backing off.
-    let mut nap = Duration::from_micros(200);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(Ran { code: status.code(), out }),
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(nap.min(deadline.saturating_duration_since(Instant::now())));
-                nap = (nap * 2).min(Duration::from_millis(20));
-            }
-            Ok(None) => {
-                kill(&mut child);
-                return Err(RunFail::Deadline);
-            }
-            Err(_) => {
-                kill(&mut child);
-                return Err(RunFail::Read);
-            }
-        }
-    }
-}
-
-/// Kills the child's process group (and the child, where groups are not had), then reaps
-/// it, waiting at most [`REAP_WAIT`].
-fn kill(child: &mut Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: kill(2) takes no pointers. The child is not reaped yet, so its pid (and
-        // the group it leads) cannot have been reused.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let until = Instant::now() + REAP_WAIT;
-    while Instant::now() < until {
-        if !matches!(child.try_wait(), Ok(None)) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let finished = crate::child::run(cmd, input, deadline, cap, 0)?;
+    Ok(Ran { code: finished.code, out: finished.out })
 }
 
 #[cfg(test)]

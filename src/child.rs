@@ -1,0 +1,152 @@
+//! One bounded child process: started in a process group of its own, its stdout capped,
+//! its stderr kept up to a bound, killed (with whatever it started) when a deadline
+//! passes. The owed-work reads (`git`, `gh`) and a lane's git (`ledger::worktree`) run
+//! their children through here; each sets its own program, arguments, folder and
+//! environment, and judges the exit code itself.
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long a killed child is waited for, to reap it.
+pub const REAP_WAIT: Duration = Duration::from_millis(500);
+/// The first nap while a child whose stdout closed is polled for its exit (doubling).
+const EXIT_POLL_FIRST: Duration = Duration::from_micros(200);
+/// The longest nap between those polls.
+const EXIT_POLL_MAX: Duration = Duration::from_millis(20);
+
+/// Why a child gave nothing usable.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ChildFail {
+    /// It could not be started.
+    Spawn(String),
+    /// The deadline passed (before it started, or while it ran): it was killed.
+    Deadline,
+    /// It printed more than the cap: it was killed.
+    TooLong,
+    /// Its output could not be read.
+    Read,
+}
+
+/// A finished child: its exit code (None when a signal ended it), its stdout, and the
+/// start of its stderr.
+#[derive(Debug)]
+pub struct Finished {
+    pub code: Option<i32>,
+    pub out: Vec<u8>,
+    pub err: Vec<u8>,
+}
+
+/// Runs `cmd` as set up by the caller (program, arguments, folder, environment). This sets
+/// the rest: stdin closed, or fed `input` and then closed; stdout piped and read up to
+/// `out_cap` bytes (past that the child is killed); stderr kept up to `err_kept` bytes
+/// and the rest drained (discarded unread when `err_kept` is 0); a process group of its
+/// own, so a kill at `deadline` reaches whatever it started.
+pub fn run(mut cmd: Command, input: Option<Vec<u8>>, deadline: Instant, out_cap: usize, err_kept: usize) -> Result<Finished, ChildFail> {
+    if Instant::now() >= deadline {
+        return Err(ChildFail::Deadline);
+    }
+    cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(if err_kept > 0 {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child = cmd.spawn().map_err(|e| ChildFail::Spawn(e.to_string()))?;
+    let Some(mut stdout) = child.stdout.take() else {
+        kill_group(&mut child);
+        return Err(ChildFail::Read);
+    };
+    // The input is written on its own thread, so a child that prints before it has read
+    // everything cannot deadlock against us; the pipe closes when the thread ends.
+    if let Some(input) = input {
+        let Some(mut stdin) = child.stdin.take() else {
+            kill_group(&mut child);
+            return Err(ChildFail::Read);
+        };
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&input);
+        });
+    }
+    // Each pipe is drained on a thread of its own so the deadline holds while the child
+    // prints nothing and a chatty stderr never blocks it; a thread left blocked after a
+    // kill ends when the pipe closes.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let ok = (&mut stdout).take(out_cap as u64 + 1).read_to_end(&mut out).is_ok();
+        let _ = tx.send((ok, out));
+    });
+    let err_rx = child.stderr.take().map(|mut stderr| {
+        let (etx, erx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let _ = (&mut stderr).take(err_kept as u64).read_to_end(&mut kept);
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+            let _ = etx.send(kept);
+        });
+        erx
+    });
+    let out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok((true, out)) if out.len() <= out_cap => out,
+        Ok((true, _)) => {
+            kill_group(&mut child);
+            return Err(ChildFail::TooLong);
+        }
+        Ok((false, _)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            kill_group(&mut child);
+            return Err(ChildFail::Read);
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            kill_group(&mut child);
+            return Err(ChildFail::Deadline);
+        }
+    };
+    // The pipe closed, so the child is ending: poll its exit briefly, backing off.
+    let mut nap = EXIT_POLL_FIRST;
+    let code = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code(),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(nap.min(deadline.saturating_duration_since(Instant::now())));
+                nap = (nap * 2).min(EXIT_POLL_MAX);
+            }
+            Ok(None) => {
+                kill_group(&mut child);
+                return Err(ChildFail::Deadline);
+            }
+            Err(_) => {
+                kill_group(&mut child);
+                return Err(ChildFail::Read);
+            }
+        }
+    };
+    let err =
+        err_rx.map(|erx| erx.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_default()).unwrap_or_default();
+    Ok(Finished { code, out, err })
+}
+
+/// Kills the child's process group (and the child), then reaps it, waiting at most
+/// [`REAP_WAIT`].
+pub fn kill_group(child: &mut Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) takes no pointers. The child is not reaped yet, so its pid (and
+        // the group it leads) cannot have been reused.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let until = Instant::now() + REAP_WAIT;
+    while Instant::now() < until {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}

@@ -579,6 +579,9 @@ impl StorageFile for NoSyncFile {
     fn sync_data(&self) -> io::Result<()> {
         Ok(())
     }
+    fn identity(&self) -> io::Result<Option<abcd::journal::storage::FileId>> {
+        self.0.identity()
+    }
 }
 
 impl Storage for NoSyncDisk {

@@ -97,6 +97,7 @@ impl Storage for MemStorage {
             uid: 0,
             mode: 0o100600,
             len: self.0.len() as u64,
+            id: None,
         }))
     }
     fn list_dir(&self, _: &Path) -> io::Result<Vec<PathBuf>> {

@@ -285,3 +285,60 @@ fn a_journal_whose_creation_lost_its_records_gets_them_back_on_the_next_append()
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("replaced"), "{}", text(&out));
 }
+
+// A long-lived handle keeps its lock file, journal and anchor record open between appends
+// (benchmark 1). These pin what it must still notice.
+
+#[test]
+fn a_long_lived_handle_notices_its_journal_replaced_by_an_older_copy() {
+    let tj = journal_of(0);
+    let j = tj.journal();
+    j.append(event("compaction.recorded", 0), Some(&tj.scope())).unwrap();
+    let older = tj.bytes();
+    for i in 1..4 {
+        j.append(event("compaction.recorded", i), None).unwrap();
+    }
+    // Rolled back by three events, through a rename: the path names another file now.
+    let copy = tj.dir.path().join("older.jsonl");
+    std::fs::write(&copy, &older).unwrap();
+    std::fs::rename(&copy, tj.path()).unwrap();
+    let err = j.append(event("compaction.recorded", 9), None).unwrap_err();
+    assert!(err.to_string().contains("rolled back"), "{err}");
+    assert_eq!(tj.bytes(), older, "nothing was chained onto the older copy");
+}
+
+#[test]
+fn a_long_lived_handle_locks_a_lock_file_recreated_under_it() {
+    let tj = journal_of(0);
+    let j = tj.journal().with_lock_wait(std::time::Duration::from_millis(200));
+    j.append(event("compaction.recorded", 0), Some(&tj.scope())).unwrap();
+    // A person removes the lock file; the next writer creates a new one and holds it.
+    std::fs::remove_file(&tj.paths.lock).unwrap();
+    let _held = JournalLock::acquire(&tj.paths.lock, std::time::Duration::from_secs(1)).unwrap();
+    let before = tj.bytes();
+    let err = j.append(event("compaction.recorded", 1), None).unwrap_err();
+    assert!(err.to_string().contains("not released within"), "the kept, unlinked lock file must not count as the lock: {err}");
+    assert_eq!(tj.bytes(), before);
+}
+
+#[test]
+fn a_long_lived_handle_follows_its_path_when_the_folder_is_moved_and_a_new_journal_made() {
+    let tj = journal_of(0);
+    let j = tj.journal().with_lock_wait(std::time::Duration::from_millis(200));
+    j.append(event("compaction.recorded", 0), Some(&tj.scope())).unwrap();
+    let folder = tj.path().parent().unwrap().to_owned();
+    let moved = tj.dir.path().join("moved");
+    std::fs::rename(&folder, &moved).unwrap();
+    let moved_bytes = std::fs::read(moved.join("journal.jsonl")).unwrap();
+    // Another writer makes a new journal at the old path and holds its lock.
+    tj.journal().append(event("compaction.recorded", 1), Some(&tj.scope())).unwrap();
+    let held = JournalLock::acquire(&tj.paths.lock, std::time::Duration::from_secs(1)).unwrap();
+    let err = j.append(event("compaction.recorded", 2), None).unwrap_err();
+    assert!(err.to_string().contains("not released within"), "the handle must lock the lock at its path: {err}");
+    drop(held);
+    let appended = j.append(event("compaction.recorded", 3), None).unwrap();
+    assert_eq!(appended.seq, 2, "the append lands in the journal its path names now");
+    assert_eq!(std::fs::read(moved.join("journal.jsonl")).unwrap(), moved_bytes, "the moved journal is left alone");
+    let report = scan::scan(RealDisk.open_read(tj.path()).unwrap().as_ref(), StartPoint::GENESIS, |_, _| Ok::<(), ()>(())).unwrap();
+    assert_eq!(report.verdict, Verdict::Clean);
+}

@@ -3,7 +3,24 @@
 //! loom explores every interleaving of submitters, leaders and wake-ups.
 
 mod sync {
+    use loom::sync::MutexGuard;
     pub use loom::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    /// loom's `wait_timeout` never times out, which would hang a leader gathering for
+    /// requests no thread will send. Model the timeout instead: release the lock, let
+    /// every other thread run (loom explores each interleaving of that), then report the
+    /// whole limit as spent, so a gathering leader always goes on to write.
+    pub fn wait_timeout<'a, T>(
+        _cv: &Condvar,
+        mutex: &'a Mutex<T>,
+        guard: MutexGuard<'a, T>,
+        limit: Duration,
+    ) -> (MutexGuard<'a, T>, Duration) {
+        drop(guard);
+        loom::thread::yield_now();
+        (mutex.lock().unwrap(), limit)
+    }
 }
 
 #[path = "../src/journal/group_sync.rs"]
@@ -11,6 +28,9 @@ mod sync {
 mod group_sync;
 
 use group_sync::GroupCommit;
+
+/// Any non-zero wait turns gathering on; the model's `wait_timeout` ignores its length.
+const GATHER_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
 use loom::sync::{Arc, Mutex};
 
 /// Every request is written exactly once, in one batch, and every submitter gets the
@@ -52,7 +72,7 @@ fn run_model_bounded(submitters: u64, max_batch: usize, max_queue: usize, preemp
 }
 
 fn submit(group: &GroupCommit<u64, u64, ()>, written: &Mutex<Vec<Vec<u64>>>, req: u64) -> Result<u64, ()> {
-    group.submit(req, 1, |batch| {
+    group.submit(req, 1, GATHER_WAIT, |batch| {
         written.lock().unwrap().push(batch.clone());
         batch.into_iter().map(|r| Ok(r * 10)).collect()
     })

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::format::Hash;
 use super::scan::Head;
-use super::storage::Storage;
+use super::storage::{Storage, StorageFile};
 
 const RECORD_TAG: &str = "abcd-anchor/v1";
 /// `tag seq offset end hash check\n` with fixed-width numbers.
@@ -31,6 +31,12 @@ pub struct Anchor {
     pub offset: u64,
     pub end: u64,
     pub hash: Hash,
+}
+
+/// An anchor record file a long-lived journal handle keeps open (`store_kept`).
+pub struct KeptAnchor {
+    journal_id: String,
+    file: Box<dyn StorageFile>,
 }
 
 impl From<Head> for Anchor {
@@ -81,6 +87,32 @@ impl AnchorStore {
         f.write_at(encode_record(anchor).as_bytes(), 0)
     }
 
+    /// Like `store`, through the record file `kept` holds while it is this journal's (no
+    /// mkdir, stat, open or close), leaving the file it wrote in `kept` for the next append
+    /// of a long-lived handle. A record a person deleted or moved under a live handle keeps
+    /// being written where it went: the anchor at its path then goes stale or missing, which
+    /// only says less, as after any missed anchor write (and the next handle to open it
+    /// writes it again).
+    pub fn store_kept(&self, storage: &dyn Storage, kept: &mut Option<KeptAnchor>, journal_id: &str, anchor: Anchor) -> io::Result<()> {
+        let record = encode_record(anchor);
+        if let Some(k) = kept.as_ref()
+            && k.journal_id == journal_id
+        {
+            return k.file.write_at(record.as_bytes(), 0);
+        }
+        *kept = None;
+        if !id_is_safe(journal_id) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "journal id is not a safe file name"));
+        }
+        storage.create_dir_all(&self.dir, 0o700)?;
+        let file = storage.open_or_create(&self.record_path(journal_id))?;
+        file.write_at(record.as_bytes(), 0)?;
+        if file.identity()?.is_some() {
+            *kept = Some(KeptAnchor { journal_id: journal_id.to_owned(), file });
+        }
+        Ok(())
+    }
+
     /// The journal id first recorded for a journal path, if any.
     pub fn id_at_path(&self, storage: &dyn Storage, journal_path: &Path) -> io::Result<Option<String>> {
         let path = self.path_index(journal_path);
@@ -107,9 +139,15 @@ fn id_is_safe(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|c| c.is_ascii_hexdigit())
 }
 
+/// The record check's hasher; the context key is derived once (it is written every append).
+fn check_hasher() -> blake3::Hasher {
+    static KEYED: std::sync::LazyLock<blake3::Hasher> = std::sync::LazyLock::new(|| blake3::Hasher::new_derive_key(CHECK_CONTEXT));
+    KEYED.clone()
+}
+
 fn encode_record(a: Anchor) -> String {
     let body = format!("{RECORD_TAG} {:020} {:020} {:020} {}", a.seq, a.offset, a.end, a.hash);
-    let check = blake3::Hasher::new_derive_key(CHECK_CONTEXT).update(body.as_bytes()).finalize().to_hex();
+    let check = check_hasher().update(body.as_bytes()).finalize().to_hex();
     let record = format!("{body} {}\n", &check[..16]);
     debug_assert_eq!(record.len(), RECORD_BYTES);
     record
@@ -119,7 +157,7 @@ fn decode_record(bytes: &[u8]) -> Option<Anchor> {
     let text = std::str::from_utf8(bytes).ok()?;
     let text = text.strip_suffix('\n')?;
     let (body, check) = text.rsplit_once(' ')?;
-    let want = blake3::Hasher::new_derive_key(CHECK_CONTEXT).update(body.as_bytes()).finalize().to_hex();
+    let want = check_hasher().update(body.as_bytes()).finalize().to_hex();
     if check != &want[..16] {
         return None;
     }

@@ -97,7 +97,9 @@ impl<'de> Deserialize<'de> for Hash {
 
 /// The hash of a line's body: everything before `,"hash":"`.
 pub fn hash_body(body: &[u8]) -> Hash {
-    let mut hasher = blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT);
+    // The context key is derived once per process, not once per line.
+    static KEYED: std::sync::LazyLock<blake3::Hasher> = std::sync::LazyLock::new(|| blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT));
+    let mut hasher = KEYED.clone();
     hasher.update(body);
     Hash(*hasher.finalize().as_bytes())
 }
@@ -259,8 +261,9 @@ pub fn encode_line(seq: u64, time: jiff::Timestamp, event: &NewEvent, prev: &Has
     }
     // Assert on the write side of the disk: a line the verifier would refuse (data nested
     // deeper than the parser's limit, say) must never be acknowledged, or the next
-    // appender would take it for a torn tail and cut it.
-    if let Err(fault) = verify_line(&line) {
+    // appender would take it for a torn tail and cut it. The hash was just computed over
+    // these very bytes, so only the rest of the verifier's checks run again.
+    if let Err(fault) = verify_line_hashed(&line, hash) {
         return Err(EncodeError::Unreadable(fault.to_string()));
     }
     Ok((line, hash))
@@ -279,6 +282,21 @@ pub fn verify_line(line: &[u8]) -> Result<Event, LineFault> {
     let body = &content[..content.len() - HASH_SUFFIX_LEN];
     if hash_body(body) != claimed {
         return Err(LineFault::HashMismatch);
+    }
+    verify_line_hashed(line, claimed)
+}
+
+/// `verify_line` for a line whose body is known to hash to `claimed`: every check but
+/// the hash computation.
+fn verify_line_hashed(line: &[u8], claimed: Hash) -> Result<Event, LineFault> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(LineFault::TooLong);
+    }
+    let Some(content) = line.strip_suffix(b"\n") else {
+        return Err(LineFault::NoNewline);
+    };
+    if claimed_hash(content) != Some(claimed) {
+        return Err(LineFault::NoHashSuffix);
     }
     let text = std::str::from_utf8(content).map_err(|_| LineFault::NotUtf8)?;
     let wire: WireEvent = serde_json::from_str(text).map_err(|e| LineFault::NotAnEvent(e.to_string()))?;

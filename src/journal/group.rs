@@ -2,6 +2,8 @@
 //! batched into one write and one sync (group commit, `group_sync`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use super::append::{Appended, Journal, JournalError, MAX_BATCH_EVENTS};
 use super::format::NewEvent;
@@ -11,17 +13,29 @@ use crate::event::Scope;
 
 /// Line bytes beyond `data` an event costs at most (fields, actor, hashes).
 const EVENT_OVERHEAD_BYTES: usize = 1024;
+/// A leader waits for its batch to fill at most this share of the last batch's write time
+/// (1/GATHER_WAIT_DIVISOR): a wait that long costs a lone straggler at most half a sync.
+const GATHER_WAIT_DIVISOR: u32 = 2;
+/// And never longer than this, however slow the disk.
+pub const GATHER_WAIT_MAX: Duration = Duration::from_millis(2);
 
 pub struct SharedJournal {
     journal: Journal,
     create: Option<Scope>,
     group: GroupCommit<NewEvent, Appended, Arc<JournalError>>,
+    /// How long the last batch's write and sync took, in nanoseconds.
+    last_write_nanos: AtomicU64,
 }
 
 impl SharedJournal {
     /// With `create`, a missing journal is created with that scope on the first append.
     pub fn new(journal: Journal, create: Option<Scope>) -> SharedJournal {
-        SharedJournal { journal, create, group: GroupCommit::new(MAX_BATCH_EVENTS, MAX_BATCH_BYTES, GROUP_QUEUE_MAX) }
+        SharedJournal {
+            journal,
+            create,
+            group: GroupCommit::new(MAX_BATCH_EVENTS, MAX_BATCH_BYTES, GROUP_QUEUE_MAX),
+            last_write_nanos: AtomicU64::new(0),
+        }
     }
 
     pub fn journal(&self) -> &Journal {
@@ -31,9 +45,14 @@ impl SharedJournal {
     /// Appends one event; returns once the batch holding it is synced.
     pub fn append(&self, event: NewEvent) -> Result<Appended, Arc<JournalError>> {
         let cost = estimate_line_bytes(&event);
-        self.group.submit(event, cost, |batch| {
+        let last_write = Duration::from_nanos(self.last_write_nanos.load(Ordering::Relaxed));
+        let gather_wait = (last_write / GATHER_WAIT_DIVISOR).min(GATHER_WAIT_MAX);
+        self.group.submit(event, cost, gather_wait, |batch| {
             let n = batch.len();
-            match self.journal.append_batch(&batch, self.create.as_ref()) {
+            let started = Instant::now();
+            let written = self.journal.append_batch(&batch, self.create.as_ref());
+            self.last_write_nanos.store(started.elapsed().as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+            match written {
                 Ok((appended, _)) => appended.into_iter().map(Ok).collect(),
                 Err(e) => {
                     let e = Arc::new(e);

@@ -1,11 +1,12 @@
 //! The writer lock: an exclusive `flock` (fs4) on a lock file beside the journal that is
 //! never removed, so every writer locks the same inode. The wait is bounded; a writer
-//! that times out names the holder's pid, which each holder writes into the lock file.
+//! that times out names the holder's pid, which the kernel lists in `/proc/locks` (so a
+//! holder writes nothing: taking the lock is two system calls, not three).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fs4::FileExt;
@@ -15,8 +16,8 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 /// First pause between tries; doubles up to `LOCK_POLL_MAX`.
 const LOCK_POLL_FIRST: Duration = Duration::from_micros(50);
 const LOCK_POLL_MAX: Duration = Duration::from_millis(20);
-/// The holder's pid record is at most this long.
-const HOLDER_RECORD_MAX_BYTES: u64 = 32;
+/// `/proc/locks` is read this far at most when naming a holder (a line is about 60 bytes).
+const PROC_LOCKS_READ_MAX: u64 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -28,58 +29,115 @@ pub enum LockError {
 
 /// Held while this value lives; dropping it unlocks.
 pub struct JournalLock {
-    file: File,
+    file: Arc<File>,
+}
+
+/// A lock file a long-lived journal handle keeps open between appends. It is locked only
+/// while it still has a name (the lock file is never removed, but a person can, and two
+/// writers locking two inodes would both "hold" the lock); the journal handle also drops
+/// it whenever the journal's path names another file than the one it kept (a folder moved
+/// or replaced).
+pub struct KeptLockFile {
+    file: Arc<File>,
 }
 
 impl JournalLock {
     pub fn acquire(path: &Path, wait: Duration) -> Result<JournalLock, LockError> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|source| LockError::Open { path: path.to_owned(), source })?;
-        let started = Instant::now();
-        let mut pause = LOCK_POLL_FIRST;
-        loop {
-            match FileExt::try_lock(&file) {
-                Ok(()) => break,
-                Err(fs4::TryLockError::WouldBlock) => {}
-                Err(fs4::TryLockError::Error(source)) => return Err(LockError::Open { path: path.to_owned(), source }),
+        let file = Arc::new(open_lock_file(path)?);
+        wait_for(&file, path, wait)?;
+        Ok(JournalLock { file })
+    }
+
+    /// Like `acquire`, reusing the lock file `kept` holds while its path still names it,
+    /// and leaving the file it locked in `kept` for next time. Saves an open and a close
+    /// per append for a handle that appends many times.
+    pub fn acquire_kept(kept: &mut Option<KeptLockFile>, path: &Path, wait: Duration) -> Result<JournalLock, LockError> {
+        if let Some(k) = kept.take() {
+            wait_for(&k.file, path, wait)?;
+            // An fstat, not a stat of the path: no path walk on every append.
+            if k.file.metadata().is_ok_and(|m| m.nlink() > 0) {
+                let lock = JournalLock { file: k.file.clone() };
+                *kept = Some(k);
+                return Ok(lock);
             }
-            if started.elapsed() >= wait {
-                let holder = read_holder(&mut file).map_or("another process".to_string(), |pid| format!("pid {pid}"));
-                return Err(LockError::Timeout { path: path.to_owned(), holder, waited_ms: started.elapsed().as_millis() });
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(LOCK_POLL_MAX);
+            // Unlinked (or renamed over): this lock excludes nobody. Drop it (the unlock
+            // comes with the close) and lock what the path names.
         }
-        // Best effort: the pid only improves a timeout message, so a failure is not fatal.
-        let _ = write_holder(&mut file);
+        let file = Arc::new(open_lock_file(path)?);
+        wait_for(&file, path, wait)?;
+        *kept = Some(KeptLockFile { file: file.clone() });
         Ok(JournalLock { file })
     }
 }
 
+fn open_lock_file(path: &Path) -> Result<File, LockError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|source| LockError::Open { path: path.to_owned(), source })
+}
+
+/// Takes the exclusive lock on `file`, polling with a growing pause for at most `wait`,
+/// then records this process as the holder.
+fn wait_for(file: &File, path: &Path, wait: Duration) -> Result<(), LockError> {
+    let started = Instant::now();
+    let mut pause = LOCK_POLL_FIRST;
+    loop {
+        match FileExt::try_lock(file) {
+            Ok(()) => break,
+            Err(fs4::TryLockError::WouldBlock) => {}
+            Err(fs4::TryLockError::Error(source)) => return Err(LockError::Open { path: path.to_owned(), source }),
+        }
+        if started.elapsed() >= wait {
+            let holder = holder_pid(file).map_or("another process".to_string(), |pid| format!("pid {pid}"));
+            return Err(LockError::Timeout { path: path.to_owned(), holder, waited_ms: started.elapsed().as_millis() });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(LOCK_POLL_MAX);
+    }
+    Ok(())
+}
+
 impl Drop for JournalLock {
     fn drop(&mut self) {
-        let _ = FileExt::unlock(&self.file);
+        let _ = FileExt::unlock(&*self.file);
     }
 }
 
-fn write_holder(file: &mut File) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt as _;
-    let record = format!("{:<20}\n", std::process::id());
-    file.write_all_at(record.as_bytes(), 0)
+/// The pid holding the `flock` on `file`, from `/proc/locks` (`1: FLOCK ADVISORY WRITE
+/// <pid> <major>:<minor>:<inode> 0 EOF`; lines of waiters start `->` and are skipped).
+/// `None` when it cannot be told; it only improves a message.
+fn holder_pid(file: &File) -> Option<u32> {
+    use std::io::Read;
+    let m = file.metadata().ok()?;
+    let mut text = String::new();
+    File::open("/proc/locks").ok()?.take(PROC_LOCKS_READ_MAX).read_to_string(&mut text).ok()?;
+    holder_in_proc_locks(&text, libc::major(m.dev()), libc::minor(m.dev()), m.ino())
 }
 
-fn read_holder(file: &mut File) -> Option<u32> {
-    let mut text = String::new();
-    file.seek(SeekFrom::Start(0)).ok()?;
-    file.take(HOLDER_RECORD_MAX_BYTES).read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
+fn holder_in_proc_locks(text: &str, major: u32, minor: u32, ino: u64) -> Option<u32> {
+    let exact = format!("{major:02x}:{minor:02x}:{ino}");
+    let same_inode = format!(":{ino}");
+    let mut fallback = None;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // `N: FLOCK ADVISORY WRITE pid dev:ino start end`; a waiter has `->` after `N:`.
+        let [_, "FLOCK", _, _, pid, file, ..] = fields[..] else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if file == exact {
+            return Some(pid);
+        }
+        // Some file systems report another device number there than `stat` does.
+        if fallback.is_none() && file.ends_with(&same_inode) {
+            fallback = Some(pid);
+        }
+    }
+    fallback
 }
 
 #[cfg(test)]
@@ -98,6 +156,19 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(100));
         let text = err.to_string();
         assert!(text.contains(&format!("pid {}", std::process::id())), "{text}");
+    }
+
+    #[test]
+    fn the_holder_is_read_from_proc_locks_by_device_and_inode() {
+        let text = "1: FLOCK  ADVISORY  WRITE 4242 fe:00:10010775 0 EOF\n\
+                    1: -> FLOCK  ADVISORY  WRITE 77 fe:00:10010775 0 EOF\n\
+                    2: POSIX  ADVISORY  WRITE 99 fe:00:555 0 EOF\n\
+                    3: FLOCK  ADVISORY  WRITE 31 08:01:555 0 EOF\n";
+        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 10010775), Some(4242));
+        assert_eq!(holder_in_proc_locks(text, 8, 1, 555), Some(31), "the POSIX lock on the same inode is not a flock");
+        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 555), Some(31), "same inode, another device number: the fallback");
+        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 1), None);
+        assert_eq!(holder_in_proc_locks("", 0xfe, 0, 1), None);
     }
 
     #[test]

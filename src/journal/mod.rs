@@ -21,7 +21,22 @@ pub mod verify;
 
 /// The primitives `group_sync` is written against; loom's in the model test.
 pub(crate) mod sync {
+    use std::sync::MutexGuard;
     pub use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// Waits on `cv` (paired with `_mutex`) for at most `limit`; returns the guard and how
+    /// long it waited.
+    pub fn wait_timeout<'a, T>(
+        cv: &Condvar,
+        _mutex: &'a Mutex<T>,
+        guard: MutexGuard<'a, T>,
+        limit: Duration,
+    ) -> (MutexGuard<'a, T>, Duration) {
+        let started = Instant::now();
+        let (guard, _) = cv.wait_timeout(guard, limit).unwrap_or_else(|e| e.into_inner());
+        (guard, started.elapsed())
+    }
 }
 
 pub use append::{Appended, Journal, JournalError, JournalPaths};

@@ -47,7 +47,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::storage::{FileFacts, SharedStorage, Storage, StorageFile};
+use super::storage::{FileFacts, FileId, SharedStorage, Storage, StorageFile};
 
 /// The trace keeps this many most recent lines.
 const TRACE_LINES_MAX: usize = 400;
@@ -937,8 +937,9 @@ impl Storage for SimDisk {
                 uid,
                 mode: 0o100_600,
                 len: st.inodes[&ino].current.len() as u64,
+                id: Some(FileId { dev: 0, ino }),
             },
-            Entry::Dir => FileFacts { is_file: false, is_dir: true, is_symlink: false, uid, mode: 0o040_700, len: 4096 },
+            Entry::Dir => FileFacts { is_file: false, is_dir: true, is_symlink: false, uid, mode: 0o040_700, len: 4096, id: None },
         }))
     }
 
@@ -1022,6 +1023,17 @@ impl StorageFile for SimFile {
 
     fn sync_data(&self) -> io::Result<()> {
         self.shared.lock().sync_data(self.ino, &self.path, &self.mount)
+    }
+
+    fn identity(&self) -> io::Result<Option<FileId>> {
+        self.shared.lock().check_on(&self.mount)?;
+        Ok(Some(FileId { dev: 0, ino: self.ino }))
+    }
+
+    fn is_linked(&self) -> io::Result<bool> {
+        let st = self.shared.lock();
+        st.check_on(&self.mount)?;
+        Ok(st.dirs.values().any(|d| d.current.values().any(|e| *e == Entry::File(self.ino))))
     }
 }
 

@@ -24,6 +24,23 @@ pub trait StorageFile: Send + Sync {
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// `fdatasync`: data and the size needed to read it back.
     fn sync_data(&self) -> io::Result<()>;
+    /// Which file this is, so a handle kept open can tell whether its path still names
+    /// it; `None` (the default) when the storage cannot say, and then nothing is kept open.
+    fn identity(&self) -> io::Result<Option<FileId>> {
+        Ok(None)
+    }
+    /// Whether the file still has a name in some folder (false once unlinked or renamed
+    /// over). Only asked of files whose `identity` is known; true by default.
+    fn is_linked(&self) -> io::Result<bool> {
+        Ok(true)
+    }
+}
+
+/// A file's identity on its storage (device and inode on a real disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
 }
 
 /// What the journal needs to know about a path before it trusts it.
@@ -35,6 +52,8 @@ pub struct FileFacts {
     pub uid: u32,
     pub mode: u32,
     pub len: u64,
+    /// `None` when the storage cannot say (see [`StorageFile::identity`]).
+    pub id: Option<FileId>,
 }
 
 pub trait Storage: Send + Sync {
@@ -114,6 +133,13 @@ impl StorageFile for RealFile {
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
     }
+    fn identity(&self) -> io::Result<Option<FileId>> {
+        let m = self.0.metadata()?;
+        Ok(Some(FileId { dev: m.dev(), ino: m.ino() }))
+    }
+    fn is_linked(&self) -> io::Result<bool> {
+        Ok(self.0.metadata()?.nlink() > 0)
+    }
 }
 
 trait WriteAtEnd {
@@ -164,6 +190,7 @@ impl Storage for RealDisk {
                 uid: m.uid(),
                 mode: m.mode(),
                 len: m.len(),
+                id: Some(FileId { dev: m.dev(), ino: m.ino() }),
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),

@@ -3,8 +3,13 @@
 //! loom explores every interleaving of submitters, leaders and wake-ups.
 
 mod sync {
+    pub use loom::thread::ThreadId;
+
+    pub fn current_thread() -> ThreadId {
+        loom::thread::current().id()
+    }
     use loom::sync::MutexGuard;
-    pub use loom::sync::{Condvar, Mutex};
+    pub use loom::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
 
     /// loom's `wait_timeout` never times out, which would hang a leader gathering for

@@ -13,9 +13,12 @@ use crate::event::Scope;
 
 /// Line bytes beyond `data` an event costs at most (fields, actor, hashes).
 const EVENT_OVERHEAD_BYTES: usize = 1024;
-/// A leader waits for its batch to fill at most this share of the last batch's write time
-/// (1/GATHER_WAIT_DIVISOR): a wait that long costs a lone straggler at most half a sync.
-const GATHER_WAIT_DIVISOR: u32 = 2;
+/// A leader waits for its batch to fill at most the last batch's write time divided by
+/// this: the threads it waits for need a few context switches each to come back, and on a
+/// 2-CPU machine with a fast disk that took most of a sync (half a sync made batches of
+/// about 10 from 16 threads instead of 16). A straggler that never comes back costs one
+/// such wait.
+const GATHER_WAIT_DIVISOR: u32 = 1;
 /// And never longer than this, however slow the disk.
 pub const GATHER_WAIT_MAX: Duration = Duration::from_millis(2);
 

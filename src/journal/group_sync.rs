@@ -1,46 +1,91 @@
 //! Group commit's synchronization, apart from any I/O so loom can model it: threads
 //! queue requests; whoever finds no leader becomes one, takes a bounded batch off the
-//! queue, writes it with one sync outside the lock, posts each result, and wakes the rest.
-//! This file uses only `super::sync`, so `tests/loom_group_commit.rs` compiles the same
-//! source against loom's primitives.
+//! queue, writes it with one sync outside the lock, and hands each request's result to
+//! its own slot, waking only that request's thread. This file uses only `super::sync`, so
+//! `tests/loom_group_commit.rs` compiles the same source against loom's primitives.
 //!
-//! A leader that finds fewer requests queued than there are threads inside `submit` first
-//! waits a little for the rest (bounded by the caller's `gather_wait`, a fraction of the
-//! last batch's write time). Those threads were just handed their results and are about to
-//! submit again; without the wait the first of them leads a small batch while the others
-//! queue behind its sync, and the writers split into two groups that take turns, each
-//! batch half the size it could be (PostgreSQL's `commit_delay` idea).
+//! Why a slot per request: on a 2-CPU machine, waking every waiter on one condition
+//! variable to let each look for its result under one mutex costs more context switches
+//! than the sync it saves (a herd of 16 threads queueing on that mutex). A waiter sleeps on
+//! its own slot, and a returning thread never touches the shared state again.
+//!
+//! A leader first waits a little (bounded by the caller's `gather_wait`, a fraction of the
+//! last batch's write time) until every thread whose request was in the last batch has
+//! queued again. Those threads were just handed their results and are about to submit
+//! again; without the wait the first of them leads a small batch while the others queue
+//! behind its sync, and the writers split into two groups that take turns, each batch half
+//! the size it could be (PostgreSQL's `commit_delay` idea). A thread that does not come
+//! back costs one wait; the next batch no longer counts it.
+//!
+//! When a leader stops (its rounds done or the queue empty) with requests still queued, it
+//! hands leadership to the thread of the first of them, so there is always exactly one
+//! leader while anything is queued.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::sync::{Condvar, Mutex, wait_timeout};
+use super::sync::{Arc, Condvar, Mutex, ThreadId, current_thread, wait_timeout};
 
 /// The most requests waiting at once; a submitter past it waits (back-pressure).
 pub const GROUP_QUEUE_MAX: usize = 4096;
-/// Batches one leader writes in a row before it returns to its own caller.
-pub const LEADER_ROUNDS_MAX: usize = 8;
 
 pub struct GroupCommit<Req, Out, Err> {
     state: Mutex<State<Req, Out, Err>>,
-    wake: Condvar,
-    /// Signalled when a request is queued while a leader gathers.
+    /// Signalled when the queue fills while a leader gathers.
     queued: Condvar,
+    /// Signalled when a full queue gets room.
+    room: Condvar,
     max_batch: usize,
     max_batch_cost: usize,
     max_queue: usize,
 }
 
 struct State<Req, Out, Err> {
-    queue: VecDeque<(u64, usize, Req)>,
-    next_ticket: u64,
+    queue: VecDeque<Queued<Req, Out, Err>>,
+    /// A leader is running, or leadership was handed to a queued request's thread.
     leader_active: bool,
     leader_panicked: bool,
     /// A leader is waiting for its batch to fill (`queued` wakes it).
     gathering: bool,
-    /// Threads inside `submit`: queued, being written, or holding a result not yet taken.
-    inside: usize,
-    results: HashMap<u64, Result<Out, Err>>,
+    /// The slots of the batch being written, to wake if the write panics.
+    in_flight: Vec<Arc<Slot<Out, Err>>>,
+    /// The threads whose requests the last batch held (a thread has one request at a time).
+    last_batch: Vec<ThreadId>,
+    /// How many of them have queued a request since.
+    returned: usize,
+}
+
+struct Queued<Req, Out, Err> {
+    thread: ThreadId,
+    cost: usize,
+    req: Req,
+    slot: Arc<Slot<Out, Err>>,
+}
+
+/// Where one request's thread waits for what happens to its request.
+struct Slot<Out, Err> {
+    news: Mutex<News<Out, Err>>,
+    ready: Condvar,
+}
+
+enum News<Out, Err> {
+    Waiting,
+    /// Leadership was handed to this thread.
+    Lead,
+    Done(Result<Out, Err>),
+    LeaderPanicked,
+}
+
+impl<Out, Err> Slot<Out, Err> {
+    fn new() -> Slot<Out, Err> {
+        Slot { news: Mutex::new(News::Waiting), ready: Condvar::new() }
+    }
+
+    fn tell(&self, news: News<Out, Err>) {
+        let mut n = self.news.lock().unwrap_or_else(|e| e.into_inner());
+        *n = news;
+        self.ready.notify_one();
+    }
 }
 
 impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
@@ -51,15 +96,15 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         GroupCommit {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
-                next_ticket: 0,
                 leader_active: false,
                 leader_panicked: false,
                 gathering: false,
-                inside: 0,
-                results: HashMap::new(),
+                in_flight: Vec::new(),
+                last_batch: Vec::new(),
+                returned: 0,
             }),
-            wake: Condvar::new(),
             queued: Condvar::new(),
+            room: Condvar::new(),
             max_batch,
             max_batch_cost,
             max_queue,
@@ -76,78 +121,100 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         gather_wait: Duration,
         mut write_batch: impl FnMut(Vec<Req>) -> Vec<Result<Out, Err>>,
     ) -> Result<Out, Err> {
+        let slot = Arc::new(Slot::new());
+        let thread = current_thread();
         let mut state = self.state.lock().unwrap();
+        assert!(!state.leader_panicked, "the group commit leader panicked");
         while state.queue.len() >= self.max_queue {
-            state = self.wake.wait(state).unwrap();
-        }
-        let ticket = state.next_ticket;
-        state.next_ticket += 1;
-        state.queue.push_back((ticket, cost, req));
-        state.inside += 1;
-        self.wake_gatherer_if_full(&state);
-        loop {
+            state = self.room.wait(state).unwrap();
             assert!(!state.leader_panicked, "the group commit leader panicked");
-            if let Some(result) = state.results.remove(&ticket) {
-                state.inside -= 1;
-                self.wake_gatherer_if_full(&state);
-                return result;
+        }
+        state.queue.push_back(Queued { thread, cost, req, slot: slot.clone() });
+        if state.last_batch.contains(&thread) {
+            state.returned += 1;
+        }
+        self.wake_gatherer_if_full(&state);
+        let mut lead = !state.leader_active;
+        state.leader_active = true;
+        drop(state);
+        loop {
+            if lead {
+                self.lead(gather_wait, &mut write_batch);
             }
-            if state.leader_active {
-                state = self.wake.wait(state).unwrap();
-                continue;
-            }
-            state.leader_active = true;
-            // Gather: wait (bounded) until every thread inside has queued again.
-            if !gather_wait.is_zero() && !self.batch_is_full(&state) {
-                state.gathering = true;
-                let mut waited = Duration::ZERO;
-                while !self.batch_is_full(&state) && waited < gather_wait {
-                    let (next, slept) = wait_timeout(&self.queued, &self.state, state, gather_wait - waited);
-                    state = next;
-                    waited += slept;
-                }
-                state.gathering = false;
-            }
-            // The leader keeps serving while requests wait (up to a bound), so the ones
-            // that queued during its sync go out together in the next batch instead of
-            // each new arrival leading a batch of one.
-            for _round in 0..LEADER_ROUNDS_MAX {
-                let mut tickets = Vec::new();
-                let mut batch = Vec::new();
-                let mut total = 0usize;
-                while let Some(&(_, c, _)) = state.queue.front() {
-                    if !batch.is_empty() && (batch.len() == self.max_batch || total + c > self.max_batch_cost) {
+            let mut news = slot.news.lock().unwrap();
+            loop {
+                match std::mem::replace(&mut *news, News::Waiting) {
+                    News::Waiting => news = slot.ready.wait(news).unwrap(),
+                    News::Lead => {
+                        lead = true;
                         break;
                     }
-                    let (t, c, r) = state.queue.pop_front().expect("front exists");
-                    tickets.push(t);
-                    batch.push(r);
-                    total += c;
-                }
-                drop(state);
-                let guard = LeaderGuard { group: self, armed: true };
-                let outs = write_batch(batch);
-                assert_eq!(outs.len(), tickets.len(), "one result per request");
-                guard.disarm();
-                state = self.state.lock().unwrap();
-                for (t, out) in tickets.into_iter().zip(outs) {
-                    state.results.insert(t, out);
-                }
-                self.wake.notify_all();
-                if state.queue.is_empty() {
-                    break;
+                    News::Done(result) => return result,
+                    News::LeaderPanicked => panic!("the group commit leader panicked"),
                 }
             }
-            state.leader_active = false;
-            self.wake.notify_all();
         }
     }
-}
 
-impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
-    /// Whether a batch taken now would hold every thread inside (or the most a batch can).
+    /// Leads: gathers, writes one batch (its own request first in it), and hands
+    /// leadership to the thread of the first request still queued, if any. One batch per
+    /// leader, so no thread is kept from its own next request while it writes others'; and
+    /// the thread woken to lead would have been woken for its result anyway.
+    fn lead(&self, gather_wait: Duration, write_batch: &mut impl FnMut(Vec<Req>) -> Vec<Result<Out, Err>>) {
+        let mut state = self.state.lock().unwrap();
+        debug_assert!(state.leader_active && !state.queue.is_empty(), "a leader starts with something to write");
+        if !gather_wait.is_zero() && !self.batch_is_full(&state) {
+            state.gathering = true;
+            let mut waited = Duration::ZERO;
+            while !self.batch_is_full(&state) && waited < gather_wait {
+                let (next, slept) = wait_timeout(&self.queued, &self.state, state, gather_wait - waited);
+                state = next;
+                waited += slept;
+            }
+            state.gathering = false;
+        }
+        let was_full = state.queue.len() >= self.max_queue;
+        let mut batch = Vec::new();
+        let mut slots = Vec::new();
+        let mut threads = Vec::new();
+        let mut total = 0usize;
+        while let Some(front) = state.queue.front() {
+            if !batch.is_empty() && (batch.len() == self.max_batch || total + front.cost > self.max_batch_cost) {
+                break;
+            }
+            let q = state.queue.pop_front().expect("front exists");
+            total += q.cost;
+            batch.push(q.req);
+            slots.push(q.slot);
+            threads.push(q.thread);
+        }
+        // Anything still queued came from other threads (one request per thread).
+        state.last_batch = threads;
+        state.returned = 0;
+        if was_full {
+            self.room.notify_all();
+        }
+        state.in_flight = slots.clone();
+        drop(state);
+        let guard = LeaderGuard { group: self, armed: true };
+        let outs = write_batch(batch);
+        assert_eq!(outs.len(), slots.len(), "one result per request");
+        guard.disarm();
+        let mut state = self.state.lock().unwrap();
+        state.in_flight.clear();
+        match state.queue.front() {
+            Some(next) => next.slot.tell(News::Lead),
+            None => state.leader_active = false,
+        }
+        drop(state);
+        for (slot, out) in slots.iter().zip(outs) {
+            slot.tell(News::Done(out));
+        }
+    }
+
+    /// Whether every thread of the last batch has queued again (or a batch is full).
     fn batch_is_full(&self, state: &State<Req, Out, Err>) -> bool {
-        state.queue.len() >= state.inside.min(self.max_batch)
+        state.returned >= state.last_batch.len() || state.queue.len() >= self.max_batch
     }
 
     fn wake_gatherer_if_full(&self, state: &State<Req, Out, Err>) {
@@ -157,7 +224,7 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
     }
 }
 
-/// Wakes every waiter if the leader's write panics, so none waits forever.
+/// Tells every waiting thread if the leader's write panics, so none waits forever.
 struct LeaderGuard<'a, Req, Out, Err> {
     group: &'a GroupCommit<Req, Out, Err>,
     armed: bool,
@@ -178,7 +245,65 @@ impl<Req, Out, Err> Drop for LeaderGuard<'_, Req, Out, Err> {
             };
             state.leader_panicked = true;
             state.leader_active = false;
-            self.group.wake.notify_all();
+            let state = &mut *state;
+            for slot in state.in_flight.drain(..).chain(state.queue.drain(..).map(|q| q.slot)) {
+                slot.tell(News::LeaderPanicked);
+            }
+            self.group.room.notify_all();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex as StdMutex;
+    use std::time::Instant;
+
+    fn record(batches: &StdMutex<Vec<Vec<u32>>>, pause: Duration) -> impl FnMut(Vec<u32>) -> Vec<Result<u32, ()>> + '_ {
+        move |batch: Vec<u32>| {
+            std::thread::sleep(pause);
+            batches.lock().unwrap().push(batch.clone());
+            batch.into_iter().map(Ok).collect()
+        }
+    }
+
+    #[test]
+    fn a_lone_submitter_never_waits_to_gather() {
+        let group = GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64);
+        let batches = StdMutex::new(Vec::new());
+        let started = Instant::now();
+        for i in 0..50 {
+            assert_eq!(group.submit(i, 1, Duration::from_secs(1), record(&batches, Duration::ZERO)), Ok(i));
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "no submit waited for the 1 s gather: {:?}", started.elapsed());
+        assert_eq!(batches.lock().unwrap().len(), 50);
+    }
+
+    #[test]
+    fn a_thread_that_stops_submitting_costs_one_bounded_wait_then_is_forgotten() {
+        const GATHER: Duration = Duration::from_millis(300);
+        let group = GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64);
+        let batches = StdMutex::new(Vec::new());
+        std::thread::scope(|s| {
+            // A leads batch [1] and holds it for 100 ms, long enough for B to queue 2.
+            let a = s.spawn(|| group.submit(1, 1, GATHER, record(&batches, Duration::from_millis(100))));
+            std::thread::sleep(Duration::from_millis(30));
+            let b = s.spawn(|| group.submit(2, 1, GATHER, record(&batches, Duration::ZERO)));
+            assert_eq!(a.join().unwrap(), Ok(1));
+            assert_eq!(b.join().unwrap(), Ok(2));
+        });
+        // B (which wrote the last batch) never submits again; this thread's next request
+        // waits for it once, at most the gather bound, and the one after does not wait.
+        let last_writer_gone = Instant::now();
+        assert_eq!(group.submit(3, 1, GATHER, record(&batches, Duration::ZERO)), Ok(3));
+        let first = last_writer_gone.elapsed();
+        let again = Instant::now();
+        assert_eq!(group.submit(4, 1, GATHER, record(&batches, Duration::ZERO)), Ok(4));
+        let second = again.elapsed();
+        assert!(first < GATHER + Duration::from_millis(250), "bounded by the gather wait: {first:?}");
+        assert!(second < GATHER / 2, "the thread that left is no longer waited for: {second:?}");
+        let all: Vec<u32> = batches.lock().unwrap().iter().flatten().copied().collect();
+        assert_eq!(all.len(), 4, "each request written once: {all:?}");
     }
 }

@@ -22,7 +22,12 @@ pub mod verify;
 /// The primitives `group_sync` is written against; loom's in the model test.
 pub(crate) mod sync {
     use std::sync::MutexGuard;
-    pub use std::sync::{Condvar, Mutex};
+    pub use std::sync::{Arc, Condvar, Mutex};
+    pub use std::thread::ThreadId;
+
+    pub fn current_thread() -> ThreadId {
+        std::thread::current().id()
+    }
     use std::time::{Duration, Instant};
 
     /// Waits on `cv` (paired with `_mutex`) for at most `limit`; returns the guard and how

@@ -9,10 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use abcd::journal::group::SharedJournal;
+use abcd::journal::group_sync::GroupCommit;
 use abcd::journal::scan::{self, StartPoint, Verdict};
 use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
 use abcd::journal::{Journal, JournalError};
 use common::{TempJournal, event};
+use std::sync::Mutex as StdMutex;
+use std::time::{Duration, Instant};
 
 /// The real disk, counting data syncs, and able to fail them on demand.
 struct CountingDisk {
@@ -150,4 +153,52 @@ fn a_failed_sync_fails_the_append_and_every_later_one_on_that_journal() {
     assert!(matches!(*err, JournalError::Poisoned { .. }), "{err}");
     let err = tj.journal().append(event("compaction.recorded", 3), None).unwrap_err();
     assert!(matches!(err, JournalError::Poisoned { .. }), "{err}");
+}
+
+// The gather of group_sync with real threads and real time (the loom model cannot time out).
+fn record(batches: &StdMutex<Vec<Vec<u32>>>, pause: Duration) -> impl FnMut(Vec<u32>) -> Vec<Result<u32, ()>> + '_ {
+    move |batch: Vec<u32>| {
+        std::thread::sleep(pause);
+        batches.lock().unwrap().push(batch.clone());
+        batch.into_iter().map(Ok).collect()
+    }
+}
+
+#[test]
+fn a_lone_submitter_never_waits_to_gather() {
+    let group = GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64);
+    let batches = StdMutex::new(Vec::new());
+    let started = Instant::now();
+    for i in 0..50 {
+        assert_eq!(group.submit(i, 1, Duration::from_secs(1), record(&batches, Duration::ZERO)), Ok(i));
+    }
+    assert!(started.elapsed() < Duration::from_secs(1), "no submit waited for the 1 s gather: {:?}", started.elapsed());
+    assert_eq!(batches.lock().unwrap().len(), 50);
+}
+
+#[test]
+fn a_thread_that_stops_submitting_costs_one_bounded_wait_then_is_forgotten() {
+    const GATHER: Duration = Duration::from_millis(300);
+    let group = GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64);
+    let batches = StdMutex::new(Vec::new());
+    std::thread::scope(|s| {
+        // A leads batch [1] and holds it for 100 ms, long enough for B to queue 2.
+        let a = s.spawn(|| group.submit(1, 1, GATHER, record(&batches, Duration::from_millis(100))));
+        std::thread::sleep(Duration::from_millis(30));
+        let b = s.spawn(|| group.submit(2, 1, GATHER, record(&batches, Duration::ZERO)));
+        assert_eq!(a.join().unwrap(), Ok(1));
+        assert_eq!(b.join().unwrap(), Ok(2));
+    });
+    // B (which wrote the last batch) never submits again; this thread's next request
+    // waits for it once, at most the gather bound, and the one after does not wait.
+    let last_writer_gone = Instant::now();
+    assert_eq!(group.submit(3, 1, GATHER, record(&batches, Duration::ZERO)), Ok(3));
+    let first = last_writer_gone.elapsed();
+    let again = Instant::now();
+    assert_eq!(group.submit(4, 1, GATHER, record(&batches, Duration::ZERO)), Ok(4));
+    let second = again.elapsed();
+    assert!(first < GATHER + Duration::from_millis(250), "bounded by the gather wait: {first:?}");
+    assert!(second < GATHER / 2, "the thread that left is no longer waited for: {second:?}");
+    let all: Vec<u32> = batches.lock().unwrap().iter().flatten().copied().collect();
+    assert_eq!(all.len(), 4, "each request written once: {all:?}");
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::anchor::{Anchor, AnchorStore, KeptAnchor};
-use super::format::{self, EncodeError, Hash, MAX_LINE_BYTES, NewEvent};
+use super::format::{self, EncodeError, Hash, MAX_LINE_BYTES, NewEvent, PreEncoded};
 use super::lock::{JournalLock, KeptLockFile, LOCK_WAIT, LockError};
 use super::safety;
 use super::scan::{self, Corruption, Head, MAX_BATCH_BYTES, Tail, TornTail};
@@ -188,6 +188,16 @@ impl Journal {
     /// Appends `events` as one durable batch. With `create`, a missing or empty journal
     /// is created with that scope first.
     pub fn append_batch(&self, events: &[NewEvent], create: Option<&Scope>) -> Result<(Vec<Appended>, AppendNotes), JournalError> {
+        if events.is_empty() || events.len() > MAX_BATCH_EVENTS {
+            return Err(JournalError::BatchTooLarge);
+        }
+        let encoded = events.iter().map(format::pre_encode).collect::<Result<Vec<_>, _>>()?;
+        self.append_pre_encoded(&encoded, create)
+    }
+
+    /// `append_batch` for events already serialized and checked (`format::pre_encode`),
+    /// as group commit's submitters hand them over.
+    pub fn append_pre_encoded(&self, events: &[PreEncoded], create: Option<&Scope>) -> Result<(Vec<Appended>, AppendNotes), JournalError> {
         if events.is_empty() || events.len() > MAX_BATCH_EVENTS {
             return Err(JournalError::BatchTooLarge);
         }
@@ -489,7 +499,8 @@ impl Journal {
         journal_id: &str,
         events: &[NewEvent],
     ) -> Result<Vec<Appended>, JournalError> {
-        self.append_locked_with(file, head, journal_id, events, None)
+        let encoded = events.iter().map(format::pre_encode).collect::<Result<Vec<_>, _>>()?;
+        self.append_locked_with(file, head, journal_id, &encoded, None)
     }
 
     fn append_locked_with(
@@ -497,7 +508,7 @@ impl Journal {
         file: &dyn StorageFile,
         head: Head,
         journal_id: &str,
-        events: &[NewEvent],
+        events: &[PreEncoded],
         kept_anchor: Option<&mut Option<KeptAnchor>>,
     ) -> Result<Vec<Appended>, JournalError> {
         let path = &self.paths.journal;
@@ -507,7 +518,7 @@ impl Journal {
         let (mut seq, mut prev, mut offset) = (head.seq, head.hash, head.end);
         for event in events {
             seq += 1;
-            let (line, hash) = format::encode_line(seq, time, event, &prev)?;
+            let (line, hash) = format::encode_pre_encoded(seq, time, event, &prev);
             let end = offset + line.len() as u64;
             appended.push(Appended { seq, hash, offset, end });
             buf.extend_from_slice(&line);

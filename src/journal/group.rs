@@ -6,13 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::append::{Appended, Journal, JournalError, MAX_BATCH_EVENTS};
-use super::format::NewEvent;
+use super::format::{self, NewEvent, PreEncoded};
 use super::group_sync::{GROUP_QUEUE_MAX, GroupCommit};
 use super::scan::MAX_BATCH_BYTES;
 use crate::event::Scope;
 
-/// Line bytes beyond `data` an event costs at most (fields, actor, hashes).
-const EVENT_OVERHEAD_BYTES: usize = 1024;
 /// A leader waits for its batch to fill at most the last batch's write time divided by
 /// this: the threads it waits for need a few context switches each to come back, and on a
 /// 2-CPU machine with a fast disk that took most of a sync (half a sync made batches of
@@ -25,7 +23,7 @@ pub const GATHER_WAIT_MAX: Duration = Duration::from_millis(2);
 pub struct SharedJournal {
     journal: Journal,
     create: Option<Scope>,
-    group: GroupCommit<NewEvent, Appended, Arc<JournalError>>,
+    group: GroupCommit<PreEncoded, Appended, Arc<JournalError>>,
     /// How long the last batch's write and sync took, in nanoseconds.
     last_write_nanos: AtomicU64,
 }
@@ -47,13 +45,16 @@ impl SharedJournal {
 
     /// Appends one event; returns once the batch holding it is synced.
     pub fn append(&self, event: NewEvent) -> Result<Appended, Arc<JournalError>> {
-        let cost = estimate_line_bytes(&event);
+        // Serialized and checked here, by the submitting thread, in parallel with the others
+        // and with the batch being synced: the leader only frames it.
+        let event = format::pre_encode(&event).map_err(|e| Arc::new(JournalError::Encode(e)))?;
+        let cost = event.line_bytes_max();
         let last_write = Duration::from_nanos(self.last_write_nanos.load(Ordering::Relaxed));
         let gather_wait = (last_write / GATHER_WAIT_DIVISOR).min(GATHER_WAIT_MAX);
         self.group.submit(event, cost, gather_wait, |batch| {
             let n = batch.len();
             let started = Instant::now();
-            let written = self.journal.append_batch(&batch, self.create.as_ref());
+            let written = self.journal.append_pre_encoded(&batch, self.create.as_ref());
             self.last_write_nanos.store(started.elapsed().as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
             match written {
                 Ok((appended, _)) => appended.into_iter().map(Ok).collect(),
@@ -64,10 +65,4 @@ impl SharedJournal {
             }
         })
     }
-}
-
-/// An upper bound on the encoded line, so a batch stays under `MAX_BATCH_BYTES`.
-fn estimate_line_bytes(event: &NewEvent) -> usize {
-    let data = serde_json::to_vec(&event.data).map_or(0, |v| v.len());
-    data + event.kind.len() + event.actor.tool.len() + event.actor.session.as_ref().map_or(0, |s| s.len()) + EVENT_OVERHEAD_BYTES
 }

@@ -98,6 +98,7 @@ impl Storage for MemStorage {
             mode: 0o100600,
             len: self.0.len() as u64,
             id: None,
+            links: 1,
         }))
     }
     fn list_dir(&self, _: &Path) -> io::Result<Vec<PathBuf>> {

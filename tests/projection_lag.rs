@@ -1,7 +1,8 @@
 //! Projections left behind on purpose (`Store::project`, `PROJECTION_LAG_MAX`): events
 //! that cannot change the checklist leave `state.json` and `checklist.json` behind by at
-//! most the bound, readers still get the head's checklist without folding, and anything
-//! else (a checklist event, one event past the bound) brings them to the head.
+//! most the bound, readers still get the head's checklist without folding, a checklist
+//! event brings `checklist.json` to the head (and leaves `state.json` trailing, to the
+//! bound), and one event past the bound brings both to the head.
 
 mod common;
 
@@ -40,11 +41,20 @@ fn neutral_events_leave_the_projections_behind_up_to_the_bound_and_no_further() 
     store.append(&[session_started(99)], Some(&tj.scope())).unwrap();
     let head = 2 + PROJECTION_LAG_MAX;
     assert_eq!(named(&tj), (head, head), "one past the bound: rewritten");
-    // A checklist event (here one the fold skips: it changes the skipped list) is never left behind.
+    // A checklist event (here one the fold skips: it changes the skipped list) is never left
+    // behind by checklist.json; state.json trails it like any other event, to the bound.
     store.append(&[event("checklist.item_added", 1)], Some(&tj.scope())).unwrap();
-    assert_eq!(named(&tj), (head + 1, head + 1));
+    assert_eq!(named(&tj), (head, head + 1));
     let view = store.checklist_view();
     assert_eq!(view.skipped.len(), 1, "the skipped checklist event shows");
+    assert_eq!(store.current_state().unwrap().state.journal.skipped.len(), 1, "state readers fold it forward");
+    for n in 2..=PROJECTION_LAG_MAX {
+        store.append(&[event("checklist.item_added", n)], Some(&tj.scope())).unwrap();
+        assert_eq!(named(&tj), (head, head + n), "{n} behind: state.json left, checklist.json current");
+    }
+    store.append(&[event("checklist.item_added", 99)], Some(&tj.scope())).unwrap();
+    let last = head + PROJECTION_LAG_MAX + 1;
+    assert_eq!(named(&tj), (last, last), "one past the bound: both rewritten");
 }
 
 #[test]

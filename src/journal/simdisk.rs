@@ -938,8 +938,11 @@ impl Storage for SimDisk {
                 mode: 0o100_600,
                 len: st.inodes[&ino].current.len() as u64,
                 id: Some(FileId { dev: 0, ino }),
+                links: 1,
             },
-            Entry::Dir => FileFacts { is_file: false, is_dir: true, is_symlink: false, uid, mode: 0o040_700, len: 4096, id: None },
+            Entry::Dir => {
+                FileFacts { is_file: false, is_dir: true, is_symlink: false, uid, mode: 0o040_700, len: 4096, id: None, links: 1 }
+            }
         }))
     }
 

@@ -63,11 +63,14 @@ pub struct Store {
 /// In a working copy journal, events that cannot change the checklist view (a session
 /// start, a compaction, a judged stop, a branch, the ledger's) leave `state.json` and
 /// `checklist.json` behind by at most this many events: a hook then pays for its durable
-/// line only, not for two files renamed over (0.1–4 ms each on these disks). Readers fold
-/// the tail forward (`state.json`), or check it holds no checklist event
-/// (`checklist.json`); the next append past the bound, or an append of a checklist event
-/// through the store, rewrites both (one appended behind the store's back is caught by the
-/// readers' check, not here).
+/// line only, not for two files renamed over (0.1–4 ms each on these disks). A checklist
+/// event rewrites `checklist.json` (the view shows every checklist event at once) and
+/// leaves `state.json` behind in the same way. Readers fold the tail forward
+/// (`state.json`), or check it holds no checklist event (`checklist.json`); the next append
+/// past the bound rewrites both (one appended behind the store's back is caught by the
+/// readers' check, not here). The bound is checked against the file the appender knows
+/// of, so `state.json` can trail by up to twice this: a checklist write checks it against
+/// `state.json`, a hook's append against `checklist.json`, which may be newer.
 pub const PROJECTION_LAG_MAX: u64 = 64;
 
 /// The seq the projection on disk names, as the read that produced `base` found it;
@@ -147,11 +150,17 @@ impl Store {
         appended: &[Appended],
         on_disk: Option<u64>,
     ) -> Result<(), JournalError> {
-        let may_lag = matches!(current.state.journal.scope, Some(Scope::WorkingCopy { .. }))
-            && events.iter().all(|e| !projection::changes_checklist_view(&e.kind))
+        let state_may_lag = matches!(current.state.journal.scope, Some(Scope::WorkingCopy { .. }))
             && on_disk.is_some_and(|seq| current.head.seq - seq <= PROJECTION_LAG_MAX);
-        if current.base != StateBase::ProjectionCurrent && !may_lag {
-            self.write_projection(current)?;
+        let checklist_changed = events.iter().any(|e| projection::changes_checklist_view(&e.kind));
+        if current.base != StateBase::ProjectionCurrent {
+            match (state_may_lag, checklist_changed) {
+                (true, false) => {}
+                // The checklist view must show every checklist event at once; the state
+                // behind it may trail like after any other event (one rename, not two).
+                (true, true) => self.write_view(current)?,
+                (false, _) => self.write_projection(current)?,
+            }
         }
         let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
         if first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS {
@@ -164,20 +173,29 @@ impl Store {
     /// copy journal, `away.json` beside a repository journal (temp file and rename; not
     /// synced: they are caches a reader rebuilds).
     pub fn write_projection(&self, current: &CurrentState) -> Result<(), JournalError> {
-        let dir = self.journal.paths().dir();
-        let mut files = vec![(projection::STATE_FILE, projection::render_state(&current.state, current.head))];
-        match current.state.journal.scope {
+        self.write_files(vec![(projection::STATE_FILE, projection::render_state(&current.state, current.head))])?;
+        self.write_view(current)
+    }
+
+    /// Rewrites the scope's own view only (`checklist.json` or `away.json`).
+    fn write_view(&self, current: &CurrentState) -> Result<(), JournalError> {
+        let view = match current.state.journal.scope {
             Some(Scope::Repository { .. }) => {
-                files.push((projection::AWAY_FILE, projection::AwayFile::from_state(&current.state, current.head).render()));
+                Some((projection::AWAY_FILE, projection::AwayFile::from_state(&current.state, current.head).render()))
             }
-            Some(Scope::Machine {}) => {}
+            Some(Scope::Machine {}) => None,
             Some(Scope::WorkingCopy { .. }) | None => {
-                files.push((projection::CHECKLIST_FILE, projection::ChecklistFile::from_state(&current.state, current.head).render()));
+                Some((projection::CHECKLIST_FILE, projection::ChecklistFile::from_state(&current.state, current.head).render()))
             }
-        }
+        };
+        self.write_files(view.into_iter().collect())
+    }
+
+    fn write_files(&self, files: Vec<(&str, Vec<u8>)>) -> Result<(), JournalError> {
+        let dir = self.journal.paths().dir();
         for (name, bytes) in files {
             let path = dir.join(name);
-            crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &bytes, false).map_err(|source| JournalError::Io {
+            crate::journal::storage::write_replacing(&**self.journal.storage(), &path, &bytes).map_err(|source| JournalError::Io {
                 what: "writing the projection",
                 path,
                 source,
@@ -195,7 +213,7 @@ impl Store {
         for item in &file.items {
             assert!(crate::fold::checklist::check_item(&item.fields).is_ok(), "the fold only keeps validated, scanned items");
         }
-        crate::journal::storage::write_atomic(&**self.journal.storage(), &path, &file.render(), false).map_err(|source| JournalError::Io {
+        crate::journal::storage::write_replacing(&**self.journal.storage(), &path, &file.render()).map_err(|source| JournalError::Io {
             what: "writing",
             path,
             source,

@@ -151,6 +151,13 @@ impl JournalChoice {
 
 /// Runs the CLI and returns the exit code.
 pub fn main() -> i32 {
+    // The host runs `abcd hook <event>` on every prompt, tool call and stop. That exact
+    // form skips clap, whose parse took about 0.3 ms here (it builds the definition of
+    // every subcommand), a tenth of the session-start hook's whole time. Anything else,
+    // `abcd hook --help` included, goes through clap.
+    if let Some(event) = plain_hook_call(std::env::args_os()) {
+        return hook_cmd::run(event);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -174,6 +181,15 @@ pub fn main() -> i32 {
             eprintln!("abcd: {e:#}");
             exit_code_for(&e)
         }
+    }
+}
+
+/// The event of `abcd hook <event>` with nothing else on the command line.
+fn plain_hook_call(args: impl Iterator<Item = std::ffi::OsString>) -> Option<crate::host::HookEvent> {
+    let args: Vec<std::ffi::OsString> = args.take(4).collect();
+    match &args[..] {
+        [_, hook, event] if hook == "hook" => crate::host::HookEvent::from_cli_name(event.to_str()?),
+        _ => None,
     }
 }
 
@@ -235,4 +251,44 @@ fn exit_code_for(e: &anyhow::Error) -> i32 {
         }
     }
     EXIT_FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HookEvent;
+    use std::ffi::OsString;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = OsString> {
+        list.iter().map(OsString::from).collect::<Vec<_>>().into_iter()
+    }
+
+    #[test]
+    fn the_plain_hook_call_takes_exactly_abcd_hook_and_a_known_event() {
+        for event in HookEvent::ALL {
+            assert_eq!(plain_hook_call(args(&["abcd", "hook", event.cli_name()])), Some(event));
+        }
+        for other in [
+            &["abcd", "hook"][..],
+            &["abcd", "hook", "--help"],
+            &["abcd", "hook", "nonsense"],
+            &["abcd", "hook", "stop", "extra"],
+            &["abcd", "checklist", "stop"],
+            &["abcd"],
+        ] {
+            assert_eq!(plain_hook_call(args(other)), None, "{other:?} goes through clap");
+        }
+    }
+
+    #[test]
+    fn clap_and_the_plain_hook_call_know_the_same_events() {
+        let command = <Cli as clap::CommandFactory>::command();
+        let hook = command.find_subcommand("hook").expect("a hook subcommand");
+        let arg = hook.get_arguments().find(|a| a.get_id() == "event").expect("the event argument");
+        let mut clap_names: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
+        let mut ours: Vec<String> = HookEvent::ALL.iter().map(|e| e.cli_name().to_string()).collect();
+        clap_names.sort();
+        ours.sort();
+        assert_eq!(clap_names, ours);
+    }
 }

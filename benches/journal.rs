@@ -825,7 +825,7 @@ fn bench_group(cfg: &Config, dir: &Path, home: &Path) -> (Row, String) {
     let mut next_shared = shared.append(bench_event(0)).expect("a shared append").seq + 1;
 
     let (mut single_rate, mut group_rate, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    // Writes per one-event append (lock-holder record, the line, the anchor...), counted in
+    // Writes per one-event append (the line and the anchor record), counted in
     // the sequential turn, then used to count the group's batches: each batch makes the
     // same writes as one append, whatever its size.
     let (mut writes_per_append, mut batch_sizes) = (Vec::new(), Vec::new());

@@ -342,3 +342,18 @@ fn a_long_lived_handle_follows_its_path_when_the_folder_is_moved_and_a_new_journ
     let report = scan::scan(RealDisk.open_read(tj.path()).unwrap().as_ref(), StartPoint::GENESIS, |_, _| Ok::<(), ()>(())).unwrap();
     assert_eq!(report.verdict, Verdict::Clean);
 }
+
+#[test]
+fn a_long_lived_handle_locks_the_lock_file_its_path_names_after_the_old_one_is_moved_aside() {
+    let tj = journal_of(0);
+    let j = tj.journal().with_lock_wait(std::time::Duration::from_millis(200));
+    j.append(event("compaction.recorded", 0), Some(&tj.scope())).unwrap();
+    // The kept lock file still has a name (moved aside), but the path names a new one,
+    // which the next writer holds.
+    std::fs::rename(&tj.paths.lock, tj.paths.lock.with_extension("lock.old")).unwrap();
+    let _held = JournalLock::acquire(&tj.paths.lock, std::time::Duration::from_secs(1)).unwrap();
+    let before = tj.bytes();
+    let err = j.append(event("compaction.recorded", 1), None).unwrap_err();
+    assert!(err.to_string().contains("not released within"), "the moved-aside lock file must not count as the lock: {err}");
+    assert_eq!(tj.bytes(), before);
+}

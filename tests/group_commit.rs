@@ -202,3 +202,45 @@ fn a_thread_that_stops_submitting_costs_one_bounded_wait_then_is_forgotten() {
     let all: Vec<u32> = batches.lock().unwrap().iter().flatten().copied().collect();
     assert_eq!(all.len(), 4, "each request written once: {all:?}");
 }
+
+/// A leader whose write panics wakes every waiter, and every later submit says why (found
+/// by review: the old check panicked while holding the lock, so later submitters failed on
+/// a poisoned mutex instead).
+#[test]
+fn after_a_leader_panics_every_waiter_and_every_later_submit_says_so() {
+    let group = &GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64);
+    let message = |r: Result<Result<u32, ()>, Box<dyn std::any::Any + Send>>| -> String {
+        let payload = r.expect_err("the submit panics");
+        payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned()).unwrap_or_default()
+    };
+    std::thread::scope(|s| {
+        let leader = s.spawn(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                group.submit(0, 1, Duration::ZERO, |_| {
+                    std::thread::sleep(Duration::from_millis(150));
+                    panic!("the disk caught fire")
+                })
+            }))
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        let waiters: Vec<_> = (1..4)
+            .map(|i| {
+                s.spawn(move || {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        group.submit(i, 1, Duration::ZERO, |b| b.into_iter().map(Ok).collect())
+                    }))
+                })
+            })
+            .collect();
+        assert!(message(leader.join().unwrap()).contains("caught fire"));
+        for w in waiters {
+            assert_eq!(message(w.join().unwrap()), "the group commit leader panicked");
+        }
+    });
+    for i in 10..12 {
+        let later = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            group.submit(i, 1, Duration::ZERO, |b| b.into_iter().map(Ok).collect())
+        }));
+        assert_eq!(message(later), "the group commit leader panicked", "submit {i} after the panic");
+    }
+}

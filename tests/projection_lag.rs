@@ -109,3 +109,28 @@ fn append_unseen_leaves_the_projections_only_while_they_may_lag() {
     store.append_unseen(&[session_started(4)], &tj.scope(), Some(at)).unwrap();
     assert_eq!(cps(), before + 1, "the 1,000th event's checkpoint");
 }
+
+/// Checklist writes measure the lag against `state.json`, a hook's `append_unseen` against
+/// `checklist.json` (which may be newer), so `state.json` can trail by twice the bound and
+/// no more (found by review; documented in `PROJECTION_LAG_MAX`).
+#[test]
+fn state_json_trails_by_at_most_twice_the_bound_when_checklist_writes_and_hooks_alternate() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let mut worst = 0;
+    for round in 0..3 {
+        for n in 1..=PROJECTION_LAG_MAX {
+            store.append(&[event("checklist.item_added", round * 1000 + n)], Some(&tj.scope())).unwrap();
+        }
+        for n in 0..PROJECTION_LAG_MAX {
+            let view = store.checklist_view();
+            let (appended, _, _) = store.append_unseen(&[session_started(n)], &tj.scope(), view.projection_seq).unwrap();
+            let head = appended[0].seq;
+            worst = worst.max(head - named(&tj).0);
+            assert!(head - named(&tj).0 <= 2 * PROJECTION_LAG_MAX, "state.json {} behind at head {head}", head - named(&tj).0);
+        }
+    }
+    assert!(worst > PROJECTION_LAG_MAX, "the mixed sequence does reach past one bound ({worst}), so the test can fail");
+    assert_eq!(store.current_state().unwrap().head.seq, 1 + 3 * 2 * PROJECTION_LAG_MAX, "readers still fold to the head");
+}

@@ -141,10 +141,17 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         let slot = Arc::new(Slot::new());
         let thread = current_thread();
         let mut state = self.state.lock().unwrap();
-        assert!(!state.leader_panicked, "the group commit leader panicked");
-        while state.queue.len() >= self.max_queue {
+        loop {
+            if state.leader_panicked {
+                // Unlock first: a panic while holding the lock would poison it, and later
+                // submitters would fail on that instead of this message.
+                drop(state);
+                panic!("the group commit leader panicked");
+            }
+            if state.queue.len() < self.max_queue {
+                break;
+            }
             state = self.room.wait(state).unwrap();
-            assert!(!state.leader_panicked, "the group commit leader panicked");
         }
         state.queue.push_back(Queued { thread, cost, req, slot: slot.clone() });
         if state.last_batch.contains(&thread) {

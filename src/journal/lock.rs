@@ -32,13 +32,15 @@ pub struct JournalLock {
     file: Arc<File>,
 }
 
-/// A lock file a long-lived journal handle keeps open between appends. It is locked only
-/// while it still has a name (the lock file is never removed, but a person can, and two
-/// writers locking two inodes would both "hold" the lock); the journal handle also drops
-/// it whenever the journal's path names another file than the one it kept (a folder moved
-/// or replaced).
+/// A lock file a long-lived journal handle keeps open between appends. It counts as the
+/// lock only while the lock path still names it (the lock file is never removed or moved,
+/// but a person can do either, and two writers locking two inodes would both "hold" the
+/// lock); the journal handle also drops it whenever the journal's path names another file
+/// than the one it kept (a folder moved or replaced).
 pub struct KeptLockFile {
     file: Arc<File>,
+    /// Device and inode when opened.
+    id: (u64, u64),
 }
 
 impl JournalLock {
@@ -54,18 +56,20 @@ impl JournalLock {
     pub fn acquire_kept(kept: &mut Option<KeptLockFile>, path: &Path, wait: Duration) -> Result<JournalLock, LockError> {
         if let Some(k) = kept.take() {
             wait_for(&k.file, path, wait)?;
-            // An fstat, not a stat of the path: no path walk on every append.
-            if k.file.metadata().is_ok_and(|m| m.nlink() > 0) {
+            // A stat of the path, after locking: a link count would miss a lock file
+            // moved aside (found by review), and a check before locking could be raced.
+            if std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == k.id) {
                 let lock = JournalLock { file: k.file.clone() };
                 *kept = Some(k);
                 return Ok(lock);
             }
-            // Unlinked (or renamed over): this lock excludes nobody. Drop it (the unlock
+            // Unlinked, moved or replaced: this lock excludes nobody. Drop it (the unlock
             // comes with the close) and lock what the path names.
         }
         let file = Arc::new(open_lock_file(path)?);
+        let m = file.metadata().map_err(|source| LockError::Open { path: path.to_owned(), source })?;
         wait_for(&file, path, wait)?;
-        *kept = Some(KeptLockFile { file: file.clone() });
+        *kept = Some(KeptLockFile { file: file.clone(), id: (m.dev(), m.ino()) });
         Ok(JournalLock { file })
     }
 }

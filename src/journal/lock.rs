@@ -1,7 +1,8 @@
 //! The writer lock: an exclusive `flock` (fs4) on a lock file beside the journal that is
 //! never removed, so every writer locks the same inode. The wait is bounded; a writer
 //! that times out names the holder's pid, which the kernel lists in `/proc/locks` (so a
-//! holder writes nothing: taking the lock is two system calls, not three).
+//! holder writes nothing into the lock file; taking the lock is no more than its `flock`
+//! and, for a kept lock file, a stat of its path).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};

@@ -109,3 +109,25 @@ fn one_leader_writes_for_two_waiters_and_wakes_both() {
 fn four_submitters_every_waiter_is_woken() {
     run_model_bounded(4, 8, 8, Some(2));
 }
+
+/// Threads that submit again after their first result: the gather's count of the last
+/// batch's threads coming back, and leadership handed to a queued request, are exercised
+/// (each thread submitting once never re-queues). Two threads, two submits each.
+#[test]
+fn threads_that_submit_again_are_each_written_once_and_answered() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(3);
+    builder.check(|| {
+        let group = Arc::new(GroupCommit::<u64, u64, ()>::new(8, usize::MAX, 8));
+        let written = Arc::new(Mutex::new(Vec::<Vec<u64>>::new()));
+        let other = {
+            let (group, written) = (group.clone(), written.clone());
+            loom::thread::spawn(move || [submit(&group, &written, 10), submit(&group, &written, 11)])
+        };
+        assert_eq!([submit(&group, &written, 0), submit(&group, &written, 1)], [Ok(0), Ok(10)]);
+        assert_eq!(other.join().unwrap(), [Ok(100), Ok(110)]);
+        let mut all: Vec<u64> = written.lock().unwrap().iter().flatten().copied().collect();
+        all.sort();
+        assert_eq!(all, vec![0, 1, 10, 11], "each request written exactly once");
+    });
+}

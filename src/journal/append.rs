@@ -353,7 +353,8 @@ impl Journal {
         // process's first append (every hook and verb) saves a device flush; the tail
         // window is still read and checked below, and anything but that same head with no
         // torn bytes after it is synced and read again.
-        let anchored = self.acknowledged_by_anchor(file)?;
+        let mut look = FirstLook::default();
+        let anchored = self.acknowledged_by_anchor(file, &mut look)?;
         if anchored.is_none() {
             sync_before_reading(file, path)?;
         }
@@ -375,8 +376,11 @@ impl Journal {
             Tail::Corrupt(corruption) => return Err(JournalError::Corrupt { path: path.clone(), corruption }),
             Tail::Good { head, torn } => (head, torn),
         };
-        let genesis = read_genesis(file, path)?;
-        self.check_anchor(file, &genesis.journal_id, head)?;
+        let genesis = match look.genesis.take() {
+            Some(genesis) => genesis,
+            None => read_genesis(file, path)?,
+        };
+        self.check_anchor(file, &genesis.journal_id, head, look.anchor)?;
         let journal_id = genesis.journal_id;
         if let Some(torn) = torn {
             let moved = quarantine_range(&*self.storage, file, &self.paths, "torn", head.seq + 1, torn.offset, torn.len)?;
@@ -414,23 +418,40 @@ impl Journal {
     /// the line they name was synced (see `append_locked` and `create`), so such a tail
     /// holds nothing unsynced. Anything else (no anchor, a longer or shorter file, another
     /// line there) answers None and the caller syncs and reads the tail as usual.
-    fn acknowledged_by_anchor(&self, file: &dyn StorageFile) -> Result<Option<(Head, String)>, JournalError> {
+    fn acknowledged_by_anchor(&self, file: &dyn StorageFile, look: &mut FirstLook) -> Result<Option<(Head, String)>, JournalError> {
         let Some(anchors) = &self.anchors else { return Ok(None) };
         let path = &self.paths.journal;
         let Ok(genesis) = read_genesis(file, path) else { return Ok(None) };
-        let Ok(Some(anchor)) = anchors.load(&*self.storage, &genesis.journal_id) else { return Ok(None) };
+        let loaded = anchors.load(&*self.storage, &genesis.journal_id);
+        let journal_id = genesis.journal_id.clone();
+        look.genesis = Some(genesis);
+        // A failed load is not kept: `check_anchor` loads again and reports it.
+        let Ok(loaded) = loaded else { return Ok(None) };
+        look.anchor = Some(loaded);
+        let Some(anchor) = loaded else { return Ok(None) };
         let head = Head { seq: anchor.seq, hash: anchor.hash, offset: anchor.offset, end: anchor.end };
         let len = file.len().map_err(JournalError::io("inspecting", path))?;
         if len != head.end || !scan::line_is_at(file, head).map_err(JournalError::io("reading", path))? {
             return Ok(None);
         }
-        Ok(Some((head, genesis.journal_id)))
+        Ok(Some((head, journal_id)))
     }
 
-    fn check_anchor(&self, file: &dyn StorageFile, journal_id: &str, head: Head) -> Result<(), JournalError> {
+    /// `preloaded`: the anchor as `acknowledged_by_anchor` loaded it for this journal id
+    /// under the same lock (no writer could have changed it since).
+    fn check_anchor(
+        &self,
+        file: &dyn StorageFile,
+        journal_id: &str,
+        head: Head,
+        preloaded: Option<Option<Anchor>>,
+    ) -> Result<(), JournalError> {
         let Some(anchors) = &self.anchors else { return Ok(()) };
         let path = &self.paths.journal;
-        let anchor = anchors.load(&*self.storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?;
+        let anchor = match preloaded {
+            Some(anchor) => anchor,
+            None => anchors.load(&*self.storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?,
+        };
         if anchor.is_none() && anchors.id_at_path(&*self.storage, path).ok().flatten().is_none() {
             // A creation killed between its rename and its records leaves neither: restore
             // the path's record now, under the lock, or a later replacement of this
@@ -584,6 +605,16 @@ impl Journal {
         }
         Ok(())
     }
+}
+
+/// What an append's first look found at the journal's start and in its anchor, so the
+/// checks after it do not read them again: a genesis line never changes, and the anchor
+/// is written only under the lock this append holds.
+#[derive(Default)]
+struct FirstLook {
+    genesis: Option<Genesis>,
+    /// The anchor as loaded for `genesis`'s journal id, when the load itself succeeded.
+    anchor: Option<Option<Anchor>>,
 }
 
 /// Unacknowledged bytes after the anchored line that an append verifies in full: the

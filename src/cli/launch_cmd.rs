@@ -13,9 +13,8 @@ use clap::Args;
 use serde_json::json;
 
 use super::run_cmd::{self, WorkingCopy};
-use super::{EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_OK, new_event, refuse};
 use crate::event;
-use crate::journal::format::{Actor, NewEvent};
 use crate::ledger::launch::{self, LaneRefusal, WatchSpec, WatchStart};
 use crate::ledger::process;
 use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, worktree};
@@ -76,15 +75,6 @@ pub struct WatchArgs {
     cwd: PathBuf,
     #[arg(last = true, allow_hyphen_values = true)]
     args: Vec<OsString>,
-}
-
-fn refuse(msg: String) -> anyhow::Result<i32> {
-    eprintln!("abcd: {msg}");
-    Ok(EXIT_REFUSED)
-}
-
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
 }
 
 fn absolute(base: &Path, p: &Path) -> PathBuf {

@@ -12,9 +12,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::run_cmd::{self, WorkingCopy};
-use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, new_event, refuse};
 use crate::event;
-use crate::journal::format::{Actor, NewEvent};
 use crate::ledger::process::{self, ProcessId};
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
 use crate::phased::agent::{self, Reader, ReplyFile};
@@ -128,15 +127,6 @@ pub struct TurnArgs {
     session: Option<String>,
     #[arg(last = true, required = true, allow_hyphen_values = true)]
     template: Vec<String>,
-}
-
-fn refuse(msg: String) -> anyhow::Result<i32> {
-    eprintln!("abcd: {msg}");
-    Ok(EXIT_REFUSED)
-}
-
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
 }
 
 pub fn run_loop(action: LoopAction) -> anyhow::Result<i32> {

@@ -6,12 +6,11 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_OK, EXIT_REFUSED, new_event};
 use crate::away::{self, AwayEnded, AwayQueued, AwaySet, DecisionRecorded, Status, text};
 use crate::checklist::time_input::parse_time_input;
 use crate::event::{self, Scope};
 use crate::journal::append::JournalError;
-use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
 use crate::places;
 use crate::store::Store;
@@ -120,10 +119,6 @@ fn person(cwd: &std::path::Path) -> String {
 
 fn show(at: jiff::Timestamp) -> String {
     crate::clock::show(at)
-}
-
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
 }
 
 pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {

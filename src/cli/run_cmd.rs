@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde_json::json;
 
-use super::{EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_OK, refuse};
 use crate::event::{self, Scope};
 use crate::journal::append::JournalError;
 use crate::journal::format::{Actor, NewEvent};
@@ -97,11 +97,6 @@ fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
 /// The host session a verb runs in, when the host says (a hook-less verb cannot know).
 fn host_session() -> Option<String> {
     std::env::var("CLAUDE_SESSION_ID").ok().filter(|s| event::session_id_ok(s))
-}
-
-fn refuse(msg: String) -> anyhow::Result<i32> {
-    eprintln!("abcd: {msg}");
-    Ok(EXIT_REFUSED)
 }
 
 pub struct WorkingCopy {

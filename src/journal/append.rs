@@ -142,11 +142,12 @@ pub struct Journal {
 }
 
 /// The files a handle keeps open between its appends: the lock file, the journal and its
-/// anchor record. Each is used only while its path still names the same file (one stat
-/// each per append), and all are dropped after any failed append. A process that appends
-/// once opens them as before; a long-lived handle saves, per append, an open and a close of
-/// each, a stat and the anchors folder's mkdir (benchmark 1: about half the system calls
-/// besides the write and the sync).
+/// anchor record. The lock file and the journal are used only while their paths still name
+/// them (one stat each per append); the anchor record is not re-checked (one deleted under
+/// the handle goes stale, which only says less). All are dropped after any failed append. A
+/// process that appends once opens them as before; a long-lived handle saves, per append,
+/// an open and a close of each and the anchors folder's mkdir (benchmark 1: abcd's own work
+/// per append, syncs stubbed out, went from 25.9 to 11.0 µs).
 #[derive(Default)]
 struct KeptFiles {
     lock: Option<KeptLockFile>,

@@ -190,7 +190,7 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
     /// the thread woken to lead would have been woken for its result anyway.
     fn lead(&self, gather_wait: Duration, write_batch: &mut impl FnMut(Vec<Req>) -> Vec<Result<Out, Err>>) {
         let mut state = self.state.lock().unwrap();
-        debug_assert!(state.leader_active && !state.queue.is_empty(), "a leader starts with something to write");
+        assert!(state.leader_active && !state.queue.is_empty(), "a leader starts with something to write");
         if !gather_wait.is_zero() && !self.batch_is_full(&state) {
             state.gathering = true;
             let mut waited = Duration::ZERO;

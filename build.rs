@@ -1,0 +1,34 @@
+//! Links GCC's unwinder into the binaries instead of loading `libgcc_s.so.1` at run time.
+//!
+//! Every `abcd` process (each hook call is one) paid for loading that library and running
+//! its CPU-detection constructor: 86 µs of a 1.1 ms `abcd --version` and 135 µs of a
+//! session-start hook here (docs/decisions.md, "Process start"). The static archive holds
+//! the same unwinder, so `catch_unwind` and backtraces work as before. When the C compiler
+//! cannot name the archive, nothing is changed and the binary loads `libgcc_s` as usual.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-env-changed=CC");
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if os != "linux" || env != "gnu" {
+        return;
+    }
+    if let Some(archive) = unwinder_archive() {
+        let dir = archive.parent().expect("an absolute path has a parent");
+        println!("cargo::rustc-link-search=native={}", dir.display());
+        println!("cargo::rustc-link-lib=static:+verbatim=libgcc_eh.a");
+    }
+}
+
+/// Where the C compiler keeps `libgcc_eh.a`; `None` unless it names an existing file (it
+/// echoes the bare name when it has none).
+fn unwinder_archive() -> Option<PathBuf> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(cc).arg("-print-file-name=libgcc_eh.a").output().ok()?;
+    let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
+}

@@ -135,7 +135,11 @@ struct LineReader<'f> {
 
 impl<'f> LineReader<'f> {
     fn new(file: &'f dyn StorageFile, file_len: u64, from: u64) -> Self {
-        LineReader { file, file_len, buf: vec![0; SCAN_BUFFER_BYTES], buf_offset: from, start: 0, end: 0, line: Vec::new() }
+        // No bigger than what is left to read: a reader of the last few lines (a projection
+        // behind by some events) would otherwise fault in 64 pages of buffer, about 55 µs
+        // of a `checklist add` here.
+        let size = file_len.saturating_sub(from).min(SCAN_BUFFER_BYTES as u64) as usize;
+        LineReader { file, file_len, buf: vec![0; size], buf_offset: from, start: 0, end: 0, line: Vec::new() }
     }
 
     fn next_line(&mut self) -> io::Result<Option<RawLine<'_>>> {

@@ -134,3 +134,20 @@ fn state_json_trails_by_at_most_twice_the_bound_when_checklist_writes_and_hooks_
     assert!(worst > PROJECTION_LAG_MAX, "the mixed sequence does reach past one bound ({worst}), so the test can fail");
     assert_eq!(store.current_state().unwrap().head.seq, 1 + 3 * 2 * PROJECTION_LAG_MAX, "readers still fold to the head");
 }
+
+#[test]
+fn last_good_is_the_view_just_written_and_never_another_heads() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    let read = |file: &str| std::fs::read(tj.paths.dir().join(file)).unwrap();
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let at_one = store.current_state().unwrap();
+    store.write_last_good(&at_one).unwrap();
+    let (checklist, last_good) = (abcd::store::projection::CHECKLIST_FILE, abcd::store::projection::LAST_GOOD_FILE);
+    assert_eq!(read(last_good), read(checklist), "last-good is the checklist.json of the same head, byte for byte");
+    // The view moves on (checklist.json now names seq 2); last-good asked for seq 1 is seq 1's.
+    store.append(&[event("checklist.item_added", 1)], Some(&tj.scope())).unwrap();
+    assert_eq!(named_seq(&tj, checklist), 2);
+    store.write_last_good(&at_one).unwrap();
+    assert_eq!(named_seq(&tj, last_good), 1, "last-good shows the state it was given");
+}

@@ -58,6 +58,10 @@ pub struct CurrentState {
 
 pub struct Store {
     journal: Journal,
+    /// The `checklist.json` bytes this store last wrote, with the head they show:
+    /// `checklist.last-good.json` is the same file, so a checklist write renders it once
+    /// (its digest and pretty print cost 50 µs of a 21-item `checklist add` here).
+    last_view: std::sync::Mutex<Option<(Head, Vec<u8>)>>,
 }
 
 /// In a working copy journal, events that cannot change the checklist view (a session
@@ -85,7 +89,7 @@ fn projection_seq(base: &StateBase, head_seq: Option<u64>) -> Option<u64> {
 
 impl Store {
     pub fn new(journal: Journal) -> Store {
-        Store { journal }
+        Store { journal, last_view: std::sync::Mutex::new(None) }
     }
 
     pub fn journal(&self) -> &Journal {
@@ -185,7 +189,10 @@ impl Store {
             }
             Some(Scope::Machine {}) => None,
             Some(Scope::WorkingCopy { .. }) | None => {
-                Some((projection::CHECKLIST_FILE, projection::ChecklistFile::from_state(&current.state, current.head).render()))
+                let bytes = projection::ChecklistFile::from_state(&current.state, current.head).render();
+                self.write_files(vec![(projection::CHECKLIST_FILE, bytes.clone())])?;
+                *self.last_view.lock().unwrap_or_else(|p| p.into_inner()) = Some((current.head, bytes));
+                return Ok(());
             }
         };
         self.write_files(view.into_iter().collect())
@@ -209,11 +216,15 @@ impl Store {
     /// last-good. Not synced (docs/decisions.md).
     pub fn write_last_good(&self, current: &CurrentState) -> Result<(), JournalError> {
         let path = self.journal.paths().dir().join(projection::LAST_GOOD_FILE);
-        let file = projection::ChecklistFile::from_state(&current.state, current.head);
-        for item in &file.items {
+        for item in &current.state.checklist.items {
             assert!(crate::fold::checklist::check_item(&item.fields).is_ok(), "the fold only keeps validated, scanned items");
         }
-        crate::journal::storage::write_replacing(&**self.journal.storage(), &path, &file.render()).map_err(|source| JournalError::Io {
+        let rendered = self.last_view.lock().unwrap_or_else(|p| p.into_inner()).take().filter(|(head, _)| *head == current.head);
+        let bytes = match rendered {
+            Some((_, bytes)) => bytes,
+            None => projection::ChecklistFile::from_state(&current.state, current.head).render(),
+        };
+        crate::journal::storage::write_replacing(&**self.journal.storage(), &path, &bytes).map_err(|source| JournalError::Io {
             what: "writing",
             path,
             source,

@@ -5,12 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::checklist::item::{self, ItemFields};
+use crate::checklist::item::{self, Credential, ItemFields, ItemState};
 use crate::event::{ItemAdded, ItemChanged, WriteRefused};
 use crate::journal::format::Event;
 
 /// An item as the checklist shows it: its fields and when they last changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ItemAsRead")]
 pub struct Item {
     #[serde(flatten)]
     pub fields: ItemFields,
@@ -19,6 +20,58 @@ pub struct Item {
     /// The seq of the event that added it, and of the last that changed it.
     pub added_seq: u64,
     pub changed_seq: u64,
+}
+
+/// `Item` as it is read from `checklist.json`, `state.json` and checkpoints: the same
+/// fields side by side. serde's `flatten` buffers each item's fields before reading them,
+/// which made parsing a 50-item `checklist.json` take about twice as long. Writing keeps
+/// `flatten`: the bytes written are the same either way.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ItemAsRead {
+    id: String,
+    title: String,
+    state: ItemState,
+    #[serde(default)]
+    waits_on: Option<String>,
+    #[serde(default)]
+    next_look: Option<jiff::Timestamp>,
+    #[serde(default)]
+    promise: Option<String>,
+    #[serde(default)]
+    owner_refs: Vec<String>,
+    #[serde(default)]
+    credential: Option<Credential>,
+    created_at: jiff::Timestamp,
+    updated_at: jiff::Timestamp,
+    added_seq: u64,
+    changed_seq: u64,
+}
+
+impl From<ItemAsRead> for Item {
+    fn from(r: ItemAsRead) -> Item {
+        let ItemAsRead {
+            id,
+            title,
+            state,
+            waits_on,
+            next_look,
+            promise,
+            owner_refs,
+            credential,
+            created_at,
+            updated_at,
+            added_seq,
+            changed_seq,
+        } = r;
+        Item {
+            fields: ItemFields { id, title, state, waits_on, next_look, promise, owner_refs, credential },
+            created_at,
+            updated_at,
+            added_seq,
+            changed_seq,
+        }
+    }
 }
 
 /// A refused write, as recorded: field and pattern kind only.

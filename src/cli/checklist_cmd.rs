@@ -33,6 +33,22 @@ pub struct ChecklistArgs {
     json: bool,
 }
 
+/// The `checklist` command's definition with only `verb`'s subcommand when it is `add` or
+/// `set` (the whole definition otherwise): building the four subcommands' arguments is
+/// most of a parse's cost, and `cli::checklist_call` needs only the one named.
+pub(super) fn definition_for(verb: Option<&std::ffi::OsStr>) -> clap::Command {
+    use clap::{Arg, ArgAction, Command};
+    // As the derive defines `ChecklistArgs::json`; a test pins that both parses agree.
+    let only = |verb: Command| {
+        Command::new("checklist").arg(Arg::new("json").long("json").global(true).action(ArgAction::SetTrue)).subcommand(verb)
+    };
+    match verb.and_then(|v| v.to_str()) {
+        Some("add") => only(AddArgs::augment_args(Command::new("add"))),
+        Some("set") => only(SetArgs::augment_args(Command::new("set"))),
+        _ => ChecklistArgs::augment_args(Command::new("checklist")),
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum ChecklistAction {
     /// Add an item (state `working`); prints its id

@@ -302,23 +302,40 @@ impl Store {
         }
     }
 
-    /// The state at `head`: from the projection when it names `head`, else folded.
+    /// The state at `head`: from the projection when it names `head`, else folded (from
+    /// that same projection when it is merely behind: it is read and checked once).
     fn state_at(&self, file: &dyn StorageFile, head: Head, journal_id: String) -> Result<CurrentState, JournalError> {
         let storage = &**self.journal.storage();
-        if let Some(state) = projection::load_state(storage, &self.projection_path(), head) {
-            return Ok(CurrentState { state, head, journal_id, base: StateBase::ProjectionCurrent, degraded: None, notes: vec![] });
+        let projection = projection::load_state_any(storage, &self.projection_path());
+        if let Some((state, named)) = projection {
+            if named == head {
+                return Ok(CurrentState { state, head, journal_id, base: StateBase::ProjectionCurrent, degraded: None, notes: vec![] });
+            }
+            return self.fold_from_base(file, journal_id, Some((state, named)));
         }
-        self.fold_from_best_base(file, journal_id)
+        self.fold_from_base(file, journal_id, None)
     }
 
     /// Folds from the furthest trusted base: a projection that is merely behind, or a
     /// checkpoint, or genesis.
     fn fold_from_best_base(&self, file: &dyn StorageFile, journal_id: String) -> Result<CurrentState, JournalError> {
+        let projection = projection::load_state_any(&**self.journal.storage(), &self.projection_path());
+        self.fold_from_base(file, journal_id, projection)
+    }
+
+    /// [`Store::fold_from_best_base`] with `state.json` already read (`projection`: its
+    /// state and the line it names, when intact).
+    fn fold_from_base(
+        &self,
+        file: &dyn StorageFile,
+        journal_id: String,
+        projection: Option<(FoldedState, Head)>,
+    ) -> Result<CurrentState, JournalError> {
         let storage = &**self.journal.storage();
         let path = &self.journal.paths().journal;
         let io_err = |source| JournalError::Io { what: "reading", path: path.clone(), source };
         let mut best: Option<(FoldedState, Head, StateBase)> = None;
-        if let Some((state, head)) = projection::load_state_any(storage, &self.projection_path())
+        if let Some((state, head)) = projection
             && scan::line_is_at(file, head).map_err(io_err)?
         {
             best = Some((state, head, StateBase::Projection { seq: head.seq }));

@@ -151,3 +151,54 @@ fn last_good_is_the_view_just_written_and_never_another_heads() {
     store.write_last_good(&at_one).unwrap();
     assert_eq!(named_seq(&tj, last_good), 1, "last-good shows the state it was given");
 }
+
+/// The view takes the lines the tail read verified from it (`still_shows`), and verifies
+/// only those before its window: a checklist event before the window, or inside it while
+/// the projection names a line before it, is found either way; so is a projection that
+/// names a line the window holds with another hash.
+#[test]
+fn a_behind_checklist_json_is_judged_the_same_before_and_inside_the_tail_window() {
+    // Where the checklist event sits among 30 neutral events written behind the store's
+    // back (30 lines are more than the 4 KiB tail window holds).
+    for at in [0usize, 5, 24, 28, 30] {
+        let tj = TempJournal::new();
+        let store = Store::new(tj.journal());
+        store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+        let mut behind: Vec<_> = (0..30).map(session_started).collect();
+        behind.insert(at, event("checklist.item_added", 7));
+        tj.journal().append_batch(&behind, Some(&tj.scope())).unwrap();
+        let view = store.checklist_view();
+        assert_eq!(view.source, ViewSource::Journal, "a checklist event {at} lines after the named one is folded");
+        assert_eq!(view.skipped.len(), 1, "at {at}");
+    }
+    // Neutral lines only, named before the window and inside it: served.
+    for lag in [3u64, 30] {
+        let tj = TempJournal::new();
+        let store = Store::new(tj.journal());
+        store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+        let neutral: Vec<_> = (0..lag).map(session_started).collect();
+        tj.journal().append_batch(&neutral, Some(&tj.scope())).unwrap();
+        let view = store.checklist_view();
+        assert_eq!((view.source, view.head_seq), (ViewSource::Projection, Some(1 + lag)), "{lag} behind");
+    }
+}
+
+#[test]
+fn a_checklist_json_naming_a_window_line_by_another_hash_is_not_served() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    tj.journal().append_batch(&(0..3).map(session_started).collect::<Vec<_>>(), Some(&tj.scope())).unwrap();
+    let current = store.current_state().unwrap();
+    assert_eq!(current.head.seq, 4);
+    // A well-formed checklist.json (right digest) naming seq 3 at its offsets, by a wrong hash.
+    let bytes = std::fs::read(&tj.paths.journal).unwrap();
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let offset = lines[..3].iter().map(|l| l.len() as u64).sum::<u64>();
+    let wrong = abcd::journal::format::Hash([9; 32]);
+    let named = abcd::journal::scan::Head { seq: 3, hash: wrong, offset, end: offset + lines[3].len() as u64 };
+    let forged = abcd::store::projection::ChecklistFile::from_state(&current.state, named).render();
+    std::fs::write(tj.paths.dir().join(abcd::store::projection::CHECKLIST_FILE), forged).unwrap();
+    let view = store.checklist_view();
+    assert_eq!(view.source, ViewSource::Journal, "a named line whose hash is not the journal's is not trusted");
+}

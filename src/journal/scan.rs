@@ -298,20 +298,39 @@ pub enum Tail {
     Corrupt(Corruption),
 }
 
-/// Reads only the end of the file (16 KiB in the ordinary case, never more than
-/// `TAIL_MAX_READ_BYTES`) and checks the last good line against the one before it.
-/// Only when that finds damage does it fall back to a full scan, to name the exact place.
+/// Reads only the end of the file (4 KiB in the ordinary case, never more than
+/// `TAIL_MAX_READ_BYTES`), verifies every complete line in it and checks that they chain
+/// to the last good line. Only when that finds damage does it fall back to a full scan,
+/// to name the exact place.
 pub fn read_tail(file: &dyn StorageFile) -> io::Result<Tail> {
-    read_tail_from(file, TAIL_FIRST_READ_BYTES)
+    Ok(read_tail_seen(file)?.0)
+}
+
+/// A line the tail read verified, and chained to the head.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenLine {
+    pub line: Head,
+    pub kind: String,
+}
+
+/// [`read_tail`], with the lines it verified in its window when the tail is good, oldest
+/// first and ending with the head: a reader that needs their kinds (`still_shows`) does
+/// not read and verify them again.
+pub fn read_tail_seen(file: &dyn StorageFile) -> io::Result<(Tail, Vec<SeenLine>)> {
+    read_tail_window(file, TAIL_FIRST_READ_BYTES)
 }
 
 /// As [`read_tail`], with a first window of `first` bytes (at most `TAIL_MAX_READ_BYTES`):
 /// every complete line in it is verified and chained, so a wider first window finds damage
 /// that lies further back than the ordinary one reaches.
 pub fn read_tail_from(file: &dyn StorageFile, first: u64) -> io::Result<Tail> {
+    Ok(read_tail_window(file, first)?.0)
+}
+
+fn read_tail_window(file: &dyn StorageFile, first: u64) -> io::Result<(Tail, Vec<SeenLine>)> {
     let len = file.len()?;
     if len == 0 {
-        return Ok(Tail::Empty);
+        return Ok((Tail::Empty, vec![]));
     }
     let mut window = first.clamp(1, TAIL_MAX_READ_BYTES).min(len);
     loop {
@@ -322,18 +341,18 @@ pub fn read_tail_from(file: &dyn StorageFile, first: u64) -> io::Result<Tail> {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the journal shrank while its tail was read"));
         }
         match judge_window(&buf, start, len) {
-            WindowJudgement::Good { head, torn } => return Ok(Tail::Good { head, torn }),
-            WindowJudgement::Damaged => return full_scan_verdict(file),
+            WindowJudgement::Good { head, torn, seen } => return Ok((Tail::Good { head, torn }, seen)),
+            WindowJudgement::Damaged => return Ok((full_scan_verdict(file)?, vec![])),
             WindowJudgement::NeedMore if window < TAIL_MAX_READ_BYTES.min(len) => {
                 window = (window * 4).min(TAIL_MAX_READ_BYTES).min(len);
             }
-            WindowJudgement::NeedMore => return full_scan_verdict(file),
+            WindowJudgement::NeedMore => return Ok((full_scan_verdict(file)?, vec![])),
         }
     }
 }
 
 enum WindowJudgement {
-    Good { head: Head, torn: Option<TornTail> },
+    Good { head: Head, torn: Option<TornTail>, seen: Vec<SeenLine> },
     Damaged,
     NeedMore,
 }
@@ -373,9 +392,10 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
         return WindowJudgement::Damaged;
     }
     let torn = (torn_len > 0).then(|| TornTail { offset: end, len: torn_len, fault: first_fault(region) });
+    let mut seen = vec![SeenLine { line: head, kind: last.kind }];
     if last.seq == 0 {
         let genesis_ok = offset == 0 && last.prev == Hash::genesis_prev();
-        return if genesis_ok { WindowJudgement::Good { head, torn } } else { WindowJudgement::Damaged };
+        return if genesis_ok { WindowJudgement::Good { head, torn, seen } } else { WindowJudgement::Damaged };
     }
     if i == 0 {
         return if offset == 0 { WindowJudgement::Damaged } else { WindowJudgement::NeedMore };
@@ -386,14 +406,19 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
     let (mut want_seq, mut want_hash) = (last.seq, last.prev);
     for &(line_offset, bytes) in lines[..i].iter().rev() {
         match format::verify_line(bytes) {
-            Ok(e) if e.seq + 1 == want_seq && e.hash == want_hash => (want_seq, want_hash) = (e.seq, e.prev),
+            Ok(e) if e.seq + 1 == want_seq && e.hash == want_hash => {
+                (want_seq, want_hash) = (e.seq, e.prev);
+                let line = Head { seq: e.seq, hash: e.hash, offset: line_offset, end: line_offset + bytes.len() as u64 };
+                seen.push(SeenLine { line, kind: e.kind });
+            }
             _ => return WindowJudgement::Damaged,
         }
         if (want_seq == 0) != (line_offset == 0) || (want_seq == 0 && want_hash != Hash::genesis_prev()) {
             return WindowJudgement::Damaged;
         }
     }
-    WindowJudgement::Good { head, torn }
+    seen.reverse();
+    WindowJudgement::Good { head, torn, seen }
 }
 
 /// True when the line `head` names (its offset and end) is in the file and verifies with

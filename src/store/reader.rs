@@ -5,7 +5,7 @@
 use crate::fold::Skipped;
 use crate::fold::checklist::ChecklistState;
 use crate::journal::append::JournalError;
-use crate::journal::scan::{self, Head, ScanError, StartPoint, Tail, Verdict};
+use crate::journal::scan::{self, Head, ScanError, SeenLine, StartPoint, Tail};
 use crate::journal::storage::StorageFile;
 use crate::journal::verify::open_trusted;
 
@@ -63,9 +63,10 @@ impl Store {
         let file = open_trusted(storage, &paths.journal)?;
         let io_err = |source| JournalError::Io { what: "reading", path: paths.journal.clone(), source };
         let checklist_path = paths.dir().join(projection::CHECKLIST_FILE);
-        if let Tail::Good { head, .. } = scan::read_tail(file.as_ref()).map_err(io_err)?
+        let (tail, seen) = scan::read_tail_seen(file.as_ref()).map_err(io_err)?;
+        if let Tail::Good { head, .. } = tail
             && let Ok(f) = projection::load_checklist(storage, &checklist_path)
-            && still_shows(file.as_ref(), f.journal.into(), head).map_err(io_err)?
+            && still_shows(file.as_ref(), f.journal.into(), head, &seen).map_err(io_err)?
         {
             // It shows the head's checklist, possibly named by a line before the head.
             return Ok(ChecklistView {
@@ -120,25 +121,44 @@ impl Store {
 /// Whether a `checklist.json` naming `named` shows the checklist at `head`: it names the
 /// head, or it names an earlier line that is in the journal and is followed by at most
 /// [`PROJECTION_LAG_MAX`] verified, chained lines up to the head, none of a kind that
-/// changes the view (see `Store::project`, which leaves it behind that way).
-fn still_shows(file: &dyn StorageFile, named: Head, head: Head) -> std::io::Result<bool> {
+/// changes the view (see `Store::project`, which leaves it behind that way). `seen`: the
+/// lines the tail read just verified and chained to `head` (oldest first, ending with it);
+/// they are not read or verified again.
+fn still_shows(file: &dyn StorageFile, named: Head, head: Head, seen: &[SeenLine]) -> std::io::Result<bool> {
     if named == head {
         return Ok(true);
     }
-    if named.seq >= head.seq || head.seq - named.seq > PROJECTION_LAG_MAX || !scan::line_is_at(file, named)? {
+    if named.seq >= head.seq || head.seq - named.seq > PROJECTION_LAG_MAX {
         return Ok(false);
     }
-    let report =
-        scan::scan(
-            file,
-            StartPoint { after: Some(named) },
-            |event, _| {
-                if projection::changes_checklist_view(&event.kind) { Err(()) } else { Ok(()) }
-            },
-        );
+    let Some(window) = seen.first().filter(|_| seen.last().is_some_and(|l| l.line == head)) else {
+        return Ok(false);
+    };
+    let none_changes = |lines: &[SeenLine]| lines.iter().all(|l| !projection::changes_checklist_view(&l.kind));
+    if named.seq >= window.line.seq {
+        // In the window: it must be the very line the tail read verified there.
+        let i = (named.seq - window.line.seq) as usize;
+        return Ok(seen.get(i).is_some_and(|l| l.line == named) && none_changes(&seen[i + 1..]));
+    }
+    if !scan::line_is_at(file, named)? {
+        return Ok(false);
+    }
+    // Verify from `named` up to the window's first line, which must be the one the tail
+    // read chained to the head; the window vouches for the rest.
+    enum Stop {
+        ReachedWindow,
+        Changes,
+    }
+    let report = scan::scan(file, StartPoint { after: Some(named) }, |event, pos| {
+        if event.seq == window.line.seq {
+            let same = event.hash == window.line.hash && pos.offset == window.line.offset;
+            return Err(if same { Stop::ReachedWindow } else { Stop::Changes });
+        }
+        if projection::changes_checklist_view(&event.kind) { Err(Stop::Changes) } else { Ok(()) }
+    });
     match report {
-        Ok(r) => Ok(r.head == Some(head) && !matches!(r.verdict, Verdict::Corrupt(_))),
-        Err(ScanError::Visitor(())) => Ok(false),
+        Err(ScanError::Visitor(Stop::ReachedWindow)) => Ok(none_changes(seen)),
+        Err(ScanError::Visitor(Stop::Changes)) | Ok(_) => Ok(false),
         Err(ScanError::Io(e)) => Err(e),
     }
 }

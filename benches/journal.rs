@@ -1220,16 +1220,7 @@ fn wc_store(wc: &Path, home: &Path) -> (Store, Scope) {
 }
 
 fn item_added(title: &str) -> NewEvent {
-    let item = ItemFields {
-        id: slug_from_title(title),
-        title: title.into(),
-        state: ItemState::Working,
-        waits_on: None,
-        next_look: None,
-        promise: None,
-        owner_refs: vec![],
-        credential: None,
-    };
+    let item = ItemFields::working(&slug_from_title(title), title);
     NewEvent {
         kind: abcd::event::CHECKLIST_ITEM_ADDED.into(),
         actor: actor(),

@@ -166,16 +166,7 @@ fn session_started(source: &str) -> Value {
 
 /// An item as `abcd checklist add "<title>"` writes it, nothing else set.
 fn item(title: &str) -> ItemFields {
-    ItemFields {
-        id: slug_from_title(title),
-        title: title.into(),
-        state: ItemState::Working,
-        waits_on: None,
-        next_look: None,
-        promise: None,
-        owner_refs: vec![],
-        credential: None,
-    }
+    ItemFields::working(&slug_from_title(title), title)
 }
 
 fn refs(list: &[&str]) -> Vec<String> {

@@ -399,16 +399,7 @@ impl World {
     fn rogue_checklist_event(&mut self) -> NewEvent {
         let n = self.nonce();
         let data = if self.rng.chance(1, 2) {
-            let fields = ItemFields {
-                id: format!("rogue-{n}"),
-                title: format!("deploy with {FAKE_TOKEN} {n}"),
-                state: ItemState::Working,
-                waits_on: None,
-                next_look: None,
-                promise: None,
-                owner_refs: vec![],
-                credential: None,
-            };
+            let fields = ItemFields::working(&format!("rogue-{n}"), &format!("deploy with {FAKE_TOKEN} {n}"));
             serde_json::to_value(ItemAdded { item: fields }).expect("plain data")
         } else {
             let changes = ChangeSet { title: Some(format!("no such item {n}")), ..ChangeSet::default() };

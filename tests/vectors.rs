@@ -288,16 +288,7 @@ fn item_added(item: ItemFields) -> Value {
 
 /// An item as `abcd checklist add "<title>"` writes it, with nothing else set.
 fn new_item(title: &str) -> Value {
-    item_added(ItemFields {
-        id: slug_from_title(title),
-        title: title.into(),
-        state: ItemState::Working,
-        waits_on: None,
-        next_look: None,
-        promise: None,
-        owner_refs: vec![],
-        credential: None,
-    })
+    item_added(ItemFields::working(&slug_from_title(title), title))
 }
 
 /// `data` of a `checklist.item_changed`, as `abcd checklist set` writes it.

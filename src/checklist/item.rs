@@ -82,6 +82,22 @@ pub struct ItemFields {
     pub credential: Option<Credential>,
 }
 
+impl ItemFields {
+    /// A `working` item with only an id and a title: what `checklist add <title>` records.
+    pub fn working(id: &str, title: &str) -> ItemFields {
+        ItemFields {
+            id: id.into(),
+            title: title.into(),
+            state: ItemState::Working,
+            waits_on: None,
+            next_look: None,
+            promise: None,
+            owner_refs: vec![],
+            credential: None,
+        }
+    }
+}
+
 /// Why a field's value is refused; `field` is the field's name, `rule` plain words.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {rule}")]
@@ -254,16 +270,7 @@ mod tests {
     use super::*;
 
     fn item(title: &str) -> ItemFields {
-        ItemFields {
-            id: slug_from_title(title),
-            title: title.into(),
-            state: ItemState::Working,
-            waits_on: None,
-            next_look: None,
-            promise: None,
-            owner_refs: vec![],
-            credential: None,
-        }
+        ItemFields::working(&slug_from_title(title), title)
     }
 
     #[test]

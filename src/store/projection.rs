@@ -267,16 +267,7 @@ mod tests {
             owner_refs: vec!["branch:fix".into(), "pr:12".into()],
             credential: Some(Credential { kind: "token".into(), scope: "repo:read".into(), expiry: Some(at("2027-01-01T00:00:00Z")) }),
         };
-        let bare = ItemFields {
-            id: "bare".into(),
-            title: "Bare".into(),
-            state: ItemState::Working,
-            waits_on: None,
-            next_look: None,
-            promise: None,
-            owner_refs: vec![],
-            credential: None,
-        };
+        let bare = ItemFields::working("bare", "Bare");
         [full, bare]
             .into_iter()
             .enumerate()

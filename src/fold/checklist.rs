@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::checklist::item::{self, Credential, ItemFields, ItemState};
 use crate::event::{ItemAdded, ItemChanged, WriteRefused};
 use crate::journal::format::Event;
+use crate::journal::utc_time;
 
 /// An item as the checklist shows it: its fields and when they last changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,7 +26,8 @@ pub struct Item {
 /// `Item` as it is read from `checklist.json`, `state.json` and checkpoints: the same
 /// fields side by side. serde's `flatten` buffers each item's fields before reading them,
 /// which made parsing a 50-item `checklist.json` take about twice as long. Writing keeps
-/// `flatten`: the bytes written are the same either way.
+/// `flatten`: the bytes written are the same either way. Its times are read by
+/// `utc_time` (the shape abcd writes) before jiff's general parser.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ItemAsRead {
@@ -34,7 +36,7 @@ struct ItemAsRead {
     state: ItemState,
     #[serde(default)]
     waits_on: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "utc_time::deserialize_option")]
     next_look: Option<jiff::Timestamp>,
     #[serde(default)]
     promise: Option<String>,
@@ -42,7 +44,9 @@ struct ItemAsRead {
     owner_refs: Vec<String>,
     #[serde(default)]
     credential: Option<Credential>,
+    #[serde(deserialize_with = "utc_time::deserialize")]
     created_at: jiff::Timestamp,
+    #[serde(deserialize_with = "utc_time::deserialize")]
     updated_at: jiff::Timestamp,
     added_seq: u64,
     changed_seq: u64,

@@ -200,7 +200,8 @@ struct WireEvent {
 
 /// Formats a timestamp the one way lines carry it: UTC, milliseconds, `Z`.
 pub fn format_time(t: jiff::Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string()
+    // jiff's strftime, only for years four digits cannot hold (no line carries one).
+    super::utc_time::format_utc_millis(t).unwrap_or_else(|| t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string())
 }
 
 /// The current time, truncated to the milliseconds a line can carry.
@@ -210,22 +211,12 @@ pub fn now_ms() -> jiff::Timestamp {
 }
 
 fn parse_time(text: &str) -> Option<jiff::Timestamp> {
-    let b = text.as_bytes();
-    let shape_ok = b.len() == TIME_LEN
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b[10] == b'T'
-        && b[13] == b':'
-        && b[16] == b':'
-        && b[19] == b'.'
-        && b[23] == b'Z';
-    if !shape_ok {
-        return None;
+    // Exactly what the writer produces: milliseconds, `Z`, every field in range (no leap
+    // second). A test holds this equal to "jiff parses it and formats it back the same".
+    match super::utc_time::parse_utc(text) {
+        Some((t, Some(3))) if text.len() == TIME_LEN => Some(t),
+        _ => None,
     }
-    let t: jiff::Timestamp = text.parse().ok()?;
-    // Reject forms jiff accepts but the rule does not (a leap second, say): the text must
-    // be exactly what the writer would have produced.
-    (format_time(t) == text).then_some(t)
 }
 
 /// A kind is dotted lowercase words: `checklist.item_added`.
@@ -511,6 +502,45 @@ pub fn claimed_hash(content: &[u8]) -> Option<Hash> {
 
 #[cfg(test)]
 mod tests {
+
+    /// What `parse_time` took before it read the text itself: the shape, then jiff's parse,
+    /// then the text formatted back must be the same.
+    fn parse_time_by_jiff(text: &str) -> Option<jiff::Timestamp> {
+        let b = text.as_bytes();
+        let shape_ok = b.len() == TIME_LEN
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && b[10] == b'T'
+            && b[13] == b':'
+            && b[16] == b':'
+            && b[19] == b'.'
+            && b[23] == b'Z';
+        let t: jiff::Timestamp = if shape_ok { text.parse().ok()? } else { return None };
+        (t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string() == text).then_some(t)
+    }
+
+    #[test]
+    fn a_line_time_is_taken_exactly_when_jiff_reads_it_and_formats_it_back_the_same() {
+        fn same(year: u16, month: u8, day: u8, hms: (u8, u8, u8), millis: u16, sep: bool) -> bool {
+            let (h, m, s) = hms;
+            let text = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}{:03}Z",
+                year % 10_000,
+                month % 14,
+                day % 33,
+                h % 26,
+                m % 62,
+                s % 62,
+                if sep { "." } else { "," },
+                millis % 1000
+            );
+            parse_time(&text) == parse_time_by_jiff(&text)
+        }
+        quickcheck::QuickCheck::new().tests(50_000).quickcheck(same as fn(u16, u8, u8, (u8, u8, u8), u16, bool) -> bool);
+        for text in ["2026-11-30T10:00:00.123Z", "0000-01-01T00:00:00.000Z", "0999-12-31T23:59:59.999Z", "2026-06-30T23:59:60.000Z"] {
+            assert_eq!(parse_time(text), parse_time_by_jiff(text), "{text}");
+        }
+    }
     use super::*;
     use serde_json::json;
 

@@ -3,7 +3,8 @@
 //! tail from corruption; `append` writes durably under `lock`; `group` batches threads'
 //! appends into one sync; `anchor` remembers the head outside the journal's folder;
 //! `checkpoint` caches folded state; `verify` and `repair` serve the CLI; `storage` is the
-//! seam every byte passes through.
+//! seam every byte passes through; `utc_time` reads the timestamps lines and projections
+//! carry.
 
 pub mod anchor;
 pub mod append;
@@ -17,6 +18,7 @@ pub mod safety;
 pub mod scan;
 pub mod simdisk;
 pub mod storage;
+pub mod utc_time;
 pub mod verify;
 
 /// The primitives `group_sync` is written against; loom's in the model test.

@@ -159,12 +159,18 @@ mod tests {
         QuickCheck::new().tests(20_000).quickcheck(same as fn(Shaped) -> bool);
     }
 
+    /// Milliseconds since 0000-01-01, folded into years 0000 to about 9980: the four-digit
+    /// years the shape has room for.
+    const YEAR_0_MS: i64 = -62_167_219_200_000;
+
+    fn four_digit_year_instant(ms: i64) -> Timestamp {
+        Timestamp::from_millisecond(YEAR_0_MS + ms.rem_euclid(253_000_000_000_000 - YEAR_0_MS)).expect("in range")
+    }
+
     #[test]
     fn it_takes_every_instant_abcd_writes() {
         fn takes(ms: i64) -> bool {
-            // Years 0000 to about 9980: the four-digit years the shape has room for.
-            const YEAR_0: i64 = -62_167_219_200_000;
-            let t = Timestamp::from_millisecond(YEAR_0 + ms.rem_euclid(253_000_000_000_000 - YEAR_0)).expect("in range");
+            let t = four_digit_year_instant(ms);
             let written = t.to_string();
             parse_utc(&written).map(|(p, _)| p) == Some(t) && parse_utc(&crate::journal::format::format_time(t)) == Some((t, Some(3)))
         }
@@ -174,15 +180,14 @@ mod tests {
     #[test]
     fn lines_are_formatted_as_jiff_formats_them() {
         fn same(ms: i64) -> bool {
-            const YEAR_0: i64 = -62_167_219_200_000;
-            let t = Timestamp::from_millisecond(YEAR_0 + ms.rem_euclid(253_000_000_000_000 - YEAR_0)).expect("in range");
+            let t = four_digit_year_instant(ms);
             format_utc_millis(t) == Some(t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string())
         }
         QuickCheck::new().tests(20_000).quickcheck(same as fn(i64) -> bool);
         for t in ["1970-01-01T00:00:00Z", "2000-02-29T23:59:59.999Z", "0000-01-01T00:00:00Z", "1969-12-31T23:59:59.999Z"] {
-            assert!(same(t.parse::<Timestamp>().unwrap().as_millisecond() - -62_167_219_200_000), "{t}");
+            assert!(same(t.parse::<Timestamp>().unwrap().as_millisecond() - YEAR_0_MS), "{t}");
         }
-        assert_eq!(format_utc_millis(Timestamp::from_millisecond(-62_167_219_200_001).unwrap()), None, "year -1");
+        assert_eq!(format_utc_millis(Timestamp::from_millisecond(YEAR_0_MS - 1).unwrap()), None, "year -1");
     }
 
     #[test]

@@ -14,11 +14,15 @@ fn main() {
     println!("cargo::rerun-if-env-changed=CC");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
-    if os != "linux" || env != "gnu" {
+    // A cross build would get the host compiler's archive: leave those as they are.
+    let cross = std::env::var("TARGET").ok() != std::env::var("HOST").ok();
+    if os != "linux" || env != "gnu" || cross {
         return;
     }
     if let Some(archive) = unwinder_archive() {
         let dir = archive.parent().expect("an absolute path has a parent");
+        // A compiler upgrade that moves the archive must re-run this, not fail the link.
+        println!("cargo::rerun-if-changed={}", archive.display());
         println!("cargo::rustc-link-search=native={}", dir.display());
         println!("cargo::rustc-link-lib=static:+verbatim=libgcc_eh.a");
     }

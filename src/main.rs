@@ -6,13 +6,22 @@
 //! (docs/decisions.md, "Process start"). What the runtime start did that abcd relies on is
 //! done here: standard streams that are closed get `/dev/null`, `SIGPIPE` is ignored, a
 //! panic exits 101, and `std::process::exit` flushes stdout. What is given up: a stack
-//! overflow dies of `SIGSEGV` without the runtime's one-line message.
+//! overflow dies of `SIGSEGV` without the runtime's one-line message, and a panic message
+//! names the thread `<unnamed>`, not `main`.
+//!
+//! Only on Linux with glibc, where std reads the arguments through glibc's init hook
+//! before any `main`; elsewhere the binary starts through Rust's runtime as usual.
 
 // Under `cargo test --all-targets` this file is also built as a unit-test harness, whose
 // own `main` must stay; the start below is for the binary only.
-#![cfg_attr(not(test), no_main)]
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
-#[cfg(not(test))]
+#[cfg(all(not(test), not(all(target_os = "linux", target_env = "gnu"))))]
+fn main() {
+    std::process::exit(abcd::cli::main());
+}
+
+#[cfg(all(not(test), target_os = "linux", target_env = "gnu"))]
 mod start {
     use std::ffi::{c_char, c_int};
 

@@ -87,3 +87,13 @@ fn a_closed_pipe_on_stdout_does_not_kill_the_process_by_signal() {
     let out = Command::new(env!("CARGO_BIN_EXE_abcd")).arg("--help").stdout(Stdio::from(writer)).output().unwrap();
     assert_eq!(out.status.signal(), None, "abcd was killed by a signal writing to a closed pipe: {:?}", out.status);
 }
+
+#[test]
+fn a_panic_exits_101_as_under_the_runtime_start() {
+    // Printing the new id to a full device fails, and `println!` panics on that.
+    let (_dir, root, home) = managed();
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = abcd(&root, &home).args(["checklist", "add", "Panics on print"]).stdout(Stdio::from(full)).output().unwrap();
+    assert_eq!(out.status.code(), Some(101), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -40,7 +40,9 @@ pub fn parse_utc(text: &str) -> Option<(Timestamp, Option<usize>)> {
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, the form a journal line carries (milliseconds, truncated);
 /// `None` outside years 0000–9999, which four digits cannot hold.
 pub fn format_utc_millis(t: Timestamp) -> Option<String> {
-    let ms = t.as_millisecond();
+    // Floored, as `strftime`'s `%3f` cuts the fraction: `as_millisecond` rounds toward
+    // zero, which differs before 1970 (found by review).
+    let ms = i64::try_from(t.as_nanosecond().div_euclid(1_000_000)).ok()?;
     let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     let (year, month, day) = civil_from_days(days);
     if !(0..=9999).contains(&year) {
@@ -106,6 +108,11 @@ pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Timestamp, 
                 Some((t, _)) => Ok(t),
                 None => text.parse().map_err(E::custom),
             }
+        }
+        // jiff's own visitor takes UTF-8 bytes too (a CBOR byte string).
+        fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Timestamp, E> {
+            let text = std::str::from_utf8(bytes).map_err(E::custom)?;
+            self.visit_str(text)
         }
     }
     d.deserialize_str(Utc)
@@ -184,6 +191,19 @@ mod tests {
             format_utc_millis(t) == Some(t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string())
         }
         QuickCheck::new().tests(20_000).quickcheck(same as fn(i64) -> bool);
+        // With a part below the millisecond, on both sides of 1970 (found by review).
+        fn same_with_nanos(ms: i64, sub: u32) -> bool {
+            let whole = four_digit_year_instant(ms);
+            match whole.checked_add(jiff::SignedDuration::from_nanos(i64::from(sub % 1_000_000))) {
+                Ok(t) => format_utc_millis(t) == Some(t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string()),
+                Err(_) => true,
+            }
+        }
+        QuickCheck::new().tests(20_000).quickcheck(same_with_nanos as fn(i64, u32) -> bool);
+        for (secs, nanos) in [(0i64, -500_000i32), (-1, -999_999_999), (-86_400, -1)] {
+            let t = Timestamp::new(secs, nanos).unwrap();
+            assert_eq!(format_utc_millis(t), Some(t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string()), "{t}");
+        }
         for t in ["1970-01-01T00:00:00Z", "2000-02-29T23:59:59.999Z", "0000-01-01T00:00:00Z", "1969-12-31T23:59:59.999Z"] {
             assert!(same(t.parse::<Timestamp>().unwrap().as_millisecond() - YEAR_0_MS), "{t}");
         }

@@ -141,7 +141,7 @@ pub fn changes_checklist_view(kind: &str) -> bool {
 pub struct ChecklistFile {
     pub schema: String,
     // Read like the items' times (`utc_time`): no general RFC 3339 parser for a hook's read.
-    #[serde(deserialize_with = "crate::journal::utc_time::deserialize_option")]
+    #[serde(default, deserialize_with = "crate::journal::utc_time::deserialize_option")]
     pub updated_at: Option<jiff::Timestamp>,
     pub updated_by: Option<String>,
     pub journal: JournalRef,
@@ -318,6 +318,14 @@ mod tests {
         ciborium::into_writer(&file.items, &mut cbor).unwrap();
         let back: Vec<Item> = ciborium::from_reader(&cbor[..]).unwrap();
         assert_eq!(back, file.items);
+    }
+
+    #[test]
+    fn a_file_without_updated_at_reads_as_none_as_it_did_before() {
+        let mut v = serde_json::to_value(file()).unwrap();
+        v.as_object_mut().unwrap().remove("updated_at");
+        let read: ChecklistFile = serde_json::from_value(v).expect("a missing updated_at is None");
+        assert_eq!(read.updated_at, None);
     }
 
     #[test]

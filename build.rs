@@ -2,9 +2,10 @@
 //!
 //! Every `abcd` process (each hook call is one) paid for loading that library and running
 //! its CPU-detection constructor: 86 µs of a 1.1 ms `abcd --version` and 135 µs of a
-//! session-start hook here (docs/decisions.md, "Process start"). The static archive holds
-//! the same unwinder, so `catch_unwind` and backtraces work as before. When the C compiler
-//! cannot name the archive, nothing is changed and the binary loads `libgcc_s` as usual.
+//! session-start hook here, timed on copies of the binary (docs/decisions.md, "Process
+//! start"). The static archive holds the same unwinder, so `catch_unwind` and backtraces
+//! work as before. When the C compiler cannot name the archive, or the build is a cross
+//! build, nothing is changed and the binary loads `libgcc_s` as usual.
 
 use std::path::PathBuf;
 use std::process::Command;

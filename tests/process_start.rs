@@ -34,11 +34,12 @@ fn streams_while_waiting_for_the_lock(closing: &str) -> Vec<PathBuf> {
     // SAFETY: flock on a file this test holds open.
     assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
     let script = format!("exec \"$0\" checklist add 'Written with {closing}' {closing}");
-    let child = abcd(&root, &home);
+    // `sh` runs the binary as `$0`, with the environment `abcd()` gives it.
+    let abcd_env = abcd(&root, &home);
     let mut child = Command::new("sh")
         .args(["-c", &script, env!("CARGO_BIN_EXE_abcd")])
         .current_dir(&root)
-        .envs(child.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .envs(abcd_env.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
@@ -77,7 +78,7 @@ fn all_three_closed_standard_streams_get_dev_null() {
 
 #[test]
 fn a_closed_pipe_on_stdout_does_not_kill_the_process_by_signal() {
-    // The help text is longer than nothing the reader will take: its reader is gone.
+    // abcd writes its help into a pipe whose reading end is already closed.
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe(2) returns.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);

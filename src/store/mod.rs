@@ -60,7 +60,7 @@ pub struct Store {
     journal: Journal,
     /// The `checklist.json` bytes this store last wrote, with the head they show:
     /// `checklist.last-good.json` is the same file, so a checklist write renders it once
-    /// (its digest and pretty print cost 50 µs of a 21-item `checklist add` here).
+    /// (a 21-item `checklist add` took 1.64 ms instead of 1.69 in a timing loop here).
     last_view: std::sync::Mutex<Option<(Head, Vec<u8>)>>,
 }
 

@@ -122,12 +122,6 @@ pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState
     intact.then_some((file.state, j.into()))
 }
 
-/// The state file's state when it is intact and reflects exactly `head`.
-pub fn load_state(storage: &dyn Storage, path: &Path, head: Head) -> Option<FoldedState> {
-    let (state, named) = load_state_any(storage, path)?;
-    (named == head).then_some(state)
-}
-
 /// Whether an event of `kind` can change what `checklist.json` shows: its items come
 /// from `checklist.*` events and its skipped list names only `checklist.*` events, so no
 /// other kind can.

@@ -131,9 +131,14 @@ fn still_shows(file: &dyn StorageFile, named: Head, head: Head, seen: &[SeenLine
     if named.seq >= head.seq || head.seq - named.seq > PROJECTION_LAG_MAX {
         return Ok(false);
     }
-    let Some(window) = seen.first().filter(|_| seen.last().is_some_and(|l| l.line == head)) else {
+    // Empty when the tail read fell back to a full scan; then the lines are scanned below.
+    let Some(window) = seen.first() else {
         return Ok(false);
     };
+    assert!(
+        seen.last().is_some_and(|l| l.line == head) && seen.len() as u64 == head.seq - window.line.seq + 1,
+        "the tail read's lines run consecutively from its window's first line to the head"
+    );
     let none_changes = |lines: &[SeenLine]| lines.iter().all(|l| !projection::changes_checklist_view(&l.kind));
     if named.seq >= window.line.seq {
         // In the window: it must be the very line the tail read verified there.
@@ -147,18 +152,20 @@ fn still_shows(file: &dyn StorageFile, named: Head, head: Head, seen: &[SeenLine
     // read chained to the head; the window vouches for the rest.
     enum Stop {
         ReachedWindow,
-        Changes,
+        NotShown,
     }
     let report = scan::scan(file, StartPoint { after: Some(named) }, |event, pos| {
         if event.seq == window.line.seq {
             let same = event.hash == window.line.hash && pos.offset == window.line.offset;
-            return Err(if same { Stop::ReachedWindow } else { Stop::Changes });
+            return Err(if same { Stop::ReachedWindow } else { Stop::NotShown });
         }
-        if projection::changes_checklist_view(&event.kind) { Err(Stop::Changes) } else { Ok(()) }
+        if projection::changes_checklist_view(&event.kind) { Err(Stop::NotShown) } else { Ok(()) }
     });
     match report {
         Err(ScanError::Visitor(Stop::ReachedWindow)) => Ok(none_changes(seen)),
-        Err(ScanError::Visitor(Stop::Changes)) | Ok(_) => Ok(false),
+        // A checklist event, another line where the window's first was, or the end of the
+        // file before it (the journal changed between the two reads).
+        Err(ScanError::Visitor(Stop::NotShown)) | Ok(_) => Ok(false),
         Err(ScanError::Io(e)) => Err(e),
     }
 }

@@ -98,3 +98,18 @@ fn a_panic_exits_101_as_under_the_runtime_start() {
     assert_eq!(out.status.code(), Some(101), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `build.rs` links the binary at a fixed address on Linux with glibc (unless built with
+/// `ABCD_PIE=1`): its ELF type is `ET_EXEC`, not the position-independent `ET_DYN`, so the
+/// dynamic loader has almost nothing to relocate at each start.
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn the_binary_is_linked_at_a_fixed_address() {
+    if option_env!("ABCD_PIE") == Some("1") {
+        return;
+    }
+    let bytes = std::fs::read(env!("CARGO_BIN_EXE_abcd")).unwrap();
+    assert_eq!(&bytes[..4], b"\x7fELF");
+    let e_type = u16::from_le_bytes([bytes[16], bytes[17]]);
+    assert_eq!(e_type, 2, "ELF type {e_type}: 2 is a fixed-address executable, 3 a position-independent one");
+}

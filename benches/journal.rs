@@ -1022,7 +1022,10 @@ fn floor(path: &Path) -> (u64, String) {
         let chunk = &buf[..n];
         hasher.update(chunk);
         let mut start = 0;
-        for nl in memchr::memchr_iter(b'\n', chunk) {
+        // The floor is any program's plain way of finding lines, not abcd's.
+        #[allow(clippy::disallowed_methods)]
+        let newlines = memchr::memchr_iter(b'\n', chunk);
+        for nl in newlines {
             if carry.is_empty() {
                 parse(&chunk[start..nl]);
             } else {

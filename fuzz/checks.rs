@@ -511,7 +511,7 @@ pub fn decode_mutations(input: &[u8]) -> Vec<Mutation> {
 fn split_lines(bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
-    for nl in memchr::memchr_iter(b'\n', bytes) {
+    for nl in abcd::byte_search::byte_positions(b'\n', bytes) {
         out.push((start, nl + 1 - start));
         start = nl + 1;
     }

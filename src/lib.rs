@@ -4,6 +4,7 @@
 //! `abcd` binary (`cli`) is a thin layer over it.
 
 pub mod away;
+pub mod byte_search;
 pub mod checklist;
 pub mod child;
 pub mod cli;

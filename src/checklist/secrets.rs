@@ -58,7 +58,7 @@
 
 use std::fmt;
 
-use memchr::memmem;
+use crate::byte_search::{byte_positions, find_byte, find_sub, rfind_byte};
 
 /// Text longer than this is scanned only up to here; if nothing is found there it is
 /// reported as [`SecretKind::OversizeInput`] (fail closed).
@@ -480,7 +480,7 @@ fn slack_webhook(text: &[u8], i: usize) -> bool {
     let start = i + HOST.len() + path.len();
     let len = run_len(text, start, |b| is_alnum(b) || b == b'/', MAX_TOKEN_BYTES);
     let body = &text[start..start + len];
-    len >= 40 && memchr::memchr_iter(b'/', body).count() >= 2 && Need::DigitOrUpper.met(Mix::of(body)) && !is_placeholder(body)
+    len >= 40 && byte_positions(b'/', body).count() >= 2 && Need::DigitOrUpper.met(Mix::of(body)) && !is_placeholder(body)
 }
 
 /// `eyJ<header>.eyJ<claims>.<signature>`. A candidate must follow a byte that is neither
@@ -755,11 +755,11 @@ fn url_with_password(text: &[u8], colon: usize) -> bool {
     let start = colon + 3;
     let len = run_len(text, start, is_authority_byte, MAX_AUTHORITY_BYTES);
     let authority = &text[start..start + len];
-    let Some(at) = memchr::memrchr(b'@', authority) else {
+    let Some(at) = rfind_byte(b'@', authority) else {
         return false;
     };
     let userinfo = &authority[..at];
-    let Some(colon) = memchr::memchr(b':', userinfo) else {
+    let Some(colon) = find_byte(b':', userinfo) else {
         return false;
     };
     let password = &userinfo[colon + 1..];
@@ -832,7 +832,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     if v.iter().all(|&b| matches!(b, b'*' | b'x' | b'X' | b'.' | b'#' | b'-' | b'_' | b'?')) {
         return true;
     }
-    let masked = ["***", "...", "\u{2026}", "\u{2022}"].iter().any(|m| memmem::find(v, m.as_bytes()).is_some());
+    let masked = ["***", "...", "\u{2026}", "\u{2022}"].iter().any(|m| find_sub(v, m.as_bytes()).is_some());
     if masked || has_repeat_run(v, PLACEHOLDER_REPEAT) || is_reference(v) {
         return true;
     }
@@ -841,7 +841,7 @@ fn is_placeholder(v: &[u8]) -> bool {
     PLACEHOLDER_WORDS.contains(&squashed)
         || PLACEHOLDER_PREFIXES.iter().any(|p| squashed.starts_with(p))
         || squashed.ends_with(b"here")
-        || PLACEHOLDER_INFIXES.iter().any(|p| memmem::find(squashed, p).is_some())
+        || PLACEHOLDER_INFIXES.iter().any(|p| find_sub(squashed, p).is_some())
 }
 
 /// A name for where the secret is kept rather than the secret: `vault:…`, `config.db.password`,
@@ -851,7 +851,7 @@ fn is_reference(v: &[u8]) -> bool {
     if REFERENCE_PREFIXES.iter().any(|p| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p)) {
         return true;
     }
-    if memmem::find(v, b"://").is_some() {
+    if find_sub(v, b"://").is_some() {
         return true;
     }
     if v.iter().all(|&b| is_word(b) || b == b'.' || b == b'-') && KeyClass::of(&v[v.len().saturating_sub(MAX_KEY_BYTES)..]).secret {

@@ -640,7 +640,7 @@ pub fn read_genesis(file: &dyn StorageFile, path: &Path) -> Result<Genesis, Jour
         let mut buf = vec![0u8; take];
         let n = file.read_at(&mut buf, 0).map_err(JournalError::io("reading", path))?;
         buf.truncate(n);
-        let Some(nl) = memchr::memchr(b'\n', &buf) else {
+        let Some(nl) = crate::byte_search::find_byte(b'\n', &buf) else {
             if take as u64 == len || want >= MAX_LINE_BYTES {
                 return Err(not_journal("its first line is not a complete event".into()));
             }
@@ -733,7 +733,7 @@ pub fn quarantine_range(
         }
         qfile.write_at(&buf[..n], done).map_err(JournalError::io("writing", &qpath))?;
         hasher.update(&buf[..n]);
-        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        lines += crate::byte_search::byte_positions(b'\n', &buf[..n]).count() as u64;
         done += n as u64;
     }
     assert_eq!(done, len, "the range to quarantine lies inside the file");

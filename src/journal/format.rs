@@ -476,9 +476,9 @@ pub fn is_genesis_prefix(bytes: &[u8]) -> bool {
 /// verifies on its own up to the next newline: two lines merged by a damaged newline, or
 /// garbage written over the start of a good line. Such bytes are damage, never torn.
 pub fn holds_embedded_line(bytes: &[u8]) -> bool {
-    memchr::memmem::find_iter(bytes, FRAME_HEAD).filter(|&p| p > 0).any(|p| {
+    crate::byte_search::sub_positions(bytes, FRAME_HEAD).filter(|&p| p > 0).any(|p| {
         let rest = &bytes[p..];
-        let line = match memchr::memchr(b'\n', rest) {
+        let line = match crate::byte_search::find_byte(b'\n', rest) {
             Some(i) => &rest[..=i],
             None => rest,
         };

@@ -162,7 +162,7 @@ impl<'f> LineReader<'f> {
                 }
             }
             let avail = &self.buf[self.start..self.end];
-            let (chunk, found) = match memchr::memchr(b'\n', avail) {
+            let (chunk, found) = match crate::byte_search::find_byte(b'\n', avail) {
                 Some(i) => (&avail[..=i], true),
                 None => (avail, false),
             };
@@ -363,7 +363,7 @@ fn window_lines(buf: &[u8], start: u64) -> Vec<(u64, &[u8])> {
     let mut out = Vec::new();
     let mut line_start = 0usize;
     let mut first = start > 0;
-    for nl in memchr::memchr_iter(b'\n', buf) {
+    for nl in crate::byte_search::byte_positions(b'\n', buf) {
         if !first {
             out.push((start + line_start as u64, &buf[line_start..=nl]));
         }
@@ -438,7 +438,7 @@ pub fn line_is_at(file: &dyn StorageFile, head: Head) -> io::Result<bool> {
 
 /// The fault of the first line in a torn region.
 fn first_fault(region: &[u8]) -> LineFault {
-    let line = match memchr::memchr(b'\n', region) {
+    let line = match crate::byte_search::find_byte(b'\n', region) {
         Some(i) => &region[..=i],
         None => region,
     };

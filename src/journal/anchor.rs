@@ -82,9 +82,21 @@ impl AnchorStore {
         if !id_is_safe(journal_id) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "journal id is not a safe file name"));
         }
-        storage.create_dir_all(&self.dir, 0o700)?;
-        let f = storage.open_or_create(&self.record_path(journal_id))?;
+        let f = self.open_record(storage, journal_id)?;
         f.write_at(encode_record(anchor).as_bytes(), 0)
+    }
+
+    /// Opens (or creates) the journal's record, creating the anchors folder only when it
+    /// is missing: an append pays one open, not a mkdir that fails and a stat besides.
+    fn open_record(&self, storage: &dyn Storage, journal_id: &str) -> io::Result<Box<dyn StorageFile>> {
+        let path = self.record_path(journal_id);
+        match storage.open_or_create(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                storage.create_dir_all(&self.dir, 0o700)?;
+                storage.open_or_create(&path)
+            }
+            other => other,
+        }
     }
 
     /// Like `store`, through the record file `kept` holds while it is this journal's (no
@@ -104,8 +116,7 @@ impl AnchorStore {
         if !id_is_safe(journal_id) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "journal id is not a safe file name"));
         }
-        storage.create_dir_all(&self.dir, 0o700)?;
-        let file = storage.open_or_create(&self.record_path(journal_id))?;
+        let file = self.open_record(storage, journal_id)?;
         file.write_at(record.as_bytes(), 0)?;
         if file.identity()?.is_some() {
             *kept = Some(KeptAnchor { journal_id: journal_id.to_owned(), file });
@@ -188,5 +199,25 @@ mod tests {
         let mut flipped = rec.into_bytes();
         flipped[20] ^= 1;
         assert_eq!(decode_record(&flipped), None);
+    }
+
+    #[test]
+    fn both_stores_create_a_missing_folder_and_overwrite_an_existing_record() {
+        use crate::journal::storage::RealDisk;
+        let dir = tempfile::tempdir().unwrap();
+        let store = AnchorStore::new(&dir.path().join("home"));
+        let (a, b) =
+            (Anchor { seq: 1, offset: 10, end: 20, hash: Hash([1; 32]) }, Anchor { seq: 2, offset: 20, end: 30, hash: Hash([2; 32]) });
+        store.store(&RealDisk, "ab12", a).unwrap();
+        assert_eq!(store.load(&RealDisk, "ab12").unwrap(), Some(a));
+        store.store(&RealDisk, "ab12", b).unwrap();
+        assert_eq!(store.load(&RealDisk, "ab12").unwrap(), Some(b));
+        // The folder gone under a live home store: the next write makes it again.
+        std::fs::remove_dir_all(dir.path().join("home")).unwrap();
+        let mut kept = None;
+        store.store_kept(&RealDisk, &mut kept, "cd34", a).unwrap();
+        assert_eq!(store.load(&RealDisk, "cd34").unwrap(), Some(a));
+        store.store_kept(&RealDisk, &mut kept, "cd34", b).unwrap();
+        assert_eq!(store.load(&RealDisk, "cd34").unwrap(), Some(b));
     }
 }

@@ -210,12 +210,15 @@ fn finish(result: anyhow::Result<i32>) -> i32 {
 /// full parse builds every subcommand's first (0.17 ms of a 1.9 ms `checklist add` in a timing loop here),
 /// and agents run these verbs often. `None` for any other command line, and for any the
 /// checklist parse refuses or answers itself (`--help`, a usage error): the full parse
-/// then runs and speaks, so help and errors read as they always do. A test pins that
-/// both parses agree.
+/// then runs and speaks, so help and errors read as they always do. The plainest add
+/// skips clap altogether (`checklist_cmd::plain_add`). A test pins that the parses agree.
 fn checklist_call(args: &[std::ffi::OsString]) -> Option<checklist_cmd::ChecklistArgs> {
     use clap::FromArgMatches as _;
     if args.get(1)? != "checklist" {
         return None;
+    }
+    if let Some(plain) = checklist_cmd::plain_add(args) {
+        return Some(plain);
     }
     let definition = checklist_cmd::definition_for(args.get(2).map(|a| a.as_os_str()));
     let matches = definition.try_get_matches_from(&args[1..]).ok()?;
@@ -421,6 +424,17 @@ mod tests {
             let line: Vec<OsString> = line.iter().map(OsString::from).collect();
             let fast = checklist_call(&line).unwrap_or_else(|| panic!("{line:?} is not taken"));
             assert_eq!(Some(format!("{fast:?}")), full_parse(&line), "{line:?}");
+        }
+        let plain: Vec<OsString> = ["abcd", "checklist", "add", "Measure it"].iter().map(OsString::from).collect();
+        assert!(checklist_cmd::plain_add(&plain).is_some(), "the plainest add is read without clap");
+        for not_plain in [
+            &["abcd", "checklist", "add", "-x"][..],
+            &["abcd", "checklist", "add", ""],
+            &["abcd", "checklist", "add", "T", "--json"],
+            &["abcd", "checklist", "set", "T"],
+        ] {
+            let line: Vec<OsString> = not_plain.iter().map(OsString::from).collect();
+            assert!(checklist_cmd::plain_add(&line).is_none(), "{line:?} goes to clap");
         }
         let left: &[&[&str]] = &[
             &["abcd", "checklist", "--help"],

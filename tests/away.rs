@@ -482,18 +482,17 @@ fn a_forged_away_cache_is_not_believed() {
     let forge = |file: &mut Value, set_by: &str, step: &str| {
         file["state"]["away"]["window"]["set_by"] = json!(set_by);
         file["state"]["away"]["window"]["queue"][0]["step"] = json!(step);
-        let state: abcd::fold::FoldedState = serde_json::from_value(file["state"].clone()).unwrap();
-        file["digest"] = json!(abcd::fold::state_digest(&state));
+        *file = serde_json::from_slice(&abcd::store::projection::seal_state_json(file)).unwrap();
     };
     // A secret in what the record shows: not believed, whatever the digest says.
     forge(&mut file, "Pat Person", &format!("push with {token}"));
-    std::fs::write(&state_path, serde_json::to_vec(&file).unwrap()).unwrap();
+    std::fs::write(&state_path, abcd::store::projection::seal_state_json(&file)).unwrap();
     let shown = stdout(&repo.abcd(&["mode", "--json"]));
     assert!(!shown.contains("ghp_0123"), "{shown}");
     assert!(shown.contains("merge pull request 4"), "re-folded from the journal: {shown}");
     // A cache others can write: not believed either.
     forge(&mut file, "Mallory", "merge pull request 4");
-    std::fs::write(&state_path, serde_json::to_vec(&file).unwrap()).unwrap();
+    std::fs::write(&state_path, abcd::store::projection::seal_state_json(&file)).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&state_path, std::fs::Permissions::from_mode(0o666)).unwrap();
     let shown = stdout(&repo.abcd(&["mode", "--json"]));

@@ -274,12 +274,6 @@ fn data_reason(serde_message: &str) -> String {
     format!("its data does not match the kind's schema ({})", serde_message[..cut].trim_end())
 }
 
-/// The state's digest: projections carry it, so a hand-edited projection is noticed.
-pub fn state_digest(state: &FoldedState) -> String {
-    let bytes = serde_json::to_vec(state).expect("plain data serializes");
-    blake3::Hasher::new_derive_key("abcd projection v1 state digest").update(&bytes).finalize().to_hex().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -189,7 +189,7 @@ impl Store {
             }
             Some(Scope::Machine {}) => None,
             Some(Scope::WorkingCopy { .. }) | None => {
-                let bytes = projection::ChecklistFile::from_state(&current.state, current.head).render();
+                let bytes = projection::ChecklistFile::render_from_state(&current.state, current.head);
                 self.write_files(vec![(projection::CHECKLIST_FILE, bytes.clone())])?;
                 *self.last_view.lock().unwrap_or_else(|p| p.into_inner()) = Some((current.head, bytes));
                 return Ok(());
@@ -222,7 +222,7 @@ impl Store {
         let rendered = self.last_view.lock().unwrap_or_else(|p| p.into_inner()).take().filter(|(head, _)| *head == current.head);
         let bytes = match rendered {
             Some((_, bytes)) => bytes,
-            None => projection::ChecklistFile::from_state(&current.state, current.head).render(),
+            None => projection::ChecklistFile::render_from_state(&current.state, current.head),
         };
         crate::journal::storage::write_replacing(&**self.journal.storage(), &path, &bytes).map_err(|source| JournalError::Io {
             what: "writing",

@@ -1,7 +1,14 @@
 //! Projection files: folded state rendered as JSON that names the journal line it
-//! reflects and carries a digest of its content. A projection that is unreadable, fails
+//! reflects and carries a digest of its bytes. A projection that is unreadable, fails
 //! its digest (a hand edit, say) or names another line is not trusted; the reader
 //! re-folds from the journal.
+//!
+//! The digest: BLAKE3 in derive-key mode (one context per file kind) over the file's
+//! bytes exactly as written, with the 64 hex digits of the top-level `digest` value read
+//! as `0`s. That value is found as the first `\n  "digest": "` in the file: the key as
+//! the pretty printer writes it at the top level (inside a JSON string a newline and a
+//! quote are always escaped, and nested keys are indented further). A reader hashes the
+//! bytes it read instead of serializing what it parsed a second time.
 //!
 //! - `state.json`: the whole folded state (a readable checkpoint; the read path's base).
 //! - `checklist.json` (`abcd/checklist/v1`) and `checklist.last-good.json`: the checklist
@@ -15,13 +22,14 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::fold::checklist::{ChecklistState, Item, check_item};
-use crate::fold::{FoldedState, Skipped, state_digest};
+use crate::fold::{FoldedState, Skipped};
 use crate::journal::format::Hash;
 use crate::journal::scan::Head;
 use crate::journal::storage::{Storage, read_small};
 
 pub const STATE_FILE: &str = "state.json";
-pub const STATE_SCHEMA: &str = "abcd/state/v4";
+/// v5: the digest covers the file's bytes (v4's covered the state re-serialized).
+pub const STATE_SCHEMA: &str = "abcd/state/v5";
 pub const CHECKLIST_FILE: &str = "checklist.json";
 pub const LAST_GOOD_FILE: &str = "checklist.last-good.json";
 pub const CHECKLIST_SCHEMA: &str = "abcd/checklist/v1";
@@ -31,6 +39,46 @@ const CHECKLIST_DIGEST_CONTEXT: &str = "abcd projection v1 checklist digest";
 pub const AWAY_FILE: &str = "away.json";
 pub const AWAY_SCHEMA: &str = "abcd/away/v1";
 const AWAY_DIGEST_CONTEXT: &str = "abcd projection v1 away digest";
+const STATE_DIGEST_CONTEXT: &str = "abcd projection v1 state digest";
+/// The top-level `digest` key as `pretty` writes it, up to its value's first digit.
+const DIGEST_KEY: &[u8] = b"\n  \"digest\": \"";
+/// A digest's hex digits.
+const DIGEST_HEX_LEN: usize = 64;
+/// The digest value a file is rendered with before it is sealed.
+const UNSEALED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Where the digest's digits start in `bytes`, and the digest of `bytes` with those digits
+/// read as `0`s. `None` when no top-level digest of the right length is in place.
+fn digest_of(context: &str, bytes: &[u8]) -> Option<(usize, String)> {
+    let at = crate::byte_search::find_sub(bytes, DIGEST_KEY)? + DIGEST_KEY.len();
+    if bytes.get(at + DIGEST_HEX_LEN) != Some(&b'"') {
+        return None;
+    }
+    let mut hasher = blake3::Hasher::new_derive_key(context);
+    hasher.update(&bytes[..at]).update(UNSEALED.as_bytes()).update(&bytes[at + DIGEST_HEX_LEN..]);
+    Some((at, hasher.finalize().to_hex().to_string()))
+}
+
+/// `value` (whose digest is [`UNSEALED`]) rendered, with its digest written in.
+fn render_sealed<T: Serialize>(context: &str, value: &T) -> Vec<u8> {
+    let mut bytes = pretty(value);
+    let (at, digest) = digest_of(context, &bytes).expect("the pretty printer writes the top-level digest key");
+    assert_eq!(&bytes[at..at + DIGEST_HEX_LEN], UNSEALED.as_bytes(), "rendered unsealed");
+    bytes[at..at + DIGEST_HEX_LEN].copy_from_slice(digest.as_bytes());
+    bytes
+}
+
+/// Whether `bytes` carry their own digest, and it is `parsed`, the digest value read
+/// from them.
+fn digest_holds(context: &str, bytes: &[u8], parsed: &str) -> bool {
+    digest_of(context, bytes).is_some_and(|(at, digest)| digest == parsed && &bytes[at..at + DIGEST_HEX_LEN] == parsed.as_bytes())
+}
+
+/// The digest a rendered file carries (`render_sealed` put it there).
+fn sealed_digest(context: &str, bytes: &[u8]) -> String {
+    let (at, _) = digest_of(context, bytes).expect("a sealed file has its digest in place");
+    String::from_utf8(bytes[at..at + DIGEST_HEX_LEN].to_vec()).expect("hex digits")
+}
 
 /// The away record as `away.json` carries it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,9 +98,8 @@ impl AwayFile {
         let skipped =
             state.journal.skipped.iter().filter(|s| s.kind.starts_with("away.") || s.kind.starts_with("decision.")).cloned().collect();
         let mut file =
-            AwayFile { schema: AWAY_SCHEMA.into(), journal: head.into(), digest: String::new(), away: state.away.clone(), skipped };
-        let bytes = serde_json::to_vec(&file).expect("plain data serializes");
-        file.digest = blake3::Hasher::new_derive_key(AWAY_DIGEST_CONTEXT).update(&bytes).finalize().to_hex().to_string();
+            AwayFile { schema: AWAY_SCHEMA.into(), journal: head.into(), digest: UNSEALED.into(), away: state.away.clone(), skipped };
+        file.digest = sealed_digest(AWAY_DIGEST_CONTEXT, &render_sealed(AWAY_DIGEST_CONTEXT, &file));
         file
     }
 
@@ -93,8 +140,24 @@ struct StateFile {
 }
 
 pub fn render_state(state: &FoldedState, head: Head) -> Vec<u8> {
-    let file = StateFile { schema: STATE_SCHEMA.into(), journal: head.into(), digest: state_digest(state), state: state.clone() };
-    pretty(&file)
+    /// `StateFile`, borrowing the state: it is written, not kept.
+    #[derive(Serialize)]
+    struct StateFileOut<'a> {
+        schema: &'a str,
+        journal: JournalRef,
+        digest: &'a str,
+        state: &'a FoldedState,
+    }
+    render_sealed(STATE_DIGEST_CONTEXT, &StateFileOut { schema: STATE_SCHEMA, journal: head.into(), digest: UNSEALED, state })
+}
+
+/// A `state.json` forged from `file` (a parsed `state.json` with any content): rendered
+/// and sealed as abcd seals one. For tests that prove a reader checks more than the
+/// digest, which has no key.
+pub fn seal_state_json(file: &serde_json::Value) -> Vec<u8> {
+    let mut file = file.clone();
+    file["digest"] = serde_json::json!(UNSEALED);
+    render_sealed(STATE_DIGEST_CONTEXT, &file)
 }
 
 fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
@@ -115,7 +178,7 @@ pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState
     let file: StateFile = serde_json::from_slice(&bytes).ok()?;
     let j = file.journal;
     let intact = file.schema == STATE_SCHEMA
-        && file.digest == state_digest(&file.state)
+        && digest_holds(STATE_DIGEST_CONTEXT, &bytes, &file.digest)
         && file.state.journal.events == j.seq + 1
         && file.state.journal.last_hash == Some(j.hash)
         && file.state.away.shown_text_passes();
@@ -154,32 +217,39 @@ impl ChecklistFile {
             updated_at: c.updated_at,
             updated_by: c.updated_by.clone(),
             journal: head.into(),
-            digest: String::new(),
+            digest: UNSEALED.into(),
             items: c.items.clone(),
             skipped,
         };
-        file.digest = file.compute_digest();
+        file.digest = sealed_digest(CHECKLIST_DIGEST_CONTEXT, &render_sealed(CHECKLIST_DIGEST_CONTEXT, &file));
         file
     }
 
-    fn compute_digest(&self) -> String {
-        /// The file as its digest covers it: every field in order, `digest` empty. Borrowed,
-        /// not a clone of the file with the digest cleared: that clone was a third of the
-        /// digest's cost.
+    /// `from_state(state, head).render()`, rendered once.
+    pub fn render_from_state(state: &FoldedState, head: Head) -> Vec<u8> {
+        let c = &state.checklist;
+        let skipped: Vec<Skipped> = state.journal.skipped.iter().filter(|s| s.kind.starts_with("checklist.")).cloned().collect();
+        /// `ChecklistFile`, borrowing the state's items.
         #[derive(Serialize)]
-        struct Unsigned<'a> {
+        struct ChecklistFileOut<'a> {
             schema: &'a str,
             updated_at: &'a Option<jiff::Timestamp>,
             updated_by: &'a Option<String>,
-            journal: &'a JournalRef,
+            journal: JournalRef,
             digest: &'a str,
             items: &'a [Item],
-            skipped: &'a [Skipped],
+            skipped: Vec<Skipped>,
         }
-        let ChecklistFile { schema, updated_at, updated_by, journal, digest: _, items, skipped } = self;
-        let unsigned = Unsigned { schema, updated_at, updated_by, journal, digest: "", items, skipped };
-        let bytes = serde_json::to_vec(&unsigned).expect("plain data serializes");
-        blake3::Hasher::new_derive_key(CHECKLIST_DIGEST_CONTEXT).update(&bytes).finalize().to_hex().to_string()
+        let out = ChecklistFileOut {
+            schema: CHECKLIST_SCHEMA,
+            updated_at: &c.updated_at,
+            updated_by: &c.updated_by,
+            journal: head.into(),
+            digest: UNSEALED,
+            items: &c.items,
+            skipped,
+        };
+        render_sealed(CHECKLIST_DIGEST_CONTEXT, &out)
     }
 
     /// The checklist state this file shows.
@@ -213,7 +283,7 @@ pub fn load_checklist(storage: &dyn Storage, path: &Path) -> Result<ChecklistFil
     if file.schema != CHECKLIST_SCHEMA {
         return Err(ChecklistFileRejected::NotAChecklist);
     }
-    if file.digest != file.compute_digest() {
+    if !digest_holds(CHECKLIST_DIGEST_CONTEXT, &bytes, &file.digest) {
         return Err(ChecklistFileRejected::DigestMismatch);
     }
     // Everything the reader may show is scanned, not only the items: the digest has no key,
@@ -285,22 +355,62 @@ mod tests {
             updated_at: Some(at("2026-11-30T11:00:00Z")),
             updated_by: Some("session s1".into()),
             journal: head.into(),
-            digest: String::new(),
+            digest: UNSEALED.into(),
             items: items(),
             skipped,
         };
-        file.digest = file.compute_digest();
+        file.digest = sealed_digest(CHECKLIST_DIGEST_CONTEXT, &render_sealed(CHECKLIST_DIGEST_CONTEXT, &file));
         file
     }
 
+    /// The digest's definition, spelled out on the bytes: the file as written with its
+    /// digest's digits zeroed, hashed under the checklist's context.
     #[test]
-    fn the_digest_covers_the_file_as_written_with_its_digest_emptied() {
+    fn the_digest_covers_the_bytes_as_written_with_its_digits_zeroed() {
         let file = file();
-        let mut unsigned = file.clone();
-        unsigned.digest = String::new();
-        let bytes = serde_json::to_vec(&unsigned).unwrap();
-        let expected = blake3::Hasher::new_derive_key(CHECKLIST_DIGEST_CONTEXT).update(&bytes).finalize().to_hex().to_string();
+        let written = file.render();
+        let text = String::from_utf8(written.clone()).unwrap();
+        let zeroed = text.replacen(&file.digest, UNSEALED, 1);
+        assert_ne!(zeroed, text);
+        let expected = blake3::Hasher::new_derive_key(CHECKLIST_DIGEST_CONTEXT).update(zeroed.as_bytes()).finalize().to_hex().to_string();
         assert_eq!(file.digest, expected);
+        assert!(digest_holds(CHECKLIST_DIGEST_CONTEXT, &written, &file.digest));
+        // Another context, or any byte changed (whitespace included), and it fails.
+        assert!(!digest_holds(STATE_DIGEST_CONTEXT, &written, &file.digest));
+        for at in [0, 40, written.len() / 2, written.len() - 2] {
+            let mut edited = written.clone();
+            edited[at] ^= 0x20;
+            let parsed = serde_json::from_slice::<ChecklistFile>(&edited).map(|f| f.digest).unwrap_or(file.digest.clone());
+            assert!(!digest_holds(CHECKLIST_DIGEST_CONTEXT, &edited, &parsed), "byte {at} changed");
+        }
+        // Compact JSON has no digest in place: not trusted, whatever it holds.
+        let compact = serde_json::to_vec(&file).unwrap();
+        assert!(!digest_holds(CHECKLIST_DIGEST_CONTEXT, &compact, &file.digest));
+    }
+
+    #[test]
+    fn rendering_from_the_state_writes_the_same_bytes_as_the_file() {
+        let mut state = FoldedState::default();
+        state.checklist.items = items();
+        state.checklist.updated_at = Some(at("2026-11-30T11:00:00Z"));
+        state.checklist.updated_by = Some("session s1".into());
+        state.journal.skipped = vec![
+            Skipped { seq: 5, kind: "checklist.item_added".into(), field: Some("title".into()), reason: "empty".into() },
+            Skipped { seq: 6, kind: "session.started".into(), field: None, reason: "unknown".into() },
+        ];
+        let head = Head { seq: 9, hash: Hash([7; 32]), offset: 100, end: 300 };
+        let file = ChecklistFile::from_state(&state, head);
+        assert_eq!(ChecklistFile::render_from_state(&state, head), file.render());
+        assert_eq!(file.skipped.len(), 1, "only checklist events");
+        let written = render_state(&state, head);
+        let parsed: StateFile = serde_json::from_slice(&written).unwrap();
+        assert!(digest_holds(STATE_DIGEST_CONTEXT, &written, &parsed.digest));
+        // A forger's seal holds as abcd's does (keys in another order, same rule).
+        let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        let forged = seal_state_json(&value);
+        let reparsed: StateFile = serde_json::from_slice(&forged).unwrap();
+        assert!(digest_holds(STATE_DIGEST_CONTEXT, &forged, &reparsed.digest));
+        assert!(!digest_holds(CHECKLIST_DIGEST_CONTEXT, &forged, &reparsed.digest));
     }
 
     #[test]

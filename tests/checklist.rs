@@ -397,3 +397,30 @@ fn eight_processes_adding_a_hundred_items_each_keep_all_800_with_unique_ids() {
     assert_eq!(ids.len(), 800);
     assert!(wc.abcd(&["journal", "verify"]).status.success());
 }
+
+/// A `state.json` whose digest was recomputed (the digest has no key) with a secret in an
+/// item's title: a checklist write must not carry it into `checklist.json` or last-good,
+/// and must not fail on it. The state's items are checked again as `checklist.json`'s are.
+#[test]
+fn a_forged_state_json_item_never_reaches_the_projections() {
+    let wc = WorkingCopy::managed();
+    assert!(wc.abcd(&["checklist", "add", "First"]).status.success());
+    // Another add leaves state.json behind the head, a base the next write folds from.
+    assert!(wc.abcd(&["checklist", "add", "Second"]).status.success());
+    let state_path = wc.tier().join("state.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&state_path).unwrap()).unwrap();
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let items = file["state"]["checklist"]["items"].as_array_mut().unwrap();
+    assert!(!items.is_empty(), "state.json holds the first item");
+    items[0]["title"] = json!(format!("Push with {token}"));
+    let forged = abcd::store::projection::seal_state_json(&file);
+    std::fs::write(&state_path, &forged).unwrap();
+    let out = wc.abcd(&["checklist", "add", "Third"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(wc.titles(), vec!["First", "Second", "Third"]);
+    // The planted bytes themselves may survive as the next spare; nothing abcd wrote holds
+    // any part of the token.
+    for (path, bytes) in wc.all_files().into_iter().filter(|(_, bytes)| *bytes != forged) {
+        assert_eq!(leaks(&bytes, token), None, "{} holds part of the token", path.display());
+    }
+}

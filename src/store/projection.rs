@@ -167,8 +167,9 @@ fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
 }
 
 /// The state file's state and the line it names, if it is a file this user alone can
-/// write (SPEC §1), parses, its digest holds, and what it would show passes the fold's
-/// checks again (the digest has no key, so it is no proof abcd wrote it).
+/// write (SPEC §1), parses, its digest holds, and what it would show (the away record, the
+/// checklist's items and notes) passes the fold's checks again (the digest has no key, so
+/// it is no proof abcd wrote it).
 pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
     let facts = storage.facts(path).ok()??;
     if crate::journal::safety::untrusted_reason(&facts).is_some() {
@@ -181,7 +182,8 @@ pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState
         && digest_holds(STATE_DIGEST_CONTEXT, &bytes, &file.digest)
         && file.state.journal.events == j.seq + 1
         && file.state.journal.last_hash == Some(j.hash)
-        && file.state.away.shown_text_passes();
+        && file.state.away.shown_text_passes()
+        && check_shown(&file.state.checklist.items, &file.state.checklist.updated_by, &file.state.journal.skipped).is_ok();
     intact.then_some((file.state, j.into()))
 }
 
@@ -286,13 +288,18 @@ pub fn load_checklist(storage: &dyn Storage, path: &Path) -> Result<ChecklistFil
     if !digest_holds(CHECKLIST_DIGEST_CONTEXT, &bytes, &file.digest) {
         return Err(ChecklistFileRejected::DigestMismatch);
     }
-    // Everything the reader may show is scanned, not only the items: the digest has no key,
-    // so a file with a recomputed digest is not proof that abcd wrote it.
-    let shown = file
-        .updated_by
+    check_shown(&file.items, &file.updated_by, &file.skipped)?;
+    Ok(file)
+}
+
+/// Checks everything a checklist view may show, not only the items: the digest has no
+/// key, so a file with a recomputed digest is not proof that abcd wrote it. Every item is
+/// validated and scanned again, as the fold checks an event's.
+fn check_shown(items: &[Item], updated_by: &Option<String>, skipped: &[Skipped]) -> Result<(), ChecklistFileRejected> {
+    let shown = updated_by
         .iter()
         .map(String::as_str)
-        .chain(file.skipped.iter().flat_map(|s| [s.kind.as_str(), s.reason.as_str()].into_iter().chain(s.field.as_deref())));
+        .chain(skipped.iter().flat_map(|s| [s.kind.as_str(), s.reason.as_str()].into_iter().chain(s.field.as_deref())));
     for text in shown {
         if crate::checklist::secrets::scan(text).is_some() {
             return Err(ChecklistFileRejected::BadItem {
@@ -302,14 +309,14 @@ pub fn load_checklist(storage: &dyn Storage, path: &Path) -> Result<ChecklistFil
             });
         }
     }
-    for (index, item) in file.items.iter().enumerate() {
+    for (index, item) in items.iter().enumerate() {
         check_item(&item.fields).map_err(|r| ChecklistFileRejected::BadItem {
             index,
             field: r.field.unwrap_or_default(),
             reason: r.reason,
         })?;
     }
-    Ok(file)
+    Ok(())
 }
 
 #[cfg(test)]

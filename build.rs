@@ -40,9 +40,15 @@ fn main() {
         println!("cargo::rustc-link-lib=static:+verbatim=libgcc_eh.a");
     }
     // Only the binary: the code is still compiled position-independent (the default), which
-    // a fixed-address link accepts; libraries and proc-macros are untouched.
-    if std::env::var_os("ABCD_PIE").is_none_or(|v| v != "1") {
+    // a fixed-address link accepts; libraries and proc-macros are untouched. Not with a
+    // static C runtime (`+crt-static`): glibc's static start then expects a static-pie, and
+    // a fixed-address static binary crashed at start (found by review).
+    println!("cargo::rustc-check-cfg=cfg(abcd_fixed_address)");
+    let crt_static = std::env::var("CARGO_CFG_TARGET_FEATURE").is_ok_and(|f| f.split(',').any(|f| f == "crt-static"));
+    if std::env::var_os("ABCD_PIE").is_none_or(|v| v != "1") && !crt_static {
         println!("cargo::rustc-link-arg-bin=abcd=-no-pie");
+        // Tells `tests/process_start.rs` that the binary was linked this way.
+        println!("cargo::rustc-cfg=abcd_fixed_address");
     }
 }
 

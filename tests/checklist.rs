@@ -424,3 +424,29 @@ fn a_forged_state_json_item_never_reaches_the_projections() {
         assert_eq!(leaks(&bytes, token), None, "{} holds part of the token", path.display());
     }
 }
+
+/// The same through a checkpoint, the other cache a reader folds from: its digest has no
+/// key either, so its items are checked again before it is used.
+#[test]
+fn a_forged_checkpoint_item_never_reaches_the_projections() {
+    use abcd::journal::checkpoint;
+    let wc = WorkingCopy::managed();
+    assert!(wc.abcd(&["checklist", "add", "First"]).status.success());
+    assert!(wc.abcd(&["checklist", "add", "Second"]).status.success());
+    assert!(wc.abcd(&["journal", "checkpoint"]).status.success());
+    let dir = wc.tier().join("checkpoints");
+    let path = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).next().expect("a checkpoint");
+    let mut cp = checkpoint::decode(&std::fs::read(&path).unwrap()).expect("abcd's own checkpoint");
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    cp.state.checklist.items[0].fields.title = format!("Push with {token}");
+    let forged = checkpoint::encode(&cp);
+    std::fs::write(&path, &forged).unwrap();
+    // Without state.json, the checkpoint is the reader's best base.
+    std::fs::remove_file(wc.tier().join("state.json")).unwrap();
+    let out = wc.abcd(&["checklist", "add", "Third"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(wc.titles(), vec!["First", "Second", "Third"]);
+    for (path, bytes) in wc.all_files().into_iter().filter(|(_, bytes)| *bytes != forged) {
+        assert_eq!(leaks(&bytes, token), None, "{} holds part of the token", path.display());
+    }
+}

@@ -99,17 +99,19 @@ fn a_panic_exits_101_as_under_the_runtime_start() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// `build.rs` links the binary at a fixed address on Linux with glibc (unless built with
-/// `ABCD_PIE=1`): its ELF type is `ET_EXEC`, not the position-independent `ET_DYN`, so the
-/// dynamic loader has almost nothing to relocate at each start.
+/// `build.rs` links the binary at a fixed address when it can (Linux with glibc, not a
+/// cross build, no static C runtime, not `ABCD_PIE=1`) and then sets `abcd_fixed_address`:
+/// the ELF type must be `ET_EXEC`, not the position-independent `ET_DYN`, so the dynamic
+/// loader has almost nothing to relocate at each start.
 #[test]
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(abcd_fixed_address)]
 fn the_binary_is_linked_at_a_fixed_address() {
-    if option_env!("ABCD_PIE") == Some("1") {
-        return;
-    }
     let bytes = std::fs::read(env!("CARGO_BIN_EXE_abcd")).unwrap();
     assert_eq!(&bytes[..4], b"\x7fELF");
-    let e_type = u16::from_le_bytes([bytes[16], bytes[17]]);
+    // e_ident[EI_DATA]: 1 little-endian, 2 big-endian.
+    let e_type = match bytes[5] {
+        1 => u16::from_le_bytes([bytes[16], bytes[17]]),
+        _ => u16::from_be_bytes([bytes[16], bytes[17]]),
+    };
     assert_eq!(e_type, 2, "ELF type {e_type}: 2 is a fixed-address executable, 3 a position-independent one");
 }

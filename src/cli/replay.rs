@@ -99,7 +99,10 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
         let found = if *name == "state" {
             match projection::load_state_any(&storage, &path) {
                 Some((s, h)) => OnDisk::State(Box::new(s), h),
-                None => OnDisk::Unusable("unreadable, or its digest does not match its content (edited by hand?)".into()),
+                None => OnDisk::Unusable(
+                    "unreadable, or its digest does not match its content (edited by hand, or written by an abcd older than 2026-11-30)"
+                        .into(),
+                ),
             }
         } else {
             match projection::load_checklist(&storage, &path) {

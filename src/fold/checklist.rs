@@ -164,8 +164,41 @@ pub fn fold_changed(state: &mut ChecklistState, event: &Event, changed: &ItemCha
 /// A refusal record names a verb, a field and a kind as short lowercase words, nothing
 /// else: anything longer could be a value and is never shown.
 pub fn refusal_is_clean(refused: &WriteRefused) -> bool {
+    refusal_words_are_clean(&refused.verb, &refused.field, &refused.kind)
+}
+
+fn refusal_words_are_clean(verb: &str, field: &str, kind: &str) -> bool {
     let clean = |t: &str| !t.is_empty() && t.len() <= 64 && t.bytes().all(|c| c.is_ascii_lowercase() || matches!(c, b'_' | b'.'));
-    clean(&refused.field) && clean(&refused.kind) && clean(&refused.verb)
+    clean(field) && clean(kind) && clean(verb)
+}
+
+/// Everything a checklist view may show passes the fold's checks again: every item
+/// validated and scanned, the author and the skipped-event notes scanned, the last
+/// refusal made of clean words. For views and states read from caches, whose digests have
+/// no key. `Err` names the item index (0 for the other fields) and the rule.
+pub fn shown_text_passes(
+    items: &[Item],
+    updated_by: &Option<String>,
+    skipped: &[crate::fold::Skipped],
+    last_refusal: Option<&Refusal>,
+) -> Result<(), (usize, Rejection)> {
+    let other = |reason: &str| (0, Rejection { field: Some("updated_by, skipped or last_refusal".into()), reason: reason.into() });
+    let notes = updated_by
+        .iter()
+        .map(String::as_str)
+        .chain(skipped.iter().flat_map(|s| [s.kind.as_str(), s.reason.as_str()].into_iter().chain(s.field.as_deref())));
+    for text in notes {
+        if crate::checklist::secrets::scan(text).is_some() {
+            return Err(other("carries a secret"));
+        }
+    }
+    if last_refusal.is_some_and(|r| !refusal_words_are_clean(&r.verb, &r.field, &r.kind)) {
+        return Err(other("a refusal record must name a field and a kind only"));
+    }
+    for (index, item) in items.iter().enumerate() {
+        check_item(&item.fields).map_err(|r| (index, r))?;
+    }
+    Ok(())
 }
 
 pub fn fold_refused(state: &mut ChecklistState, event: &Event, refused: &WriteRefused) -> Result<(), Rejection> {

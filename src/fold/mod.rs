@@ -274,11 +274,58 @@ fn data_reason(serde_message: &str) -> String {
     format!("its data does not match the kind's schema ({})", serde_message[..cut].trim_end())
 }
 
+/// What a state read from a cache (`state.json`, a checkpoint) may show passes the fold's
+/// checks again: the checklist, the away record and the recorded branches. Those caches'
+/// digests have no key, so a recomputed digest is no proof that abcd wrote them
+/// (docs/reliability.md, F3 and F4). Not re-checked: session slots and the launch ledger
+/// (see docs/reliability.md).
+pub fn cached_state_passes(state: &FoldedState) -> bool {
+    let c = &state.checklist;
+    checklist::shown_text_passes(&c.items, &c.updated_by, &state.journal.skipped, c.last_refusal.as_ref()).is_ok()
+        && state.away.shown_text_passes()
+        && state.work.branches.iter().all(|b| crate::hook::git::branch_name_ok(b) && crate::checklist::secrets::scan(b).is_none())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::journal::format::{Actor, NewEvent, encode_line, verify_line};
     use serde_json::json;
+
+    /// A cached state is believed only when all it may show passes the fold's checks: a
+    /// secret or a bad name in any shown part fails it, each part on its own.
+    #[test]
+    fn a_cached_state_is_believed_only_when_what_it_shows_passes_the_folds_checks() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let mut good = FoldedState::default();
+        good.checklist.items.push(checklist::Item {
+            fields: crate::checklist::item::ItemFields::working("ship-it", "Ship it"),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+            updated_at: jiff::Timestamp::UNIX_EPOCH,
+            added_seq: 1,
+            changed_seq: 1,
+        });
+        good.work.branches.push("fix/parser".into());
+        good.checklist.last_refusal =
+            Some(checklist::Refusal { seq: 2, verb: "add".into(), field: "title".into(), kind: "github_token".into() });
+        assert!(cached_state_passes(&good));
+        type Forgery<'a> = Box<dyn Fn(&mut FoldedState) + 'a>;
+        let forgeries: Vec<Forgery> = vec![
+            Box::new(|s| s.checklist.items[0].fields.title = format!("Push with {token}")),
+            Box::new(|s| s.checklist.updated_by = Some(token.into())),
+            Box::new(|s| {
+                s.journal.skipped.push(Skipped { seq: 3, kind: "checklist.item_added".into(), field: None, reason: token.into() })
+            }),
+            Box::new(|s| s.checklist.last_refusal.as_mut().unwrap().field = "the value was hunter2".into()),
+            Box::new(|s| s.work.branches.push(format!("feature/{token}"))),
+            Box::new(|s| s.work.branches.push("not a branch name".into())),
+        ];
+        for (n, forge) in forgeries.iter().enumerate() {
+            let mut state = good.clone();
+            forge(&mut state);
+            assert!(!cached_state_passes(&state), "forgery {n} was believed");
+        }
+    }
 
     fn events(kinds: &[(&str, serde_json::Value)]) -> Vec<Event> {
         let mut prev = Hash::genesis_prev();

@@ -86,6 +86,10 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, CheckpointRejected> {
     if cp.format != CHECKPOINT_FORMAT || cp.state.journal.events != cp.seq + 1 || cp.state.journal.last_hash != Some(cp.hash) {
         return Err(CheckpointRejected::Undecodable("its fields disagree with each other".into()));
     }
+    // Its digest has no key: what a reader may show from it is checked as the fold would.
+    if !crate::fold::cached_state_passes(&cp.state) {
+        return Err(CheckpointRejected::Undecodable("it holds what the fold would refuse".into()));
+    }
     Ok(cp)
 }
 

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fold::checklist::{ChecklistState, Item, check_item};
+use crate::fold::checklist::{ChecklistState, Item};
 use crate::fold::{FoldedState, Skipped};
 use crate::journal::format::Hash;
 use crate::journal::scan::Head;
@@ -167,9 +167,9 @@ fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
 }
 
 /// The state file's state and the line it names, if it is a file this user alone can
-/// write (SPEC §1), parses, its digest holds, and what it would show (the away record, the
-/// checklist's items and notes) passes the fold's checks again (the digest has no key, so
-/// it is no proof abcd wrote it).
+/// write (SPEC §1), parses, its digest holds, and what it would show passes the fold's
+/// checks again (`fold::cached_state_passes`: the digest has no key, so it is no proof
+/// abcd wrote it).
 pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
     let facts = storage.facts(path).ok()??;
     if crate::journal::safety::untrusted_reason(&facts).is_some() {
@@ -182,8 +182,7 @@ pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState
         && digest_holds(STATE_DIGEST_CONTEXT, &bytes, &file.digest)
         && file.state.journal.events == j.seq + 1
         && file.state.journal.last_hash == Some(j.hash)
-        && file.state.away.shown_text_passes()
-        && check_shown(&file.state.checklist.items, &file.state.checklist.updated_by, &file.state.journal.skipped).is_ok();
+        && crate::fold::cached_state_passes(&file.state);
     intact.then_some((file.state, j.into()))
 }
 
@@ -271,7 +270,7 @@ pub enum ChecklistFileRejected {
     Unreadable,
     #[error("it is not an abcd/checklist/v1 file")]
     NotAChecklist,
-    #[error("its digest does not match its content (edited by hand?)")]
+    #[error("its digest does not match its content (edited by hand, or written by an abcd older than 2026-11-30)")]
     DigestMismatch,
     #[error("item {index}: {field} {reason}")]
     BadItem { index: usize, field: String, reason: String },
@@ -293,30 +292,13 @@ pub fn load_checklist(storage: &dyn Storage, path: &Path) -> Result<ChecklistFil
 }
 
 /// Checks everything a checklist view may show, not only the items: the digest has no
-/// key, so a file with a recomputed digest is not proof that abcd wrote it. Every item is
-/// validated and scanned again, as the fold checks an event's.
+/// key, so a file with a recomputed digest is not proof that abcd wrote it.
 fn check_shown(items: &[Item], updated_by: &Option<String>, skipped: &[Skipped]) -> Result<(), ChecklistFileRejected> {
-    let shown = updated_by
-        .iter()
-        .map(String::as_str)
-        .chain(skipped.iter().flat_map(|s| [s.kind.as_str(), s.reason.as_str()].into_iter().chain(s.field.as_deref())));
-    for text in shown {
-        if crate::checklist::secrets::scan(text).is_some() {
-            return Err(ChecklistFileRejected::BadItem {
-                index: 0,
-                field: "updated_by or skipped".into(),
-                reason: "carries a secret".into(),
-            });
-        }
-    }
-    for (index, item) in items.iter().enumerate() {
-        check_item(&item.fields).map_err(|r| ChecklistFileRejected::BadItem {
-            index,
-            field: r.field.unwrap_or_default(),
-            reason: r.reason,
-        })?;
-    }
-    Ok(())
+    crate::fold::checklist::shown_text_passes(items, updated_by, skipped, None).map_err(|(index, r)| ChecklistFileRejected::BadItem {
+        index,
+        field: r.field.unwrap_or_default(),
+        reason: r.reason,
+    })
 }
 
 #[cfg(test)]

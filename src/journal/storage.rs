@@ -34,6 +34,13 @@ pub trait StorageFile: Send + Sync {
     fn is_linked(&self) -> io::Result<bool> {
         Ok(true)
     }
+    /// Claims the file for this writer alone, without waiting: an exclusive lock held
+    /// until the handle is dropped, plus the facts that tell whether it is safe to write
+    /// (a plain file of this user's with one name). `None` when another writer holds it
+    /// or the storage has no such lock (the default), and the caller writes elsewhere.
+    fn try_claim(&self) -> io::Result<Option<FileFacts>> {
+        Ok(None)
+    }
 }
 
 /// A file's identity on its storage (device and inode on a real disk).
@@ -151,6 +158,27 @@ impl StorageFile for RealFile {
     fn is_linked(&self) -> io::Result<bool> {
         Ok(self.0.metadata()?.nlink() > 0)
     }
+    fn try_claim(&self) -> io::Result<Option<FileFacts>> {
+        match <File as fs4::FileExt>::try_lock(&self.0) {
+            Ok(()) => {}
+            Err(fs4::TryLockError::WouldBlock) => return Ok(None),
+            Err(fs4::TryLockError::Error(e)) => return Err(e),
+        }
+        Ok(Some(facts_of(&self.0.metadata()?)))
+    }
+}
+
+fn facts_of(m: &std::fs::Metadata) -> FileFacts {
+    FileFacts {
+        is_file: m.file_type().is_file(),
+        is_dir: m.file_type().is_dir(),
+        is_symlink: m.file_type().is_symlink(),
+        uid: m.uid(),
+        mode: m.mode(),
+        len: m.len(),
+        id: Some(FileId { dev: m.dev(), ino: m.ino() }),
+        links: m.nlink(),
+    }
 }
 
 trait WriteAtEnd {
@@ -194,16 +222,7 @@ impl Storage for RealDisk {
     }
     fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
         match std::fs::symlink_metadata(path) {
-            Ok(m) => Ok(Some(FileFacts {
-                is_file: m.file_type().is_file(),
-                is_dir: m.file_type().is_dir(),
-                is_symlink: m.file_type().is_symlink(),
-                uid: m.uid(),
-                mode: m.mode(),
-                len: m.len(),
-                id: Some(FileId { dev: m.dev(), ino: m.ino() }),
-                links: m.nlink(),
-            })),
+            Ok(m) => Ok(Some(facts_of(&m))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
@@ -307,30 +326,25 @@ pub fn write_atomic(storage: &dyn Storage, path: &Path, bytes: &[u8], durable: b
 /// Why: on a file system mounted with `discard` (these machines), freeing a file's blocks
 /// sends a discard to the device before the call returns, and a rename over a projection
 /// took 0.15–0.5 ms, most of `abcd checklist add`'s own time. Here the new version is
-/// written into `.<name>.spare` (the version before last, claimed by renaming it to this
-/// call's own temp name), swapped in with `RENAME_EXCHANGE`, and the version it replaced
-/// becomes the spare (`RENAME_NOREPLACE`, so two writers never free each other's). Readers
-/// see one whole version or the other, as with a rename. A reader still reading a version
-/// after it became the spare can see it rewritten by the next writer; every projection
-/// carries a digest, so such a read is refused and the reader folds from the journal.
-/// Without exchange (another file system, the simulated disk) it is `write_atomic`.
+/// written into `.<name>.spare` (the version before last, claimed with a lock taken
+/// without waiting: see `write_into_spare`) and swapped in with `RENAME_EXCHANGE`, which
+/// leaves the replaced version under the spare's name for the next call: one rename per
+/// write. A writer that cannot claim the spare writes a fresh temp file, swaps it in, and
+/// offers the replaced version as the spare (`RENAME_NOREPLACE`, so two writers never free
+/// each other's). Readers see one whole version or the other, as with a rename. A reader
+/// still reading a version after it became the spare can see it rewritten by the next
+/// writer; every projection carries a digest, so such a read is refused and the reader
+/// folds from the journal. Without exchange or the lock (another file system, the
+/// simulated disk) it is `write_atomic`.
 pub fn write_replacing(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let spare = dir.join(format!(".{name}.spare"));
+    if let Some(written) = write_into_spare(storage, &spare, path, bytes) {
+        return written;
+    }
     let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique_suffix()));
-    // A spare is reused only when it is a plain file of this user's with no other name: a
-    // hard link planted there would otherwise have another file overwritten.
-    let claimed = storage.rename(&spare, &tmp).is_ok()
-        && match storage.facts(&tmp) {
-            Ok(Some(f)) if super::safety::untrusted_reason(&f).is_none() && f.links == 1 => true,
-            _ => {
-                let _ = storage.remove_cache_file(&tmp);
-                false
-            }
-        };
-    let f = if claimed { storage.open_or_create(&tmp) } else { storage.create_new(&tmp) };
-    let result = f.and_then(|f| {
+    let result = storage.create_new(&tmp).and_then(|f| {
         f.write_at(bytes, 0)?;
         f.set_len(bytes.len() as u64)?;
         match storage.rename_exchange(&tmp, path) {
@@ -350,6 +364,34 @@ pub fn write_replacing(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> io::
         let _ = storage.remove_cache_file(&tmp);
     }
     result
+}
+
+/// Writes `bytes` into the spare and swaps it in, when this writer can claim it: the
+/// spare's lock taken without waiting (a writer holding it has it to itself), the file a
+/// plain one of this user's with no other name, and the spare's name still naming the
+/// file locked (so it is not a version another writer already swapped in). `None` when it
+/// cannot; the caller then writes a fresh file. Once the swap is done, the spare's name
+/// holds the replaced version, the next call's spare.
+fn write_into_spare(storage: &dyn Storage, spare: &Path, path: &Path, bytes: &[u8]) -> Option<io::Result<()>> {
+    // A symlink planted as the spare is refused here (O_NOFOLLOW).
+    let f = storage.open_or_create(spare).ok()?;
+    let facts = f.try_claim().ok()??;
+    // A planted hard link or a foreign file is never written through. Nor is a file with
+    // no name left (0 links: another writer's swap and rename moved it on after the open).
+    // The name is not removed here: by now it may name another writer's claimed spare.
+    if super::safety::untrusted_reason(&facts).is_some() || facts.links != 1 {
+        return None;
+    }
+    if storage.facts(spare).ok()?.and_then(|n| n.id) != facts.id || facts.id.is_none() {
+        return None;
+    }
+    let written = f.write_at(bytes, 0).and_then(|()| f.set_len(bytes.len() as u64));
+    Some(written.and_then(|()| match storage.rename_exchange(spare, path) {
+        Ok(()) => Ok(()),
+        // Nothing there yet to swap with: the spare becomes the file.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => storage.rename(spare, path),
+        Err(e) => Err(e),
+    }))
 }
 
 fn unique_suffix() -> u64 {
@@ -404,6 +446,92 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"v3");
     }
 
+    /// A spare another writer holds (its lock) is left to it: this call writes a fresh
+    /// file, and the held spare's bytes are untouched.
+    #[test]
+    fn write_replacing_never_writes_a_spare_another_writer_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checklist.json");
+        let spare = dir.path().join(".checklist.json.spare");
+        write_replacing(&RealDisk, &path, b"v1").unwrap();
+        write_replacing(&RealDisk, &path, b"v2").unwrap();
+        assert_eq!(std::fs::read(&spare).unwrap(), b"v1", "the replaced version is the spare");
+        let held = std::fs::OpenOptions::new().read(true).write(true).open(&spare).unwrap();
+        <File as fs4::FileExt>::try_lock(&held).unwrap();
+        write_replacing(&RealDisk, &path, b"v3").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"v3");
+        let mut seen = Vec::new();
+        std::io::Read::read_to_end(&mut &held, &mut seen).unwrap();
+        assert_eq!(seen, b"v1", "the held spare was not written");
+        drop(held);
+        write_replacing(&RealDisk, &path, b"v4").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"v4");
+        assert_eq!(names_in(dir.path()), vec![".checklist.json.spare", "checklist.json"], "no temp file is left");
+    }
+
+    /// The real disk, except that opening the spare lets "another writer" swap it in
+    /// right after the open: the file opened is then the live one, and must not be
+    /// written or swapped back out.
+    struct SwapAfterOpen {
+        path: PathBuf,
+    }
+
+    impl Storage for SwapAfterOpen {
+        fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+            RealDisk.open_rw(path)
+        }
+        fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+            RealDisk.open_read(path)
+        }
+        fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+            RealDisk.create_new(path)
+        }
+        fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+            let f = RealDisk.open_or_create(path)?;
+            if path.to_string_lossy().ends_with(".spare") {
+                // Another writer's claim, write and swap, all between this open and the lock.
+                std::fs::write(path, b"the other writer's version").unwrap();
+                RealDisk.rename_exchange(path, &self.path).unwrap();
+            }
+            Ok(f)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            RealDisk.rename(from, to)
+        }
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            RealDisk.sync_dir(dir)
+        }
+        fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+            RealDisk.create_dir_all(dir, mode)
+        }
+        fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
+            RealDisk.facts(path)
+        }
+        fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+            RealDisk.list_dir(dir)
+        }
+        fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
+            RealDisk.remove_cache_file(path)
+        }
+        fn rename_exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
+            RealDisk.rename_exchange(a, b)
+        }
+        fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+            RealDisk.rename_noreplace(from, to)
+        }
+    }
+
+    #[test]
+    fn a_spare_swapped_in_by_another_writer_after_the_open_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checklist.json");
+        write_replacing(&RealDisk, &path, b"v1").unwrap();
+        write_replacing(&RealDisk, &path, b"v2").unwrap();
+        write_replacing(&SwapAfterOpen { path: path.clone() }, &path, b"v3").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"v3", "this writer's version is the file, whole");
+        assert_eq!(names_in(dir.path()), vec![".checklist.json.spare", "checklist.json"], "no temp file is left");
+    }
+
     #[test]
     fn concurrent_write_replacing_leaves_one_whole_version_and_no_temp_files() {
         let dir = tempfile::tempdir().unwrap();
@@ -426,8 +554,11 @@ mod tests {
                     s.spawn(move || (0..150).for_each(|n| write_replacing(&RealDisk, path, &version(w, n)).unwrap()))
                 })
                 .collect();
-            writers.into_iter().for_each(|h| h.join().unwrap());
+            // Stop the watcher before any writer's failure is raised, or the scope would
+            // wait for it forever.
+            let joined: Vec<_> = writers.into_iter().map(|h| h.join()).collect();
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            joined.into_iter().for_each(|j| j.unwrap());
         });
         assert_eq!(missing.load(std::sync::atomic::Ordering::Relaxed), 0, "the file is always there: swapped, never removed");
         let last = std::fs::read(&path).unwrap();

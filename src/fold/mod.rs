@@ -275,15 +275,18 @@ fn data_reason(serde_message: &str) -> String {
 }
 
 /// What a state read from a cache (`state.json`, a checkpoint) may show passes the fold's
-/// checks again: the checklist, the away record and the recorded branches. Those caches'
+/// checks again: the checklist, the away record, the recorded branches, the launch ledger
+/// and the session slots' ids. Those caches'
 /// digests have no key, so a recomputed digest is no proof that abcd wrote them
-/// (docs/reliability.md, F3 and F4). Not re-checked: session slots and the launch ledger
-/// (see docs/reliability.md).
+/// (docs/reliability.md, F3 and F4). Session slots hold ids, enums and numbers: their ids
+/// are checked as `fold_judged` checks them.
 pub fn cached_state_passes(state: &FoldedState) -> bool {
     let c = &state.checklist;
     checklist::shown_text_passes(&c.items, &c.updated_by, &state.journal.skipped, c.last_refusal.as_ref()).is_ok()
         && state.away.shown_text_passes()
         && state.work.branches.iter().all(|b| crate::hook::git::branch_name_ok(b) && crate::checklist::secrets::scan(b).is_none())
+        && state.ledger.shown_text_passes()
+        && state.sessions.keys().all(|s| crate::event::session_id_ok(s))
 }
 
 #[cfg(test)]
@@ -308,6 +311,21 @@ mod tests {
         good.work.branches.push("fix/parser".into());
         good.checklist.last_refusal =
             Some(checklist::Refusal { seq: 2, verb: "add".into(), field: "title".into(), kind: "github_token".into() });
+        use crate::ledger::{Driver, LaunchIntended, RunStarted, fold_intended, fold_run_started, process::ProcessId};
+        let driver = Driver { session: Some("s1".into()), process: ProcessId { pid: 7, start_ticks: 100 } };
+        let run = RunStarted { run: "night".into(), working_copy: "/w".into(), lanes: vec!["impl".into()], driver };
+        fold_run_started(&mut good.ledger, run, jiff::Timestamp::UNIX_EPOCH, false).unwrap();
+        let launch = LaunchIntended {
+            run: "night".into(),
+            lane: "impl".into(),
+            launch: 1,
+            role: "implementer".into(),
+            command: vec!["claude".into(), "-p".into()],
+            receipt: "/w/r.json".into(),
+            worktree: "/w".into(),
+        };
+        fold_intended(&mut good.ledger, launch, jiff::Timestamp::UNIX_EPOCH).unwrap();
+        good.sessions.insert("s1".into(), SessionSlot::default());
         assert!(cached_state_passes(&good));
         type Forgery<'a> = Box<dyn Fn(&mut FoldedState) + 'a>;
         let forgeries: Vec<Forgery> = vec![
@@ -319,6 +337,15 @@ mod tests {
             Box::new(|s| s.checklist.last_refusal.as_mut().unwrap().field = "the value was hunter2".into()),
             Box::new(|s| s.work.branches.push(format!("feature/{token}"))),
             Box::new(|s| s.work.branches.push("not a branch name".into())),
+            Box::new(|s| {
+                let run = s.ledger.runs.remove("night").unwrap();
+                s.ledger.runs.insert("../night".into(), run);
+            }),
+            Box::new(|s| s.ledger.runs.get_mut("night").unwrap().lanes.get_mut("impl").unwrap().launches[0].command.push(token.into())),
+            Box::new(|s| s.ledger.runs.get_mut("night").unwrap().working_copy = format!("/w/{token}")),
+            Box::new(|s| {
+                s.sessions.insert("not a session id".into(), SessionSlot::default());
+            }),
         ];
         for (n, forge) in forgeries.iter().enumerate() {
             let mut state = good.clone();

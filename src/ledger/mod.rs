@@ -493,5 +493,46 @@ pub fn fold_saved(state: &mut LedgerState, s: WorkSavedAside, at: Timestamp) -> 
     Ok(())
 }
 
+impl LedgerState {
+    /// Whether everything this ledger could show passes the fold's checks again: for a
+    /// ledger read from a cache (`state.json`, a checkpoint), whose digest has no key. The
+    /// same checks as `fold_run_started`, `fold_intended`, `fold_started`, `fold_collected`
+    /// and `fold_saved` make of the events they fold.
+    pub fn shown_text_passes(&self) -> bool {
+        let ok = |r: Result<(), Rejection>| r.is_ok();
+        let path = |field: &str, p: &Option<String>| p.as_deref().is_none_or(|p| ok(check_path(field, p)));
+        let hex = |h: &str, lens: &[usize]| lens.contains(&h.len()) && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let launch_ok = |l: &Launch| {
+            ok(check_command(&l.command))
+                && ok(check_path("receipt", &l.receipt))
+                && ok(check_path("worktree", &l.worktree))
+                && !l.role.is_empty()
+                && l.role.len() <= ROLE_MAX_BYTES
+                && name_ok(&l.role)
+                && path("stdout", &l.stdout)
+                && path("stderr", &l.stderr)
+                && l.collected.as_deref().is_none_or(|h| hex(h, &[64]))
+        };
+        let saved_ok = |s: &Saved| {
+            s.ref_name.starts_with("refs/abcd/saved/")
+                && ok(check_path("ref_name", &s.ref_name))
+                && hex(&s.commit, &[40, 64])
+                && s.files.len() <= SAVED_FILES_LISTED_MAX
+                && s.files.iter().map(String::len).sum::<usize>() <= SAVED_FILES_LISTED_BYTES
+                && s.files.iter().all(|f| ok(check_path("files", f)))
+        };
+        self.index.iter().all(|(run, i)| ok(check_name("run", run)) && ok(check_path("working_copy", &i.working_copy)))
+            && self.runs.iter().all(|(run, r)| {
+                ok(check_name("run", run))
+                    && ok(check_path("working_copy", &r.working_copy))
+                    && ok(check_driver(&r.driver))
+                    && r.lanes.len() <= LANES_MAX
+                    && r.lanes
+                        .iter()
+                        .all(|(lane, l)| ok(check_name("lane", lane)) && l.launches.iter().all(launch_ok) && l.saved.iter().all(saved_ok))
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests;

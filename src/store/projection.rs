@@ -46,6 +46,7 @@ const DIGEST_KEY: &[u8] = b"\n  \"digest\": \"";
 const DIGEST_HEX_LEN: usize = 64;
 /// The digest value a file is rendered with before it is sealed.
 const UNSEALED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+const _: () = assert!(UNSEALED.len() == DIGEST_HEX_LEN);
 
 /// Where the digest's digits start in `bytes`, and the digest of `bytes` with those digits
 /// read as `0`s. `None` when no top-level digest of the right length is in place.
@@ -61,23 +62,27 @@ fn digest_of(context: &str, bytes: &[u8]) -> Option<(usize, String)> {
 
 /// `value` (whose digest is [`UNSEALED`]) rendered, with its digest written in.
 fn render_sealed<T: Serialize>(context: &str, value: &T) -> Vec<u8> {
+    seal(context, value).0
+}
+
+/// The digest `value` (whose digest is [`UNSEALED`]) gets when rendered.
+fn digest_when_rendered<T: Serialize>(context: &str, value: &T) -> String {
+    seal(context, value).1
+}
+
+/// `value` rendered and sealed, and the digest written into it: the file is hashed once.
+fn seal<T: Serialize>(context: &str, value: &T) -> (Vec<u8>, String) {
     let mut bytes = pretty(value);
     let (at, digest) = digest_of(context, &bytes).expect("the pretty printer writes the top-level digest key");
     assert_eq!(&bytes[at..at + DIGEST_HEX_LEN], UNSEALED.as_bytes(), "rendered unsealed");
     bytes[at..at + DIGEST_HEX_LEN].copy_from_slice(digest.as_bytes());
-    bytes
+    (bytes, digest)
 }
 
 /// Whether `bytes` carry their own digest, and it is `parsed`, the digest value read
 /// from them.
 fn digest_holds(context: &str, bytes: &[u8], parsed: &str) -> bool {
     digest_of(context, bytes).is_some_and(|(at, digest)| digest == parsed && &bytes[at..at + DIGEST_HEX_LEN] == parsed.as_bytes())
-}
-
-/// The digest a rendered file carries (`render_sealed` put it there).
-fn sealed_digest(context: &str, bytes: &[u8]) -> String {
-    let (at, _) = digest_of(context, bytes).expect("a sealed file has its digest in place");
-    String::from_utf8(bytes[at..at + DIGEST_HEX_LEN].to_vec()).expect("hex digits")
 }
 
 /// The away record as `away.json` carries it.
@@ -99,7 +104,7 @@ impl AwayFile {
             state.journal.skipped.iter().filter(|s| s.kind.starts_with("away.") || s.kind.starts_with("decision.")).cloned().collect();
         let mut file =
             AwayFile { schema: AWAY_SCHEMA.into(), journal: head.into(), digest: UNSEALED.into(), away: state.away.clone(), skipped };
-        file.digest = sealed_digest(AWAY_DIGEST_CONTEXT, &render_sealed(AWAY_DIGEST_CONTEXT, &file));
+        file.digest = digest_when_rendered(AWAY_DIGEST_CONTEXT, &file);
         file
     }
 
@@ -222,7 +227,7 @@ impl ChecklistFile {
             items: c.items.clone(),
             skipped,
         };
-        file.digest = sealed_digest(CHECKLIST_DIGEST_CONTEXT, &render_sealed(CHECKLIST_DIGEST_CONTEXT, &file));
+        file.digest = digest_when_rendered(CHECKLIST_DIGEST_CONTEXT, &file);
         file
     }
 
@@ -348,7 +353,7 @@ mod tests {
             items: items(),
             skipped,
         };
-        file.digest = sealed_digest(CHECKLIST_DIGEST_CONTEXT, &render_sealed(CHECKLIST_DIGEST_CONTEXT, &file));
+        file.digest = digest_when_rendered(CHECKLIST_DIGEST_CONTEXT, &file);
         file
     }
 

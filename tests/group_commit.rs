@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use abcd::journal::group::SharedJournal;
-use abcd::journal::group_sync::GroupCommit;
+use abcd::journal::group_sync::{GroupCommit, SPIN_WAIT_MAX};
 use abcd::journal::scan::{self, StartPoint, Verdict};
 use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
 use abcd::journal::{Journal, JournalError};
@@ -201,6 +201,30 @@ fn a_thread_that_stops_submitting_costs_one_bounded_wait_then_is_forgotten() {
     assert!(second < GATHER / 2, "the thread that left is no longer waited for: {second:?}");
     let all: Vec<u32> = batches.lock().unwrap().iter().flatten().copied().collect();
     assert_eq!(all.len(), 4, "each request written once: {all:?}");
+}
+
+/// Waiters yield for at most `SPIN_WAIT_MAX` and then sleep; one still waiting when its
+/// result comes is woken (watched failing with the sleeping flag left unset: the waiters
+/// never returned).
+#[test]
+fn waiters_past_their_yield_budget_sleep_and_are_woken() {
+    let group = Arc::new(GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64));
+    let batches = Arc::new(StdMutex::new(Vec::new()));
+    let slow_write = SPIN_WAIT_MAX * 40;
+    let (done, results) = std::sync::mpsc::channel();
+    for i in 0..4 {
+        let (group, batches, done) = (group.clone(), batches.clone(), done.clone());
+        // Detached: a waiter never woken fails the test below instead of hanging it.
+        std::thread::spawn(move || {
+            // Zero: the last write was short, so waiting threads yield first.
+            let _ = done.send(group.submit(i, 1, Duration::ZERO, record(&batches, slow_write)));
+        });
+    }
+    let mut got: Vec<u32> =
+        (0..4).map(|_| results.recv_timeout(Duration::from_secs(10)).expect("every waiter is woken").unwrap()).collect();
+    got.sort();
+    assert_eq!(got, vec![0, 1, 2, 3]);
+    assert!(batches.lock().unwrap().len() >= 2, "the first leader wrote alone while the others waited past their budget");
 }
 
 /// A leader whose write panics wakes every waiter, and every later submit says why (found

@@ -8,6 +8,25 @@ mod sync {
     pub fn current_thread() -> ThreadId {
         loom::thread::current().id()
     }
+    pub use loom::thread::yield_now;
+
+    /// A bounded busy wait has no clock under loom: a non-zero budget allows one yield,
+    /// so the models explore a waiter that yields, looks again, and then sleeps.
+    pub struct Spin {
+        left: u8,
+    }
+
+    impl Spin {
+        pub fn new(budget: Duration) -> Spin {
+            Spin { left: u8::from(!budget.is_zero()) }
+        }
+
+        pub fn budget_left(&mut self) -> bool {
+            let left = self.left > 0;
+            self.left = self.left.saturating_sub(1);
+            left
+        }
+    }
     use loom::sync::MutexGuard;
     pub use loom::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
@@ -35,7 +54,9 @@ mod group_sync;
 use group_sync::GroupCommit;
 
 /// Any non-zero wait turns gathering on; the model's `wait_timeout` ignores its length.
-const GATHER_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
+/// Within `SPIN_WAIT_MAX`, waiting threads and the gathering leader yield before they
+/// sleep; past it they sleep at once. Each model runs both ways.
+const GATHER_WAITS: [std::time::Duration; 2] = [group_sync::SPIN_WAIT_MAX, std::time::Duration::from_secs(1)];
 use loom::sync::{Arc, Mutex};
 
 /// Every request is written exactly once, in one batch, and every submitter gets the
@@ -52,18 +73,24 @@ fn run_model(submitters: u64, max_batch: usize, max_queue: usize) {
 /// With `preemptions`, loom explores only schedules with at most that many preemptions
 /// (the bound that keeps four threads tractable; most concurrency bugs need two).
 fn run_model_bounded(submitters: u64, max_batch: usize, max_queue: usize, preemptions: Option<usize>) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = preemptions;
-    builder.check(move || {
+    for gather_wait in GATHER_WAITS {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = preemptions;
+        builder.check(move || model(submitters, max_batch, max_queue, gather_wait));
+    }
+}
+
+fn model(submitters: u64, max_batch: usize, max_queue: usize, gather_wait: std::time::Duration) {
+    {
         let group = Arc::new(GroupCommit::<u64, u64, ()>::new(max_batch, usize::MAX, max_queue));
         let written = Arc::new(Mutex::new(Vec::<Vec<u64>>::new()));
         let handles: Vec<_> = (1..submitters)
             .map(|i| {
                 let (group, written) = (group.clone(), written.clone());
-                loom::thread::spawn(move || submit(&group, &written, i))
+                loom::thread::spawn(move || submit(&group, &written, i, gather_wait))
             })
             .collect();
-        let mine = submit(&group, &written, 0);
+        let mine = submit(&group, &written, 0, gather_wait);
         assert_eq!(mine, Ok(0));
         for (i, h) in handles.into_iter().enumerate() {
             assert_eq!(h.join().unwrap(), Ok((i as u64 + 1) * 10));
@@ -73,11 +100,16 @@ fn run_model_bounded(submitters: u64, max_batch: usize, max_queue: usize, preemp
         assert!(batches.iter().all(|b| !b.is_empty() && b.len() <= max_batch));
         all.sort();
         assert_eq!(all, (0..submitters).collect::<Vec<_>>(), "each request written exactly once");
-    });
+    }
 }
 
-fn submit(group: &GroupCommit<u64, u64, ()>, written: &Mutex<Vec<Vec<u64>>>, req: u64) -> Result<u64, ()> {
-    group.submit(req, 1, GATHER_WAIT, |batch| {
+fn submit(
+    group: &GroupCommit<u64, u64, ()>,
+    written: &Mutex<Vec<Vec<u64>>>,
+    req: u64,
+    gather_wait: std::time::Duration,
+) -> Result<u64, ()> {
+    group.submit(req, 1, gather_wait, |batch| {
         written.lock().unwrap().push(batch.clone());
         batch.into_iter().map(|r| Ok(r * 10)).collect()
     })
@@ -115,19 +147,21 @@ fn four_submitters_every_waiter_is_woken() {
 /// (each thread submitting once never re-queues). Two threads, two submits each.
 #[test]
 fn threads_that_submit_again_are_each_written_once_and_answered() {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(3);
-    builder.check(|| {
-        let group = Arc::new(GroupCommit::<u64, u64, ()>::new(8, usize::MAX, 8));
-        let written = Arc::new(Mutex::new(Vec::<Vec<u64>>::new()));
-        let other = {
-            let (group, written) = (group.clone(), written.clone());
-            loom::thread::spawn(move || [submit(&group, &written, 10), submit(&group, &written, 11)])
-        };
-        assert_eq!([submit(&group, &written, 0), submit(&group, &written, 1)], [Ok(0), Ok(10)]);
-        assert_eq!(other.join().unwrap(), [Ok(100), Ok(110)]);
-        let mut all: Vec<u64> = written.lock().unwrap().iter().flatten().copied().collect();
-        all.sort();
-        assert_eq!(all, vec![0, 1, 10, 11], "each request written exactly once");
-    });
+    for gather_wait in GATHER_WAITS {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(move || {
+            let group = Arc::new(GroupCommit::<u64, u64, ()>::new(8, usize::MAX, 8));
+            let written = Arc::new(Mutex::new(Vec::<Vec<u64>>::new()));
+            let other = {
+                let (group, written) = (group.clone(), written.clone());
+                loom::thread::spawn(move || [submit(&group, &written, 10, gather_wait), submit(&group, &written, 11, gather_wait)])
+            };
+            assert_eq!([submit(&group, &written, 0, gather_wait), submit(&group, &written, 1, gather_wait)], [Ok(0), Ok(10)]);
+            assert_eq!(other.join().unwrap(), [Ok(100), Ok(110)]);
+            let mut all: Vec<u64> = written.lock().unwrap().iter().flatten().copied().collect();
+            all.sort();
+            assert_eq!(all, vec![0, 1, 10, 11], "each request written exactly once");
+        });
+    }
 }

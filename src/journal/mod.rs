@@ -30,7 +30,23 @@ pub(crate) mod sync {
     pub fn current_thread() -> ThreadId {
         std::thread::current().id()
     }
+    pub use std::thread::yield_now;
     use std::time::{Duration, Instant};
+
+    /// A bounded busy wait: `budget_left` says whether to yield once more.
+    pub struct Spin {
+        until: Option<Instant>,
+    }
+
+    impl Spin {
+        pub fn new(budget: Duration) -> Spin {
+            Spin { until: (!budget.is_zero()).then(|| Instant::now() + budget) }
+        }
+
+        pub fn budget_left(&mut self) -> bool {
+            self.until.is_some_and(|until| Instant::now() < until)
+        }
+    }
 
     /// Waits on `cv` (paired with `_mutex`) for at most `limit`; returns the guard and how
     /// long it waited.

@@ -424,3 +424,28 @@ fn every_listing_reads_the_worktrees_afresh() {
     driver.kill().unwrap();
     driver.wait().unwrap();
 }
+
+/// A run, lane or role name that is a token is refused by `run start` and `launch` with
+/// exit 2, naming the kind of secret and never the text, and nothing is journaled.
+#[test]
+fn names_that_are_secrets_are_refused_and_never_echoed() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let token = format!("ghp_{}", "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5");
+    let secret_part = &token[4..];
+    let runs = [
+        c.abcd(&["run", "start", &token, "--lane", "impl"]),
+        c.abcd(&["run", "start", "r1", "--lane", &token]),
+        c.launch(&token, "impl", "implementer", &c.receipt("a"), None, &["true"]),
+        c.launch("r1", &token, "implementer", &c.receipt("b"), None, &["true"]),
+        c.launch("r1", "impl", &token, &c.receipt("c"), None, &["true"]),
+    ];
+    for (i, out) in runs.iter().enumerate() {
+        assert_eq!(out.status.code(), Some(2), "case {i}: {}", stderr(out));
+        let said = format!("{}{}", stdout(out), stderr(out));
+        assert!(said.contains("GitHub token"), "case {i} names the kind: {said}");
+        assert!(!said.contains(secret_part), "case {i} echoes the secret: {said}");
+    }
+    let v = c.resume_json();
+    assert!(!v.to_string().contains(secret_part), "nothing with the secret was recorded: {v}");
+}

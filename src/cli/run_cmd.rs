@@ -148,9 +148,11 @@ fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>, json_out: bool)
     if let Err(r) = ledger::check_name("run", run) {
         return refuse(format!("refused: the run name {}; nothing was written", r.reason));
     }
-    for lane in &lanes {
+    for (i, lane) in lanes.iter().enumerate() {
         if let Err(r) = ledger::check_name("lane", lane) {
-            return refuse(format!("refused: lane {lane:?}: the name {}; nothing was written", r.reason.replace('"', "")));
+            // Named by its place when it looks like a secret: a refusal never echoes one.
+            let which = if crate::checklist::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { format!("{lane:?}") };
+            return refuse(format!("refused: lane {which}: the name {}; nothing was written", r.reason.replace('"', "")));
         }
     }
     let mut unique = lanes.clone();

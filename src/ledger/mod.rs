@@ -250,12 +250,19 @@ pub fn name_ok(name: &str) -> bool {
         && !name.ends_with(".lock")
 }
 
+/// A run or lane name: `name_ok`, and no secret (a token can be spelled in the name's
+/// alphabet, and a name is journaled, listed by `resume` and made part of a git ref).
 pub fn check_name(field: &str, name: &str) -> Result<(), Rejection> {
-    if name_ok(name) {
-        Ok(())
-    } else {
-        Err(reject(field, "must be 1 to 64 of A-Z a-z 0-9 . _ - (no leading . or -, no .., not ending .lock)"))
+    if !name_ok(name) {
+        return Err(reject(field, "must be 1 to 64 of A-Z a-z 0-9 . _ - (no leading . or -, no .., not ending .lock)"));
     }
+    if let Some(kind) = crate::checklist::secrets::scan(name) {
+        return Err(reject(
+            field,
+            format!("looks like a secret, {} ({}); choose a name that is not a credential", kind.describe(), kind.name()),
+        ));
+    }
+    Ok(())
 }
 
 fn check_path(field: &str, path: &str) -> Result<(), Rejection> {
@@ -412,6 +419,7 @@ pub fn fold_intended(state: &mut LedgerState, l: LaunchIntended, at: Timestamp) 
     if l.role.is_empty() || l.role.len() > ROLE_MAX_BYTES || !name_ok(&l.role) {
         return Err(reject("role", "must be 1 to 64 of A-Z a-z 0-9 . _ -"));
     }
+    check_name("role", &l.role)?;
     let lane = lane_mut(state, &l.run, &l.lane)?;
     if l.launch != lane.launches_total + 1 {
         return Err(reject("launch", "is not the lane's next launch number"));
@@ -508,7 +516,7 @@ impl LedgerState {
                 && ok(check_path("worktree", &l.worktree))
                 && !l.role.is_empty()
                 && l.role.len() <= ROLE_MAX_BYTES
-                && name_ok(&l.role)
+                && ok(check_name("role", &l.role))
                 && path("stdout", &l.stdout)
                 && path("stderr", &l.stderr)
                 && l.collected.as_deref().is_none_or(|h| hex(h, &[64]))

@@ -44,6 +44,27 @@ fn names_are_ref_safe_on_both_sides_of_the_length_limit() {
     }
 }
 
+/// A token fits the name alphabet (`ghp_` and 36 letters and digits is 40 of them), and a
+/// run or lane name is kept in the journal, shown by `resume` and made part of a git ref:
+/// it is refused like a secret anywhere else, naming the kind, never the text.
+#[test]
+fn a_name_that_carries_a_secret_is_refused_without_echoing_it() {
+    let token = format!("ghp_{}", "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5");
+    assert!(name_ok(&token), "the alphabet alone lets it through");
+    let err = check_name("run", &token).unwrap_err();
+    assert!(err.reason.contains("secret") && !err.reason.contains(&token[4..]), "{err:?}");
+    let mut s = LedgerState::default();
+    assert!(fold_run_started(&mut s, started(&token), t(T0), false).is_err(), "the fold skips such a run");
+    let mut with_lane = started("r1");
+    with_lane.lanes = vec![token.clone()];
+    assert!(fold_run_started(&mut LedgerState::default(), with_lane, t(T0), false).is_err(), "and such a lane");
+    let mut secret_role = intended(1);
+    secret_role.role = token.clone();
+    assert!(fold_intended(&mut state_with_run(), secret_role, t(T0)).is_err(), "and a launch whose role is one");
+    assert!(fold_intended(&mut state_with_run(), intended(1), t(T0)).is_ok());
+    assert!(check_name("run", "release-2026.12").is_ok());
+}
+
 #[test]
 fn a_run_is_started_once_and_indexed_once() {
     let mut s = state_with_run();

@@ -446,6 +446,25 @@ fn names_that_are_secrets_are_refused_and_never_echoed() {
         assert!(said.contains("GitHub token"), "case {i} names the kind: {said}");
         assert!(!said.contains(secret_part), "case {i} echoes the secret: {said}");
     }
+    // Verbs that look a name up say it is not there, without repeating it (found by review).
+    assert!(c.abcd(&["run", "start", "r1", "--lane", "impl"]).status.success());
+    let lookups: [&[&str]; 9] = [
+        &["run", "takeover", &token],
+        &["run", "halt", "--run", &token],
+        &["run", "lift", "--run", &token],
+        &["run", "finish", &token],
+        &["collect", "--run", &token, "--lane", "impl"],
+        &["collect", "--run", "r1", "--lane", &token],
+        &["loop", "status", &token],
+        &["loop", "drive", &token],
+        &["loop", "stop", &token],
+    ];
+    for args in lookups {
+        let out = c.abcd(args);
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(!said.contains(secret_part), "{args:?} echoes the secret: {said}");
+    }
     let v = c.resume_json();
     assert!(!v.to_string().contains(secret_part), "nothing with the secret was recorded: {v}");
 }

@@ -374,7 +374,7 @@ fn drive(run: &str, starter: Option<u32>) -> anyhow::Result<i32> {
     }
     let loops = read_loops(wc.store.journal())?;
     let Some(record) = loops.loops.get(run) else {
-        return refuse(format!("refused: no loop named {run:?} in this working copy; `abcd loop status` lists them"));
+        return refuse(format!("refused: no loop named {} in this working copy; `abcd loop status` lists them", ledger::shown_name(run)));
     };
     if record.state == RunState::Stopped {
         return refuse(format!("refused: loop {run} has stopped ({}); there is nothing to drive", phased::stop_words(record)));
@@ -401,7 +401,7 @@ fn driver_alive(wc: &WorkingCopy, run: &str) -> Option<ProcessId> {
 }
 
 fn no_loop(run: &str) -> String {
-    format!("refused: no loop named {run:?} in this working copy; `abcd loop status` lists them")
+    format!("refused: no loop named {} in this working copy; `abcd loop status` lists them", ledger::shown_name(run))
 }
 
 fn control(run: &str, asked: Control) -> anyhow::Result<i32> {

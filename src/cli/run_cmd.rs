@@ -151,7 +151,8 @@ fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>, json_out: bool)
     for (i, lane) in lanes.iter().enumerate() {
         if let Err(r) = ledger::check_name("lane", lane) {
             // Named by its place when it looks like a secret: a refusal never echoes one.
-            let which = if crate::checklist::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { format!("{lane:?}") };
+            let which =
+                if crate::checklist::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { ledger::shown_name(lane) };
             return refuse(format!("refused: lane {which}: the name {}; nothing was written", r.reason.replace('"', "")));
         }
     }
@@ -209,7 +210,9 @@ fn takeover(run: &str, driver_pid: Option<u32>, json_out: bool) -> anyhow::Resul
     };
     let wc = open_here()?;
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        None => (vec![], Err(format!("refused: no run named {run:?} in this working copy; `abcd resume` lists the runs"))),
+        None => {
+            (vec![], Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(run))))
+        }
         Some(r) if process::is_alive(&r.driver.process) => {
             (vec![], Err(format!("refused: run {run}'s driver is alive ({}); a run has one driver", driver_words(&r.driver))))
         }
@@ -237,7 +240,10 @@ fn halt(run: Option<&str>, halted: bool) -> anyhow::Result<i32> {
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let names: Vec<String> = match run {
             Some(r) if !state.ledger.runs.contains_key(r) => {
-                return (vec![], Err(format!("refused: no run named {r:?} in this working copy; `abcd resume` lists the runs")));
+                return (
+                    vec![],
+                    Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(r))),
+                );
             }
             Some(r) => vec![r.to_string()],
             None => state.ledger.runs.iter().filter(|(_, r)| !r.finished).map(|(n, _)| n.clone()).collect(),
@@ -267,7 +273,9 @@ fn finish(run: &str) -> anyhow::Result<i32> {
     let wc = open_here()?;
     let data = RunNamed { run: run.into(), working_copy: Some(wc.root.display().to_string()) };
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        None => (vec![], Err(format!("refused: no run named {run:?} in this working copy; `abcd resume` lists the runs"))),
+        None => {
+            (vec![], Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(run))))
+        }
         Some(r) if r.finished => (vec![], Ok(())),
         Some(_) => (vec![new_event(event::RUN_FINISHED, json!(data))], Ok(())),
     })?;
@@ -323,10 +331,13 @@ pub fn run_collect(args: CollectArgs) -> anyhow::Result<i32> {
 fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> anyhow::Result<Result<ReceiptCollected, String>> {
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let Some(r) = state.ledger.runs.get(run) else {
-            return (vec![], Err(format!("refused: no run named {run:?} in this working copy; `abcd resume` lists the runs")));
+            return (
+                vec![],
+                Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(run))),
+            );
         };
         let Some(l) = r.lanes.get(lane) else {
-            return (vec![], Err(format!("refused: run {run} has no lane {lane:?}; `abcd resume` lists its lanes")));
+            return (vec![], Err(format!("refused: run {run} has no lane {}; `abcd resume` lists its lanes", ledger::shown_name(lane))));
         };
         let Some(last) = l.last() else {
             return (

@@ -134,36 +134,36 @@ pub fn audit_line(event: &Event) -> AuditLine {
             Ok(()) => format!("decided: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo),
             Err(r) => skipped_line(&event.kind, r),
         },
-        Ok(Known::RunStarted(r)) if ledger::name_ok(&r.run) && r.lanes.iter().all(|l| ledger::name_ok(l)) => format!(
+        Ok(Known::RunStarted(r)) if ledger::name_passes(&r.run) && r.lanes.iter().all(|l| ledger::name_passes(l)) => format!(
             "run {} started with lane(s) {}, driven by pid {}{}",
             r.run,
             r.lanes.join(", "),
             r.driver.process.pid,
             driver_session(&r.driver)
         ),
-        Ok(Known::DriverClaimed(c)) if ledger::name_ok(&c.run) => format!(
+        Ok(Known::DriverClaimed(c)) if ledger::name_passes(&c.run) => format!(
             "run {} taken over by pid {}{} (its driver pid {} was gone)",
             c.run,
             c.driver.process.pid,
             driver_session(&c.driver),
             c.previous.process.pid
         ),
-        Ok(Known::RunHalted(r)) if ledger::name_ok(&r.run) => format!("run {} halted: launches refused until `abcd run lift`", r.run),
-        Ok(Known::RunLifted(r)) if ledger::name_ok(&r.run) => format!("run {} lifted", r.run),
-        Ok(Known::RunFinished(r)) if ledger::name_ok(&r.run) => format!("run {} finished", r.run),
-        Ok(Known::LaunchIntended(l)) if ledger::name_ok(&l.run) && ledger::name_ok(&l.lane) && ledger::name_ok(&l.role) => {
+        Ok(Known::RunHalted(r)) if ledger::name_passes(&r.run) => format!("run {} halted: launches refused until `abcd run lift`", r.run),
+        Ok(Known::RunLifted(r)) if ledger::name_passes(&r.run) => format!("run {} lifted", r.run),
+        Ok(Known::RunFinished(r)) if ledger::name_passes(&r.run) => format!("run {} finished", r.run),
+        Ok(Known::LaunchIntended(l)) if ledger::name_passes(&l.run) && ledger::name_passes(&l.lane) && ledger::name_passes(&l.role) => {
             match ledger::check_command(&l.command) {
                 Ok(()) => format!("launch {} of {}/{} intended ({}): {}", l.launch, l.run, l.lane, l.role, l.command.join(" ")),
                 Err(r) => skipped_line(&event.kind, r),
             }
         }
-        Ok(Known::LaunchStarted(l)) if ledger::name_ok(&l.run) && ledger::name_ok(&l.lane) => {
+        Ok(Known::LaunchStarted(l)) if ledger::name_passes(&l.run) && ledger::name_passes(&l.lane) => {
             format!("launch {} of {}/{} started as pid {}", l.launch, l.run, l.lane, l.process.pid)
         }
-        Ok(Known::LaunchExited(l)) if ledger::name_ok(&l.run) && ledger::name_ok(&l.lane) => {
+        Ok(Known::LaunchExited(l)) if ledger::name_passes(&l.run) && ledger::name_passes(&l.lane) => {
             format!("launch {} of {}/{} exited: {}", l.launch, l.run, l.lane, ledger::exit_words(l.status))
         }
-        Ok(Known::ReceiptCollected(c)) if ledger::name_ok(&c.run) && ledger::name_ok(&c.lane) => {
+        Ok(Known::ReceiptCollected(c)) if ledger::name_passes(&c.run) && ledger::name_passes(&c.lane) => {
             format!(
                 "receipt of launch {} of {}/{} collected ({} bytes, blake3 {})",
                 c.launch,
@@ -174,7 +174,10 @@ pub fn audit_line(event: &Event) -> AuditLine {
             )
         }
         Ok(Known::WorkSavedAside(w))
-            if ledger::name_ok(&w.run) && ledger::name_ok(&w.lane) && w.ref_name.starts_with("refs/abcd/saved/") && clean(&w.ref_name) =>
+            if ledger::name_passes(&w.run)
+                && ledger::name_passes(&w.lane)
+                && w.ref_name.starts_with("refs/abcd/saved/")
+                && clean(&w.ref_name) =>
         {
             format!(
                 "uncommitted work of {}/{} saved aside to {} ({} file(s))",

@@ -58,11 +58,13 @@ pub enum LaneRefusal {
 impl std::fmt::Display for LaneRefusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LaneRefusal::NoRun { run } => write!(f, "refused: no run named {run:?} in this working copy; `abcd resume` lists the runs"),
+            LaneRefusal::NoRun { run } => {
+                write!(f, "refused: no run named {} in this working copy; `abcd resume` lists the runs", super::shown_name(run))
+            }
             LaneRefusal::Finished { run } => write!(f, "refused: run {run} is finished"),
             LaneRefusal::Halted { run } => write!(f, "refused: run {run} is halted; `abcd run lift --run {run}` lifts it"),
             LaneRefusal::NoLane { run, lane, lanes } => {
-                write!(f, "refused: run {run} has no lane {lane:?} (its lanes: {})", lanes.join(", "))
+                write!(f, "refused: run {run} has no lane {} (its lanes: {})", super::shown_name(lane), lanes.join(", "))
             }
             LaneRefusal::Alive { run, lane, launch, pid } => {
                 write!(f, "refused: launch {launch} of {run}/{lane} is alive (pid {pid}); wait for it to end")

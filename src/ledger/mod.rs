@@ -250,6 +250,21 @@ pub fn name_ok(name: &str) -> bool {
         && !name.ends_with(".lock")
 }
 
+/// A run, lane or role name as a message may show it: quoted, or not at all when it looks
+/// like a secret (a refusal never echoes one, even one the person just typed).
+pub fn shown_name(name: &str) -> String {
+    if crate::checklist::secrets::scan(name).is_some() {
+        "(a name that looks like a secret, not shown)".to_string()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+/// `check_name` as a yes or no: what an audit line may show.
+pub fn name_passes(name: &str) -> bool {
+    check_name("name", name).is_ok()
+}
+
 /// A run or lane name: `name_ok`, and no secret (a token can be spelled in the name's
 /// alphabet, and a name is journaled, listed by `resume` and made part of a git ref).
 pub fn check_name(field: &str, name: &str) -> Result<(), Rejection> {
@@ -416,8 +431,8 @@ pub fn fold_intended(state: &mut LedgerState, l: LaunchIntended, at: Timestamp) 
     check_command(&l.command)?;
     check_path("receipt", &l.receipt)?;
     check_path("worktree", &l.worktree)?;
-    if l.role.is_empty() || l.role.len() > ROLE_MAX_BYTES || !name_ok(&l.role) {
-        return Err(reject("role", "must be 1 to 64 of A-Z a-z 0-9 . _ -"));
+    if l.role.len() > ROLE_MAX_BYTES {
+        return Err(reject("role", format!("must be at most {ROLE_MAX_BYTES} bytes")));
     }
     check_name("role", &l.role)?;
     let lane = lane_mut(state, &l.run, &l.lane)?;

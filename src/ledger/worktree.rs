@@ -115,7 +115,7 @@ pub struct BaseDrift {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
-    #[error("the {what} name {name:?} is refused: {why}")]
+    #[error("the {what} name {} is refused: {why}", super::shown_name(name))]
     BadName { what: &'static str, name: String, why: &'static str },
     #[error("{} is not a git worktree: {why}", path.display())]
     NotAWorktree { path: PathBuf, why: String },

@@ -208,7 +208,7 @@ fn a_thread_that_stops_submitting_costs_one_bounded_wait_then_is_forgotten() {
 /// never returned).
 #[test]
 fn waiters_past_their_yield_budget_sleep_and_are_woken() {
-    let group = Arc::new(GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64));
+    let group = Arc::new(GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64).yielding_from(0));
     let batches = Arc::new(StdMutex::new(Vec::new()));
     let slow_write = SPIN_WAIT_MAX * 40;
     let (done, results) = std::sync::mpsc::channel();
@@ -225,6 +225,42 @@ fn waiters_past_their_yield_budget_sleep_and_are_woken() {
     got.sort();
     assert_eq!(got, vec![0, 1, 2, 3]);
     assert!(batches.lock().unwrap().len() >= 2, "the first leader wrote alone while the others waited past their budget");
+}
+
+/// This thread's CPU time (user and system).
+fn thread_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) }, 0);
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
+/// A waiter that may yield spends CPU time through its wait, one that may not sleeps at
+/// once; the default yields only when batches hold more threads than there are CPUs (found
+/// by review: two threads kept a whole CPU busy through every sync).
+#[test]
+fn waiters_yield_only_when_allowed_and_otherwise_sleep_at_once() {
+    let waiter_cpu = |yield_from: usize| {
+        let group = GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64).yielding_from(yield_from);
+        let batches = StdMutex::new(Vec::new());
+        std::thread::scope(|s| {
+            // The leader's write outlasts the yield budget twice over.
+            let leader = s.spawn(|| group.submit(0, 1, Duration::ZERO, record(&batches, SPIN_WAIT_MAX * 2)));
+            std::thread::sleep(SPIN_WAIT_MAX / 5);
+            let waiter = s.spawn(|| {
+                let before = thread_cpu();
+                assert_eq!(group.submit(1, 1, Duration::ZERO, record(&batches, Duration::ZERO)), Ok(1));
+                thread_cpu() - before
+            });
+            assert_eq!(leader.join().unwrap(), Ok(0));
+            waiter.join().unwrap()
+        })
+    };
+    let yielding = waiter_cpu(0);
+    let sleeping = waiter_cpu(usize::MAX);
+    assert!(yielding >= SPIN_WAIT_MAX / 2, "a yielding waiter keeps its CPU busy: {yielding:?}");
+    assert!(sleeping < SPIN_WAIT_MAX / 5, "a sleeping waiter does not: {sleeping:?}");
 }
 
 /// A leader whose write panics wakes every waiter, and every later submit says why (found

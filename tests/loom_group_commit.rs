@@ -10,6 +10,12 @@ mod sync {
     }
     pub use loom::thread::yield_now;
 
+    /// Under loom every wait may yield (from the first submit on), so the models explore
+    /// the yielding path whatever the batch sizes.
+    pub fn yield_from_batch() -> usize {
+        0
+    }
+
     /// A bounded busy wait has no clock under loom: a non-zero budget allows one yield,
     /// so the models explore a waiter that yields, looks again, and then sleeps.
     pub struct Spin {

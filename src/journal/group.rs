@@ -20,6 +20,12 @@ const GATHER_WAIT_DIVISOR: u32 = 1;
 /// And never longer than this, however slow the disk.
 pub const GATHER_WAIT_MAX: Duration = Duration::from_millis(2);
 
+/// How long a leader waits for its batch to fill, after a write that took `last_write`.
+/// Public so benchmark 3's floor batches by the same policy.
+pub fn gather_wait_after(last_write: Duration) -> Duration {
+    (last_write / GATHER_WAIT_DIVISOR).min(GATHER_WAIT_MAX)
+}
+
 pub struct SharedJournal {
     journal: Journal,
     create: Option<Scope>,
@@ -50,7 +56,7 @@ impl SharedJournal {
         let event = format::pre_encode(&event).map_err(|e| Arc::new(JournalError::Encode(e)))?;
         let cost = event.line_bytes_max();
         let last_write = Duration::from_nanos(self.last_write_nanos.load(Ordering::Relaxed));
-        let gather_wait = (last_write / GATHER_WAIT_DIVISOR).min(GATHER_WAIT_MAX);
+        let gather_wait = gather_wait_after(last_write);
         self.group.submit(event, cost, gather_wait, |batch| {
             let n = batch.len();
             let started = Instant::now();

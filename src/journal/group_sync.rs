@@ -22,7 +22,7 @@
 //! leader while anything is queued.
 //!
 //! Waiting threads yield the CPU in a loop before they sleep, when the last write was short
-//! (at most `SPIN_WAIT_MAX`): a sleeping thread's wake-up is a futex call by the waker and
+//! (at most `SPIN_WAIT_MAX`) and the last batch held more threads than there are CPUs: a sleeping thread's wake-up is a futex call by the waker and
 //! often an interrupt to an idle virtual CPU, several microseconds each, and a batch of
 //! sixteen paid sixteen of them before the next batch could fill. A thread that yields is
 //! found running, and is told without a wake-up; it costs CPU time that the threads still
@@ -32,7 +32,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::sync::{Arc, Condvar, Mutex, Spin, ThreadId, current_thread, wait_timeout, yield_now};
+use super::sync::{Arc, Condvar, Mutex, Spin, ThreadId, current_thread, wait_timeout, yield_from_batch, yield_now};
 
 /// The most requests waiting at once; a submitter past it waits (back-pressure).
 pub const GROUP_QUEUE_MAX: usize = 4096;
@@ -53,6 +53,8 @@ pub struct GroupCommit<Req, Out, Err> {
     max_batch: usize,
     max_batch_cost: usize,
     max_queue: usize,
+    /// Waiting threads yield (see `SPIN_WAIT_MAX`) once the last batch held this many.
+    yield_from_batch: usize,
 }
 
 struct State<Req, Out, Err> {
@@ -184,7 +186,15 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
             max_batch,
             max_batch_cost,
             max_queue,
+            yield_from_batch: yield_from_batch(),
         }
+    }
+
+    /// Waiting threads yield once the last batch held `batch` threads or more (by default
+    /// one more than the CPUs); 0 always, `usize::MAX` never.
+    pub fn yielding_from(mut self, batch: usize) -> Self {
+        self.yield_from_batch = batch;
+        self
     }
 
     /// Queues `req` and returns its result once a leader has written it. `write_batch`
@@ -219,8 +229,12 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         self.wake_gatherer_if_full(&state);
         let mut lead = !state.leader_active;
         state.leader_active = true;
+        // Yield only when the last write was short and more threads took part in the last
+        // batch than there are CPUs: then each batch costs that many wake-ups, while with
+        // fewer a yielding waiter would only keep a CPU busy through the sync.
+        let yielding = gather_wait <= SPIN_WAIT_MAX && state.last_batch.len() >= self.yield_from_batch;
         drop(state);
-        let spin = if gather_wait <= SPIN_WAIT_MAX { SPIN_WAIT_MAX } else { Duration::ZERO };
+        let spin = if yielding { SPIN_WAIT_MAX } else { Duration::ZERO };
         loop {
             if lead {
                 self.lead(gather_wait, spin, &mut write_batch);

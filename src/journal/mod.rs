@@ -31,6 +31,11 @@ pub(crate) mod sync {
         std::thread::current().id()
     }
     pub use std::thread::yield_now;
+
+    /// Waiting threads yield only when a batch held more threads than there are CPUs.
+    pub fn yield_from_batch() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get()) + 1
+    }
     use std::time::{Duration, Instant};
 
     /// A bounded busy wait: `budget_left` says whether to yield once more.

@@ -55,6 +55,8 @@ pub struct GroupCommit<Req, Out, Err> {
     max_queue: usize,
     /// Waiting threads yield (see `SPIN_WAIT_MAX`) once the last batch held this many.
     yield_from_batch: usize,
+    /// How many waits have yielded the CPU at least once (a statistic, not synchronization).
+    yielded_waits: std::sync::atomic::AtomicU64,
 }
 
 struct State<Req, Out, Err> {
@@ -187,6 +189,7 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
             max_batch_cost,
             max_queue,
             yield_from_batch: yield_from_batch(),
+            yielded_waits: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -195,6 +198,12 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
     pub fn yielding_from(mut self, batch: usize) -> Self {
         self.yield_from_batch = batch;
         self
+    }
+
+    /// How many submits have waited by yielding the CPU first (whether or not they then
+    /// needed to wait at all).
+    pub fn yielding_waits(&self) -> u64 {
+        self.yielded_waits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Queues `req` and returns its result once a leader has written it. `write_batch`
@@ -235,6 +244,9 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         let yielding = gather_wait <= SPIN_WAIT_MAX && state.last_batch.len() >= self.yield_from_batch;
         drop(state);
         let spin = if yielding { SPIN_WAIT_MAX } else { Duration::ZERO };
+        if yielding {
+            self.yielded_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         loop {
             if lead {
                 self.lead(gather_wait, spin, &mut write_batch);

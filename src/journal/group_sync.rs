@@ -22,9 +22,10 @@
 //! leader while anything is queued.
 //!
 //! Waiting threads yield the CPU in a loop before they sleep, when the last write was short
-//! (at most `SPIN_WAIT_MAX`) and the last batch held more threads than there are CPUs: a sleeping thread's wake-up is a futex call by the waker and
-//! often an interrupt to an idle virtual CPU, several microseconds each, and a batch of
-//! sixteen paid sixteen of them before the next batch could fill. A thread that yields is
+//! (at most `SPIN_WAIT_MAX`) and the last batch held more threads than there are CPUs: a
+//! sleeping thread's wake-up is a futex call by the waker and often an interrupt to an idle
+//! virtual CPU, several microseconds each, and a batch of sixteen paid sixteen of them
+//! before the next batch could fill. A thread that yields is
 //! found running, and is told without a wake-up; it costs CPU time that the threads still
 //! working can take back (a yield gives way to any of them). Measured in
 //! docs/benchmarks.md (benchmark 3).
@@ -39,7 +40,8 @@ pub const GROUP_QUEUE_MAX: usize = 4096;
 
 /// A thread waiting for its result, or a leader waiting for its batch to fill, yields the
 /// CPU in a loop for at most this long before it sleeps, and only while the last write took
-/// no longer (past that a sleep's wake-up is small next to the wait). Benchmark 3 on this
+/// no longer (past that a sleep's wake-up is small next to the wait) and the last batch held
+/// more threads than there are CPUs (`yielding_from`). Benchmark 3 on this
 /// 2-CPU machine's fast disk (three alternating runs each): no yielding 5.9–7.1x, waiters
 /// yielding for 500 µs 7.3–8.5x, and the gathering leader too 7.8–8.9x.
 pub const SPIN_WAIT_MAX: Duration = Duration::from_micros(500);

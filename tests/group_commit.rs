@@ -292,3 +292,52 @@ fn after_a_leader_panics_every_waiter_and_every_later_submit_says_so() {
         assert_eq!(message(later), "the group commit leader panicked", "submit {i} after the panic");
     }
 }
+
+/// A leader that panics while its waiters are still yielding (well inside their budget)
+/// tells them too: each panics with the leader's message instead of waiting (the review
+/// found no test of this path; the panic test above has its waiters long asleep). A round
+/// in which no waiter queued before the panic checks nothing, so rounds repeat until one did.
+#[test]
+fn waiters_still_yielding_when_the_leader_panics_are_told() {
+    let mut rounds_with_a_yielding_waiter = 0;
+    for _round in 0..20 {
+        let group = Arc::new(GroupCommit::<u32, u32, ()>::new(16, usize::MAX, 64).yielding_from(0));
+        let (done, results) = std::sync::mpsc::channel();
+        let (writing, leader_writes) = std::sync::mpsc::channel();
+        let leader = {
+            let group = group.clone();
+            std::thread::spawn(move || {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    group.submit(0, 1, Duration::ZERO, |_| {
+                        writing.send(()).unwrap();
+                        // Long enough for the waiters to queue, short of their yield budget.
+                        std::thread::sleep(SPIN_WAIT_MAX * 3 / 5);
+                        panic!("the disk caught fire")
+                    })
+                }));
+            })
+        };
+        leader_writes.recv_timeout(Duration::from_secs(10)).expect("the leader writes");
+        for i in 1..4 {
+            let (group, done) = (group.clone(), done.clone());
+            // Detached: a waiter never told fails the test below instead of hanging it.
+            std::thread::spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    group.submit(i, 1, Duration::ZERO, |b| b.into_iter().map(Ok).collect())
+                }));
+                let _ = done.send(r.err().and_then(|p| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default());
+            });
+        }
+        leader.join().unwrap();
+        for _ in 1..4 {
+            let message = results.recv_timeout(Duration::from_secs(10)).expect("every waiter is told");
+            assert_eq!(message, "the group commit leader panicked");
+        }
+        // The leader's own submit counts once; any more were waiters queued before the panic.
+        if group.yielding_waits() >= 2 {
+            rounds_with_a_yielding_waiter += 1;
+            break;
+        }
+    }
+    assert_eq!(rounds_with_a_yielding_waiter, 1, "in 20 rounds no waiter queued while the leader wrote");
+}

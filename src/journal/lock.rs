@@ -118,11 +118,27 @@ impl Drop for JournalLock {
 /// <pid> <major>:<minor>:<inode> 0 EOF`; lines of waiters start `->` and are skipped).
 /// `None` when it cannot be told; it only improves a message.
 fn holder_pid(file: &File) -> Option<u32> {
-    use std::io::Read;
     let m = file.metadata().ok()?;
-    let mut text = String::new();
-    File::open("/proc/locks").ok()?.take(PROC_LOCKS_READ_MAX).read_to_string(&mut text).ok()?;
-    holder_in_proc_locks(&text, libc::major(m.dev()), libc::minor(m.dev()), m.ino())
+    // The kernel lists the locks afresh on each read call, so a listing read in many small
+    // reads can skip a lock while other locks come and go (seen once in CI: the holder went
+    // unnamed). One read into a buffer of the whole bound is one consistent listing; and a
+    // second look, only on this refusal path, covers a listing read mid-change anyway.
+    (0..PROC_LOCKS_LOOKS).find_map(|_| {
+        let text = read_proc_locks()?;
+        holder_in_proc_locks(&text, libc::major(m.dev()), libc::minor(m.dev()), m.ino())
+    })
+}
+
+/// How many times a refusal reads `/proc/locks` looking for the holder.
+const PROC_LOCKS_LOOKS: usize = 2;
+
+/// `/proc/locks` in one read call, at most `PROC_LOCKS_READ_MAX` bytes.
+fn read_proc_locks() -> Option<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; PROC_LOCKS_READ_MAX as usize];
+    let n = File::open("/proc/locks").ok()?.read(&mut buf).ok()?;
+    buf.truncate(n);
+    String::from_utf8(buf).ok()
 }
 
 fn holder_in_proc_locks(text: &str, major: u32, minor: u32, ino: u64) -> Option<u32> {

@@ -66,11 +66,12 @@ use std::time::{Duration, Instant};
 use abcd::checklist::item::{ChangeSet, ItemFields, ItemState, slug_from_title};
 use abcd::event::{ItemAdded, ItemChanged, Scope};
 use abcd::journal::anchor::AnchorStore;
+use abcd::journal::append::MAX_BATCH_EVENTS;
 use abcd::journal::checkpoint;
 use abcd::journal::format::{self, Actor, Hash, NewEvent};
 use abcd::journal::group::{SharedJournal, gather_wait_after};
-use abcd::journal::group_sync::GroupCommit;
-use abcd::journal::scan::{self, Verdict};
+use abcd::journal::group_sync::{GROUP_QUEUE_MAX, GroupCommit};
+use abcd::journal::scan::{self, MAX_BATCH_BYTES, Verdict};
 use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
 use abcd::journal::verify;
 use abcd::journal::{Appended, Journal, JournalPaths};
@@ -828,7 +829,11 @@ struct FloorGroup {
 impl FloorGroup {
     fn new(path: &Path) -> FloorGroup {
         let file = OpenOptions::new().create(true).append(true).open(path).expect("creating the floor file");
-        FloorGroup { file, group: GroupCommit::new(1024, usize::MAX, 4096), last_write_nanos: Default::default() }
+        FloorGroup {
+            file,
+            group: GroupCommit::new(MAX_BATCH_EVENTS, MAX_BATCH_BYTES, GROUP_QUEUE_MAX),
+            last_write_nanos: Default::default(),
+        }
     }
 
     fn append(&self, line: Vec<u8>) {

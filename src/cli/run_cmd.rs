@@ -151,8 +151,7 @@ fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>, json_out: bool)
     for (i, lane) in lanes.iter().enumerate() {
         if let Err(r) = ledger::check_name("lane", lane) {
             // Named by its place when it looks like a secret: a refusal never echoes one.
-            let which =
-                if crate::checklist::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { ledger::shown_name(lane) };
+            let which = if crate::checklist::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { format!("{lane:?}") };
             return refuse(format!("refused: lane {which}: the name {}; nothing was written", r.reason.replace('"', "")));
         }
     }

@@ -26,11 +26,13 @@
 //! sleeping thread's wake-up is a futex call by the waker and often an interrupt to an idle
 //! virtual CPU, several microseconds each, and a batch of sixteen paid sixteen of them
 //! before the next batch could fill. A thread that yields is
-//! found running, and is told without a wake-up; it costs CPU time that the threads still
-//! working can take back (a yield gives way to any of them). Measured in
-//! docs/benchmarks.md (benchmark 3).
+//! found running, and is told without a wake-up. It costs CPU time: a yield gives way to
+//! the process's other runnable threads, but the scheduler hardly lets other processes in
+//! (review measured 1.99 CPUs busy with sixteen threads, 0.37 without yielding). Measured in
+//! docs/benchmarks.md (benchmark 3) and docs/decisions.md.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::sync::{Arc, Condvar, Mutex, Spin, ThreadId, current_thread, wait_timeout, yield_from_batch, yield_now};
@@ -58,7 +60,7 @@ pub struct GroupCommit<Req, Out, Err> {
     /// Waiting threads yield (see `SPIN_WAIT_MAX`) once the last batch held this many.
     yield_from_batch: usize,
     /// How many waits have yielded the CPU at least once (a statistic, not synchronization).
-    yielded_waits: std::sync::atomic::AtomicU64,
+    yielded_waits: AtomicU64,
 }
 
 struct State<Req, Out, Err> {
@@ -191,7 +193,7 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
             max_batch_cost,
             max_queue,
             yield_from_batch: yield_from_batch(),
-            yielded_waits: std::sync::atomic::AtomicU64::new(0),
+            yielded_waits: AtomicU64::new(0),
         }
     }
 
@@ -205,7 +207,7 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
     /// How many submits have waited by yielding the CPU first (whether or not they then
     /// needed to wait at all).
     pub fn yielding_waits(&self) -> u64 {
-        self.yielded_waits.load(std::sync::atomic::Ordering::Relaxed)
+        self.yielded_waits.load(Ordering::Relaxed)
     }
 
     /// Queues `req` and returns its result once a leader has written it. `write_batch`
@@ -247,7 +249,7 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         drop(state);
         let spin = if yielding { SPIN_WAIT_MAX } else { Duration::ZERO };
         if yielding {
-            self.yielded_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.yielded_waits.fetch_add(1, Ordering::Relaxed);
         }
         loop {
             if lead {

@@ -120,9 +120,10 @@ impl Drop for JournalLock {
 fn holder_pid(file: &File) -> Option<u32> {
     let m = file.metadata().ok()?;
     // The kernel lists the locks afresh on each read call, so a listing read in many small
-    // reads can skip a lock while other locks come and go (seen once in CI: the holder went
-    // unnamed). One read into a buffer of the whole bound is one consistent listing; and a
-    // second look, only on this refusal path, covers a listing read mid-change anyway.
+    // reads can skip a lock while other locks come and go (the likely cause of one CI run
+    // with the holder unnamed; not reproduced). One read call into a buffer of the whole
+    // bound lists in one pass as far as it fits; a second look, only on this refusal path,
+    // covers a listing read mid-change anyway.
     (0..PROC_LOCKS_LOOKS).find_map(|_| {
         let text = read_proc_locks()?;
         holder_in_proc_locks(&text, libc::major(m.dev()), libc::minor(m.dev()), m.ino())

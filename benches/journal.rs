@@ -67,7 +67,6 @@ use abcd::checklist::item::{ChangeSet, ItemFields, ItemState, slug_from_title};
 use abcd::event::{ItemAdded, ItemChanged, Scope};
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::append::MAX_BATCH_EVENTS;
-use abcd::journal::checkpoint;
 use abcd::journal::format::{self, Actor, Hash, NewEvent};
 use abcd::journal::group::{SharedJournal, gather_wait_after};
 use abcd::journal::group_sync::{GROUP_QUEUE_MAX, GroupCommit};
@@ -75,8 +74,9 @@ use abcd::journal::scan::{self, MAX_BATCH_BYTES, Verdict};
 use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
 use abcd::journal::verify;
 use abcd::journal::{Appended, Journal, JournalPaths};
-use abcd::ledger::process::{self, Liveness, ProcessId};
 use abcd::ledger::{Driver, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, ReceiptCollected, RunStarted};
+use abcd::platform::process::{self, Liveness, ProcessId};
+use abcd::store::checkpoint;
 use abcd::store::{StateBase, Store};
 
 const EVENTS_ENV: &str = "ABCD_BENCH_EVENTS";

@@ -9,15 +9,16 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use abcd::checklist::{render, secrets};
+use abcd::checklist::render;
 use abcd::event;
 use abcd::fold::checklist::{Item, check_item};
 use abcd::fold::{self, FoldedState, audit};
 use abcd::host::{self, HookEvent, HookReply, RequestDetail, StartSource, ToolCall};
-use abcd::journal::checkpoint;
 use abcd::journal::format::{self, Actor, Event, Hash, NewEvent};
 use abcd::journal::scan::{self, Head, LinePos, ScanReport, StartPoint, Tail, Verdict};
 use abcd::journal::storage::{FileFacts, Storage, StorageFile};
+use abcd::secrets;
+use abcd::store::checkpoint;
 use abcd::store::projection::{self, ChecklistFile, ChecklistFileRejected};
 use serde_json::{Value, json};
 
@@ -835,7 +836,7 @@ fn check_resigned(file: &ChecklistFile) {
         .updated_by
         .iter()
         .chain(signed.skipped.iter().flat_map(|s| [&s.kind, &s.reason].into_iter().chain(s.field.as_ref())))
-        .all(|t| abcd::checklist::secrets::scan(t).is_none());
+        .all(|t| abcd::secrets::scan(t).is_none());
     let all_pass = shown_clean && signed.items.iter().all(|i| check_item(&i.fields).is_ok());
     match &loaded {
         Ok(f) => {
@@ -912,7 +913,7 @@ const CRON_ZONES: &[&str] = &[
 /// The input: a zone selector byte, four bytes of seconds after 2026-01-01 (the instant
 /// `after`), a flags byte (bit 0: recurring), then the expression's text.
 pub fn cron(input: &[u8]) {
-    use abcd::verdict::cron::{self as c, SessionCron};
+    use abcd::cron::{self as c, SessionCron};
     let (head, text) = input.split_at(input.len().min(6));
     let mut head = head.to_vec();
     head.resize(6, 0);

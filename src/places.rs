@@ -3,9 +3,9 @@
 //! repository's root commit is the one fact that needs `git`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::event::Scope;
+use crate::git;
 use crate::journal::anchor::AnchorStore;
 use crate::journal::storage::SharedStorage;
 use crate::journal::{Journal, JournalPaths};
@@ -14,8 +14,6 @@ pub const LOCAL_TIER: &str = ".abcd/.work.local";
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// How many folders up the search for a working copy's root goes.
 const MAX_ROOT_SEARCH_DEPTH: usize = 64;
-/// The `.git` file of a linked worktree is at most this long.
-const MAX_GITDIR_FILE_BYTES: u64 = 4096;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlaceError {
@@ -51,7 +49,7 @@ pub fn working_copy_root(cwd: &Path) -> Result<(PathBuf, PathBuf), PlaceError> {
             return Ok((dir.clone(), dir));
         }
         if dotgit.is_file() {
-            let main = main_worktree_of(&dotgit).unwrap_or_else(|| dir.clone());
+            let main = git::repo::main_worktree_of(&dotgit).unwrap_or_else(|| dir.clone());
             return Ok((dir, main));
         }
         if !dir.pop() {
@@ -59,20 +57,6 @@ pub fn working_copy_root(cwd: &Path) -> Result<(PathBuf, PathBuf), PlaceError> {
         }
     }
     Err(PlaceError::NotInWorkingCopy { cwd: cwd.to_owned() })
-}
-
-/// A linked worktree's `.git` file names its git dir, whose `commondir` leads to the
-/// main repository's `.git`, whose parent is the main worktree.
-fn main_worktree_of(dotgit_file: &Path) -> Option<PathBuf> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(dotgit_file).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
-    let gitdir = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
-    let gitdir = if gitdir.is_absolute() { gitdir } else { dotgit_file.parent()?.join(gitdir) };
-    let mut common = String::new();
-    std::fs::File::open(gitdir.join("commondir")).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut common).ok()?;
-    let common = gitdir.join(common.trim());
-    Some(common.canonicalize().ok()?.parent()?.to_path_buf())
 }
 
 /// The managed working copy's journal paths and scope.
@@ -98,7 +82,7 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
     let commit = match read_root_commit_cache(&cache) {
         Some(c) => c,
         None => {
-            let c = root_commit(&main_root)?;
+            let c = git::repo::root_commit(&main_root).map_err(|why| PlaceError::NoRootCommit { root: main_root.clone(), why })?;
             if main_root.join(LOCAL_TIER).is_dir() {
                 // A cache: a failed write only means the next call asks git again.
                 let _ =
@@ -111,31 +95,12 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
     Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit }))
 }
 
-fn is_commit_id(c: &str) -> bool {
-    (c.len() == 40 || c.len() == 64) && c.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
 fn read_root_commit_cache(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
+    std::fs::File::open(path).ok()?.take(git::repo::MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
     let c = text.trim();
-    is_commit_id(c).then(|| c.to_string())
-}
-
-fn root_commit(root: &Path) -> Result<String, PlaceError> {
-    let out = Command::new("git")
-        .args(["rev-list", "--max-parents=0", "HEAD"])
-        .current_dir(root)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| PlaceError::NoRootCommit { root: root.to_path_buf(), why: e.to_string() })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    // rev-list prints newest first; the first root commit is the last line.
-    match text.lines().last().filter(|c| out.status.success() && is_commit_id(c)) {
-        Some(c) => Ok(c.to_string()),
-        None => Err(PlaceError::NoRootCommit { root: root.to_path_buf(), why: "the repository has no commit yet".into() }),
-    }
+    git::repo::is_commit_id(c).then(|| c.to_string())
 }
 
 /// This machine's index of runs.

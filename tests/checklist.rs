@@ -429,7 +429,7 @@ fn a_forged_state_json_item_never_reaches_the_projections() {
 /// key either, so its items are checked again before it is used.
 #[test]
 fn a_forged_checkpoint_item_never_reaches_the_projections() {
-    use abcd::journal::checkpoint;
+    use abcd::store::checkpoint;
     let wc = WorkingCopy::managed();
     assert!(wc.abcd(&["checklist", "add", "First"]).status.success());
     assert!(wc.abcd(&["checklist", "add", "Second"]).status.success());

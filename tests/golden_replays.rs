@@ -35,13 +35,13 @@ use std::process::Command;
 use std::sync::Once;
 
 use abcd::checklist::item::{ChangeSet, Credential, ItemFields, ItemState, slug_from_title};
-use abcd::checklist::secrets::{self, SecretKind};
 use abcd::event::{ItemAdded, ItemChanged, JournalRepaired, RepairCause, Scope, WriteRefused};
 use abcd::journal::anchor::{Anchor, AnchorStore};
 use abcd::journal::format::LineFault;
 use abcd::journal::scan::Problem;
 use abcd::journal::storage::RealDisk;
 use abcd::journal::{Journal, JournalPaths};
+use abcd::secrets::{self, SecretKind};
 use abcd::store::{StateBase, Store};
 use chain::{Chain, actor, at, plus_ms};
 use serde_json::{Value, json};
@@ -980,7 +980,7 @@ fn the_replay_agrees_with_the_checkpoint() {
     regenerate_once();
     let copy = Copy::of(&replay_dir().join("checkpoint-plus-tail"));
     let cp_path = copy.dir().join("checkpoints").join(format!("{CHECKPOINT_SEQ}.cbor"));
-    let cp = abcd::journal::checkpoint::load(&RealDisk, &cp_path).expect("readable").expect("a valid checkpoint");
+    let cp = abcd::store::checkpoint::load(&RealDisk, &cp_path).expect("readable").expect("a valid checkpoint");
     assert_eq!(cp.seq, CHECKPOINT_SEQ);
     let state_at = |seq: u64| -> Value {
         let run = copy.abcd(&[

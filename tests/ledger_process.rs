@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use abcd::ledger::process::{
+use abcd::platform::process::{
     self, ExitReport, Liveness, ProcessId, SHELLS, SpawnError, command_name, identify, is_alive, liveness, nearest_non_shell_ancestor,
     parent_of, resolve_program, spawn_detached, spawn_in_new_session, this_process,
 };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use abcd::ledger::worktree::{
+use abcd::git::worktree::{
     BaseDrift, DriftCounts, LISTING_PARALLEL, NAME_LEN_MAX, WorktreeError, base_drift, drift_key, listing_facts, return_to_last_commit,
     save_aside, status,
 };

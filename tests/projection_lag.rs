@@ -99,13 +99,13 @@ fn append_unseen_leaves_the_projections_only_while_they_may_lag() {
     let head = 2 + PROJECTION_LAG_MAX + 1;
     assert_eq!(named(&tj), (head, head));
     // A checkpoint boundary: written even while the projections may lag.
-    let to_boundary: Vec<_> = (head + 1..abcd::journal::checkpoint::CHECKPOINT_EVERY_EVENTS).map(session_started).collect();
+    let to_boundary: Vec<_> = (head + 1..abcd::store::checkpoint::CHECKPOINT_EVERY_EVENTS).map(session_started).collect();
     for chunk in to_boundary.chunks(100) {
         tj.journal().append_batch(chunk, Some(&tj.scope())).unwrap();
     }
-    let cps = || abcd::journal::checkpoint::list(&abcd::journal::storage::RealDisk, &tj.paths.checkpoints).unwrap_or_default().len();
+    let cps = || abcd::store::checkpoint::list(&abcd::journal::storage::RealDisk, &tj.paths.checkpoints).unwrap_or_default().len();
     let before = cps();
-    let at = abcd::journal::checkpoint::CHECKPOINT_EVERY_EVENTS - 10;
+    let at = abcd::store::checkpoint::CHECKPOINT_EVERY_EVENTS - 10;
     store.append_unseen(&[session_started(4)], &tj.scope(), Some(at)).unwrap();
     assert_eq!(cps(), before + 1, "the 1,000th event's checkpoint");
 }

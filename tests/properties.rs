@@ -4,11 +4,11 @@
 mod common;
 
 use abcd::fold::FoldedState;
-use abcd::journal::checkpoint;
 use abcd::journal::repair::{self, RepairOutcome};
 use abcd::journal::scan::{self, Problem, StartPoint, Verdict};
 use abcd::journal::storage::RealDisk;
 use abcd::journal::{Event, NewEvent};
+use abcd::store::checkpoint;
 use abcd::store::{self, Store};
 use common::{TempJournal, event, line_starts};
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};

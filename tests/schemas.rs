@@ -13,22 +13,22 @@ use std::path::{Path, PathBuf};
 
 use abcd::away::{self, AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
 use abcd::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState};
-use abcd::checklist::secrets::{self, SecretKind};
 use abcd::event::{
     self, BranchCreated, CompactionRecorded, ItemAdded, ItemChanged, JournalOpened, JournalRepaired, RepairCause, Scope, SessionJudged,
     SessionStarted, WriteRefused,
 };
 use abcd::fold::{self, FoldNote, FoldedState};
-use abcd::hook::git;
+use abcd::git::branch as git;
 use abcd::journal::format;
 use abcd::journal::scan::{self, StartPoint};
 use abcd::journal::storage::StorageFile;
-use abcd::ledger::process::ProcessId;
 use abcd::ledger::{
     self, Driver, DriverClaimed, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState, ReceiptCollected, RunNamed,
     RunStarted, WorkSavedAside,
 };
 use abcd::phased;
+use abcd::platform::process::ProcessId;
+use abcd::secrets::{self, SecretKind};
 use abcd::verdict::stop::{Row, StopState};
 use serde_json::{Number, Value, json};
 
@@ -71,7 +71,7 @@ const REFUSAL_WORD: &str = r"^[a-z_.]+$";
 /// A line with something on it (the away record's text, `away::check_line`): no control
 /// character anywhere, and at least one character that is not white space.
 const TEXT_LINE: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^\u0000-\u001F\u007F-\u009F]*$";
-/// A branch name (`hook::git::branch_name_ok` bar its byte limit): not empty, no leading `-`
+/// A branch name (`git::branch::branch_name_ok` bar its byte limit): not empty, no leading `-`
 /// or `/`, no trailing `/` or `.lock`, no `..` or `@{`, and no white space, control
 /// character, `~`, `^`, `:`, `?`, `*`, `[` or `\`.
 const BRANCH_NAME: &str = r"^(?![-/])(?![\s\S]*\.\.)(?![\s\S]*@\{)(?![\s\S]*(/|\.lock)$)[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000~^:?*\[\\]+$";

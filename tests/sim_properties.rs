@@ -54,7 +54,6 @@ use abcd::event::{self, ItemAdded, ItemChanged, Scope};
 use abcd::fold::{self, FoldedState};
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::append::Appended;
-use abcd::journal::checkpoint;
 use abcd::journal::format::{Actor, Event, Hash, NewEvent};
 use abcd::journal::group::SharedJournal;
 use abcd::journal::repair::{self, RepairError, RepairOutcome};
@@ -63,6 +62,7 @@ use abcd::journal::simdisk::{FailedSync, Faults, Injected, Keep, SimDisk, SimRng
 use abcd::journal::storage::{SharedStorage, Storage};
 use abcd::journal::verify::{self, AnchorCheck, VerifyError};
 use abcd::journal::{Journal, JournalError, JournalPaths};
+use abcd::store::checkpoint;
 use abcd::store::projection::{self, ChecklistFile};
 use abcd::store::reader::ViewSource;
 use abcd::store::{StateBase, Store};

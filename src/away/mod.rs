@@ -14,7 +14,8 @@ pub mod text;
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::fold::checklist::Rejection;
+use crate::checklist::item::Rejection;
+pub use crate::event::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
 
 /// The longest window: without `--until` the mode lapses after this, and `--until` may
 /// name no later time (SPEC §6).
@@ -38,100 +39,6 @@ pub const PERSON_MAX_CHARS: usize = 200;
 pub const WORKING_COPY_MAX_CHARS: usize = 4_096;
 /// A next item's description in a recorded stop, at most, in characters.
 pub const STOP_NEXT_MAX_CHARS: usize = 400;
-
-/// `data` of `away.set`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AwaySet {
-    pub set_by: String,
-    pub working_copy: String,
-    pub start: Timestamp,
-    pub end: Timestamp,
-    pub hold_pushes: bool,
-}
-
-/// `data` of `away.queued`: a step for the person.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AwayQueued {
-    pub step: String,
-    pub working_copy: String,
-}
-
-/// Why a stop was recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopLabel {
-    /// Stopped with work owed (the host's cap overrode abcd's block).
-    WorkOwed,
-    /// Stopped with nothing owed and no next look.
-    NoNextLook,
-    /// The host ended the turn on an API error (StopFailure).
-    ApiError,
-    /// The owed-work check was cut short, so the stop was allowed unjudged.
-    CheckIncomplete,
-}
-
-impl StopLabel {
-    pub fn words(self) -> &'static str {
-        match self {
-            StopLabel::WorkOwed => "stopped with work owed",
-            StopLabel::NoNextLook => "stopped with no next look",
-            StopLabel::ApiError => "stopped on an API error",
-            StopLabel::CheckIncomplete => "stopped with the owed-work check cut short",
-        }
-    }
-}
-
-/// One recorded stop, without time or count: two equal ones are the same stop.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RecordedStop {
-    pub label: StopLabel,
-    #[serde(default)]
-    pub possibly_forced_by_cap: bool,
-    /// The next owed item, in plain words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
-    /// The host's API error type (`rate_limit`, …) for [`StopLabel::ApiError`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_type: Option<String>,
-}
-
-/// `data` of `away.stop_recorded`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AwayStopRecorded {
-    pub stop: RecordedStop,
-    pub working_copy: String,
-}
-
-/// `data` of `away.handed_back`: an own branch whose queued push handed its item back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AwayHandedBack {
-    pub branch: String,
-    pub head: String,
-    pub working_copy: String,
-}
-
-/// `data` of `away.ended`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AwayEnded {
-    pub ended_by: String,
-    pub working_copy: String,
-}
-
-/// `data` of `decision.recorded`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DecisionRecorded {
-    pub text: String,
-    pub grounds: String,
-    pub undo: String,
-    pub working_copy: String,
-}
 
 /// A queued step as the record keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,9 +159,7 @@ impl AwayState {
             && w.queue.iter().all(|q| check_step(&q.step).is_ok())
             && w.stops.iter().all(|e| e.stop.next.as_deref().is_none_or(|n| line("next", n, STOP_NEXT_MAX_CHARS)))
             && w.stops.iter().all(|e| e.stop.error_type.as_deref().is_none_or(error_type_ok))
-            && w.handed_back
-                .iter()
-                .all(|h| crate::hook::git::branch_name_ok(&h.branch) && crate::checklist::secrets::scan(&h.branch).is_none())
+            && w.handed_back.iter().all(|h| crate::git::branch::branch_name_ok(&h.branch) && crate::secrets::scan(&h.branch).is_none())
             && w.decisions.iter().all(|d| {
                 line("text", &d.text, DECISION_FIELD_MAX_CHARS)
                     && line("grounds", &d.grounds, DECISION_FIELD_MAX_CHARS)
@@ -285,7 +190,7 @@ fn reject(field: &str, reason: impl Into<String>) -> Rejection {
 /// A one-line text field: not empty, no control characters, at most `max` characters, no
 /// secret. The rule is named, never the value.
 pub fn check_line(field: &str, text: &str, max: usize) -> Result<(), Rejection> {
-    if let Some(kind) = crate::checklist::secrets::scan(text) {
+    if let Some(kind) = crate::secrets::scan(text) {
         return Err(reject(field, format!("carries {} ({})", kind.describe(), kind.name())));
     }
     if text.trim().is_empty() {
@@ -365,10 +270,10 @@ pub fn check_stop_recorded(s: &AwayStopRecorded) -> Result<(), Rejection> {
 }
 
 pub fn check_handed_back(h: &AwayHandedBack) -> Result<(), Rejection> {
-    if !crate::hook::git::branch_name_ok(&h.branch) {
+    if !crate::git::branch::branch_name_ok(&h.branch) {
         return Err(reject("branch", "is not a branch name abcd records"));
     }
-    if let Some(kind) = crate::checklist::secrets::scan(&h.branch) {
+    if let Some(kind) = crate::secrets::scan(&h.branch) {
         return Err(reject("branch", format!("carries {} ({})", kind.describe(), kind.name())));
     }
     if !(h.head.len() == 40 || h.head.len() == 64) || !h.head.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {

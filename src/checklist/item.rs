@@ -1,7 +1,7 @@
 //! Checklist items and the rules every field obeys (SPEC §3). Validation is pure and
 //! never echoes the value it refuses: a refusal names the field and the rule.
 
-use serde::{Deserialize, Serialize};
+pub use crate::event::checklist::{ChangeSet, Credential, ItemFields, ItemState};
 
 /// Title length in characters, inclusive bounds.
 pub const TITLE_MIN_CHARS: usize = 1;
@@ -17,86 +17,11 @@ pub const OWNER_REFS_MAX: usize = 32;
 /// the list's size in render; this bounds memory of the fold.
 pub const ITEMS_MAX: usize = 10_000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ItemState {
-    Working,
-    Waiting,
-    Done,
-    Dropped,
-}
-
-impl ItemState {
-    pub const ALL: [ItemState; 4] = [ItemState::Working, ItemState::Waiting, ItemState::Done, ItemState::Dropped];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ItemState::Working => "working",
-            ItemState::Waiting => "waiting",
-            ItemState::Done => "done",
-            ItemState::Dropped => "dropped",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<ItemState> {
-        ItemState::ALL.into_iter().find(|s| s.name() == text)
-    }
-
-    pub fn is_open(self) -> bool {
-        matches!(self, ItemState::Working | ItemState::Waiting)
-    }
-}
-
 /// What kind of credential an item is about. Fixed list: nothing else is stored.
 pub const CREDENTIAL_KINDS: &[&str] =
     &["github_token", "gitlab_token", "cloud_key", "api_key", "ssh_key", "oauth_token", "database_password", "signing_key", "other"];
 /// What the credential may do. Fixed list.
 pub const CREDENTIAL_SCOPES: &[&str] = &["read", "write", "admin", "repo", "org", "deploy", "ci", "publish", "personal"];
-
-/// A credential an item needs: only its kind, scope and expiry, never its value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Credential {
-    pub kind: String,
-    pub scope: String,
-    #[serde(default)]
-    pub expiry: Option<jiff::Timestamp>,
-}
-
-/// One checklist item as the journal carries it in `checklist.item_added`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ItemFields {
-    pub id: String,
-    pub title: String,
-    pub state: ItemState,
-    #[serde(default)]
-    pub waits_on: Option<String>,
-    #[serde(default)]
-    pub next_look: Option<jiff::Timestamp>,
-    #[serde(default)]
-    pub promise: Option<String>,
-    #[serde(default)]
-    pub owner_refs: Vec<String>,
-    #[serde(default)]
-    pub credential: Option<Credential>,
-}
-
-impl ItemFields {
-    /// A `working` item with only an id and a title: what `checklist add <title>` records.
-    pub fn working(id: &str, title: &str) -> ItemFields {
-        ItemFields {
-            id: id.into(),
-            title: title.into(),
-            state: ItemState::Working,
-            waits_on: None,
-            next_look: None,
-            promise: None,
-            owner_refs: vec![],
-            credential: None,
-        }
-    }
-}
 
 /// Why a field's value is refused; `field` is the field's name, `rule` plain words.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -265,6 +190,34 @@ pub fn unique_id(title: &str, taken: impl Fn(&str) -> bool) -> String {
     (2..).map(|n| format!("{base}-{n}")).find(|id| !taken(id)).expect("some suffix is free")
 }
 
+/// Why a checklist event was not folded: the field and the rule or pattern kind, never
+/// the value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    pub field: Option<String>,
+    pub reason: String,
+}
+
+/// Validation and the secret scan of a whole item, as the fold and the verbs apply them.
+/// The scan runs first, so a secret is reported as a secret, not as a malformed value.
+pub fn check_item(fields: &ItemFields) -> Result<(), Rejection> {
+    if let Some((field, kind)) = scannable_fields(fields).into_iter().find_map(|(f, t)| crate::secrets::scan(t).map(|k| (f, k))) {
+        return Err(Rejection { field: Some(field.into()), reason: format!("carries {} ({})", kind.describe(), kind.name()) });
+    }
+    validate_item(fields).map_err(|e| Rejection { field: Some(e.field.into()), reason: e.rule })
+}
+
+/// A refusal record names a verb, a field and a kind as short lowercase words, nothing
+/// else: anything longer could be a value and is never shown.
+pub fn refusal_is_clean(refused: &crate::event::WriteRefused) -> bool {
+    refusal_words_are_clean(&refused.verb, &refused.field, &refused.kind)
+}
+
+pub fn refusal_words_are_clean(verb: &str, field: &str, kind: &str) -> bool {
+    let clean = |t: &str| !t.is_empty() && t.len() <= 64 && t.bytes().all(|c| c.is_ascii_lowercase() || matches!(c, b'_' | b'.'));
+    clean(field) && clean(kind) && clean(verb)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,63 +276,5 @@ mod tests {
         let id = unique_id("Fix it", |id| id == "fix-it" || id == "fix-it-2");
         assert_eq!(id, "fix-it-3");
         assert!(validate_item(&item("Fix it")).is_ok());
-    }
-}
-
-/// The fields a `checklist set` changes; a present `None` clears an optional field.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ChangeSet {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<ItemState>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
-    pub waits_on: Option<Option<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
-    pub next_look: Option<Option<jiff::Timestamp>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
-    pub promise: Option<Option<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner_refs: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
-    pub credential: Option<Option<Credential>>,
-}
-
-/// Reads a field that is present (maybe `null`) as `Some`, so `null` means "clear".
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
-
-impl ChangeSet {
-    pub fn is_empty(&self) -> bool {
-        *self == ChangeSet::default()
-    }
-
-    /// The item with these changes applied (not yet validated).
-    pub fn apply_to(&self, item: &ItemFields) -> ItemFields {
-        let mut out = item.clone();
-        if let Some(t) = &self.title {
-            out.title = t.clone();
-        }
-        if let Some(s) = self.state {
-            out.state = s;
-        }
-        if let Some(w) = &self.waits_on {
-            out.waits_on = w.clone();
-        }
-        if let Some(n) = self.next_look {
-            out.next_look = n;
-        }
-        if let Some(p) = &self.promise {
-            out.promise = p.clone();
-        }
-        if let Some(r) = &self.owner_refs {
-            out.owner_refs = r.clone();
-        }
-        if let Some(c) = &self.credential {
-            out.credential = c.clone();
-        }
-        out
     }
 }

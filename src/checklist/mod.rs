@@ -3,5 +3,5 @@
 
 pub mod item;
 pub mod render;
-pub mod secrets;
+pub mod state;
 pub mod time_input;

@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 
 use crate::checklist::item::ItemState;
-use crate::fold::checklist::Item;
+use crate::checklist::state::Item;
 
 /// The host's cap on one hook's output (SPEC §3, §5).
 pub const HOOK_OUTPUT_CAP_CHARS: usize = 10_000;

@@ -231,8 +231,7 @@ fn show(store: &Store, id: &str, json_out: bool) -> Result<i32, Stop> {
 
 fn unknown_id(id: &str) -> Refusal {
     // The id is echoed only when it is a clean slug, so a pasted secret is never repeated.
-    let named =
-        if item::validate_id(id).is_ok() && crate::checklist::secrets::scan(id).is_none() { format!(" `{id}`") } else { String::new() };
+    let named = if item::validate_id(id).is_ok() && crate::secrets::scan(id).is_none() { format!(" `{id}`") } else { String::new() };
     Refusal(format!("no checklist item{named}; run `abcd checklist` to see the ids"))
 }
 
@@ -278,9 +277,7 @@ fn refused_event(verb: &str, field: &str, kind: &str) -> NewEvent {
 /// Secrets first (refused and recorded, field and kind only), then the field rules
 /// (refused, nothing recorded).
 fn judge(verb: &str, fields: &ItemFields) -> Result<(), Box<(Option<NewEvent>, Refusal)>> {
-    if let Some((field, kind)) =
-        item::scannable_fields(fields).into_iter().find_map(|(f, t)| crate::checklist::secrets::scan(t).map(|k| (f, k)))
-    {
+    if let Some((field, kind)) = item::scannable_fields(fields).into_iter().find_map(|(f, t)| crate::secrets::scan(t).map(|k| (f, k))) {
         let msg = format!(
             "refused: {field} carries {} ({}); secrets never go into the checklist. Keep the secret in your credential store and record only what the item needs with --credential-kind and --credential-scope",
             kind.describe(),

@@ -14,10 +14,11 @@ use serde_json::json;
 
 use super::run_cmd::{self, WorkingCopy};
 use super::{EXIT_OK, new_event, refuse};
+use crate::command::launch::{self, LaneRefusal, WatchSpec, WatchStart};
 use crate::event;
-use crate::ledger::launch::{self, LaneRefusal, WatchSpec, WatchStart};
-use crate::ledger::process;
-use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, worktree};
+use crate::git::worktree;
+use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended};
+use crate::platform::process;
 
 /// How long the launcher waits for the watcher to record the start.
 pub const START_CONFIRM_WAIT: Duration = Duration::from_secs(10);

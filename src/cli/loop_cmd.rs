@@ -13,15 +13,15 @@ use serde_json::json;
 
 use super::run_cmd::{self, WorkingCopy};
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, new_event, refuse};
+use crate::command::loop_driver::{self, DriveEnd, Driver, read_loops};
 use crate::event;
-use crate::ledger::process::{self, ProcessId};
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
 use crate::phased::agent::{self, Reader, ReplyFile};
-use crate::phased::driver::{self, DriveEnd, Driver, read_loops};
 use crate::phased::{
     self, AgentSpec, Config, Control, DEFAULT_MAX_ROUNDS, IMPLEMENTER_LANE, LOOP_STARTED, LOOP_STOPPED, LoopRecord, LoopStarted,
     LoopStopped, PauseReason, REVIEWER_LANE, RunState, StopReason,
 };
+use crate::platform::process::{self, ProcessId};
 
 /// How long a detached driver waits for the `abcd loop start` that started it to exit
 /// before it claims the run.
@@ -300,7 +300,7 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
     }
     index_started(&started);
     if a.detach {
-        let dir = crate::ledger::launch::run_folder(wc.store.journal().paths().dir(), &run)?;
+        let dir = crate::command::launch::run_folder(wc.store.journal().paths().dir(), &run)?;
         let log = dir.join("driver.log");
         let args: Vec<OsString> =
             ["loop".into(), "drive".into(), run.clone().into(), "--starter-pid".into(), me.pid.to_string().into()].into_iter().collect();
@@ -356,7 +356,7 @@ fn run_driver(wc: &WorkingCopy, run: &str) -> anyhow::Result<i32> {
             println!("{}; {what}", phased::listing(&record).summary);
             Ok(EXIT_OK)
         }
-        Err(driver::DriveError::Refused(why)) => refuse(why),
+        Err(loop_driver::DriveError::Refused(why)) => refuse(why),
         Err(e) => Err(e.into()),
     }
 }
@@ -383,7 +383,7 @@ fn drive(run: &str, starter: Option<u32>) -> anyhow::Result<i32> {
     let d = Driver::new(&wc.store, &wc.scope, wc.root.clone(), run.to_string(), exe);
     if let Err(e) = d.claim(me) {
         return match e {
-            driver::DriveError::Refused(why) => refuse(format!("refused: {why}")),
+            loop_driver::DriveError::Refused(why) => refuse(format!("refused: {why}")),
             e => Err(e.into()),
         };
     }
@@ -466,7 +466,7 @@ fn stop(run: &str) -> anyhow::Result<i32> {
         Err(why) => return refuse(why),
         Ok(p) => p,
     };
-    let _ = driver::finish_in_index(run, &root);
+    let _ = loop_driver::finish_in_index(run, &root);
     println!("loop {run} stopped (manual)");
     if let Some(p) = pending {
         println!(
@@ -555,7 +555,7 @@ pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
         eprintln!("abcd turn: unknown reader {:?}", args.reader);
         return Ok(EXIT_REFUSED);
     };
-    let prompt = match driver::read_bounded(&args.prompt_file, agent::PROMPT_MAX_BYTES as u64) {
+    let prompt = match loop_driver::read_bounded(&args.prompt_file, agent::PROMPT_MAX_BYTES as u64) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => {
             eprintln!("abcd turn: the prompt {} cannot be read ({e})", args.prompt_file.display());

@@ -184,7 +184,7 @@ pub fn main() -> i32 {
             }
             // clap quotes the arguments it could not place; never let that repeat a secret.
             let rendered = e.render().to_string();
-            if crate::checklist::secrets::scan(&rendered).is_some() {
+            if crate::secrets::scan(&rendered).is_some() {
                 eprintln!("abcd: the command line could not be parsed ({}); run `abcd --help`", e.kind());
             } else {
                 let _ = e.print();

@@ -104,14 +104,7 @@ fn open_repository() -> anyhow::Result<Repository> {
 
 /// Who the person is, as git would author a commit: `user.name`, else `$USER`.
 fn person(cwd: &std::path::Path) -> String {
-    let from_git = std::process::Command::new("git")
-        .args(["config", "user.name"])
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let from_git = crate::git::repo::user_name(cwd);
     let name = from_git.filter(|n| !n.is_empty()).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
     let name = away::fold_whitespace(&name);
     if away::check_line("set_by", &name, away::PERSON_MAX_CHARS).is_ok() { name } else { "someone git does not name".to_string() }

@@ -11,11 +11,11 @@ use serde_json::json;
 
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, JournalChoice};
 use crate::fold::{self, FoldNote, FoldedState, audit};
-use crate::journal::checkpoint::{self, Checkpoint, CheckpointRejected};
 use crate::journal::scan::Head;
 use crate::journal::storage::{RealDisk, Storage};
 use crate::journal::verify;
 use crate::places;
+use crate::store::checkpoint::{self, Checkpoint, CheckpointRejected};
 use crate::store::projection::{self, ChecklistFile};
 
 /// Projections `--projection` can name: (name, file).

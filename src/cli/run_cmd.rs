@@ -11,12 +11,13 @@ use serde_json::json;
 
 use super::{EXIT_OK, refuse};
 use crate::event::{self, Scope};
+use crate::git::worktree;
 use crate::journal::append::JournalError;
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
-use crate::ledger::process::{self, ProcessId};
-use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside, worktree};
+use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside};
 use crate::places;
+use crate::platform::process::{self, ProcessId};
 use crate::store::Store;
 
 /// A receipt read to hash it, at most, in bytes.
@@ -151,7 +152,7 @@ fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>, json_out: bool)
     for (i, lane) in lanes.iter().enumerate() {
         if let Err(r) = ledger::check_name("lane", lane) {
             // Named by its place when it looks like a secret: a refusal never echoes one.
-            let which = if crate::checklist::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { format!("{lane:?}") };
+            let which = if crate::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { format!("{lane:?}") };
             return refuse(format!("refused: lane {which}: the name {}; nothing was written", r.reason.replace('"', "")));
         }
     }
@@ -715,7 +716,7 @@ fn read_loops_if_any(wc: &WorkingCopy, state: &crate::fold::FoldedState) -> Resu
     if !state.journal.by_kind.contains_key(crate::phased::LOOP_STARTED) {
         return Ok(None);
     }
-    crate::phased::driver::read_loops(wc.store.journal()).map(Some)
+    crate::command::loop_driver::read_loops(wc.store.journal()).map(Some)
 }
 
 fn print_listing(listings: &[RunListing]) {

@@ -1,15 +1,25 @@
-//! The event kinds of format v1 and the typed `data` of each kind this build folds.
-//! The journal carries `data` as JSON; these types are how the folds read it. A kind
-//! not in `V1_KINDS` was written by a newer abcd: verified, kept, and skipped by folds.
+//! Every wire type: the event kinds of format v1 and the typed `data` of each, split by
+//! family. The journal carries `data` as JSON; these types are how the folds read it. A
+//! kind not in `V1_KINDS` was written by a newer abcd: verified, kept, and skipped by folds.
+//! This is a leaf: it imports only the journal's own genesis kinds and leaf utilities, and
+//! every domain module takes its event types from here.
 
-use serde::{Deserialize, Serialize};
+pub mod away;
+pub mod checklist;
+pub mod ids;
+pub mod loops;
+pub mod run;
+pub mod session;
 
-pub use crate::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
-use crate::checklist::item::{ChangeSet, ItemFields};
-use crate::verdict::stop::{Judged, Row, SessionState, StopState};
+use serde::Deserialize;
 
-pub const JOURNAL_OPENED: &str = "journal.opened";
-pub const JOURNAL_REPAIRED: &str = "journal.repaired";
+pub use self::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
+pub use self::checklist::{ItemAdded, ItemChanged, WriteRefused};
+pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
+pub use self::session::{BranchCreated, CompactionRecorded, SessionJudged, SessionStarted};
+use crate::journal::genesis;
+pub use crate::journal::genesis::{JOURNAL_OPENED, JOURNAL_REPAIRED, JournalOpened, JournalRepaired, RepairCause, Scope, new_journal_id};
+
 pub const CHECKLIST_ITEM_ADDED: &str = "checklist.item_added";
 pub const CHECKLIST_ITEM_CHANGED: &str = "checklist.item_changed";
 pub const CHECKLIST_WRITE_REFUSED: &str = "checklist.write_refused";
@@ -61,191 +71,20 @@ pub const V1_KINDS: &[&str] = &[
     LAUNCH_EXITED,
     RECEIPT_COLLECTED,
     WORK_SAVED_ASIDE,
-    // The phased loop's kinds (SPEC §8): typed and folded by `crate::phased`, not here.
-    crate::phased::LOOP_STARTED,
-    crate::phased::LOOP_TURN_INTENDED,
-    crate::phased::LOOP_TURN_REPLIED,
-    crate::phased::LOOP_TURN_ABANDONED,
-    crate::phased::LOOP_PAUSED,
-    crate::phased::LOOP_RESUMED,
-    crate::phased::LOOP_RETRIED,
-    crate::phased::LOOP_SKIPPED,
-    crate::phased::LOOP_STOPPED,
+    // The phased loop's kinds (SPEC §8): typed in `loops`, folded by `phased`.
+    loops::LOOP_STARTED,
+    loops::LOOP_TURN_INTENDED,
+    loops::LOOP_TURN_REPLIED,
+    loops::LOOP_TURN_ABANDONED,
+    loops::LOOP_PAUSED,
+    loops::LOOP_RESUMED,
+    loops::LOOP_RETRIED,
+    loops::LOOP_SKIPPED,
+    loops::LOOP_STOPPED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
     V1_KINDS.contains(&kind)
-}
-
-/// What a journal is the journal of.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Scope {
-    /// One working copy, named by its root folder.
-    WorkingCopy { root: String },
-    /// A repository, named by its first root commit.
-    Repository { root_commit: String },
-    /// This machine's index of runs.
-    Machine {},
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Scope::WorkingCopy { root } => write!(f, "working copy {root}"),
-            Scope::Repository { root_commit } => write!(f, "repository {root_commit}"),
-            Scope::Machine {} => f.write_str("machine"),
-        }
-    }
-}
-
-/// `data` of `journal.opened`, event 0.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JournalOpened {
-    /// 32 lowercase hex characters from the OS's random source.
-    pub journal_id: String,
-    pub scope: Scope,
-}
-
-/// Why `abcd journal repair` continued the chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RepairCause {
-    /// Lines from the first bad one to the end were moved to quarantine.
-    Corruption,
-    /// The journal was behind or unlike its head anchor and a person accepted it as is.
-    AnchorMismatch,
-}
-
-/// `data` of `journal.repaired`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JournalRepaired {
-    pub cause: RepairCause,
-    /// The byte range moved out of the journal (`from == to` when nothing was moved).
-    pub from_offset: u64,
-    pub to_offset: u64,
-    /// Newline-terminated lines in the moved range (a last line without one counts too).
-    pub lines: u64,
-    /// The quarantine file's name, and the BLAKE3 of its bytes, when bytes were moved.
-    pub quarantine_file: Option<String>,
-    pub quarantine_blake3: Option<String>,
-    /// For `anchor_mismatch`: what the anchor said.
-    pub anchor_seq: Option<u64>,
-    pub anchor_hash: Option<String>,
-    /// What the verifier reported at the first bad place.
-    pub problem: String,
-}
-
-/// `data` of `checklist.item_added`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ItemAdded {
-    pub item: ItemFields,
-}
-
-/// `data` of `checklist.item_changed`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ItemChanged {
-    pub id: String,
-    pub changes: ChangeSet,
-}
-
-/// `data` of `checklist.write_refused`: what was refused and by which pattern kind,
-/// never the value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WriteRefused {
-    /// `add` or `set`.
-    pub verb: String,
-    pub field: String,
-    pub kind: String,
-}
-
-/// `data` of `session.started`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SessionStarted {
-    pub session: Option<String>,
-    /// startup, resume, clear or compact (or a newer host's value).
-    pub source: String,
-    pub working_copy: String,
-}
-
-/// `data` of `compaction.recorded`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompactionRecorded {
-    pub session: Option<String>,
-    /// manual or auto.
-    pub trigger: String,
-}
-
-/// `data` of `branch.created`: a branch this working copy's session created.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BranchCreated {
-    pub branch: String,
-    /// The command form that created it, e.g. `git switch -c`.
-    pub command: String,
-    /// For a rename: the branch whose record this one carries on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub renamed_from: Option<String>,
-}
-
-/// `data` of `session.judged`: the stop verdict for one host session, and the state the
-/// next verdict reads back (SPEC §6 "Counts").
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SessionJudged {
-    pub session: String,
-    pub row: Row,
-    pub state: StopState,
-    #[serde(default)]
-    pub next_look: Option<jiff::Timestamp>,
-    pub block_count: u32,
-    pub wake_count: u32,
-    #[serde(default)]
-    pub owed_fingerprint: Option<String>,
-    #[serde(default)]
-    pub capped_fingerprint: Option<String>,
-    #[serde(default)]
-    pub question_hash: Option<String>,
-    /// The start of the away window the verdict was made in (none while present): a new
-    /// window starts the session's counts afresh.
-    #[serde(default)]
-    pub window_start: Option<jiff::Timestamp>,
-}
-
-impl SessionJudged {
-    pub fn new(session: String, j: Judged, window_start: Option<jiff::Timestamp>) -> SessionJudged {
-        SessionJudged {
-            window_start,
-            session,
-            row: j.row,
-            state: j.state,
-            next_look: j.next_look,
-            block_count: j.block_count,
-            wake_count: j.wake_count,
-            owed_fingerprint: j.owed_fingerprint,
-            capped_fingerprint: j.capped_fingerprint,
-            question_hash: j.question_hash,
-        }
-    }
-
-    /// What the next verdict for this session reads back.
-    pub fn session_state(&self) -> SessionState {
-        SessionState {
-            block_count: self.block_count,
-            wake_count: self.wake_count,
-            owed_fingerprint: self.owed_fingerprint.clone(),
-            capped_fingerprint: self.capped_fingerprint.clone(),
-            question_hash: self.question_hash.clone(),
-            next_look: self.next_look,
-        }
-    }
 }
 
 /// The typed view of an event this build understands.
@@ -266,16 +105,16 @@ pub enum Known {
     AwayHandedBack(AwayHandedBack),
     AwayEnded(AwayEnded),
     DecisionRecorded(DecisionRecorded),
-    RunStarted(crate::ledger::RunStarted),
-    DriverClaimed(crate::ledger::DriverClaimed),
-    RunHalted(crate::ledger::RunNamed),
-    RunLifted(crate::ledger::RunNamed),
-    RunFinished(crate::ledger::RunNamed),
-    LaunchIntended(crate::ledger::LaunchIntended),
-    LaunchStarted(crate::ledger::LaunchStarted),
-    LaunchExited(crate::ledger::LaunchExited),
-    ReceiptCollected(crate::ledger::ReceiptCollected),
-    WorkSavedAside(crate::ledger::WorkSavedAside),
+    RunStarted(run::RunStarted),
+    DriverClaimed(run::DriverClaimed),
+    RunHalted(run::RunNamed),
+    RunLifted(run::RunNamed),
+    RunFinished(run::RunNamed),
+    LaunchIntended(run::LaunchIntended),
+    LaunchStarted(run::LaunchStarted),
+    LaunchExited(run::LaunchExited),
+    ReceiptCollected(run::ReceiptCollected),
+    WorkSavedAside(run::WorkSavedAside),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -295,11 +134,7 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
     }
     match kind {
         JOURNAL_OPENED => {
-            let opened: JournalOpened = typed(kind, data)?;
-            if opened.journal_id.len() != 32 || !opened.journal_id.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
-                return Err(DecodeError::BadData { kind: kind.into(), reason: "journal_id is not 32 lowercase hex".into() });
-            }
-            Ok(Known::Opened(opened))
+            genesis::decode_opened(data).map(Known::Opened).map_err(|reason| DecodeError::BadData { kind: kind.into(), reason })
         }
         JOURNAL_REPAIRED => Ok(Known::Repaired(typed(kind, data)?)),
         CHECKLIST_ITEM_ADDED => Ok(Known::ItemAdded(typed(kind, data)?)),
@@ -328,20 +163,4 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }
-}
-
-/// A host session id abcd keys state by: `[A-Za-z0-9_-]{1,128}` (SPEC §6). Anything
-/// else is refused, so an id can never name a path or carry text into a reason.
-pub const SESSION_ID_MAX_BYTES: usize = 128;
-
-pub fn session_id_ok(id: &str) -> bool {
-    (1..=SESSION_ID_MAX_BYTES).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// A fresh journal id: 16 bytes from the OS's random source, as hex.
-pub fn new_journal_id() -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

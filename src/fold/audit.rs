@@ -62,7 +62,7 @@ pub fn audit_line(event: &Event) -> AuditLine {
                 .ok()
                 .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(", ")))
                 .unwrap_or_default();
-            let id = if crate::checklist::item::validate_id(&c.id).is_ok() && crate::checklist::secrets::scan(&c.id).is_none() {
+            let id = if crate::checklist::item::validate_id(&c.id).is_ok() && crate::secrets::scan(&c.id).is_none() {
                 c.id.as_str()
             } else {
                 "(malformed id)"
@@ -80,9 +80,9 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::SessionStarted(_) | Known::CompactionRecorded(_)) => {
             format!("{} (a field is not shown: it is too long or carries a secret)", event.kind)
         }
-        Ok(Known::BranchCreated(b)) if crate::hook::git::branch_name_ok(&b.branch) && clean(&b.branch) && clean(&b.command) => {
+        Ok(Known::BranchCreated(b)) if crate::git::branch::branch_name_ok(&b.branch) && clean(&b.branch) && clean(&b.command) => {
             match b.renamed_from {
-                Some(old) if crate::hook::git::branch_name_ok(&old) && clean(&old) => {
+                Some(old) if crate::git::branch::branch_name_ok(&old) && clean(&old) => {
                     format!("branch {} created by `{}` (renamed from {old})", b.branch, b.command)
                 }
                 _ => format!("branch {} created by `{}`", b.branch, b.command),
@@ -234,5 +234,5 @@ fn cause_words(cause: crate::event::RepairCause) -> &'static str {
 
 /// Text from the file that the audit may show: short and carrying no secret.
 fn clean(text: &str) -> bool {
-    text.len() <= 512 && crate::checklist::secrets::scan(text).is_none()
+    text.len() <= 512 && crate::secrets::scan(text).is_none()
 }

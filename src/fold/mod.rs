@@ -130,7 +130,7 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::Opened(opened)) => {
             summary.journal_id = Some(opened.journal_id);
             // A scope naming a path that carries a secret is not kept in a projection.
-            summary.scope = crate::checklist::secrets::scan(&opened.scope.to_string()).is_none().then_some(opened.scope);
+            summary.scope = crate::secrets::scan(&opened.scope.to_string()).is_none().then_some(opened.scope);
             Ok(())
         }
         Ok(Known::Repaired(r)) if !r.quarantine_file.as_deref().is_none_or(quarantine_name_ok) => {
@@ -145,8 +145,7 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::WriteRefused(refused)) => checklist::fold_refused(&mut state.checklist, event, &refused),
         Ok(Known::SessionStarted(s)) => {
             state.work.sessions_started += 1;
-            state.work.last_session =
-                s.session.filter(|id| crate::event::session_id_ok(id) && crate::checklist::secrets::scan(id).is_none());
+            state.work.last_session = s.session.filter(|id| crate::event::session_id_ok(id) && crate::secrets::scan(id).is_none());
             Ok(())
         }
         Ok(Known::CompactionRecorded(_)) => {
@@ -245,7 +244,7 @@ fn fold_judged(state: &mut FoldedState, j: crate::event::SessionJudged, seq: u64
 }
 
 fn fold_branch(work: &mut WorkState, b: crate::event::BranchCreated) -> Result<(), checklist::Rejection> {
-    if !crate::hook::git::branch_name_ok(&b.branch) || crate::checklist::secrets::scan(&b.branch).is_some() {
+    if !crate::git::branch::branch_name_ok(&b.branch) || crate::secrets::scan(&b.branch).is_some() {
         return Err(checklist::Rejection { field: Some("branch".into()), reason: "is not a branch name abcd records".into() });
     }
     if let Some(old) = &b.renamed_from {
@@ -284,7 +283,7 @@ pub fn cached_state_passes(state: &FoldedState) -> bool {
     let c = &state.checklist;
     checklist::shown_text_passes(&c.items, &c.updated_by, &state.journal.skipped, c.last_refusal.as_ref()).is_ok()
         && state.away.shown_text_passes()
-        && state.work.branches.iter().all(|b| crate::hook::git::branch_name_ok(b) && crate::checklist::secrets::scan(b).is_none())
+        && state.work.branches.iter().all(|b| crate::git::branch::branch_name_ok(b) && crate::secrets::scan(b).is_none())
         && state.ledger.shown_text_passes()
         && state.sessions.keys().all(|s| crate::event::session_id_ok(s))
 }
@@ -310,8 +309,9 @@ mod tests {
         });
         good.work.branches.push("fix/parser".into());
         good.checklist.last_refusal =
-            Some(checklist::Refusal { seq: 2, verb: "add".into(), field: "title".into(), kind: "github_token".into() });
-        use crate::ledger::{Driver, LaunchIntended, RunStarted, fold_intended, fold_run_started, process::ProcessId};
+            Some(checklist::RefusalRecord { seq: 2, verb: "add".into(), field: "title".into(), kind: "github_token".into() });
+        use crate::ledger::{Driver, LaunchIntended, RunStarted, fold_intended, fold_run_started};
+        use crate::platform::process::ProcessId;
         let driver = Driver { session: Some("s1".into()), process: ProcessId { pid: 7, start_ticks: 100 } };
         let run = RunStarted { run: "night".into(), working_copy: "/w".into(), lanes: vec!["impl".into()], driver };
         fold_run_started(&mut good.ledger, run, jiff::Timestamp::UNIX_EPOCH, false).unwrap();

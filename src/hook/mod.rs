@@ -4,7 +4,6 @@
 //! turns any of them into "allow, and one line on stderr" (fail open, loudly).
 
 pub mod away;
-pub mod git;
 pub mod stop;
 
 use std::path::{Component, Path, PathBuf};
@@ -13,6 +12,7 @@ use serde_json::json;
 
 use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
 use crate::event::{self, BranchCreated, CompactionRecorded, Scope, SessionStarted};
+use crate::git::branch as git;
 use crate::host::{HookEvent, HookReply, HookRequest, RequestDetail, ToolCall};
 use crate::journal::append::{AppendNotes, Appended, JournalError};
 use crate::journal::format::{Actor, NewEvent};
@@ -208,7 +208,7 @@ fn pre_tool_use(
             for made in git::branch_creations(command) {
                 // A creation of a branch that already exists is not one (it fails, or
                 // resets it); a branch name carrying a secret is not recorded.
-                if git::branch_exists(root, &made.branch) || crate::checklist::secrets::scan(&made.branch).is_some() {
+                if git::branch_exists(root, &made.branch) || crate::secrets::scan(&made.branch).is_some() {
                     continue;
                 }
                 let data = BranchCreated { branch: made.branch, command: made.form, renamed_from: made.renamed_from };

@@ -10,12 +10,12 @@ use serde_json::json;
 
 use super::{HookError, HookOutcome, away};
 use crate::away::{RecordedStop, StopLabel, error_type_ok};
+use crate::cron::SessionCron;
 use crate::event::{self, Scope, SessionJudged, session_id_ok};
 use crate::host::HookReply;
 use crate::journal::format::{Actor, NewEvent};
 use crate::owed::{self, AwayQuery, OwedQuery};
 use crate::store::Store;
-use crate::verdict::cron::SessionCron;
 use crate::verdict::stop::{self, AwayTerms, SessionState, StopInput, StopKind, Verdict};
 
 /// The host's cap on consecutive Stop blocks, as the host reads it (SPEC §6 "Counts").

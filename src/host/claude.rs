@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::verdict::cron::SessionCron;
+use crate::cron::SessionCron;
 use crate::verdict::stop::SESSION_CRONS_MAX;
 
 use super::{HookEvent, HookReply, HookRequest, PayloadError, RequestDetail, StartSource, ToolCall};

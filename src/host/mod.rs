@@ -105,7 +105,7 @@ pub enum RequestDetail {
     UserPromptSubmit,
     PreToolUse { call: ToolCall },
     Compact { trigger: String },
-    Stop { stop_hook_active: bool, last_assistant_message: Option<String>, session_crons: Vec<crate::verdict::cron::SessionCron> },
+    Stop { stop_hook_active: bool, last_assistant_message: Option<String>, session_crons: Vec<crate::cron::SessionCron> },
     StopFailure { error: String },
 }
 

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use super::anchor::{Anchor, AnchorStore, KeptAnchor};
 use super::format::{self, EncodeError, Hash, MAX_LINE_BYTES, NewEvent, PreEncoded};
+use super::genesis::{self, JournalOpened, Scope};
 use super::lock::{JournalLock, KeptLockFile, LOCK_WAIT, LockError};
 use super::safety;
 use super::scan::{self, Corruption, Head, MAX_BATCH_BYTES, Tail, TornTail};
 use super::storage::{FileId, SharedStorage, StorageFile};
-use crate::event::{self, JournalOpened, Known, Scope};
 
 /// The largest journal abcd appends to; past it, appends are refused.
 pub const MAX_JOURNAL_BYTES: u64 = 8 << 30;
@@ -579,10 +579,10 @@ impl Journal {
     /// name, and the folder synced. No reader ever sees a journal without a whole genesis.
     fn create(&self, scope: &Scope) -> Result<(), JournalError> {
         let path = &self.paths.journal;
-        let journal_id = event::new_journal_id().map_err(JournalError::io("reading random bytes for", path))?;
+        let journal_id = genesis::new_journal_id().map_err(JournalError::io("reading random bytes for", path))?;
         let opened = JournalOpened { journal_id: journal_id.clone(), scope: scope.clone() };
         let genesis = NewEvent {
-            kind: event::JOURNAL_OPENED.into(),
+            kind: genesis::JOURNAL_OPENED.into(),
             actor: format::Actor::this_process(None),
             data: serde_json::to_value(&opened).expect("plain data serializes"),
         };
@@ -652,7 +652,7 @@ pub fn read_genesis(file: &dyn StorageFile, path: &Path) -> Result<Genesis, Jour
         if event.seq != 0 || event.prev != Hash::genesis_prev() {
             return Err(not_journal("its first line is not a genesis event".into()));
         }
-        let Ok(Known::Opened(opened)) = event::decode(&event.kind, &event.data) else {
+        let Some(opened) = (event.kind == genesis::JOURNAL_OPENED).then(|| genesis::decode_opened(&event.data).ok()).flatten() else {
             return Err(not_journal("its genesis does not name a journal id and scope".into()));
         };
         let head = Head { seq: 0, hash: event.hash, offset: 0, end: line.len() as u64 };

@@ -201,7 +201,7 @@ struct WireEvent {
 /// Formats a timestamp the one way lines carry it: UTC, milliseconds, `Z`.
 pub fn format_time(t: jiff::Timestamp) -> String {
     // jiff's strftime, only for years four digits cannot hold (no line carries one).
-    super::utc_time::format_utc_millis(t).unwrap_or_else(|| t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string())
+    crate::utc_time::format_utc_millis(t).unwrap_or_else(|| t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string())
 }
 
 /// The current time, truncated to the milliseconds a line can carry.
@@ -213,7 +213,7 @@ pub fn now_ms() -> jiff::Timestamp {
 fn parse_time(text: &str) -> Option<jiff::Timestamp> {
     // Exactly what the writer produces: milliseconds, `Z`, every field in range (no leap
     // second). A test holds this equal to "jiff parses it and formats it back the same".
-    match super::utc_time::parse_utc(text) {
+    match crate::utc_time::parse_utc(text) {
         Some((t, Some(3))) if text.len() == TIME_LEN => Some(t),
         _ => None,
     }

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::append::{Appended, Journal, JournalError, MAX_BATCH_EVENTS};
 use super::format::{self, NewEvent, PreEncoded};
+use super::genesis::Scope;
 use super::group_sync::{GROUP_QUEUE_MAX, GroupCommit};
 use super::scan::MAX_BATCH_BYTES;
-use crate::event::Scope;
 
 /// A leader waits for its batch to fill at most the last batch's write time divided by
 /// this: the threads it waits for need a few context switches each to come back. Measured

@@ -8,8 +8,8 @@
 
 pub mod anchor;
 pub mod append;
-pub mod checkpoint;
 pub mod format;
+pub mod genesis;
 pub mod group;
 pub mod group_sync;
 pub mod lock;
@@ -18,7 +18,6 @@ pub mod safety;
 pub mod scan;
 pub mod simdisk;
 pub mod storage;
-pub mod utc_time;
 pub mod verify;
 
 /// The primitives `group_sync` is written against; loom's in the model test.

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use super::append::{Appended, Journal, JournalError, quarantine_range, read_genesis, truncate_durably};
 use super::format::{Actor, NewEvent};
+use super::genesis::{self, JournalRepaired, RepairCause};
 use super::scan::{self, StartPoint, Verdict};
 use super::verify::{self, AnchorCheck};
-use crate::event::{self, JournalRepaired, RepairCause};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RepairOutcome {
@@ -64,7 +64,7 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
     };
     let genesis = read_genesis(file.as_ref(), path).map_err(|_| RepairError::NoGenesis { path: path.clone() })?;
     let repaired_event = |data: JournalRepaired| NewEvent {
-        kind: event::JOURNAL_REPAIRED.into(),
+        kind: genesis::JOURNAL_REPAIRED.into(),
         actor: Actor::this_process(session.clone()),
         data: serde_json::to_value(data).expect("plain data serializes"),
     };

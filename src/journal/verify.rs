@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use super::anchor::{Anchor, AnchorStore};
 use super::append::{JournalError, MAX_JOURNAL_BYTES, anchor_disagreement, read_genesis};
 use super::format::{Event, Hash};
+use super::genesis::Scope;
 use super::safety;
 use super::scan::{self, Head, LinePos, ScanError, StartPoint, Verdict};
 use super::storage::{Storage, StorageFile};
-use crate::event::Scope;
 
 /// How the journal compares with what the home store remembers of it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,24 +1,19 @@
 //! The launch ledger (SPEC §7): runs, their drivers and lanes, every agent launch from
 //! intent to exit, collected receipts and work saved aside, as events and their pure fold.
 //! A successor reads everything from here: nothing depends on a session's memory.
-//!
-//! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock (I/O).
-//! - [`process`]: a process named by pid and start time, liveness, detached starts (I/O).
-//! - [`worktree`]: a lane's uncommitted work, saved aside under `refs/abcd/saved/` (git).
-//! - [`git_files`]: the default branch read from git's ref files, without starting git.
-
-pub mod git_files;
-pub mod launch;
-pub mod process;
-pub mod worktree;
+//! Pure: a launch's I/O is `command::launch`, a process's identity `platform::process`, a
+//! lane's git `git::worktree`.
 
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::fold::checklist::Rejection;
-use process::ProcessId;
+use crate::checklist::item::Rejection;
+pub use crate::event::run::{
+    Driver, DriverClaimed, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, ReceiptCollected, RunNamed, RunStarted, WorkSavedAside,
+};
+use crate::platform::process::ProcessId;
 
 /// A run's or lane's name, at most, in bytes (it becomes part of a git ref name).
 pub const NAME_MAX_BYTES: usize = 64;
@@ -41,123 +36,6 @@ pub const SAVED_FILES_LISTED_MAX: usize = 1_000;
 pub const SAVED_FILES_LISTED_BYTES: usize = 32 * 1024;
 /// A role's name, at most, in bytes.
 pub const ROLE_MAX_BYTES: usize = 64;
-
-/// Who drives a run: the host session (when known) and its process.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Driver {
-    #[serde(default)]
-    pub session: Option<String>,
-    pub process: ProcessId,
-}
-
-/// `data` of `run.started` (in the working copy journal, and as the index entry in the
-/// machine journal).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunStarted {
-    pub run: String,
-    pub working_copy: String,
-    pub lanes: Vec<String>,
-    pub driver: Driver,
-}
-
-/// `data` of `run.driver_claimed`: a takeover of a run whose driver is gone.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DriverClaimed {
-    pub run: String,
-    pub driver: Driver,
-    pub previous: Driver,
-}
-
-/// `data` of `run.halted`, `run.lifted` and `run.finished` (also `run.finished` in the
-/// machine journal, so the index knows the run is over).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunNamed {
-    pub run: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub working_copy: Option<String>,
-}
-
-/// `data` of `launch.intended`: recorded before anything starts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LaunchIntended {
-    pub run: String,
-    pub lane: String,
-    /// 1, 2, … within the lane.
-    pub launch: u64,
-    pub role: String,
-    pub command: Vec<String>,
-    pub receipt: String,
-    pub worktree: String,
-}
-
-/// `data` of `launch.started`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LaunchStarted {
-    pub run: String,
-    pub lane: String,
-    pub launch: u64,
-    pub process: ProcessId,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// How a launched agent ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ExitStatus {
-    Code {
-        code: i32,
-    },
-    Signal {
-        signal: i32,
-    },
-    /// It did not start at all (the program could not be run).
-    NotStarted,
-    Unknown,
-}
-
-/// `data` of `launch.exited`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LaunchExited {
-    pub run: String,
-    pub lane: String,
-    pub launch: u64,
-    pub status: ExitStatus,
-}
-
-/// `data` of `receipt.collected`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReceiptCollected {
-    pub run: String,
-    pub lane: String,
-    pub launch: u64,
-    /// BLAKE3 of the receipt's bytes, 64 hex.
-    pub blake3: String,
-    pub bytes: u64,
-}
-
-/// `data` of `work.saved_aside`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkSavedAside {
-    pub run: String,
-    pub lane: String,
-    pub worktree: String,
-    pub ref_name: String,
-    pub commit: String,
-    pub files: Vec<String>,
-    /// Files beyond [`SAVED_FILES_LISTED_MAX`], counted.
-    #[serde(default)]
-    pub files_not_listed: u64,
-}
 
 /// One launch as the ledger knows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,15 +128,7 @@ pub fn name_ok(name: &str) -> bool {
         && !name.ends_with(".lock")
 }
 
-/// A run, lane or role name as a message may show it: quoted, or not at all when it looks
-/// like a secret (a refusal never echoes one, even one the person just typed).
-pub fn shown_name(name: &str) -> String {
-    if crate::checklist::secrets::scan(name).is_some() {
-        "(a name that looks like a secret, not shown)".to_string()
-    } else {
-        format!("{name:?}")
-    }
-}
+pub use crate::secrets::shown_name;
 
 /// `check_name` as a yes or no: what an audit line may show.
 pub fn name_passes(name: &str) -> bool {
@@ -271,7 +141,7 @@ pub fn check_name(field: &str, name: &str) -> Result<(), Rejection> {
     if !name_ok(name) {
         return Err(reject(field, "must be 1 to 64 of A-Z a-z 0-9 . _ - (no leading . or -, no .., not ending .lock)"));
     }
-    if let Some(kind) = crate::checklist::secrets::scan(name) {
+    if let Some(kind) = crate::secrets::scan(name) {
         return Err(reject(
             field,
             format!("looks like a secret, {} ({}); choose a name that is not a credential", kind.describe(), kind.name()),
@@ -284,7 +154,7 @@ fn check_path(field: &str, path: &str) -> Result<(), Rejection> {
     if path.is_empty() || path.len() > PATH_MAX_BYTES || path.chars().any(char::is_control) {
         return Err(reject(field, format!("must be a path of 1 to {PATH_MAX_BYTES} bytes without control characters")));
     }
-    if let Some(kind) = crate::checklist::secrets::scan(path) {
+    if let Some(kind) = crate::secrets::scan(path) {
         return Err(reject(field, format!("carries {} ({})", kind.describe(), kind.name())));
     }
     Ok(())
@@ -310,7 +180,7 @@ pub fn command_words_recordable(words: &[String]) -> Result<(), String> {
         if word.chars().any(char::is_control) {
             return Err(format!("word {} holds a control character", i + 1));
         }
-        if let Some(kind) = crate::checklist::secrets::scan(word) {
+        if let Some(kind) = crate::secrets::scan(word) {
             return Err(format!(
                 "word {} carries {} ({}); pass secrets through the environment, never the command line",
                 i + 1,
@@ -325,7 +195,7 @@ pub fn command_words_recordable(words: &[String]) -> Result<(), String> {
 fn check_driver(d: &Driver) -> Result<(), Rejection> {
     match &d.session {
         Some(s) if !crate::event::session_id_ok(s) => Err(reject("driver.session", "is not a session id ([A-Za-z0-9_-]{1,128})")),
-        Some(s) if crate::checklist::secrets::scan(s).is_some() => Err(reject("driver.session", "carries what looks like a secret")),
+        Some(s) if crate::secrets::scan(s).is_some() => Err(reject("driver.session", "carries what looks like a secret")),
         _ => Ok(()),
     }
 }

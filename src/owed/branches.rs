@@ -180,7 +180,7 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
     let heads: HashMap<&str, &Head> = refs.iter().filter_map(|(name, (head, _))| Some((name.strip_prefix("refs/heads/")?, head))).collect();
 
     let held_elsewhere = held_by_other_worktrees(&worktrees?, &here);
-    let current = crate::hook::git::current_branch(q.root);
+    let current = crate::git::branch::current_branch(q.root);
     let reflog = git.run(&["reflog", "show", "--format=%gs", &format!("-n{REFLOG_ENTRIES_MAX}"), "HEAD", "--"])?;
     // A HEAD without a reflog (logging off) names nothing checked out; that is no failure.
     let checked_out = if reflog.code == Some(0) { checkout_names(&String::from_utf8_lossy(&reflog.out)) } else { vec![] };

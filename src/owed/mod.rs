@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 
 use crate::checklist::item::ItemState;
-use crate::fold::checklist::Item;
+use crate::checklist::state::Item;
 use crate::verdict::stop::Owed;
 
 pub use forge::find_on_path;
@@ -158,7 +158,7 @@ pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timesta
 }
 
 /// Why a child's read gave nothing usable.
-pub(crate) use crate::child::ChildFail as RunFail;
+pub(crate) use crate::platform::child::ChildFail as RunFail;
 
 /// A finished child: its exit code (None when a signal ended it) and its stdout.
 #[derive(Debug)]
@@ -168,7 +168,7 @@ struct Ran {
 }
 
 /// Runs `program` directly (no shell) in `cwd`, stdin closed, stderr discarded, prompts
-/// off, through [`crate::child::run`]: its own process group, killed when `deadline`
+/// off, through [`crate::platform::child::run`]: its own process group, killed when `deadline`
 /// passes or its stdout passes `cap` bytes.
 fn run_bounded<S: AsRef<OsStr>>(program: &OsStr, args: &[S], cwd: &Path, deadline: Instant, cap: usize) -> Result<Ran, RunFail> {
     run_bounded_with_input(program, args, None, cwd, deadline, cap)
@@ -191,7 +191,7 @@ fn run_bounded_with_input<S: AsRef<OsStr>>(
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GH_PROMPT_DISABLED", "1")
         .env("GH_NO_UPDATE_NOTIFIER", "1");
-    let finished = crate::child::run(cmd, input, deadline, cap, 0)?;
+    let finished = crate::platform::child::run(cmd, input, deadline, cap, 0)?;
     Ok(Ran { code: finished.code, out: finished.out })
 }
 

@@ -30,32 +30,7 @@ pub const DEFAULT_COMPLETION_SIGNAL: &str = "COMPLETED";
 pub const DEFAULT_REVIEW_STOP_SIGNAL: &str = "LGTM";
 pub const DEFAULT_FEEDBACK_PROMPT: &str = "Feedback:";
 
-/// How an agent's reply is read from what it printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reader {
-    /// Standard output is the reply; no session is kept.
-    Plain,
-    /// `claude -p … --output-format json`: the reply is `result`, the session `session_id`.
-    ClaudeJson,
-}
-
-impl Reader {
-    pub fn name(self) -> &'static str {
-        match self {
-            Reader::Plain => "plain",
-            Reader::ClaudeJson => "claude-json",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Reader> {
-        match name {
-            "plain" => Some(Reader::Plain),
-            "claude-json" => Some(Reader::ClaudeJson),
-            _ => None,
-        }
-    }
-}
+pub use crate::event::loops::Reader;
 
 /// What a turn's receipt holds: the reply and the session the agent named, if any.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +63,7 @@ fn session_ok(s: &str) -> Result<(), String> {
     if !crate::event::session_id_ok(s) {
         return Err("names a session id that is not [A-Za-z0-9_-]{1,128}".into());
     }
-    if crate::checklist::secrets::scan(s).is_some() {
+    if crate::secrets::scan(s).is_some() {
         return Err("names a session id that looks like a secret".into());
     }
     Ok(())
@@ -150,7 +125,7 @@ pub fn check_prompt(field: &str, p: &str) -> Result<(), LoopError> {
     if p.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
         return Err(bad(field, "holds a control character"));
     }
-    if let Some(kind) = crate::checklist::secrets::scan(p) {
+    if let Some(kind) = crate::secrets::scan(p) {
         return Err(bad(field, format!("carries {} ({})", kind.describe(), kind.name())));
     }
     Ok(())

@@ -12,46 +12,23 @@
 //! never disagree after a crash.
 //!
 //! - [`agent`]: templates, readers, signals and prompts (pure).
-//! - [`driver`]: the I/O: reading the record from the journal, starting turns, collecting
-//!   replies, resuming after a crash.
+//!
+//! The driver (the I/O: starting turns, collecting replies, resuming after a crash) is a
+//! command: `command::loop_driver`.
 
 pub mod agent;
-pub mod driver;
 
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::fold::checklist::Rejection;
-pub use agent::Reader;
-
-pub const LOOP_STARTED: &str = "loop.started";
-pub const LOOP_TURN_INTENDED: &str = "loop.turn_intended";
-pub const LOOP_TURN_REPLIED: &str = "loop.turn_replied";
-pub const LOOP_TURN_ABANDONED: &str = "loop.turn_abandoned";
-pub const LOOP_PAUSED: &str = "loop.paused";
-pub const LOOP_RESUMED: &str = "loop.resumed";
-pub const LOOP_RETRIED: &str = "loop.retried";
-pub const LOOP_SKIPPED: &str = "loop.skipped";
-pub const LOOP_STOPPED: &str = "loop.stopped";
-
-/// Every `loop.*` kind.
-pub const KINDS: &[&str] = &[
-    LOOP_STARTED,
-    LOOP_TURN_INTENDED,
-    LOOP_TURN_REPLIED,
-    LOOP_TURN_ABANDONED,
-    LOOP_PAUSED,
-    LOOP_RESUMED,
-    LOOP_RETRIED,
-    LOOP_SKIPPED,
-    LOOP_STOPPED,
-];
-
-/// The ledger lanes of a loop's run: one per agent.
-pub const IMPLEMENTER_LANE: &str = "implementer";
-pub const REVIEWER_LANE: &str = "reviewer";
+use crate::checklist::item::Rejection;
+pub use crate::event::loops::{
+    AgentSpec, Config, IMPLEMENTER_LANE, KINDS, LOOP_PAUSED, LOOP_RESUMED, LOOP_RETRIED, LOOP_SKIPPED, LOOP_STARTED, LOOP_STOPPED,
+    LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopNamed, LoopStarted, LoopStopped, PauseReason, REVIEWER_LANE, Reader,
+    Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnReplied,
+};
 
 /// Review rounds a phase may take before the run pauses, by default (seed 001 §8).
 pub const DEFAULT_MAX_ROUNDS: u32 = 10;
@@ -65,176 +42,6 @@ pub const DETAIL_MAX_BYTES: usize = 512;
 pub enum LoopError {
     #[error("{field} {reason}")]
     Refused { field: String, reason: String },
-}
-
-/// Who takes a turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Implementer,
-    Reviewer,
-}
-
-impl Role {
-    pub fn lane(self) -> &'static str {
-        match self {
-            Role::Implementer => IMPLEMENTER_LANE,
-            Role::Reviewer => REVIEWER_LANE,
-        }
-    }
-}
-
-/// What a turn is: the advance prompt, a review round, or feedback relayed to the
-/// implementer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnKind {
-    Advance,
-    Review,
-    Feedback,
-}
-
-impl TurnKind {
-    pub fn role(self) -> Role {
-        match self {
-            TurnKind::Advance | TurnKind::Feedback => Role::Implementer,
-            TurnKind::Review => Role::Reviewer,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            TurnKind::Advance => "advance",
-            TurnKind::Review => "review",
-            TurnKind::Feedback => "feedback",
-        }
-    }
-}
-
-/// An agent: its command template, how its reply is read, where it runs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentSpec {
-    pub template: Vec<String>,
-    pub reader: Reader,
-    pub worktree: String,
-}
-
-/// A loop's configuration, fixed for its whole life (seed 001 §4).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    pub implementer: AgentSpec,
-    pub reviewer: AgentSpec,
-    pub checklist: Option<String>,
-    pub max_rounds: u32,
-    pub completion_signal: String,
-    pub review_stop_signal: String,
-    pub advance_prompt: String,
-    pub review_prompt: String,
-    pub feedback_prompt: String,
-}
-
-impl Config {
-    pub fn agent(&self, role: Role) -> &AgentSpec {
-        match role {
-            Role::Implementer => &self.implementer,
-            Role::Reviewer => &self.reviewer,
-        }
-    }
-}
-
-/// `data` of `loop.started` (same batch as the ledger's `run.started`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoopStarted {
-    pub run: String,
-    pub config: Config,
-}
-
-/// `data` of `loop.turn_intended` (same batch as the ledger's `launch.intended`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TurnIntended {
-    pub run: String,
-    /// 1, 2, … over the run: the turns replied so far plus one.
-    pub turn: u64,
-    pub phase: u64,
-    /// The review round (0 for an advance turn).
-    pub round: u32,
-    pub kind: TurnKind,
-    /// The ledger launch of the turn's lane.
-    pub launch: u64,
-    /// BLAKE3 of the prompt sent, and its length.
-    pub prompt_blake3: String,
-    pub prompt_bytes: u64,
-    /// The receipt: where the turn's reply file will be.
-    pub reply_file: String,
-}
-
-/// `data` of `loop.turn_replied` (same batch as the ledger's `receipt.collected`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TurnReplied {
-    pub run: String,
-    pub turn: u64,
-    pub launch: u64,
-    pub reply_blake3: String,
-    pub reply_bytes: u64,
-    /// The turn's signal was given: the completion signal alone (advance), the stop signal
-    /// on a line (review); always false for feedback.
-    pub signal: bool,
-    /// The session id the agent's reply named (claude-json), kept for its next turn.
-    pub session: Option<String>,
-}
-
-/// `data` of `loop.turn_abandoned`: a turn whose launch never started (no watcher took it;
-/// recorded with the ledger's `launch.exited` `not_started` under the lock, which no
-/// watcher starts after), so the same step is launched again.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TurnAbandoned {
-    pub run: String,
-    pub turn: u64,
-    pub launch: u64,
-}
-
-/// `data` of `loop.paused`, `loop.resumed`, `loop.retried` and `loop.skipped`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoopNamed {
-    pub run: String,
-}
-
-/// Why a run stopped (seed 001 §3; `session_trashed` and `server_restarted` have no
-/// counterpart when agents are processes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The implementer answered the advance prompt with the completion signal alone.
-    Completed,
-    /// A person stopped it.
-    Manual,
-    /// An agent's turn failed: it exited non-zero, could not start, or left no readable reply.
-    PeerError,
-}
-
-/// Why a run is paused (seed 001 §3; `pair_stopped` and `review_start_failed` have no
-/// counterpart without a pair primitive).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PauseReason {
-    Manual,
-    PhaseNotConverged,
-}
-
-/// `data` of `loop.stopped` (manual or peer_error; completion is the reply itself).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoopStopped {
-    pub run: String,
-    pub reason: StopReason,
-    pub detail: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -461,7 +268,7 @@ fn check_path(field: &str, p: &str) -> Result<(), Rejection> {
     if p.is_empty() || p.len() > crate::ledger::PATH_MAX_BYTES || p.chars().any(char::is_control) {
         return Err(reject(field, format!("must be a path of 1 to {} bytes without control characters", crate::ledger::PATH_MAX_BYTES)));
     }
-    if let Some(kind) = crate::checklist::secrets::scan(p) {
+    if let Some(kind) = crate::secrets::scan(p) {
         return Err(reject(field, format!("carries {} ({})", kind.describe(), kind.name())));
     }
     Ok(())
@@ -621,7 +428,7 @@ fn pending_named(r: &LoopRecord, turn: u64, launch: u64) -> Result<&PendingTurn,
 fn fold_replied(records: &mut LoopRecords, t: TurnReplied, at: Timestamp) -> Result<(), Rejection> {
     check_hex64("reply_blake3", &t.reply_blake3)?;
     if let Some(s) = &t.session
-        && (!crate::event::session_id_ok(s) || crate::checklist::secrets::scan(s).is_some())
+        && (!crate::event::session_id_ok(s) || crate::secrets::scan(s).is_some())
     {
         return Err(reject("session", "is not a session id ([A-Za-z0-9_-]{1,128})"));
     }
@@ -821,7 +628,7 @@ fn fold_stopped(records: &mut LoopRecords, s: LoopStopped, at: Timestamp) -> Res
         return Err(reject("reason", "completed is recorded by the completion reply itself, never by loop.stopped"));
     }
     if let Some(d) = &s.detail
-        && (d.is_empty() || d.len() > DETAIL_MAX_BYTES || d.chars().any(char::is_control) || crate::checklist::secrets::scan(d).is_some())
+        && (d.is_empty() || d.len() > DETAIL_MAX_BYTES || d.chars().any(char::is_control) || crate::secrets::scan(d).is_some())
     {
         return Err(reject("detail", format!("must be 1 to {DETAIL_MAX_BYTES} bytes of one line without a secret")));
     }

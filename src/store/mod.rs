@@ -3,6 +3,7 @@
 //! projection or checkpoint that still matches the journal, folding only what follows.
 //! Data flows one way: command → journal append → fold → projection write.
 
+pub mod checkpoint;
 pub mod projection;
 pub mod reader;
 
@@ -11,11 +12,11 @@ use std::path::PathBuf;
 use crate::event::Scope;
 use crate::fold::{self, FoldNote, FoldedState};
 use crate::journal::append::{AppendNotes, Appended, Journal, JournalError, read_genesis};
-use crate::journal::checkpoint::{self, CHECKPOINT_EVERY_EVENTS, CHECKPOINT_FORMAT, Checkpoint};
 use crate::journal::format::NewEvent;
 use crate::journal::scan::{self, Corruption, Head, ScanError, StartPoint, Tail, Verdict};
 use crate::journal::storage::StorageFile;
 use crate::journal::verify::open_trusted;
+use checkpoint::{CHECKPOINT_EVERY_EVENTS, CHECKPOINT_FORMAT, Checkpoint};
 
 /// What `Store::append_with` reports: the events appended (none when the decision was
 /// to append nothing), the decision's outcome, and the state after the append, or why

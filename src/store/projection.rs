@@ -204,7 +204,7 @@ pub fn changes_checklist_view(kind: &str) -> bool {
 pub struct ChecklistFile {
     pub schema: String,
     // Read like the items' times (`utc_time`): no general RFC 3339 parser for a hook's read.
-    #[serde(default, deserialize_with = "crate::journal::utc_time::deserialize_option")]
+    #[serde(default, deserialize_with = "crate::utc_time::deserialize_option")]
     pub updated_at: Option<jiff::Timestamp>,
     pub updated_by: Option<String>,
     pub journal: JournalRef,

@@ -1,4 +1,3 @@
-//! The stop verdict and its pure parts.
+//! The stop verdict: what a session that ends its turn must do next (pure).
 
-pub mod cron;
 pub mod stop;

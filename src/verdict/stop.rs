@@ -16,7 +16,9 @@
 use jiff::{SignedDuration, Timestamp, ZonedDateTime};
 use serde::{Deserialize, Serialize};
 
-use super::cron::{self, SessionCron};
+use crate::cron::{self, SessionCron};
+use crate::event::SessionJudged;
+pub use crate::event::session::{Row, SessionState, StopState};
 
 /// The host's default cap on consecutive Stop blocks; `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`
 /// overrides it, and 0 disables it (the caller reads the variable and passes the number).
@@ -218,83 +220,6 @@ instructions name as the person's. Every other question is the session's to deci
 /// Row 1's reason: the question reaches no one, and how to route it.
 pub fn question_reason() -> String {
     format!("abcd: the person is away, so the question your last message ends on reaches no one. {QUESTION_ROUTE}")
-}
-
-/// The state a session is in after a verdict (`session.judged`'s `state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopState {
-    /// The stop is blocked: the session goes on.
-    Working,
-    /// The stop is allowed with a qualifying wake: the session looks again at its next look.
-    Waiting,
-    /// The turn ends with no wake: while present, or by the host's cap overriding a block.
-    Stopped,
-}
-
-/// Which row decided (`session.judged`'s `row`). Rows 1–7 are SPEC §6's away rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Row {
-    /// 1: a question not yet blocked for this message.
-    Question,
-    /// 2: owed, and the owed set changed or no owed set was seen yet this session.
-    OwedChanged,
-    /// 3: owed, unchanged, a qualifying wake, and no capped item or wakes to spare.
-    WakeReleased,
-    /// 4: owed, unchanged, a qualifying wake, a capped item, and the wakes spent.
-    WakesSpent,
-    /// 5: owed, unchanged, no qualifying wake.
-    NoWake,
-    /// 6: nothing owed, a qualifying wake.
-    NothingOwedWake,
-    /// 7: nothing owed, no qualifying wake.
-    NothingOwedNoWake,
-    /// Present, work owed: allowed with one line for the person.
-    PresentOwed,
-    /// Present, nothing owed: allowed silently.
-    PresentNothingOwed,
-}
-
-impl Row {
-    /// The row's number in SPEC §6's away table; `None` for the present rows.
-    pub fn number(self) -> Option<u8> {
-        match self {
-            Row::Question => Some(1),
-            Row::OwedChanged => Some(2),
-            Row::WakeReleased => Some(3),
-            Row::WakesSpent => Some(4),
-            Row::NoWake => Some(5),
-            Row::NothingOwedWake => Some(6),
-            Row::NothingOwedNoWake => Some(7),
-            Row::PresentOwed | Row::PresentNothingOwed => None,
-        }
-    }
-}
-
-/// What the verdict carries from one stop to the next, folded from the last
-/// `session.judged` event (the default before any).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SessionState {
-    /// Consecutive blocks as abcd counts them (0 after an allow).
-    #[serde(default)]
-    pub block_count: u32,
-    /// Qualifying wakes that released an unchanged set holding a capped item.
-    #[serde(default)]
-    pub wake_count: u32,
-    /// The owed set last judged by rows 2–7; `None` before any such verdict this window.
-    #[serde(default)]
-    pub owed_fingerprint: Option<String>,
-    /// The capped items of that set, which alone reset the wake count.
-    #[serde(default)]
-    pub capped_fingerprint: Option<String>,
-    /// The last assistant message last blocked for its question ([`message_hash`]).
-    #[serde(default)]
-    pub question_hash: Option<String>,
-    /// When the session looks again: the qualifying wake's next match, while waiting.
-    #[serde(default)]
-    pub next_look: Option<Timestamp>,
 }
 
 /// `data` of `session.judged`: the row, the state and the session state after the verdict.
@@ -691,6 +616,36 @@ fn clip(text: String, max: usize) -> String {
     let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
+}
+
+/// `session.judged` is made from a verdict and read back as the next verdict's input.
+impl SessionJudged {
+    pub fn new(session: String, j: Judged, window_start: Option<jiff::Timestamp>) -> SessionJudged {
+        SessionJudged {
+            window_start,
+            session,
+            row: j.row,
+            state: j.state,
+            next_look: j.next_look,
+            block_count: j.block_count,
+            wake_count: j.wake_count,
+            owed_fingerprint: j.owed_fingerprint,
+            capped_fingerprint: j.capped_fingerprint,
+            question_hash: j.question_hash,
+        }
+    }
+
+    /// What the next verdict for this session reads back.
+    pub fn session_state(&self) -> SessionState {
+        SessionState {
+            block_count: self.block_count,
+            wake_count: self.wake_count,
+            owed_fingerprint: self.owed_fingerprint.clone(),
+            capped_fingerprint: self.capped_fingerprint.clone(),
+            question_hash: self.question_hash.clone(),
+            next_look: self.next_look,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! One bounded child process: started in a process group of its own, its stdout capped,
 //! its stderr kept up to a bound, killed (with whatever it started) when a deadline
-//! passes. The owed-work reads (`git`, `gh`) and a lane's git (`ledger::worktree`) run
+//! passes. The owed-work reads (`git`, `gh`) and a lane's git (`git::worktree`) run
 //! their children through here; each sets its own program, arguments, folder and
 //! environment, and judges the exit code itself.
 

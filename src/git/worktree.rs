@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::child::ChildFail;
+use crate::platform::child::ChildFail;
 
-use super::git_files::DEFAULT_REFS;
+use super::refs::DEFAULT_REFS;
 
 /// Each git child is killed when it runs longer than this.
 pub const GIT_DEADLINE: Duration = Duration::from_secs(10);
@@ -115,7 +115,7 @@ pub struct BaseDrift {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
-    #[error("the {what} name {} is refused: {why}", super::shown_name(name))]
+    #[error("the {what} name {} is refused: {why}", crate::secrets::shown_name(name))]
     BadName { what: &'static str, name: String, why: &'static str },
     #[error("{} is not a git worktree: {why}", path.display())]
     NotAWorktree { path: PathBuf, why: String },
@@ -303,7 +303,7 @@ pub fn drift_key(base: &str, head: Option<&str>) -> String {
 
 /// The listing's facts for each of `worktrees` (in order), read [`LISTING_PARALLEL`] at a
 /// time. Each worktree costs one `git status`, whose header also names HEAD; the default
-/// branch is read from git's ref files ([`super::git_files`]) and asked of git only when
+/// branch is read from git's ref files ([`super::refs`]) and asked of git only when
 /// they are not plain; the behind count comes from `known` when it holds the pair, else
 /// from one `git rev-list`. Counts measured here are returned for the caller to keep.
 ///
@@ -351,15 +351,15 @@ fn drift_of(
     head: Option<&str>,
     known: &DriftCounts,
 ) -> Result<(Option<BaseDrift>, NewCount), WorktreeError> {
-    let common = super::git_files::common_dir(worktree);
-    let default = match common.as_deref().ok_or(()).and_then(super::git_files::default_branch) {
+    let common = super::refs::common_dir(worktree);
+    let default = match common.as_deref().ok_or(()).and_then(super::refs::default_branch) {
         Ok(found) => found,
         Err(()) => default_branch_by_git(git)?,
     };
     let Some((default_ref, base)) = default else { return Ok((None, None)) };
     // A count is the same in every repository only where history is whole: a shallow
     // clone, grafts or replace refs change it, so those are counted afresh every time.
-    let cacheable = common.as_deref().is_some_and(super::git_files::history_is_plain);
+    let cacheable = common.as_deref().is_some_and(super::refs::history_is_plain);
     let key = drift_key(&base, head);
     if cacheable && let Some(n) = known.get(&key) {
         return Ok((Some(BaseDrift { default_ref, behind: *n }), None));
@@ -746,7 +746,7 @@ impl<'a> Git<'a> {
         }
         cmd.env("GIT_TERMINAL_PROMPT", "0");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        match crate::child::run(cmd, None, Instant::now() + GIT_DEADLINE, GIT_OUTPUT_MAX, GIT_STDERR_KEPT) {
+        match crate::platform::child::run(cmd, None, Instant::now() + GIT_DEADLINE, GIT_OUTPUT_MAX, GIT_STDERR_KEPT) {
             Ok(f) => Ok(Ran { code: f.code, out: f.out, err: f.err }),
             Err(ChildFail::Spawn(e)) => Err(failed(format!("git could not be started: {e}"))),
             Err(ChildFail::TooLong) => Err(failed(format!("it printed more than {GIT_OUTPUT_MAX} bytes"))),

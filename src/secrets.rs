@@ -976,6 +976,12 @@ fn squash_lower<'b>(v: &[u8], buffer: &'b mut [u8]) -> &'b [u8] {
     &buffer[..len]
 }
 
+/// A name (a run, lane or role) as a message may show it: quoted, or not at all when it
+/// looks like a secret (a refusal never echoes one, even one the person just typed).
+pub fn shown_name(name: &str) -> String {
+    if scan(name).is_some() { "(a name that looks like a secret, not shown)".to_string() } else { format!("{name:?}") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::SecretKind::*;

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::format::Hash;
-use super::scan::Head;
-use super::storage::{self, Storage, StorageFile};
 use crate::fold::FoldedState;
+use crate::journal::format::Hash;
+use crate::journal::scan::Head;
+use crate::journal::storage::{self, Storage, StorageFile};
 
 /// A checkpoint is written after every this many events.
 pub const CHECKPOINT_EVERY_EVENTS: u64 = 1000;
@@ -98,7 +98,7 @@ pub fn matches_journal(cp: &Checkpoint, journal_id: &str, file: &dyn StorageFile
     if cp.journal_id != journal_id {
         return Ok(Err(CheckpointRejected::OtherJournal(cp.journal_id.clone())));
     }
-    Ok(if super::scan::line_is_at(file, cp.head())? {
+    Ok(if crate::journal::scan::line_is_at(file, cp.head())? {
         Ok(())
     } else {
         Err(CheckpointRejected::LineMismatch { seq: cp.seq, offset: cp.line_offset })

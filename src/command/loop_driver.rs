@@ -22,18 +22,18 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::agent::{self, ReplyFile};
-use super::{
-    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopRecord, LoopRecords, LoopStopped, Next, PauseReason,
-    PendingTurn, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
-};
+use crate::command::launch::{self, LaneRefusal, WatchSpec};
 use crate::event::{self, Scope};
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::scan::{self, StartPoint};
 use crate::journal::{Journal, JournalError};
-use crate::ledger::launch::{self, LaneRefusal, WatchSpec};
-use crate::ledger::process::{self, ProcessId};
 use crate::ledger::{ExitStatus, LaunchExited, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
+use crate::phased::agent::{self, ReplyFile};
+use crate::phased::{
+    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopRecord, LoopRecords, LoopStopped, Next, PauseReason,
+    PendingTurn, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
+};
+use crate::platform::process::{self, ProcessId};
 use crate::store::Store;
 
 /// The hidden subcommand that runs one agent turn (fills the template, reads the reply,
@@ -78,7 +78,7 @@ pub fn read_loops(journal: &Journal) -> Result<LoopRecords, JournalError> {
     let mut records = LoopRecords::default();
     scan::scan(file.as_ref(), StartPoint::GENESIS, |e, _| {
         if e.kind.starts_with("loop.") {
-            let _ = super::fold_loop_event(&mut records, &e.kind, &e.data, e.time);
+            let _ = crate::phased::fold_loop_event(&mut records, &e.kind, &e.data, e.time);
         }
         Ok::<(), std::convert::Infallible>(())
     })
@@ -505,14 +505,14 @@ impl<'a> Driver<'a> {
         let journal = self.journal();
         let detail: String = detail.chars().filter(|c| !c.is_control()).collect();
         let mut detail = detail;
-        if detail.len() > super::DETAIL_MAX_BYTES {
-            let mut cut = super::DETAIL_MAX_BYTES;
+        if detail.len() > crate::phased::DETAIL_MAX_BYTES {
+            let mut cut = crate::phased::DETAIL_MAX_BYTES;
             while !detail.is_char_boundary(cut) {
                 cut -= 1;
             }
             detail.truncate(cut);
         }
-        let detail = (crate::checklist::secrets::scan(&detail).is_none()).then_some(detail);
+        let detail = (crate::secrets::scan(&detail).is_none()).then_some(detail);
         let written = self.store.append_with(Some(self.scope), |_| {
             let still = read_loops(journal).ok().and_then(|l| l.loops.get(&run).and_then(|r| r.pending.clone()));
             if still.as_ref() != Some(p) {

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::process::{self, ProcessId, SpawnError, SpawnedChild};
-use super::{ExitStatus, LaunchExited, LaunchStarted, LedgerState};
 use crate::event::{self, Scope};
 use crate::journal::JournalError;
 use crate::journal::format::{Actor, NewEvent};
+use crate::ledger::{ExitStatus, LaunchExited, LaunchStarted, LedgerState};
+use crate::platform::process::{self, ProcessId, SpawnError, SpawnedChild};
 use crate::store::Store;
 
 /// The hidden subcommand that runs the watcher.
@@ -59,12 +59,12 @@ impl std::fmt::Display for LaneRefusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LaneRefusal::NoRun { run } => {
-                write!(f, "refused: no run named {} in this working copy; `abcd resume` lists the runs", super::shown_name(run))
+                write!(f, "refused: no run named {} in this working copy; `abcd resume` lists the runs", crate::secrets::shown_name(run))
             }
             LaneRefusal::Finished { run } => write!(f, "refused: run {run} is finished"),
             LaneRefusal::Halted { run } => write!(f, "refused: run {run} is halted; `abcd run lift --run {run}` lifts it"),
             LaneRefusal::NoLane { run, lane, lanes } => {
-                write!(f, "refused: run {run} has no lane {} (its lanes: {})", super::shown_name(lane), lanes.join(", "))
+                write!(f, "refused: run {run} has no lane {} (its lanes: {})", crate::secrets::shown_name(lane), lanes.join(", "))
             }
             LaneRefusal::Alive { run, lane, launch, pid } => {
                 write!(f, "refused: launch {launch} of {run}/{lane} is alive (pid {pid}); wait for it to end")

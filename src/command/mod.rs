@@ -1,0 +1,10 @@
+//! The command layer: one module per verb family, doing the work a verb or a hook asks
+//! for and returning a typed outcome. Commands append through the store and read through
+//! it; they never print, never pick an exit code and never parse arguments (`cli` does).
+//!
+//! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
+//! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
+//!   collecting replies, resuming after a crash.
+
+pub mod launch;
+pub mod loop_driver;

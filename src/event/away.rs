@@ -1,0 +1,99 @@
+//! The away family (repository journal): `away.set`, `queued`, `stop_recorded`,
+//! `handed_back`, `ended` and `decision.recorded`. Their limits and fold live in `away`.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// `data` of `away.set`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwaySet {
+    pub set_by: String,
+    pub working_copy: String,
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub hold_pushes: bool,
+}
+
+/// `data` of `away.queued`: a step for the person.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayQueued {
+    pub step: String,
+    pub working_copy: String,
+}
+
+/// Why a stop was recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopLabel {
+    /// Stopped with work owed (the host's cap overrode abcd's block).
+    WorkOwed,
+    /// Stopped with nothing owed and no next look.
+    NoNextLook,
+    /// The host ended the turn on an API error (StopFailure).
+    ApiError,
+    /// The owed-work check was cut short, so the stop was allowed unjudged.
+    CheckIncomplete,
+}
+
+impl StopLabel {
+    pub fn words(self) -> &'static str {
+        match self {
+            StopLabel::WorkOwed => "stopped with work owed",
+            StopLabel::NoNextLook => "stopped with no next look",
+            StopLabel::ApiError => "stopped on an API error",
+            StopLabel::CheckIncomplete => "stopped with the owed-work check cut short",
+        }
+    }
+}
+
+/// One recorded stop, without time or count: two equal ones are the same stop.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedStop {
+    pub label: StopLabel,
+    #[serde(default)]
+    pub possibly_forced_by_cap: bool,
+    /// The next owed item, in plain words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// The host's API error type (`rate_limit`, …) for [`StopLabel::ApiError`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+}
+
+/// `data` of `away.stop_recorded`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayStopRecorded {
+    pub stop: RecordedStop,
+    pub working_copy: String,
+}
+
+/// `data` of `away.handed_back`: an own branch whose queued push handed its item back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayHandedBack {
+    pub branch: String,
+    pub head: String,
+    pub working_copy: String,
+}
+
+/// `data` of `away.ended`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayEnded {
+    pub ended_by: String,
+    pub working_copy: String,
+}
+
+/// `data` of `decision.recorded`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRecorded {
+    pub text: String,
+    pub grounds: String,
+    pub undo: String,
+    pub working_copy: String,
+}

@@ -1,0 +1,16 @@
+//! Every read and write abcd makes of git: from files where a file read will do (HEAD,
+//! refs, packed-refs, `commondir`), else through one bounded `git` child. Nothing here
+//! knows an event, a journal or a checklist.
+//!
+//! - [`branch`]: the branch checked out, whether a branch exists, branch-name rules and the
+//!   branch a shell command creates.
+//! - [`refs`]: the default branch from git's ref files, without starting git.
+//! - [`repo`]: the work tree's root, the main worktree behind a linked one, the first root
+//!   commit and the person's git name.
+//! - [`worktree`]: a lane's uncommitted work, saved aside under `refs/abcd/saved/`, and base
+//!   drift.
+
+pub mod branch;
+pub mod refs;
+pub mod repo;
+pub mod worktree;

@@ -1,0 +1,55 @@
+//! The repository around a work tree: the main worktree behind a linked one, the first
+//! root commit, and the person's name as git would author a commit.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `.git` file of a linked worktree, and its `commondir`, are read up to this many bytes.
+pub const MAX_GITDIR_FILE_BYTES: u64 = 4096;
+
+/// A linked worktree's `.git` file names its git dir, whose `commondir` leads to the
+/// main repository's `.git`, whose parent is the main worktree.
+pub fn main_worktree_of(dotgit_file: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(dotgit_file).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
+    let gitdir = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
+    let gitdir = if gitdir.is_absolute() { gitdir } else { dotgit_file.parent()?.join(gitdir) };
+    let mut common = String::new();
+    std::fs::File::open(gitdir.join("commondir")).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut common).ok()?;
+    let common = gitdir.join(common.trim());
+    Some(common.canonicalize().ok()?.parent()?.to_path_buf())
+}
+
+/// A full commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
+pub fn is_commit_id(c: &str) -> bool {
+    (c.len() == 40 || c.len() == 64) && c.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The first root commit reachable from HEAD (one `git rev-list`).
+pub fn root_commit(root: &Path) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(["rev-list", "--max-parents=0", "HEAD"])
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // rev-list prints newest first; the first root commit is the last line.
+    match text.lines().last().filter(|c| out.status.success() && is_commit_id(c)) {
+        Some(c) => Ok(c.to_string()),
+        None => Err("the repository has no commit yet".into()),
+    }
+}
+
+/// `git config user.name` in `cwd`, when git answers with one.
+pub fn user_name(cwd: &Path) -> Option<String> {
+    Command::new("git")
+        .args(["config", "user.name"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}

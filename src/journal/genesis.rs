@@ -1,0 +1,88 @@
+//! The two kinds the journal writes itself: `journal.opened` (event 0, naming the journal's
+//! id and scope) and `journal.repaired` (the chain continued past quarantined bytes). They
+//! live beside the journal so that it needs nothing above it; `event` re-exports them.
+
+use serde::{Deserialize, Serialize};
+
+pub const JOURNAL_OPENED: &str = "journal.opened";
+pub const JOURNAL_REPAIRED: &str = "journal.repaired";
+/// A journal id is this many lowercase hex digits.
+pub const JOURNAL_ID_HEX_DIGITS: usize = 32;
+
+/// What a journal is the journal of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Scope {
+    /// One working copy, named by its root folder.
+    WorkingCopy { root: String },
+    /// A repository, named by its first root commit.
+    Repository { root_commit: String },
+    /// This machine's index of runs.
+    Machine {},
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::WorkingCopy { root } => write!(f, "working copy {root}"),
+            Scope::Repository { root_commit } => write!(f, "repository {root_commit}"),
+            Scope::Machine {} => f.write_str("machine"),
+        }
+    }
+}
+
+/// `data` of `journal.opened`, event 0.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalOpened {
+    /// 32 lowercase hex characters from the OS's random source.
+    pub journal_id: String,
+    pub scope: Scope,
+}
+
+/// Why `abcd journal repair` continued the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepairCause {
+    /// Lines from the first bad one to the end were moved to quarantine.
+    Corruption,
+    /// The journal was behind or unlike its head anchor and a person accepted it as is.
+    AnchorMismatch,
+}
+
+/// `data` of `journal.repaired`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalRepaired {
+    pub cause: RepairCause,
+    /// The byte range moved out of the journal (`from == to` when nothing was moved).
+    pub from_offset: u64,
+    pub to_offset: u64,
+    /// Newline-terminated lines in the moved range (a last line without one counts too).
+    pub lines: u64,
+    /// The quarantine file's name, and the BLAKE3 of its bytes, when bytes were moved.
+    pub quarantine_file: Option<String>,
+    pub quarantine_blake3: Option<String>,
+    /// For `anchor_mismatch`: what the anchor said.
+    pub anchor_seq: Option<u64>,
+    pub anchor_hash: Option<String>,
+    /// What the verifier reported at the first bad place.
+    pub problem: String,
+}
+
+/// `data` of `journal.opened`, read and checked: the id must be 32 lowercase hex digits.
+pub fn decode_opened(data: &serde_json::Value) -> Result<JournalOpened, String> {
+    let opened = JournalOpened::deserialize(data).map_err(|e| e.to_string())?;
+    if opened.journal_id.len() != JOURNAL_ID_HEX_DIGITS || !opened.journal_id.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err("journal_id is not 32 lowercase hex".into());
+    }
+    Ok(opened)
+}
+
+/// A fresh journal id: 16 bytes from the OS's random source, as hex.
+pub fn new_journal_id() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

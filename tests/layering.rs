@@ -1,0 +1,252 @@
+//! The crate's shape, held by reading `src/`: every import between top-level modules runs
+//! down the layer order below (so there is no cycle), the journal imports only leaf
+//! utilities, and nothing outside `cli/` prints. `docs/architecture.md` draws the same
+//! order; a new module takes its place here or this test fails.
+//!
+//! Test code is left out: `#[cfg(test)]` items and the files they declare.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layer order, lowest first. A module may import only modules of lower layers. The
+/// first `LEAF_LAYERS` are the leaf utilities.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("primitives", &["byte_search", "utc_time", "clock", "cron", "platform"]),
+    ("secret scanner", &["secrets"]),
+    ("journal: bytes", &["journal"]),
+    ("wire types", &["event"]),
+    ("pure rules", &["checklist", "verdict", "git"]),
+    ("pure domains", &["away", "ledger"]),
+    ("pure loop", &["phased"]),
+    ("folds", &["fold"]),
+    ("store and the world's readers", &["store", "places", "owed"]),
+    ("commands", &["command"]),
+    ("host adapter", &["host"]),
+    ("hooks", &["hook"]),
+    ("CLI", &["cli"]),
+];
+
+const LEAF_LAYERS: usize = 2;
+
+/// Printing, which only `cli/` may do.
+const PRINTING: &[&str] = &["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!(", "io::stdout(", "io::stderr("];
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, mods)| mods.contains(&module))
+}
+
+/// A top-level module's source files, with test-only items and files left out.
+fn module_sources(root: &Path) -> BTreeMap<String, Vec<(PathBuf, String)>> {
+    let mut out: BTreeMap<String, Vec<(PathBuf, String)>> = BTreeMap::new();
+    for entry in std::fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let mut files = vec![];
+        if path.is_dir() {
+            collect_rs(&path, &mut files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path.clone());
+        } else {
+            continue;
+        }
+        let texts = files
+            .into_iter()
+            .filter_map(|f| {
+                let text = std::fs::read_to_string(&f).unwrap();
+                (!is_test_file(&f)).then(|| (f, strip_test_items(&text)))
+            })
+            .collect();
+        out.insert(name, texts);
+    }
+    out
+}
+
+fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_rs(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file declared only under `#[cfg(test)]` (`mod tests;` beside it).
+fn is_test_file(path: &Path) -> bool {
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    let Some(dir) = path.parent() else { return false };
+    ["mod.rs"]
+        .iter()
+        .map(|m| dir.join(m))
+        .chain(std::iter::once(dir.with_extension("rs")))
+        .any(|parent| std::fs::read_to_string(parent).is_ok_and(|t| t.contains(&format!("#[cfg(test)]\nmod {stem};"))))
+}
+
+/// The text with every item behind `#[cfg(test)]` blanked: the attribute, and the item up
+/// to its matching closing brace or its semicolon. Strings and comments are not parsed:
+/// the crate's test items are `mod tests { … }` and `mod tests;`, which this covers.
+fn strip_test_items(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at..];
+        let end = item_end(item);
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn item_end(item: &str) -> usize {
+    let mut depth = 0usize;
+    for (i, c) in item.char_indices().skip("#[cfg(test)]".len()) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            ';' if depth == 0 => return i + 1,
+            _ => {}
+        }
+    }
+    item.len()
+}
+
+/// The top-level modules a text names through `crate::`, each with one line that does.
+fn crate_references(text: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            let names: Vec<&str> = if let Some(group) = after.strip_prefix('{') {
+                let close = group.find('}').unwrap_or(group.len());
+                group[..close].split(',').map(|n| n.trim().split("::").next().unwrap_or("").trim()).collect()
+            } else {
+                vec![after.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("")]
+            };
+            for name in names {
+                if modules.contains(name) {
+                    found.entry(name.to_string()).or_insert_with(|| line.trim().to_string());
+                }
+            }
+            rest = after;
+        }
+    }
+    found
+}
+
+/// Every import that breaks the layer order, and every module not in it.
+fn layering_breaks(root: &Path) -> Vec<String> {
+    let sources = module_sources(root);
+    let modules: BTreeSet<String> = sources.keys().cloned().collect();
+    let mut breaks = vec![];
+    for (module, files) in &sources {
+        let Some(layer) = layer_of(module) else {
+            breaks.push(format!("`{module}` has no place in the layer order: add it to LAYERS and docs/architecture.md"));
+            continue;
+        };
+        for (file, text) in files {
+            for (target, line) in crate_references(text, &modules) {
+                if target == *module {
+                    continue;
+                }
+                match layer_of(&target) {
+                    Some(t) if t < layer => {}
+                    _ => breaks.push(format!(
+                        "{} ({}) imports `{target}` ({}), which is not below it: {line}",
+                        file.strip_prefix(root).unwrap_or(file).display(),
+                        LAYERS[layer].0,
+                        layer_of(&target).map_or("no layer", |t| LAYERS[t].0),
+                    )),
+                }
+            }
+        }
+    }
+    breaks
+}
+
+fn printing_outside_cli(root: &Path) -> Vec<String> {
+    let mut found = vec![];
+    for (module, files) in module_sources(root) {
+        if module == "cli" {
+            continue;
+        }
+        for (file, text) in files {
+            for line in text.lines() {
+                let code = line.split("//").next().unwrap_or("");
+                if let Some(p) = PRINTING.iter().find(|p| code.contains(*p)) {
+                    found.push(format!("{}: `{p}` in {}", file.strip_prefix(root).unwrap_or(&file).display(), line.trim()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_import_runs_down_the_layer_order() {
+    let breaks = layering_breaks(&src_dir());
+    assert!(breaks.is_empty(), "imports against the layer order:\n{}", breaks.join("\n"));
+}
+
+#[test]
+fn the_journal_imports_only_leaf_utilities() {
+    let leaf: Vec<&str> = LAYERS[..LEAF_LAYERS].iter().flat_map(|(_, m)| m.iter().copied()).collect();
+    let sources = module_sources(&src_dir());
+    let modules: BTreeSet<String> = sources.keys().cloned().collect();
+    for (file, text) in &sources["journal"] {
+        for target in crate_references(text, &modules).keys() {
+            assert!(target == "journal" || leaf.contains(&target.as_str()), "{} imports `{target}`", file.display());
+        }
+    }
+}
+
+#[test]
+fn nothing_outside_cli_prints() {
+    let found = printing_outside_cli(&src_dir());
+    assert!(found.is_empty(), "printing outside cli/:\n{}", found.join("\n"));
+}
+
+/// The checks themselves, on a small tree that breaks each rule once.
+#[test]
+fn a_wrong_import_a_print_and_an_unplaced_module_are_each_caught() {
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "pub mod journal;\npub mod fold;\n");
+    write("journal/mod.rs", "use crate::fold::FoldedState;\n#[cfg(test)]\nmod tests {\n    use crate::cli::x;\n}\n");
+    write("fold/mod.rs", "use crate::{journal, event::Known};\npub fn f() { println!(\"x\"); }\n");
+    write("event.rs", "");
+    write("newcomer.rs", "");
+    let breaks = layering_breaks(root);
+    assert!(breaks.iter().any(|b| b.contains("journal/mod.rs") && b.contains("`fold`")), "{breaks:?}");
+    assert!(!breaks.iter().any(|b| b.contains("`cli`")), "test code counted: {breaks:?}");
+    assert!(breaks.iter().any(|b| b.contains("`newcomer` has no place")), "{breaks:?}");
+    assert!(!breaks.iter().any(|b| b.contains("fold/mod.rs")), "downward imports refused: {breaks:?}");
+    let printing = printing_outside_cli(root);
+    assert!(printing.len() == 1 && printing[0].contains("fold/mod.rs"), "{printing:?}");
+}
+
+#[test]
+fn test_items_are_left_out_to_their_closing_brace() {
+    let text = "a\n#[cfg(test)]\nmod tests {\n    fn x() { if y { z } }\n}\nb\n#[cfg(test)]\nmod more;\nc\n";
+    assert_eq!(strip_test_items(text), "a\n\nb\n\nc\n");
+}

@@ -1,15 +1,13 @@
-//! `abcd checklist [add|set|show|render]`: the session's plan, kept in the journal.
+//! `abcd checklist [add|set|show|render]`: parses, calls `command::checklist`, prints.
 
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{EXIT_OK, EXIT_REFUSED};
-use crate::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState};
-use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
-use crate::checklist::time_input::parse_time_input;
-use crate::event::{self, ItemAdded, ItemChanged, Scope, WriteRefused};
-use crate::fold::checklist::check_item;
-use crate::journal::format::{Actor, NewEvent};
+use super::EXIT_OK;
+use super::journal_cmd::session_from_env;
+use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
+use crate::command::CommandError;
+use crate::command::checklist::{self, AddRequest, CredentialInput, ItemWritten, SetRequest};
 use crate::journal::storage::RealDisk;
 use crate::places;
 use crate::store::Store;
@@ -144,49 +142,72 @@ struct SetArgs {
     clear_credential: bool,
 }
 
-/// A refusal: what was refused, why, and what to do instead. Never carries a value.
-struct Refusal(String);
-
 pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
     let cwd = std::env::current_dir()?;
     let (paths, scope) = places::working_copy_journal(&cwd)?;
     let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths.clone())?);
     let json_out = args.json;
-    let result = match args.action {
-        None => Ok(list(&store, json_out)),
-        Some(ChecklistAction::Show { id }) => show(&store, &id, json_out),
-        Some(ChecklistAction::Render { budget }) => render_cmd(&store, budget, json_out),
-        Some(ChecklistAction::Add(a)) => add(&store, &scope, a, json_out),
-        Some(ChecklistAction::Set(s)) => set(&store, &scope, s, json_out),
-    };
-    match result {
-        Ok(code) => Ok(code),
-        Err(Stop::Refused(Refusal(msg))) => {
-            eprintln!("abcd: {msg}");
-            Ok(EXIT_REFUSED)
+    match args.action {
+        None => list(&store, json_out),
+        Some(ChecklistAction::Show { id }) => show(&store, &id, json_out)?,
+        Some(ChecklistAction::Render { budget }) => {
+            let text = checklist::render_within(&store, budget, jiff::Timestamp::now())?;
+            if json_out {
+                println!("{}", json!({"render": text, "chars": text.chars().count(), "budget": budget}));
+            } else {
+                print!("{text}");
+            }
         }
-        Err(Stop::Failed(e)) => Err(e),
+        Some(ChecklistAction::Add(a)) => {
+            let written = checklist::add(&store, &scope, a.into_request(), &now_zoned(), session_from_env())?;
+            print_written(&written, json_out);
+        }
+        Some(ChecklistAction::Set(s)) => {
+            let written = checklist::set(&store, &scope, s.into_request(), &now_zoned(), session_from_env())?;
+            print_written(&written, json_out);
+        }
     }
-}
-
-/// Why a verb stopped early: a refusal (exit 2) or a failure (the CLI's exit mapping).
-enum Stop {
-    Refused(Refusal),
-    Failed(anyhow::Error),
-}
-
-impl From<Refusal> for Stop {
-    fn from(r: Refusal) -> Stop {
-        Stop::Refused(r)
-    }
+    Ok(EXIT_OK)
 }
 
 fn now_zoned() -> jiff::ZonedDateTime {
     jiff::ZonedDateTime::now()
 }
 
-fn actor() -> Actor {
-    Actor::this_process(super::journal_cmd::session_from_env())
+impl CredentialArgs {
+    fn into_input(self) -> CredentialInput {
+        CredentialInput { kind: self.credential_kind, scope: self.credential_scope, expiry: self.credential_expiry }
+    }
+}
+
+impl AddArgs {
+    fn into_request(self) -> AddRequest {
+        AddRequest {
+            title: self.title,
+            waits_on: self.waits_on,
+            next_look: self.next_look,
+            promise: self.promise,
+            owner_refs: self.owner_refs,
+            credential: self.credential.into_input(),
+        }
+    }
+}
+
+impl SetArgs {
+    fn into_request(self) -> SetRequest {
+        SetRequest {
+            id: self.id,
+            state: self.state,
+            title: self.title,
+            waits_on: self.waits_on,
+            next_look: self.next_look,
+            promise: self.promise,
+            owner_refs: self.owner_refs,
+            clear_owner_refs: self.clear_owner_refs,
+            credential: self.credential.into_input(),
+            clear_credential: self.clear_credential,
+        }
+    }
 }
 
 fn print_notes(view: &ChecklistView) {
@@ -195,8 +216,8 @@ fn print_notes(view: &ChecklistView) {
     }
 }
 
-fn list(store: &Store, json_out: bool) -> i32 {
-    let view = store.checklist_view();
+fn list(store: &Store, json_out: bool) {
+    let view = checklist::view(store);
     if json_out {
         println!("{}", json!({"items": view.checklist.items, "notes": view.notes, "journal_seq": view.head_seq}));
     } else {
@@ -211,203 +232,27 @@ fn list(store: &Store, json_out: bool) -> i32 {
             print!("{}", render::render_item(i, now));
         }
     }
-    EXIT_OK
 }
 
-fn show(store: &Store, id: &str, json_out: bool) -> Result<i32, Stop> {
-    let view = store.checklist_view();
-    let Some(found) = view.checklist.get(id) else {
-        return Err(unknown_id(id).into());
-    };
+fn show(store: &Store, id: &str, json_out: bool) -> Result<(), CommandError> {
+    let (found, view) = checklist::show(store, id)?;
     if json_out {
-        println!("{}", serde_json::to_string(found).expect("plain data serializes"));
+        println!("{}", serde_json::to_string(&found).expect("plain data serializes"));
     } else {
         print_notes(&view);
-        print!("{}", render::render_item(found, jiff::Timestamp::now()));
+        print!("{}", render::render_item(&found, jiff::Timestamp::now()));
         println!("    added {}, last changed {}", found.created_at, found.updated_at);
     }
-    Ok(EXIT_OK)
-}
-
-fn unknown_id(id: &str) -> Refusal {
-    // The id is echoed only when it is a clean slug, so a pasted secret is never repeated.
-    let named = if item::validate_id(id).is_ok() && crate::secrets::scan(id).is_none() { format!(" `{id}`") } else { String::new() };
-    Refusal(format!("no checklist item{named}; run `abcd checklist` to see the ids"))
-}
-
-fn render_cmd(store: &Store, budget: usize, json_out: bool) -> Result<i32, Stop> {
-    if !(MIN_BUDGET_CHARS..=HOOK_OUTPUT_CAP_CHARS).contains(&budget) {
-        return Err(Refusal(format!("--budget must be {MIN_BUDGET_CHARS} to {HOOK_OUTPUT_CAP_CHARS} characters")).into());
-    }
-    let view = store.checklist_view();
-    let text = render::render(&view.checklist.items, &view.notes, budget, jiff::Timestamp::now());
-    if json_out {
-        println!("{}", json!({"render": text, "chars": text.chars().count(), "budget": budget}));
-    } else {
-        print!("{text}");
-    }
-    Ok(EXIT_OK)
-}
-
-fn parse_time(field: &'static str, text: &str) -> Result<jiff::Timestamp, Refusal> {
-    parse_time_input(field, text, &now_zoned()).map_err(|e| Refusal(format!("refused: {e}")))
-}
-
-fn credential_from(args: &CredentialArgs) -> Result<Option<Credential>, Refusal> {
-    let (Some(kind), Some(scope)) = (&args.credential_kind, &args.credential_scope) else { return Ok(None) };
-    let expiry = args.credential_expiry.as_deref().map(|t| parse_time("credential.expiry", t)).transpose()?;
-    Ok(Some(Credential { kind: kind.clone(), scope: scope.clone(), expiry }))
-}
-
-/// What a write verb does once it holds the journal lock.
-enum Outcome {
-    Written(String),
-    Refused(Refusal),
-}
-
-fn refused_event(verb: &str, field: &str, kind: &str) -> NewEvent {
-    let data = WriteRefused { verb: verb.into(), field: field.replace('.', "_"), kind: kind.into() };
-    NewEvent {
-        kind: event::CHECKLIST_WRITE_REFUSED.into(),
-        actor: actor(),
-        data: serde_json::to_value(data).expect("plain data serializes"),
-    }
-}
-
-/// Secrets first (refused and recorded, field and kind only), then the field rules
-/// (refused, nothing recorded).
-fn judge(verb: &str, fields: &ItemFields) -> Result<(), Box<(Option<NewEvent>, Refusal)>> {
-    if let Some((field, kind)) = item::scannable_fields(fields).into_iter().find_map(|(f, t)| crate::secrets::scan(t).map(|k| (f, k))) {
-        let msg = format!(
-            "refused: {field} carries {} ({}); secrets never go into the checklist. Keep the secret in your credential store and record only what the item needs with --credential-kind and --credential-scope",
-            kind.describe(),
-            kind.name()
-        );
-        return Err(Box::new((Some(refused_event(verb, field, kind.name())), Refusal(msg))));
-    }
-    item::validate_item(fields).map_err(|e| Box::new((None, Refusal(format!("refused: {e}; nothing was written")))))?;
-    // The fold applies the same check; this keeps the two from drifting apart.
-    debug_assert!(check_item(fields).is_ok());
     Ok(())
 }
 
-fn add(store: &Store, scope: &Scope, a: AddArgs, json_out: bool) -> Result<i32, Stop> {
-    let next_look = a.next_look.as_deref().map(|t| parse_time("next_look", t)).transpose()?;
-    let credential = credential_from(&a.credential)?;
-    let state = if a.waits_on.is_some() { ItemState::Waiting } else { ItemState::Working };
-    let template = ItemFields {
-        id: String::new(),
-        title: a.title,
-        state,
-        waits_on: a.waits_on,
-        next_look,
-        promise: a.promise,
-        owner_refs: a.owner_refs,
-        credential,
-    };
-    let written = store.append_with(Some(scope), |state| {
-        let mut fields = template.clone();
-        fields.id = item::unique_id(&fields.title, |id| state.checklist.get(id).is_some());
-        match judge("add", &fields) {
-            Ok(()) => {
-                let data = serde_json::to_value(ItemAdded { item: fields.clone() }).expect("plain data serializes");
-                (vec![NewEvent { kind: event::CHECKLIST_ITEM_ADDED.into(), actor: actor(), data }], Outcome::Written(fields.id))
-            }
-            Err(refused) => {
-                let (record, refusal) = *refused;
-                (record.into_iter().collect(), Outcome::Refused(refusal))
-            }
-        }
-    });
-    finish(store, written, json_out)
-}
-
-fn set(store: &Store, scope: &Scope, s: SetArgs, json_out: bool) -> Result<i32, Stop> {
-    let optional = |v: Option<String>| v.map(|t| if t.is_empty() { None } else { Some(t) });
-    let next_look = match s.next_look.as_deref() {
-        None => None,
-        Some("") => Some(None),
-        Some(t) => Some(Some(parse_time("next_look", t)?)),
-    };
-    let state = s
-        .state
-        .as_deref()
-        .map(|t| {
-            ItemState::parse(t)
-                .ok_or_else(|| Refusal("refused: --state must be working, waiting, done or dropped; nothing was written".into()))
-        })
-        .transpose()?;
-    let credential = if s.clear_credential { Some(None) } else { credential_from(&s.credential)?.map(Some) };
-    let mut changes = ChangeSet {
-        title: s.title,
-        state,
-        waits_on: optional(s.waits_on),
-        next_look,
-        promise: optional(s.promise),
-        owner_refs: None,
-        credential,
-    };
-    let id = s.id;
-    let written = store.append_with(Some(scope), |folded| {
-        let Some(current) = folded.checklist.get(&id) else {
-            return (vec![], Outcome::Refused(unknown_id(&id)));
-        };
-        if s.clear_owner_refs || !s.owner_refs.is_empty() {
-            let mut refs = if s.clear_owner_refs { vec![] } else { current.fields.owner_refs.clone() };
-            refs.extend(s.owner_refs.iter().filter(|r| !current.fields.owner_refs.contains(r) || s.clear_owner_refs).cloned());
-            changes.owner_refs = Some(refs);
-        }
-        if changes.is_empty() {
-            return (
-                vec![],
-                Outcome::Refused(Refusal("refused: nothing to change; name a field to set (see `abcd checklist set --help`)".into())),
-            );
-        }
-        let next = changes.apply_to(&current.fields);
-        match judge("set", &next) {
-            Ok(()) => {
-                let data = serde_json::to_value(ItemChanged { id: id.clone(), changes: changes.clone() }).expect("plain data serializes");
-                (vec![NewEvent { kind: event::CHECKLIST_ITEM_CHANGED.into(), actor: actor(), data }], Outcome::Written(id.clone()))
-            }
-            Err(refused) => {
-                let (record, refusal) = *refused;
-                (record.into_iter().collect(), Outcome::Refused(refusal))
-            }
-        }
-    });
-    finish(store, written, json_out)
-}
-
-fn finish(
-    store: &Store,
-    written: Result<crate::store::Written<Outcome>, crate::journal::JournalError>,
-    json_out: bool,
-) -> Result<i32, Stop> {
-    let crate::store::Written { appended, outcome, after } = written.map_err(|e| Stop::Failed(e.into()))?;
-    let after = match after {
-        Ok(current) => Some(current),
-        Err(e) => {
-            eprintln!("abcd: the event is saved, but refreshing the projections failed ({e}); the next read rebuilds them");
-            None
-        }
-    };
-    match outcome {
-        Outcome::Refused(r) => Err(r.into()),
-        Outcome::Written(id) => {
-            // Last-good is written only after a successful, validated and scanned write.
-            if let Some(current) = after
-                && current.degraded.is_none()
-                && let Err(e) = store.write_last_good(&current)
-            {
-                eprintln!("abcd: the event is saved, but writing the last-good copy failed ({e})");
-            }
-            let seq = appended.last().map(|a| a.seq);
-            if json_out {
-                println!("{}", json!({"id": id, "seq": seq}));
-            } else {
-                println!("{id}");
-            }
-            Ok(EXIT_OK)
-        }
+fn print_written(written: &ItemWritten, json_out: bool) {
+    for w in &written.warnings {
+        eprintln!("abcd: {w}");
+    }
+    if json_out {
+        println!("{}", json!({"id": written.id, "seq": written.seq}));
+    } else {
+        println!("{}", written.id);
     }
 }

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::command::Blame;
 use crate::event::Scope;
 use crate::journal::storage::RealDisk;
 use crate::journal::{Journal, JournalPaths};
@@ -264,34 +265,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// Refusals (the user can fix the input) exit 2; everything else 1.
+/// The one mapping from errors to exit codes: a refusal (the person can fix it) exits 2,
+/// everything else 1. Which errors are refusals is the command layer's word
+/// (`command::error::blame_of`).
 fn exit_code_for(e: &anyhow::Error) -> i32 {
-    use crate::journal::append::JournalError as J;
-    for cause in e.chain() {
-        if cause.downcast_ref::<places::PlaceError>().is_some() || cause.downcast_ref::<crate::clock::BadTestNow>().is_some() {
-            return EXIT_REFUSED;
-        }
-        if let Some(j) = cause.downcast_ref::<J>() {
-            return match j {
-                J::Missing { .. }
-                | J::Untrusted { .. }
-                | J::Lock(_)
-                | J::TooLarge { .. }
-                | J::Corrupt { .. }
-                | J::AnchorMismatch { .. }
-                | J::Poisoned { .. }
-                | J::Encode(_)
-                | J::BatchTooLarge => EXIT_REFUSED,
-                J::NotAJournal { .. } => EXIT_FAILURE,
-                J::Io { source, .. } if source.kind() == std::io::ErrorKind::IsADirectory => EXIT_REFUSED,
-                J::Io { .. } | J::SyncFailed { .. } => EXIT_FAILURE,
-            };
-        }
-        if cause.downcast_ref::<crate::journal::repair::RepairError>().is_some() {
-            return EXIT_REFUSED;
-        }
+    match e.chain().find_map(crate::command::error::blame_of) {
+        Some(Blame::Refused) => EXIT_REFUSED,
+        Some(Blame::Failed) | None => EXIT_FAILURE,
     }
-    EXIT_FAILURE
 }
 
 #[cfg(test)]

@@ -2,9 +2,15 @@
 //! for and returning a typed outcome. Commands append through the store and read through
 //! it; they never print, never pick an exit code and never parse arguments (`cli` does).
 //!
+//! - [`error`]: the one error type, and whether the person can fix what stopped the work.
+//! - [`checklist`]: `abcd checklist` add, set, show and render.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
 //!   collecting replies, resuming after a crash.
 
+pub mod checklist;
+pub mod error;
 pub mod launch;
 pub mod loop_driver;
+
+pub use error::{Blame, CommandError};

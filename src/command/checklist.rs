@@ -1,0 +1,273 @@
+//! The checklist verbs' work: `add` and `set` decide under the writer lock from the folded
+//! state (a fresh id, the item exists, a secret is refused and recorded) and append; the
+//! reads (`list`, `show`, `render`) come from the store's O(1) view. Nothing here prints.
+
+use crate::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState, check_item};
+use crate::checklist::render::{self, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
+use crate::checklist::state::Item;
+use crate::checklist::time_input::parse_time_input;
+use crate::event::{self, ItemAdded, ItemChanged, Scope, WriteRefused};
+use crate::journal::format::{Actor, NewEvent};
+use crate::store::Store;
+use crate::store::reader::ChecklistView;
+
+use super::CommandError;
+
+/// A credential as a person names it: kind, scope, and an expiry still to be read.
+#[derive(Clone, Debug, Default)]
+pub struct CredentialInput {
+    pub kind: Option<String>,
+    pub scope: Option<String>,
+    pub expiry: Option<String>,
+}
+
+/// `abcd checklist add`: the fields as typed; times are read against `now`.
+#[derive(Clone, Debug)]
+pub struct AddRequest {
+    pub title: String,
+    pub waits_on: Option<String>,
+    pub next_look: Option<String>,
+    pub promise: Option<String>,
+    pub owner_refs: Vec<String>,
+    pub credential: CredentialInput,
+}
+
+/// `abcd checklist set`: an empty text clears an optional field.
+#[derive(Clone, Debug)]
+pub struct SetRequest {
+    pub id: String,
+    pub state: Option<String>,
+    pub title: Option<String>,
+    pub waits_on: Option<String>,
+    pub next_look: Option<String>,
+    pub promise: Option<String>,
+    pub owner_refs: Vec<String>,
+    pub clear_owner_refs: bool,
+    pub credential: CredentialInput,
+    pub clear_credential: bool,
+}
+
+/// A write that landed: the item's id, the seq of its event, and what could not be
+/// refreshed after it (the event is saved either way; the next read rebuilds).
+#[derive(Clone, Debug)]
+pub struct ItemWritten {
+    pub id: String,
+    pub seq: Option<u64>,
+    pub warnings: Vec<String>,
+}
+
+/// Who writes: this process, in the host session named by the environment, if any.
+fn actor(session: Option<String>) -> Actor {
+    Actor::this_process(session)
+}
+
+pub fn view(store: &Store) -> ChecklistView {
+    store.checklist_view()
+}
+
+/// One item by id, with the view's notes.
+pub fn show(store: &Store, id: &str) -> Result<(Item, ChecklistView), CommandError> {
+    let view = store.checklist_view();
+    match view.checklist.get(id) {
+        Some(found) => Ok((found.clone(), view)),
+        None => Err(unknown_id(id)),
+    }
+}
+
+/// The checklist as the hooks inject it, within `budget` characters.
+pub fn render_within(store: &Store, budget: usize, now: jiff::Timestamp) -> Result<String, CommandError> {
+    if !(MIN_BUDGET_CHARS..=HOOK_OUTPUT_CAP_CHARS).contains(&budget) {
+        return Err(CommandError::Refused(format!("--budget must be {MIN_BUDGET_CHARS} to {HOOK_OUTPUT_CAP_CHARS} characters")));
+    }
+    let view = store.checklist_view();
+    Ok(render::render(&view.checklist.items, &view.notes, budget, now))
+}
+
+fn unknown_id(id: &str) -> CommandError {
+    // The id is echoed only when it is a clean slug, so a pasted secret is never repeated.
+    let named = if item::validate_id(id).is_ok() && crate::secrets::scan(id).is_none() { format!(" `{id}`") } else { String::new() };
+    CommandError::Refused(format!("no checklist item{named}; run `abcd checklist` to see the ids"))
+}
+
+fn parse_time(field: &'static str, text: &str, now: &jiff::ZonedDateTime) -> Result<jiff::Timestamp, CommandError> {
+    parse_time_input(field, text, now).map_err(|e| CommandError::Refused(format!("refused: {e}")))
+}
+
+fn credential_from(input: &CredentialInput, now: &jiff::ZonedDateTime) -> Result<Option<Credential>, CommandError> {
+    let (Some(kind), Some(scope)) = (&input.kind, &input.scope) else { return Ok(None) };
+    let expiry = input.expiry.as_deref().map(|t| parse_time("credential.expiry", t, now)).transpose()?;
+    Ok(Some(Credential { kind: kind.clone(), scope: scope.clone(), expiry }))
+}
+
+/// What a write decides once it holds the journal lock.
+enum Outcome {
+    Written(String),
+    Refused(String),
+}
+
+fn refused_event(verb: &str, field: &str, kind: &str, session: Option<String>) -> NewEvent {
+    let data = WriteRefused { verb: verb.into(), field: field.replace('.', "_"), kind: kind.into() };
+    NewEvent {
+        kind: event::CHECKLIST_WRITE_REFUSED.into(),
+        actor: actor(session),
+        data: serde_json::to_value(data).expect("plain data serializes"),
+    }
+}
+
+/// Secrets first (refused and recorded, field and kind only), then the field rules
+/// (refused, nothing recorded).
+fn judge(verb: &str, fields: &ItemFields, session: &Option<String>) -> Result<(), Box<(Option<NewEvent>, String)>> {
+    if let Some((field, kind)) = item::scannable_fields(fields).into_iter().find_map(|(f, t)| crate::secrets::scan(t).map(|k| (f, k))) {
+        let msg = format!(
+            "refused: {field} carries {} ({}); secrets never go into the checklist. Keep the secret in your credential store and record only what the item needs with --credential-kind and --credential-scope",
+            kind.describe(),
+            kind.name()
+        );
+        return Err(Box::new((Some(refused_event(verb, field, kind.name(), session.clone())), msg)));
+    }
+    item::validate_item(fields).map_err(|e| Box::new((None, format!("refused: {e}; nothing was written"))))?;
+    // The fold applies the same check; this keeps the two from drifting apart.
+    debug_assert!(check_item(fields).is_ok());
+    Ok(())
+}
+
+/// `abcd checklist add`: a new `working` item (`waiting` when it waits on something).
+pub fn add(
+    store: &Store,
+    scope: &Scope,
+    request: AddRequest,
+    now: &jiff::ZonedDateTime,
+    session: Option<String>,
+) -> Result<ItemWritten, CommandError> {
+    let next_look = request.next_look.as_deref().map(|t| parse_time("next_look", t, now)).transpose()?;
+    let credential = credential_from(&request.credential, now)?;
+    let state = if request.waits_on.is_some() { ItemState::Waiting } else { ItemState::Working };
+    let template = ItemFields {
+        id: String::new(),
+        title: request.title,
+        state,
+        waits_on: request.waits_on,
+        next_look,
+        promise: request.promise,
+        owner_refs: request.owner_refs,
+        credential,
+    };
+    let written = store.append_with(Some(scope), |state| {
+        let mut fields = template.clone();
+        fields.id = item::unique_id(&fields.title, |id| state.checklist.get(id).is_some());
+        match judge("add", &fields, &session) {
+            Ok(()) => {
+                let data = serde_json::to_value(ItemAdded { item: fields.clone() }).expect("plain data serializes");
+                (
+                    vec![NewEvent { kind: event::CHECKLIST_ITEM_ADDED.into(), actor: actor(session.clone()), data }],
+                    Outcome::Written(fields.id),
+                )
+            }
+            Err(refused) => {
+                let (record, refusal) = *refused;
+                (record.into_iter().collect(), Outcome::Refused(refusal))
+            }
+        }
+    });
+    finish(store, written)
+}
+
+/// `abcd checklist set`: changes an item's fields.
+pub fn set(
+    store: &Store,
+    scope: &Scope,
+    request: SetRequest,
+    now: &jiff::ZonedDateTime,
+    session: Option<String>,
+) -> Result<ItemWritten, CommandError> {
+    let optional = |v: Option<String>| v.map(|t| if t.is_empty() { None } else { Some(t) });
+    let next_look = match request.next_look.as_deref() {
+        None => None,
+        Some("") => Some(None),
+        Some(t) => Some(Some(parse_time("next_look", t, now)?)),
+    };
+    let state = request
+        .state
+        .as_deref()
+        .map(|t| {
+            ItemState::parse(t).ok_or_else(|| {
+                CommandError::Refused("refused: --state must be working, waiting, done or dropped; nothing was written".into())
+            })
+        })
+        .transpose()?;
+    let credential = if request.clear_credential { Some(None) } else { credential_from(&request.credential, now)?.map(Some) };
+    let mut changes = ChangeSet {
+        title: request.title,
+        state,
+        waits_on: optional(request.waits_on),
+        next_look,
+        promise: optional(request.promise),
+        owner_refs: None,
+        credential,
+    };
+    let (id, owner_refs, clear_owner_refs) = (request.id, request.owner_refs, request.clear_owner_refs);
+    let written = store.append_with(Some(scope), |folded| {
+        let Some(current) = folded.checklist.get(&id) else {
+            return (vec![], Outcome::Refused(unknown_id(&id).to_string()));
+        };
+        if clear_owner_refs || !owner_refs.is_empty() {
+            let mut refs = if clear_owner_refs { vec![] } else { current.fields.owner_refs.clone() };
+            refs.extend(owner_refs.iter().filter(|r| !current.fields.owner_refs.contains(r) || clear_owner_refs).cloned());
+            changes.owner_refs = Some(refs);
+        }
+        if changes.is_empty() {
+            return (vec![], Outcome::Refused("refused: nothing to change; name a field to set (see `abcd checklist set --help`)".into()));
+        }
+        let next = changes.apply_to(&current.fields);
+        match judge("set", &next, &session) {
+            Ok(()) => {
+                let data = serde_json::to_value(ItemChanged { id: id.clone(), changes: changes.clone() }).expect("plain data serializes");
+                (
+                    vec![NewEvent { kind: event::CHECKLIST_ITEM_CHANGED.into(), actor: actor(session.clone()), data }],
+                    Outcome::Written(id.clone()),
+                )
+            }
+            Err(refused) => {
+                let (record, refusal) = *refused;
+                (record.into_iter().collect(), Outcome::Refused(refusal))
+            }
+        }
+    });
+    finish(store, written)
+}
+
+fn finish(
+    store: &Store,
+    written: Result<crate::store::Written<Outcome>, crate::journal::JournalError>,
+) -> Result<ItemWritten, CommandError> {
+    let crate::store::Written { appended, outcome, after } = written?;
+    let mut warnings = vec![];
+    let after = match after {
+        Ok(current) => Some(current),
+        Err(e) => {
+            warnings.push(format!("the event is saved, but refreshing the projections failed ({e}); the next read rebuilds them"));
+            None
+        }
+    };
+    match outcome {
+        Outcome::Refused(r) => {
+            // A refusal recorded in the journal is still a refusal; its warnings go with it.
+            Err(CommandError::Refused(with_warnings_first(r, &warnings)))
+        }
+        Outcome::Written(id) => {
+            // Last-good is written only after a successful, validated and scanned write.
+            if let Some(current) = after
+                && current.degraded.is_none()
+                && let Err(e) = store.write_last_good(&current)
+            {
+                warnings.push(format!("the event is saved, but writing the last-good copy failed ({e})"));
+            }
+            Ok(ItemWritten { id, seq: appended.last().map(|a| a.seq), warnings })
+        }
+    }
+}
+
+/// A failed refresh is told before the refusal, each on its own `abcd:` line as printed.
+fn with_warnings_first(refusal: String, warnings: &[String]) -> String {
+    warnings.iter().map(|w| format!("{w}\nabcd: ")).chain(std::iter::once(refusal)).collect()
+}

@@ -3,11 +3,13 @@
 //! it; they never print, never pick an exit code and never parse arguments (`cli` does).
 //!
 //! - [`error`]: the one error type, and whether the person can fix what stopped the work.
+//! - [`away`]: `abcd mode` and `abcd decide`: the away record in the repository journal.
 //! - [`checklist`]: `abcd checklist` add, set, show and render.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
 //!   collecting replies, resuming after a crash.
 
+pub mod away;
 pub mod checklist;
 pub mod error;
 pub mod launch;

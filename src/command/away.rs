@@ -1,0 +1,182 @@
+//! The away verbs' work (SPEC §6): `abcd mode autonomous|queue|back`, `abcd decide` and the
+//! record's status, over the repository journal that every working copy of a repository
+//! shares. Every change is decided under the writer lock from the folded record, so two
+//! racing verbs both land and a verb never acts on a record it did not read.
+
+use serde_json::json;
+
+use super::CommandError;
+use crate::away::{self, AwayEnded, AwayQueued, AwaySet, DecisionRecorded, Status, Window, text};
+use crate::checklist::time_input::parse_time_input;
+use crate::event::{self, Scope};
+use crate::journal::JournalError;
+use crate::journal::format::{Actor, NewEvent};
+use crate::journal::storage::RealDisk;
+use crate::places;
+use crate::store::Store;
+
+/// The repository journal, opened for a verb a person ran in a managed working copy.
+pub struct Repository {
+    pub store: Store,
+    pub scope: Scope,
+    /// The working copy the verb ran in, as its root folder.
+    pub working_copy: String,
+}
+
+pub fn open_repository(cwd: &std::path::Path) -> Result<Repository, CommandError> {
+    // The away mode is a managed checkout's: outside one, refuse naming `abcd init`.
+    places::working_copy_journal(cwd)?;
+    let (root, _) = places::working_copy_root(cwd)?;
+    let (paths, scope) = places::repository_journal(cwd)?;
+    let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?);
+    Ok(Repository { store, scope, working_copy: root.display().to_string() })
+}
+
+fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
+    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
+}
+
+/// Who the person is, as git would author a commit: `user.name`, else `$USER`.
+fn person(cwd: &std::path::Path) -> String {
+    let from_git = crate::git::repo::user_name(cwd);
+    let name = from_git.filter(|n| !n.is_empty()).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
+    let name = away::fold_whitespace(&name);
+    if away::check_line("set_by", &name, away::PERSON_MAX_CHARS).is_ok() { name } else { "someone git does not name".to_string() }
+}
+
+/// The record as the journal folds it; a repository journal not yet created is a person
+/// who was never away.
+pub fn read_record(repo: &Repository) -> Result<away::AwayState, CommandError> {
+    match repo.store.current_state() {
+        Ok(current) => match current.degraded {
+            None => Ok(current.state.away),
+            Some(c) => Err(JournalError::Corrupt { path: repo.store.journal().paths().journal.clone(), corruption: c }.into()),
+        },
+        Err(JournalError::Missing { .. }) => Ok(away::AwayState::default()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `abcd mode autonomous`: the window as folded, and how many unread items it carried over.
+pub struct WindowSet {
+    pub window: Window,
+    pub carried: usize,
+}
+
+pub fn set(repo: &Repository, now: jiff::Timestamp, until: Option<&str>, hold_pushes: bool) -> Result<WindowSet, CommandError> {
+    // Whole seconds, cut down (never rounded up past now): the window's start reads
+    // cleanly, and every limit below is measured from it.
+    let start = jiff::Timestamp::from_second(now.as_second()).map_err(|e| CommandError::Failed(e.to_string()))?;
+    let end = match until {
+        Some(text) => {
+            let zoned = start.to_zoned_datetime(jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC));
+            parse_time_input("--until", text, &zoned).map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
+        }
+        None => start.checked_add(away::MAX_WINDOW).map_err(|e| CommandError::Failed(e.to_string()))?,
+    };
+    if let Err(r) = away::check_until(end, start) {
+        return Err(CommandError::Refused(format!(
+            "refused: {} {}; nothing was written. Give a time in the next 7 days, or leave --until out for 7 days",
+            r.field.unwrap_or_default(),
+            r.reason
+        )));
+    }
+    let set = AwaySet {
+        set_by: person(std::path::Path::new(&repo.working_copy)),
+        working_copy: repo.working_copy.clone(),
+        start,
+        end,
+        hold_pushes,
+    };
+    if let Err(r) = away::check_set(&set) {
+        return Err(CommandError::Refused(format!("refused: {} {}; nothing was written", r.field.unwrap_or_default(), r.reason)));
+    }
+    let written = repo.store.append_with(Some(&repo.scope), |state| {
+        let carried = state.away.open_window().map_or(0, away::Window::unread);
+        (vec![new_event(event::AWAY_SET, json!(set))], carried)
+    })?;
+    let after = written.after?;
+    let window = after.state.away.window.expect("the set just folded");
+    Ok(WindowSet { window, carried: written.outcome })
+}
+
+/// `abcd mode queue`: the step as queued and the queue's length after it.
+pub struct Queued {
+    pub step: String,
+    pub queue_len: usize,
+}
+
+pub fn queue(repo: &Repository, now: jiff::Timestamp, step: &str) -> Result<Queued, CommandError> {
+    let step = away::fold_whitespace(step);
+    if let Err(r) = away::check_step(&step) {
+        return Err(CommandError::Refused(format!("refused: the step {}; nothing was written", r.reason)));
+    }
+    let data = AwayQueued { step: step.clone(), working_copy: repo.working_copy.clone() };
+    let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.holding(now) {
+        None => (
+            vec![],
+            Err("refused: the person is not away (no away window holds), so there is no return to queue for; ask the person instead"
+                .to_string()),
+        ),
+        Some(w) if !away::queue_has_room(w) => (
+            vec![],
+            Err(format!(
+                "refused: the queue already holds {} steps, the most a window keeps; nothing was written. Do what you can meanwhile and record it with `abcd decide`",
+                away::QUEUE_MAX_STEPS
+            )),
+        ),
+        Some(w) => (vec![new_event(event::AWAY_QUEUED, json!(data))], Ok(w.queue.len() + 1)),
+    })?;
+    match written.outcome {
+        Err(why) => Err(CommandError::Refused(why)),
+        Ok(queue_len) => Ok(Queued { step, queue_len }),
+    }
+}
+
+/// `abcd mode back`: what the window held, as lines, and how it ended; `None` when no
+/// window was open.
+pub struct Back {
+    pub lines: Vec<String>,
+    pub was: Status,
+    pub window: Window,
+    pub ended: AwayEnded,
+}
+
+pub fn back(repo: &Repository, now: jiff::Timestamp, show: &dyn Fn(jiff::Timestamp) -> String) -> Result<Option<Back>, CommandError> {
+    let cwd = std::path::Path::new(&repo.working_copy);
+    let ended = AwayEnded { ended_by: person(cwd), working_copy: repo.working_copy.clone() };
+    let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.open_window() {
+        None => (vec![], None),
+        Some(w) => (vec![new_event(event::AWAY_ENDED, json!(ended))], Some((text::back_report(w, show), w.status(now), w.clone()))),
+    })?;
+    let Some((lines, was, window)) = written.outcome else {
+        return Ok(None);
+    };
+    written.after?;
+    Ok(Some(Back { lines, was, window, ended }))
+}
+
+/// `abcd decide`: the decision as recorded and its seq.
+pub struct Decided {
+    pub text: String,
+    pub seq: Option<u64>,
+}
+
+pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str) -> Result<Decided, CommandError> {
+    let data = DecisionRecorded {
+        text: away::fold_whitespace(text),
+        grounds: away::fold_whitespace(grounds),
+        undo: away::fold_whitespace(undo),
+        working_copy: repo.working_copy.clone(),
+    };
+    if let Err(r) = away::check_decision(&data) {
+        let field = match r.field.as_deref() {
+            Some("text") => "the decision".to_string(),
+            Some(f) => format!("--{f}"),
+            None => "the decision".to_string(),
+        };
+        return Err(CommandError::Refused(format!("refused: {field} {}; nothing was written", r.reason)));
+    }
+    let written = repo.store.append_with(Some(&repo.scope), |_| (vec![new_event(event::DECISION_RECORDED, json!(data))], ()))?;
+    Ok(Decided { text: data.text, seq: written.appended.first().map(|a| a.seq) })
+}

@@ -1,14 +1,15 @@
-//! `abcd journal verify|repair|checkpoint`.
+//! `abcd journal verify|repair|checkpoint`: parses, calls `journal::verify` and
+//! `command::journal`, prints (and owns the verify report's text and JSON).
 
 use serde_json::json;
 
-use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, JournalChoice};
-use crate::journal::repair::{self, RepairOutcome};
+use super::{EXIT_FAILURE, EXIT_OK, JournalChoice};
+use crate::command::journal::{self as journal_cmd, Checkpointed};
+use crate::journal::repair::RepairOutcome;
 use crate::journal::scan::Verdict;
 use crate::journal::storage::RealDisk;
 use crate::journal::verify::{self, AnchorCheck, VerifyReport};
 use crate::places;
-use crate::store::Store;
 
 pub fn verify(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let (paths, _) = choice.resolve()?;
@@ -93,20 +94,12 @@ pub fn verify_details(r: &VerifyReport) -> String {
 
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let journal = choice.open()?;
-    let outcome = repair::repair(&journal, session_from_env())?;
-    // Projections and last-good may name lines the repair moved aside: rebuild them from
-    // the repaired journal so every cache agrees with it again.
-    let swept = crate::journal::storage::remove_stale_temp_files(&RealDisk, journal.paths().dir()).unwrap_or(0);
-    if swept > 0 {
-        eprintln!("abcd: removed {swept} temp file(s) left by killed writers");
+    let repaired = journal_cmd::repair(&journal, session_from_env())?;
+    if repaired.temp_files_removed > 0 {
+        eprintln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }
-    if outcome != RepairOutcome::NothingToRepair {
-        let store = Store::new(journal);
-        let current = store.current_state()?;
-        store.write_projection(&current)?;
-        store.write_last_good(&current)?;
-    }
-    let (text, value) = describe_repair(&outcome);
+    journal_cmd::rebuild_caches(journal, &repaired)?;
+    let (text, value) = describe_repair(&repaired.outcome);
     if json_out {
         println!("{value}");
     } else {
@@ -140,22 +133,11 @@ pub fn describe_repair(outcome: &RepairOutcome) -> (String, serde_json::Value) {
 }
 
 pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
-    let store = Store::new(choice.open()?);
-    let current = store.current_state()?;
-    if let Some(c) = &current.degraded {
-        eprintln!(
-            "abcd: refusing to checkpoint: the journal is corrupt at seq {}, byte offset {} ({}); run `abcd journal repair` first",
-            c.seq, c.offset, c.problem
-        );
-        return Ok(EXIT_REFUSED);
-    }
-    // A checkpoint names only durable lines (a killed writer may have left unsynced ones).
-    crate::journal::storage::Storage::open_read(&RealDisk, &store.journal().paths().journal)?.sync_data()?;
-    let path = store.write_checkpoint(&current)?;
+    let Checkpointed { path, seq } = journal_cmd::checkpoint(choice.open()?)?;
     if json_out {
-        println!("{}", json!({"type": "checkpoint", "seq": current.head.seq, "path": path.display().to_string()}));
+        println!("{}", json!({"type": "checkpoint", "seq": seq, "path": path.display().to_string()}));
     } else {
-        println!("wrote checkpoint {} (state after seq {})", path.display(), current.head.seq);
+        println!("wrote checkpoint {} (state after seq {seq})", path.display());
     }
     Ok(EXIT_OK)
 }

@@ -5,6 +5,7 @@
 //! - [`error`]: the one error type, and whether the person can fix what stopped the work.
 //! - [`away`]: `abcd mode` and `abcd decide`: the away record in the repository journal.
 //! - [`checklist`]: `abcd checklist` add, set, show and render.
+//! - [`journal`]: `abcd journal repair` and `checkpoint`.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
 //!   collecting replies, resuming after a crash.
@@ -12,6 +13,7 @@
 pub mod away;
 pub mod checklist;
 pub mod error;
+pub mod journal;
 pub mod launch;
 pub mod loop_driver;
 

@@ -48,10 +48,7 @@ pub fn run(event: HookEvent) -> i32 {
 /// is bounded: the writer lock's wait is two seconds). Other hooks stay killable, since the
 /// host's SIGTERM there is its timeout.
 fn outlive_the_hosts_exit() {
-    // SAFETY: signal(2) with SIG_IGN installs no handler code; nothing else is running yet.
-    unsafe {
-        libc::signal(libc::SIGTERM, libc::SIG_IGN);
-    }
+    crate::platform::process::ignore_sigterm();
 }
 
 /// Reads stdin up to the payload cap; one byte more means too large.

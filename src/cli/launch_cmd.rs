@@ -146,10 +146,7 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
         Ok(n) => n,
     };
     if std::env::var_os(KILL_AFTER_INTENT_VAR).is_some() {
-        // SAFETY: kill and getpid have no preconditions; this ends the process at once.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
+        crate::platform::process::kill_this_process();
     }
 
     let outputs = run_folder(&wc, &args.run)?;

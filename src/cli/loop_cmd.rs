@@ -593,8 +593,7 @@ pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
         return Ok(EXIT_FAILURE);
     }
     if !status.success() {
-        use std::os::unix::process::ExitStatusExt;
-        let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        let code = status.code().unwrap_or_else(|| 128 + crate::platform::process::exit_signal(&status).unwrap_or(0));
         eprintln!("abcd turn: the agent exited {status}; no reply is written");
         return Ok(if code == 0 { EXIT_FAILURE } else { code });
     }

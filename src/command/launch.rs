@@ -112,9 +112,8 @@ pub fn lane_refusal(state: &LedgerState, run: &str, lane: &str) -> Result<u64, L
 
 /// The run's folder in the local tier (`runs/<run>/`, 0700), for the agents' output.
 pub fn run_folder(journal_dir: &Path, run: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
     let dir = journal_dir.join("runs").join(run);
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+    crate::platform::fs::create_dir_all(&dir, 0o700)?;
     Ok(dir)
 }
 

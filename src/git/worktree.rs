@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -411,7 +410,7 @@ fn locate(worktree: &Path) -> Result<Place, WorktreeError> {
         return Err(not(first_line(&ran.err).unwrap_or_else(|| "git rev-parse failed".into())));
     }
     let mut lines = ran.out.split(|&b| b == b'\n');
-    let mut next = || lines.next().map(|l| PathBuf::from(OsStr::from_bytes(l)));
+    let mut next = || lines.next().map(crate::platform::fs::path_from_bytes);
     let (Some(inside), Some(top), Some(git_dir), Some(common)) = (next(), next(), next(), next()) else {
         return Err(not("git rev-parse answered less than asked".into()));
     };
@@ -625,7 +624,7 @@ fn verify(git: &Git<'_>, temp: &Path, ref_name: &str, head: &str, commit: &str, 
             Ok(m) if m.file_type().is_symlink() => {
                 let target = std::fs::read_link(root.join(path)).map_err(|e| format!("{path} could not be read: {e}"))?;
                 let copy = temp.join(format!("link-{}", links.len()));
-                std::fs::write(&copy, target.as_os_str().as_bytes()).map_err(|e| format!("no room to check {path}: {e}"))?;
+                std::fs::write(&copy, crate::platform::fs::path_bytes(&target)).map_err(|e| format!("no room to check {path}: {e}"))?;
                 links.push((path, copy));
             }
             Ok(m) if m.is_file() => files.push(path),

@@ -1,24 +1,23 @@
 //! The writer lock: an exclusive `flock` (fs4) on a lock file beside the journal that is
 //! never removed, so every writer locks the same inode. The wait is bounded; a writer
-//! that times out names the holder's pid, which the kernel lists in `/proc/locks` (so a
-//! holder writes nothing into the lock file; taking the lock is no more than its `flock`
-//! and, for a kept lock file, a stat of its path).
+//! that times out names the holder's pid, which the kernel lists (Linux: `/proc/locks`; see
+//! `platform::fs::flock_holder`), so a holder writes nothing into the lock file; taking the
+//! lock is no more than its `flock` and, for a kept lock file, a stat of its path.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fs4::FileExt;
 
+use crate::platform;
+
 /// How long a writer waits for the lock before refusing (SPEC §5: two seconds).
 pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 /// First pause between tries; doubles up to `LOCK_POLL_MAX`.
 const LOCK_POLL_FIRST: Duration = Duration::from_micros(50);
 const LOCK_POLL_MAX: Duration = Duration::from_millis(20);
-/// `/proc/locks` is read this far at most when naming a holder (a line is about 60 bytes).
-const PROC_LOCKS_READ_MAX: u64 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -59,7 +58,7 @@ impl JournalLock {
             wait_for(&k.file, path, wait)?;
             // A stat of the path, after locking: a link count would miss a lock file
             // moved aside (found by review), and a check before locking could be raced.
-            if std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == k.id) {
+            if std::fs::symlink_metadata(path).map(|m| platform::fs::inode(&m)).is_ok_and(|i| (i.dev, i.ino) == k.id) {
                 let lock = JournalLock { file: k.file.clone() };
                 *kept = Some(k);
                 return Ok(lock);
@@ -69,22 +68,17 @@ impl JournalLock {
         }
         let file = Arc::new(open_lock_file(path)?);
         let m = file.metadata().map_err(|source| LockError::Open { path: path.to_owned(), source })?;
+        let i = platform::fs::inode(&m);
         wait_for(&file, path, wait)?;
-        *kept = Some(KeptLockFile { file: file.clone(), id: (m.dev(), m.ino()) });
+        *kept = Some(KeptLockFile { file: file.clone(), id: (i.dev, i.ino) });
         Ok(JournalLock { file })
     }
 }
 
 fn open_lock_file(path: &Path) -> Result<File, LockError> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|source| LockError::Open { path: path.to_owned(), source })
+    let mut opts = OpenOptions::new();
+    platform::fs::created_mode(opts.read(true).write(true).create(true).truncate(false), 0o600);
+    platform::fs::no_follow(&mut opts).open(path).map_err(|source| LockError::Open { path: path.to_owned(), source })
 }
 
 /// Takes the exclusive lock on `file`, polling with a growing pause for at most `wait`,
@@ -99,7 +93,7 @@ fn wait_for(file: &File, path: &Path, wait: Duration) -> Result<(), LockError> {
             Err(fs4::TryLockError::Error(source)) => return Err(LockError::Open { path: path.to_owned(), source }),
         }
         if started.elapsed() >= wait {
-            let holder = holder_pid(file).map_or("another process".to_string(), |pid| format!("pid {pid}"));
+            let holder = platform::fs::flock_holder(file).map_or("another process".to_string(), |pid| format!("pid {pid}"));
             return Err(LockError::Timeout { path: path.to_owned(), holder, waited_ms: started.elapsed().as_millis() });
         }
         std::thread::sleep(pause);
@@ -112,54 +106,6 @@ impl Drop for JournalLock {
     fn drop(&mut self) {
         let _ = FileExt::unlock(&*self.file);
     }
-}
-
-/// The pid holding the `flock` on `file`, from `/proc/locks` (`1: FLOCK ADVISORY WRITE
-/// <pid> <major>:<minor>:<inode> 0 EOF`; lines of waiters start `->` and are skipped).
-/// `None` when it cannot be told; it only improves a message.
-fn holder_pid(file: &File) -> Option<u32> {
-    let m = file.metadata().ok()?;
-    // The kernel lists the locks afresh on each read call, so a listing read in many small
-    // reads can skip a lock while other locks come and go (the likely cause of one CI run
-    // with the holder unnamed; not reproduced). One read call into a buffer of the whole
-    // bound lists in one pass as far as it fits; a second look, only on this refusal path,
-    // covers a listing read mid-change anyway.
-    (0..PROC_LOCKS_LOOKS).find_map(|_| {
-        let text = read_proc_locks()?;
-        holder_in_proc_locks(&text, libc::major(m.dev()), libc::minor(m.dev()), m.ino())
-    })
-}
-
-/// How many times a refusal reads `/proc/locks` looking for the holder.
-const PROC_LOCKS_LOOKS: usize = 2;
-
-/// `/proc/locks` in one read call, at most `PROC_LOCKS_READ_MAX` bytes.
-fn read_proc_locks() -> Option<String> {
-    use std::io::Read;
-    let mut buf = vec![0u8; PROC_LOCKS_READ_MAX as usize];
-    let n = File::open("/proc/locks").ok()?.read(&mut buf).ok()?;
-    buf.truncate(n);
-    String::from_utf8(buf).ok()
-}
-
-fn holder_in_proc_locks(text: &str, major: u32, minor: u32, ino: u64) -> Option<u32> {
-    let exact = format!("{major:02x}:{minor:02x}:{ino}");
-    let same_inode = format!(":{ino}");
-    let mut fallback = None;
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // `N: FLOCK ADVISORY WRITE pid dev:ino start end`; a waiter has `->` after `N:`.
-        let [_, "FLOCK", _, _, pid, file, ..] = fields[..] else { continue };
-        let Ok(pid) = pid.parse::<u32>() else { continue };
-        if file == exact {
-            return Some(pid);
-        }
-        // Some file systems report another device number there than `stat` does.
-        if fallback.is_none() && file.ends_with(&same_inode) {
-            fallback = Some(pid);
-        }
-    }
-    fallback
 }
 
 #[cfg(test)]
@@ -178,19 +124,6 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(100));
         let text = err.to_string();
         assert!(text.contains(&format!("pid {}", std::process::id())), "{text}");
-    }
-
-    #[test]
-    fn the_holder_is_read_from_proc_locks_by_device_and_inode() {
-        let text = "1: FLOCK  ADVISORY  WRITE 4242 fe:00:10010775 0 EOF\n\
-                    1: -> FLOCK  ADVISORY  WRITE 77 fe:00:10010775 0 EOF\n\
-                    2: POSIX  ADVISORY  WRITE 99 fe:00:555 0 EOF\n\
-                    3: FLOCK  ADVISORY  WRITE 31 08:01:555 0 EOF\n";
-        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 10010775), Some(4242));
-        assert_eq!(holder_in_proc_locks(text, 8, 1, 555), Some(31), "the POSIX lock on the same inode is not a flock");
-        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 555), Some(31), "same inode, another device number: the fallback");
-        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 1), None);
-        assert_eq!(holder_in_proc_locks("", 0xfe, 0, 1), None);
     }
 
     #[test]

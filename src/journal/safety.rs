@@ -35,6 +35,5 @@ pub fn home_file_ok(storage: &dyn Storage, path: &Path) -> io::Result<bool> {
 }
 
 pub fn current_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    crate::platform::process::effective_uid()
 }

@@ -4,9 +4,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use crate::platform;
 
 /// An open file. Writes are visible to reads at once; they are durable only after
 /// `sync_data` returns Ok (and, for a new name, after `sync_dir` of its folder).
@@ -118,7 +119,7 @@ impl StorageFile for RealFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let mut done = 0;
         while done < buf.len() {
-            match self.0.read_at(&mut buf[done..], offset + done as u64) {
+            match platform::fs::read_at(&self.0, &mut buf[done..], offset + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -143,20 +144,20 @@ impl StorageFile for RealFile {
         Ok(())
     }
     fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
-        self.0.write_all_at(bytes, offset)
+        platform::fs::write_all_at(&self.0, bytes, offset)
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
     }
     fn sync_data(&self) -> io::Result<()> {
-        self.0.sync_data()
+        platform::fs::sync_data(&self.0)
     }
     fn identity(&self) -> io::Result<Option<FileId>> {
-        let m = self.0.metadata()?;
-        Ok(Some(FileId { dev: m.dev(), ino: m.ino() }))
+        let i = platform::fs::inode(&self.0.metadata()?);
+        Ok(Some(FileId { dev: i.dev, ino: i.ino }))
     }
     fn is_linked(&self) -> io::Result<bool> {
-        Ok(self.0.metadata()?.nlink() > 0)
+        Ok(platform::fs::inode(&self.0.metadata()?).links > 0)
     }
     fn try_claim(&self) -> io::Result<Option<FileFacts>> {
         match <File as fs4::FileExt>::try_lock(&self.0) {
@@ -169,15 +170,16 @@ impl StorageFile for RealFile {
 }
 
 fn facts_of(m: &std::fs::Metadata) -> FileFacts {
+    let i = platform::fs::inode(m);
     FileFacts {
         is_file: m.file_type().is_file(),
         is_dir: m.file_type().is_dir(),
         is_symlink: m.file_type().is_symlink(),
-        uid: m.uid(),
-        mode: m.mode(),
+        uid: i.uid,
+        mode: i.mode,
         len: m.len(),
-        id: Some(FileId { dev: m.dev(), ino: m.ino() }),
-        links: m.nlink(),
+        id: Some(FileId { dev: i.dev, ino: i.ino }),
+        links: i.links,
     }
 }
 
@@ -195,30 +197,31 @@ impl WriteAtEnd for &File {
 
 impl Storage for RealDisk {
     fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f = OpenOptions::new().read(true).append(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+        let f = platform::fs::no_follow(OpenOptions::new().read(true).append(true)).open(path)?;
         Ok(Box::new(RealFile(f)))
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+        let f = platform::fs::no_follow(OpenOptions::new().read(true)).open(path)?;
         Ok(Box::new(RealFile(f)))
     }
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(path)?;
+        let f = platform::fs::created_mode(OpenOptions::new().read(true).write(true).create_new(true), 0o600).open(path)?;
         Ok(Box::new(RealFile(f)))
     }
     fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f =
-            OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path)?;
+        let mut opts = OpenOptions::new();
+        platform::fs::created_mode(opts.read(true).write(true).create(true).truncate(false), 0o600);
+        let f = platform::fs::no_follow(&mut opts).open(path)?;
         Ok(Box::new(RealFile(f)))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
+        platform::fs::sync_dir(dir)
     }
     fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
-        std::fs::DirBuilder::new().recursive(true).mode(mode).create(dir)
+        platform::fs::create_dir_all(dir, mode)
     }
     fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
         match std::fs::symlink_metadata(path) {
@@ -238,23 +241,12 @@ impl Storage for RealDisk {
         std::fs::remove_file(path)
     }
     fn rename_exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
-        renameat2(a, b, libc::RENAME_EXCHANGE)
+        platform::fs::rename_exchange(a, b)
     }
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-        renameat2(from, to, libc::RENAME_NOREPLACE)
+        platform::fs::rename_noreplace(from, to)
     }
 }
-
-fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput));
-    let (from, to) = (c(from)?, c(to)?);
-    // SAFETY: two valid NUL-terminated paths, relative to the working directory.
-    let rc = unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), flags) };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
-}
-
-use std::os::unix::fs::DirBuilderExt;
 
 /// Reads the whole of a small file through the seam, refusing one over `cap` bytes.
 pub fn read_small(storage: &dyn Storage, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
@@ -278,8 +270,8 @@ pub fn remove_stale_temp_files(storage: &dyn Storage, dir: &Path) -> io::Result<
     for path in storage.list_dir(dir)? {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
         let Some(pid) = stale_temp_pid(name) else { continue };
-        // SAFETY: kill with signal 0 only checks whether the pid exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        // `stale_temp_pid` gives only positive pids, which fit a u32.
+        let alive = platform::process::pid_exists(pid as u32);
         if !alive && storage.remove_cache_file(&path).is_ok() {
             removed += 1;
         }

@@ -34,15 +34,7 @@ pub fn find_on_path(name: &str, path: Option<&OsStr>) -> Option<PathBuf> {
 
 fn is_executable(path: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else { return false };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
+    meta.is_file() && crate::platform::fs::inode(&meta).mode & 0o111 != 0
 }
 
 /// A listing under way on its own thread.

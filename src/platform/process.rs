@@ -1,4 +1,5 @@
-//! Process identity for the launch ledger (SPEC §7): a pid plus its start time, from `/proc`.
+//! Process identity for the launch ledger (SPEC §7): a pid plus its start time, as the
+//! port reads them (Linux: `/proc/<pid>/stat`).
 //!
 //! It names a process, tells whether a named one still lives, and starts the processes
 //! abcd launches, each in a session of its own.
@@ -8,9 +9,10 @@
 //! - a process is the one recorded only when its pid exists, it has not exited (a zombie,
 //!   state `Z`, or a dead task, `X`, has exited and only waits to be reaped), and its start
 //!   time equals the recorded one; a reused pid starts later, so it never matches;
-//! - it is gone when `/proc/<pid>` does not exist (while `/proc` itself is mounted), when
-//!   it has exited, or when another process now holds its pid;
-//! - any other failure to read (after [`READ_ATTEMPTS`] tries) is [`Liveness::Unknown`]:
+//! - it is gone when no process holds the pid (on Linux: `/proc/<pid>` does not exist
+//!   while `/proc` itself is mounted), when it has exited, or when another process now
+//!   holds its pid;
+//! - any other failure to read (after the port's retries) is [`Liveness::Unknown`]:
 //!   neither. [`is_alive`], which must answer yes or no, counts unknown as alive, because
 //!   every decision the ledger takes on "gone" (a takeover, saving work aside, a fresh
 //!   launch) is the one that cannot be undone.
@@ -22,7 +24,8 @@
 //! host's shell tool that ran abcd can neither hang up on it nor kill it with its process
 //! group, and point its output at files, so nobody waits for a pipe to close.
 //!
-//! Linux only: on another Unix it compiles, and every process reads as unknown.
+//! What is read of a process comes from the port (`Os::read_stat`); the rest (starts,
+//! program lookup, signals) is POSIX, written once here.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::{File, OpenOptions};
@@ -31,8 +34,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, ExitStatus, Stdio};
+
+use super::{Os, This};
 
 /// Programs that only pass a command along and end with it: shells and the wrappers a
 /// shell line puts in front of a command. The driver a run records by default is the
@@ -57,14 +61,6 @@ pub const SHELLS: &[&str] = &[
 /// show) from walking forever.
 pub const ANCESTOR_WALK_MAX: usize = 32;
 
-/// Tries at reading a `/proc` file before a failure other than "no such process" is
-/// reported: a failure there is transient (out of file descriptors or memory), and a
-/// retry is cheaper than an unknown.
-pub const READ_ATTEMPTS: usize = 3;
-
-/// The pause between two tries, long enough for a descriptor or memory shortage to pass.
-pub const READ_RETRY_PAUSE: Duration = Duration::from_millis(10);
-
 /// The search path `exec` uses when `PATH` is not set (glibc's `execvp` default).
 pub const DEFAULT_PATH: &str = "/bin:/usr/bin";
 
@@ -76,20 +72,13 @@ pub const OUTPUT_MODE: u32 = 0o600;
 /// a driver that never ends would hold its run forever.
 const INIT_PID: u32 = 1;
 
-/// Field numbers of `/proc/<pid>/stat` (`man 5 proc`), counted from 1.
-const STAT_STATE: usize = 3;
-const STAT_PPID: usize = 4;
-const STAT_STARTTIME: usize = 22;
-/// The first field after the parenthesised command name, which holds spaces and
-/// parentheses of its own and so is cut out by its last `)` rather than split.
-const STAT_FIRST_AFTER_COMM: usize = 3;
-
 /// A process as the ledger names it: pid plus its start time, so a reused pid reads as gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessId {
     pub pid: u32,
-    /// Field 22 of `/proc/<pid>/stat`: clock ticks after boot when the process started.
+    /// When the process started, in the port's unit (Linux: field 22 of `/proc/<pid>/stat`,
+    /// clock ticks after boot). Only ever compared for equality with what the same port read.
     pub start_ticks: u64,
 }
 
@@ -168,7 +157,7 @@ impl SpawnedChild {
     /// signal that ended it.
     pub fn wait(mut self) -> ExitReport {
         match self.child.wait() {
-            Ok(status) => match (status.code(), status.signal()) {
+            Ok(status) => match (status.code(), exit_signal(&status)) {
                 (Some(code), _) => ExitReport::Code(code),
                 (None, Some(signal)) => ExitReport::Signal(signal),
                 (None, None) => ExitReport::Unknown,
@@ -178,82 +167,44 @@ impl SpawnedChild {
     }
 }
 
-/// The fields of `/proc/<pid>/stat` this module reads.
+/// What a port reads of a process (Linux: from `/proc/<pid>/stat`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Stat {
-    comm: String,
-    state: char,
-    ppid: u32,
-    start_ticks: u64,
+pub(super) struct Stat {
+    /// The command name as the OS keeps it.
+    pub(super) comm: String,
+    /// The state letter as `ps` shows it: `Z` for a zombie, `X` (`x` on old Linux kernels)
+    /// for a dead task.
+    pub(super) state: char,
+    /// The parent's pid (0 when the parent is outside this pid namespace, and for pid 1).
+    pub(super) ppid: u32,
+    /// See [`ProcessId::start_ticks`].
+    pub(super) start_ticks: u64,
 }
 
 impl Stat {
     /// Exited and waiting to be reaped (`Z`), or already dead (`X`, `x` on old kernels).
-    fn exited(&self) -> bool {
+    pub(super) fn exited(&self) -> bool {
         matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// Parses one `/proc/<pid>/stat` line: `pid (comm) state ppid pgrp session … starttime …`.
-fn parse_stat(text: &str) -> Option<Stat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    let field = |n: usize| rest.get(n - STAT_FIRST_AFTER_COMM).copied();
-    let mut state = field(STAT_STATE)?.chars();
-    let (Some(state), None) = (state.next(), state.next()) else { return None };
-    Some(Stat { comm, state, ppid: field(STAT_PPID)?.parse().ok()?, start_ticks: field(STAT_STARTTIME)?.parse().ok()? })
-}
-
-/// True when the error says the process is not there (its directory is gone, or it
-/// exited between the open and the read).
-fn no_such_process(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
-}
-
-/// Reads a `/proc/<pid>/…` file: `Ok(None)` when the process does not exist, an error when
-/// it may exist but the file could not be read (tried [`READ_ATTEMPTS`] times).
-fn read_proc(pid: u32, file: &str) -> Result<Option<Vec<u8>>, ProcessError> {
-    let path = format!("/proc/{pid}/{file}");
-    let mut last = None;
-    for attempt in 0..READ_ATTEMPTS {
-        if attempt > 0 {
-            std::thread::sleep(READ_RETRY_PAUSE);
-        }
-        match std::fs::read(&path) {
-            Ok(bytes) => return Ok(Some(bytes)),
-            // Without /proc every pid would read as gone, live ones too.
-            Err(e) if no_such_process(&e) => return if Path::new("/proc/self").exists() { Ok(None) } else { Err(ProcessError::NoProc) },
-            Err(e) => last = Some(e),
-        }
-    }
-    let source = last.unwrap_or_else(|| io::Error::other("not read"));
-    // A read error on a pid whose directory is gone is the process leaving mid-read.
-    match std::fs::symlink_metadata(format!("/proc/{pid}")) {
-        Err(e) if no_such_process(&e) => Ok(None),
-        _ => Err(ProcessError::Unreadable { pid, source }),
     }
 }
 
 /// The process's stat, zombies included; `Ok(None)` when no process has the pid.
 fn read_stat(pid: u32) -> Result<Option<Stat>, ProcessError> {
-    // pid 0 is the scheduler, never a process /proc names.
+    // pid 0 is the scheduler (the kernel itself on macOS), never a process abcd names.
     if pid == 0 {
         return Ok(None);
     }
-    let Some(bytes) = read_proc(pid, "stat")? else { return Ok(None) };
-    parse_stat(&String::from_utf8_lossy(&bytes)).map(Some).ok_or(ProcessError::Malformed { pid })
+    This::read_stat(pid)
 }
 
 /// The process now holding `pid`, or `Ok(None)` when none does or it has exited (a zombie
-/// counts as gone); an error when `/proc` could not tell.
+/// counts as gone); an error when the OS could not tell.
 pub fn try_identify(pid: u32) -> Result<Option<ProcessId>, ProcessError> {
     Ok(read_stat(pid)?.filter(|s| !s.exited()).map(|s| ProcessId { pid, start_ticks: s.start_ticks }))
 }
 
 /// The process now holding `pid`; None when there is none, it has exited (a zombie counts
-/// as gone), or `/proc` could not tell (see [`try_identify`] for why).
+/// as gone), or the OS could not tell (see [`try_identify`] for why).
 pub fn identify(pid: u32) -> Option<ProcessId> {
     try_identify(pid).ok().flatten()
 }
@@ -285,16 +236,16 @@ pub fn this_process() -> Result<ProcessId, ProcessError> {
     try_identify(pid)?.ok_or(ProcessError::Gone { pid })
 }
 
-/// Field 4 of `/proc/<pid>/stat`; None when the process is gone or unreadable (0 for a
-/// process whose parent is outside its pid namespace, and for pid 1).
+/// The parent's pid (Linux: field 4 of `/proc/<pid>/stat`); None when the process is gone
+/// or unreadable (0 for a process whose parent is outside its pid namespace, and for pid 1).
 pub fn parent_of(pid: u32) -> Option<u32> {
     read_stat(pid).ok().flatten().map(|s| s.ppid)
 }
 
-/// `/proc/<pid>/comm` without its newline (the kernel keeps its first 15 bytes).
+/// The command name as the OS keeps it (Linux: `/proc/<pid>/comm` without its newline, the
+/// kernel keeping its first 15 bytes).
 pub fn command_name(pid: u32) -> Option<String> {
-    let bytes = read_proc(pid, "comm").ok()??;
-    Some(String::from_utf8_lossy(&bytes).trim_end_matches('\n').to_string())
+    This::command_name(pid)
 }
 
 /// Whether `comm` is one of [`SHELLS`].
@@ -493,6 +444,45 @@ pub fn spawn_detached(
     Ok(id)
 }
 
+/// Whether any process holds `pid` (`kill(pid, 0)`): true while it runs or waits to be
+/// reaped, and when it runs as another user (`EPERM`); false when no process has the pid,
+/// and for a number beyond the OS's pid range. Says nothing of which process it is: see
+/// [`liveness`] for that.
+pub fn pid_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: kill with signal 0 only checks whether the pid exists.
+    (unsafe { libc::kill(pid, 0) }) == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// This process's effective user id, the one the kernel checks file access against.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The signal that ended a child, when one did (None when it exited with a code).
+pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
+    status.signal()
+}
+
+/// Ends this process at once with `SIGKILL`, as a kill from outside would: no destructor,
+/// no buffered output flushed, no exit code of its own.
+pub fn kill_this_process() {
+    // SAFETY: kill and getpid have no preconditions; this ends the process at once.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+}
+
+/// Ignores `SIGTERM` from here on, so this process finishes what it is doing when told to
+/// stop. Only for work that is bounded in time (a hook's append).
+pub fn ignore_sigterm() {
+    // SAFETY: signal(2) with SIG_IGN installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,26 +567,6 @@ mod tests {
         // The kernel keeps 15 bytes of a name; a longer entry could never match.
         assert!(SHELLS.iter().all(|s| !s.is_empty() && s.len() <= 15));
         assert!(is_shell("bash") && is_shell("sudo") && !is_shell("node") && !is_shell("bash "));
-    }
-
-    #[test]
-    fn stat_parses_a_name_with_spaces_and_parentheses() {
-        let line = "4242 (tmux: (a) b) S 17 4242 4240 34816 4242 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1 2 3\n";
-        let s = parse_stat(line).unwrap();
-        assert_eq!(s, Stat { comm: "tmux: (a) b".into(), state: 'S', ppid: 17, start_ticks: 987654 });
-        assert!(!s.exited());
-        let zombie = line.replace(") S ", ") Z ");
-        assert!(parse_stat(&zombie).unwrap().exited());
-    }
-
-    #[test]
-    fn stat_refuses_what_linux_does_not_write() {
-        assert_eq!(parse_stat(""), None);
-        assert_eq!(parse_stat("4242 (x) S 17 4242 4240"), None);
-        assert_eq!(parse_stat("4242 x S 17 4242 4240 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5"), None);
-        assert_eq!(parse_stat("4242 (x) SS 17 4242 4240 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5"), None);
-        assert_eq!(parse_stat("4242 (x) S 17 4242 4240 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 -5"), None);
-        assert!(parse_stat("4242 (x) S 17 4242 4240 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5").is_some());
     }
 
     #[test]

@@ -20,8 +20,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("pure loop", &["phased"]),
     ("folds", &["fold"]),
     ("store and the world's readers", &["store", "places", "owed"]),
-    ("commands", &["command"]),
     ("host adapter", &["host"]),
+    ("commands", &["command"]),
     ("hooks", &["hook"]),
     ("CLI", &["cli"]),
 ];

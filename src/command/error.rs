@@ -20,6 +20,9 @@ pub enum CommandError {
     Repair(#[from] RepairError),
     #[error(transparent)]
     Clock(#[from] BadTestNow),
+    /// Writing what the command streams to its caller failed (a closed pipe, a full disk).
+    #[error(transparent)]
+    Output(std::io::Error),
     /// The work failed for a reason the person cannot fix by changing the request.
     #[error("{0}")]
     Failed(String),
@@ -41,7 +44,7 @@ impl CommandError {
             CommandError::Journal(j) => journal_blame(j),
             // As the CLI has always answered: a repair that could not run is the person's to look at.
             CommandError::Repair(_) => Blame::Refused,
-            CommandError::Failed(_) => Blame::Failed,
+            CommandError::Output(_) | CommandError::Failed(_) => Blame::Failed,
         }
     }
 }

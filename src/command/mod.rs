@@ -5,7 +5,9 @@
 //! - [`error`]: the one error type, and whether the person can fix what stopped the work.
 //! - [`away`]: `abcd mode` and `abcd decide`: the away record in the repository journal.
 //! - [`checklist`]: `abcd checklist` add, set, show and render.
+//! - [`init`]: `abcd init`: the repository managed and the hooks installed.
 //! - [`journal`]: `abcd journal repair` and `checkpoint`.
+//! - [`replay`]: `abcd replay`, the audit and its checks of every cache.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
 //!   collecting replies, resuming after a crash.
@@ -13,8 +15,10 @@
 pub mod away;
 pub mod checklist;
 pub mod error;
+pub mod init;
 pub mod journal;
 pub mod launch;
 pub mod loop_driver;
+pub mod replay;
 
 pub use error::{Blame, CommandError};

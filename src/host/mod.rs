@@ -4,6 +4,7 @@
 //! Code's output JSON. A second host (Codex's hooks are close) is a second module here.
 
 pub mod claude;
+pub mod claude_settings;
 
 use std::path::PathBuf;
 

@@ -1734,7 +1734,7 @@ fn session_context(stdout: &[u8], who: &str) -> String {
 fn check_session_start(stdout: &[u8], stderr: &[u8]) {
     assert!(stderr.is_empty(), "abcd hook session-start warned: {}", String::from_utf8_lossy(stderr));
     let context = session_context(stdout, "abcd hook session-start");
-    assert!(context.starts_with(abcd::hook::CONTEXT_HEADER), "the context starts with the checklist header: {context}");
+    assert!(context.starts_with(abcd::command::hook::CONTEXT_HEADER), "the context starts with the checklist header: {context}");
     assert!(
         context.contains(&format!("abcd checklist: {LIST_ITEMS} open, 0 recently done")),
         "every item is open in the context: {context}"
@@ -2248,7 +2248,7 @@ fn bench_stop(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
             .env("PATH", &path)
             .env_remove("ABCD_GH")
             .envs(STOP_GIT_ENV)
-            .env(abcd::hook::stop::BLOCK_CAP_VAR, "0");
+            .env(abcd::command::hook::stop::BLOCK_CAP_VAR, "0");
     };
     let (present_payload, away_payload) = (stop_payload(&present, false), stop_payload(&away, true));
     let seen = std::cell::Cell::new(0usize);

@@ -13,7 +13,6 @@ pub mod cron;
 pub mod event;
 pub mod fold;
 pub mod git;
-pub mod hook;
 pub mod host;
 pub mod journal;
 pub mod ledger;

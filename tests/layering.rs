@@ -21,8 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("folds", &["fold"]),
     ("store and the world's readers", &["store", "places", "owed"]),
     ("host adapter", &["host"]),
-    ("commands", &["command"]),
-    ("hooks", &["hook"]),
+    ("commands (the hooks' logic is one)", &["command"]),
     ("CLI", &["cli"]),
 ];
 

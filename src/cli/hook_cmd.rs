@@ -23,7 +23,7 @@ pub fn run(event: HookEvent) -> i32 {
         }
         let payload = read_payload()?;
         let request = claude::parse(event, &payload).map_err(|e| e.to_string())?;
-        crate::hook::handle(&request, started).map_err(|e| e.to_string())
+        crate::command::hook::handle(&request, started).map_err(|e| e.to_string())
     });
     let name = event.cli_name();
     match outcome {

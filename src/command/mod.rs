@@ -5,6 +5,8 @@
 //! - [`error`]: the one error type, and whether the person can fix what stopped the work.
 //! - [`away`]: `abcd mode` and `abcd decide`: the away record in the repository journal.
 //! - [`checklist`]: `abcd checklist` add, set, show and render.
+//! - [`hook`]: `abcd hook <event>`: each Claude Code hook's logic over host-neutral
+//!   requests and replies (the host adapter, `host`, speaks the host's JSON).
 //! - [`init`]: `abcd init`: the repository managed and the hooks installed.
 //! - [`journal`]: `abcd journal repair` and `checkpoint`.
 //! - [`replay`]: `abcd replay`, the audit and its checks of every cache.
@@ -15,6 +17,7 @@
 pub mod away;
 pub mod checklist;
 pub mod error;
+pub mod hook;
 pub mod init;
 pub mod journal;
 pub mod launch;

@@ -164,6 +164,31 @@ pub struct AppendNotes {
     pub created: bool,
 }
 
+/// The writer lock of one journal, held until dropped. It borrows the journal it locks,
+/// so the steps it allows run against that journal only.
+pub struct WriterLock<'j> {
+    journal: &'j Journal,
+    _held: JournalLock,
+}
+
+impl WriterLock<'_> {
+    /// Opens (or creates) the journal, makes its tail safe to chain onto, and returns the
+    /// file, its head and its id.
+    pub fn open_for_append(
+        &self,
+        create: Option<&Scope>,
+        notes: &mut AppendNotes,
+    ) -> Result<(Arc<dyn StorageFile>, Head, String), JournalError> {
+        self.journal.open_for_append(create, notes)
+    }
+
+    /// Writes the batch after `head` (the tail [`Self::open_for_append`] made safe) and
+    /// syncs it.
+    pub fn append(&self, file: &dyn StorageFile, head: Head, journal_id: &str, events: &[NewEvent]) -> Result<Vec<Appended>, JournalError> {
+        self.journal.append_locked(file, head, journal_id, events)
+    }
+}
+
 impl Journal {
     pub fn new(storage: SharedStorage, paths: JournalPaths, anchors: Option<AnchorStore>) -> Journal {
         Journal { storage, paths, anchors, lock_wait: LOCK_WAIT, known_tail: Mutex::new(None), kept: Mutex::new(KeptFiles::default()) }
@@ -231,8 +256,11 @@ impl Journal {
         Ok(self.append_batch(std::slice::from_ref(&event), create)?.0[0])
     }
 
-    pub(crate) fn lock(&self) -> Result<JournalLock, JournalError> {
-        self.lock_with(None)
+    /// Takes the writer lock. The guard is the only way to the append steps
+    /// ([`WriterLock::open_for_append`], [`WriterLock::append`]), so "the lock is held" is
+    /// a value the compiler checks, not a comment.
+    pub fn lock(&self) -> Result<WriterLock<'_>, JournalError> {
+        Ok(WriterLock { journal: self, _held: self.lock_with(None)? })
     }
 
     fn lock_with(&self, mut kept: Option<&mut Option<KeptLockFile>>) -> Result<JournalLock, JournalError> {
@@ -256,7 +284,7 @@ impl Journal {
 
     /// With the lock held: opens (or creates) the journal, makes its tail safe to chain
     /// onto, and returns the file, its head and its id.
-    pub(crate) fn open_for_append(
+    fn open_for_append(
         &self,
         create: Option<&Scope>,
         notes: &mut AppendNotes,
@@ -514,7 +542,7 @@ impl Journal {
     }
 
     /// With the lock held and the tail made safe: writes the batch and syncs it.
-    pub(crate) fn append_locked(
+    fn append_locked(
         &self,
         file: &dyn StorageFile,
         head: Head,

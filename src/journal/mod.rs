@@ -66,5 +66,5 @@ pub(crate) mod sync {
     }
 }
 
-pub use append::{Appended, Journal, JournalError, JournalPaths};
+pub use append::{Appended, Journal, JournalError, JournalPaths, WriterLock};
 pub use format::{Actor, Event, Hash, NewEvent};

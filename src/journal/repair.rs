@@ -42,7 +42,7 @@ pub enum RepairError {
 }
 
 pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcome, RepairError> {
-    let _lock = journal.lock()?;
+    let lock = journal.lock()?;
     let storage = journal.storage().clone();
     let paths = journal.paths().clone();
     let path = &paths.journal;
@@ -87,7 +87,7 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
                 anchor_hash: None,
                 problem: format!("seq {} at byte {}: {}", c.seq, c.offset, c.problem),
             };
-            let repaired = journal.append_locked(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
+            let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
             Ok(RepairOutcome::CorruptionQuarantined { quarantine: q.path, bytes: len, lines: q.lines, repaired })
         }
         Verdict::TornTail(t) => {
@@ -113,7 +113,7 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
                 anchor_hash: anchor.map(|a| a.hash.to_hex()),
                 problem: detail.clone(),
             };
-            let repaired = journal.append_locked(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
+            let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
             if let Some(anchors) = journal.anchors() {
                 let _ = anchors.set_id_at_path(&*storage, path, &genesis.journal_id);
             }

@@ -242,7 +242,7 @@ impl Store {
     ) -> Result<Written<T>, JournalError> {
         let lock = self.journal.lock()?;
         let mut notes = AppendNotes::default();
-        let (file, head, journal_id) = self.journal.open_for_append(create, &mut notes)?;
+        let (file, head, journal_id) = lock.open_for_append(create, &mut notes)?;
         let before = self.state_at(file.as_ref(), head, journal_id.clone())?;
         if let Some(c) = before.degraded {
             return Err(JournalError::Corrupt { path: self.journal.paths().journal.clone(), corruption: c });
@@ -252,7 +252,7 @@ impl Store {
         if events.is_empty() {
             return Ok(Written { appended: Vec::new(), outcome, after: Ok(before) });
         }
-        let appended = self.journal.append_locked(file.as_ref(), head, &journal_id, &events)?;
+        let appended = lock.append(file.as_ref(), head, &journal_id, &events)?;
         // Fold just the lines this append wrote onto the state it decided from: the
         // journal is still locked, so nothing else came in between.
         let after = fold_from(file.as_ref(), before.state, StartPoint { after: Some(head) }, before.base, journal_id)

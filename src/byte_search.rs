@@ -2,8 +2,8 @@
 //!
 //! `memchr`'s top-level functions pick AVX2 or SSE2 at their first call, through the
 //! standard library's feature detection, which runs `cpuid` about ten times. In the
-//! virtual machines agents run in, every `cpuid` traps to the hypervisor: 5 µs each here
-//! (2026-11-30), some 45 µs of every `abcd` process, hooks included. SSE2 is part of
+//! virtual machines agents run in, every `cpuid` traps to the hypervisor, a cost every `abcd`
+//! process (every hook) would pay (docs/decisions.md, "Measurements"). SSE2 is part of
 //! x86_64 itself, so its searcher needs no detection; substrings use the Two-Way searcher
 //! (linear time, no SIMD). The lines and values searched are short, where the wider
 //! vectors gain nothing measurable. `clippy.toml` refuses the detecting functions.

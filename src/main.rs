@@ -2,8 +2,7 @@
 //!
 //! It starts from C's `main`, not through Rust's runtime start. That start asks glibc for
 //! the main thread's stack bounds, which reads and parses `/proc/self/maps`, to place a
-//! guard handler: 77–80 µs of every process here (timed on copies of the binary), and a
-//! hook is a process per call
+//! guard handler, a cost every process pays, and a hook is a process per call
 //! (docs/decisions.md, "Process start"). What the runtime start did that abcd relies on is
 //! done here: standard streams that are closed get `/dev/null`, `SIGPIPE` is ignored, a
 //! panic exits 101, and `std::process::exit` flushes stdout. What is given up: a stack

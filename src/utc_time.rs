@@ -41,7 +41,7 @@ pub fn parse_utc(text: &str) -> Option<(Timestamp, Option<usize>)> {
 /// `None` outside years 0000–9999, which four digits cannot hold.
 pub fn format_utc_millis(t: Timestamp) -> Option<String> {
     // Floored, as `strftime`'s `%3f` cuts the fraction: `as_millisecond` rounds toward
-    // zero, which differs before 1970 (found by review).
+    // zero, which differs before 1970.
     let ms = i64::try_from(t.as_nanosecond().div_euclid(1_000_000)).ok()?;
     let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
     let (year, month, day) = civil_from_days(days);
@@ -191,7 +191,7 @@ mod tests {
             format_utc_millis(t) == Some(t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string())
         }
         QuickCheck::new().tests(20_000).quickcheck(same as fn(i64) -> bool);
-        // With a part below the millisecond, on both sides of 1970 (found by review).
+        // With a part below the millisecond, on both sides of 1970.
         fn same_with_nanos(ms: i64, sub: u32) -> bool {
             let whole = four_digit_year_instant(ms);
             match whole.checked_add(jiff::SignedDuration::from_nanos(i64::from(sub % 1_000_000))) {

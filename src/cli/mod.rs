@@ -164,9 +164,9 @@ fn new_event(kind: &str, data: serde_json::Value) -> crate::journal::NewEvent {
 /// Runs the CLI and returns the exit code.
 pub fn main() -> i32 {
     // The host runs `abcd hook <event>` on every prompt, tool call and stop. That exact
-    // form skips clap, whose parse took about 0.3 ms here (it builds the definition of
-    // every subcommand), a tenth of the session-start hook's whole time. Anything else,
-    // `abcd hook --help` included, goes through clap.
+    // form skips clap, whose parse builds the definition of every subcommand, a tenth of
+    // the session-start hook's whole time. Anything else, `abcd hook --help` included,
+    // goes through clap.
     if let Some(event) = plain_hook_call(std::env::args_os()) {
         return hook_cmd::run(event);
     }
@@ -208,8 +208,7 @@ fn finish(result: anyhow::Result<i32>) -> i32 {
 }
 
 /// `abcd checklist ...` parsed with only the `checklist` subcommand's definition: clap's
-/// full parse builds every subcommand's first (0.17 ms of a 1.9 ms `checklist add` in a timing loop here),
-/// and agents run these verbs often. `None` for any other command line, and for any the
+/// full parse builds every subcommand's first, and agents run these verbs often. `None` for any other command line, and for any the
 /// checklist parse refuses or answers itself (`--help`, a usage error): the full parse
 /// then runs and speaks, so help and errors read as they always do. The plainest add
 /// skips clap altogether (`checklist_cmd::plain_add`). A test pins that the parses agree.

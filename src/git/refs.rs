@@ -1,8 +1,8 @@
 //! Reads a repository's default branch from git's own files, without starting git.
 //!
 //! The resume listing needs, for every lane, the commit its base would be measured against.
-//! A git child costs 2–3 ms of wall time on these machines and a file read microseconds,
-//! so the listing reads the files-backend refs (gitrepository-layout(5): loose ref files,
+//! A git child costs milliseconds of wall time and a file read microseconds, so the
+//! listing reads the files-backend refs (gitrepository-layout(5): loose ref files,
 //! then `packed-refs`) itself. Whatever it does not fully understand — a reftable
 //! repository, a ref file of another shape, a symref chain too deep — answers
 //! [`RefAnswer::Unsure`], and the caller asks git as before. It never guesses.

@@ -27,9 +27,8 @@
 //! virtual CPU, several microseconds each, and a batch of sixteen paid sixteen of them
 //! before the next batch could fill. A thread that yields is
 //! found running, and is told without a wake-up. It costs CPU time: a yield gives way to
-//! the process's other runnable threads, but the scheduler hardly lets other processes in
-//! (review measured 1.99 CPUs busy with sixteen threads, 0.37 without yielding). Measured in
-//! docs/benchmarks.md (benchmark 3) and docs/decisions.md.
+//! the process's other runnable threads, but the scheduler hardly lets other processes in.
+//! The figures behind both are in docs/benchmarks.md (benchmark 3) and docs/decisions.md.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,9 +42,7 @@ pub const GROUP_QUEUE_MAX: usize = 4096;
 /// A thread waiting for its result, or a leader waiting for its batch to fill, yields the
 /// CPU in a loop for at most this long before it sleeps, and only while the last write took
 /// no longer (past that a sleep's wake-up is small next to the wait) and the last batch held
-/// more threads than there are CPUs (`yielding_from`). Benchmark 3 on this
-/// 2-CPU machine's fast disk (three alternating runs each): no yielding 5.9–7.1x, waiters
-/// yielding for 500 µs 7.3–8.5x, and the gathering leader too 7.8–8.9x.
+/// more threads than there are CPUs (`yielding_from`).
 pub const SPIN_WAIT_MAX: Duration = Duration::from_micros(500);
 
 pub struct GroupCommit<Req, Out, Err> {
@@ -115,7 +112,7 @@ type Delivery<Out, Err> = (Arc<Slot<Out, Err>>, Result<Out, Err>);
 /// machine; sixteen of them in a row were most of the time the next batch spent gathering,
 /// while a tree takes about log2(16) rounds, run on every CPU at once. A yielding thread
 /// needs no wake-up, and passing its result down a tree would make it wait for other
-/// threads' turns on the CPU (benchmark 3: 7.9–8.2x told at once, 7.4–7.8x by the tree).
+/// threads' turns on the CPU.
 fn deliver<Out, Err>(list: Vec<Delivery<Out, Err>>) {
     let mut list: Vec<Delivery<Out, Err>> =
         list.into_iter().filter_map(|(slot, out)| slot.tell_if_awake(out).map(|out| (slot, out))).collect();

@@ -57,7 +57,7 @@ impl JournalLock {
         if let Some(k) = kept.take() {
             wait_for(&k.file, path, wait)?;
             // A stat of the path, after locking: a link count would miss a lock file
-            // moved aside (found by review), and a check before locking could be raced.
+            // moved aside, and a check before locking could be raced.
             if std::fs::symlink_metadata(path).map(|m| platform::fs::inode(&m)).is_ok_and(|i| (i.dev, i.ino) == k.id) {
                 let lock = JournalLock { file: k.file.clone() };
                 *kept = Some(k);

@@ -136,8 +136,7 @@ struct LineReader<'f> {
 impl<'f> LineReader<'f> {
     fn new(file: &'f dyn StorageFile, file_len: u64, from: u64) -> Self {
         // No bigger than what is left to read: a reader of the last few lines (a projection
-        // behind by some events) would otherwise fault in 64 pages of buffer: the fold after
-        // an append took 62 µs instead of 18 in a `checklist add` (an instrumented build).
+        // behind by some events) would otherwise fault in 64 pages of buffer on every read.
         let size = file_len.saturating_sub(from).min(SCAN_BUFFER_BYTES as u64) as usize;
         LineReader { file, file_len, buf: vec![0; size], buf_offset: from, start: 0, end: 0, line: Vec::new() }
     }

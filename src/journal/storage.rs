@@ -315,9 +315,9 @@ pub fn write_atomic(storage: &dyn Storage, path: &Path, bytes: &[u8], durable: b
 /// Replaces a cache file (a projection; never synced) atomically, as `write_atomic` does
 /// without `durable`, but reusing the replaced version's file instead of freeing it.
 ///
-/// Why: on a file system mounted with `discard` (these machines), freeing a file's blocks
-/// sends a discard to the device before the call returns, and a rename over a projection
-/// took 0.15–0.5 ms, most of `abcd checklist add`'s own time. Here the new version is
+/// Why: on a file system mounted with `discard`, freeing a file's blocks sends a discard to
+/// the device before the call returns, so a rename over a projection costs most of
+/// `abcd checklist add`'s own time. Here the new version is
 /// written into `.<name>.spare` (the version before last, claimed with a lock taken
 /// without waiting: see `write_into_spare`) and swapped in with `RENAME_EXCHANGE`, which
 /// leaves the replaced version under the spare's name for the next call: one rename per

@@ -60,15 +60,14 @@ pub struct CurrentState {
 pub struct Store {
     journal: Journal,
     /// The `checklist.json` bytes this store last wrote, with the head they show:
-    /// `checklist.last-good.json` is the same file, so a checklist write renders it once
-    /// (a 21-item `checklist add` took 1.64 ms instead of 1.69 in a timing loop here).
+    /// `checklist.last-good.json` is the same file, so a checklist write renders it once.
     last_view: std::sync::Mutex<Option<(Head, Vec<u8>)>>,
 }
 
 /// In a working copy journal, events that cannot change the checklist view (a session
 /// start, a compaction, a judged stop, a branch, the ledger's) leave `state.json` and
 /// `checklist.json` behind by at most this many events: a hook then pays for its durable
-/// line only, not for two files renamed over (0.1–4 ms each on these disks). A checklist
+/// line only, not for two files renamed over (milliseconds each on a slow disk). A checklist
 /// event rewrites `checklist.json` (the view shows every checklist event at once) and
 /// leaves `state.json` behind in the same way. Readers fold the tail forward
 /// (`state.json`), or check it holds no checklist event (`checklist.json`); the next append

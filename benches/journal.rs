@@ -40,12 +40,20 @@
 //!    context. The history is built through the store (projections and checkpoints as the
 //!    CLI leaves them), so the listing reads `state.json`; each lane's worktree is its working
 //!    copy's root, so the listing runs git per lane.
+//! 10. `abcd resume --json` and `abcd loop drive` (the release binary) in a working copy
+//!     whose journal holds a paused loop plus 100,000 other events vs one with 1,000 (each
+//!     with a home store of its own), alternating; `abcd --version` as the floor (the same
+//!     process doing nothing). The loop is started by `abcd loop start` with two scripted
+//!     agents and pauses after one review round (`phase_not_converged`), so `loop drive`
+//!     reads the record, claims the run (one durable `run.driver_claimed`), reads the record
+//!     again and exits; `resume` lists the loop's run with its record.
 //!
 //! `cargo bench --bench journal` runs the full sizes. Run without `--bench` (as
 //! `cargo test --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises
 //! every path. `ABCD_BENCH_EVENTS` overrides the large journal's size in both modes
 //! (benchmarks 2 and 4), `ABCD_BENCH_LIST_EVENTS` the large checklist journal's
-//! (benchmarks 6 and 7); `ABCD_BENCH_ONLY=1,3` runs only the benchmarks named (for
+//! (benchmarks 6 and 7), `ABCD_BENCH_LOOP_EVENTS` the large loop working copy's (benchmark
+//! 10); `ABCD_BENCH_ONLY=1,3` runs only the benchmarks named (for
 //! profiling one of them; `ABCD_BENCH_ONLY=8 cargo bench --bench journal` runs only the stop
 //! hook's, `ABCD_BENCH_ONLY=9` only the resume listing's); `ABCD_BENCH_KEEP=1` keeps the temp
 //! dir, with the working copies and home stores built in it, for profiling by hand.
@@ -81,6 +89,7 @@ use abcd::store::{StateBase, Store};
 
 const EVENTS_ENV: &str = "ABCD_BENCH_EVENTS";
 const LIST_EVENTS_ENV: &str = "ABCD_BENCH_LIST_EVENTS";
+const LOOP_EVENTS_ENV: &str = "ABCD_BENCH_LOOP_EVENTS";
 const ONLY_ENV: &str = "ABCD_BENCH_ONLY";
 /// Set (to anything) to keep the temp dir and everything built in it, for profiling.
 const KEEP_ENV: &str = "ABCD_BENCH_KEEP";
@@ -153,6 +162,12 @@ struct Config {
     resume_launches: u64,
     resume_rounds: usize,
     resume_ops: usize,
+    /// Benchmark 10: the other events of the large and the small working copy; rounds, and
+    /// runs of each contender per round.
+    loop_large: u64,
+    loop_small: u64,
+    loop_rounds: usize,
+    loop_ops: usize,
 }
 
 impl Config {
@@ -174,6 +189,13 @@ impl Config {
             Err(_) => default_list_large,
         };
         assert!(list_large >= LIST_SMALL_EVENTS, "{LIST_EVENTS_ENV} must be at least {LIST_SMALL_EVENTS}");
+        let loop_small = if full { LOOP_SMALL_EVENTS } else { LOOP_SMOKE_SMALL_EVENTS };
+        let loop_large = match std::env::var(LOOP_EVENTS_ENV) {
+            Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("{LOOP_EVENTS_ENV}={v:?} is not a number of events")),
+            Err(_) if full => 100_000,
+            Err(_) => 1_200,
+        };
+        assert!(loop_large > loop_small, "{LOOP_EVENTS_ENV} must be more than {loop_small}");
         if full {
             Config {
                 full,
@@ -205,6 +227,10 @@ impl Config {
                 resume_launches: 250,
                 resume_rounds: 21,
                 resume_ops: 2,
+                loop_large,
+                loop_small,
+                loop_rounds: 21,
+                loop_ops: 3,
             }
         } else {
             Config {
@@ -237,6 +263,10 @@ impl Config {
                 resume_launches: 5,
                 resume_rounds: 1,
                 resume_ops: 2,
+                loop_large,
+                loop_small,
+                loop_rounds: 1,
+                loop_ops: 2,
             }
         }
     }
@@ -359,13 +389,20 @@ fn main() {
         rows.extend(resume_rows);
         notes.push(note);
     }
+    if cfg.runs(10) {
+        // Its journals are verified inside, against the home stores of their own.
+        let (loop_rows, note) = bench_loop(&cfg, &dir);
+        rows.extend(loop_rows);
+        notes.push(note);
+    }
 
     // Everything appended above must have left valid journals behind.
     for path in &journals {
         verify_clean(path, &home);
     }
 
-    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    // By benchmark number, then name: 10a comes after 9c.
+    rows.sort_by(|a, b| (bench_number(&a.name), &a.name).cmp(&(bench_number(&b.name), &b.name)));
     println!();
     println!("| benchmark | contenders (median per round) | ratio (median of per-round ratios; min..max) | target | result |");
     println!("|---|---|---|---|---|");
@@ -434,6 +471,11 @@ impl Row {
             result
         )
     }
+}
+
+/// The number a row's name starts with.
+fn bench_number(name: &str) -> u32 {
+    name.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(u32::MAX)
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -2850,6 +2892,249 @@ fn bench_resume(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
             contenders: format!("`git rev-parse -q --verify HEAD` {} vs `{}` {}", ms(g), true_bin.display(), ms(tr)),
             ratio_label: "git/true latency".into(),
             ratios: take(3),
+            target: Target::Context,
+        },
+    ];
+    (rows, note)
+}
+
+// ----------------------------------------------------------------------------------------
+// 10. `abcd resume --json` and `abcd loop drive` with a loop, 100,000 vs 1,000 other events
+
+/// The small loop working copy's other events (full run; the large one's are
+/// `ABCD_BENCH_LOOP_EVENTS`, 100,000 by default).
+const LOOP_SMALL_EVENTS: u64 = 1_000;
+/// The same, in smoke mode.
+const LOOP_SMOKE_SMALL_EVENTS: u64 = 200;
+/// The loop's run name.
+const LOOP_RUN: &str = "bench-loop";
+/// What the scripted agents reply: work from the implementer, no stop signal from the
+/// reviewer, so with `--max-rounds 1` the loop pauses after its first review.
+const LOOP_IMPLEMENTER_REPLY: &str = "did phase 1";
+const LOOP_REVIEWER_REPLY: &str = "not yet: the tests are missing";
+
+/// A scripted agent that ignores its prompt and prints `reply`.
+fn loop_agent(path: &Path, reply: &str) {
+    std::fs::write(path, format!("#!/bin/sh\necho '{reply}'\n")).expect("writing a scripted agent");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("making the agent executable");
+}
+
+/// `abcd <args>` in working copy `root` with home store `home`, as benchmark 10 runs it.
+fn loop_cmd(root: &Path, home: &Path, args: &[&str]) -> Command {
+    let mut cmd = abcd_cmd(root, home, args);
+    cmd.envs(STOP_GIT_ENV);
+    cmd
+}
+
+/// `abcd loop status RUN --json`: the loop is paused after one review round, 2 turns.
+fn check_loop_paused(root: &Path, home: &Path) {
+    let (_, out) = timed_output(&mut loop_cmd(root, home, &["loop", "status", LOOP_RUN, "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("loop status --json prints JSON");
+    let r = &v["record"];
+    assert_eq!(
+        (r["state"].as_str(), r["paused_reason"].as_str(), r["turns"].as_u64()),
+        (Some("paused"), Some("phase_not_converged"), Some(2)),
+        "the loop is paused after one review round: {v}"
+    );
+}
+
+/// `abcd resume --json` output: exactly the loop's run, with its record's listing.
+fn check_loop_resume(stdout: &[u8], stderr: &[u8]) {
+    assert!(stderr.is_empty(), "abcd resume warned: {}", String::from_utf8_lossy(stderr));
+    let v: serde_json::Value = serde_json::from_slice(stdout).expect("abcd resume --json prints JSON");
+    assert_eq!(v["schema"], "abcd/resume/v1", "{v}");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "the loop's run alone: {v}");
+    let l = &runs[0]["loop"];
+    assert_eq!(runs[0]["run"], LOOP_RUN, "{v}");
+    assert_eq!(
+        (l["state"].as_str(), l["paused_reason"].as_str(), l["turns"].as_u64()),
+        (Some("paused"), Some("phase_not_converged"), Some(2)),
+        "the listing carries the loop's record: {v}"
+    );
+}
+
+/// `abcd loop drive RUN` output on the paused loop: it says so and exits 0 (checked by
+/// `timed_output`).
+fn check_loop_drive(stdout: &[u8], stderr: &[u8]) {
+    let text = String::from_utf8_lossy(stdout);
+    assert!(text.contains("PAUSED: phase 1 did not converge in 1 rounds"), "abcd loop drive printed {text}");
+    assert!(stderr.is_empty(), "abcd loop drive warned: {}", String::from_utf8_lossy(stderr));
+}
+
+/// One of benchmark 10's working copies: benchmark 9's kind of git working copy with its
+/// own home store, the loop started and paused by the real `abcd loop start`, then `other`
+/// checklist events through the store (50 items added, then changed round robin, in
+/// batches of 500, as benchmark 6 builds them). Returns the root, the home and the events.
+fn loop_working_copy(dir: &Path, name: &str, other: u64) -> (PathBuf, PathBuf, u64) {
+    let home = dir.join(format!("{name}-home"));
+    std::fs::create_dir(&home).expect("creating a home store");
+    let root = resume_working_copy(dir, &home, name);
+    let (implementer, reviewer) = (dir.join("loop-implementer"), dir.join("loop-reviewer"));
+    if !implementer.exists() {
+        loop_agent(&implementer, LOOP_IMPLEMENTER_REPLY);
+        loop_agent(&reviewer, LOOP_REVIEWER_REPLY);
+    }
+    let imp = format!("{} {{prompt}}", implementer.display());
+    let rev = format!("{} {{prompt}}", reviewer.display());
+    let args = ["loop", "start", "--run", LOOP_RUN, "--max-rounds", "1", "--implementer", &imp, "--reviewer", &rev];
+    let (_, out) = timed_output(&mut loop_cmd(&root, &home, &args));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("did not converge in 1 rounds: paused"), "abcd loop start: {text}");
+    check_loop_paused(&root, &home);
+    let (store, scope) = wc_store(&root, &home);
+    let adds: Vec<NewEvent> = (0..LIST_ITEMS.min(other)).map(|i| item_added(&list_item_title(i))).collect();
+    let mut head = store_append(&store, &scope, &adds);
+    let mut written = adds.len() as u64;
+    let mut change = 0u64;
+    while written < other {
+        let batch: Vec<NewEvent> = (0..LIST_BUILD_BATCH.min(other - written))
+            .map(|_| {
+                change += 1;
+                item_changed(change % LIST_ITEMS, change / LIST_ITEMS)
+            })
+            .collect();
+        written += batch.len() as u64;
+        head = store_append(&store, &scope, &batch);
+    }
+    check_loop_paused(&root, &home);
+    (root, home, head + 1)
+}
+
+fn bench_loop(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
+    let t = Instant::now();
+    let (large, large_home, large_events) = loop_working_copy(dir, "loop-large", cfg.loop_large);
+    let build_secs = t.elapsed().as_secs_f64();
+    let (small, small_home, small_events) = loop_working_copy(dir, "loop-small", cfg.loop_small);
+    let large_bytes = std::fs::metadata(wc_journal(&large)).expect("stat").len();
+    println!(
+        "built benchmark 10's working copies: a paused loop plus {} other events ({large_events} events, {:.1} MiB of journal) in {build_secs:.1} s, and plus {} ({small_events} events)",
+        cfg.loop_large,
+        large_bytes as f64 / 1048576.0,
+        cfg.loop_small,
+    );
+
+    // For context: what reading the loop by folding the whole large journal costs, here.
+    let (store, _) = wc_store(&large, &large_home);
+    let current = store.current_state().expect("the large working copy's state");
+    let file = RealDisk.open_read(&wc_journal(&large)).expect("opening the journal");
+    let t = Instant::now();
+    let genesis = abcd::store::fold_from(
+        file.as_ref(),
+        abcd::fold::FoldedState::default(),
+        scan::StartPoint::GENESIS,
+        StateBase::Genesis,
+        current.journal_id.clone(),
+    )
+    .expect("folding from genesis");
+    let genesis_secs = t.elapsed().as_secs_f64();
+    assert_eq!(genesis.head, current.head, "the fold from genesis reaches the same head");
+    drop((store, file));
+
+    let resume = |root: &Path, home: &Path| {
+        let (secs, out) = timed_output(&mut loop_cmd(root, home, &["resume", "--json"]));
+        check_loop_resume(&out.stdout, &out.stderr);
+        secs
+    };
+    let drive = |root: &Path, home: &Path| {
+        let (secs, out) = timed_output(&mut loop_cmd(root, home, &["loop", "drive", LOOP_RUN]));
+        check_loop_drive(&out.stdout, &out.stderr);
+        secs
+    };
+    let version = || {
+        let (secs, out) = timed_output(&mut loop_cmd(&small, &small_home, &["--version"]));
+        assert!(out.stdout.starts_with(b"abcd "), "abcd --version printed {}", String::from_utf8_lossy(&out.stdout));
+        secs
+    };
+    let drives = std::cell::Cell::new(0u64);
+    let mut contenders: Vec<Contender> = vec![
+        ("resume large", Box::new(|| resume(&large, &large_home))),
+        ("resume small", Box::new(|| resume(&small, &small_home))),
+        (
+            "drive large",
+            Box::new(|| {
+                drives.set(drives.get() + 1);
+                drive(&large, &large_home)
+            }),
+        ),
+        ("drive small", Box::new(|| drive(&small, &small_home))),
+        ("version", Box::new(version)),
+    ];
+    // Untimed: one run of each, to warm the binaries and the page cache.
+    for (_, run) in contenders.iter_mut() {
+        run();
+    }
+    let n = contenders.len();
+    let mut t = vec![Vec::new(); n];
+    let (mut resume_ratios, mut drive_ratios, mut resume_floor, mut drive_floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..cfg.loop_rounds {
+        let mut turns: Vec<&mut dyn FnMut() -> f64> = contenders.iter_mut().map(|(_, run)| &mut **run as &mut dyn FnMut() -> f64).collect();
+        let m = rotate(round, cfg.loop_ops, &mut turns);
+        for k in 0..n {
+            t[k].push(m[k]);
+        }
+        resume_ratios.push(m[0] / m[1]);
+        drive_ratios.push(m[2] / m[3]);
+        resume_floor.push(m[1] / m[4]);
+        drive_floor.push(m[3] / m[4]);
+    }
+    drop(contenders);
+
+    // Each drive appended its `run.driver_claimed` and nothing else; the loop is still
+    // paused; both journals verify clean.
+    let (store, _) = wc_store(&large, &large_home);
+    assert_eq!(store.current_state().expect("the large state").head.seq + 1, large_events + drives.get(), "one event per drive");
+    check_loop_paused(&large, &large_home);
+    check_loop_paused(&small, &small_home);
+    verify_clean(&wc_journal(&large), &large_home);
+    verify_clean(&wc_journal(&small), &small_home);
+
+    let med = |k: usize| median(&t[k]);
+    let (rl, rs, dl, ds, v) = (med(0), med(1), med(2), med(3), med(4));
+    let note = format!(
+        "benchmark 10: a paused loop plus {} vs {} other events: `abcd resume --json` {} vs {}, `abcd loop drive {LOOP_RUN}` {} vs {}, `abcd --version` {} (medians of round medians; {} rounds x {} runs each, rotating); large/small = resume {:.2}x, drive {:.2}x (median of per-round ratios); folding the large journal's {large_events} events from genesis in this process takes {}",
+        cfg.loop_large,
+        cfg.loop_small,
+        ms(rl),
+        ms(rs),
+        ms(dl),
+        ms(ds),
+        ms(v),
+        cfg.loop_rounds,
+        cfg.loop_ops,
+        median(&resume_ratios),
+        median(&drive_ratios),
+        ms(genesis_secs),
+    );
+    println!("[10] {note}");
+    let (big, little) = (cfg.loop_large, cfg.loop_small);
+    let rows = vec![
+        Row {
+            name: format!("10a. `abcd resume --json` with a paused loop, {big} vs {little} other events"),
+            contenders: format!("{big} events {} vs {little} events {}", ms(rl), ms(rs)),
+            ratio_label: "large/small latency".into(),
+            ratios: resume_ratios,
+            target: Target::AtMost(1.2),
+        },
+        Row {
+            name: format!("10b. `abcd loop drive` of the paused loop, {big} vs {little} other events"),
+            contenders: format!("{big} events {} vs {little} events {}", ms(dl), ms(ds)),
+            ratio_label: "large/small latency".into(),
+            ratios: drive_ratios,
+            target: Target::AtMost(1.2),
+        },
+        Row {
+            name: format!("10c. `abcd resume --json` with the loop, {little} other events, vs `abcd --version` (the floor)"),
+            contenders: format!("`abcd resume --json` {} vs `abcd --version` {}", ms(rs), ms(v)),
+            ratio_label: "resume/version latency".into(),
+            ratios: resume_floor,
+            target: Target::Context,
+        },
+        Row {
+            name: format!("10d. `abcd loop drive` of the paused loop, {little} other events, vs `abcd --version` (the floor)"),
+            contenders: format!("`abcd loop drive` {} vs `abcd --version` {}", ms(ds), ms(v)),
+            ratio_label: "drive/version latency".into(),
+            ratios: drive_floor,
             target: Target::Context,
         },
     ];

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::run_cmd::{self, WorkingCopy};
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, new_event, refuse};
-use crate::command::loop_driver::{self, DriveEnd, Driver, read_loops};
+use crate::command::loop_driver::{self, DriveEnd, Driver};
 use crate::event;
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
 use crate::phased::agent::{self, Reader, ReplyFile};
@@ -372,7 +372,7 @@ fn drive(run: &str, starter: Option<u32>) -> anyhow::Result<i32> {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    let loops = read_loops(wc.store.journal())?;
+    let loops = wc.store.current_state()?.state.loops;
     let Some(record) = loops.loops.get(run) else {
         return refuse(format!("refused: no loop named {} in this working copy; `abcd loop status` lists them", ledger::shown_name(run)));
     };
@@ -406,13 +406,8 @@ fn no_loop(run: &str) -> String {
 
 fn control(run: &str, asked: Control) -> anyhow::Result<i32> {
     let wc = open_here()?;
-    let journal = wc.store.journal();
-    let written = wc.store.append_with(Some(&wc.scope), |_| {
-        let loops = match read_loops(journal) {
-            Ok(l) => l,
-            Err(e) => return (vec![], Err(format!("refused: the journal cannot be read ({e})"))),
-        };
-        let Some(r) = loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
+    let written = wc.store.append_with(Some(&wc.scope), |state| {
+        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
         // A resume after non-convergence is a retry (seed 001 §7).
         let control =
             if asked == Control::Resume && r.paused_reason == Some(PauseReason::PhaseNotConverged) { Control::Retry } else { asked };
@@ -425,7 +420,7 @@ fn control(run: &str, asked: Control) -> anyhow::Result<i32> {
         Err(why) => return refuse(why),
         Ok(c) => c,
     };
-    let record = read_loops(journal)?.loops.remove(run).expect("just recorded");
+    let record = wc.store.current_state()?.state.loops.loops.remove(run).expect("just recorded");
     let done = match control {
         Control::Pause => "paused: no new turn starts (a turn in flight is still collected)",
         Control::Resume => "resumed",
@@ -445,14 +440,9 @@ fn control(run: &str, asked: Control) -> anyhow::Result<i32> {
 
 fn stop(run: &str) -> anyhow::Result<i32> {
     let wc = open_here()?;
-    let journal = wc.store.journal();
     let root = wc.root.display().to_string();
     let written = wc.store.append_with(Some(&wc.scope), |state| {
-        let loops = match read_loops(journal) {
-            Ok(l) => l,
-            Err(e) => return (vec![], Err(format!("refused: the journal cannot be read ({e})"))),
-        };
-        let Some(r) = loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
+        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
         if r.state == RunState::Stopped {
             return (vec![], Err(format!("refused: loop {run} has already stopped ({})", phased::stop_words(r))));
         }
@@ -481,8 +471,8 @@ fn stop(run: &str) -> anyhow::Result<i32> {
 
 fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
     let wc = open_here()?;
-    let loops = read_loops(wc.store.journal())?;
-    let ledger = wc.store.current_state()?.state.ledger;
+    let state = wc.store.current_state()?.state;
+    let (loops, ledger) = (state.loops, state.ledger);
     let chosen: Vec<&LoopRecord> = match run {
         Some(r) => match loops.loops.get(r) {
             Some(rec) => vec![rec],

@@ -12,7 +12,6 @@ use serde_json::json;
 use super::{EXIT_OK, refuse};
 use crate::event::{self, Scope};
 use crate::git::worktree;
-use crate::journal::append::JournalError;
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
 use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside};
@@ -626,9 +625,9 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
     }
 }
 
-fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts, loops: Option<&crate::phased::LoopRecords>) -> RunListing {
+fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts, loops: &crate::phased::LoopRecords) -> RunListing {
     RunListing {
-        loop_record: loops.and_then(|l| crate::phased::resume_listing(name, l)),
+        loop_record: crate::phased::resume_listing(name, loops),
         run: name.to_string(),
         working_copy: run.working_copy.clone(),
         driver: Some(run.driver.clone()),
@@ -654,7 +653,7 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
     }
     // Every journal (while the early git reads run), then git for the worktrees not read
     // yet, then the listing.
-    let mut ledgers: Vec<(LedgerState, Option<crate::phased::LoopRecords>)> = Vec::new();
+    let mut ledgers: Vec<(LedgerState, crate::phased::LoopRecords)> = Vec::new();
     let mut unreadable = Vec::new();
     let mut wanted: Vec<Option<Vec<String>>> = Vec::new();
     let here_root = here.map(|h| h.root.display().to_string());
@@ -664,9 +663,8 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
         }
         let state = open_at(Path::new(root))
             .and_then(|wc| {
-                let current = wc.store.current_state()?;
-                let loops = read_loops_if_any(&wc, &current.state)?;
-                Ok((current.state.ledger, loops))
+                let state = wc.store.current_state()?.state;
+                Ok((state.ledger, state.loops))
             })
             .map_err(|e| format!("its journal cannot be read: {e:#}"));
         match state {
@@ -678,9 +676,9 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
         }
     }
     if let (Some(h), Some(root)) = (here, &here_root) {
-        match h.store.current_state().and_then(|current| Ok((read_loops_if_any(h, &current.state)?, current))) {
-            Ok((loops, current)) => {
-                ledgers.push((current.state.ledger, loops));
+        match h.store.current_state() {
+            Ok(current) => {
+                ledgers.push((current.state.ledger, current.state.loops));
                 wanted.push(None);
             }
             // Its indexed runs are listed with the reason; the others are still listed.
@@ -690,7 +688,7 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
             }
         }
     }
-    let listed: Vec<(String, &Run, Option<&crate::phased::LoopRecords>)> = ledgers
+    let listed: Vec<(String, &Run, &crate::phased::LoopRecords)> = ledgers
         .iter()
         .zip(&wanted)
         .flat_map(|((ledger, loops), only)| {
@@ -698,25 +696,15 @@ fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
                 .runs
                 .iter()
                 .filter(move |(name, run)| !run.finished && only.as_ref().is_none_or(|o| o.contains(name)))
-                .map(move |(name, run)| (name.clone(), run, loops.as_ref()))
+                .map(move |(name, run)| (name.clone(), run, loops))
         })
         .collect();
     let runs: Vec<(String, &Run)> = listed.iter().map(|(name, run, _)| (name.clone(), *run)).collect();
     let facts = reading.finish(&runs);
-    let mut listings: Vec<RunListing> = listed.iter().map(|(name, run, loops)| run_listing(name, run, &facts, *loops)).collect();
+    let mut listings: Vec<RunListing> = listed.iter().map(|(name, run, loops)| run_listing(name, run, &facts, loops)).collect();
     listings.extend(unreadable);
     listings.sort_by(|a, b| (&a.working_copy, &a.run).cmp(&(&b.working_copy, &b.run)));
     Ok(listings)
-}
-
-/// The loop records of a working copy, read only when its journal holds a loop: the loop
-/// record is folded from a scan of the whole journal (not yet kept in `state.json`), which
-/// a journal without loops should not pay for on every listing.
-fn read_loops_if_any(wc: &WorkingCopy, state: &crate::fold::FoldedState) -> Result<Option<crate::phased::LoopRecords>, JournalError> {
-    if !state.journal.by_kind.contains_key(crate::phased::LOOP_STARTED) {
-        return Ok(None);
-    }
-    crate::command::loop_driver::read_loops(wc.store.journal()).map(Some)
 }
 
 fn print_listing(listings: &[RunListing]) {

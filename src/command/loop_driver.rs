@@ -1,5 +1,7 @@
-//! The loop's I/O: the record read back from the working copy journal, and the driver that
-//! starts each turn as a ledger launch, collects its reply, and resumes after a crash.
+//! The loop's I/O: the driver that starts each turn as a ledger launch, collects its reply,
+//! and resumes after a crash. The record is read from the working copy's folded state
+//! (`FoldedState::loops`), as the store reads any state: a projection or checkpoint and
+//! the events after it.
 //!
 //! Every decision is taken under the journal's writer lock from the record and the ledger
 //! as the journal holds them then, and appended with the ledger event it goes with in one
@@ -14,24 +16,23 @@
 //!   (the watcher starts an agent only under the same lock, and only while its launch has
 //!   neither started nor ended, so none starts after this) and launch the same step again.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use crate::command::launch::{self, LaneRefusal, WatchSpec};
 use crate::event::{self, Scope};
 use crate::journal::format::{Actor, NewEvent};
-use crate::journal::scan::{self, StartPoint};
 use crate::journal::{Journal, JournalError};
 use crate::ledger::{ExitStatus, LaunchExited, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
 use crate::phased::agent::{self, ReplyFile};
 use crate::phased::{
-    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopRecord, LoopRecords, LoopStopped, Next, PauseReason,
-    PendingTurn, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
+    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopRecord, LoopStopped, Next, PauseReason, PendingTurn,
+    Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
 };
 use crate::platform::process::{self, ProcessId};
 use crate::store::Store;
@@ -70,25 +71,6 @@ fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
     NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
 }
 
-/// Every loop of the journal, folded from genesis (events that break a rule are passed
-/// over, as the fold refuses them).
-pub fn read_loops(journal: &Journal) -> Result<LoopRecords, JournalError> {
-    let path = &journal.paths().journal;
-    let file = crate::journal::verify::open_trusted(&**journal.storage(), path)?;
-    let mut records = LoopRecords::default();
-    scan::scan(file.as_ref(), StartPoint::GENESIS, |e, _| {
-        if e.kind.starts_with("loop.") {
-            let _ = crate::phased::fold_loop_event(&mut records, &e.kind, &e.data, e.time);
-        }
-        Ok::<(), std::convert::Infallible>(())
-    })
-    .map_err(|e| match e {
-        scan::ScanError::Io(source) => JournalError::Io { what: "reading", path: path.clone(), source },
-        scan::ScanError::Visitor(never) => match never {},
-    })?;
-    Ok(records)
-}
-
 /// BLAKE3 of a file's bytes (at most `max`), its length and the bytes.
 pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let file = std::fs::File::open(path)?;
@@ -113,14 +95,14 @@ pub struct Driver<'a> {
     pub run: String,
     /// abcd itself: the watcher and the turn runner.
     pub exe: PathBuf,
-    /// Launches whose watcher this process started (a crash loses this, which is why a
-    /// successor never waits for a start it did not ask for).
-    spawned: HashSet<(String, u64)>,
+    /// Launches whose watcher this process started, and when (a crash loses this, which is
+    /// why a successor never waits for a start it did not ask for).
+    spawned: HashMap<(String, u64), Instant>,
 }
 
 impl<'a> Driver<'a> {
     pub fn new(store: &'a Store, scope: &'a Scope, root: PathBuf, run: String, exe: PathBuf) -> Driver<'a> {
-        Driver { store, scope, root, run, exe, spawned: HashSet::new() }
+        Driver { store, scope, root, run, exe, spawned: HashMap::new() }
     }
 
     fn journal(&self) -> &Journal {
@@ -133,7 +115,10 @@ impl<'a> Driver<'a> {
 
     /// The record as the journal holds it now.
     pub fn record(&self) -> Result<LoopRecord, DriveError> {
-        read_loops(self.journal())?
+        self.store
+            .current_state()?
+            .state
+            .loops
             .loops
             .remove(&self.run)
             .ok_or_else(|| DriveError::Refused(format!("no loop named {:?} in this working copy; `abcd loop status` lists them", self.run)))
@@ -257,13 +242,8 @@ impl<'a> Driver<'a> {
             words.extend(agent_spec.template.iter().cloned());
             words
         };
-        let journal = self.journal();
         let written = self.store.append_with(Some(self.scope), |state| {
-            let loops = match read_loops(journal) {
-                Ok(l) => l,
-                Err(e) => return (vec![], Err(Retry::Fail(DriveError::Journal(e)))),
-            };
-            match loops.loops.get(&run).map(next_step) {
+            match state.loops.loops.get(&run).map(next_step) {
                 Some(Next::Turn(now)) if now == *plan => {}
                 // A control or another driver got in first: look again.
                 _ => return (vec![], Err(Retry::Again)),
@@ -319,19 +299,10 @@ impl<'a> Driver<'a> {
             args: intended.command.iter().skip(1).map(OsString::from).collect(),
         };
         let log = run_dir.join(format!("{lane}-{}.watcher.log", intended.launch));
-        self.spawned.insert((lane.to_string(), intended.launch));
+        self.spawned.insert((lane.to_string(), intended.launch), Instant::now());
         if let Err(e) = spec.spawn_watcher(&self.exe, &log) {
             // Nothing started: record it so, and let the next look launch the step again.
-            let p = PendingTurn {
-                turn: plan.turn,
-                phase: plan.phase,
-                round: plan.round,
-                kind: plan.kind,
-                launch: intended.launch,
-                reply_file: intended.receipt.clone(),
-                intended_at: jiff::Timestamp::now(),
-            };
-            self.abandon(&p)?;
+            self.abandon(plan.turn, role, intended.launch)?;
             return Err(DriveError::Refused(format!("the watcher of turn {} could not be started ({e}); nothing ran", plan.turn)));
         }
         Ok(Some(format!(
@@ -368,12 +339,14 @@ impl<'a> Driver<'a> {
             return Ok(None);
         }
         if launch.started.is_none() && launch.exited.is_none() {
-            let mine = self.spawned.contains(&(lane.to_string(), p.launch));
-            if mine && jiff::Timestamp::now().duration_since(p.intended_at).unsigned_abs() < START_WAIT {
+            // Only a start this process asked for is waited for, and for START_WAIT of
+            // elapsed (monotonic) time: a wall clock set back must not stretch the wait.
+            let waiting = self.spawned.get(&(lane.to_string(), p.launch)).is_some_and(|asked| asked.elapsed() < START_WAIT);
+            if waiting {
                 std::thread::sleep(POLL);
                 return Ok(None);
             }
-            return self.abandon(p).map(Some);
+            return self.abandon(p.turn, p.role(), p.launch).map(Some);
         }
         // Ended (or gone): the reply file is written before the turn runner exits, so look
         // once more before calling it failed.
@@ -394,28 +367,28 @@ impl<'a> Driver<'a> {
         self.stop_peer_error(p, detail).map(Some)
     }
 
-    /// Records the launch `not_started` and the turn abandoned, under the lock and only if
-    /// it still has neither started nor ended.
-    fn abandon(&mut self, p: &PendingTurn) -> Result<String, DriveError> {
+    /// Records launch `launch` (turn `turn`, of `role`) `not_started` and the turn
+    /// abandoned, under the lock and only if it still has neither started nor ended.
+    fn abandon(&mut self, turn: u64, role: Role, launch: u64) -> Result<String, DriveError> {
         let run = self.run.clone();
-        let lane = p.role().lane();
+        let lane = role.lane();
         let written = self.store.append_with(Some(self.scope), |state| {
-            let launch =
-                state.ledger.runs.get(&run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == p.launch));
-            match launch {
+            let found =
+                state.ledger.runs.get(&run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == launch));
+            match found {
                 Some(l) if l.started.is_none() && l.exited.is_none() && !Path::new(&l.receipt).exists() => {
-                    let exited = LaunchExited { run: run.clone(), lane: lane.into(), launch: p.launch, status: ExitStatus::NotStarted };
-                    let abandoned = TurnAbandoned { run: run.clone(), turn: p.turn, launch: p.launch };
+                    let exited = LaunchExited { run: run.clone(), lane: lane.into(), launch, status: ExitStatus::NotStarted };
+                    let abandoned = TurnAbandoned { run: run.clone(), turn, launch };
                     (vec![new_event(event::LAUNCH_EXITED, json!(exited)), new_event(LOOP_TURN_ABANDONED, json!(abandoned))], true)
                 }
                 _ => (vec![], false),
             }
         })?;
-        self.spawned.remove(&(lane.to_string(), p.launch));
+        self.spawned.remove(&(lane.to_string(), launch));
         Ok(if written.outcome {
-            format!("turn {}: launch {} of the {lane} never started (no agent ran); recorded so, and the step goes again", p.turn, p.launch)
+            format!("turn {}: launch {} of the {lane} never started (no agent ran); recorded so, and the step goes again", turn, launch)
         } else {
-            format!("turn {}: launch {} of the {lane} started after all; waiting for it", p.turn, p.launch)
+            format!("turn {}: launch {} of the {lane} started after all; waiting for it", turn, launch)
         })
     }
 
@@ -441,9 +414,8 @@ impl<'a> Driver<'a> {
         };
         let hash = blake3_hex(&bytes);
         let run = self.run.clone();
-        let journal = self.journal();
         let written = self.store.append_with(Some(self.scope), |state| {
-            let still = read_loops(journal).ok().and_then(|l| l.loops.get(&run).and_then(|r| r.pending.clone()));
+            let still = state.loops.loops.get(&run).and_then(|r| r.pending.clone());
             if still.as_ref() != Some(p) {
                 return (vec![], false);
             }
@@ -502,7 +474,6 @@ impl<'a> Driver<'a> {
     /// turn is still the one in flight.
     fn stop_peer_error(&mut self, p: &PendingTurn, detail: String) -> Result<String, DriveError> {
         let run = self.run.clone();
-        let journal = self.journal();
         let detail: String = detail.chars().filter(|c| !c.is_control()).collect();
         let mut detail = detail;
         if detail.len() > crate::phased::DETAIL_MAX_BYTES {
@@ -513,8 +484,8 @@ impl<'a> Driver<'a> {
             detail.truncate(cut);
         }
         let detail = (crate::secrets::scan(&detail).is_none()).then_some(detail);
-        let written = self.store.append_with(Some(self.scope), |_| {
-            let still = read_loops(journal).ok().and_then(|l| l.loops.get(&run).and_then(|r| r.pending.clone()));
+        let written = self.store.append_with(Some(self.scope), |state| {
+            let still = state.loops.loops.get(&run).and_then(|r| r.pending.clone());
             if still.as_ref() != Some(p) {
                 return (vec![], false);
             }

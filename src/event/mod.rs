@@ -128,6 +128,14 @@ pub enum DecodeError {
     BadData { kind: String, reason: String },
 }
 
+/// A fold's reason for refusing data that does not match its kind: serde's message names
+/// the offending field but may quote a value, so only the part before any quoted text is
+/// kept, and no value from the file reaches a projection.
+pub fn data_reason(serde_message: &str) -> String {
+    let cut = serde_message.find(['`', '"', '\'']).unwrap_or(serde_message.len());
+    format!("its data does not match the kind's schema ({})", serde_message[..cut].trim_end())
+}
+
 pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError> {
     fn typed<T: for<'de> Deserialize<'de>>(kind: &str, data: &serde_json::Value) -> Result<T, DecodeError> {
         T::deserialize(data).map_err(|e| DecodeError::BadData { kind: kind.to_string(), reason: e.to_string() })

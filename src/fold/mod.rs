@@ -13,6 +13,7 @@ use crate::away;
 use crate::event::{self, DecodeError, Known, RepairCause, Scope};
 use crate::journal::format::{Event, Hash};
 use crate::ledger;
+use crate::phased;
 
 /// Skipped events kept by name in the state; later ones are only counted.
 pub const MAX_SKIPPED_KEPT: usize = 64;
@@ -33,6 +34,11 @@ pub struct FoldedState {
     /// Runs and launches (working copy journals); the run index (the machine journal).
     #[serde(default)]
     pub ledger: crate::ledger::LedgerState,
+    /// Every phased loop's record (working copy journals only). Left out of `state.json`
+    /// and checkpoints while empty, so a state without loops is written byte for byte as
+    /// before loops were folded.
+    #[serde(default, skip_serializing_if = "crate::phased::LoopRecords::is_empty")]
+    pub loops: crate::phased::LoopRecords,
 }
 
 /// Sessions whose verdict state is kept; past it, the one judged least recently goes.
@@ -176,11 +182,12 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::LaunchExited(x)) => in_ledger(state, false).and_then(|l| ledger::fold_exited(l, x)),
         Ok(Known::ReceiptCollected(x)) => in_ledger(state, false).and_then(|l| ledger::fold_collected(l, x)),
         Ok(Known::WorkSavedAside(x)) => in_ledger(state, false).and_then(|l| ledger::fold_saved(l, x, event.time)),
+        Ok(Known::Unfolded) if event.kind.starts_with(LOOP_PREFIX) => fold_loop(state, event),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {
             return if first_of_kind { FoldNote::UnknownKind(kind) } else { FoldNote::Folded };
         }
-        Err(DecodeError::BadData { reason, .. }) => Err(checklist::Rejection { field: None, reason: data_reason(&reason) }),
+        Err(DecodeError::BadData { reason, .. }) => Err(checklist::Rejection { field: None, reason: event::data_reason(&reason) }),
     };
     match folded {
         Ok(()) => FoldNote::Folded,
@@ -213,6 +220,23 @@ fn in_ledger(state: &mut FoldedState, machine_too: bool) -> Result<&mut crate::l
         Some(Scope::Machine {}) if machine_too => Ok(&mut state.ledger),
         _ => Err(checklist::Rejection { field: None, reason: "belongs in a working copy journal".into() }),
     }
+}
+
+/// The phased loop's kinds all start so (`phased::KINDS`).
+const LOOP_PREFIX: &str = "loop.";
+
+/// A loop event folds into the loop records of a working copy journal (a loop is a run of
+/// its ledger); anything else is skipped as not abcd's. Every `loop.started` is counted,
+/// folded or refused (`LoopRecords::starts_seen`).
+fn fold_loop(state: &mut FoldedState, event: &Event) -> Result<(), checklist::Rejection> {
+    let folded = match state.journal.scope {
+        Some(Scope::WorkingCopy { .. }) => phased::fold_loop_event(&mut state.loops, &event.kind, &event.data, event.time),
+        _ => Err(checklist::Rejection { field: None, reason: "belongs in a working copy journal".into() }),
+    };
+    if folded.is_err() && event.kind == phased::LOOP_STARTED {
+        state.loops.starts_refused += 1;
+    }
+    folded
 }
 
 fn fold_judged(state: &mut FoldedState, j: crate::event::SessionJudged, seq: u64) -> Result<(), checklist::Rejection> {
@@ -266,19 +290,16 @@ pub fn quarantine_name_ok(name: &str) -> bool {
     name.len() <= 96 && rest.ends_with(".bin") && rest.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.')
 }
 
-/// serde's message names the offending field but may quote a value; keep only the part
-/// before any quoted text, so no value from the file reaches a projection.
-fn data_reason(serde_message: &str) -> String {
-    let cut = serde_message.find(['`', '"', '\'']).unwrap_or(serde_message.len());
-    format!("its data does not match the kind's schema ({})", serde_message[..cut].trim_end())
-}
-
 /// What a state read from a cache (`state.json`, a checkpoint) may show passes the fold's
-/// checks again: the checklist, the away record, the recorded branches, the launch ledger
-/// and the session slots' ids. Those caches'
+/// checks again: the checklist, the away record, the recorded branches, the launch ledger,
+/// the loop records and the session slots' ids. Those caches'
 /// digests have no key, so a recomputed digest is no proof that abcd wrote them
 /// (docs/reliability.md, F3 and F4). Session slots hold ids, enums and numbers: their ids
 /// are checked as `fold_judged` checks them.
+///
+/// A cache must also account for every `loop.started` its journal summary counts: one
+/// written by a build that did not fold loops counts them with no record, and would show
+/// a journal's loops as absent (docs/decisions.md, "Loop records in the folded state").
 pub fn cached_state_passes(state: &FoldedState) -> bool {
     let c = &state.checklist;
     checklist::shown_text_passes(&c.items, &c.updated_by, &state.journal.skipped, c.last_refusal.as_ref()).is_ok()
@@ -286,6 +307,14 @@ pub fn cached_state_passes(state: &FoldedState) -> bool {
         && state.work.branches.iter().all(|b| crate::git::branch::branch_name_ok(b) && crate::secrets::scan(b).is_none())
         && state.ledger.shown_text_passes()
         && state.sessions.keys().all(|s| crate::event::session_id_ok(s))
+        && loops_accounted_for(state)
+        && state.loops.shown_text_passes()
+}
+
+/// Every `loop.started` the journal summary counts is a record or a refusal of the loop
+/// records.
+fn loops_accounted_for(state: &FoldedState) -> bool {
+    state.journal.by_kind.get(phased::LOOP_STARTED).copied().unwrap_or(0) == state.loops.starts_seen()
 }
 
 #[cfg(test)]
@@ -396,6 +425,190 @@ mod tests {
         let FoldNote::Skipped(sk) = fold_event(&mut s, &evs[1]) else { panic!() };
         assert_eq!(sk.seq, 1);
         assert!(s.journal.repairs.is_empty());
+    }
+
+    fn loop_config() -> phased::Config {
+        use crate::phased::agent::{DEFAULT_COMPLETION_SIGNAL, DEFAULT_REVIEW_STOP_SIGNAL, default_advance_prompt, default_review_prompt};
+        let agent = |role: &str| phased::AgentSpec {
+            template: vec!["agent".into(), role.into(), "{prompt}".into()],
+            reader: phased::Reader::Plain,
+            worktree: "/w".into(),
+        };
+        phased::Config {
+            implementer: agent("implementer"),
+            reviewer: agent("reviewer"),
+            checklist: None,
+            max_rounds: 3,
+            completion_signal: DEFAULT_COMPLETION_SIGNAL.into(),
+            review_stop_signal: DEFAULT_REVIEW_STOP_SIGNAL.into(),
+            advance_prompt: default_advance_prompt(DEFAULT_COMPLETION_SIGNAL, None),
+            review_prompt: default_review_prompt(DEFAULT_REVIEW_STOP_SIGNAL),
+            feedback_prompt: "Feedback:".into(),
+        }
+    }
+
+    const WC_OPENED: &str = "journal.opened";
+
+    fn wc_genesis() -> (&'static str, serde_json::Value) {
+        (WC_OPENED, json!({"journal_id": "0123456789abcdef0123456789abcdef", "scope": {"kind": "working_copy", "root": "/w"}}))
+    }
+
+    fn hex(c: char) -> String {
+        std::iter::repeat_n(c, 64).collect()
+    }
+
+    /// A loop started, its advance intended and replied, its review intended: the events
+    /// `abcd loop start` and the driver append, with a ledger event between them.
+    fn loop_events() -> Vec<(&'static str, serde_json::Value)> {
+        vec![
+            wc_genesis(),
+            (phased::LOOP_STARTED, json!(phased::LoopStarted { run: "night".into(), config: loop_config() })),
+            ("session.started", json!({"session": "s1", "source": "startup", "working_copy": "/w"})),
+            (
+                phased::LOOP_TURN_INTENDED,
+                json!({"run": "night", "turn": 1, "phase": 1, "round": 0, "kind": "advance", "launch": 1,
+                       "prompt_blake3": hex('a'), "prompt_bytes": 10, "reply_file": "/w/implementer-1.reply.json"}),
+            ),
+            (
+                phased::LOOP_TURN_REPLIED,
+                json!({"run": "night", "turn": 1, "launch": 1, "reply_blake3": hex('b'), "reply_bytes": 7,
+                       "signal": false, "session": "sess-impl"}),
+            ),
+            (
+                phased::LOOP_TURN_INTENDED,
+                json!({"run": "night", "turn": 2, "phase": 1, "round": 1, "kind": "review", "launch": 1,
+                       "prompt_blake3": hex('c'), "prompt_bytes": 12, "reply_file": "/w/reviewer-1.reply.json"}),
+            ),
+        ]
+    }
+
+    /// The central fold keeps each loop's record, as `phased::fold_loop_event` folds it,
+    /// beside the other families; the journal's other events do not disturb it.
+    #[test]
+    fn the_folded_state_carries_a_loops_record_after_its_events() {
+        let evs = events(&loop_events());
+        let mut s = FoldedState::default();
+        let notes: Vec<_> = evs.iter().map(|e| fold_event(&mut s, e)).collect();
+        assert!(notes.iter().all(|n| *n == FoldNote::Folded), "{notes:?}");
+        let r = &s.loops.loops["night"];
+        assert_eq!(
+            (r.run.as_str(), r.state, r.step, r.round, r.turns, r.phases_done),
+            ("night", phased::RunState::Running, phased::StepName::Review, 1, 1, 0)
+        );
+        assert_eq!(r.config, loop_config());
+        assert_eq!(r.sessions.implementer.as_deref(), Some("sess-impl"));
+        assert_eq!(r.phases.len(), 1);
+        assert_eq!((r.phases[0].n, r.phases[0].status, r.phases[0].turns.len()), (1, phased::PhaseStatus::Running, 1));
+        assert_eq!(r.phases[0].turns[0].reply_blake3, hex('b'));
+        let p = r.pending.as_ref().expect("the review is in flight");
+        assert_eq!((p.turn, p.kind, p.launch, p.reply_file.as_str()), (2, phased::TurnKind::Review, 1, "/w/reviewer-1.reply.json"));
+        assert_eq!(s.loops.starts_refused, 0);
+        assert_eq!(s.work.sessions_started, 1, "the other families fold as before");
+        // The same record as the loop's own fold gives from the loop events alone.
+        let mut alone = phased::LoopRecords::default();
+        for e in evs.iter().filter(|e| e.kind.starts_with("loop.")) {
+            phased::fold_loop_event(&mut alone, &e.kind, &e.data, e.time).unwrap();
+        }
+        assert_eq!(s.loops, alone);
+        assert!(cached_state_passes(&s), "a state folded here is believed when read back");
+    }
+
+    /// A loop event the loop's fold refuses is skipped and named like any other refused
+    /// event, never with the value; a refused `loop.started` is still accounted for. Loop
+    /// events outside a working copy journal are not abcd's.
+    #[test]
+    fn refused_loop_events_are_skipped_and_named_and_every_start_is_accounted_for() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let mut kinds = loop_events();
+        kinds.push((phased::LOOP_STARTED, json!(phased::LoopStarted { run: "night".into(), config: loop_config() })));
+        kinds.push((phased::LOOP_STARTED, json!({"run": token, "config": "not a configuration"})));
+        kinds.push((phased::LOOP_STOPPED, json!({"run": "night", "reason": "manual", "detail": format!("a {token}")})));
+        let evs = events(&kinds);
+        let mut s = FoldedState::default();
+        let notes: Vec<_> = evs.iter().map(|e| fold_event(&mut s, e)).collect();
+        let skipped: Vec<&Skipped> = notes.iter().filter_map(|n| if let FoldNote::Skipped(k) = n { Some(k) } else { None }).collect();
+        assert_eq!(skipped.iter().map(|k| k.seq).collect::<Vec<_>>(), [6, 7, 8], "{skipped:?}");
+        assert_eq!(skipped[0].field.as_deref(), Some("run"), "a second start of a run");
+        assert_eq!(skipped[2].field.as_deref(), Some("detail"));
+        assert!(skipped.iter().all(|k| !k.reason.contains(token) && !k.reason.contains("not a configuration")), "{skipped:?}");
+        assert_eq!((s.loops.loops.len(), s.loops.starts_refused, s.journal.by_kind[phased::LOOP_STARTED]), (1, 2, 3));
+        assert_eq!(s.loops.loops["night"].state, phased::RunState::Running, "the refused stop changed nothing");
+        assert!(cached_state_passes(&s));
+
+        let mut machine = vec![(WC_OPENED, json!({"journal_id": "0123456789abcdef0123456789abcdef", "scope": {"kind": "machine"}}))];
+        machine.extend(loop_events().into_iter().skip(1).filter(|(k, _)| k.starts_with("loop.")));
+        let mut s = FoldedState::default();
+        let notes: Vec<_> = events(&machine).iter().map(|e| fold_event(&mut s, e)).collect();
+        assert!(
+            notes[1..].iter().all(|n| matches!(n, FoldNote::Skipped(k) if k.reason == "belongs in a working copy journal")),
+            "{notes:?}"
+        );
+        assert!(s.loops.loops.is_empty());
+        assert_eq!(s.loops.starts_refused, 1);
+        assert!(cached_state_passes(&s));
+    }
+
+    /// A cached state that counts `loop.started` events without their records was written
+    /// by a build that did not fold loops (or forged): it is not believed, so the reader
+    /// folds the journal again. One whose loop records show what the fold refuses is not
+    /// believed either.
+    #[test]
+    fn a_cache_counting_loop_starts_without_their_records_or_with_refused_text_is_not_believed() {
+        let mut good = FoldedState::default();
+        for e in events(&loop_events()) {
+            fold_event(&mut good, &e);
+        }
+        good.loops.loops.get_mut("night").unwrap().stop_detail = Some("launch 3 of the implementer ended".into());
+        assert!(cached_state_passes(&good));
+        let mut older = good.clone();
+        older.loops = phased::LoopRecords::default();
+        assert!(!cached_state_passes(&older), "a state from before loops were folded is not believed");
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        type Forgery<'a> = Box<dyn Fn(&mut phased::LoopRecord) + 'a>;
+        let forgeries: Vec<Forgery> = vec![
+            Box::new(|r| r.run = "other".into()),
+            Box::new(|r| r.config.implementer.template.push(token.into())),
+            Box::new(|r| r.config.reviewer.worktree = format!("/w/{token}")),
+            Box::new(|r| r.config.advance_prompt = format!("Say COMPLETED; {token}")),
+            Box::new(|r| r.stop_detail = Some(format!("ended {token}"))),
+            Box::new(|r| r.stop_detail = Some("two\nlines".into())),
+            Box::new(|r| r.sessions.reviewer = Some("not a session id".into())),
+            Box::new(|r| r.sessions.implementer = Some(token.into())),
+            Box::new(|r| r.last_replies.implementer.as_mut().unwrap().reply_file = format!("/w/{token}")),
+            Box::new(|r| r.pending.as_mut().unwrap().reply_file = String::new()),
+            Box::new(|r| r.phases[0].turns[0].session = Some("not a session id".into())),
+            Box::new(|r| r.phases[0].turns[0].reply_blake3 = "not hex".into()),
+            Box::new(|r| r.completion = Some(phased::TurnRecord { reply_file: format!("/w/{token}"), ..r.phases[0].turns[0].clone() })),
+        ];
+        for (n, forge) in forgeries.iter().enumerate() {
+            let mut state = good.clone();
+            forge(state.loops.loops.get_mut("night").unwrap());
+            assert!(!cached_state_passes(&state), "forgery {n} was believed");
+        }
+        let mut renamed = good.clone();
+        let r = renamed.loops.loops.remove("night").unwrap();
+        renamed.loops.loops.insert("../night".into(), phased::LoopRecord { run: "../night".into(), ..r });
+        assert!(!cached_state_passes(&renamed), "a run name the fold refuses");
+    }
+
+    /// A state without loops is written exactly as before loops were folded (the golden
+    /// replays' `state.json` and checkpoints hold none), and reads back the same.
+    #[test]
+    fn a_state_without_loops_serializes_without_the_field() {
+        let mut s = FoldedState::default();
+        for e in events(&[wc_genesis()]) {
+            fold_event(&mut s, &e);
+        }
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(!text.contains("loops"), "{text}");
+        assert_eq!(serde_json::from_str::<FoldedState>(&text).unwrap(), s);
+        for e in events(&loop_events()).iter().skip(1) {
+            fold_event(&mut s, e);
+        }
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains("\"loops\":{\"loops\":{\"night\""), "{text}");
+        assert!(!text.contains("starts_refused"), "a zero count is left out too: {text}");
+        assert_eq!(serde_json::from_str::<FoldedState>(&text).unwrap(), s);
     }
 
     #[test]

@@ -194,10 +194,69 @@ impl LoopRecord {
     }
 }
 
-/// Every loop of one working copy journal, by run name.
+/// Every loop of one working copy journal, by run name: part of the central fold's state
+/// (`fold::FoldedState::loops`), so a reader gets it from `state.json` or a checkpoint and
+/// the events after it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoopRecords {
     pub loops: BTreeMap<String, LoopRecord>,
+    /// `loop.started` events the fold refused. With the records they account for every
+    /// `loop.started` of the journal, which tells a cached state folded before loops were
+    /// folded from one that folded them (`fold::cached_state_passes`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub starts_refused: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl LoopRecords {
+    /// Nothing folded: a state without loops serializes as it did before they were folded.
+    pub fn is_empty(&self) -> bool {
+        self.loops.is_empty() && self.starts_refused == 0
+    }
+
+    /// `loop.started` events folded or refused: what the journal's count of that kind must be.
+    pub fn starts_seen(&self) -> u64 {
+        self.loops.len() as u64 + self.starts_refused
+    }
+
+    /// What a cached copy of the records may show passes the fold's checks again: run
+    /// names, the configuration, session ids, reply files and hashes, the stop detail. A
+    /// cache's digest has no key, so this is what keeps a forged one from showing text the
+    /// fold would have refused.
+    pub fn shown_text_passes(&self) -> bool {
+        let turn_ok = |t: &TurnRecord| {
+            check_path("reply_file", &t.reply_file).is_ok()
+                && check_hex64("reply_blake3", &t.reply_blake3).is_ok()
+                && t.session.as_deref().is_none_or(session_ok)
+        };
+        self.loops.iter().all(|(name, r)| {
+            *name == r.run
+                && crate::ledger::check_name("run", &r.run).is_ok()
+                && check_config(&r.config).is_ok()
+                && r.stop_detail.as_deref().is_none_or(detail_ok)
+                && [&r.sessions.implementer, &r.sessions.reviewer].into_iter().flatten().all(|s| session_ok(s))
+                && [&r.last_replies.implementer, &r.last_replies.reviewer]
+                    .into_iter()
+                    .flatten()
+                    .all(|x| check_path("reply_file", &x.reply_file).is_ok())
+                && r.pending.as_ref().is_none_or(|p| check_path("reply_file", &p.reply_file).is_ok())
+                && r.completion.as_ref().is_none_or(turn_ok)
+                && r.phases.iter().all(|p| p.turns.iter().all(turn_ok))
+        })
+    }
+}
+
+/// A session id a reply may name (and the record keep).
+fn session_ok(s: &str) -> bool {
+    crate::event::session_id_ok(s) && crate::secrets::scan(s).is_none()
+}
+
+/// A stop's detail the record may keep: one line, within [`DETAIL_MAX_BYTES`], no secret.
+fn detail_ok(d: &str) -> bool {
+    !d.is_empty() && d.len() <= DETAIL_MAX_BYTES && !d.chars().any(char::is_control) && crate::secrets::scan(d).is_none()
 }
 
 /// The next turn to start.
@@ -342,7 +401,7 @@ fn live_mut<'a>(records: &'a mut LoopRecords, run: &str) -> Result<&'a mut LoopR
 /// appended behind abcd's back that breaks one is refused, never applied.
 pub fn fold_loop_event(records: &mut LoopRecords, kind: &str, data: &serde_json::Value, at: Timestamp) -> Result<(), Rejection> {
     fn typed<T: for<'de> Deserialize<'de>>(data: &serde_json::Value) -> Result<T, Rejection> {
-        T::deserialize(data).map_err(|e| Rejection { field: None, reason: format!("data does not match its schema: {e}") })
+        T::deserialize(data).map_err(|e| Rejection { field: None, reason: crate::event::data_reason(&e.to_string()) })
     }
     match kind {
         LOOP_STARTED => fold_started(records, typed(data)?, at),
@@ -428,7 +487,7 @@ fn pending_named(r: &LoopRecord, turn: u64, launch: u64) -> Result<&PendingTurn,
 fn fold_replied(records: &mut LoopRecords, t: TurnReplied, at: Timestamp) -> Result<(), Rejection> {
     check_hex64("reply_blake3", &t.reply_blake3)?;
     if let Some(s) = &t.session
-        && (!crate::event::session_id_ok(s) || crate::secrets::scan(s).is_some())
+        && !session_ok(s)
     {
         return Err(reject("session", "is not a session id ([A-Za-z0-9_-]{1,128})"));
     }
@@ -628,7 +687,7 @@ fn fold_stopped(records: &mut LoopRecords, s: LoopStopped, at: Timestamp) -> Res
         return Err(reject("reason", "completed is recorded by the completion reply itself, never by loop.stopped"));
     }
     if let Some(d) = &s.detail
-        && (d.is_empty() || d.len() > DETAIL_MAX_BYTES || d.chars().any(char::is_control) || crate::secrets::scan(d).is_some())
+        && !detail_ok(d)
     {
         return Err(reject("detail", format!("must be 1 to {DETAIL_MAX_BYTES} bytes of one line without a secret")));
     }
@@ -730,7 +789,7 @@ pub fn listing(r: &LoopRecord) -> LoopListing {
 }
 
 /// For `abcd resume`: the loop listing of run `run`, from the loop records of the run's
-/// working copy journal (`driver::read_loops`); `None` when the run is not a loop.
+/// working copy journal (its folded state's `loops`); `None` when the run is not a loop.
 pub fn resume_listing(run: &str, loops: &LoopRecords) -> Option<LoopListing> {
     loops.loops.get(run).map(listing)
 }

@@ -46,6 +46,10 @@ pub const POLL: Duration = Duration::from_millis(25);
 /// start; after it, the launch is recorded `not_started` and the step launched again
 /// (safe: the watcher only starts under the lock, while the launch has not ended).
 pub const START_WAIT: Duration = Duration::from_secs(10);
+/// How long an agent found gone may stay without its recorded exit: its watcher records the
+/// exit right after reaping it, so the driver gives it this long before it calls the exit
+/// unrecorded (a watcher killed with its agent never records one).
+pub const EXIT_RECORD_WAIT: Duration = Duration::from_secs(5);
 /// A reply file read back, at most, in bytes (the reply and its JSON quoting).
 pub const REPLY_FILE_MAX_BYTES: u64 = 8 * agent::REPLY_MAX_BYTES as u64;
 
@@ -98,11 +102,13 @@ pub struct Driver<'a> {
     /// Launches whose watcher this process started, and when (a crash loses this, which is
     /// why a successor never waits for a start it did not ask for).
     spawned: HashMap<(String, u64), Instant>,
+    /// Launches whose agent was found gone before its exit was recorded, and when.
+    gone_unrecorded: HashMap<(String, u64), Instant>,
 }
 
 impl<'a> Driver<'a> {
     pub fn new(store: &'a Store, scope: &'a Scope, root: PathBuf, run: String, exe: PathBuf) -> Driver<'a> {
-        Driver { store, scope, root, run, exe, spawned: HashMap::new() }
+        Driver { store, scope, root, run, exe, spawned: HashMap::new(), gone_unrecorded: HashMap::new() }
     }
 
     fn journal(&self) -> &Journal {
@@ -355,7 +361,15 @@ impl<'a> Driver<'a> {
         }
         let how = match launch.exited {
             Some(status) => crate::ledger::exit_words(status),
-            None => "it is gone and its exit was not recorded".to_string(),
+            None => {
+                // The agent can be reaped a moment before its watcher appends the exit.
+                let since = *self.gone_unrecorded.entry((lane.to_string(), p.launch)).or_insert_with(Instant::now);
+                if since.elapsed() < EXIT_RECORD_WAIT {
+                    std::thread::sleep(POLL);
+                    return Ok(None);
+                }
+                "it is gone and its exit was not recorded".to_string()
+            }
         };
         let detail = format!(
             "turn {} ({} of phase {}): launch {} of the {lane} ended ({how}) without a reply",

@@ -8,6 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+#[path = "common/src_tree.rs"]
+mod src_tree;
+use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items};
+
 /// The layer order, lowest first. A module may import only modules of lower layers. The
 /// first `LEAF_LAYERS` are the leaf utilities.
 const LAYERS: &[(&str, &[&str])] = &[
@@ -29,10 +33,6 @@ const LEAF_LAYERS: usize = 2;
 
 /// Printing, which only `cli/` may do.
 const PRINTING: &[&str] = &["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!(", "io::stdout(", "io::stderr("];
-
-fn src_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, mods)| mods.contains(&module))
@@ -65,62 +65,6 @@ fn module_sources(root: &Path) -> BTreeMap<String, Vec<(PathBuf, String)>> {
         out.insert(name, texts);
     }
     out
-}
-
-fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect_rs(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// A file declared only under `#[cfg(test)]` (`mod tests;` beside it).
-fn is_test_file(path: &Path) -> bool {
-    let stem = path.file_stem().unwrap().to_string_lossy();
-    let Some(dir) = path.parent() else { return false };
-    ["mod.rs"]
-        .iter()
-        .map(|m| dir.join(m))
-        .chain(std::iter::once(dir.with_extension("rs")))
-        .any(|parent| std::fs::read_to_string(parent).is_ok_and(|t| t.contains(&format!("#[cfg(test)]\nmod {stem};"))))
-}
-
-/// The text with every item behind `#[cfg(test)]` blanked: the attribute, and the item up
-/// to its matching closing brace or its semicolon. Strings and comments are not parsed:
-/// the crate's test items are `mod tests { … }` and `mod tests;`, which this covers.
-fn strip_test_items(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("#[cfg(test)]") {
-        out.push_str(&rest[..at]);
-        let item = &rest[at..];
-        let end = item_end(item);
-        rest = &item[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn item_end(item: &str) -> usize {
-    let mut depth = 0usize;
-    for (i, c) in item.char_indices().skip("#[cfg(test)]".len()) {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            ';' if depth == 0 => return i + 1,
-            _ => {}
-        }
-    }
-    item.len()
 }
 
 /// The top-level modules a text names through `crate::`, each with one line that does.

@@ -3,10 +3,14 @@
 //! in `src/main.rs`, the binary's C `main`), so a port to another OS is new files there
 //! and the rest of the crate compiles unchanged. `docs/platform.md` lists the contract.
 //!
-//! Test code is left out: `#[cfg(test)]` items and the files they declare (the same
-//! stripping as `tests/layering.rs`, copied here so each test stands alone).
+//! Test code is left out: `#[cfg(test)]` items and the files they declare (read as
+//! `tests/layering.rs` reads them, through `common/src_tree.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+#[path = "common/src_tree.rs"]
+mod src_tree;
+use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items};
 
 /// What reaches the OS past `std`'s portable surface.
 const OS_MARKS: &[&str] = &["libc::", "\"/proc/", "\"/proc\"", "std::os::unix"];
@@ -21,65 +25,6 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[(
     "libc::E",
     "the simulated disk fails with the errno values a real one gives (EIO, ENOTDIR, …): numbers, no call into the OS",
 )];
-
-fn src_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect_rs(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// A file declared only under `#[cfg(test)]` (`mod tests;` beside it).
-fn is_test_file(path: &Path) -> bool {
-    let stem = path.file_stem().unwrap().to_string_lossy();
-    let Some(dir) = path.parent() else { return false };
-    ["mod.rs"]
-        .iter()
-        .map(|m| dir.join(m))
-        .chain(std::iter::once(dir.with_extension("rs")))
-        .any(|parent| std::fs::read_to_string(parent).is_ok_and(|t| t.contains(&format!("#[cfg(test)]\nmod {stem};"))))
-}
-
-/// The text with every item behind `#[cfg(test)]` blanked: the attribute, and the item up
-/// to its matching closing brace or its semicolon.
-fn strip_test_items(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("#[cfg(test)]") {
-        out.push_str(&rest[..at]);
-        let item = &rest[at..];
-        let end = item_end(item);
-        rest = &item[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn item_end(item: &str) -> usize {
-    let mut depth = 0usize;
-    for (i, c) in item.char_indices().skip("#[cfg(test)]".len()) {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            ';' if depth == 0 => return i + 1,
-            _ => {}
-        }
-    }
-    item.len()
-}
 
 /// Every mark outside the seam that no exception covers, as `file:line: mark in line`.
 fn os_reached_outside_platform(root: &Path) -> Vec<String> {

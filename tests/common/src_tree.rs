@@ -1,0 +1,66 @@
+//! Reading `src/` as the structure tests do: every `.rs` file under a folder, with test
+//! code left out (`#[cfg(test)]` items, and the files only such items declare). Strings
+//! and comments are not parsed: the crate's test items are `mod tests { … }` and
+//! `mod tests;`, which this covers.
+
+use std::path::{Path, PathBuf};
+
+pub fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+pub fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_rs(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file declared only under `#[cfg(test)]` (`mod tests;` beside it).
+pub fn is_test_file(path: &Path) -> bool {
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    let Some(dir) = path.parent() else { return false };
+    ["mod.rs"]
+        .iter()
+        .map(|m| dir.join(m))
+        .chain(std::iter::once(dir.with_extension("rs")))
+        .any(|parent| std::fs::read_to_string(parent).is_ok_and(|t| t.contains(&format!("#[cfg(test)]\nmod {stem};"))))
+}
+
+/// The text with every item behind `#[cfg(test)]` blanked: the attribute, and the item up
+/// to its matching closing brace or its semicolon.
+pub fn strip_test_items(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at..];
+        let end = item_end(item);
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn item_end(item: &str) -> usize {
+    let mut depth = 0usize;
+    for (i, c) in item.char_indices().skip("#[cfg(test)]".len()) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            ';' if depth == 0 => return i + 1,
+            _ => {}
+        }
+    }
+    item.len()
+}
+

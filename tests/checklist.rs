@@ -1,10 +1,13 @@
 //! The checklist through the real binary, in a throwaway working copy with its own home.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use abcd::journal::format::{self, Actor, NewEvent};
 use abcd::journal::storage::{RealDisk, Storage};
+use common::repo::TestRepo;
 use serde_json::{Value, json};
 
 struct WorkingCopy {
@@ -15,13 +18,8 @@ struct WorkingCopy {
 
 impl WorkingCopy {
     fn managed() -> WorkingCopy {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("wc");
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        let wc = WorkingCopy { home: dir.path().join("home"), root, _dir: dir };
-        let out = wc.abcd(&["init"]);
-        assert!(out.status.success(), "{}", text(&out));
-        wc
+        let TestRepo { dir, root, home } = TestRepo::folder().managed();
+        WorkingCopy { home, root, _dir: dir }
     }
 
     fn abcd(&self, args: &[&str]) -> Output {

@@ -38,12 +38,15 @@
 //! `--nocapture` to see it). On a violation the lab stops, keeps the working copy, and
 //! prints its path with the seed and the last steps.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::repo::TestRepo;
 use serde_json::Value;
 
 const QUICK_KILLS: u64 = 100;
@@ -287,10 +290,9 @@ impl Lab {
     /// A new managed working copy with its own home (`abcd init`, no journal yet); what
     /// the lab knew of the last one is forgotten, its counts carry on.
     fn fresh_working_copy(&mut self) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        self.root = dir.path().join("wc");
-        std::fs::create_dir_all(self.root.join(".git")).expect("a .git folder");
-        self.home = dir.path().join("home");
+        let TestRepo { dir, root, home } = TestRepo::folder();
+        self.root = root;
+        self.home = home;
         self.dir = Some(dir);
         self.titles.clear();
         self.acked.clear();

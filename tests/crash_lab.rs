@@ -86,7 +86,7 @@ fn pair_kills_wanted() -> u64 {
 /// salt, so one printed seed replays either test.
 fn base_seed() -> u64 {
     env_u64("ABCD_CRASH_LAB_SEED").unwrap_or_else(|| {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let nanos = abcd::clock::wall_now().as_nanosecond().max(0) as u64;
         nanos ^ (u64::from(std::process::id()) << 32)
     })
 }

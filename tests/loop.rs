@@ -571,7 +571,7 @@ fn the_driver_killed_at_random_moments_resumes_without_running_a_turn_twice() {
 
     let c = lab.copy("killed", &imp, &rev);
     let began = Instant::now();
-    let mut seed: u64 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let mut seed: u64 = abcd::clock::wall_now().as_nanosecond() as u64 | 1;
     eprintln!("kill seed {seed}");
     let mut next = move || {
         seed ^= seed << 13;

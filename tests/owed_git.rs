@@ -149,7 +149,7 @@ struct Ask<'a> {
 
 impl<'a> Ask<'a> {
     fn new() -> Ask<'a> {
-        Ask { created: vec![], away: None, gh: None, now: Timestamp::now(), started: Instant::now(), checklist: vec![] }
+        Ask { created: vec![], away: None, gh: None, now: abcd::clock::wall_now(), started: Instant::now(), checklist: vec![] }
     }
 
     fn created(mut self, names: &[&str]) -> Self {
@@ -747,7 +747,7 @@ fn the_reflog_is_read_up_to_its_newest_reflog_entries_max_entries() {
 fn at_most_own_commits_scanned_max_commits_are_scanned_for_one_of_this_checkouts() {
     let lab = Lab::new();
     let main = git(&lab.wc, &["rev-parse", "main"]);
-    let now = Timestamp::now().as_second();
+    let now = abcd::clock::wall_now().as_second();
     for (others, own) in [(OWN_COMMITS_SCANNED_MAX - 1, true), (OWN_COMMITS_SCANNED_MAX, false)] {
         let name = format!("feat/deep{others}");
         // My commit first, then `others` newer ones by another email, in one fast-import.

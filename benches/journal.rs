@@ -79,7 +79,7 @@ use abcd::journal::format::{self, Actor, Hash, NewEvent};
 use abcd::journal::group::{SharedJournal, gather_wait_after};
 use abcd::journal::group_sync::{GROUP_QUEUE_MAX, GroupCommit};
 use abcd::journal::scan::{self, MAX_BATCH_BYTES, Verdict};
-use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
+use abcd::journal::storage::{Delegate, DelegateFile, RealDisk, Storage, StorageFile};
 use abcd::journal::verify;
 use abcd::journal::{Appended, Journal, JournalPaths};
 use abcd::ledger::{Driver, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, ReceiptCollected, RunStarted};
@@ -604,60 +604,24 @@ struct NoSyncDisk;
 
 struct NoSyncFile(Box<dyn StorageFile>);
 
-impl StorageFile for NoSyncFile {
-    fn len(&self) -> io::Result<u64> {
-        self.0.len()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.0.read_at(buf, offset)
-    }
-    fn append(&self, bytes: &[u8]) -> io::Result<()> {
-        self.0.append(bytes)
-    }
-    fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
-        self.0.write_at(bytes, offset)
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
+impl DelegateFile for NoSyncFile {
+    fn inner(&self) -> &dyn StorageFile {
+        self.0.as_ref()
     }
     fn sync_data(&self) -> io::Result<()> {
         Ok(())
     }
-    fn identity(&self) -> io::Result<Option<abcd::journal::storage::FileId>> {
-        self.0.identity()
-    }
 }
 
-impl Storage for NoSyncDisk {
-    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(NoSyncFile(RealDisk.open_rw(path)?)))
+impl Delegate for NoSyncDisk {
+    fn inner(&self) -> &dyn Storage {
+        &RealDisk
     }
-    fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(NoSyncFile(RealDisk.open_read(path)?)))
-    }
-    fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(NoSyncFile(RealDisk.create_new(path)?)))
-    }
-    fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(Box::new(NoSyncFile(RealDisk.open_or_create(path)?)))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealDisk.rename(from, to)
+    fn file(&self, file: Box<dyn StorageFile>) -> Box<dyn StorageFile> {
+        Box::new(NoSyncFile(file))
     }
     fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         Ok(())
-    }
-    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
-        RealDisk.create_dir_all(dir, mode)
-    }
-    fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
-        RealDisk.facts(path)
-    }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        RealDisk.list_dir(dir)
-    }
-    fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
-        RealDisk.remove_cache_file(path)
     }
 }
 

@@ -1,24 +1,41 @@
-//! The one place abcd reads the wall clock for its time rules (the away window, the stop
-//! verdict's deadline and wakes, `--until`). Tests set `ABCD_TEST_NOW` to an RFC 3339
-//! instant, so every time rule is tested without sleeping; the zone is the machine's
-//! (`TZ` moves it). Journal line times are not taken from here: they record when a line
-//! was written, and no rule reads them.
+//! The one place abcd reads the wall clock. `now` is the clock of its time rules (the away
+//! window, the stop verdict's deadline and wakes, `--until`, a checklist item's next look);
+//! a build with the `test-support` feature lets `ABCD_TEST_NOW` set it to an RFC 3339
+//! instant, so every time rule is tested without sleeping. The zone is the machine's (`TZ`
+//! moves it). `wall_now` is for what records when something was written (journal line
+//! times): no rule reads those, and a test instant must not rewrite them.
 
 use jiff::{Timestamp, ZonedDateTime, tz::TimeZone};
 
 /// The test seam: when set, abcd's "now" is this instant.
+#[cfg(feature = "test-support")]
 pub const TEST_NOW_VAR: &str = "ABCD_TEST_NOW";
 
+#[cfg(feature = "test-support")]
 #[derive(Debug, thiserror::Error)]
 #[error("{TEST_NOW_VAR} is set but is not an RFC 3339 instant (like 2026-12-01T09:00:00Z); unset it")]
 pub struct BadTestNow;
 
-/// Now, as a timestamp: `ABCD_TEST_NOW` when set, else the wall clock.
+/// The shipped build has no test instant, so its clock cannot fail.
+#[cfg(not(feature = "test-support"))]
+#[derive(Debug, thiserror::Error)]
+pub enum BadTestNow {}
+
+/// Now, as a timestamp: `ABCD_TEST_NOW` when set (test builds), else the wall clock.
 pub fn now() -> Result<Timestamp, BadTestNow> {
-    match std::env::var(TEST_NOW_VAR) {
-        Ok(text) if !text.is_empty() => text.trim().parse::<Timestamp>().map_err(|_| BadTestNow),
-        _ => Ok(Timestamp::now()),
+    #[cfg(feature = "test-support")]
+    if let Ok(text) = std::env::var(TEST_NOW_VAR)
+        && !text.is_empty()
+    {
+        return text.trim().parse::<Timestamp>().map_err(|_| BadTestNow);
     }
+    Ok(wall_now())
+}
+
+/// The wall clock itself, never the test instant: for stamping when something was written.
+#[allow(clippy::disallowed_methods)] // the one wall-clock read every other goes through
+pub fn wall_now() -> Timestamp {
+    Timestamp::now()
 }
 
 /// Now in the machine's local time zone (UTC when it cannot be learned).

@@ -2,10 +2,13 @@
 //! git repositories in temp folders, the clock set through `ABCD_TEST_NOW`, a stub `gh`
 //! on PATH that counts its calls, and payloads shaped as the host documents them.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::repo::{self, TestRepo};
 use serde_json::{Value, json};
 
 /// The instant every test's clock reads, in UTC so the shown times are fixed.
@@ -21,26 +24,17 @@ struct Repo {
 
 impl Repo {
     fn new() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("wc");
+        let TestRepo { dir, root, home } = TestRepo::new();
         let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&bin).unwrap();
-        let repo = Repo { home: dir.path().join("home"), root, bin, _dir: dir, now: NOW.into() };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo.git(&["config", "user.name", "Pat Person"]);
-        repo.git(&["config", "user.email", "pat@example.com"]);
-        std::fs::write(repo.root.join("README"), "hello\n").unwrap();
-        repo.git(&["add", "README"]);
-        repo.git(&["commit", "-q", "-m", "first"]);
+        let repo = Repo { home, root, bin, _dir: dir, now: NOW.into() };
         assert!(repo.abcd(&["init"]).status.success());
         repo.stub_gh("[]");
         repo
     }
 
     fn git(&self, args: &[&str]) {
-        let out = Command::new("git").args(args).current_dir(&self.root).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        repo::git(&self.root, args);
     }
 
     /// A `gh` that appends a line to `gh-calls` and prints `answer`.
@@ -518,8 +512,7 @@ fn a_linked_worktree_on_an_orphan_branch_shares_the_repositorys_record() {
     let linked = repo.root.parent().unwrap().join("pages");
     repo.git(&["worktree", "add", "-q", "--orphan", "-b", "gh-pages", linked.to_str().unwrap()]);
     let git_in = |args: &[&str]| {
-        let out = Command::new("git").args(args).current_dir(&linked).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        repo::git(&linked, args);
     };
     std::fs::write(linked.join("index.html"), "<p>hi</p>\n").unwrap();
     git_in(&["add", "index.html"]);

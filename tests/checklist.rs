@@ -1,10 +1,13 @@
 //! The checklist through the real binary, in a throwaway working copy with its own home.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use abcd::journal::format::{self, Actor, NewEvent};
 use abcd::journal::storage::{RealDisk, Storage};
+use common::repo::{self, TestRepo};
 use serde_json::{Value, json};
 
 struct WorkingCopy {
@@ -15,13 +18,8 @@ struct WorkingCopy {
 
 impl WorkingCopy {
     fn managed() -> WorkingCopy {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("wc");
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        let wc = WorkingCopy { home: dir.path().join("home"), root, _dir: dir };
-        let out = wc.abcd(&["init"]);
-        assert!(out.status.success(), "{}", text(&out));
-        wc
+        let TestRepo { dir, root, home } = TestRepo::folder().managed();
+        WorkingCopy { home, root, _dir: dir }
     }
 
     fn abcd(&self, args: &[&str]) -> Output {
@@ -449,4 +447,26 @@ fn a_forged_checkpoint_item_never_reaches_the_projections() {
     for (path, bytes) in wc.all_files().into_iter().filter(|(_, bytes)| *bytes != forged) {
         assert_eq!(leaks(&bytes, token), None, "{} holds part of the token", path.display());
     }
+}
+
+/// The checklist's times are read from the clock's test seam (`ABCD_TEST_NOW`), as every
+/// other time rule is: `--next-look +2h` counts from it, and the listing, `show` and
+/// `render` say how far off a look is from it.
+#[test]
+fn checklist_times_follow_the_test_clock() {
+    let wc = WorkingCopy::managed();
+    let at =
+        |now: &str, args: &[&str]| repo::abcd(&wc.root, &wc.home).args(args).env("ABCD_TEST_NOW", now).env("TZ", "UTC").output().unwrap();
+    let now = "2026-06-01T09:00:00Z";
+    let out = at(now, &["checklist", "add", "Look again", "--next-look", "+2h"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "look-again", "--json"]).stdout).unwrap();
+    assert_eq!(show["next_look"], "2026-06-01T11:00:00Z", "two hours after the test instant");
+    for args in [&["checklist"][..], &["checklist", "show", "look-again"], &["checklist", "render"]] {
+        let out = at(now, args);
+        assert!(text(&out).contains("next look 2026-06-01 11:00 UTC (in 2h00m)"), "{args:?}: {}", text(&out));
+    }
+    let out = at("not a time", &["checklist"]);
+    assert_eq!(out.status.code(), Some(2), "an unreadable test instant is refused: {}", text(&out));
+    assert!(text(&out).contains("ABCD_TEST_NOW"), "{}", text(&out));
 }

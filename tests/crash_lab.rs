@@ -38,12 +38,15 @@
 //! `--nocapture` to see it). On a violation the lab stops, keeps the working copy, and
 //! prints its path with the seed and the last steps.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::repo::TestRepo;
 use serde_json::Value;
 
 const QUICK_KILLS: u64 = 100;
@@ -83,7 +86,7 @@ fn pair_kills_wanted() -> u64 {
 /// salt, so one printed seed replays either test.
 fn base_seed() -> u64 {
     env_u64("ABCD_CRASH_LAB_SEED").unwrap_or_else(|| {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let nanos = abcd::clock::wall_now().as_nanosecond().max(0) as u64;
         nanos ^ (u64::from(std::process::id()) << 32)
     })
 }
@@ -287,10 +290,9 @@ impl Lab {
     /// A new managed working copy with its own home (`abcd init`, no journal yet); what
     /// the lab knew of the last one is forgotten, its counts carry on.
     fn fresh_working_copy(&mut self) {
-        let dir = tempfile::tempdir().expect("temp dir");
-        self.root = dir.path().join("wc");
-        std::fs::create_dir_all(self.root.join(".git")).expect("a .git folder");
-        self.home = dir.path().join("home");
+        let TestRepo { dir, root, home } = TestRepo::folder();
+        self.root = root;
+        self.home = home;
         self.dir = Some(dir);
         self.titles.clear();
         self.acked.clear();

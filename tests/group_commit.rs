@@ -4,14 +4,13 @@
 mod common;
 
 use std::io;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use abcd::journal::group::SharedJournal;
 use abcd::journal::group_sync::{GroupCommit, SPIN_WAIT_MAX};
 use abcd::journal::scan::{self, StartPoint, Verdict};
-use abcd::journal::storage::{FileFacts, RealDisk, Storage, StorageFile};
+use abcd::journal::storage::{Delegate, DelegateFile, RealDisk, Storage, StorageFile};
 use abcd::journal::{Journal, JournalError};
 use common::{TempJournal, event};
 use std::sync::Mutex as StdMutex;
@@ -29,21 +28,9 @@ struct CountingFile {
     fail_syncs: Arc<AtomicBool>,
 }
 
-impl StorageFile for CountingFile {
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
-    }
-    fn append(&self, bytes: &[u8]) -> io::Result<()> {
-        self.inner.append(bytes)
-    }
-    fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_at(bytes, offset)
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
+impl DelegateFile for CountingFile {
+    fn inner(&self) -> &dyn StorageFile {
+        self.inner.as_ref()
     }
     fn sync_data(&self) -> io::Result<()> {
         if self.fail_syncs.load(Ordering::SeqCst) {
@@ -54,42 +41,12 @@ impl StorageFile for CountingFile {
     }
 }
 
-impl CountingDisk {
-    fn wrap(&self, inner: Box<dyn StorageFile>) -> Box<dyn StorageFile> {
+impl Delegate for CountingDisk {
+    fn inner(&self) -> &dyn Storage {
+        &RealDisk
+    }
+    fn file(&self, inner: Box<dyn StorageFile>) -> Box<dyn StorageFile> {
         Box::new(CountingFile { inner, syncs: self.syncs.clone(), fail_syncs: self.fail_syncs.clone() })
-    }
-}
-
-impl Storage for CountingDisk {
-    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(self.wrap(RealDisk.open_rw(path)?))
-    }
-    fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(self.wrap(RealDisk.open_read(path)?))
-    }
-    fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(self.wrap(RealDisk.create_new(path)?))
-    }
-    fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        Ok(self.wrap(RealDisk.open_or_create(path)?))
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealDisk.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        RealDisk.sync_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
-        RealDisk.create_dir_all(dir, mode)
-    }
-    fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
-        RealDisk.facts(path)
-    }
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        RealDisk.list_dir(dir)
-    }
-    fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
-        RealDisk.remove_cache_file(path)
     }
 }
 

@@ -1,11 +1,14 @@
 //! The hooks through the real binary, fed payloads shaped as the host documents them
 //! (`tests/fixtures/hooks/`). Each test has its own working copy and ABCD_HOME.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::repo::TestRepo;
 use serde_json::{Value, json};
 
 const HOOK_DEADLINE: Duration = Duration::from_secs(3);
@@ -18,14 +21,9 @@ struct Repo {
 
 impl Repo {
     fn new(managed: bool) -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("wc");
-        std::fs::create_dir_all(root.join(".git/refs/heads")).unwrap();
-        let repo = Repo { home: dir.path().join("home"), root, _dir: dir };
-        if managed {
-            assert!(repo.abcd(&["init"]).status.success());
-        }
-        repo
+        let folder = TestRepo::folder();
+        let TestRepo { dir, root, home } = if managed { folder.managed() } else { folder };
+        Repo { home, root, _dir: dir }
     }
 
     fn abcd(&self, args: &[&str]) -> Output {

@@ -1,6 +1,8 @@
 //! The launch ledger end to end through the built binary (issue 7): real git repositories
 //! in temp folders and real child processes (`sleep`, small `sh` scripts as fake agents).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -9,6 +11,7 @@ use abcd::event::Scope;
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::storage::RealDisk;
 use abcd::journal::{Actor, Journal, JournalPaths, NewEvent};
+use common::repo::{self, README};
 use serde_json::Value;
 
 struct Copy {
@@ -30,15 +33,8 @@ impl Lab {
 
     fn copy(&self, name: &str) -> Copy {
         let root = self.dir.path().join(name);
-        std::fs::create_dir_all(&root).unwrap();
+        repo::create(&root, &[README, (".gitignore", "*.log\nreceipts/\n")]);
         let c = Copy { root, home: self.home.clone() };
-        c.git(&["init", "-q", "-b", "main"]);
-        c.git(&["config", "user.name", "Pat"]);
-        c.git(&["config", "user.email", "pat@example.com"]);
-        std::fs::write(c.root.join("README"), "hello\n").unwrap();
-        std::fs::write(c.root.join(".gitignore"), "*.log\nreceipts/\n").unwrap();
-        c.git(&["add", "."]);
-        c.git(&["commit", "-q", "-m", "first"]);
         assert!(c.abcd(&["init"]).status.success());
         // The hooks `abcd init` installed are part of the project: committed, so the lane
         // starts clean.
@@ -50,9 +46,7 @@ impl Lab {
 
 impl Copy {
     fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git").args(args).current_dir(&self.root).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).to_string()
+        repo::git(&self.root, args)
     }
 
     fn abcd(&self, args: &[&str]) -> Output {

@@ -3,6 +3,8 @@
 //! The verification's failure path is a unit test in `src/ledger/worktree.rs`, which can
 //! swap the built commit for one missing a file.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,6 +14,7 @@ use abcd::git::worktree::{
     BaseDrift, DriftCounts, LISTING_PARALLEL, NAME_LEN_MAX, WorktreeError, base_drift, drift_key, listing_facts, return_to_last_commit,
     save_aside, status,
 };
+use common::repo;
 use jiff::Timestamp;
 
 /// No global or system git config for the whole binary (abcd's children included), set
@@ -32,9 +35,7 @@ fn setup() {
 /// Runs git for the test; optional locks off so the test's own reads never rewrite an
 /// index it compares.
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").args(args).current_dir(dir).env("GIT_OPTIONAL_LOCKS", "0").output().unwrap();
-    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim_end().to_string()
+    repo::git_with(dir, args, &[("GIT_OPTIONAL_LOCKS", "0")]).trim_end().to_string()
 }
 
 fn now() -> Timestamp {
@@ -45,18 +46,6 @@ fn write(root: &Path, rel: &str, body: &str) {
     let path = root.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, body).unwrap();
-}
-
-fn new_repo(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["config", "user.name", "Tester"]);
-    git(dir, &["config", "user.email", "tester@example.com"]);
-}
-
-fn commit_all(dir: &Path, message: &str) {
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", message]);
 }
 
 /// Which kind of lane a test works in.
@@ -81,12 +70,12 @@ fn lab(kind: Kind) -> Lab {
     setup();
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    new_repo(&repo);
+    repo::init(&repo);
     write(&repo, "keep.txt", "keep\n");
     write(&repo, "mod.txt", "one\n");
     write(&repo, "gone.txt", "bye\n");
     write(&repo, ".gitignore", "*.log\n");
-    commit_all(&repo, "init");
+    repo::commit_all(&repo, "init");
     let lane = match kind {
         Kind::Main => repo,
         Kind::Linked => {
@@ -103,7 +92,7 @@ fn lab(kind: Kind) -> Lab {
     write(&lane, "build.log", "ignored\n");
     // Same content, newer time: a git that may refresh the index (optional locks on) would
     // rewrite it here, which the save must not.
-    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    let later = std::time::SystemTime::try_from(abcd::clock::wall_now()).unwrap() + std::time::Duration::from_secs(5);
     std::fs::File::options().write(true).open(lane.join("keep.txt")).unwrap().set_modified(later).unwrap();
     Lab { _dir: dir, lane }
 }
@@ -268,10 +257,10 @@ fn a_folder_that_is_no_worktree_root_is_refused() {
 fn a_clean_worktree_has_nothing_to_save() {
     setup();
     let dir = tempfile::tempdir().unwrap();
-    new_repo(dir.path());
+    repo::init(dir.path());
     write(dir.path(), "a.txt", "a\n");
     write(dir.path(), ".gitignore", "*.log\n");
-    commit_all(dir.path(), "init");
+    repo::commit_all(dir.path(), "init");
     write(dir.path(), "only-ignored.log", "x\n");
     let err = save_aside(dir.path(), "r", "l", now()).unwrap_err();
     assert!(matches!(err, WorktreeError::NothingToSave { .. }), "{err}");
@@ -284,7 +273,7 @@ fn a_clean_worktree_has_nothing_to_save() {
 fn a_branch_with_no_commit_cannot_be_saved() {
     setup();
     let dir = tempfile::tempdir().unwrap();
-    new_repo(dir.path());
+    repo::init(dir.path());
     write(dir.path(), "a.txt", "a\n");
     let st = status(dir.path()).unwrap();
     assert_eq!((st.head, st.changed), (None, vec!["a.txt".to_string()]));
@@ -295,9 +284,9 @@ fn a_branch_with_no_commit_cannot_be_saved() {
 fn a_nested_repository_is_refused_rather_than_half_saved() {
     let lab = lab(Kind::Main);
     let nested = lab.lane.join("vendor/nested");
-    new_repo(&nested);
+    repo::init(&nested);
     write(&nested, "inner.txt", "inner\n");
-    commit_all(&nested, "inner");
+    repo::commit_all(&nested, "inner");
     let err = save_aside(&lab.lane, "r", "l", now()).unwrap_err();
     match &err {
         WorktreeError::CannotHold { path, .. } => assert_eq!(path, "vendor/nested/"),
@@ -311,11 +300,11 @@ fn a_file_turned_folder_a_symlink_and_odd_names_round_trip() {
     setup();
     let dir = tempfile::tempdir().unwrap();
     let wt = dir.path().join("odd lane's tree");
-    new_repo(&wt);
+    repo::init(&wt);
     write(&wt, "a", "file a\n");
     write(&wt, "b/inner.txt", "inner\n");
     write(&wt, "*.txt", "a star\n");
-    commit_all(&wt, "init");
+    repo::commit_all(&wt, "init");
     std::fs::remove_file(wt.join("a")).unwrap();
     write(&wt, "a/now-a-folder.txt", "folder\n");
     std::fs::remove_dir_all(wt.join("b")).unwrap();
@@ -369,9 +358,9 @@ fn origin_clone_and_lane() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let origin = dir.path().join("origin.git");
     git(dir.path(), &["init", "-q", "--bare", "-b", "main", origin.to_str().unwrap()]);
     let seed = dir.path().join("seed");
-    new_repo(&seed);
+    repo::init(&seed);
     write(&seed, "a.txt", "a\n");
-    commit_all(&seed, "first");
+    repo::commit_all(&seed, "first");
     git(&seed, &["remote", "add", "origin", origin.to_str().unwrap()]);
     git(&seed, &["push", "-q", "origin", "main"]);
     let wc = dir.path().join("wc");
@@ -390,7 +379,7 @@ fn base_drift_counts_the_default_branchs_commits_the_lane_lacks() {
 
     for n in 0..3 {
         write(&seed, "a.txt", &format!("a{n}\n"));
-        commit_all(&seed, &format!("upstream {n}"));
+        repo::commit_all(&seed, &format!("upstream {n}"));
     }
     git(&seed, &["push", "-q", "origin", "main"]);
     assert_eq!(base_drift(&lane).unwrap(), origin_main(), "nothing is fetched: the last fetch counts");
@@ -407,23 +396,23 @@ fn base_drift_counts_the_default_branchs_commits_the_lane_lacks() {
 fn base_drift_falls_back_to_the_local_default_or_says_none() {
     setup();
     let dir = tempfile::tempdir().unwrap();
-    new_repo(dir.path());
+    repo::init(dir.path());
     write(dir.path(), "a.txt", "a\n");
-    commit_all(dir.path(), "first");
+    repo::commit_all(dir.path(), "first");
     git(dir.path(), &["checkout", "-q", "-b", "lane-a"]);
     git(dir.path(), &["checkout", "-q", "main"]);
     for n in 0..2 {
         write(dir.path(), "a.txt", &format!("a{n}\n"));
-        commit_all(dir.path(), &format!("main {n}"));
+        repo::commit_all(dir.path(), &format!("main {n}"));
     }
     git(dir.path(), &["checkout", "-q", "lane-a"]);
     assert_eq!(base_drift(dir.path()).unwrap(), Some(BaseDrift { default_ref: "refs/heads/main".into(), behind: 2 }));
 
     let none = tempfile::tempdir().unwrap();
-    new_repo(none.path());
+    repo::init(none.path());
     git(none.path(), &["checkout", "-q", "-b", "trunk"]);
     write(none.path(), "a.txt", "a\n");
-    commit_all(none.path(), "first");
+    repo::commit_all(none.path(), "first");
     assert_eq!(base_drift(none.path()).unwrap(), None, "no origin, no main or master");
 }
 
@@ -435,7 +424,7 @@ fn listing_facts_agree_with_status_and_base_drift() {
     let (_dir, seed, wc, lane) = origin_clone_and_lane();
     for n in 0..3 {
         write(&seed, "a.txt", &format!("a{n}\n"));
-        commit_all(&seed, &format!("upstream {n}"));
+        repo::commit_all(&seed, &format!("upstream {n}"));
     }
     git(&seed, &["push", "-q", "origin", "main"]);
     git(&wc, &["fetch", "-q", "origin"]);
@@ -466,9 +455,9 @@ fn one_commit_repo() -> (tempfile::TempDir, PathBuf) {
     setup();
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    new_repo(&repo);
+    repo::init(&repo);
     write(&repo, "a.txt", "a\n");
-    commit_all(&repo, "first");
+    repo::commit_all(&repo, "first");
     (dir, repo)
 }
 

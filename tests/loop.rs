@@ -3,12 +3,15 @@
 //! replies from a file and log every run to a side log), and a driver killed with SIGKILL
 //! at random moments.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::repo::{self, README};
 use serde_json::Value;
 
 /// The scripted agent: `agent ROLE {prompt}`. Its nth run replies line n of
@@ -62,15 +65,9 @@ impl Lab {
     fn copy(&self, name: &str, implementer: &[&str], reviewer: &[&str]) -> Copy {
         let root = self.dir.path().join(name);
         let fake = self.dir.path().join(format!("{name}-fake"));
-        std::fs::create_dir_all(&root).unwrap();
+        repo::create(&root, &[README]);
         std::fs::create_dir_all(&fake).unwrap();
         let c = Copy { root, home: self.home.clone(), fake, extra_path: None };
-        c.git(&["init", "-q", "-b", "main"]);
-        c.git(&["config", "user.name", "Pat"]);
-        c.git(&["config", "user.email", "pat@example.com"]);
-        std::fs::write(c.root.join("README"), "hello\n").unwrap();
-        c.git(&["add", "."]);
-        c.git(&["commit", "-q", "-m", "first"]);
         assert!(c.abcd(&["init"]).status.success());
         write_script(&self.dir.path().join("agent"), AGENT);
         std::fs::write(c.fake.join("implementer.replies"), lines(implementer)).unwrap();
@@ -101,11 +98,6 @@ fn stdout(o: &Output) -> String {
 }
 
 impl Copy {
-    fn git(&self, args: &[&str]) {
-        let out = Command::new("git").args(args).current_dir(&self.root).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-    }
-
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
         cmd.args(args)
@@ -579,7 +571,7 @@ fn the_driver_killed_at_random_moments_resumes_without_running_a_turn_twice() {
 
     let c = lab.copy("killed", &imp, &rev);
     let began = Instant::now();
-    let mut seed: u64 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let mut seed: u64 = abcd::clock::wall_now().as_nanosecond() as u64 | 1;
     eprintln!("kill seed {seed}");
     let mut next = move || {
         seed ^= seed << 13;

@@ -2,6 +2,8 @@
 //! Each test has its own working copy with a local bare repository as `origin`, so push and
 //! fetch stay offline, and a stub `gh` written into its temp dir stands in for the forge.
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use abcd::owed::{
     OwedReading, RECENT_OWN_COMMIT, REFLOG_ENTRIES_MAX, read_owed,
 };
 use abcd::verdict::stop::{Owed, PrWhy};
+use common::repo;
 use jiff::Timestamp;
 
 const ME: &str = "me@example.com";
@@ -40,9 +43,7 @@ fn setup() {
 }
 
 fn git_in(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> String {
-    let out = Command::new("git").args(args).current_dir(dir).envs(envs.iter().copied()).output().unwrap();
-    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    repo::git_with(dir, args, envs).trim().to_string()
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -64,7 +65,7 @@ impl Lab {
         let origin = dir.path().join("origin.git");
         let wc = dir.path().join("wc");
         git(dir.path(), &["init", "-q", "--bare", "-b", "main", origin.to_str().unwrap()]);
-        git(dir.path(), &["init", "-q", "-b", "main", wc.to_str().unwrap()]);
+        repo::init(&wc);
         configure(&wc, ME);
         git(&wc, &["remote", "add", "origin", origin.to_str().unwrap()]);
         let lab = Lab { dir, wc, origin };
@@ -148,7 +149,7 @@ struct Ask<'a> {
 
 impl<'a> Ask<'a> {
     fn new() -> Ask<'a> {
-        Ask { created: vec![], away: None, gh: None, now: Timestamp::now(), started: Instant::now(), checklist: vec![] }
+        Ask { created: vec![], away: None, gh: None, now: abcd::clock::wall_now(), started: Instant::now(), checklist: vec![] }
     }
 
     fn created(mut self, names: &[&str]) -> Self {
@@ -746,7 +747,7 @@ fn the_reflog_is_read_up_to_its_newest_reflog_entries_max_entries() {
 fn at_most_own_commits_scanned_max_commits_are_scanned_for_one_of_this_checkouts() {
     let lab = Lab::new();
     let main = git(&lab.wc, &["rev-parse", "main"]);
-    let now = Timestamp::now().as_second();
+    let now = abcd::clock::wall_now().as_second();
     for (others, own) in [(OWN_COMMITS_SCANNED_MAX - 1, true), (OWN_COMMITS_SCANNED_MAX, false)] {
         let name = format!("feat/deep{others}");
         // My commit first, then `others` newer ones by another email, in one fast-import.

@@ -1,26 +1,19 @@
 //! The binary's own start (`src/main.rs` starts from C's `main`, not Rust's runtime start):
 //! what the runtime start did for abcd must still hold.
 
+mod common;
+
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::repo::{TestRepo, abcd};
+
 /// A managed working copy in a temp folder, with its own home store.
 fn managed() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("wc");
-    std::fs::create_dir_all(root.join(".git")).unwrap();
-    let home = dir.path().join("home");
-    let out = abcd(&root, &home).arg("init").output().unwrap();
-    assert!(out.status.success(), "abcd init: {}", String::from_utf8_lossy(&out.stderr));
+    let TestRepo { dir, root, home } = TestRepo::folder().managed();
     (dir, root, home)
-}
-
-fn abcd(root: &Path, home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
-    cmd.current_dir(root).env("ABCD_HOME", home);
-    cmd
 }
 
 /// Holds the working copy's journal lock while `abcd checklist add` runs with the given

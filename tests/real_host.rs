@@ -12,6 +12,8 @@
 //! `ABCD_REAL_HOST=require` (what `.ci/run` sets) it fails instead. `docs/real-host.md`
 //! says what the tier proves and what to do when a new client version behaves otherwise.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -19,6 +21,7 @@ use std::sync::mpsc;
 use std::sync::{OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
+use common::repo::{self, README};
 use serde_json::{Value, json};
 
 /// The client version the tier is written against (install.sh pins the same).
@@ -144,13 +147,8 @@ impl Lab {
         for d in ["home", "tmp", "abcd-home", "repo"] {
             std::fs::create_dir_all(base.join(d)).unwrap();
         }
+        repo::create(&repo, &[README]);
         let lab = Lab { dir: Some(dir), base, repo, install, client: client.map(Path::to_path_buf), runs: 0 };
-        lab.git(&["init", "-q", "-b", "main"]);
-        lab.git(&["config", "user.name", "Pat Person"]);
-        lab.git(&["config", "user.email", "pat@example.com"]);
-        std::fs::write(lab.repo.join("README"), "hello\n").unwrap();
-        lab.git(&["add", "README"]);
-        lab.git(&["commit", "-q", "-m", "first"]);
         lab.abcd(&["init"]);
         if install == Install::Plugin {
             // Managed (`.abcd/`, the local tier), but the hooks come from the plugin only.
@@ -160,9 +158,7 @@ impl Lab {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git").args(args).current_dir(&self.repo).env("GIT_CONFIG_NOSYSTEM", "1").output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        repo::git(&self.repo, args)
     }
 
     fn abcd_command(&self) -> Command {

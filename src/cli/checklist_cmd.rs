@@ -148,10 +148,10 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
     let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths.clone())?);
     let json_out = args.json;
     match args.action {
-        None => list(&store, json_out),
+        None => list(&store, json_out)?,
         Some(ChecklistAction::Show { id }) => show(&store, &id, json_out)?,
         Some(ChecklistAction::Render { budget }) => {
-            let text = checklist::render_within(&store, budget, jiff::Timestamp::now())?;
+            let text = checklist::render_within(&store, budget, crate::clock::now()?)?;
             if json_out {
                 println!("{}", json!({"render": text, "chars": text.chars().count(), "budget": budget}));
             } else {
@@ -159,19 +159,15 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
             }
         }
         Some(ChecklistAction::Add(a)) => {
-            let written = checklist::add(&store, &scope, a.into_request(), &now_zoned(), session_from_env())?;
+            let written = checklist::add(&store, &scope, a.into_request(), &crate::clock::now_zoned()?, session_from_env())?;
             print_written(&written, json_out);
         }
         Some(ChecklistAction::Set(s)) => {
-            let written = checklist::set(&store, &scope, s.into_request(), &now_zoned(), session_from_env())?;
+            let written = checklist::set(&store, &scope, s.into_request(), &crate::clock::now_zoned()?, session_from_env())?;
             print_written(&written, json_out);
         }
     }
     Ok(EXIT_OK)
-}
-
-fn now_zoned() -> jiff::ZonedDateTime {
-    jiff::ZonedDateTime::now()
 }
 
 impl CredentialArgs {
@@ -216,13 +212,13 @@ fn print_notes(view: &ChecklistView) {
     }
 }
 
-fn list(store: &Store, json_out: bool) {
+fn list(store: &Store, json_out: bool) -> anyhow::Result<()> {
     let view = checklist::view(store);
     if json_out {
         println!("{}", json!({"items": view.checklist.items, "notes": view.notes, "journal_seq": view.head_seq}));
     } else {
         print_notes(&view);
-        let now = jiff::Timestamp::now();
+        let now = crate::clock::now()?;
         if view.checklist.items.is_empty() {
             println!("(no items; add one with `abcd checklist add \"<title>\"`)");
         }
@@ -232,6 +228,7 @@ fn list(store: &Store, json_out: bool) {
             print!("{}", render::render_item(i, now));
         }
     }
+    Ok(())
 }
 
 fn show(store: &Store, id: &str, json_out: bool) -> Result<(), CommandError> {
@@ -240,7 +237,7 @@ fn show(store: &Store, id: &str, json_out: bool) -> Result<(), CommandError> {
         println!("{}", serde_json::to_string(&found).expect("plain data serializes"));
     } else {
         print_notes(&view);
-        print!("{}", render::render_item(&found, jiff::Timestamp::now()));
+        print!("{}", render::render_item(&found, crate::clock::now()?));
         println!("    added {}, last changed {}", found.created_at, found.updated_at);
     }
     Ok(())

@@ -6,8 +6,9 @@ use std::io::{Read, Write};
 
 use crate::host::{self, HookEvent, claude};
 
-/// Test seam: `ABCD_HOOK_FAULT=panic` makes the hook panic inside, to prove the panic is
-/// caught and the call allowed.
+/// Test seam (test builds only): `ABCD_HOOK_FAULT=panic` makes the hook panic inside, to
+/// prove the panic is caught and the call allowed.
+#[cfg(feature = "test-support")]
 const FAULT_ENV: &str = "ABCD_HOOK_FAULT";
 
 pub fn run(event: HookEvent) -> i32 {
@@ -18,6 +19,7 @@ pub fn run(event: HookEvent) -> i32 {
     // One line on stderr, ours: the default panic message would add its own.
     std::panic::set_hook(Box::new(|_| {}));
     let outcome = std::panic::catch_unwind(|| {
+        #[cfg(feature = "test-support")]
         if std::env::var(FAULT_ENV).as_deref() == Ok("panic") {
             panic!("fault injected by {FAULT_ENV}");
         }

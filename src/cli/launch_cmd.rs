@@ -24,8 +24,9 @@ use crate::platform::process;
 pub const START_CONFIRM_WAIT: Duration = Duration::from_secs(10);
 /// How often the launcher looks for the watcher's record of the start.
 const START_POLL: Duration = Duration::from_millis(20);
-/// Test seam: the launcher kills itself with SIGKILL right after recording the intent, as
-/// a crash between `launch.intended` and `launch.started` would.
+/// Test seam (test builds only): the launcher kills itself with SIGKILL right after
+/// recording the intent, as a crash between `launch.intended` and `launch.started` would.
+#[cfg(feature = "test-support")]
 pub const KILL_AFTER_INTENT_VAR: &str = "ABCD_TEST_KILL_AFTER_INTENT";
 
 #[derive(Args, Debug)]
@@ -145,6 +146,7 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
         Err(why) => return refuse(why.to_string()),
         Ok(n) => n,
     };
+    #[cfg(feature = "test-support")]
     if std::env::var_os(KILL_AFTER_INTENT_VAR).is_some() {
         crate::platform::process::kill_this_process();
     }

@@ -204,9 +204,10 @@ pub fn format_time(t: jiff::Timestamp) -> String {
     crate::utc_time::format_utc_millis(t).unwrap_or_else(|| t.strftime("%Y-%m-%dT%H:%M:%S.%3fZ").to_string())
 }
 
-/// The current time, truncated to the milliseconds a line can carry.
+/// The current time, truncated to the milliseconds a line can carry. The wall clock, never
+/// a test instant: a line's time records when it was written.
 pub fn now_ms() -> jiff::Timestamp {
-    let now = jiff::Timestamp::now();
+    let now = crate::clock::wall_now();
     jiff::Timestamp::from_millisecond(now.as_millisecond()).expect("a current time is in range")
 }
 

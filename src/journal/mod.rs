@@ -16,6 +16,7 @@ pub mod lock;
 pub mod repair;
 pub mod safety;
 pub mod scan;
+#[cfg(feature = "test-support")]
 pub mod simdisk;
 pub mod storage;
 pub mod verify;

@@ -392,6 +392,171 @@ fn unique_suffix() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+// ---------------------------------------------------------------------------------------
+// Fault doubles (test builds only)
+// ---------------------------------------------------------------------------------------
+
+/// A storage double written as "this other storage, except …": every method goes to
+/// `inner` unless the double overrides it, and every file `inner` opens passes through
+/// `file`, so a double states only what it faults. Whatever implements it is a `Storage`.
+#[cfg(feature = "test-support")]
+pub trait Delegate: Send + Sync {
+    /// The storage every call not overridden goes to.
+    fn inner(&self) -> &dyn Storage;
+    /// Each file `inner` opens, on its way out (the default: as it is).
+    fn file(&self, file: Box<dyn StorageFile>) -> Box<dyn StorageFile> {
+        file
+    }
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(self.file(self.inner().open_rw(path)?))
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(self.file(self.inner().open_read(path)?))
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(self.file(self.inner().create_new(path)?))
+    }
+    fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(self.file(self.inner().open_or_create(path)?))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner().rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner().sync_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+        self.inner().create_dir_all(dir, mode)
+    }
+    fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
+        self.inner().facts(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.inner().list_dir(dir)
+    }
+    fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
+        self.inner().remove_cache_file(path)
+    }
+    fn rename_exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
+        self.inner().rename_exchange(a, b)
+    }
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner().rename_noreplace(from, to)
+    }
+}
+
+#[cfg(feature = "test-support")]
+impl<T: Delegate> Storage for T {
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Delegate::open_rw(self, path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Delegate::open_read(self, path)
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Delegate::create_new(self, path)
+    }
+    fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Delegate::open_or_create(self, path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        Delegate::rename(self, from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        Delegate::sync_dir(self, dir)
+    }
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+        Delegate::create_dir_all(self, dir, mode)
+    }
+    fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
+        Delegate::facts(self, path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        Delegate::list_dir(self, dir)
+    }
+    fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
+        Delegate::remove_cache_file(self, path)
+    }
+    fn rename_exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
+        Delegate::rename_exchange(self, a, b)
+    }
+    fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        Delegate::rename_noreplace(self, from, to)
+    }
+}
+
+/// An open file's double, as [`Delegate`] is the storage's: every method goes to `inner`
+/// unless the double overrides it. Whatever implements it is a `StorageFile`.
+#[cfg(feature = "test-support")]
+pub trait DelegateFile: Send + Sync {
+    /// The file every call not overridden goes to.
+    fn inner(&self) -> &dyn StorageFile;
+    fn len(&self) -> io::Result<u64> {
+        self.inner().len()
+    }
+    fn is_empty(&self) -> io::Result<bool> {
+        self.inner().is_empty()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner().read_at(buf, offset)
+    }
+    fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        self.inner().append(bytes)
+    }
+    fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        self.inner().write_at(bytes, offset)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner().set_len(len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.inner().sync_data()
+    }
+    fn identity(&self) -> io::Result<Option<FileId>> {
+        self.inner().identity()
+    }
+    fn is_linked(&self) -> io::Result<bool> {
+        self.inner().is_linked()
+    }
+    fn try_claim(&self) -> io::Result<Option<FileFacts>> {
+        self.inner().try_claim()
+    }
+}
+
+#[cfg(feature = "test-support")]
+impl<T: DelegateFile> StorageFile for T {
+    fn len(&self) -> io::Result<u64> {
+        DelegateFile::len(self)
+    }
+    fn is_empty(&self) -> io::Result<bool> {
+        DelegateFile::is_empty(self)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        DelegateFile::read_at(self, buf, offset)
+    }
+    fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        DelegateFile::append(self, bytes)
+    }
+    fn write_at(&self, bytes: &[u8], offset: u64) -> io::Result<()> {
+        DelegateFile::write_at(self, bytes, offset)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        DelegateFile::set_len(self, len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        DelegateFile::sync_data(self)
+    }
+    fn identity(&self) -> io::Result<Option<FileId>> {
+        DelegateFile::identity(self)
+    }
+    fn is_linked(&self) -> io::Result<bool> {
+        DelegateFile::is_linked(self)
+    }
+    fn try_claim(&self) -> io::Result<Option<FileFacts>> {
+        DelegateFile::try_claim(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,15 +633,9 @@ mod tests {
         path: PathBuf,
     }
 
-    impl Storage for SwapAfterOpen {
-        fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-            RealDisk.open_rw(path)
-        }
-        fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-            RealDisk.open_read(path)
-        }
-        fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-            RealDisk.create_new(path)
+    impl Delegate for SwapAfterOpen {
+        fn inner(&self) -> &dyn Storage {
+            &RealDisk
         }
         fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
             let f = RealDisk.open_or_create(path)?;
@@ -487,30 +646,51 @@ mod tests {
             }
             Ok(f)
         }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            RealDisk.rename(from, to)
+    }
+
+    /// The real disk, except that folder syncs fail and every file counts its data syncs.
+    struct FailingDirSyncs {
+        file_syncs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    struct CountedFile {
+        inner: Box<dyn StorageFile>,
+        syncs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl DelegateFile for CountedFile {
+        fn inner(&self) -> &dyn StorageFile {
+            self.inner.as_ref()
         }
-        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-            RealDisk.sync_dir(dir)
+        fn sync_data(&self) -> io::Result<()> {
+            self.syncs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.sync_data()
         }
-        fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
-            RealDisk.create_dir_all(dir, mode)
+    }
+
+    impl Delegate for FailingDirSyncs {
+        fn inner(&self) -> &dyn Storage {
+            &RealDisk
         }
-        fn facts(&self, path: &Path) -> io::Result<Option<FileFacts>> {
-            RealDisk.facts(path)
+        fn file(&self, inner: Box<dyn StorageFile>) -> Box<dyn StorageFile> {
+            Box::new(CountedFile { inner, syncs: self.file_syncs.clone() })
         }
-        fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-            RealDisk.list_dir(dir)
+        fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
+            Err(io::Error::from_raw_os_error(libc::EIO))
         }
-        fn remove_cache_file(&self, path: &Path) -> io::Result<()> {
-            RealDisk.remove_cache_file(path)
-        }
-        fn rename_exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
-            RealDisk.rename_exchange(a, b)
-        }
-        fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
-            RealDisk.rename_noreplace(from, to)
-        }
+    }
+
+    #[test]
+    fn a_delegating_double_changes_only_what_it_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let syncs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let disk = FailingDirSyncs { file_syncs: syncs.clone() };
+        let err = write_atomic(&disk, &dir.path().join("state.json"), b"v1", true).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EIO), "the overridden folder sync is the one called");
+        assert_eq!(syncs.load(std::sync::atomic::Ordering::SeqCst), 1, "the opened file went through `file`");
+        assert_eq!(std::fs::read(dir.path().join("state.json")).unwrap(), b"v1", "the rename reached the real disk");
+        let f = Storage::open_read(&disk, &dir.path().join("state.json")).unwrap();
+        assert!(f.identity().unwrap().is_some(), "what no double overrides is the real disk's answer");
     }
 
     #[test]

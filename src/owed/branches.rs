@@ -968,7 +968,7 @@ mod tests {
 
     fn query<'a>(root: &'a Path, created: &'a [String], away: Option<&'a AwayQuery<'a>>) -> BranchQuery<'a> {
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        BranchQuery { root, created_here: created, now: Timestamp::now(), deadline, away }
+        BranchQuery { root, created_here: created, now: crate::clock::wall_now(), deadline, away }
     }
 
     fn unpushed_of(r: &BranchReading) -> Vec<(String, bool)> {

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: temporary journals with their own home
-//! store, so no test touches the real one.
+//! store, so no test touches the real one, and working copies (`repo`).
 #![allow(dead_code)]
+
+pub mod repo;
 
 use std::path::{Path, PathBuf};
 

@@ -150,7 +150,7 @@ fn append_warning(kind: &str, result: AppendResult) -> Option<String> {
 pub fn session_context(view: &crate::store::reader::ChecklistView, away_block: Option<&str>) -> String {
     let block_chars = away_block.map_or(0, |b| b.chars().count() + 2);
     let budget = DEFAULT_BUDGET_CHARS.saturating_sub(CONTEXT_HEADER.chars().count() + 1 + block_chars).max(render::MIN_BUDGET_CHARS);
-    let now = crate::clock::now().unwrap_or_else(|_| jiff::Timestamp::now());
+    let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
     let text = render::render(&view.checklist.items, &view.notes, budget, now);
     match away_block {
         Some(block) => format!("{block}\n\n{CONTEXT_HEADER}\n{text}"),

@@ -185,19 +185,33 @@ fn waiters_past_their_yield_budget_sleep_and_are_woken() {
 }
 
 /// Waiters yield only when allowed; the default allows it only once a batch held more
-/// threads than there are CPUs (found by review: two threads kept a whole CPU busy through
+/// threads than there are CPUs (two threads would otherwise keep a whole CPU busy through
 /// every sync). Counted, not timed: a yielding thread's CPU time depends on the load.
 #[test]
 fn waiters_yield_only_when_batches_outnumber_the_cpus() {
-    let yielding_waits = |group: GroupCommit<u32, u32, ()>, threads: u32| {
+    // One round: `threads` submits released together, each write 2 ms, so they overlap.
+    let round = |group: &GroupCommit<u32, u32, ()>, threads: u32| {
         let batches = StdMutex::new(Vec::new());
-        for _round in 0..3 {
-            std::thread::scope(|s| {
-                for i in 0..threads {
-                    let (group, batches) = (&group, &batches);
-                    s.spawn(move || group.submit(i, 1, Duration::ZERO, record(batches, Duration::from_millis(2))));
-                }
-            });
+        let start = std::sync::Barrier::new(threads as usize);
+        std::thread::scope(|s| {
+            for i in 0..threads {
+                let (group, batches, start) = (group, &batches, &start);
+                s.spawn(move || {
+                    start.wait();
+                    group.submit(i, 1, Duration::ZERO, record(batches, Duration::from_millis(2)))
+                });
+            }
+        });
+    };
+    // Yielding needs threads that really waited side by side, which a loaded machine can
+    // keep apart for a while: rounds repeat until one waiter yielded, at most
+    // YIELD_ROUNDS_MAX (where none may yield, all of them run and none may).
+    let yielding_waits = |group: GroupCommit<u32, u32, ()>, threads: u32| {
+        for _ in 0..YIELD_ROUNDS_MAX {
+            round(&group, threads);
+            if group.yielding_waits() > 0 {
+                break;
+            }
         }
         group.yielding_waits()
     };
@@ -207,6 +221,9 @@ fn waiters_yield_only_when_batches_outnumber_the_cpus() {
     assert_eq!(yielding_waits(GroupCommit::new(64, usize::MAX, 64), 2.min(cpus as u32)), 0, "no more threads than CPUs: none yields");
     assert!(yielding_waits(GroupCommit::new(64, usize::MAX, 64), cpus as u32 + 2) > 0, "more threads than CPUs: they yield");
 }
+
+/// Rounds run at most until a waiter yields.
+const YIELD_ROUNDS_MAX: usize = 200;
 
 /// A leader whose write panics wakes every waiter, and every later submit says why (found
 /// by review: the old check panicked while holding the lock, so later submitters failed on

@@ -63,4 +63,3 @@ fn item_end(item: &str) -> usize {
     }
     item.len()
 }
-

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::json;
 
-use super::run_cmd::{self, WorkingCopy};
 use super::{EXIT_OK, new_event, refuse};
 use crate::command::launch::{self, LaneRefusal, WatchSpec, WatchStart};
+use crate::command::run::{self as run_cmd, WorkingCopy};
 use crate::event;
 use crate::git::worktree;
 use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended};

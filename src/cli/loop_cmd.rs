@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::run_cmd::{self, WorkingCopy};
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, new_event, refuse};
 use crate::command::loop_driver::{self, DriveEnd, Driver};
+use crate::command::run::{self as run_cmd, WorkingCopy};
 use crate::event;
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
 use crate::phased::agent::{self, Reader, ReplyFile};
@@ -391,7 +391,7 @@ fn drive(run: &str, starter: Option<u32>) -> anyhow::Result<i32> {
 }
 
 fn open_here() -> anyhow::Result<WorkingCopy> {
-    run_cmd::open_at(&std::env::current_dir()?)
+    Ok(run_cmd::open_at(&std::env::current_dir()?)?)
 }
 
 fn driver_alive(wc: &WorkingCopy, run: &str) -> Option<ProcessId> {

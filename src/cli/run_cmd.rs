@@ -1,28 +1,11 @@
-//! `abcd run start|takeover|halt|lift|finish`, `abcd collect` and `abcd resume`: the runs
-//! this machine drives (SPEC §7). Each run lives in its working copy's journal; the
-//! machine journal indexes them so `abcd resume` finds every one. Every change is decided
-//! under the journal's writer lock from the folded ledger.
-
-use std::path::{Path, PathBuf};
+//! `abcd run start|takeover|halt|lift|finish`, `abcd collect` and `abcd resume`: parses,
+//! calls `command::run`, prints.
 
 use clap::{Args, Subcommand};
-use serde::Serialize;
 use serde_json::json;
 
-use super::{EXIT_OK, refuse};
-use crate::event::{self, Scope};
-use crate::git::worktree;
-use crate::journal::format::{Actor, NewEvent};
-use crate::journal::storage::RealDisk;
-use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside};
-use crate::places;
-use crate::platform::process::{self, ProcessId};
-use crate::store::Store;
-
-/// A receipt read to hash it, at most, in bytes.
-pub const RECEIPT_MAX_BYTES: u64 = 64 << 20;
-/// A receipt is hashed in chunks of this many bytes (memory stays flat for a large one).
-const RECEIPT_READ_CHUNK: usize = 64 * 1024;
+use super::EXIT_OK;
+use crate::command::run::{self as run_cmd, RESUME_SCHEMA, ResumeFile, RunListing, StepMove, driver_words};
 
 #[derive(Subcommand, Debug)]
 pub enum RunAction {
@@ -90,621 +73,51 @@ pub struct ResumeArgs {
     step: bool,
 }
 
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(host_session()), data }
-}
-
-/// The host session a verb runs in, when the host says (a hook-less verb cannot know).
-fn host_session() -> Option<String> {
-    std::env::var("CLAUDE_SESSION_ID").ok().filter(|s| event::session_id_ok(s))
-}
-
-pub struct WorkingCopy {
-    pub store: Store,
-    pub scope: Scope,
-    pub root: PathBuf,
-}
-
-fn open_here() -> anyhow::Result<WorkingCopy> {
-    let cwd = std::env::current_dir()?;
-    open_at(&cwd)
-}
-
-pub fn open_at(dir: &Path) -> anyhow::Result<WorkingCopy> {
-    let (paths, scope) = places::working_copy_journal(dir)?;
-    let root = places::working_copy_root(dir)?.0;
-    Ok(WorkingCopy { store: Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?), scope, root })
-}
-
-fn machine() -> anyhow::Result<(Store, Scope)> {
-    let (paths, scope) = places::machine_journal()?;
-    Ok((Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?), scope))
-}
-
-fn driver_from(pid: Option<u32>) -> Result<Driver, String> {
-    let process = match pid {
-        Some(pid) => process::identify(pid).ok_or_else(|| format!("refused: no live process has pid {pid}; nothing was written"))?,
-        None => process::nearest_non_shell_ancestor()
-            .map_err(|e| format!("refused: the driver cannot be found ({e}); name it with --driver-pid"))?,
-    };
-    Ok(Driver { session: host_session(), process })
-}
-
-fn driver_words(d: &Driver) -> String {
-    format!("pid {} (started at tick {})", d.process.pid, d.process.start_ticks)
-}
-
 pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
     match action {
-        RunAction::Start { run, lanes, driver_pid, json } => start(&run, lanes, driver_pid, json),
-        RunAction::Takeover { run, driver_pid, json } => takeover(&run, driver_pid, json),
-        RunAction::Halt { run } => halt(run.as_deref(), true),
-        RunAction::Lift { run } => halt(run.as_deref(), false),
-        RunAction::Finish { run } => finish(&run),
-    }
-}
-
-fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>, json_out: bool) -> anyhow::Result<i32> {
-    if let Err(r) = ledger::check_name("run", run) {
-        return refuse(format!("refused: the run name {}; nothing was written", r.reason));
-    }
-    for (i, lane) in lanes.iter().enumerate() {
-        if let Err(r) = ledger::check_name("lane", lane) {
-            // Named by its place when it looks like a secret: a refusal never echoes one.
-            let which = if crate::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { format!("{lane:?}") };
-            return refuse(format!("refused: lane {which}: the name {}; nothing was written", r.reason.replace('"', "")));
-        }
-    }
-    let mut unique = lanes.clone();
-    unique.sort();
-    unique.dedup();
-    if unique.len() != lanes.len() || lanes.len() > ledger::LANES_MAX {
-        return refuse(format!("refused: name each lane once, at most {}; nothing was written", ledger::LANES_MAX));
-    }
-    let driver = match driver_from(driver_pid) {
-        Ok(d) => d,
-        Err(why) => return refuse(why),
-    };
-    let wc = open_here()?;
-    let data = RunStarted { run: run.into(), working_copy: wc.root.display().to_string(), lanes, driver: driver.clone() };
-    let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        Some(existing) if existing.finished => (vec![], Err(format!("refused: run {run} is finished; start a run under a new name"))),
-        Some(existing) if process::is_alive(&existing.driver.process) => (
-            vec![],
-            Err(format!(
-                "refused: run {run} is driven by a live process, {}; a second driver is not started",
-                driver_words(&existing.driver)
-            )),
-        ),
-        Some(existing) => (
-            vec![],
-            Err(format!(
-                "refused: run {run} exists and its driver ({}) is gone; claim it with `abcd run takeover {run}`",
-                driver_words(&existing.driver)
-            )),
-        ),
-        None => (vec![new_event(event::RUN_STARTED, json!(data))], Ok(())),
-    })?;
-    if let Err(why) = written.outcome {
-        return refuse(why);
-    }
-    // The index comes second: a run missing from it is still found from its own working
-    // copy by `abcd resume` run there.
-    let (machine, scope) = machine()?;
-    machine.append_with(Some(&scope), |state| {
-        if state.ledger.index.contains_key(run) { (vec![], ()) } else { (vec![new_event(event::RUN_STARTED, json!(data))], ()) }
-    })?;
-    if json_out {
-        println!("{}", json!({"run": run, "driver": driver, "working_copy": data.working_copy, "lanes": data.lanes}));
-    } else {
-        println!("run {run} started, driven by {}; lanes: {}", driver_words(&driver), data.lanes.join(", "));
-    }
-    Ok(EXIT_OK)
-}
-
-fn takeover(run: &str, driver_pid: Option<u32>, json_out: bool) -> anyhow::Result<i32> {
-    let driver = match driver_from(driver_pid) {
-        Ok(d) => d,
-        Err(why) => return refuse(why),
-    };
-    let wc = open_here()?;
-    let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        None => {
-            (vec![], Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(run))))
-        }
-        Some(r) if process::is_alive(&r.driver.process) => {
-            (vec![], Err(format!("refused: run {run}'s driver is alive ({}); a run has one driver", driver_words(&r.driver))))
-        }
-        Some(r) => {
-            let data = DriverClaimed { run: run.into(), driver: driver.clone(), previous: r.driver.clone() };
-            (vec![new_event(event::RUN_DRIVER_CLAIMED, json!(data))], Ok(r.driver.clone()))
-        }
-    })?;
-    match written.outcome {
-        Err(why) => refuse(why),
-        Ok(previous) => {
-            if json_out {
-                println!("{}", json!({"run": run, "driver": driver, "previous": previous}));
+        RunAction::Start { run, lanes, driver_pid, json } => {
+            let started = run_cmd::start(&run, lanes, driver_pid)?;
+            if json {
+                println!("{}", json!({"run": run, "driver": started.driver, "working_copy": started.working_copy, "lanes": started.lanes}));
             } else {
-                println!("run {run} taken over by {} (its driver {} was gone)", driver_words(&driver), driver_words(&previous));
+                println!("run {run} started, driven by {}; lanes: {}", driver_words(&started.driver), started.lanes.join(", "));
             }
-            Ok(EXIT_OK)
         }
-    }
-}
-
-fn halt(run: Option<&str>, halted: bool) -> anyhow::Result<i32> {
-    let wc = open_here()?;
-    let kind = if halted { event::RUN_HALTED } else { event::RUN_LIFTED };
-    let written = wc.store.append_with(Some(&wc.scope), |state| {
-        let names: Vec<String> = match run {
-            Some(r) if !state.ledger.runs.contains_key(r) => {
-                return (
-                    vec![],
-                    Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(r))),
-                );
+        RunAction::Takeover { run, driver_pid, json } => {
+            let taken = run_cmd::takeover(&run, driver_pid)?;
+            if json {
+                println!("{}", json!({"run": run, "driver": taken.driver, "previous": taken.previous}));
+            } else {
+                println!("run {run} taken over by {} (its driver {} was gone)", driver_words(&taken.driver), driver_words(&taken.previous));
             }
-            Some(r) => vec![r.to_string()],
-            None => state.ledger.runs.iter().filter(|(_, r)| !r.finished).map(|(n, _)| n.clone()).collect(),
-        };
-        let events = names
-            .iter()
-            .filter(|n| state.ledger.runs[*n].halted != halted)
-            .map(|n| new_event(kind, json!(RunNamed { run: n.clone(), working_copy: None })))
-            .collect();
-        (events, Ok(names))
-    })?;
-    match written.outcome {
-        Err(why) => refuse(why),
-        Ok(names) if names.is_empty() => {
-            println!("no run in this working copy");
-            Ok(EXIT_OK)
         }
-        Ok(names) => {
-            let what = if halted { "halted: every later launch is refused until `abcd run lift`" } else { "lifted" };
-            println!("{} {what}", names.join(", "));
-            Ok(EXIT_OK)
+        RunAction::Halt { run } => print_halted(&run_cmd::halt(run.as_deref(), true)?, true),
+        RunAction::Lift { run } => print_halted(&run_cmd::halt(run.as_deref(), false)?, false),
+        RunAction::Finish { run } => {
+            run_cmd::finish(&run)?;
+            println!("run {run} finished");
         }
     }
-}
-
-fn finish(run: &str) -> anyhow::Result<i32> {
-    let wc = open_here()?;
-    let data = RunNamed { run: run.into(), working_copy: Some(wc.root.display().to_string()) };
-    let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        None => {
-            (vec![], Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(run))))
-        }
-        Some(r) if r.finished => (vec![], Ok(())),
-        Some(_) => (vec![new_event(event::RUN_FINISHED, json!(data))], Ok(())),
-    })?;
-    if let Err(why) = written.outcome {
-        return refuse(why);
-    }
-    let (machine, scope) = machine()?;
-    machine.append_with(Some(&scope), |state| match state.ledger.index.get(run) {
-        Some(entry) if !entry.finished => (vec![new_event(event::RUN_FINISHED, json!(data))], ()),
-        _ => (vec![], ()),
-    })?;
-    println!("run {run} finished");
     Ok(EXIT_OK)
 }
 
-/// BLAKE3 and length of a receipt file, bounded.
-fn hash_receipt(path: &Path) -> std::io::Result<(String, u64)> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; RECEIPT_READ_CHUNK];
-    let mut total = 0u64;
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        if total > RECEIPT_MAX_BYTES {
-            return Err(std::io::Error::other(format!("the receipt is over {RECEIPT_MAX_BYTES} bytes")));
-        }
-        hasher.update(&buf[..n]);
+fn print_halted(names: &[String], halted: bool) {
+    if names.is_empty() {
+        println!("no run in this working copy");
+    } else {
+        let what = if halted { "halted: every later launch is refused until `abcd run lift`" } else { "lifted" };
+        println!("{} {what}", names.join(", "));
     }
-    Ok((hasher.finalize().to_hex().to_string(), total))
 }
 
 pub fn run_collect(args: CollectArgs) -> anyhow::Result<i32> {
-    let wc = open_here()?;
-    match collect(&wc, &args.run, &args.lane)? {
-        Err(why) => refuse(why),
-        Ok(c) => {
-            if args.json {
-                println!("{}", json!(c));
-            } else {
-                println!("collected the receipt of launch {} of {}/{} ({} bytes, blake3 {})", c.launch, c.run, c.lane, c.bytes, c.blake3);
-            }
-            Ok(EXIT_OK)
-        }
+    let c = run_cmd::collect_here(&args.run, &args.lane)?;
+    if args.json {
+        println!("{}", json!(c));
+    } else {
+        println!("collected the receipt of launch {} of {}/{} ({} bytes, blake3 {})", c.launch, c.run, c.lane, c.bytes, c.blake3);
     }
-}
-
-/// Collects the last launch's receipt under the lock: it must exist and be uncollected.
-fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> anyhow::Result<Result<ReceiptCollected, String>> {
-    let written = wc.store.append_with(Some(&wc.scope), |state| {
-        let Some(r) = state.ledger.runs.get(run) else {
-            return (
-                vec![],
-                Err(format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(run))),
-            );
-        };
-        let Some(l) = r.lanes.get(lane) else {
-            return (vec![], Err(format!("refused: run {run} has no lane {}; `abcd resume` lists its lanes", ledger::shown_name(lane))));
-        };
-        let Some(last) = l.last() else {
-            return (
-                vec![],
-                Err(format!(
-                    "refused: lane {lane} of run {run} has launched nothing; start an agent with `abcd launch --run {run} --lane {lane} …`"
-                )),
-            );
-        };
-        if last.collected.is_some() {
-            return (vec![], Err(format!("refused: the receipt of launch {} of {run}/{lane} was already collected", last.launch)));
-        }
-        match hash_receipt(Path::new(&last.receipt)) {
-            Err(e) => (vec![], Err(format!("refused: the receipt {} cannot be read ({e}); it has not arrived", last.receipt))),
-            Ok((blake3, bytes)) => {
-                let data = ReceiptCollected { run: run.into(), lane: lane.into(), launch: last.launch, blake3, bytes };
-                (vec![new_event(event::RECEIPT_COLLECTED, json!(data))], Ok(data))
-            }
-        }
-    })?;
-    Ok(written.outcome)
-}
-
-pub const RESUME_SCHEMA: &str = "abcd/resume/v1";
-
-/// `resume.json`, and what `abcd resume --json` prints.
-#[derive(Serialize)]
-struct ResumeFile<'a> {
-    schema: &'static str,
-    runs: &'a [RunListing],
-}
-
-/// One lane in the listing.
-#[derive(Debug, Serialize)]
-pub struct LaneListing {
-    pub lane: String,
-    pub stage: String,
-    pub launch: Option<u64>,
-    pub agent: Option<ProcessId>,
-    pub agent_alive: bool,
-    pub receipt_waiting: bool,
-    pub worktree: Option<String>,
-    pub uncommitted: Vec<String>,
-    pub behind_default: Option<u64>,
-    /// Why git could not read the lane's worktree, when it could not.
-    pub worktree_problem: Option<String>,
-    /// Why the base drift could not be measured, when it could not (the uncommitted files
-    /// were still read).
-    pub base_problem: Option<String>,
-    pub saved_aside: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct RunListing {
-    pub run: String,
-    pub working_copy: String,
-    pub driver: Option<Driver>,
-    pub driver_alive: bool,
-    pub halted: bool,
-    pub lanes: Vec<LaneListing>,
-    /// The phased loop this run drives (`abcd loop`), when it is one.
-    #[serde(rename = "loop")]
-    pub loop_record: Option<crate::phased::LoopListing>,
-    /// Why the run could not be read, when it could not.
-    pub problem: Option<String>,
-}
-
-impl RunListing {
-    fn unreadable(run: &str, working_copy: &str, why: &str) -> RunListing {
-        RunListing {
-            run: run.to_string(),
-            working_copy: working_copy.to_string(),
-            driver: None,
-            driver_alive: false,
-            halted: false,
-            lanes: vec![],
-            loop_record: None,
-            problem: Some(why.to_string()),
-        }
-    }
-}
-
-/// What git said of each distinct worktree in one listing (lanes that share a worktree
-/// share its answer), or why it could not be read.
-type WorktreeFacts = std::collections::HashMap<String, Result<worktree::ListingFacts, String>>;
-
-/// The behind counts kept between listings, in the home store: a cache of a pure function
-/// (see [`worktree::DriftCounts`]), so losing it, or a racing listing's write winning,
-/// costs only a `git rev-list` again.
-const DRIFT_CACHE_FILE: &str = "cache/base-drift.json";
-/// The cache holds at most this many pairs; past it, it starts over empty.
-pub const DRIFT_CACHE_MAX: usize = 4096;
-/// One pair's JSON is two 64-hex ids, a space, a count and punctuation: well under this.
-const DRIFT_CACHE_ENTRY_BYTES_MAX: u64 = 256;
-
-fn drift_cache_path() -> Option<PathBuf> {
-    places::home_dir().ok().map(|h| h.join(DRIFT_CACHE_FILE))
-}
-
-fn load_drift_cache(path: &Path) -> worktree::DriftCounts {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    // A cache over its bound (hand-made, say) is ignored rather than trusted in part.
-    let bound = (DRIFT_CACHE_MAX as u64 + 1) * DRIFT_CACHE_ENTRY_BYTES_MAX;
-    // The home store's rule: a regular file of this user, not a link, not writable by others.
-    if !crate::journal::safety::home_file_ok(&RealDisk, path).unwrap_or(false) {
-        return worktree::DriftCounts::new();
-    }
-    let read = std::fs::File::open(path).and_then(|f| f.take(bound).read_to_end(&mut bytes));
-    match read {
-        Ok(n) if (n as u64) < bound => serde_json::from_slice(&bytes).unwrap_or_default(),
-        _ => worktree::DriftCounts::new(),
-    }
-}
-
-fn save_drift_cache(path: &Path, mut counts: worktree::DriftCounts, measured: worktree::DriftCounts) {
-    if measured.is_empty() {
-        return;
-    }
-    if counts.len() + measured.len() > DRIFT_CACHE_MAX {
-        counts.clear();
-    }
-    counts.extend(measured);
-    if let (Some(dir), Ok(bytes)) = (path.parent(), serde_json::to_vec(&counts)) {
-        // A cache: an unsynced write that is lost only costs a recount.
-        use crate::journal::storage::Storage;
-        let _ = RealDisk.create_dir_all(dir, 0o700);
-        let _ = crate::journal::storage::write_atomic(&RealDisk, path, &bytes, false);
-    }
-}
-
-/// The previous listing (`resume.json`) is read at most this far to guess the worktrees.
-const PREVIOUS_LISTING_MAX: u64 = 16 << 20;
-/// At most this many worktrees are read early (the rest after the journals).
-const EARLY_WORKTREES_MAX: usize = 256;
-
-/// git's answers for worktrees, read on a thread of their own.
-type EarlyReading =
-    std::thread::JoinHandle<(Vec<String>, Vec<Result<worktree::ListingFacts, worktree::WorktreeError>>, worktree::DriftCounts)>;
-
-/// Lanes whose agent had started and stopped by the previous listing: (run, lane, launch).
-type Settled = std::collections::BTreeSet<(String, String, u64)>;
-
-/// The worktree reads of one listing. git is the slow part of a listing (a child costs
-/// milliseconds, the journals' states about one), so some worktrees are read on a thread
-/// while the journals are: those of the previous listing whose every lane's agent had
-/// already stopped. Their early answer is used only when each lane on them is still at
-/// that same launch, so a lane shown as exited or gone always shows work read after its
-/// agent stopped; every other worktree is read after the journals and the liveness checks.
-struct WorktreeReading {
-    cache: Option<PathBuf>,
-    known: worktree::DriftCounts,
-    early: Option<EarlyReading>,
-    settled: Settled,
-}
-
-impl WorktreeReading {
-    fn start(here: Option<&WorkingCopy>) -> WorktreeReading {
-        let cache = drift_cache_path();
-        let known = cache.as_deref().map(load_drift_cache).unwrap_or_default();
-        let previous = here.map(|h| h.store.journal().paths().dir().join("resume.json"));
-        let (guess, settled) = previous.as_deref().map(previous_listing).unwrap_or_default();
-        let early = (!guess.is_empty()).then(|| {
-            let known = known.clone();
-            std::thread::spawn(move || {
-                let paths: Vec<PathBuf> = guess.iter().map(PathBuf::from).collect();
-                let (facts, measured) = worktree::listing_facts(&paths, &known);
-                (guess, facts, measured)
-            })
-        });
-        WorktreeReading { cache, known, early, settled }
-    }
-
-    /// Every distinct worktree of the listed lanes: the early answers where they still
-    /// hold (see the type), the rest read now, all at once.
-    fn finish(self, runs: &[(String, &Run)]) -> WorktreeFacts {
-        let mut lanes_on: std::collections::BTreeMap<String, Vec<(String, String, u64)>> = std::collections::BTreeMap::new();
-        for (run_name, run) in runs {
-            for (lane_name, lane) in &run.lanes {
-                if let Some(last) = lane.last() {
-                    lanes_on.entry(last.worktree.clone()).or_default().push((run_name.clone(), lane_name.clone(), last.launch));
-                }
-            }
-        }
-        let mut facts = WorktreeFacts::new();
-        let mut measured = worktree::DriftCounts::new();
-        if let Some(Ok((guessed, early, early_measured))) = self.early.map(|t| t.join()) {
-            measured.extend(early_measured);
-            for (w, f) in guessed.into_iter().zip(early) {
-                if lanes_on.get(&w).is_some_and(|lanes| lanes.iter().all(|l| self.settled.contains(l))) {
-                    facts.insert(w, f.map_err(|e| e.to_string()));
-                }
-            }
-        }
-        let rest: Vec<String> = lanes_on.into_keys().filter(|w| !facts.contains_key(w)).collect();
-        let paths: Vec<PathBuf> = rest.iter().map(PathBuf::from).collect();
-        let (late, late_measured) = worktree::listing_facts(&paths, &self.known);
-        measured.extend(late_measured);
-        facts.extend(rest.into_iter().zip(late.into_iter().map(|f| f.map_err(|e| e.to_string()))));
-        if let Some(path) = &self.cache {
-            save_drift_cache(path, self.known, measured);
-        }
-        facts
-    }
-}
-
-/// From a previous listing: the worktrees (existing folders, at most
-/// [`EARLY_WORKTREES_MAX`]) whose every lane's agent had started and stopped, and those
-/// lanes. Nothing when it cannot be read.
-fn previous_listing(path: &Path) -> (Vec<String>, Settled) {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(PREVIOUS_LISTING_MAX + 1).read_to_end(&mut bytes));
-    if !matches!(read, Ok(n) if (n as u64) <= PREVIOUS_LISTING_MAX) {
-        return Default::default();
-    }
-    let Ok(listing) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return Default::default() };
-    let mut settled = Settled::new();
-    let mut unsettled_worktrees = std::collections::BTreeSet::new();
-    let mut worktrees = std::collections::BTreeSet::new();
-    for run in listing["runs"].as_array().into_iter().flatten() {
-        for lane in run["lanes"].as_array().into_iter().flatten() {
-            let Some(w) = lane["worktree"].as_str() else { continue };
-            worktrees.insert(w.to_string());
-            let stopped = lane["agent_alive"] == false && lane["agent"].is_object();
-            match (run["run"].as_str(), lane["lane"].as_str(), lane["launch"].as_u64()) {
-                (Some(r), Some(l), Some(n)) if stopped => {
-                    settled.insert((r.to_string(), l.to_string(), n));
-                }
-                _ => {
-                    unsettled_worktrees.insert(w.to_string());
-                }
-            }
-        }
-    }
-    let guess =
-        worktrees.into_iter().filter(|w| !unsettled_worktrees.contains(w) && Path::new(w).is_dir()).take(EARLY_WORKTREES_MAX).collect();
-    (guess, settled)
-}
-
-fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneListing {
-    let last = lane.last();
-    // An exit on record settles it; only an agent without one costs a /proc read.
-    let alive = last.is_some_and(|l| l.exited.is_none()) && last.and_then(|l| l.started).is_some_and(|p| process::is_alive(&p));
-    let receipt_waiting = last.is_some_and(|l| l.collected.is_none() && !alive && Path::new(&l.receipt).is_file());
-    let stage = match last {
-        None => "idle: nothing launched".to_string(),
-        Some(l) if l.collected.is_some() => format!("launch {}: receipt collected", l.launch),
-        Some(l) if l.started.is_none() && l.exited.is_none() => {
-            format!(
-                "launch {}: intended, never started (the launcher stopped before starting it); check {} before launching again",
-                l.launch, l.receipt
-            )
-        }
-        Some(l) if alive => format!("launch {}: agent alive (pid {})", l.launch, l.started.map_or(0, |p| p.pid)),
-        Some(l) if receipt_waiting => {
-            format!("launch {}: receipt waiting at {}: `abcd collect` it before launching again", l.launch, l.receipt)
-        }
-        Some(l) => match l.exited {
-            Some(status) => format!("launch {}: exited ({}), no receipt", l.launch, ledger::exit_words(status)),
-            None => {
-                format!("launch {}: agent lost (pid {} is gone, its exit unrecorded), no receipt", l.launch, l.started.map_or(0, |p| p.pid))
-            }
-        },
-    };
-    let worktree = last.map(|l| l.worktree.clone());
-    let read = worktree.as_ref().and_then(|w| facts.get(w));
-    let (uncommitted, behind, worktree_problem, base_problem) = match read {
-        Some(Ok(f)) => (f.changed.clone(), f.drift.as_ref().map(|d| d.behind), None, f.drift_problem.clone()),
-        Some(Err(why)) => (Vec::new(), None, Some(why.clone()), None),
-        None => (Vec::new(), None, None, None),
-    };
-    LaneListing {
-        lane: name.to_string(),
-        stage,
-        launch: last.map(|l| l.launch),
-        agent: last.and_then(|l| l.started),
-        agent_alive: alive,
-        receipt_waiting,
-        worktree,
-        uncommitted,
-        behind_default: behind,
-        worktree_problem,
-        base_problem,
-        saved_aside: lane.saved.iter().map(|s| s.ref_name.clone()).collect(),
-    }
-}
-
-fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts, loops: &crate::phased::LoopRecords) -> RunListing {
-    RunListing {
-        loop_record: crate::phased::resume_listing(name, loops),
-        run: name.to_string(),
-        working_copy: run.working_copy.clone(),
-        driver: Some(run.driver.clone()),
-        driver_alive: process::is_alive(&run.driver.process),
-        halted: run.halted,
-        lanes: run.lanes.iter().map(|(n, l)| lane_listing(n, l, facts)).collect(),
-        problem: None,
-    }
-}
-
-/// Every unfinished run: the machine index's, plus this working copy's own (a run whose
-/// index entry was lost is still found from where it lives).
-fn gather(here: Option<&WorkingCopy>) -> anyhow::Result<Vec<RunListing>> {
-    let reading = WorktreeReading::start(here);
-    let mut places: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
-    let (machine, _) = machine()?;
-    if let Ok(current) = machine.current_state() {
-        for (run, entry) in &current.state.ledger.index {
-            if !entry.finished {
-                places.entry(entry.working_copy.clone()).or_default().push(run.clone());
-            }
-        }
-    }
-    // Every journal (while the early git reads run), then git for the worktrees not read
-    // yet, then the listing.
-    let mut ledgers: Vec<(LedgerState, crate::phased::LoopRecords)> = Vec::new();
-    let mut unreadable = Vec::new();
-    let mut wanted: Vec<Option<Vec<String>>> = Vec::new();
-    let here_root = here.map(|h| h.root.display().to_string());
-    for (root, runs) in &places {
-        if Some(root) == here_root.as_ref() {
-            continue;
-        }
-        let state = open_at(Path::new(root))
-            .and_then(|wc| {
-                let state = wc.store.current_state()?.state;
-                Ok((state.ledger, state.loops))
-            })
-            .map_err(|e| format!("its journal cannot be read: {e:#}"));
-        match state {
-            Ok((ledger, loops)) => {
-                ledgers.push((ledger, loops));
-                wanted.push(Some(runs.clone()));
-            }
-            Err(why) => unreadable.extend(runs.iter().map(|name| RunListing::unreadable(name, root, &why))),
-        }
-    }
-    if let (Some(h), Some(root)) = (here, &here_root) {
-        match h.store.current_state() {
-            Ok(current) => {
-                ledgers.push((current.state.ledger, current.state.loops));
-                wanted.push(None);
-            }
-            // Its indexed runs are listed with the reason; the others are still listed.
-            Err(e) => {
-                let why = format!("its journal cannot be read: {e}");
-                unreadable.extend(places.get(root).into_iter().flatten().map(|name| RunListing::unreadable(name, root, &why)));
-            }
-        }
-    }
-    let listed: Vec<(String, &Run, &crate::phased::LoopRecords)> = ledgers
-        .iter()
-        .zip(&wanted)
-        .flat_map(|((ledger, loops), only)| {
-            ledger
-                .runs
-                .iter()
-                .filter(move |(name, run)| !run.finished && only.as_ref().is_none_or(|o| o.contains(name)))
-                .map(move |(name, run)| (name.clone(), run, loops))
-        })
-        .collect();
-    let runs: Vec<(String, &Run)> = listed.iter().map(|(name, run, _)| (name.clone(), *run)).collect();
-    let facts = reading.finish(&runs);
-    let mut listings: Vec<RunListing> = listed.iter().map(|(name, run, loops)| run_listing(name, run, &facts, loops)).collect();
-    listings.extend(unreadable);
-    listings.sort_by(|a, b| (&a.working_copy, &a.run).cmp(&(&b.working_copy, &b.run)));
-    Ok(listings)
+    Ok(EXIT_OK)
 }
 
 fn print_listing(listings: &[RunListing]) {
@@ -750,135 +163,24 @@ fn print_listing(listings: &[RunListing]) {
 }
 
 pub fn run_resume(args: ResumeArgs) -> anyhow::Result<i32> {
-    let here = open_here().ok();
-    if args.step {
-        step(here.as_ref())?;
-    }
-    let listings = gather(here.as_ref())?;
-    let listing_json = ResumeFile { schema: RESUME_SCHEMA, runs: &listings };
-    if let Some(h) = &here {
-        // A cache for people and tools, rebuilt on every `abcd resume`; left alone when it
-        // already says the same (a rename over a file costs milliseconds on these disks).
-        let path = h.store.journal().paths().dir().join("resume.json");
-        let bytes = serde_json::to_vec_pretty(&listing_json)?;
-        let same_size = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
-        if !same_size || std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
-            let _ = crate::journal::storage::write_atomic(&RealDisk, &path, &bytes, false);
-        }
-    }
+    let listings = run_cmd::resume(args.step, &mut print_move)?;
     if args.json {
-        println!("{}", serde_json::to_string(&listing_json)?);
+        println!("{}", serde_json::to_string(&ResumeFile { schema: RESUME_SCHEMA, runs: &listings })?);
     } else {
         print_listing(&listings);
     }
     Ok(EXIT_OK)
 }
 
-/// The safe moves only: collect receipts that arrived, save aside the uncommitted work of
-/// lanes with no live agent. Nothing is started.
-fn step(here: Option<&WorkingCopy>) -> anyhow::Result<()> {
-    for r in gather(here)? {
-        let Ok(wc) = open_at(Path::new(&r.working_copy)) else { continue };
-        for l in &r.lanes {
-            if l.receipt_waiting {
-                match collect(&wc, &r.run, &l.lane)? {
-                    Ok(c) => println!("collected the receipt of launch {} of {}/{}", c.launch, r.run, l.lane),
-                    Err(why) => println!("not collected ({}/{}): {why}", r.run, l.lane),
-                }
-            }
-            // A loop between turns builds each turn on the last one's uncommitted work:
-            // saving it aside would take it away from the next turn. Only a stopped
-            // loop's lanes are saved.
-            let loop_running = r.loop_record.as_ref().is_some_and(|lp| lp.state != crate::phased::RunState::Stopped);
-            if loop_running && !l.uncommitted.is_empty() {
-                println!("not saved aside ({}/{}): the loop {} is not stopped; its next turn builds on this work", r.run, l.lane, r.run);
-            }
-            if !l.agent_alive
-                && !loop_running
-                && !l.uncommitted.is_empty()
-                && let Some(w) = &l.worktree
-            {
-                match save_aside(&wc, &r.run, &l.lane, Path::new(w)) {
-                    Ok(line) => println!("{line}"),
-                    Err(why) => println!("not saved aside ({}/{}): {why}", r.run, l.lane),
-                }
-            }
+/// One line per move of `abcd resume --step`, as it is made.
+fn print_move(step: StepMove) {
+    match step {
+        StepMove::Collected { run, lane, launch } => println!("collected the receipt of launch {launch} of {run}/{lane}"),
+        StepMove::NotCollected { run, lane, why } => println!("not collected ({run}/{lane}): {why}"),
+        StepMove::LoopNotStopped { run, lane } => {
+            println!("not saved aside ({run}/{lane}): the loop {run} is not stopped; its next turn builds on this work")
         }
-    }
-    Ok(())
-}
-
-/// Saves a lane's uncommitted work to a ref, records it, and returns the lane to its last
-/// commit only after the save is verified and recorded.
-pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Result<String, String> {
-    let now = crate::clock::now().map_err(|e| e.to_string())?;
-    let saved = worktree::save_aside(tree, run, lane, now).map_err(|e| format!("{e}; nothing was reset"))?;
-    // Only names a record may hold are listed: a name with a newline or a secret would
-    // make the fold skip the whole record, leaving the save known only by its ref.
-    let (listed, files_not_listed) = ledger::listable_files(&saved.files);
-    let data = WorkSavedAside {
-        run: run.into(),
-        lane: lane.into(),
-        worktree: tree.display().to_string(),
-        ref_name: saved.ref_name.clone(),
-        commit: saved.commit.clone(),
-        files_not_listed,
-        files: listed,
-    };
-    wc.store
-        .append_with(Some(&wc.scope), |_| (vec![new_event(event::WORK_SAVED_ASIDE, json!(data))], ()))
-        .map_err(|e| format!("the save {} is made but was not recorded ({e}); nothing was reset", saved.ref_name))?;
-    worktree::return_to_last_commit(tree).map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
-    Ok(format!(
-        "saved {} uncommitted file(s) of {run}/{lane} to {}; the lane is back at its last commit. Bring the work back with: {}",
-        saved.files.len(),
-        saved.ref_name,
-        saved.restore_command
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The drift cache keeps what it holds up to its bound and starts over past it.
-    #[test]
-    fn the_drift_cache_starts_over_only_past_its_bound() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cache/base-drift.json");
-        let pairs =
-            |n: usize, from: usize| -> worktree::DriftCounts { (from..from + n).map(|i| (format!("{i:040x} -"), i as u64)).collect() };
-        save_drift_cache(&path, pairs(DRIFT_CACHE_MAX - 1, 0), pairs(1, DRIFT_CACHE_MAX));
-        assert_eq!(load_drift_cache(&path).len(), DRIFT_CACHE_MAX, "exactly the bound is kept");
-        save_drift_cache(&path, load_drift_cache(&path), pairs(1, 2 * DRIFT_CACHE_MAX));
-        assert_eq!(load_drift_cache(&path), pairs(1, 2 * DRIFT_CACHE_MAX), "one past it: only the new pair");
-    }
-
-    /// Only worktrees whose every lane's agent had started and stopped are read early, and
-    /// those lanes (by run, lane and launch) are what an early answer is checked against.
-    #[test]
-    fn the_previous_listing_offers_only_settled_worktrees() {
-        let dir = tempfile::tempdir().unwrap();
-        let (settled_tree, busy_tree, gone_tree) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("c"));
-        std::fs::create_dir_all(&settled_tree).unwrap();
-        std::fs::create_dir_all(&busy_tree).unwrap();
-        let pid = json!({"pid": 1, "start_ticks": 2});
-        let lane = |name: &str, w: &Path, launch: u64, agent: &serde_json::Value, alive: bool| json!({"lane": name, "worktree": w.display().to_string(), "launch": launch, "agent": agent, "agent_alive": alive});
-        let listing = json!({"schema": RESUME_SCHEMA, "runs": [
-            {"run": "r", "lanes": [
-                lane("done", &settled_tree, 3, &pid, false),
-                lane("alive", &busy_tree, 1, &pid, true),
-                lane("never-started", &busy_tree, 2, &serde_json::Value::Null, false),
-                lane("folder-gone", &gone_tree, 1, &pid, false),
-            ]}
-        ]});
-        let path = dir.path().join("resume.json");
-        std::fs::write(&path, serde_json::to_vec(&listing).unwrap()).unwrap();
-        let (guess, settled) = previous_listing(&path);
-        assert_eq!(guess, vec![settled_tree.display().to_string()], "a busy worktree and a missing folder are read late");
-        assert!(settled.contains(&("r".to_string(), "done".to_string(), 3)));
-        assert!(!settled.iter().any(|(_, l, _)| l == "alive" || l == "never-started"));
-        std::fs::write(&path, b"not json").unwrap();
-        assert_eq!(previous_listing(&path), (vec![], Settled::new()));
+        StepMove::SavedAside(line) => println!("{line}"),
+        StepMove::NotSavedAside { run, lane, why } => println!("not saved aside ({run}/{lane}): {why}"),
     }
 }

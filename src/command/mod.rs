@@ -10,6 +10,8 @@
 //! - [`init`]: `abcd init`: the repository managed and the hooks installed.
 //! - [`journal`]: `abcd journal repair` and `checkpoint`.
 //! - [`replay`]: `abcd replay`, the audit and its checks of every cache.
+//! - [`run`]: `abcd run`, `collect` and `resume`: the runs this machine drives, their
+//!   receipts, and the resume listing with its safe moves.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
 //!   collecting replies, resuming after a crash.
@@ -23,5 +25,6 @@ pub mod journal;
 pub mod launch;
 pub mod loop_driver;
 pub mod replay;
+pub mod run;
 
 pub use error::{Blame, CommandError};

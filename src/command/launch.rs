@@ -1,6 +1,7 @@
-//! One launch path for `abcd launch` and the loop driver: why a lane may not launch now
-//! (judged from the folded ledger under the writer lock), the detached watcher's command
-//! line, and the watcher's start of the agent, decided and recorded under the lock.
+//! One launch path for `abcd launch`, its watcher and the loop driver: why a lane may not
+//! launch now (judged from the folded ledger under the writer lock), the launch itself
+//! (recorded before anything starts), the detached watcher's command line, and the
+//! watcher's start of the agent, decided and recorded under the lock.
 //!
 //! The watcher checks, under the lock, that its launch is intended and has neither
 //! started nor exited, starts the agent, and records `launch.started`, all before it lets
@@ -9,13 +10,16 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::{CommandError, run};
 use crate::event::{self, Scope};
+use crate::git::worktree;
 use crate::journal::JournalError;
 use crate::journal::format::{Actor, NewEvent};
-use crate::ledger::{ExitStatus, LaunchExited, LaunchStarted, LedgerState};
+use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState};
 use crate::platform::process::{self, ProcessId, SpawnError, SpawnedChild};
 use crate::store::Store;
 
@@ -239,4 +243,186 @@ pub fn exit_status(report: process::ExitReport) -> ExitStatus {
         process::ExitReport::Signal(signal) => ExitStatus::Signal { signal },
         process::ExitReport::Unknown => ExitStatus::Unknown,
     }
+}
+
+/// How long the launcher waits for the watcher to record the start.
+pub const START_CONFIRM_WAIT: Duration = Duration::from_secs(10);
+/// How often the launcher looks for the watcher's record of the start.
+const START_POLL: Duration = Duration::from_millis(20);
+/// Test seam: the launcher kills itself with SIGKILL right after recording the intent, as
+/// a crash between `launch.intended` and `launch.started` would.
+#[cfg(feature = "test-support")]
+pub const KILL_AFTER_INTENT_VAR: &str = "ABCD_TEST_KILL_AFTER_INTENT";
+
+/// `abcd launch`: an agent for a lane, as the person asked for it.
+pub struct LaunchRequest {
+    pub run: String,
+    pub lane: String,
+    pub role: String,
+    /// The receipt's path, relative to the lane's worktree unless absolute.
+    pub receipt: PathBuf,
+    /// The lane's worktree, relative to `here` unless absolute (`here` when none).
+    pub cwd: Option<PathBuf>,
+    /// The agent's command line; its first word is the program.
+    pub command: Vec<OsString>,
+}
+
+/// A launch whose start the watcher recorded.
+pub struct Launched {
+    pub launch: u64,
+    pub process: ProcessId,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+}
+
+fn absolute(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
+}
+
+fn refused(msg: String) -> CommandError {
+    CommandError::Refused(msg)
+}
+
+fn failed(e: impl std::fmt::Display) -> CommandError {
+    CommandError::Failed(e.to_string())
+}
+
+/// Records the launch before anything starts, then starts its detached watcher (`exe`'s
+/// hidden subcommand) and waits for the watcher's record of the start. Uncommitted work in
+/// the lane's worktree is saved aside first, and `on_saved` is told the line that names it.
+pub fn launch(request: &LaunchRequest, here: &Path, exe: &Path, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
+    for (field, name) in [("run", &request.run), ("lane", &request.lane), ("role", &request.role)] {
+        if let Err(r) = ledger::check_name(field, name) {
+            return Err(refused(format!("refused: the {field} name {}; nothing was recorded", r.reason)));
+        }
+    }
+    let Some(words) = request.command.iter().map(|w| w.to_str().map(String::from)).collect::<Option<Vec<String>>>() else {
+        return Err(refused("refused: the command is not valid UTF-8; nothing was recorded".into()));
+    };
+    if let Err(r) = ledger::check_command(&words) {
+        return Err(refused(format!("refused: the command {}; nothing was recorded", r.reason)));
+    }
+    let Some(program) = process::resolve_program(&request.command[0]) else {
+        return Err(refused(format!(
+            "refused: the command {:?} is not an executable program (not found on PATH); nothing was recorded",
+            words[0]
+        )));
+    };
+    let lane_dir = match &request.cwd {
+        Some(dir) => absolute(here, dir),
+        None => here.to_path_buf(),
+    };
+    let receipt = absolute(&lane_dir, &request.receipt);
+    if receipt.is_dir() {
+        return Err(refused(format!("refused: the receipt path {} is a folder; name the file the agent will write", receipt.display())));
+    }
+    let status = worktree::status(&lane_dir)
+        .map_err(|_| refused(format!("refused: {} is not a git worktree; pass the lane's worktree with --cwd", lane_dir.display())))?;
+    let wc = run::open_at(here)?;
+    let (run_name, lane) = (&request.run, &request.lane);
+
+    // First look: refuse before touching the lane.
+    let first = wc.store.append_with(Some(&wc.scope), |state| (vec![], lane_refusal(&state.ledger, run_name, lane)))?;
+    if let Err(why) = first.outcome {
+        return Err(refused(why.to_string()));
+    }
+    if !status.changed.is_empty() {
+        match run::save_aside(&wc, run_name, lane, &lane_dir) {
+            Ok(line) => on_saved(&line),
+            Err(why) => {
+                return Err(refused(format!("refused: the lane's uncommitted work could not be saved aside ({why}); nothing was started")));
+            }
+        }
+    }
+    let intent = |n: u64| LaunchIntended {
+        run: run_name.clone(),
+        lane: lane.clone(),
+        launch: n,
+        role: request.role.clone(),
+        command: words.clone(),
+        receipt: receipt.display().to_string(),
+        worktree: lane_dir.display().to_string(),
+    };
+    let written = wc.store.append_with(Some(&wc.scope), |state| match lane_refusal(&state.ledger, run_name, lane) {
+        Err(why) => (vec![], Err::<u64, LaneRefusal>(why)),
+        Ok(n) => (vec![new_event(event::LAUNCH_INTENDED, json!(intent(n)))], Ok(n)),
+    })?;
+    let n = written.outcome.map_err(|why| refused(why.to_string()))?;
+    #[cfg(feature = "test-support")]
+    if std::env::var_os(KILL_AFTER_INTENT_VAR).is_some() {
+        crate::platform::process::kill_this_process();
+    }
+
+    let outputs = run_folder(wc.store.journal().paths().dir(), run_name).map_err(failed)?;
+    let spec = WatchSpec {
+        working_copy: wc.root.clone(),
+        run: run_name.clone(),
+        lane: lane.clone(),
+        launch: n,
+        program,
+        cwd: lane_dir.clone(),
+        args: request.command.iter().skip(1).cloned().collect(),
+    };
+    let log = outputs.join(format!("{lane}-{n}.watcher.log"));
+    if let Err(e) = spec.spawn_watcher(exe, &log) {
+        let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
+        wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
+        return Err(refused(format!("the watcher could not be started ({e}); launch {n} is recorded as never started")));
+    }
+    let deadline = Instant::now() + START_CONFIRM_WAIT;
+    loop {
+        let state = wc.store.current_state()?;
+        let last = state
+            .state
+            .ledger
+            .runs
+            .get(run_name)
+            .and_then(|r| r.lanes.get(lane))
+            .and_then(|l| l.launches.iter().find(|x| x.launch == n))
+            .cloned();
+        match last {
+            Some(l) if l.started.is_some() => {
+                let process = l.started.expect("checked");
+                return Ok(Launched { launch: n, process, stdout: l.stdout, stderr: l.stderr });
+            }
+            Some(l) if l.exited == Some(ExitStatus::NotStarted) => {
+                return Err(refused(format!("launch {n} of {run_name}/{lane} could not start its command; see {}", log.display())));
+            }
+            _ if Instant::now() >= deadline => {
+                return Err(refused(format!(
+                    "launch {n} of {run_name}/{lane} is recorded as intended but its start was not confirmed within {} s; `abcd resume` shows it",
+                    START_CONFIRM_WAIT.as_secs()
+                )));
+            }
+            _ => std::thread::sleep(START_POLL),
+        }
+    }
+}
+
+/// How a watcher's work ended.
+pub enum Watched {
+    /// The agent ran and its exit is recorded.
+    Exited,
+    /// The agent could not be started (recorded `not_started`): why.
+    NotStarted(String),
+    /// The launch was not this watcher's to start (started or ended already): why.
+    NotMine(String),
+}
+
+/// The watcher: starts the agent in its own session and records its start, both under the
+/// writer lock and only while its launch is intended and neither started nor ended; then
+/// waits and records the exit.
+pub fn watch(spec: &WatchSpec) -> Result<Watched, CommandError> {
+    let wc = run::open_at(&spec.working_copy)?;
+    let outputs = run_folder(wc.store.journal().paths().dir(), &spec.run).map_err(failed)?;
+    let stdout = outputs.join(format!("{}-{}.out", spec.lane, spec.launch));
+    let stderr = outputs.join(format!("{}-{}.err", spec.lane, spec.launch));
+    let child = match start_recorded(&wc.store, &wc.scope, spec, &stdout, &stderr)? {
+        WatchStart::Started(child) => child,
+        WatchStart::NotStarted(e) => return Ok(Watched::NotStarted(e.to_string())),
+        WatchStart::NotMine(why) => return Ok(Watched::NotMine(why.to_string())),
+    };
+    let status = exit_status(child.wait());
+    record_exit(&wc.store, &wc.scope, &spec.run, &spec.lane, spec.launch, status)?;
+    Ok(Watched::Exited)
 }

@@ -159,11 +159,11 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
             }
         }
         Some(ChecklistAction::Add(a)) => {
-            let written = checklist::add(&store, &scope, a.into_request(), &crate::clock::now_zoned()?, session_from_env())?;
+            let written = checklist::add(&store, &scope, a.into_request(), &|| Ok(crate::clock::now_zoned()?), session_from_env())?;
             print_written(&written, json_out);
         }
         Some(ChecklistAction::Set(s)) => {
-            let written = checklist::set(&store, &scope, s.into_request(), &crate::clock::now_zoned()?, session_from_env())?;
+            let written = checklist::set(&store, &scope, s.into_request(), &|| Ok(crate::clock::now_zoned()?), session_from_env())?;
             print_written(&written, json_out);
         }
     }

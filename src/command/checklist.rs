@@ -89,11 +89,15 @@ fn unknown_id(id: &str) -> CommandError {
     CommandError::Refused(format!("no checklist item{named}; run `abcd checklist` to see the ids"))
 }
 
-fn parse_time(field: &'static str, text: &str, now: &jiff::ZonedDateTime) -> Result<jiff::Timestamp, CommandError> {
-    parse_time_input(field, text, now).map_err(|e| CommandError::Refused(format!("refused: {e}")))
+/// Now, in the machine's zone, read only when a time is given: learning the zone can walk
+/// the zone database, which a write without a time never pays for.
+pub type ZonedNow<'a> = &'a dyn Fn() -> Result<jiff::ZonedDateTime, CommandError>;
+
+fn parse_time(field: &'static str, text: &str, now: ZonedNow) -> Result<jiff::Timestamp, CommandError> {
+    parse_time_input(field, text, &now()?).map_err(|e| CommandError::Refused(format!("refused: {e}")))
 }
 
-fn credential_from(input: &CredentialInput, now: &jiff::ZonedDateTime) -> Result<Option<Credential>, CommandError> {
+fn credential_from(input: &CredentialInput, now: ZonedNow) -> Result<Option<Credential>, CommandError> {
     let (Some(kind), Some(scope)) = (&input.kind, &input.scope) else { return Ok(None) };
     let expiry = input.expiry.as_deref().map(|t| parse_time("credential.expiry", t, now)).transpose()?;
     Ok(Some(Credential { kind: kind.clone(), scope: scope.clone(), expiry }))
@@ -132,13 +136,7 @@ fn judge(verb: &str, fields: &ItemFields, session: &Option<String>) -> Result<()
 }
 
 /// `abcd checklist add`: a new `working` item (`waiting` when it waits on something).
-pub fn add(
-    store: &Store,
-    scope: &Scope,
-    request: AddRequest,
-    now: &jiff::ZonedDateTime,
-    session: Option<String>,
-) -> Result<ItemWritten, CommandError> {
+pub fn add(store: &Store, scope: &Scope, request: AddRequest, now: ZonedNow, session: Option<String>) -> Result<ItemWritten, CommandError> {
     let next_look = request.next_look.as_deref().map(|t| parse_time("next_look", t, now)).transpose()?;
     let credential = credential_from(&request.credential, now)?;
     let state = if request.waits_on.is_some() { ItemState::Waiting } else { ItemState::Working };
@@ -173,13 +171,7 @@ pub fn add(
 }
 
 /// `abcd checklist set`: changes an item's fields.
-pub fn set(
-    store: &Store,
-    scope: &Scope,
-    request: SetRequest,
-    now: &jiff::ZonedDateTime,
-    session: Option<String>,
-) -> Result<ItemWritten, CommandError> {
+pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, session: Option<String>) -> Result<ItemWritten, CommandError> {
     let optional = |v: Option<String>| v.map(|t| if t.is_empty() { None } else { Some(t) });
     let next_look = match request.next_look.as_deref() {
         None => None,

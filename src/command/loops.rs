@@ -492,6 +492,18 @@ pub fn run_turn(t: TurnRequest) -> Result<TurnOutcome, CommandError> {
 #[cfg(test)]
 mod tests {
     use super::split_words;
+    use crate::command::loop_driver::DriveError;
+    use crate::command::{Blame, CommandError};
+    use crate::journal::JournalError;
+
+    #[test]
+    fn a_drive_error_is_a_failure_whatever_it_holds() {
+        // `abcd loop drive` has always exited 1 on a driver error, even one holding a
+        // journal error that is a refusal elsewhere; its words are the inner error's.
+        let e = CommandError::from(DriveError::Journal(JournalError::BatchTooLarge));
+        assert_eq!(e.blame(), Blame::Failed);
+        assert_eq!(e.to_string(), JournalError::BatchTooLarge.to_string());
+    }
 
     #[test]
     fn templates_split_like_a_shell() {

@@ -2,6 +2,7 @@
 //! the work (a refusal) or the work failed; `cli` turns that into exit code 2 or 1 and
 //! prints the message. No other module picks an exit code.
 
+use super::loop_driver::DriveError;
 use crate::clock::BadTestNow;
 use crate::journal::JournalError;
 use crate::journal::repair::RepairError;
@@ -20,6 +21,10 @@ pub enum CommandError {
     Repair(#[from] RepairError),
     #[error(transparent)]
     Clock(#[from] BadTestNow),
+    /// The loop's driver could not go on (a journal write, a reply file, a record it cannot
+    /// find); the CLI answers it as a failure, whatever it holds.
+    #[error(transparent)]
+    Drive(#[from] DriveError),
     /// Writing what the command streams to its caller failed (a closed pipe, a full disk).
     #[error(transparent)]
     Output(std::io::Error),
@@ -44,7 +49,7 @@ impl CommandError {
             CommandError::Journal(j) => journal_blame(j),
             // As the CLI has always answered: a repair that could not run is the person's to look at.
             CommandError::Repair(_) => Blame::Refused,
-            CommandError::Output(_) | CommandError::Failed(_) => Blame::Failed,
+            CommandError::Output(_) | CommandError::Drive(_) | CommandError::Failed(_) => Blame::Failed,
         }
     }
 }

@@ -71,7 +71,7 @@ pub enum DriveEnd {
     Paused(PauseReason),
 }
 
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
+pub(crate) fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
     NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
 }
 

@@ -13,6 +13,8 @@
 //! - [`run`]: `abcd run`, `collect` and `resume`: the runs this machine drives, their
 //!   receipts, and the resume listing with its safe moves.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
+//! - [`loops`]: `abcd loop` start, drive, control, stop and status, and the turn runner
+//!   `__loop-turn`.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
 //!   collecting replies, resuming after a crash.
 
@@ -24,6 +26,7 @@ pub mod init;
 pub mod journal;
 pub mod launch;
 pub mod loop_driver;
+pub mod loops;
 pub mod replay;
 pub mod run;
 

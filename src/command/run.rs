@@ -35,7 +35,7 @@ fn host_session() -> Option<String> {
 
 /// An error and every cause under it, joined by ": " (as the CLI prints an error), for a
 /// listing that shows why a journal could not be read.
-fn with_causes(e: &dyn std::error::Error) -> String {
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     let mut words = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -1,0 +1,518 @@
+//! `abcd loop start|status|pause|resume|stop|skip|retry|drive` (SPEC §8) and the hidden
+//! turn runner `__loop-turn`: the loop recorded, controlled and listed, its driver started
+//! or claimed, and one agent turn run. The loop's logic is in `crate::phased`; the driver
+//! is `loop_driver`. Every change is decided under the journal's writer lock from the
+//! folded record.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::CommandError;
+use super::loop_driver::{self, DriveEnd, DriveError, Driver, new_event};
+use super::run::{self as run_cmd, WorkingCopy, with_causes};
+use crate::event;
+use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
+use crate::phased::agent::{self, Reader, ReplyFile};
+use crate::phased::{
+    self, AgentSpec, Config, Control, IMPLEMENTER_LANE, LOOP_STARTED, LOOP_STOPPED, LoopListing, LoopRecord, LoopStarted, LoopStopped,
+    PauseReason, PendingTurn, REVIEWER_LANE, RunState, StopReason,
+};
+use crate::platform::process::{self, ProcessId};
+
+/// How long a detached driver waits for the `abcd loop start` that started it to exit
+/// before it claims the run.
+pub const STARTER_EXIT_WAIT: Duration = Duration::from_secs(10);
+/// How often a detached driver looks whether its starter has exited.
+const STARTER_POLL: Duration = Duration::from_millis(10);
+
+/// An error the person cannot fix by asking differently, worded as the CLI prints one: the
+/// error and every cause under it.
+fn failed(e: &dyn std::error::Error) -> CommandError {
+    CommandError::Failed(with_causes(e))
+}
+
+fn current_dir() -> Result<PathBuf, CommandError> {
+    std::env::current_dir().map_err(|e| failed(&e))
+}
+
+fn current_exe() -> Result<PathBuf, CommandError> {
+    std::env::current_exe().map_err(|e| failed(&e))
+}
+
+fn this_process() -> Result<ProcessId, CommandError> {
+    process::this_process().map_err(|e| failed(&e))
+}
+
+fn open_here() -> Result<WorkingCopy, CommandError> {
+    Ok(run_cmd::open_at(&current_dir()?)?)
+}
+
+fn no_loop(run: &str) -> String {
+    format!("refused: no loop named {} in this working copy; `abcd loop status` lists them", ledger::shown_name(run))
+}
+
+/// Splits a template the way a POSIX shell splits words: white space separates, single
+/// quotes keep everything, double quotes keep all but `\"` and `\\`, a backslash outside
+/// quotes keeps the next character. No expansion of any kind.
+pub fn split_words(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => cur.push(x),
+                        None => return Err("has an unclosed single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(x @ ('"' | '\\')) => cur.push(x),
+                            Some(x) => {
+                                cur.push('\\');
+                                cur.push(x);
+                            }
+                            None => return Err("has an unclosed double quote".into()),
+                        },
+                        Some(x) => cur.push(x),
+                        None => return Err("has an unclosed double quote".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(x) => cur.push(x),
+                    None => return Err("ends with a lone backslash".into()),
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+/// One agent of a loop as asked for: its command template (one string, split like a shell
+/// does), its reader, and where it runs (default: the working copy's root).
+pub struct AgentRequest {
+    pub template: String,
+    pub reader: Reader,
+    pub cwd: Option<PathBuf>,
+}
+
+/// `abcd loop start` as asked for.
+pub struct StartRequest {
+    pub implementer: AgentRequest,
+    pub reviewer: AgentRequest,
+    pub checklist: Option<String>,
+    pub max_rounds: u32,
+    pub completion_signal: String,
+    pub review_stop_signal: String,
+    /// Default: seed 001's, naming the completion signal.
+    pub advance_prompt: Option<String>,
+    /// Default: seed 001's, naming the review stop signal.
+    pub review_prompt: Option<String>,
+    pub feedback_prompt: String,
+    /// Default: loop-<UTC time>.
+    pub run: Option<String>,
+    pub detach: bool,
+}
+
+/// A loop recorded by `abcd loop start`.
+pub struct Started {
+    pub run: String,
+    /// Why the machine index was not told of the run, when it was not (best effort:
+    /// `abcd resume` run in the working copy still finds the loop).
+    pub index_problem: Option<String>,
+    pub how: StartedHow,
+}
+
+pub enum StartedHow {
+    /// Its driver runs in the background.
+    Detached { pid: ProcessId, log: PathBuf },
+    /// This process drives it: [`drive_started`] next.
+    Here(Box<WorkingCopy>),
+}
+
+/// How a drive ended, with the loop's summary line as it stands then.
+pub enum LoopEnd {
+    Finished { reason: StopReason, summary: String },
+    Paused { reason: PauseReason, summary: String },
+}
+
+/// `abcd loop start`: checks the templates, folders, checklist and config, records the run
+/// (lanes implementer and reviewer, this process its driver) and the loop in one batch,
+/// tells the machine index, and with `detach` starts the driver in the background.
+pub fn start(a: StartRequest) -> Result<Started, CommandError> {
+    let here = current_dir()?;
+    let wc = match run_cmd::open_at(&here) {
+        Ok(wc) => wc,
+        Err(e) => {
+            return Err(CommandError::Refused(format!("refused: {e:#}; run `abcd loop start` in a working copy `abcd init` made managed")));
+        }
+    };
+    let mut agents = vec![];
+    for (field, asked) in [("implementer", a.implementer), ("reviewer", a.reviewer)] {
+        let words = split_words(&asked.template)
+            .map_err(|why| CommandError::Refused(format!("refused: the {field} template {why}; nothing was recorded")))?;
+        if let Err(e) = agent::check_template(field, &words) {
+            return Err(CommandError::Refused(format!(
+                "refused: the {e}; nothing was recorded (example: --{field} \"claude -p {{prompt}} --resume {{session}} --output-format json\")"
+            )));
+        }
+        if process::resolve_program(std::ffi::OsStr::new(&words[0])).is_none() {
+            return Err(CommandError::Refused(format!(
+                "refused: the {field}'s program {:?} is not an executable program (not found on PATH); nothing was recorded",
+                words[0]
+            )));
+        }
+        let dir = match asked.cwd {
+            Some(d) if d.is_absolute() => d,
+            Some(d) => here.join(d),
+            None => wc.root.clone(),
+        };
+        if !dir.is_dir() {
+            return Err(CommandError::Refused(format!(
+                "refused: the {field}'s folder {} is not a folder; nothing was recorded",
+                dir.display()
+            )));
+        }
+        agents.push(AgentSpec { template: words, reader: asked.reader, worktree: dir.display().to_string() });
+    }
+    let reviewer = agents.pop().expect("two agents");
+    let implementer = agents.pop().expect("two agents");
+    if let Some(c) = &a.checklist
+        && !here.join(c).is_file()
+    {
+        return Err(CommandError::Refused(format!("refused: the checklist {c} is not a file; nothing was recorded")));
+    }
+    let config = Config {
+        implementer,
+        reviewer,
+        advance_prompt: a.advance_prompt.unwrap_or_else(|| agent::default_advance_prompt(&a.completion_signal, a.checklist.as_deref())),
+        review_prompt: a.review_prompt.unwrap_or_else(|| agent::default_review_prompt(&a.review_stop_signal)),
+        checklist: a.checklist,
+        max_rounds: a.max_rounds,
+        completion_signal: a.completion_signal,
+        review_stop_signal: a.review_stop_signal,
+        feedback_prompt: a.feedback_prompt,
+    };
+    if let Err(e) = phased::check_config(&config) {
+        return Err(CommandError::Refused(format!("refused: --{e}; nothing was recorded")));
+    }
+    let run = match a.run {
+        Some(r) => r,
+        None => format!("loop-{}", crate::clock::now()?.strftime("%Y%m%dT%H%M%SZ")),
+    };
+    if let Err(r) = ledger::check_name("run", &run) {
+        return Err(CommandError::Refused(format!("refused: the run name {}; nothing was recorded", r.reason)));
+    }
+    let me = this_process()?;
+    let started = RunStarted {
+        run: run.clone(),
+        working_copy: wc.root.display().to_string(),
+        lanes: vec![IMPLEMENTER_LANE.into(), REVIEWER_LANE.into()],
+        driver: LedgerDriver { session: None, process: me },
+    };
+    let data = LoopStarted { run: run.clone(), config };
+    let written = wc.store.append_with(Some(&wc.scope), |state| {
+        if state.ledger.runs.contains_key(&run) {
+            return (vec![], Err(format!("refused: a run named {run} exists in this working copy; name the loop with --run NEW-NAME")));
+        }
+        (vec![new_event(event::RUN_STARTED, json!(started)), new_event(LOOP_STARTED, json!(data))], Ok(()))
+    })?;
+    written.outcome.map_err(CommandError::Refused)?;
+    let index_problem = index_started(&started).err().map(|e| with_causes(&e));
+    if !a.detach {
+        return Ok(Started { run, index_problem, how: StartedHow::Here(Box::new(wc)) });
+    }
+    let dir = super::launch::run_folder(wc.store.journal().paths().dir(), &run).map_err(|e| failed(&e))?;
+    let log = dir.join("driver.log");
+    let args: Vec<OsString> =
+        ["loop".into(), "drive".into(), run.clone().into(), "--starter-pid".into(), me.pid.to_string().into()].into_iter().collect();
+    let pid = process::spawn_detached(&current_exe()?, &args, &wc.root, &log, &log, &[]).map_err(|e| failed(&e))?;
+    Ok(Started { run, index_problem, how: StartedHow::Detached { pid, log } })
+}
+
+/// The machine index learns of the run.
+fn index_started(started: &RunStarted) -> Result<(), CommandError> {
+    let (paths, scope) = crate::places::machine_journal()?;
+    let machine = crate::store::Store::new(crate::places::open_journal_for_verb(crate::journal::storage::RealDisk::shared(), paths)?);
+    machine.append_with(Some(&scope), |state| {
+        if state.ledger.index.contains_key(&started.run) { (vec![], ()) } else { (vec![new_event(event::RUN_STARTED, json!(started))], ()) }
+    })?;
+    Ok(())
+}
+
+/// Drives the loop `start` recorded in this process, passing each line the driver says to
+/// `say` as it is said.
+pub fn drive_started(wc: &WorkingCopy, run: &str, say: &mut dyn FnMut(&str)) -> Result<LoopEnd, CommandError> {
+    run_driver(wc, run, say)
+}
+
+fn run_driver(wc: &WorkingCopy, run: &str, say: &mut dyn FnMut(&str)) -> Result<LoopEnd, CommandError> {
+    let mut d = Driver::new(&wc.store, &wc.scope, wc.root.clone(), run.to_string(), current_exe()?);
+    let end = match d.drive(say) {
+        Ok(end) => end,
+        Err(DriveError::Refused(why)) => return Err(CommandError::Refused(why)),
+        Err(e) => return Err(e.into()),
+    };
+    let summary = phased::listing(&d.record()?).summary;
+    Ok(match end {
+        DriveEnd::Finished(reason) => LoopEnd::Finished { reason, summary },
+        DriveEnd::Paused(reason) => LoopEnd::Paused { reason, summary },
+    })
+}
+
+/// `abcd loop drive`: claims a loop whose driver is gone (after waiting for the `loop start
+/// --detach` that started this process, when `starter` names it) and drives it.
+pub fn drive(run: &str, starter: Option<u32>, say: &mut dyn FnMut(&str)) -> Result<LoopEnd, CommandError> {
+    let wc = open_here()?;
+    let me = this_process()?;
+    if let Some(pid) = starter {
+        // The starter recorded itself as the driver and exits right after starting this
+        // process; wait for it to be gone so the claim below is a plain takeover.
+        let deadline = Instant::now() + STARTER_EXIT_WAIT;
+        while process::identify(pid).is_some() && Instant::now() < deadline {
+            std::thread::sleep(STARTER_POLL);
+        }
+    }
+    let loops = wc.store.current_state()?.state.loops;
+    let Some(record) = loops.loops.get(run) else {
+        return Err(CommandError::Refused(no_loop(run)));
+    };
+    if record.state == RunState::Stopped {
+        return Err(CommandError::Refused(format!(
+            "refused: loop {run} has stopped ({}); there is nothing to drive",
+            phased::stop_words(record)
+        )));
+    }
+    let d = Driver::new(&wc.store, &wc.scope, wc.root.clone(), run.to_string(), current_exe()?);
+    match d.claim(me) {
+        Ok(()) => {}
+        Err(DriveError::Refused(why)) => return Err(CommandError::Refused(format!("refused: {why}"))),
+        Err(e) => return Err(e.into()),
+    }
+    run_driver(&wc, run, say)
+}
+
+/// A control recorded: which (a resume after a phase that did not converge is a retry),
+/// the loop's driver when it is alive (looked at for every control but a pause), and the
+/// loop's summary line.
+pub struct Controlled {
+    pub control: Control,
+    pub driver: Option<ProcessId>,
+    pub summary: String,
+}
+
+/// `abcd loop pause|resume|skip|retry`.
+pub fn control(run: &str, asked: Control) -> Result<Controlled, CommandError> {
+    let wc = open_here()?;
+    let written = wc.store.append_with(Some(&wc.scope), |state| {
+        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
+        // A resume after non-convergence is a retry (seed 001 §7).
+        let control =
+            if asked == Control::Resume && r.paused_reason == Some(PauseReason::PhaseNotConverged) { Control::Retry } else { asked };
+        match phased::control_refusal(r, control) {
+            Some(why) => (vec![], Err(format!("refused: {why}"))),
+            None => (vec![new_event(control.kind(), json!(phased::LoopNamed { run: run.into() }))], Ok(control)),
+        }
+    })?;
+    let control = written.outcome.map_err(CommandError::Refused)?;
+    let record = wc.store.current_state()?.state.loops.loops.remove(run).expect("just recorded");
+    let driver = if control == Control::Pause { None } else { driver_alive(&wc, run) };
+    Ok(Controlled { control, driver, summary: phased::listing(&record).summary })
+}
+
+fn driver_alive(wc: &WorkingCopy, run: &str) -> Option<ProcessId> {
+    let state = wc.store.current_state().ok()?;
+    let r = state.state.ledger.runs.get(run)?;
+    process::is_alive(&r.driver.process).then_some(r.driver.process)
+}
+
+/// `abcd loop stop`: the loop stopped (manual) and its run finished, in the working copy
+/// and the machine index. Returns the turn that was in flight, if one was: its agent is
+/// not killed.
+pub fn stop(run: &str) -> Result<Option<PendingTurn>, CommandError> {
+    let wc = open_here()?;
+    let root = wc.root.display().to_string();
+    let written = wc.store.append_with(Some(&wc.scope), |state| {
+        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
+        if r.state == RunState::Stopped {
+            return (vec![], Err(format!("refused: loop {run} has already stopped ({})", phased::stop_words(r))));
+        }
+        let mut events = vec![new_event(LOOP_STOPPED, json!(LoopStopped { run: run.into(), reason: StopReason::Manual, detail: None }))];
+        if state.ledger.runs.get(run).is_some_and(|l| !l.finished) {
+            events.push(new_event(event::RUN_FINISHED, json!(RunNamed { run: run.into(), working_copy: Some(root.clone()) })));
+        }
+        (events, Ok(r.pending.clone()))
+    })?;
+    let pending = written.outcome.map_err(CommandError::Refused)?;
+    // Best effort, as `abcd run finish`: a run missing there is still read from its working copy.
+    let _ = loop_driver::finish_in_index(run, &root);
+    Ok(pending)
+}
+
+/// One loop as `abcd loop status` shows it.
+pub struct LoopStatus {
+    pub record: LoopRecord,
+    pub listing: LoopListing,
+    /// Its run's driver and whether it is alive, when the ledger holds the run.
+    pub driver: Option<(ProcessId, bool)>,
+}
+
+/// `abcd loop status`: the loop named, or every loop of this working copy.
+pub fn status(run: Option<&str>) -> Result<Vec<LoopStatus>, CommandError> {
+    let wc = open_here()?;
+    let state = wc.store.current_state()?.state;
+    let (mut loops, ledger) = (state.loops.loops, state.ledger);
+    let chosen: Vec<LoopRecord> = match run {
+        Some(r) => vec![loops.remove(r).ok_or_else(|| CommandError::Refused(no_loop(r)))?],
+        None => loops.into_values().collect(),
+    };
+    Ok(chosen
+        .into_iter()
+        .map(|record| {
+            let driver = ledger.runs.get(&record.run).map(|l| (l.driver.process, process::is_alive(&l.driver.process)));
+            LoopStatus { listing: phased::listing(&record), record, driver }
+        })
+        .collect())
+}
+
+/// One turn as the driver's launch asks the turn runner for it.
+pub struct TurnRequest {
+    pub run: String,
+    pub turn: u64,
+    pub phase: u64,
+    pub round: u32,
+    pub kind: String,
+    pub reader: Reader,
+    pub prompt_file: PathBuf,
+    pub reply_file: PathBuf,
+    pub session: Option<String>,
+    pub template: Vec<String>,
+}
+
+/// How a turn ended. Only `Replied` wrote the reply file.
+pub enum TurnOutcome {
+    Replied,
+    PromptUnreadable {
+        prompt_file: PathBuf,
+        error: std::io::Error,
+    },
+    /// The agent's program could not be started.
+    NotStarted {
+        program: String,
+        error: std::io::Error,
+    },
+    OutputUnreadable(std::io::Error),
+    /// The agent did not exit 0; `code` is its exit code, or 128 + the signal that ended it.
+    AgentFailed {
+        status: ExitStatus,
+        code: i32,
+    },
+    ReplyUnreadable(String),
+}
+
+/// The turn runner (what each turn's ledger launch runs, in the lane's folder): fills the
+/// template, runs the agent with its output piped, reads the reply with the agent's
+/// reader, and writes the reply file (temp file, sync, rename) only when the agent
+/// exited 0 and its reply could be read.
+pub fn run_turn(t: TurnRequest) -> Result<TurnOutcome, CommandError> {
+    let prompt = match loop_driver::read_bounded(&t.prompt_file, agent::PROMPT_MAX_BYTES as u64) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(error) => return Ok(TurnOutcome::PromptUnreadable { prompt_file: t.prompt_file, error }),
+    };
+    let words = agent::fill_template(&t.template, &prompt, t.session.as_deref());
+    let mut command = Command::new(&words[0]);
+    command
+        .args(&words[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .env("ABCD_LOOP_RUN", &t.run)
+        .env("ABCD_LOOP_TURN", t.turn.to_string())
+        .env("ABCD_LOOP_PHASE", t.phase.to_string())
+        .env("ABCD_LOOP_ROUND", t.round.to_string())
+        .env("ABCD_LOOP_STEP", &t.kind);
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(error) => return Ok(TurnOutcome::NotStarted { program: words[0].clone(), error }),
+    };
+    let mut out = Vec::new();
+    let read = child.stdout.take().expect("piped").take(agent::REPLY_MAX_BYTES as u64 + 1).read_to_end(&mut out);
+    // Drain what is beyond the limit so the agent is not blocked writing it.
+    if let Some(mut rest) = child.stdout.take() {
+        let _ = std::io::copy(&mut rest, &mut std::io::sink());
+    }
+    let status = child.wait().map_err(|e| failed(&e))?;
+    if let Err(e) = read {
+        return Ok(TurnOutcome::OutputUnreadable(e));
+    }
+    if !status.success() {
+        let code = status.code().unwrap_or_else(|| 128 + process::exit_signal(&status).unwrap_or(0));
+        return Ok(TurnOutcome::AgentFailed { status, code });
+    }
+    let reply = match agent::read_reply(t.reader, &out) {
+        Ok(r) => r,
+        Err(why) => return Ok(TurnOutcome::ReplyUnreadable(why)),
+    };
+    let bytes = serde_json::to_vec(&ReplyFile::new(reply.reply, reply.session)).map_err(|e| failed(&e))?;
+    crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &t.reply_file, &bytes, true).map_err(|e| failed(&e))?;
+    Ok(TurnOutcome::Replied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_words;
+    use crate::command::loop_driver::DriveError;
+    use crate::command::{Blame, CommandError};
+    use crate::journal::JournalError;
+
+    #[test]
+    fn a_drive_error_is_a_failure_whatever_it_holds() {
+        // `abcd loop drive` has always exited 1 on a driver error, even one holding a
+        // journal error that is a refusal elsewhere; its words are the inner error's.
+        let e = CommandError::from(DriveError::Journal(JournalError::BatchTooLarge));
+        assert_eq!(e.blame(), Blame::Failed);
+        assert_eq!(e.to_string(), JournalError::BatchTooLarge.to_string());
+    }
+
+    #[test]
+    fn templates_split_like_a_shell() {
+        assert_eq!(split_words("claude -p {prompt}").unwrap(), ["claude", "-p", "{prompt}"]);
+        assert_eq!(split_words("  a   'b c'  \"d \\\" e\" f\\ g ").unwrap(), ["a", "b c", "d \" e", "f g"]);
+        assert_eq!(split_words("x '' y").unwrap(), ["x", "", "y"]);
+        assert!(split_words("a 'b").is_err());
+        assert!(split_words("a \"b").is_err());
+        assert!(split_words("a \\").is_err());
+        assert_eq!(split_words("").unwrap(), Vec::<String>::new());
+    }
+}

@@ -150,17 +150,6 @@ impl JournalChoice {
     }
 }
 
-/// Prints a refusal (what was refused, why, what to run instead) and exits 2.
-fn refuse(msg: String) -> anyhow::Result<i32> {
-    eprintln!("abcd: {msg}");
-    Ok(EXIT_REFUSED)
-}
-
-/// An event a verb writes as this process, outside any host session.
-fn new_event(kind: &str, data: serde_json::Value) -> crate::journal::NewEvent {
-    crate::journal::NewEvent { kind: kind.into(), actor: crate::journal::Actor::this_process(None), data }
-}
-
 /// Runs the CLI and returns the exit code.
 pub fn main() -> i32 {
     // The host runs `abcd hook <event>` on every prompt, tool call and stop. That exact

@@ -538,7 +538,7 @@ impl<'a> Driver<'a> {
 }
 
 /// Records `run.finished` in the machine index, unless it is there.
-pub fn finish_in_index(run: &str, root: &str) -> Result<(), anyhow::Error> {
+pub fn finish_in_index(run: &str, root: &str) -> Result<(), super::CommandError> {
     let (paths, scope) = crate::places::machine_journal()?;
     let machine = Store::new(crate::places::open_journal_for_verb(crate::journal::storage::RealDisk::shared(), paths)?);
     let data = RunNamed { run: run.into(), working_copy: Some(root.into()) };

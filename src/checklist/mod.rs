@@ -1,5 +1,5 @@
-//! The checklist domain: items, their validation, the secret scanner, time input and
-//! the render. Pure: no I/O here.
+//! The checklist domain: items, their field rules and the one refusal (`item`), the state
+//! the fold leaves (`state`), time input and the render. Pure: no I/O here.
 
 pub mod item;
 pub mod render;

@@ -349,7 +349,7 @@ fn load_drift_cache(path: &Path) -> worktree::DriftCounts {
     // A cache over its bound (hand-made, say) is ignored rather than trusted in part.
     let bound = (DRIFT_CACHE_MAX as u64 + 1) * DRIFT_CACHE_ENTRY_BYTES_MAX;
     // The home store's rule: a regular file of this user, not a link, not writable by others.
-    if !crate::journal::safety::home_file_ok(&RealDisk, path).unwrap_or(false) {
+    if !crate::journal::storage::home_file_ok(&RealDisk, path).unwrap_or(false) {
         return worktree::DriftCounts::new();
     }
     let read = std::fs::File::open(path).and_then(|f| f.take(bound).read_to_end(&mut bytes));

@@ -65,7 +65,7 @@ impl AnchorStore {
             return Ok(None);
         }
         let path = self.record_path(journal_id);
-        if !super::safety::home_file_ok(storage, &path)? {
+        if !super::storage::home_file_ok(storage, &path)? {
             return Ok(None);
         }
         // A record of another size is not a record: absent, like a torn one.
@@ -127,7 +127,7 @@ impl AnchorStore {
     /// The journal id first recorded for a journal path, if any.
     pub fn id_at_path(&self, storage: &dyn Storage, journal_path: &Path) -> io::Result<Option<String>> {
         let path = self.path_index(journal_path);
-        if !super::safety::home_file_ok(storage, &path)? {
+        if !super::storage::home_file_ok(storage, &path)? {
             return Ok(None);
         }
         let bytes = super::storage::read_small(storage, &path, PATH_RECORD_MAX_BYTES)?;

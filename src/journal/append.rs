@@ -16,9 +16,8 @@ use super::anchor::{Anchor, AnchorStore, KeptAnchor};
 use super::format::{self, EncodeError, Hash, MAX_LINE_BYTES, NewEvent, PreEncoded};
 use super::genesis::{self, JournalOpened, Scope};
 use super::lock::{JournalLock, KeptLockFile, LOCK_WAIT, LockError};
-use super::safety;
 use super::scan::{self, Corruption, Head, MAX_BATCH_BYTES, Tail, TornTail};
-use super::storage::{FileId, SharedStorage, StorageFile};
+use super::storage::{self, FileId, SharedStorage, StorageFile};
 
 /// The largest journal abcd appends to; past it, appends are refused.
 pub const MAX_JOURNAL_BYTES: u64 = 8 << 30;
@@ -314,8 +313,8 @@ impl Journal {
         };
         match facts {
             None => {}
-            Some(f) if safety::untrusted_reason(&f).is_some() => {
-                let reason = safety::untrusted_reason(&f).expect("checked");
+            Some(f) if storage::untrusted_reason(&f).is_some() => {
+                let reason = storage::untrusted_reason(&f).expect("checked");
                 return Err(JournalError::Untrusted { path: path.clone(), reason });
             }
             Some(f) if f.len == 0 => {}

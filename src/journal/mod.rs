@@ -14,7 +14,6 @@ pub mod group;
 pub mod group_sync;
 pub mod lock;
 pub mod repair;
-pub mod safety;
 pub mod scan;
 #[cfg(feature = "test-support")]
 pub mod simdisk;

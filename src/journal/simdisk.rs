@@ -928,7 +928,7 @@ impl Storage for SimDisk {
         let path = self.resolve(path)?;
         let st = self.state();
         st.check_on(&self.mount_key())?;
-        let uid = super::safety::current_uid();
+        let uid = super::storage::current_uid();
         Ok(st.lookup(&path).map(|e| match e {
             Entry::File(ino) => FileFacts {
                 is_file: true,

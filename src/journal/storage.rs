@@ -66,6 +66,42 @@ pub struct FileFacts {
     pub links: u64,
 }
 
+// SPEC §1's rule for files abcd trusts: a regular file owned by this user, not writable by
+// group or others, not a symlink. Journals obey it too, wherever they live.
+
+/// Group- or other-writable bits.
+const FOREIGN_WRITE_BITS: u32 = 0o022;
+
+/// Why a path fails the rule; `None` when it passes.
+pub fn untrusted_reason(facts: &FileFacts) -> Option<&'static str> {
+    if facts.is_symlink {
+        Some("it is a symbolic link")
+    } else if facts.is_dir {
+        Some("it is a folder, not a file")
+    } else if !facts.is_file {
+        Some("it is not a regular file")
+    } else if facts.uid != current_uid() {
+        Some("it is owned by another user")
+    } else if facts.mode & FOREIGN_WRITE_BITS != 0 {
+        Some("it is writable by other users")
+    } else {
+        None
+    }
+}
+
+/// True when a home-store file exists and passes the rule; false when absent or failing.
+pub fn home_file_ok(storage: &dyn Storage, path: &Path) -> io::Result<bool> {
+    Ok(match storage.facts(path)? {
+        Some(f) => untrusted_reason(&f).is_none(),
+        None => false,
+    })
+}
+
+/// The user abcd runs as, whose files it trusts.
+pub fn current_uid() -> u32 {
+    crate::platform::process::effective_uid()
+}
+
 pub trait Storage: Send + Sync {
     /// Opens an existing file for reading and appending.
     fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
@@ -371,7 +407,7 @@ fn write_into_spare(storage: &dyn Storage, spare: &Path, path: &Path, bytes: &[u
     // A planted hard link or a foreign file is never written through. Nor is a file with
     // no name left (0 links: another writer's swap and rename moved it on after the open).
     // The name is not removed here: by now it may name another writer's claimed spare.
-    if super::safety::untrusted_reason(&facts).is_some() || facts.links != 1 {
+    if untrusted_reason(&facts).is_some() || facts.links != 1 {
         return None;
     }
     if storage.facts(spare).ok()?.and_then(|n| n.id) != facts.id || facts.id.is_none() {

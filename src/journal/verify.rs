@@ -8,7 +8,6 @@ use super::anchor::{Anchor, AnchorStore};
 use super::append::{JournalError, MAX_JOURNAL_BYTES, anchor_disagreement, read_genesis};
 use super::format::{Event, Hash};
 use super::genesis::Scope;
-use super::safety;
 use super::scan::{self, Head, LinePos, ScanError, StartPoint, Verdict};
 use super::storage::{Storage, StorageFile};
 
@@ -65,7 +64,7 @@ pub fn open_trusted(storage: &dyn Storage, path: &Path) -> Result<Box<dyn Storag
         .facts(path)
         .map_err(|source| JournalError::Io { what: "inspecting", path: path.to_owned(), source })?
         .ok_or_else(|| JournalError::Missing { path: path.to_owned() })?;
-    if let Some(reason) = safety::untrusted_reason(&facts) {
+    if let Some(reason) = super::storage::untrusted_reason(&facts) {
         return Err(JournalError::Untrusted { path: path.to_owned(), reason });
     }
     if facts.len > MAX_JOURNAL_BYTES {

@@ -177,7 +177,7 @@ fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
 /// abcd wrote it).
 pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
     let facts = storage.facts(path).ok()??;
-    if crate::journal::safety::untrusted_reason(&facts).is_some() {
+    if crate::journal::storage::untrusted_reason(&facts).is_some() {
         return None;
     }
     let bytes = read_small(storage, path, MAX_PROJECTION_BYTES).ok()?;

@@ -14,11 +14,7 @@ pub struct InitArgs {
 pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
     let at = init::places_of(&std::env::current_dir()?)?;
     if args.check {
-        let found = init::check(&at)?;
-        for (ok, what) in &found {
-            println!("{} {what}", if *ok { "ok     " } else { "MISSING" });
-        }
-        let missing = found.iter().filter(|(ok, _)| !ok).count();
+        let missing = init::check(&at, &mut |ok, what| println!("{} {what}", if ok { "ok     " } else { "MISSING" }))?;
         return Ok(if missing == 0 {
             println!("everything is installed");
             super::EXIT_OK

@@ -66,7 +66,6 @@ pub struct WatchArgs {
 
 pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
     let here = std::env::current_dir()?;
-    let exe = std::env::current_exe()?;
     let request = LaunchRequest {
         run: args.run.clone(),
         lane: args.lane.clone(),
@@ -75,7 +74,7 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
         cwd: args.cwd,
         command: args.command,
     };
-    let Launched { launch: n, process: p, stdout, stderr } = launch::launch(&request, &here, &exe, &mut |line| println!("{line}"))?;
+    let Launched { launch: n, process: p, stdout, stderr } = launch::launch(&request, &here, &mut |line| println!("{line}"))?;
     if args.json {
         println!("{}", json!({"run": args.run, "lane": args.lane, "launch": n, "process": p, "stdout": stdout, "stderr": stderr}));
     } else {

@@ -153,11 +153,10 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
         run: a.run,
         detach: a.detach,
     };
-    let started = loops::start(asked)?;
+    let started = loops::start(asked, &mut |why| {
+        eprintln!("abcd: the machine index was not updated ({why}); `abcd resume` run in this working copy still finds the loop")
+    })?;
     let run = &started.run;
-    if let Some(why) = &started.index_problem {
-        eprintln!("abcd: the machine index was not updated ({why}); `abcd resume` run in this working copy still finds the loop");
-    }
     match &started.how {
         StartedHow::Detached { pid, log } => {
             println!(

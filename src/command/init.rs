@@ -93,29 +93,34 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
     Ok(Installed { created, tier, exe, already_installed: merged == settings })
 }
 
-/// What `init --check` found: each thing that should be installed, and whether it is.
-pub fn check(at: &Places) -> Result<Vec<(bool, String)>, CommandError> {
-    let mut found = vec![];
+/// What `init --check` finds: each thing that should be installed, and whether it is, told
+/// to `on_found` as it is checked; returns how many are missing.
+pub fn check(at: &Places, on_found: &mut dyn FnMut(bool, &str)) -> Result<usize, CommandError> {
+    let mut missing = 0;
+    let mut found = |ok: bool, what: String| {
+        missing += usize::from(!ok);
+        on_found(ok, &what);
+    };
     let abcd_dir = at.main_root.join(".abcd");
-    found.push((abcd_dir.is_dir(), format!("{} (the repository is managed)", abcd_dir.display())));
+    found(abcd_dir.is_dir(), format!("{} (the repository is managed)", abcd_dir.display()));
     let tier = at.root.join(places::LOCAL_TIER);
-    found.push((tier.is_dir(), format!("{} (the local tier)", tier.display())));
+    found(tier.is_dir(), format!("{} (the local tier)", tier.display()));
     let excluded = std::fs::read_to_string(&at.exclude).unwrap_or_default().lines().any(|l| l.trim() == EXCLUDE_LINE);
-    found.push((excluded, format!("{EXCLUDE_LINE} in {}", at.exclude.display())));
+    found(excluded, format!("{EXCLUDE_LINE} in {}", at.exclude.display()));
     match read_settings(&at.settings)? {
-        Err(why) => found.push((false, format!("{} is readable ({why})", at.settings.display()))),
+        Err(why) => found(false, format!("{} is readable ({why})", at.settings.display())),
         Ok(settings) => {
             for (event, command) in installed(&settings) {
                 let runnable = command.as_deref().map(PathBuf::from).is_some_and(|c| c.is_file());
                 let what = format!("{} hook `abcd hook {}`", claude::event_name(event), event.cli_name());
                 match command {
-                    None => found.push((false, format!("{what} in {}", at.settings.display()))),
-                    Some(c) => found.push((runnable, format!("{what} runs {c}{}", if runnable { "" } else { " (no such file)" }))),
+                    None => found(false, format!("{what} in {}", at.settings.display())),
+                    Some(c) => found(runnable, format!("{what} runs {c}{}", if runnable { "" } else { " (no such file)" })),
                 }
             }
         }
     }
-    Ok(found)
+    Ok(missing)
 }
 
 /// How many hook events `init` installs.

@@ -287,10 +287,10 @@ fn failed(e: impl std::fmt::Display) -> CommandError {
     CommandError::Failed(e.to_string())
 }
 
-/// Records the launch before anything starts, then starts its detached watcher (`exe`'s
-/// hidden subcommand) and waits for the watcher's record of the start. Uncommitted work in
+/// Records the launch before anything starts, then starts its detached watcher (this
+/// binary's hidden subcommand) and waits for the watcher's record of the start. Uncommitted work in
 /// the lane's worktree is saved aside first, and `on_saved` is told the line that names it.
-pub fn launch(request: &LaunchRequest, here: &Path, exe: &Path, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
+pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
     for (field, name) in [("run", &request.run), ("lane", &request.lane), ("role", &request.role)] {
         if let Err(r) = ledger::check_name(field, name) {
             return Err(refused(format!("refused: the {field} name {}; nothing was recorded", r.reason)));
@@ -364,7 +364,8 @@ pub fn launch(request: &LaunchRequest, here: &Path, exe: &Path, on_saved: &mut d
         args: request.command.iter().skip(1).cloned().collect(),
     };
     let log = outputs.join(format!("{lane}-{n}.watcher.log"));
-    if let Err(e) = spec.spawn_watcher(exe, &log) {
+    let exe = std::env::current_exe().map_err(failed)?;
+    if let Err(e) = spec.spawn_watcher(&exe, &log) {
         let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
         wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
         return Err(refused(format!("the watcher could not be started ({e}); launch {n} is recorded as never started")));

@@ -148,9 +148,6 @@ pub struct StartRequest {
 /// A loop recorded by `abcd loop start`.
 pub struct Started {
     pub run: String,
-    /// Why the machine index was not told of the run, when it was not (best effort:
-    /// `abcd resume` run in the working copy still finds the loop).
-    pub index_problem: Option<String>,
     pub how: StartedHow,
 }
 
@@ -170,7 +167,9 @@ pub enum LoopEnd {
 /// `abcd loop start`: checks the templates, folders, checklist and config, records the run
 /// (lanes implementer and reviewer, this process its driver) and the loop in one batch,
 /// tells the machine index, and with `detach` starts the driver in the background.
-pub fn start(a: StartRequest) -> Result<Started, CommandError> {
+/// `on_index_problem` is told at once when the machine index could not learn of the run
+/// (best effort: `abcd resume` run in the working copy still finds the loop).
+pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<Started, CommandError> {
     let here = current_dir()?;
     let wc = match run_cmd::open_at(&here) {
         Ok(wc) => wc,
@@ -249,16 +248,18 @@ pub fn start(a: StartRequest) -> Result<Started, CommandError> {
         (vec![new_event(event::RUN_STARTED, json!(started)), new_event(LOOP_STARTED, json!(data))], Ok(()))
     })?;
     written.outcome.map_err(CommandError::Refused)?;
-    let index_problem = index_started(&started).err().map(|e| with_causes(&e));
+    if let Err(e) = index_started(&started) {
+        on_index_problem(&with_causes(&e));
+    }
     if !a.detach {
-        return Ok(Started { run, index_problem, how: StartedHow::Here(Box::new(wc)) });
+        return Ok(Started { run, how: StartedHow::Here(Box::new(wc)) });
     }
     let dir = super::launch::run_folder(wc.store.journal().paths().dir(), &run).map_err(|e| failed(&e))?;
     let log = dir.join("driver.log");
     let args: Vec<OsString> =
         ["loop".into(), "drive".into(), run.clone().into(), "--starter-pid".into(), me.pid.to_string().into()].into_iter().collect();
     let pid = process::spawn_detached(&current_exe()?, &args, &wc.root, &log, &log, &[]).map_err(|e| failed(&e))?;
-    Ok(Started { run, index_problem, how: StartedHow::Detached { pid, log } })
+    Ok(Started { run, how: StartedHow::Detached { pid, log } })
 }
 
 /// The machine index learns of the run.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 #[path = "common/src_tree.rs"]
 mod src_tree;
-use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items};
+use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
 
 /// The layer order, lowest first. A module may import only modules of lower layers. The
 /// first `LEAF_LAYERS` are the leaf utilities.
@@ -169,11 +169,7 @@ fn nothing_outside_cli_prints() {
 fn a_wrong_import_a_print_and_an_unplaced_module_are_each_caught() {
     let tree = tempfile::tempdir().unwrap();
     let root = tree.path();
-    let write = |rel: &str, text: &str| {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |rel: &str, text: &str| write_file(root, rel, text);
     write("lib.rs", "pub mod journal;\npub mod fold;\n");
     write("journal/mod.rs", "use crate::fold::FoldedState;\n#[cfg(test)]\nmod tests {\n    use crate::cli::x;\n}\n");
     write("fold/mod.rs", "use crate::{journal, event::Known};\npub fn f() { println!(\"x\"); }\n");

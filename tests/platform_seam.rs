@@ -10,7 +10,7 @@ use std::path::Path;
 
 #[path = "common/src_tree.rs"]
 mod src_tree;
-use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items};
+use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
 
 /// What reaches the OS past `std`'s portable surface.
 const OS_MARKS: &[&str] = &["libc::", "\"/proc/", "\"/proc\"", "std::os::unix"];
@@ -69,11 +69,7 @@ fn the_os_is_reached_only_through_platform() {
 fn each_mark_outside_the_seam_is_caught_and_nothing_else() {
     let tree = tempfile::tempdir().unwrap();
     let root = tree.path();
-    let write = |rel: &str, text: &str| {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |rel: &str, text: &str| write_file(root, rel, text);
     write("main.rs", "fn main() { unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) }; }\n");
     write("platform/linux.rs", "use std::os::unix::fs::OpenOptionsExt;\nfn f() { std::fs::read(\"/proc/locks\"); libc::kill(1, 0); }\n");
     write("journal/storage.rs", "use std::os::unix::fs::MetadataExt;\n// libc::kill in a comment is no call\n");

@@ -5,12 +5,11 @@
 
 use serde_json::json;
 
-use super::CommandError;
+use super::{CommandError, new_event};
 use crate::away::{self, AwayEnded, AwayQueued, AwaySet, DecisionRecorded, Status, Window, text};
 use crate::checklist::time_input::parse_time_input;
 use crate::event::{self, Scope};
 use crate::journal::JournalError;
-use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
 use crate::places;
 use crate::store::Store;
@@ -30,10 +29,6 @@ pub fn open_repository(cwd: &std::path::Path) -> Result<Repository, CommandError
     let (paths, scope) = places::repository_journal(cwd)?;
     let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?);
     Ok(Repository { store, scope, working_copy: root.display().to_string() })
-}
-
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
 }
 
 /// Who the person is, as git would author a commit: `user.name`, else `$USER`.

@@ -43,6 +43,11 @@ pub enum Blame {
 }
 
 impl CommandError {
+    /// A failure told by its error's own words.
+    pub fn failed(e: impl std::fmt::Display) -> CommandError {
+        CommandError::Failed(e.to_string())
+    }
+
     pub fn blame(&self) -> Blame {
         match self {
             CommandError::Refused(_) | CommandError::Place(_) | CommandError::Clock(_) => Blame::Refused,

@@ -33,16 +33,12 @@ pub fn places_of(cwd: &Path) -> Result<Places, CommandError> {
     Ok(Places { root, main_root, settings, exclude })
 }
 
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
-}
-
 fn read_settings(path: &Path) -> Result<Result<Map<String, Value>, String>, CommandError> {
     let bytes = match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(Map::new())),
-        Err(e) => return Err(failed(e)),
+        Err(e) => return Err(CommandError::failed(e)),
         Ok(m) if m.len() > MAX_SETTINGS_BYTES => return Ok(Err(format!("it is over {MAX_SETTINGS_BYTES} bytes"))),
-        Ok(_) => std::fs::read(path).map_err(failed)?,
+        Ok(_) => std::fs::read(path).map_err(CommandError::failed)?,
     };
     Ok(match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => Ok(map),
@@ -70,25 +66,26 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
             at.settings.display()
         ))
     })?;
-    let exe = std::env::current_exe().and_then(|e| e.canonicalize()).map_err(failed)?.display().to_string();
+    let exe = std::env::current_exe().and_then(|e| e.canonicalize()).map_err(CommandError::failed)?.display().to_string();
     let merged = merge_hooks(settings.clone(), &exe)
         .map_err(|why| CommandError::Refused(format!("refusing to change {}: {why}; nothing was written", at.settings.display())))?;
     let abcd_dir = at.main_root.join(".abcd");
     let created = !abcd_dir.is_dir();
-    std::fs::create_dir_all(&abcd_dir).map_err(failed)?;
+    std::fs::create_dir_all(&abcd_dir).map_err(CommandError::failed)?;
     let tier = at.root.join(places::LOCAL_TIER);
-    std::fs::create_dir_all(&tier).map_err(failed)?;
+    std::fs::create_dir_all(&tier).map_err(CommandError::failed)?;
     if !std::fs::read_to_string(&at.exclude).unwrap_or_default().lines().any(|l| l.trim() == EXCLUDE_LINE) {
-        std::fs::create_dir_all(at.exclude.parent().expect("exclude has a folder")).map_err(failed)?;
+        std::fs::create_dir_all(at.exclude.parent().expect("exclude has a folder")).map_err(CommandError::failed)?;
         let lead = if std::fs::read(&at.exclude).is_ok_and(|b| !b.is_empty() && !b.ends_with(b"\n")) { "\n" } else { "" };
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&at.exclude).map_err(failed)?;
-        writeln!(f, "{lead}{EXCLUDE_LINE}").map_err(failed)?;
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&at.exclude).map_err(CommandError::failed)?;
+        writeln!(f, "{lead}{EXCLUDE_LINE}").map_err(CommandError::failed)?;
     }
     if merged != settings {
-        std::fs::create_dir_all(at.settings.parent().expect("settings has a folder")).map_err(failed)?;
-        let mut text = serde_json::to_string_pretty(&Value::Object(merged.clone())).map_err(failed)?;
+        std::fs::create_dir_all(at.settings.parent().expect("settings has a folder")).map_err(CommandError::failed)?;
+        let mut text = serde_json::to_string_pretty(&Value::Object(merged.clone())).map_err(CommandError::failed)?;
         text.push('\n');
-        crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &at.settings, text.as_bytes(), true).map_err(failed)?;
+        crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &at.settings, text.as_bytes(), true)
+            .map_err(CommandError::failed)?;
     }
     Ok(Installed { created, tier, exe, already_installed: merged == settings })
 }

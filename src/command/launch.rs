@@ -14,11 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{CommandError, run};
+use super::{CommandError, new_event, run};
 use crate::event::{self, Scope};
 use crate::git::worktree;
 use crate::journal::JournalError;
-use crate::journal::format::{Actor, NewEvent};
 use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState};
 use crate::platform::process::{self, ProcessId, SpawnError, SpawnedChild};
 use crate::store::Store;
@@ -165,10 +164,6 @@ impl WatchSpec {
     }
 }
 
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
-}
-
 /// What the watcher's start came to.
 #[derive(Debug)]
 pub enum WatchStart {
@@ -283,10 +278,6 @@ fn refused(msg: String) -> CommandError {
     CommandError::Refused(msg)
 }
 
-fn failed(e: impl std::fmt::Display) -> CommandError {
-    CommandError::Failed(e.to_string())
-}
-
 /// Records the launch before anything starts, then starts its detached watcher (this
 /// binary's hidden subcommand) and waits for the watcher's record of the start. Uncommitted work in
 /// the lane's worktree is saved aside first, and `on_saved` is told the line that names it.
@@ -353,7 +344,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
         crate::platform::process::kill_this_process();
     }
 
-    let outputs = run_folder(wc.store.journal().paths().dir(), run_name).map_err(failed)?;
+    let outputs = run_folder(wc.store.journal().paths().dir(), run_name).map_err(CommandError::failed)?;
     let spec = WatchSpec {
         working_copy: wc.root.clone(),
         run: run_name.clone(),
@@ -364,7 +355,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
         args: request.command.iter().skip(1).cloned().collect(),
     };
     let log = outputs.join(format!("{lane}-{n}.watcher.log"));
-    let exe = std::env::current_exe().map_err(failed)?;
+    let exe = std::env::current_exe().map_err(CommandError::failed)?;
     if let Err(e) = spec.spawn_watcher(&exe, &log) {
         let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
         wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
@@ -415,7 +406,7 @@ pub enum Watched {
 /// waits and records the exit.
 pub fn watch(spec: &WatchSpec) -> Result<Watched, CommandError> {
     let wc = run::open_at(&spec.working_copy)?;
-    let outputs = run_folder(wc.store.journal().paths().dir(), &spec.run).map_err(failed)?;
+    let outputs = run_folder(wc.store.journal().paths().dir(), &spec.run).map_err(CommandError::failed)?;
     let stdout = outputs.join(format!("{}-{}.out", spec.lane, spec.launch));
     let stderr = outputs.join(format!("{}-{}.err", spec.lane, spec.launch));
     let child = match start_recorded(&wc.store, &wc.scope, spec, &stdout, &stderr)? {

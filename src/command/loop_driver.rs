@@ -26,7 +26,6 @@ use serde_json::json;
 
 use crate::command::launch::{self, LaneRefusal, WatchSpec};
 use crate::event::{self, Scope};
-use crate::journal::format::{Actor, NewEvent};
 use crate::journal::{Journal, JournalError};
 use crate::ledger::{ExitStatus, LaunchExited, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
 use crate::phased::agent::{self, ReplyFile};
@@ -36,6 +35,8 @@ use crate::phased::{
 };
 use crate::platform::process::{self, ProcessId};
 use crate::store::Store;
+
+use super::new_event;
 
 /// The hidden subcommand that runs one agent turn (fills the template, reads the reply,
 /// writes the reply file).
@@ -69,10 +70,6 @@ pub enum DriveError {
 pub enum DriveEnd {
     Finished(StopReason),
     Paused(PauseReason),
-}
-
-pub(crate) fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(None), data }
 }
 
 /// BLAKE3 of a file's bytes (at most `max`), its length and the bytes.

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::CommandError;
-use super::loop_driver::{self, DriveEnd, DriveError, Driver, new_event};
+use super::loop_driver::{self, DriveEnd, DriveError, Driver};
+use super::new_event;
 use super::run::{self as run_cmd, WorkingCopy, with_causes};
 use crate::event;
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};

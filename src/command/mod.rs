@@ -31,3 +31,8 @@ pub mod replay;
 pub mod run;
 
 pub use error::{Blame, CommandError};
+
+/// An event this process writes outside any host session.
+pub(crate) fn new_event(kind: &str, data: serde_json::Value) -> crate::journal::NewEvent {
+    crate::journal::NewEvent { kind: kind.into(), actor: crate::journal::Actor::this_process(None), data }
+}

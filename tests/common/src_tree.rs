@@ -63,3 +63,11 @@ fn item_end(item: &str) -> usize {
     }
     item.len()
 }
+
+/// Writes `text` at `rel` under `root`, making its folders: a small tree for the checks'
+/// own tests.
+pub fn write_file(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}

@@ -69,27 +69,50 @@ fn module_sources(root: &Path) -> BTreeMap<String, Vec<(PathBuf, String)>> {
 
 /// The top-level modules a text names through `crate::`, each with one line that does.
 fn crate_references(text: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    // Comments left out line by line, then the whole text read at once, so a `use
+    // crate::{` group that spans lines or nests is read whole.
+    let code: Vec<&str> = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect();
+    let joined = code.join("\n");
+    let line_at = |offset: usize| code[joined[..offset].matches('\n').count()].trim().to_string();
     let mut found = BTreeMap::new();
-    for line in text.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let names: Vec<&str> = if let Some(group) = after.strip_prefix('{') {
-                let close = group.find('}').unwrap_or(group.len());
-                group[..close].split(',').map(|n| n.trim().split("::").next().unwrap_or("").trim()).collect()
-            } else {
-                vec![after.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("")]
-            };
-            for name in names {
-                if modules.contains(name) {
-                    found.entry(name.to_string()).or_insert_with(|| line.trim().to_string());
-                }
+    let mut from = 0;
+    while let Some(at) = joined[from..].find("crate::").map(|i| from + i) {
+        let after = &joined[at + "crate::".len()..];
+        let names = match after.strip_prefix('{') {
+            Some(group) => group_heads(group),
+            None => vec![after.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("")],
+        };
+        for name in names {
+            if modules.contains(name) {
+                found.entry(name.to_string()).or_insert_with(|| line_at(at));
             }
-            rest = after;
         }
+        from = at + "crate::".len();
     }
     found
+}
+
+/// The first path segment of each item of a `{ … }` group (the text after its `{`), nested
+/// groups skipped to their matching brace.
+fn group_heads(group: &str) -> Vec<&str> {
+    let mut heads = vec![];
+    let (mut depth, mut item_start) = (0usize, 0usize);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                heads.push(&group[item_start..i]);
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(&group[item_start..i]);
+                item_start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    heads.into_iter().map(|item| item.trim().split("::").next().unwrap_or("").trim()).filter(|h| !h.is_empty()).collect()
 }
 
 /// Every import that breaks the layer order, and every module not in it.
@@ -175,10 +198,14 @@ fn a_wrong_import_a_print_and_an_unplaced_module_are_each_caught() {
     write("fold/mod.rs", "use crate::{journal, event::Known};\npub fn f() { println!(\"x\"); }\n");
     write("event.rs", "");
     write("newcomer.rs", "");
+    // Groups across lines and nested ones are read whole.
+    write("utc_time.rs", "use crate::{\n    byte_search::{find_byte, rfind_byte},\n    fold,\n};\n");
+    write("byte_search.rs", "");
     let breaks = layering_breaks(root);
     assert!(breaks.iter().any(|b| b.contains("journal/mod.rs") && b.contains("`fold`")), "{breaks:?}");
     assert!(!breaks.iter().any(|b| b.contains("`cli`")), "test code counted: {breaks:?}");
     assert!(breaks.iter().any(|b| b.contains("`newcomer` has no place")), "{breaks:?}");
+    assert!(breaks.iter().any(|b| b.contains("utc_time.rs") && b.contains("`fold`")), "a multi-line group: {breaks:?}");
     assert!(!breaks.iter().any(|b| b.contains("fold/mod.rs")), "downward imports refused: {breaks:?}");
     let printing = printing_outside_cli(root);
     assert!(printing.len() == 1 && printing[0].contains("fold/mod.rs"), "{printing:?}");

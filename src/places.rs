@@ -71,6 +71,8 @@ pub fn working_copy_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceEr
 
 /// The cache of the repository's first root commit, in the main worktree's local tier.
 pub const ROOT_COMMIT_CACHE: &str = "repository-root-commit";
+/// The cache holds one commit id and a newline; it is read this far at most.
+const ROOT_COMMIT_CACHE_MAX_BYTES: u64 = 4096;
 
 /// The repository journal in the home store, keyed by the first root commit of the main
 /// worktree's HEAD. The commit is looked up once (one `git rev-list`) and cached in the main
@@ -98,7 +100,7 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
 fn read_root_commit_cache(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path).ok()?.take(git::repo::MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
+    std::fs::File::open(path).ok()?.take(ROOT_COMMIT_CACHE_MAX_BYTES).read_to_string(&mut text).ok()?;
     let c = text.trim();
     git::repo::is_commit_id(c).then(|| c.to_string())
 }

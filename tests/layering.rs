@@ -19,7 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("secret scanner", &["secrets"]),
     ("journal: bytes", &["journal"]),
     ("wire types", &["event"]),
-    ("pure rules", &["checklist", "verdict", "git"]),
+    ("rules, and git", &["checklist", "verdict", "git"]),
     ("pure domains", &["away", "ledger"]),
     ("pure loop", &["phased"]),
     ("folds", &["fold"]),

@@ -20,8 +20,8 @@ pub struct Item {
 }
 
 /// `Item` as it is read from `checklist.json`, `state.json` and checkpoints: the same
-/// fields side by side. serde's `flatten` buffers each item's fields before reading them,
-/// which made parsing a 50-item `checklist.json` take about twice as long. Writing keeps
+/// fields side by side, because serde's `flatten` buffers each item's fields before reading
+/// them, which is slow on the hook's read path (docs/decisions.md). Writing keeps
 /// `flatten`: the bytes written are the same either way. Its times are read by
 /// `utc_time` (the shape abcd writes) before jiff's general parser.
 #[derive(Deserialize)]

@@ -153,9 +153,9 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
         Some(ChecklistAction::Render { budget }) => {
             let text = checklist::render_within(&store, budget, crate::clock::now()?)?;
             if json_out {
-                println!("{}", json!({"render": text, "chars": text.chars().count(), "budget": budget}));
+                outln!("{}", json!({"render": text, "chars": text.chars().count(), "budget": budget}));
             } else {
-                print!("{text}");
+                out!("{text}");
             }
         }
         Some(ChecklistAction::Add(a)) => {
@@ -215,17 +215,17 @@ fn print_notes(view: &ChecklistView) {
 fn list(store: &Store, json_out: bool) -> anyhow::Result<()> {
     let view = checklist::view(store);
     if json_out {
-        println!("{}", json!({"items": view.checklist.items, "notes": view.notes, "journal_seq": view.head_seq}));
+        outln!("{}", json!({"items": view.checklist.items, "notes": view.notes, "journal_seq": view.head_seq}));
     } else {
         print_notes(&view);
         let now = crate::clock::now()?;
         if view.checklist.items.is_empty() {
-            println!("(no items; add one with `abcd checklist add \"<title>\"`)");
+            outln!("(no items; add one with `abcd checklist add \"<title>\"`)");
         }
         let mut items: Vec<_> = view.checklist.items.iter().collect();
         items.sort_by_key(|i| (i.fields.state, std::cmp::Reverse(i.added_seq)));
         for i in items {
-            print!("{}", render::render_item(i, now));
+            out!("{}", render::render_item(i, now));
         }
     }
     Ok(())
@@ -234,11 +234,11 @@ fn list(store: &Store, json_out: bool) -> anyhow::Result<()> {
 fn show(store: &Store, id: &str, json_out: bool) -> Result<(), CommandError> {
     let (found, view) = checklist::show(store, id)?;
     if json_out {
-        println!("{}", serde_json::to_string(&found).expect("plain data serializes"));
+        outln!("{}", serde_json::to_string(&found).expect("plain data serializes"));
     } else {
         print_notes(&view);
-        print!("{}", render::render_item(&found, crate::clock::now()?));
-        println!("    added {}, last changed {}", found.created_at, found.updated_at);
+        out!("{}", render::render_item(&found, crate::clock::now()?));
+        outln!("    added {}, last changed {}", found.created_at, found.updated_at);
     }
     Ok(())
 }
@@ -248,8 +248,8 @@ fn print_written(written: &ItemWritten, json_out: bool) {
         eprintln!("abcd: {w}");
     }
     if json_out {
-        println!("{}", json!({"id": written.id, "seq": written.seq}));
+        outln!("{}", json!({"id": written.id, "seq": written.seq}));
     } else {
-        println!("{}", written.id);
+        outln!("{}", written.id);
     }
 }

@@ -17,7 +17,7 @@ impl Demo {
     fn run(&self, args: &[&str]) -> anyhow::Result<i32> {
         let shown: Vec<String> =
             args.iter().map(|a| if a.contains(' ') || a.is_empty() { format!("\"{a}\"") } else { a.to_string() }).collect();
-        println!("   $ abcd {}", shown.join(" "));
+        outln!("   $ abcd {}", shown.join(" "));
         let out = Command::new(&self.exe)
             .args(args)
             .current_dir(&self.root)
@@ -25,11 +25,11 @@ impl Demo {
             .env_remove("CLAUDE_SESSION_ID")
             .output()?;
         for line in String::from_utf8_lossy(&out.stdout).lines().chain(String::from_utf8_lossy(&out.stderr).lines()) {
-            println!("     {line}");
+            outln!("     {line}");
         }
         let code = out.status.code().unwrap_or(-1);
         if code != 0 {
-            println!("     (exit {code})");
+            outln!("     (exit {code})");
         }
         Ok(code)
     }
@@ -37,7 +37,7 @@ impl Demo {
     /// Runs `abcd hook <event>` with a payload shaped as Claude Code sends it, and shows
     /// the context the host would hand the model.
     fn hook(&self, event: &str, payload: serde_json::Value) -> anyhow::Result<()> {
-        println!("   $ abcd hook {event}    (stdin: the host's {} payload)", payload["hook_event_name"].as_str().unwrap_or(""));
+        outln!("   $ abcd hook {event}    (stdin: the host's {} payload)", payload["hook_event_name"].as_str().unwrap_or(""));
         let mut child = self.hook_command(event).spawn()?;
         child.stdin.take().expect("piped").write_all(payload.to_string().as_bytes())?;
         let out = child.wait_with_output()?;
@@ -46,23 +46,23 @@ impl Demo {
             Ok(v) => {
                 let stop_feedback = v["hookSpecificOutput"]["hookEventName"] == "Stop";
                 if let (Some(reason), true) = (v["hookSpecificOutput"]["additionalContext"].as_str(), stop_feedback) {
-                    println!("     the stop is blocked, with this reason for the model:");
-                    println!("       | {reason}");
+                    outln!("     the stop is blocked, with this reason for the model:");
+                    outln!("       | {reason}");
                 } else if let Some(ctx) = v["hookSpecificOutput"]["additionalContext"].as_str() {
-                    println!("     additionalContext for the model:");
-                    ctx.lines().for_each(|l| println!("       | {l}"));
+                    outln!("     additionalContext for the model:");
+                    ctx.lines().for_each(|l| outln!("       | {l}"));
                 } else if let Some(reason) = v["hookSpecificOutput"]["permissionDecisionReason"].as_str() {
-                    println!("     refused, with this reason for the model:");
-                    println!("       | {reason}");
+                    outln!("     refused, with this reason for the model:");
+                    outln!("       | {reason}");
                 } else {
-                    println!("     {v}");
+                    outln!("     {v}");
                 }
             }
-            Err(_) if stdout.trim().is_empty() => println!("     (no output: nothing to add, nothing refused)"),
-            Err(_) => println!("     {stdout}"),
+            Err(_) if stdout.trim().is_empty() => outln!("     (no output: nothing to add, nothing refused)"),
+            Err(_) => outln!("     {stdout}"),
         }
         for line in String::from_utf8_lossy(&out.stderr).lines() {
-            println!("     {line}");
+            outln!("     {line}");
         }
         Ok(())
     }
@@ -95,7 +95,7 @@ impl Demo {
 }
 
 fn step(title: &str) {
-    println!("\n{title}");
+    outln!("\n{title}");
 }
 
 fn expect(code: i32, want: i32, what: &str) -> anyhow::Result<()> {
@@ -114,7 +114,7 @@ pub fn run() -> anyhow::Result<i32> {
         std::fs::create_dir_all(root.join(".git"))?;
     }
     let demo = Demo { exe: std::env::current_exe()?, root, home: tmp.path().join("home") };
-    println!("abcd demo: a temporary repository at {}", demo.root.display());
+    outln!("abcd demo: a temporary repository at {}", demo.root.display());
 
     step("1. Make the repository managed");
     expect(demo.run(&["init"])?, 0, "init")?;
@@ -137,20 +137,20 @@ pub fn run() -> anyhow::Result<i32> {
     )?;
 
     step("5. A writer killed mid-append leaves half a line: a torn tail, never acknowledged");
-    println!("   (the demo writes the half line itself, as a SIGKILL between write and fdatasync leaves it)");
+    outln!("   (the demo writes the half line itself, as a SIGKILL between write and fdatasync leaves it)");
     std::fs::OpenOptions::new()
         .append(true)
         .open(demo.journal())?
         .write_all(br#"{"v":1,"seq":8,"time":"2026-11-30T06:00:00.000Z","kind":"checkl"#)?;
     expect(demo.run(&["journal", "verify"])?, 0, "verify torn")?;
-    println!("   the next write copies the torn bytes to quarantine/ and cuts them:");
+    outln!("   the next write copies the torn bytes to quarantine/ and cuts them:");
     expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set")?;
 
     step("6. A hand-edited checklist.json is never trusted: the reader re-folds the journal");
     let projection = demo.root.join(crate::places::LOCAL_TIER).join(crate::store::projection::CHECKLIST_FILE);
     let edited = std::fs::read_to_string(&projection)?.replace("Write the release notes", "Skip the release notes");
     std::fs::write(&projection, edited)?;
-    println!("   (checklist.json now says \"Skip the release notes\")");
+    outln!("   (checklist.json now says \"Skip the release notes\")");
     expect(demo.run(&["checklist"])?, 0, "list")?;
 
     step("7. A line appended behind abcd's back, with a correct hash and a token in it, is skipped and named");
@@ -181,10 +181,10 @@ pub fn run() -> anyhow::Result<i32> {
         away_story(&demo, &cwd)?;
         ledger_story(&demo)?;
     } else {
-        println!("\n12. (skipped: git is not on PATH, and the away mode and the ledger need a repository with a commit)");
+        outln!("\n12. (skipped: git is not on PATH, and the away mode and the ledger need a repository with a commit)");
     }
 
-    println!("\ndemo done; the temporary folder is removed now.");
+    outln!("\ndemo done; the temporary folder is removed now.");
     Ok(super::EXIT_OK)
 }
 
@@ -197,22 +197,22 @@ fn away_story(demo: &Demo, cwd: &str) -> anyhow::Result<()> {
         serde_json::json!({"session_id": "demo-session", "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": active,
             "last_assistant_message": message, "background_tasks": [], "session_crons": []})
     };
-    println!("   the session tries to end its turn with work owed:");
+    outln!("   the session tries to end its turn with work owed:");
     demo.hook("stop", stop(false, "That is all for now."))?;
-    println!("   it asks a question instead of deciding:");
+    outln!("   it asks a question instead of deciding:");
     demo.hook(
         "pre-tool-use",
         serde_json::json!({"session_id": "demo-session", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
             "tool_input": {"questions": [{"question": "Which parser?", "header": "Parser", "options": [{"label": "hand-written"}], "multiSelect": false}]}}),
     )?;
-    println!("   so it decides what is its to decide, and queues what is the person's:");
+    outln!("   so it decides what is its to decide, and queues what is the person's:");
     expect(
         demo.run(&["decide", "Use a hand-written parser", "--grounds", "no new dependency", "--undo", "revert the parser commit"])?,
         0,
         "decide",
     )?;
     expect(demo.run(&["mode", "queue", "push feat/login once CI is green"])?, 0, "queue")?;
-    println!(
+    outln!(
         "   after 7 more blocks in a row, the 9th passes the host's cap (8): the host ends the turn anyway, and abcd records that stop:"
     );
     for _ in 0..7 {
@@ -271,9 +271,9 @@ fn ledger_story(demo: &Demo) -> anyhow::Result<()> {
     while !receipt.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    println!("   the agent wrote its receipt and ended while nobody watched; a fresh session runs:");
+    outln!("   the agent wrote its receipt and ended while nobody watched; a fresh session runs:");
     expect(demo.run(&["resume"])?, 0, "resume")?;
-    println!("   a second launch now would be refused until the receipt is collected:");
+    outln!("   a second launch now would be refused until the receipt is collected:");
     expect(demo.run(&["collect", "--run", "demo-run", "--lane", "impl"])?, 0, "collect")?;
     expect(demo.run(&["run", "finish", "demo-run"])?, 0, "finish")?;
     // The watcher records the agent's exit; wait for it, so nothing outlives the demo.
@@ -309,7 +309,7 @@ fn shell_append_secret(journal: &Path, token: &str) -> anyhow::Result<()> {
     let event = NewEvent { kind: "checklist.item_added".into(), actor: Actor::this_process(None), data: item };
     let (line, _) = format::encode_line(last.seq + 1, format::now_ms(), &event, &last.hash)?;
     std::fs::OpenOptions::new().append(true).open(journal)?.write_all(&line)?;
-    println!("   (appended seq {} directly to the journal file)", last.seq + 1);
+    outln!("   (appended seq {} directly to the journal file)", last.seq + 1);
     Ok(())
 }
 

@@ -14,17 +14,17 @@ pub struct InitArgs {
 pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
     let at = init::places_of(&std::env::current_dir()?)?;
     if args.check {
-        let missing = init::check(&at, &mut |ok, what| println!("{} {what}", if ok { "ok     " } else { "MISSING" }))?;
+        let missing = init::check(&at, &mut |ok, what| outln!("{} {what}", if ok { "ok     " } else { "MISSING" }))?;
         return Ok(if missing == 0 {
-            println!("everything is installed");
+            outln!("everything is installed");
             super::EXIT_OK
         } else {
-            println!("{missing} missing; run `abcd init` to install");
+            outln!("{missing} missing; run `abcd init` to install");
             super::EXIT_FAILURE
         });
     }
     let Installed { created, tier, exe, already_installed } = init::install(&at)?;
-    println!(
+    outln!(
         "{}",
         if created {
             format!("abcd now manages {}", at.main_root.display())
@@ -32,13 +32,13 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
             format!("{} was already managed by abcd", at.main_root.display())
         }
     );
-    println!("local tier: {} (kept out of git by {})", tier.display(), at.exclude.display());
-    println!(
+    outln!("local tier: {} (kept out of git by {})", tier.display(), at.exclude.display());
+    outln!(
         "hooks: {} ({} events, running {exe}){}",
         at.settings.display(),
         init::hook_events(),
         if already_installed { ", already installed" } else { "" }
     );
-    println!("next: `abcd checklist add \"<title>\"`");
+    outln!("next: `abcd checklist add \"<title>\"`");
     Ok(super::EXIT_OK)
 }

@@ -16,9 +16,9 @@ pub fn verify(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let anchors = places::anchors()?;
     let report = verify::verify_chain(&RealDisk, &paths.journal, Some(&anchors))?;
     if json_out {
-        println!("{}", verify_json(&report));
+        outln!("{}", verify_json(&report));
     } else {
-        print!("{}", verify_text(&report));
+        out!("{}", verify_text(&report));
     }
     Ok(if report.is_ok() { EXIT_OK } else { EXIT_FAILURE })
 }
@@ -101,9 +101,9 @@ pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     journal_cmd::rebuild_caches(journal, &repaired)?;
     let (text, value) = describe_repair(&repaired.outcome);
     if json_out {
-        println!("{value}");
+        outln!("{value}");
     } else {
-        println!("{text}");
+        outln!("{text}");
     }
     Ok(EXIT_OK)
 }
@@ -135,9 +135,9 @@ pub fn describe_repair(outcome: &RepairOutcome) -> (String, serde_json::Value) {
 pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let Checkpointed { path, seq } = journal_cmd::checkpoint(choice.open()?)?;
     if json_out {
-        println!("{}", json!({"type": "checkpoint", "seq": seq, "path": path.display().to_string()}));
+        outln!("{}", json!({"type": "checkpoint", "seq": seq, "path": path.display().to_string()}));
     } else {
-        println!("wrote checkpoint {} (state after seq {seq})", path.display());
+        outln!("wrote checkpoint {} (state after seq {seq})", path.display());
     }
     Ok(EXIT_OK)
 }

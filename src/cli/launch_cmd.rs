@@ -74,11 +74,11 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
         cwd: args.cwd,
         command: args.command,
     };
-    let Launched { launch: n, process: p, stdout, stderr } = launch::launch(&request, &here, &mut |line| println!("{line}"))?;
+    let Launched { launch: n, process: p, stdout, stderr } = launch::launch(&request, &here, &mut |line| outln!("{line}"))?;
     if args.json {
-        println!("{}", json!({"run": args.run, "lane": args.lane, "launch": n, "process": p, "stdout": stdout, "stderr": stderr}));
+        outln!("{}", json!({"run": args.run, "lane": args.lane, "launch": n, "process": p, "stdout": stdout, "stderr": stderr}));
     } else {
-        println!("launch {n} of {}/{} started: pid {}; output in {}", args.run, args.lane, p.pid, stdout.unwrap_or_default());
+        outln!("launch {n} of {}/{} started: pid {}; output in {}", args.run, args.lane, p.pid, stdout.unwrap_or_default());
     }
     Ok(EXIT_OK)
 }

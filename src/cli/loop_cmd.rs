@@ -128,7 +128,7 @@ pub fn run_loop(action: LoopAction) -> anyhow::Result<i32> {
         LoopAction::Retry { run } => control(&run, Control::Retry),
         LoopAction::Stop { run } => stop(&run),
         LoopAction::Drive { run, starter_pid } => {
-            let end = loops::drive(&run, starter_pid, &mut |line| println!("{line}"))?;
+            let end = loops::drive(&run, starter_pid, &mut |line| outln!("{line}"))?;
             Ok(print_end(&run, end))
         }
     }
@@ -159,7 +159,7 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
     let run = &started.run;
     match &started.how {
         StartedHow::Detached { pid, log } => {
-            println!(
+            outln!(
                 "loop {run} started; driven in the background (pid {}, log {}); `abcd loop status {run}` shows it",
                 pid.pid,
                 log.display()
@@ -167,8 +167,8 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
             Ok(EXIT_OK)
         }
         StartedHow::Here(wc) => {
-            println!("loop {run} started");
-            let end = loops::drive_started(wc, run, &mut |line| println!("{line}"))?;
+            outln!("loop {run} started");
+            let end = loops::drive_started(wc, run, &mut |line| outln!("{line}"))?;
             Ok(print_end(run, end))
         }
     }
@@ -178,7 +178,7 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
 fn print_end(run: &str, end: LoopEnd) -> i32 {
     match end {
         LoopEnd::Finished { reason, summary } => {
-            println!("{summary}");
+            outln!("{summary}");
             if reason == StopReason::PeerError { EXIT_FAILURE } else { EXIT_OK }
         }
         LoopEnd::Paused { reason, summary } => {
@@ -186,7 +186,7 @@ fn print_end(run: &str, end: LoopEnd) -> i32 {
                 PauseReason::PhaseNotConverged => format!("`abcd loop retry {run}` reviews it again, `abcd loop skip {run}` moves on"),
                 PauseReason::Manual => format!("`abcd loop resume {run}` then `abcd loop drive {run}` carries on"),
             };
-            println!("{summary}; {what}");
+            outln!("{summary}; {what}");
             EXIT_OK
         }
     }
@@ -200,22 +200,22 @@ fn control(run: &str, asked: Control) -> anyhow::Result<i32> {
         Control::Retry => "retried: the phase is reviewed again from the implementer's current output, with fresh rounds",
         Control::Skip => "skipped: the phase counts as done; the next one is asked for",
     };
-    println!("loop {run} {done}");
+    outln!("loop {run} {done}");
     if c.control != Control::Pause {
         match c.driver {
-            Some(p) => println!("its driver (pid {}) carries on", p.pid),
-            None => println!("no driver is running it: `abcd loop drive {run}` carries on"),
+            Some(p) => outln!("its driver (pid {}) carries on", p.pid),
+            None => outln!("no driver is running it: `abcd loop drive {run}` carries on"),
         }
     }
-    println!("{}", c.summary);
+    outln!("{}", c.summary);
     Ok(EXIT_OK)
 }
 
 fn stop(run: &str) -> anyhow::Result<i32> {
     let pending = loops::stop(run)?;
-    println!("loop {run} stopped (manual)");
+    outln!("loop {run} stopped (manual)");
     if let Some(p) = pending {
-        println!(
+        outln!(
             "turn {} ({} of the {}) was in flight: its agent is not killed, and its reply will not be used",
             p.turn,
             p.kind.name(),
@@ -235,36 +235,36 @@ fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
             })
             .collect();
         match run {
-            Some(_) => println!("{}", items[0]),
-            None => println!("{}", json!({"schema": "abcd/loop-status/v1", "loops": items})),
+            Some(_) => outln!("{}", items[0]),
+            None => outln!("{}", json!({"schema": "abcd/loop-status/v1", "loops": items})),
         }
         return Ok(EXIT_OK);
     }
     if chosen.is_empty() {
-        println!("no loop in this working copy; `abcd loop start` starts one");
+        outln!("no loop in this working copy; `abcd loop start` starts one");
     }
     for s in chosen {
         let r = &s.record;
-        println!("{}", s.listing.summary);
+        outln!("{}", s.listing.summary);
         match s.driver {
-            Some((p, true)) if r.state != RunState::Stopped => println!("  driver: pid {} alive", p.pid),
+            Some((p, true)) if r.state != RunState::Stopped => outln!("  driver: pid {} alive", p.pid),
             Some((p, false)) if r.state != RunState::Stopped => {
-                println!("  driver: pid {} gone; `abcd loop drive {}` carries on", p.pid, r.run)
+                outln!("  driver: pid {} gone; `abcd loop drive {}` carries on", p.pid, r.run)
             }
             _ => {}
         }
         for p in &r.phases {
             let status = serde_json::to_value(p.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-            println!("  phase {}: {status}, {} round(s), {} turn(s)", p.n, p.rounds, p.turns.len());
+            outln!("  phase {}: {status}, {} round(s), {} turn(s)", p.n, p.rounds, p.turns.len());
         }
         if let Some(s) = &r.sessions.implementer {
-            println!("  implementer session: {s}");
+            outln!("  implementer session: {s}");
         }
         if let Some(s) = &r.sessions.reviewer {
-            println!("  reviewer session: {s}");
+            outln!("  reviewer session: {s}");
         }
         if let Some(p) = &r.pending {
-            println!(
+            outln!(
                 "  in flight: turn {} ({} of phase {}), launch {} of the {}; reply at {}",
                 p.turn,
                 p.kind.name(),

@@ -2,6 +2,17 @@
 //! exit code (0 ok, 1 failure or corruption found, 2 refused or usage). Nothing below
 //! this folder prints.
 
+/// `print!` for stdout as data: see [`write_out`].
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::write_out(format_args!($($arg)*)) };
+}
+
+/// `println!` for stdout as data: see [`write_out`].
+macro_rules! outln {
+    () => { $crate::cli::write_out(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod checklist_cmd;
 mod demo;
 mod hook_cmd;
@@ -183,6 +194,20 @@ pub fn main() -> i32 {
         }
     };
     finish(run(cli))
+}
+
+/// Writes to stdout. A closed pipe ends the process quietly with exit 0 (the reader took
+/// what it wanted); any other write error is one stderr line and exit 1. `println!` would
+/// panic instead, since SIGPIPE is ignored (`main.rs`).
+pub(crate) fn write_out(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(EXIT_OK);
+        }
+        eprintln!("abcd: writing to stdout failed: {e}");
+        std::process::exit(EXIT_FAILURE);
+    }
 }
 
 /// The exit code of a command, printing its error (if any) on stderr.

@@ -114,7 +114,7 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
         Some(ModeAction::Back) => back_text(away_cmd::back(&repo, now, &show)?, json_out),
     };
     if !out.is_empty() {
-        println!("{out}");
+        outln!("{out}");
     }
     Ok(EXIT_OK)
 }
@@ -151,6 +151,6 @@ fn back_text(back: Option<Back>, json_out: bool) -> String {
 pub fn run_decide(args: DecideArgs) -> anyhow::Result<i32> {
     let repo = away_cmd::open_repository(&std::env::current_dir()?)?;
     let Decided { text, seq } = away_cmd::decide(&repo, &args.text, &args.grounds, &args.undo)?;
-    println!("{}", if args.json { json!({"recorded": true, "seq": seq}).to_string() } else { format!("decision recorded: {text}") });
+    outln!("{}", if args.json { json!({"recorded": true, "seq": seq}).to_string() } else { format!("decision recorded: {text}") });
     Ok(EXIT_OK)
 }

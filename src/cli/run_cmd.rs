@@ -78,24 +78,24 @@ pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
         RunAction::Start { run, lanes, driver_pid, json } => {
             let started = run_cmd::start(&run, lanes, driver_pid)?;
             if json {
-                println!("{}", json!({"run": run, "driver": started.driver, "working_copy": started.working_copy, "lanes": started.lanes}));
+                outln!("{}", json!({"run": run, "driver": started.driver, "working_copy": started.working_copy, "lanes": started.lanes}));
             } else {
-                println!("run {run} started, driven by {}; lanes: {}", driver_words(&started.driver), started.lanes.join(", "));
+                outln!("run {run} started, driven by {}; lanes: {}", driver_words(&started.driver), started.lanes.join(", "));
             }
         }
         RunAction::Takeover { run, driver_pid, json } => {
             let taken = run_cmd::takeover(&run, driver_pid)?;
             if json {
-                println!("{}", json!({"run": run, "driver": taken.driver, "previous": taken.previous}));
+                outln!("{}", json!({"run": run, "driver": taken.driver, "previous": taken.previous}));
             } else {
-                println!("run {run} taken over by {} (its driver {} was gone)", driver_words(&taken.driver), driver_words(&taken.previous));
+                outln!("run {run} taken over by {} (its driver {} was gone)", driver_words(&taken.driver), driver_words(&taken.previous));
             }
         }
         RunAction::Halt { run } => print_halted(&run_cmd::halt(run.as_deref(), true)?, true),
         RunAction::Lift { run } => print_halted(&run_cmd::halt(run.as_deref(), false)?, false),
         RunAction::Finish { run } => {
             run_cmd::finish(&run)?;
-            println!("run {run} finished");
+            outln!("run {run} finished");
         }
     }
     Ok(EXIT_OK)
@@ -103,26 +103,26 @@ pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
 
 fn print_halted(names: &[String], halted: bool) {
     if names.is_empty() {
-        println!("no run in this working copy");
+        outln!("no run in this working copy");
     } else {
         let what = if halted { "halted: every later launch is refused until `abcd run lift`" } else { "lifted" };
-        println!("{} {what}", names.join(", "));
+        outln!("{} {what}", names.join(", "));
     }
 }
 
 pub fn run_collect(args: CollectArgs) -> anyhow::Result<i32> {
     let c = run_cmd::collect_here(&args.run, &args.lane)?;
     if args.json {
-        println!("{}", json!(c));
+        outln!("{}", json!(c));
     } else {
-        println!("collected the receipt of launch {} of {}/{} ({} bytes, blake3 {})", c.launch, c.run, c.lane, c.bytes, c.blake3);
+        outln!("collected the receipt of launch {} of {}/{} ({} bytes, blake3 {})", c.launch, c.run, c.lane, c.bytes, c.blake3);
     }
     Ok(EXIT_OK)
 }
 
 fn print_listing(listings: &[RunListing]) {
     if listings.is_empty() {
-        println!("no run is in progress on this machine");
+        outln!("no run is in progress on this machine");
     }
     for r in listings {
         let driver = match (&r.driver, r.driver_alive) {
@@ -131,32 +131,32 @@ fn print_listing(listings: &[RunListing]) {
             (None, _) => "driver unknown".to_string(),
         };
         let halted = if r.halted { "; HALTED (`abcd run lift` to launch again)" } else { "" };
-        println!("run {} in {}: {driver}{halted}", r.run, r.working_copy);
+        outln!("run {} in {}: {driver}{halted}", r.run, r.working_copy);
         if let Some(p) = &r.problem {
-            println!("  cannot be read: {p}");
+            outln!("  cannot be read: {p}");
         }
         if let Some(l) = &r.loop_record {
-            println!("  loop: {}", l.summary);
+            outln!("  loop: {}", l.summary);
         }
         for l in &r.lanes {
-            println!("  lane {}: {}", l.lane, l.stage);
+            outln!("  lane {}: {}", l.lane, l.stage);
             if !l.uncommitted.is_empty() {
                 let shown: Vec<&str> = l.uncommitted.iter().take(10).map(String::as_str).collect();
                 let more = l.uncommitted.len().saturating_sub(shown.len());
                 let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                println!("    uncommitted: {}{more}", shown.join(", "));
+                outln!("    uncommitted: {}{more}", shown.join(", "));
             }
             if let Some(why) = &l.worktree_problem {
-                println!("    worktree cannot be read: {why}");
+                outln!("    worktree cannot be read: {why}");
             }
             if let Some(why) = &l.base_problem {
-                println!("    base drift cannot be measured: {why}");
+                outln!("    base drift cannot be measured: {why}");
             }
             if let Some(n) = l.behind_default.filter(|n| *n > 0) {
-                println!("    base: {n} commit(s) behind the default branch as last fetched");
+                outln!("    base: {n} commit(s) behind the default branch as last fetched");
             }
             for s in &l.saved_aside {
-                println!("    saved aside: {s}");
+                outln!("    saved aside: {s}");
             }
         }
     }
@@ -165,7 +165,7 @@ fn print_listing(listings: &[RunListing]) {
 pub fn run_resume(args: ResumeArgs) -> anyhow::Result<i32> {
     let listings = run_cmd::resume(args.step, &mut print_move)?;
     if args.json {
-        println!("{}", serde_json::to_string(&ResumeFile { schema: RESUME_SCHEMA, runs: &listings })?);
+        outln!("{}", serde_json::to_string(&ResumeFile { schema: RESUME_SCHEMA, runs: &listings })?);
     } else {
         print_listing(&listings);
     }
@@ -175,12 +175,12 @@ pub fn run_resume(args: ResumeArgs) -> anyhow::Result<i32> {
 /// One line per move of `abcd resume --step`, as it is made.
 fn print_move(step: StepMove) {
     match step {
-        StepMove::Collected { run, lane, launch } => println!("collected the receipt of launch {launch} of {run}/{lane}"),
-        StepMove::NotCollected { run, lane, why } => println!("not collected ({run}/{lane}): {why}"),
+        StepMove::Collected { run, lane, launch } => outln!("collected the receipt of launch {launch} of {run}/{lane}"),
+        StepMove::NotCollected { run, lane, why } => outln!("not collected ({run}/{lane}): {why}"),
         StepMove::LoopNotStopped { run, lane } => {
-            println!("not saved aside ({run}/{lane}): the loop {run} is not stopped; its next turn builds on this work")
+            outln!("not saved aside ({run}/{lane}): the loop {run} is not stopped; its next turn builds on this work")
         }
-        StepMove::SavedAside(line) => println!("{line}"),
-        StepMove::NotSavedAside { run, lane, why } => println!("not saved aside ({run}/{lane}): {why}"),
+        StepMove::SavedAside(line) => outln!("{line}"),
+        StepMove::NotSavedAside { run, lane, why } => outln!("not saved aside ({run}/{lane}): {why}"),
     }
 }

@@ -1,5 +1,5 @@
 //! Every read and write abcd makes of git: from files where a file read will do (HEAD,
-//! refs, packed-refs, `commondir`), else through one bounded `git` child. Nothing here
+//! refs, packed-refs, `commondir`), else through bounded `git` children. Nothing here
 //! knows an event, a journal or a checklist.
 //!
 //! - [`branch`]: the branch checked out, whether a branch exists, branch-name rules and the

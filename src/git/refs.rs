@@ -140,7 +140,7 @@ fn loose(common: &Path, name: &str) -> Result<Option<Loose>, ()> {
     if let Some(target) = line.strip_prefix("ref: ") {
         return Ok(Some(Loose::Symbolic(target.to_string())));
     }
-    if is_object_id(line) { Ok(Some(Loose::Id(line.to_string()))) } else { Err(()) }
+    if super::repo::is_commit_id(line) { Ok(Some(Loose::Id(line.to_string()))) } else { Err(()) }
 }
 
 /// `packed-refs`: `<id> <refname>` lines, `^<id>` peel lines and one `#` header.
@@ -163,8 +163,8 @@ impl PackedRefs {
         }
         for line in text.lines() {
             let understood = line.starts_with('#')
-                || line.strip_prefix('^').is_some_and(is_object_id)
-                || line.split_once(' ').is_some_and(|(id, name)| is_object_id(id) && name.starts_with("refs/"));
+                || line.strip_prefix('^').is_some_and(super::repo::is_commit_id)
+                || line.split_once(' ').is_some_and(|(id, name)| super::repo::is_commit_id(id) && name.starts_with("refs/"));
             if !understood {
                 return Err(());
             }
@@ -175,10 +175,6 @@ impl PackedRefs {
     fn find(&self, name: &str) -> Option<&str> {
         self.text.lines().filter_map(|l| l.split_once(' ')).find(|(_, n)| *n == name).map(|(id, _)| id)
     }
-}
-
-fn is_object_id(s: &str) -> bool {
-    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn read_small(path: &Path) -> Option<String> {

@@ -3,6 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
+
+use super::worktree::{GIT_DEADLINE, GIT_OUTPUT_MAX};
+use crate::platform::child::{self, ChildFail};
 
 /// The `.git` file of a linked worktree, and its `commondir`, are read up to this many bytes.
 pub const MAX_GITDIR_FILE_BYTES: u64 = 4096;
@@ -26,17 +30,25 @@ pub fn is_commit_id(c: &str) -> bool {
     (c.len() == 40 || c.len() == 64) && c.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// One bounded `git` child in `cwd`: killed at [`GIT_DEADLINE`] or past [`GIT_OUTPUT_MAX`]
+/// bytes of output; its stderr is not kept.
+fn git(cwd: &Path, args: &[&str]) -> Result<child::Finished, String> {
+    let mut cmd = Command::new("git");
+    cmd.args(args).current_dir(cwd);
+    child::run(cmd, None, Instant::now() + GIT_DEADLINE, GIT_OUTPUT_MAX, 0).map_err(|fail| match fail {
+        ChildFail::Spawn(why) => why,
+        ChildFail::Deadline => format!("git did not answer within {} s", GIT_DEADLINE.as_secs()),
+        ChildFail::TooLong => format!("git printed more than {GIT_OUTPUT_MAX} bytes"),
+        ChildFail::Read => "the output of git could not be read".to_string(),
+    })
+}
+
 /// The first root commit reachable from HEAD (one `git rev-list`).
 pub fn root_commit(root: &Path) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(["rev-list", "--max-parents=0", "HEAD"])
-        .current_dir(root)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = git(root, &["rev-list", "--max-parents=0", "HEAD"])?;
+    let text = String::from_utf8_lossy(&out.out);
     // rev-list prints newest first; the first root commit is the last line.
-    match text.lines().last().filter(|c| out.status.success() && is_commit_id(c)) {
+    match text.lines().last().filter(|c| out.code == Some(0) && is_commit_id(c)) {
         Some(c) => Ok(c.to_string()),
         None => Err("the repository has no commit yet".into()),
     }
@@ -44,12 +56,5 @@ pub fn root_commit(root: &Path) -> Result<String, String> {
 
 /// `git config user.name` in `cwd`, when git answers with one.
 pub fn user_name(cwd: &Path) -> Option<String> {
-    Command::new("git")
-        .args(["config", "user.name"])
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    git(cwd, &["config", "user.name"]).ok().filter(|o| o.code == Some(0)).map(|o| String::from_utf8_lossy(&o.out).trim().to_string())
 }

@@ -10,8 +10,8 @@
 //! top of HEAD and creates the ref only where none exists. Every git child runs without a
 //! shell, with stdin closed, prompts and hooks off, in a process group of its own, is
 //! killed after [`GIT_DEADLINE`], and has its stdout read up to [`GIT_OUTPUT_MAX`] bytes.
-//! `src/owed`'s bounded runner is private to that module, so this one has its own: it also
-//! keeps the start of stderr for the error a person reads, and sets a child's environment.
+//! Its runner goes through `platform::child::run`, keeps the start of stderr for the error a
+//! person reads, and sets a child's environment.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};

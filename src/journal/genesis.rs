@@ -74,15 +74,17 @@ pub struct JournalRepaired {
 pub fn decode_opened(data: &serde_json::Value) -> Result<JournalOpened, String> {
     let opened = JournalOpened::deserialize(data).map_err(|e| e.to_string())?;
     if opened.journal_id.len() != JOURNAL_ID_HEX_DIGITS || !opened.journal_id.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
-        return Err("journal_id is not 32 lowercase hex".into());
+        return Err(format!("journal_id is not {JOURNAL_ID_HEX_DIGITS} lowercase hex"));
     }
     Ok(opened)
 }
 
-/// A fresh journal id: 16 bytes from the OS's random source, as hex.
+/// A fresh journal id: random bytes from the OS's source, as hex.
 pub fn new_journal_id() -> std::io::Result<String> {
     use std::io::Read;
-    let mut bytes = [0u8; 16];
+    let mut bytes = [0u8; JOURNAL_ID_HEX_DIGITS / 2];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(id.len(), JOURNAL_ID_HEX_DIGITS, "two hex digits a byte");
+    Ok(id)
 }

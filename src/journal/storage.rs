@@ -306,8 +306,7 @@ pub fn remove_stale_temp_files(storage: &dyn Storage, dir: &Path) -> io::Result<
     for path in storage.list_dir(dir)? {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
         let Some(pid) = stale_temp_pid(name) else { continue };
-        // `stale_temp_pid` gives only positive pids, which fit a u32.
-        let alive = platform::process::pid_exists(pid as u32);
+        let alive = platform::process::pid_exists(pid);
         if !alive && storage.remove_cache_file(&path).is_ok() {
             removed += 1;
         }
@@ -316,12 +315,13 @@ pub fn remove_stale_temp_files(storage: &dyn Storage, dir: &Path) -> io::Result<
 }
 
 /// The pid in a `write_atomic` temp name, if `name` is one.
-fn stale_temp_pid(name: &str) -> Option<i32> {
+fn stale_temp_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix('.')?;
     let (_, tail) = rest.rsplit_once(".tmp-")?;
     let (pid, n) = tail.split_once('-')?;
     n.bytes().all(|c| c.is_ascii_digit()).then_some(())?;
-    pid.parse().ok().filter(|p| *p > 0)
+    // A pid is a positive C int.
+    pid.parse().ok().filter(|p| (1..=i32::MAX as u32).contains(p))
 }
 
 /// Replaces `path` atomically: a temp file in the same folder, then a rename. With

@@ -29,8 +29,7 @@ impl Os for Linux {
     fn flock_holder(file: &File) -> Option<u32> {
         let m = file.metadata().ok()?;
         // The kernel lists the locks afresh on each read call, so a listing read in many small
-        // reads can skip a lock while other locks come and go (the likely cause of one CI run
-        // with the holder unnamed; not reproduced). One read call into a buffer of the whole
+        // reads can skip a lock while other locks come and go. One read call into a buffer of the whole
         // bound lists in one pass as far as it fits; a second look, only on this refusal path,
         // covers a listing read mid-change anyway.
         (0..PROC_LOCKS_LOOKS).find_map(|_| {

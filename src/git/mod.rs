@@ -1,6 +1,6 @@
-//! Every read and write abcd makes of git: from files where a file read will do (HEAD,
-//! refs, packed-refs, `commondir`), else through bounded `git` children. Nothing here
-//! knows an event, a journal or a checklist.
+//! abcd's reads and writes of git (the owed set's batched reads aside, in `owed/`): from
+//! files where a file read will do (HEAD, refs, packed-refs, `commondir`), else through
+//! bounded `git` children. Nothing here knows an event, a journal or a checklist.
 //!
 //! - [`branch`]: the branch checked out, whether a branch exists, branch-name rules and the
 //!   branch a shell command creates.

@@ -472,9 +472,9 @@ fn checklist_times_follow_the_test_clock() {
 }
 
 /// stdout is data: a reader that closed its end (`abcd checklist | head -0`) ends the verb
-/// quietly with exit 0, and a full disk is one stderr line and exit 1; never a panic.
+/// quietly with exit 0, never a panic.
 #[test]
-fn a_closed_stdout_ends_quietly_and_a_failed_write_is_one_line() {
+fn a_closed_stdout_ends_quietly() {
     let wc = WorkingCopy::managed();
     assert!(wc.abcd(&["checklist", "add", "Fix the login bug"]).status.success());
     let (reader, writer) = std::io::pipe().unwrap();
@@ -489,14 +489,4 @@ fn a_closed_stdout_ends_quietly_and_a_failed_write_is_one_line() {
         .unwrap();
     assert_eq!(closed.status.code(), Some(0), "{}", String::from_utf8_lossy(&closed.stderr));
     assert!(closed.stderr.is_empty(), "{}", String::from_utf8_lossy(&closed.stderr));
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-    let failed = Command::new(env!("CARGO_BIN_EXE_abcd"))
-        .args(["checklist", "--json"])
-        .current_dir(&wc.root)
-        .env("ABCD_HOME", &wc.home)
-        .stdout(full)
-        .output()
-        .unwrap();
-    assert_eq!(failed.status.code(), Some(1));
-    assert_eq!(String::from_utf8_lossy(&failed.stderr).lines().count(), 1, "{}", String::from_utf8_lossy(&failed.stderr));
 }

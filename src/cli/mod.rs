@@ -197,16 +197,15 @@ pub fn main() -> i32 {
 }
 
 /// Writes to stdout. A closed pipe ends the process quietly with exit 0 (the reader took
-/// what it wanted); any other write error is one stderr line and exit 1. `println!` would
-/// panic instead, since SIGPIPE is ignored (`main.rs`).
+/// what it wanted), where `println!` would panic, since SIGPIPE is ignored (`main.rs`). Any
+/// other write error still panics as `println!` does (exit 101, `process_start` pins it).
 pub(crate) fn write_out(args: std::fmt::Arguments) {
     use std::io::Write;
     if let Err(e) = std::io::stdout().lock().write_fmt(args) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(EXIT_OK);
         }
-        eprintln!("abcd: writing to stdout failed: {e}");
-        std::process::exit(EXIT_FAILURE);
+        panic!("failed printing to stdout: {e}");
     }
 }
 

@@ -35,6 +35,28 @@ pub fn home_dir() -> Result<PathBuf, PlaceError> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".abcd")).ok_or(PlaceError::NoHome)
 }
 
+/// The home store's folder of lane worktrees abcd makes: outside every checkout, since a
+/// work tree nested in the person's project would be found by build tools looking upward.
+pub const LANES_DIR: &str = "lanes";
+/// Characters of the working copy's folder name kept in its lanes folder's name.
+pub const LANES_NAME_MAX: usize = 32;
+/// Hex digits of the working copy root's BLAKE3 in its lanes folder's name.
+pub const LANES_KEY_HEX: usize = 12;
+
+/// Where abcd makes the worktree of `run`'s `lane` for the working copy at `root`:
+/// `<home>/lanes/<folder name>-<key>/<run>/<lane>`, the key telling apart working copies
+/// with the same folder name.
+pub fn lane_worktree(root: &Path, run: &str, lane: &str) -> Result<PathBuf, PlaceError> {
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect())
+        .unwrap_or_default();
+    let name: String = name.trim_start_matches(['.', '-']).chars().take(LANES_NAME_MAX).collect();
+    let name = if name.is_empty() { "checkout".to_string() } else { name };
+    let key = blake3::hash(crate::platform::fs::path_bytes(root)).to_hex();
+    Ok(home_dir()?.join(LANES_DIR).join(format!("{name}-{}", &key[..LANES_KEY_HEX])).join(run).join(lane))
+}
+
 pub fn anchors() -> Result<AnchorStore, PlaceError> {
     Ok(AnchorStore::new(&home_dir()?))
 }

@@ -197,8 +197,155 @@ fn collect_before_launch_and_no_launch_over_a_live_agent() {
     driver.wait().unwrap();
 }
 
+/// Every file under `root` but git's own and abcd's local tier, with its bytes.
+fn person_files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, into: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().to_string();
+            if rel == ".git" || rel == ".abcd/.work.local" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, into);
+            } else {
+                into.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut files = std::collections::BTreeMap::new();
+    walk(root, root, &mut files);
+    files
+}
+
+/// Issue 19's first acceptance item: with the settings `abcd init` wrote still untracked and
+/// the person's own work uncommitted, `run start` and `launch` with every default leave the
+/// checkout exactly as it was; the agent runs in a worktree abcd made and recorded.
 #[test]
-fn uncommitted_work_is_saved_aside_named_and_the_lane_reset_before_the_agent_starts() {
+fn a_launch_with_defaults_leaves_the_persons_checkout_untouched_and_runs_in_its_own_worktree() {
+    let lab = Lab::new();
+    let root = lab.dir.path().join("mine");
+    repo::create(&root, &[README, (".gitignore", "*.log\n")]);
+    let c = Copy { root, home: lab.home.clone() };
+    assert!(c.abcd(&["init"]).status.success());
+    assert!(c.git(&["status", "--porcelain"]).contains(".claude/"), "the settings are untracked");
+    std::fs::write(c.root.join("README"), "my edit\n").unwrap();
+    std::fs::write(c.root.join("draft.rs"), "fn draft() {}\n").unwrap();
+    std::fs::write(c.root.join("staged.rs"), "fn staged() {}\n").unwrap();
+    c.git(&["add", "staged.rs"]);
+    std::fs::write(c.root.join("build.log"), "ignored\n").unwrap();
+    let before = person_files(&c.root);
+    let status_before = c.git(&["status", "--porcelain"]);
+
+    let mut driver = sleeper();
+    assert!(c.abcd(&["run", "start", "r1", "--lane", "a", "--driver-pid", &driver.id().to_string()]).status.success());
+    let out = c.abcd(&[
+        "launch",
+        "--run",
+        "r1",
+        "--lane",
+        "a",
+        "--role",
+        "impl",
+        "--receipt",
+        "R",
+        "--",
+        "sh",
+        "-c",
+        "pwd > where.txt; echo done > R",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("saved"), "nothing of the person's is saved aside: {}", stdout(&out));
+    eventually("the agent to exit", || c.lane("r1", "a")["stage"].as_str().unwrap().contains("receipt waiting"));
+
+    assert_eq!(person_files(&c.root), before, "every file of the person's is unchanged");
+    assert_eq!(c.git(&["status", "--porcelain"]), status_before, "and so is what git sees");
+    let check = c.abcd(&["init", "--check"]);
+    assert!(check.status.success(), "everything installed: {}", stdout(&check));
+    let lane = c.lane("r1", "a");
+    let tree = PathBuf::from(lane["worktree"].as_str().unwrap());
+    assert!(tree.starts_with(&c.home), "abcd's worktree lives in its home store: {}", tree.display());
+    assert_eq!(
+        std::fs::read_to_string(tree.join("where.txt")).unwrap().trim(),
+        tree.canonicalize().unwrap().to_str().unwrap(),
+        "the agent ran there"
+    );
+    assert_eq!(repo::git(&tree, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "abcd/r1/a");
+    let journal = std::fs::read_to_string(c.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
+    assert!(
+        journal.find("lane.worktree_created").unwrap() < journal.find("launch.intended").unwrap(),
+        "made and recorded before the launch"
+    );
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+}
+
+/// In its own worktree, work an agent left uncommitted is saved aside on the next launch,
+/// and the worktree goes at `run finish` once clean, its branch too when it has no commit.
+#[test]
+fn work_left_in_the_lanes_own_worktree_is_saved_aside_and_the_worktree_goes_at_finish() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let mut driver = sleeper();
+    assert!(
+        c.abcd(&["run", "start", "r1", "--lane", "impl", "--lane", "keep", "--lane", "done", "--driver-pid", &driver.id().to_string()])
+            .status
+            .success()
+    );
+    let receipt = c.receipt("r.json");
+    let script = format!(
+        "echo changed > README; echo new > notes.txt; echo x > out.log; mkdir -p '{0}'; echo ok > '{1}'",
+        receipt.parent().unwrap().display(),
+        receipt.display()
+    );
+    assert!(c.launch("r1", "impl", "implementer", &receipt, None, &["sh", "-c", &script]).status.success());
+    eventually("the receipt", || c.lane("r1", "impl")["receipt_waiting"] == true);
+    let tree = PathBuf::from(c.lane("r1", "impl")["worktree"].as_str().unwrap());
+    assert!(c.abcd(&["collect", "--run", "r1", "--lane", "impl"]).status.success());
+
+    let out = c.launch("r1", "impl", "implementer", &c.receipt("r2.json"), None, &["true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let ref_name = text.split_whitespace().find(|w| w.starts_with("refs/abcd/saved/r1/impl/")).unwrap().trim_end_matches(';').to_string();
+    let names = repo::git(&tree, &["diff", "--name-only", "HEAD", &ref_name]);
+    assert_eq!(names.lines().collect::<Vec<_>>(), vec!["README", "notes.txt"]);
+    assert_eq!(repo::git(&tree, &["status", "--porcelain"]).trim(), "", "the lane is back at its last commit");
+    assert!(tree.join("out.log").exists(), "ignored files stay");
+    assert_eq!(std::fs::read_to_string(c.root.join("README")).unwrap(), "hello\n", "the person's checkout is not the lane");
+    eventually("the second agent to exit", || c.lane("r1", "impl")["stage"].as_str().unwrap().contains("exited"));
+
+    // A lane whose agent committed keeps its branch; one with uncommitted work keeps its worktree.
+    let keep_receipt = c.receipt("k.json");
+    assert!(c.launch("r1", "keep", "implementer", &keep_receipt, None, &["sh", "-c", "echo wip > wip.txt"]).status.success());
+    eventually("keep's agent to exit", || c.lane("r1", "keep")["stage"].as_str().unwrap().contains("exited"));
+    let keep_tree = PathBuf::from(c.lane("r1", "keep")["worktree"].as_str().unwrap());
+    let commit = "echo c > c.txt && git add c.txt && git -c user.name=A -c user.email=a@example.com commit -qm c";
+    assert!(c.launch("r1", "done", "implementer", &c.receipt("d.json"), None, &["sh", "-c", commit]).status.success());
+    eventually("done's agent to exit", || c.lane("r1", "done")["stage"].as_str().unwrap().contains("exited"));
+    let finish = c.abcd(&["run", "finish", "r1"]);
+    assert!(finish.status.success(), "{}", stderr(&finish));
+    let said = stdout(&finish);
+    assert!(
+        said.contains("lane impl: worktree") && said.contains("removed; its branch abcd/r1/impl held no commit and was deleted"),
+        "{said}"
+    );
+    assert!(said.contains("lane keep: worktree") && said.contains("kept: it holds uncommitted work (1 file(s))"), "{said}");
+    assert!(!tree.exists(), "the clean worktree is gone");
+    assert!(keep_tree.join("wip.txt").exists(), "the one with work stays");
+    assert!(said.contains("lane done: worktree") && said.contains("removed; its branch abcd/r1/done keeps the lane's commits"), "{said}");
+    let branches = c.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/abcd/"]);
+    assert_eq!(branches.lines().collect::<Vec<_>>(), vec!["abcd/r1/done", "abcd/r1/keep"]);
+    let replay = stdout(&c.abcd(&["replay"]));
+    assert!(replay.contains("worktree of r1/impl made at") && replay.contains("worktree of r1/impl at"), "{replay}");
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+}
+
+/// A folder named with --cwd that abcd did not make is the person's: its uncommitted work
+/// is refused (nothing recorded) unless --save-aside says so, and then saved, named and
+/// reset, abcd's own files and ignored files staying.
+#[test]
+fn uncommitted_work_in_a_named_folder_is_saved_aside_only_when_the_person_says_so() {
     let lab = Lab::new();
     let c = lab.copy("wc");
     let mut driver = sleeper();
@@ -209,9 +356,42 @@ fn uncommitted_work_is_saved_aside_named_and_the_lane_reset_before_the_agent_sta
     std::fs::create_dir_all(c.root.join("src")).unwrap();
     std::fs::write(c.root.join("src/untracked.rs"), "fn u() {}\n").unwrap();
     std::fs::write(c.root.join("build.log"), "ignored\n").unwrap();
+    let settings = std::fs::read(c.root.join(".claude/settings.json")).unwrap();
+    std::fs::write(c.root.join(".claude/settings.json"), [settings.as_slice(), b"\n"].concat()).unwrap();
+    let journal_path = c.root.join(".abcd/.work.local/journal.jsonl");
+    let lines = std::fs::read_to_string(&journal_path).unwrap().lines().count();
     let listed = c.lane("r1", "impl");
     assert_eq!(listed["uncommitted"], Value::Array(vec![]), "no launch yet, so no worktree is known");
-    let out = c.launch("r1", "impl", "implementer", &c.receipt("r.json"), None, &["true"]);
+
+    let refused = c.launch("r1", "impl", "implementer", &c.receipt("r.json"), Some(&c.root), &["true"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("holds uncommitted work (3 file(s): README, added.rs, src/untracked.rs) and is not a worktree abcd made"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(stderr(&refused).contains("pass --save-aside"), "{}", stderr(&refused));
+    assert_eq!(std::fs::read_to_string(&journal_path).unwrap().lines().count(), lines, "nothing recorded");
+    assert_eq!(std::fs::read_to_string(c.root.join("README")).unwrap(), "changed\n", "nothing touched");
+
+    let root = c.root.to_str().unwrap();
+    let receipt = c.receipt("r.json");
+    let out = c.abcd(&[
+        "launch",
+        "--run",
+        "r1",
+        "--lane",
+        "impl",
+        "--role",
+        "implementer",
+        "--receipt",
+        receipt.to_str().unwrap(),
+        "--cwd",
+        root,
+        "--save-aside",
+        "--",
+        "true",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let ref_name = text.split_whitespace().find(|w| w.starts_with("refs/abcd/saved/r1/impl/")).unwrap().trim_end_matches(';').to_string();
@@ -219,13 +399,18 @@ fn uncommitted_work_is_saved_aside_named_and_the_lane_reset_before_the_agent_sta
     let names = c.git(&["diff", "--name-only", "HEAD", &ref_name]);
     let mut names: Vec<&str> = names.lines().collect();
     names.sort();
-    assert_eq!(names, vec!["README", "added.rs", "src/untracked.rs"]);
-    assert_eq!(c.git(&["status", "--porcelain"]).trim(), "", "the lane is back at its last commit");
+    assert_eq!(names, vec!["README", "added.rs", "src/untracked.rs"], "abcd's own settings are not the lane's work");
+    assert_eq!(
+        c.git(&["status", "--porcelain"]).trim(),
+        "M .claude/settings.json",
+        "the lane is back at its last commit but for abcd's own file"
+    );
     assert!(c.root.join("build.log").exists(), "ignored files stay");
-    let journal = std::fs::read_to_string(c.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
+    let journal = std::fs::read_to_string(&journal_path).unwrap();
     let saved = journal.find("work.saved_aside").unwrap();
     let intended = journal.find("launch.intended").unwrap();
     assert!(saved < intended, "saved aside and recorded before the launch is");
+    assert!(!journal.contains("lane.worktree_created"), "a named folder is not made");
     driver.kill().unwrap();
     driver.wait().unwrap();
 }
@@ -317,8 +502,12 @@ fn bad_input_is_refused_with_exit_2_and_nothing_recorded() {
     std::fs::create_dir_all(&not_git).unwrap();
     let r = c.receipt("r.json");
     let r = r.to_str().unwrap();
+    let a_folder = c.root.join("a-folder");
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", "a-folder", "--", "true"], "is a folder"),
+        (
+            vec!["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", a_folder.to_str().unwrap(), "--", "true"],
+            "is a folder",
+        ),
         (
             vec!["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", r, "--", "no-such-program-xyz"],
             "not an executable",

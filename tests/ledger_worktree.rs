@@ -17,6 +17,9 @@ use abcd::git::worktree::{
 use common::repo;
 use jiff::Timestamp;
 
+/// No path is abcd's own in these bare repositories.
+const NOTHING_KEPT: &dyn Fn(&str) -> bool = &|_| false;
+
 /// No global or system git config for the whole binary (abcd's children included), set
 /// before any test starts a child: every test calls this first, and the `OnceLock` makes
 /// the others wait until it is done.
@@ -139,7 +142,7 @@ fn check_save_holds_exactly_the_changes(kind: Kind) {
     let before = snapshot(&lab.lane);
     let head = git(&lab.lane, &["rev-parse", "HEAD"]);
 
-    let saved = save_aside(&lab.lane, "run-1", "lane-a", now()).unwrap();
+    let saved = save_aside(&lab.lane, "run-1", "lane-a", now(), NOTHING_KEPT).unwrap();
 
     assert_eq!(saved.files, CHANGED, "{kind:?}");
     assert_eq!(saved.ref_name, "refs/abcd/saved/run-1/lane-a/20261104T100000000Z");
@@ -171,9 +174,9 @@ fn a_linked_worktree_saves_exactly_the_changes_and_touches_nothing() {
 fn check_return_then_restore(kind: Kind) {
     let lab = lab(kind);
     let (_, _, before) = snapshot(&lab.lane);
-    let saved = save_aside(&lab.lane, "run-1", "lane-a", now()).unwrap();
+    let saved = save_aside(&lab.lane, "run-1", "lane-a", now(), NOTHING_KEPT).unwrap();
 
-    return_to_last_commit(&lab.lane).unwrap();
+    return_to_last_commit(&lab.lane, &saved.files, NOTHING_KEPT).unwrap();
     let st = status(&lab.lane).unwrap();
     assert_eq!(st.changed, Vec::<String>::new(), "{kind:?}");
     assert_eq!(std::fs::read_to_string(lab.lane.join("build.log")).unwrap(), "ignored\n", "ignored files stay");
@@ -219,14 +222,14 @@ fn status_names_head_branch_kind_and_changes() {
 #[test]
 fn a_second_save_at_the_same_time_never_overwrites_the_first() {
     let lab = lab(Kind::Main);
-    let first = save_aside(&lab.lane, "run-1", "lane-a", now()).unwrap();
+    let first = save_aside(&lab.lane, "run-1", "lane-a", now(), NOTHING_KEPT).unwrap();
     write(&lab.lane, "mod.txt", "one\ntwo\nthree\n");
-    let second = save_aside(&lab.lane, "run-1", "lane-a", now()).unwrap();
+    let second = save_aside(&lab.lane, "run-1", "lane-a", now(), NOTHING_KEPT).unwrap();
     assert_eq!(second.ref_name, format!("{}-2", first.ref_name));
     assert_ne!(second.commit, first.commit);
     assert_eq!(git(&lab.lane, &["rev-parse", &first.ref_name]), first.commit, "the first ref is untouched");
     assert_eq!(git(&lab.lane, &["show", &format!("{}:mod.txt", second.ref_name)]), "one\ntwo\nthree");
-    let third = save_aside(&lab.lane, "run-1", "lane-a", now()).unwrap();
+    let third = save_aside(&lab.lane, "run-1", "lane-a", now(), NOTHING_KEPT).unwrap();
     assert_eq!(third.ref_name, format!("{}-3", first.ref_name));
     assert_eq!(saved_refs(&lab.lane).len(), 3);
 }
@@ -240,14 +243,14 @@ fn a_folder_that_is_no_worktree_root_is_refused() {
     let missing = dir.path().join("missing");
     for path in [&plain, &missing] {
         assert!(matches!(status(path), Err(WorktreeError::NotAWorktree { .. })), "{}", path.display());
-        assert!(matches!(save_aside(path, "r", "l", now()), Err(WorktreeError::NotAWorktree { .. })));
-        assert!(matches!(return_to_last_commit(path), Err(WorktreeError::NotAWorktree { .. })));
+        assert!(matches!(save_aside(path, "r", "l", now(), NOTHING_KEPT), Err(WorktreeError::NotAWorktree { .. })));
+        assert!(matches!(return_to_last_commit(path, &[], NOTHING_KEPT), Err(WorktreeError::NotAWorktree { .. })));
         assert!(matches!(base_drift(path), Err(WorktreeError::NotAWorktree { .. })));
     }
     // A folder inside a work tree is not a lane: resetting it would reset the checkout
     // around it.
     let lab = lab(Kind::Main);
-    let err = return_to_last_commit(&lab.lane.join("dir")).unwrap_err();
+    let err = return_to_last_commit(&lab.lane.join("dir"), &[], NOTHING_KEPT).unwrap_err();
     assert!(matches!(err, WorktreeError::NotAWorktree { .. }), "{err}");
     assert!(err.to_string().contains("not at its root"), "{err}");
     assert_eq!(status(&lab.lane).unwrap().changed, CHANGED, "nothing was reset");
@@ -262,10 +265,10 @@ fn a_clean_worktree_has_nothing_to_save() {
     write(dir.path(), ".gitignore", "*.log\n");
     repo::commit_all(dir.path(), "init");
     write(dir.path(), "only-ignored.log", "x\n");
-    let err = save_aside(dir.path(), "r", "l", now()).unwrap_err();
+    let err = save_aside(dir.path(), "r", "l", now(), NOTHING_KEPT).unwrap_err();
     assert!(matches!(err, WorktreeError::NothingToSave { .. }), "{err}");
     assert!(saved_refs(dir.path()).is_empty());
-    return_to_last_commit(dir.path()).unwrap();
+    return_to_last_commit(dir.path(), &[], NOTHING_KEPT).unwrap();
     assert!(dir.path().join("only-ignored.log").exists());
 }
 
@@ -277,7 +280,7 @@ fn a_branch_with_no_commit_cannot_be_saved() {
     write(dir.path(), "a.txt", "a\n");
     let st = status(dir.path()).unwrap();
     assert_eq!((st.head, st.changed), (None, vec!["a.txt".to_string()]));
-    assert!(matches!(save_aside(dir.path(), "r", "l", now()), Err(WorktreeError::NoCommit { .. })));
+    assert!(matches!(save_aside(dir.path(), "r", "l", now(), NOTHING_KEPT), Err(WorktreeError::NoCommit { .. })));
 }
 
 #[test]
@@ -287,7 +290,7 @@ fn a_nested_repository_is_refused_rather_than_half_saved() {
     repo::init(&nested);
     write(&nested, "inner.txt", "inner\n");
     repo::commit_all(&nested, "inner");
-    let err = save_aside(&lab.lane, "r", "l", now()).unwrap_err();
+    let err = save_aside(&lab.lane, "r", "l", now(), NOTHING_KEPT).unwrap_err();
     match &err {
         WorktreeError::CannotHold { path, .. } => assert_eq!(path, "vendor/nested/"),
         other => panic!("expected CannotHold, got {other:?}"),
@@ -314,12 +317,12 @@ fn a_file_turned_folder_a_symlink_and_odd_names_round_trip() {
     write(&wt, "sp ace/ü.txt", "unicode\n");
     let before = files(&wt);
 
-    let saved = save_aside(&wt, "run.2", "lane_b", now()).unwrap();
+    let saved = save_aside(&wt, "run.2", "lane_b", now(), NOTHING_KEPT).unwrap();
     assert_eq!(saved.files, ["*.txt", "a", "a/now-a-folder.txt", "b", "b/inner.txt", "link", "sp ace/ü.txt"]);
     assert_eq!(git(&wt, &["cat-file", "-p", &format!("{}:link", saved.commit)]), "a/now-a-folder.txt");
     assert!(git(&wt, &["ls-tree", &saved.commit, "link"]).starts_with("120000 "));
 
-    return_to_last_commit(&wt).unwrap();
+    return_to_last_commit(&wt, &saved.files, NOTHING_KEPT).unwrap();
     assert_eq!(std::fs::read_to_string(wt.join("a")).unwrap(), "file a\n");
     let out = Command::new("sh").arg("-c").arg(&saved.restore_command).output().unwrap();
     assert!(out.status.success(), "{}: {}", saved.restore_command, String::from_utf8_lossy(&out.stderr));
@@ -343,11 +346,11 @@ fn bad_names_are_refused_before_any_git_runs() {
         ("-r", "l"),
         ("r", "a b"),
     ] {
-        let err = save_aside(nowhere, run, lane, now()).unwrap_err();
+        let err = save_aside(nowhere, run, lane, now(), NOTHING_KEPT).unwrap_err();
         assert!(matches!(err, WorktreeError::BadName { .. }), "{run:?}/{lane:?}: {err}");
     }
     let ok = "x".repeat(NAME_LEN_MAX);
-    assert!(matches!(save_aside(nowhere, &ok, "a.b_c-1", now()), Err(WorktreeError::NotAWorktree { .. })));
+    assert!(matches!(save_aside(nowhere, &ok, "a.b_c-1", now(), NOTHING_KEPT), Err(WorktreeError::NotAWorktree { .. })));
 }
 
 /// A bare `origin` with one commit on `main` (pushed from `seed`), a clone `wc` of it, and

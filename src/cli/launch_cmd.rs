@@ -1,6 +1,7 @@
 //! `abcd launch … -- <command…>` and its watcher (SPEC §7): every agent is in the ledger
 //! before it starts. The launcher checks the lane under the writer lock (no live agent, no
-//! receipt waiting, not halted), saves uncommitted work aside, records `launch.intended`,
+//! receipt waiting, not halted), makes the lane's own worktree or takes the folder --cwd
+//! names, saves uncommitted work aside where it may, records `launch.intended`,
 //! then starts a detached watcher; the watcher starts the agent in its own session,
 //! records `launch.started` with its pid and start time, waits, and records
 //! `launch.exited`. A launcher killed after the intent leaves a ledger that says so.
@@ -19,11 +20,17 @@ use crate::command::launch::{self, LaunchRequest, Launched, WatchSpec, Watched};
     about = "Start an agent for a lane, recorded in the ledger before it starts",
     long_about = "Start an agent for a lane of a run, recorded in the ledger before it starts.\n\n\
 Refused while an earlier agent of the lane is alive, while a receipt from an earlier launch waits \
-uncollected (`abcd collect` first), or while the run is halted. Uncommitted work in the lane's \
-worktree (with no live agent) is saved aside first to a ref under refs/abcd/saved/, checked to hold \
-all of it, recorded, and the lane returned to its last commit; the output names the ref and the \
-command that brings the work back. The agent runs detached, its output in the run's folder in the \
-local tier; its exit is recorded when it ends."
+uncollected (`abcd collect` first), or while the run is halted.\n\n\
+The lane runs in a git worktree of its own, which abcd makes on the lane's first launch (on a new \
+branch abcd/<run>/<lane> started at this checkout's HEAD, under the home store's lanes/ folder), \
+records, and removes at `abcd run finish` when it is clean; your own checkout is never the lane \
+unless --cwd names it. Uncommitted work left in the lane's worktree (with no live agent) is saved \
+aside first to a ref under refs/abcd/saved/, checked to hold all of it, recorded, and those files \
+returned to their last commit; the output names the ref and the command that brings the work back. \
+In a folder abcd did not make, uncommitted work is refused unless --save-aside says so. abcd's own \
+files (.abcd/, .claude/settings.json) and ignored files are never saved or removed.\n\n\
+The agent runs detached, its output in the run's folder in the local tier; its exit is recorded \
+when it ends."
 )]
 pub struct LaunchArgs {
     #[arg(long)]
@@ -36,9 +43,14 @@ pub struct LaunchArgs {
     /// Where the agent writes its receipt when done
     #[arg(long, value_name = "PATH")]
     receipt: PathBuf,
-    /// The lane's worktree (default: the current folder)
+    /// Run the lane in this folder, a git work tree's root, instead of the worktree abcd
+    /// makes for it (default: abcd's own worktree for the lane)
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
+    /// With --cwd: uncommitted work in that folder may be saved aside to a ref and its files
+    /// reset before the agent starts (without it, such work is refused and left alone)
+    #[arg(long)]
+    save_aside: bool,
     #[arg(long)]
     json: bool,
     /// The agent's command
@@ -72,6 +84,7 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
         role: args.role,
         receipt: args.receipt,
         cwd: args.cwd,
+        save_aside: args.save_aside,
         command: args.command,
     };
     let Launched { launch: n, process: p, stdout, stderr } = launch::launch(&request, &here, &mut |line| outln!("{line}"))?;

@@ -5,6 +5,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::EXIT_OK;
+use crate::command::lane::WorktreeEnd;
 use crate::command::run::{self as run_cmd, RESUME_SCHEMA, ResumeFile, RunListing, StepMove, driver_words};
 
 #[derive(Subcommand, Debug)]
@@ -94,8 +95,19 @@ pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
         RunAction::Halt { run } => print_halted(&run_cmd::halt(run.as_deref(), true)?, true),
         RunAction::Lift { run } => print_halted(&run_cmd::halt(run.as_deref(), false)?, false),
         RunAction::Finish { run } => {
-            run_cmd::finish(&run)?;
+            let ends = run_cmd::finish(&run)?;
             outln!("run {run} finished");
+            for end in ends {
+                match end {
+                    WorktreeEnd::Removed { lane, path, branch, branch_deleted: true } => {
+                        outln!("  lane {lane}: worktree {path} removed; its branch {branch} held no commit and was deleted")
+                    }
+                    WorktreeEnd::Removed { lane, path, branch, branch_deleted: false } => {
+                        outln!("  lane {lane}: worktree {path} removed; its branch {branch} keeps the lane's commits")
+                    }
+                    WorktreeEnd::Kept { lane, path, why } => outln!("  lane {lane}: worktree {path} kept: {why}"),
+                }
+            }
         }
     }
     Ok(EXIT_OK)

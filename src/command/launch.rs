@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{CommandError, new_event, run};
+use super::{CommandError, lane, new_event, run};
 use crate::event::{self, Scope};
 use crate::git::worktree;
 use crate::journal::JournalError;
@@ -256,8 +256,12 @@ pub struct LaunchRequest {
     pub role: String,
     /// The receipt's path, relative to the lane's worktree unless absolute.
     pub receipt: PathBuf,
-    /// The lane's worktree, relative to `here` unless absolute (`here` when none).
+    /// The folder the lane runs in, relative to `here` unless absolute; when none, the
+    /// worktree abcd makes for the lane ([`lane::own_worktree`]).
     pub cwd: Option<PathBuf>,
+    /// The person's word that uncommitted work in a `cwd` abcd did not make may be saved
+    /// aside and the folder reset.
+    pub save_aside: bool,
     /// The agent's command line; its first word is the program.
     pub command: Vec<OsString>,
 }
@@ -274,13 +278,25 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
 }
 
+/// A few names for a one-line message, then how many more.
+fn some_names(names: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut s = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
 fn refused(msg: String) -> CommandError {
     CommandError::Refused(msg)
 }
 
 /// Records the launch before anything starts, then starts its detached watcher (this
-/// binary's hidden subcommand) and waits for the watcher's record of the start. Uncommitted work in
-/// the lane's worktree is saved aside first, and `on_saved` is told the line that names it.
+/// binary's hidden subcommand) and waits for the watcher's record of the start. The lane
+/// runs in the worktree abcd makes for it unless `cwd` names a folder. Uncommitted work
+/// there is saved aside first (in a folder abcd did not make, only with `save_aside`), and
+/// `on_saved` is told the line that names it.
 pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
     for (field, name) in [("run", &request.run), ("lane", &request.lane), ("role", &request.role)] {
         if let Err(r) = ledger::check_name(field, name) {
@@ -299,25 +315,44 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
             words[0]
         )));
     };
-    let lane_dir = match &request.cwd {
-        Some(dir) => absolute(here, dir),
-        None => here.to_path_buf(),
+    let folder_refusal = |receipt: &Path| {
+        refused(format!("refused: the receipt path {} is a folder; name the file the agent will write", receipt.display()))
     };
-    let receipt = absolute(&lane_dir, &request.receipt);
-    if receipt.is_dir() {
-        return Err(refused(format!("refused: the receipt path {} is a folder; name the file the agent will write", receipt.display())));
+    // A receipt path that does not depend on the lane's folder is checked before any is made.
+    let early_receipt =
+        request.cwd.as_ref().map(|dir| absolute(here, dir)).map_or(request.receipt.clone(), |d| absolute(&d, &request.receipt));
+    if early_receipt.is_absolute() && early_receipt.is_dir() {
+        return Err(folder_refusal(&early_receipt));
     }
-    let status = worktree::status(&lane_dir)
-        .map_err(|_| refused(format!("refused: {} is not a git worktree; pass the lane's worktree with --cwd", lane_dir.display())))?;
     let wc = run::open_at(here)?;
     let (run_name, lane) = (&request.run, &request.lane);
 
-    // First look: refuse before touching the lane.
+    // First look: refuse before making or touching any folder.
     let first = wc.store.append_with(Some(&wc.scope), |state| (vec![], lane_refusal(&state.ledger, run_name, lane)))?;
     if let Err(why) = first.outcome {
         return Err(refused(why.to_string()));
     }
-    if !status.changed.is_empty() {
+    let lane_dir = match &request.cwd {
+        Some(dir) => absolute(here, dir),
+        None => lane::own_worktree(&wc, run_name, lane)?,
+    };
+    let receipt = absolute(&lane_dir, &request.receipt);
+    if receipt.is_dir() {
+        return Err(folder_refusal(&receipt));
+    }
+    let status = worktree::status(&lane_dir)
+        .map_err(|_| refused(format!("refused: {} is not a git worktree; pass the lane's worktree with --cwd", lane_dir.display())))?;
+    let work = lane::lane_work(&status.changed);
+    if !work.is_empty() {
+        let owned = lane::is_own_worktree(&wc.store.current_state()?.state.ledger, run_name, lane, &lane_dir);
+        if !owned && !request.save_aside {
+            return Err(refused(format!(
+                "refused: {} holds uncommitted work ({} file(s): {}) and is not a worktree abcd made for {run_name}/{lane}, so abcd leaves it as it is; commit or stash it, pass --save-aside to save it to a ref and reset those files, or drop --cwd to run the lane in a worktree of its own; nothing was recorded",
+                lane_dir.display(),
+                work.len(),
+                some_names(&work)
+            )));
+        }
         match run::save_aside(&wc, run_name, lane, &lane_dir) {
             Ok(line) => on_saved(&line),
             Err(why) => {

@@ -12,6 +12,8 @@
 //! - [`replay`]: `abcd replay`, the audit and its checks of every cache.
 //! - [`run`]: `abcd run`, `collect` and `resume`: the runs this machine drives, their
 //!   receipts, and the resume listing with its safe moves.
+//! - [`lane`]: where a lane's agent runs: the worktree abcd makes for it, and what abcd
+//!   may save aside and reset there.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
 //! - [`loops`]: `abcd loop` start, drive, control, stop and status, and the turn runner
 //!   `__loop-turn`.
@@ -24,6 +26,7 @@ pub mod error;
 pub mod hook;
 pub mod init;
 pub mod journal;
+pub mod lane;
 pub mod launch;
 pub mod loop_driver;
 pub mod loops;

@@ -190,8 +190,9 @@ pub fn halt(run: Option<&str>, halted: bool) -> Result<Vec<String>, CommandError
     written.outcome.map_err(CommandError::Refused)
 }
 
-/// `abcd run finish`: the run is over in its working copy and in the machine index.
-pub fn finish(run: &str) -> Result<(), CommandError> {
+/// `abcd run finish`: the run is over in its working copy and in the machine index; then
+/// each clean worktree abcd made for its lanes is removed (see [`super::lane::remove_own_worktrees`]).
+pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> {
     let wc = open_here()?;
     let data = RunNamed { run: run.into(), working_copy: Some(wc.root.display().to_string()) };
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
@@ -205,7 +206,7 @@ pub fn finish(run: &str) -> Result<(), CommandError> {
         Some(entry) if !entry.finished => (vec![new_event(event::RUN_FINISHED, json!(data))], ()),
         _ => (vec![], ()),
     })?;
-    Ok(())
+    super::lane::remove_own_worktrees(&wc, run)
 }
 
 /// BLAKE3 and length of a receipt file, bounded.
@@ -512,7 +513,7 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
     let worktree = last.map(|l| l.worktree.clone());
     let read = worktree.as_ref().and_then(|w| facts.get(w));
     let (uncommitted, behind, worktree_problem, base_problem) = match read {
-        Some(Ok(f)) => (f.changed.clone(), f.drift.as_ref().map(|d| d.behind), None, f.drift_problem.clone()),
+        Some(Ok(f)) => (super::lane::lane_work(&f.changed), f.drift.as_ref().map(|d| d.behind), None, f.drift_problem.clone()),
         Some(Err(why)) => (Vec::new(), None, Some(why.clone()), None),
         None => (Vec::new(), None, None, None),
     };
@@ -677,6 +678,20 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
                 && !l.uncommitted.is_empty()
                 && let Some(w) = &l.worktree
             {
+                // Only a worktree abcd made is saved and reset on its own; a folder the
+                // person named with --cwd is theirs.
+                let owned =
+                    wc.store.current_state().is_ok_and(|s| super::lane::is_own_worktree(&s.state.ledger, &run, &lane, Path::new(w)));
+                if !owned {
+                    on_move(StepMove::NotSavedAside {
+                        run: run.clone(),
+                        lane: lane.clone(),
+                        why: format!(
+                            "{w} is not a worktree abcd made, so abcd leaves its work as it is; commit it, or launch again with --cwd {w} --save-aside to save it to a ref"
+                        ),
+                    });
+                    continue;
+                }
                 match save_aside(&wc, &r.run, &l.lane, Path::new(w)) {
                     Ok(line) => on_move(StepMove::SavedAside(line)),
                     Err(why) => on_move(StepMove::NotSavedAside { run, lane, why }),
@@ -692,7 +707,7 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
 /// how to bring the work back; the error, why nothing (or only the save) was done.
 pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Result<String, String> {
     let now = crate::clock::now().map_err(|e| e.to_string())?;
-    let saved = worktree::save_aside(tree, run, lane, now).map_err(|e| format!("{e}; nothing was reset"))?;
+    let saved = worktree::save_aside(tree, run, lane, now, &super::lane::is_abcd_own).map_err(|e| format!("{e}; nothing was reset"))?;
     // Only names a record may hold are listed: a name with a newline or a secret would
     // make the fold skip the whole record, leaving the save known only by its ref.
     let (listed, files_not_listed) = ledger::listable_files(&saved.files);
@@ -708,7 +723,8 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
     wc.store
         .append_with(Some(&wc.scope), |_| (vec![new_event(event::WORK_SAVED_ASIDE, json!(data))], ()))
         .map_err(|e| format!("the save {} is made but was not recorded ({e}); nothing was reset", saved.ref_name))?;
-    worktree::return_to_last_commit(tree).map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
+    worktree::return_to_last_commit(tree, &saved.files, &super::lane::is_abcd_own)
+        .map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
     Ok(format!(
         "saved {} uncommitted file(s) of {run}/{lane} to {}; the lane is back at its last commit. Bring the work back with: {}",
         saved.files.len(),

@@ -43,6 +43,8 @@ pub const LAUNCH_STARTED: &str = "launch.started";
 pub const LAUNCH_EXITED: &str = "launch.exited";
 pub const RECEIPT_COLLECTED: &str = "receipt.collected";
 pub const WORK_SAVED_ASIDE: &str = "work.saved_aside";
+pub const LANE_WORKTREE_CREATED: &str = "lane.worktree_created";
+pub const LANE_WORKTREE_REMOVED: &str = "lane.worktree_removed";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -71,6 +73,8 @@ pub const V1_KINDS: &[&str] = &[
     LAUNCH_EXITED,
     RECEIPT_COLLECTED,
     WORK_SAVED_ASIDE,
+    LANE_WORKTREE_CREATED,
+    LANE_WORKTREE_REMOVED,
     // The phased loop's kinds (SPEC §8): typed in `loops`, folded by `phased`.
     loops::LOOP_STARTED,
     loops::LOOP_TURN_INTENDED,
@@ -115,6 +119,8 @@ pub enum Known {
     LaunchExited(run::LaunchExited),
     ReceiptCollected(run::ReceiptCollected),
     WorkSavedAside(run::WorkSavedAside),
+    LaneWorktreeCreated(run::LaneWorktreeCreated),
+    LaneWorktreeRemoved(run::LaneWorktreeRemoved),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -168,6 +174,8 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         LAUNCH_EXITED => Ok(Known::LaunchExited(typed(kind, data)?)),
         RECEIPT_COLLECTED => Ok(Known::ReceiptCollected(typed(kind, data)?)),
         WORK_SAVED_ASIDE => Ok(Known::WorkSavedAside(typed(kind, data)?)),
+        LANE_WORKTREE_CREATED => Ok(Known::LaneWorktreeCreated(typed(kind, data)?)),
+        LANE_WORKTREE_REMOVED => Ok(Known::LaneWorktreeRemoved(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -121,3 +121,29 @@ pub struct WorkSavedAside {
     #[serde(default)]
     pub files_not_listed: u64,
 }
+
+/// `data` of `lane.worktree_created`: abcd made a git worktree of its own for a lane, on a
+/// branch of its own started at `base`. Only such a worktree does abcd save aside and
+/// reset without being told to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaneWorktreeCreated {
+    pub run: String,
+    pub lane: String,
+    pub worktree: String,
+    /// The branch checked out in it, `abcd/<run>/<lane>`.
+    pub branch: String,
+    /// The commit the branch started at: the working copy's HEAD when it was made.
+    pub base: String,
+}
+
+/// `data` of `lane.worktree_removed`: abcd removed a clean worktree it had made (at `abcd
+/// run finish`); the branch goes too only when it holds no commit beyond its base.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaneWorktreeRemoved {
+    pub run: String,
+    pub lane: String,
+    pub worktree: String,
+    pub branch_deleted: bool,
+}

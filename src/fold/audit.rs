@@ -187,6 +187,18 @@ pub fn audit_line(event: &Event) -> AuditLine {
                 w.files.len() as u64 + w.files_not_listed
             )
         }
+        Ok(Known::LaneWorktreeCreated(c)) if ledger::name_passes(&c.run) && ledger::name_passes(&c.lane) && clean(&c.worktree) => {
+            format!("worktree of {}/{} made at {} on branch {}", c.run, c.lane, c.worktree, ledger::lane_branch(&c.run, &c.lane))
+        }
+        Ok(Known::LaneWorktreeRemoved(r)) if ledger::name_passes(&r.run) && ledger::name_passes(&r.lane) && clean(&r.worktree) => {
+            let branch = ledger::lane_branch(&r.run, &r.lane);
+            let branch_words = if r.branch_deleted {
+                format!("its branch {branch} held no commit and went too")
+            } else {
+                format!("its branch {branch} stays")
+            };
+            format!("worktree of {}/{} at {} removed; {branch_words}", r.run, r.lane, r.worktree)
+        }
         Ok(
             Known::RunStarted(_)
             | Known::DriverClaimed(_)
@@ -197,7 +209,9 @@ pub fn audit_line(event: &Event) -> AuditLine {
             | Known::LaunchStarted(_)
             | Known::LaunchExited(_)
             | Known::ReceiptCollected(_)
-            | Known::WorkSavedAside(_),
+            | Known::WorkSavedAside(_)
+            | Known::LaneWorktreeCreated(_)
+            | Known::LaneWorktreeRemoved(_),
         ) => format!("{} skipped: a name is not one abcd records", event.kind),
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),

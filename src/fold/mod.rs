@@ -182,6 +182,8 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::LaunchExited(x)) => in_ledger(state, false).and_then(|l| ledger::fold_exited(l, x)),
         Ok(Known::ReceiptCollected(x)) => in_ledger(state, false).and_then(|l| ledger::fold_collected(l, x)),
         Ok(Known::WorkSavedAside(x)) => in_ledger(state, false).and_then(|l| ledger::fold_saved(l, x, event.time)),
+        Ok(Known::LaneWorktreeCreated(x)) => in_ledger(state, false).and_then(|l| ledger::fold_worktree_created(l, x)),
+        Ok(Known::LaneWorktreeRemoved(x)) => in_ledger(state, false).and_then(|l| ledger::fold_worktree_removed(l, x)),
         Ok(Known::Unfolded) if event.kind.starts_with(LOOP_PREFIX) => fold_loop(state, event),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {

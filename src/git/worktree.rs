@@ -181,14 +181,21 @@ pub fn status(worktree: &Path) -> Result<WorktreeStatus, WorktreeError> {
 /// HEAD's tree, and each path's entry equals `git hash-object` of the work-tree file (or
 /// the link's target for a symlink), or is absent for a deletion. Any mismatch deletes the
 /// ref again and errs.
-pub fn save_aside(worktree: &Path, run: &str, lane: &str, now: Timestamp) -> Result<SavedAside, WorktreeError> {
-    save_with(worktree, run, lane, now, None)
+pub fn save_aside(worktree: &Path, run: &str, lane: &str, now: Timestamp, keep: Keep<'_>) -> Result<SavedAside, WorktreeError> {
+    save_with(worktree, run, lane, now, keep, None)
 }
 
 /// Replaces the built commit before it is stored: a seam for the verification test only.
 type Swap<'a> = &'a dyn Fn(&Path, &str) -> String;
 
-fn save_with(worktree: &Path, run: &str, lane: &str, now: Timestamp, swap: Option<Swap<'_>>) -> Result<SavedAside, WorktreeError> {
+fn save_with(
+    worktree: &Path,
+    run: &str,
+    lane: &str,
+    now: Timestamp,
+    keep: Keep<'_>,
+    swap: Option<Swap<'_>>,
+) -> Result<SavedAside, WorktreeError> {
     check_name("run", run)?;
     check_name("lane", lane)?;
     let place = locate(worktree)?;
@@ -199,7 +206,8 @@ fn save_with(worktree: &Path, run: &str, lane: &str, now: Timestamp, swap: Optio
         return Err(WorktreeError::CannotHold { worktree: root.into(), path: String::new(), why: "(its folder's name is not UTF-8)" });
     };
     let git = Git::new(root);
-    let reading = read_status(&git)?;
+    let mut reading = read_status(&git)?;
+    reading.changed.retain(|p, _| !keep(p));
     let head = reading.head.ok_or_else(|| WorktreeError::NoCommit { path: root.into() })?;
     if reading.changed.is_empty() {
         return Err(WorktreeError::NothingToSave { path: root.into() });
@@ -225,16 +233,118 @@ fn save_with(worktree: &Path, run: &str, lane: &str, now: Timestamp, swap: Optio
     Ok(SavedAside { ref_name, commit, files, restore_command })
 }
 
-/// Returns the lane to its last commit: `git reset --hard HEAD`, then `git clean -fd`
-/// (never `-x`: ignored files, build output and local settings, stay). Only for after
-/// [`save_aside`] verified the work. Checks the worktree is clean afterwards.
-pub fn return_to_last_commit(worktree: &Path) -> Result<(), WorktreeError> {
+/// Paths a save and a reset leave alone: abcd's own files in a checkout (its folder, the
+/// host settings `abcd init` wrote), which are not a lane's work.
+pub type Keep<'a> = &'a dyn Fn(&str) -> bool;
+
+/// Returns the lane to its last commit for exactly the paths [`save_aside`] saved and
+/// verified: each one HEAD has is checked out from HEAD (index and work tree), each one it
+/// has not is unstaged and deleted, with the folders that leaves empty. Nothing else is
+/// touched: ignored files, abcd's own files and anything changed after the save stay.
+/// Checks afterwards that only `keep`'s paths (and none of the lane's work) remain changed.
+pub fn return_to_last_commit(worktree: &Path, saved: &[String], keep: Keep<'_>) -> Result<(), WorktreeError> {
     let place = locate(worktree)?;
-    let git = Git::new(&place.root);
-    git.ok(&["reset", "-q", "--hard", "HEAD", "--"])?;
-    git.ok(&["clean", "-f", "-d", "-q"])?;
-    let left: Vec<String> = read_status(&git)?.changed.into_keys().collect();
+    let root = place.root.as_path();
+    let git = Git::new(root);
+    let saved: Vec<&String> = saved.iter().filter(|p| !keep(p)).collect();
+    let mut in_head: BTreeSet<String> = BTreeSet::new();
+    for chunk in saved.chunks(PATHS_PER_CHILD) {
+        let mut args: Vec<&str> = vec!["ls-tree", "-r", "-z", "--name-only", "HEAD", "--"];
+        args.extend(chunk.iter().map(|p| p.as_str()));
+        let out = git.ok(&args)?;
+        in_head.extend(out.split(|&b| b == 0).filter(|n| !n.is_empty()).map(|n| String::from_utf8_lossy(n).into_owned()));
+    }
+    let (tracked, new): (Vec<&String>, Vec<&String>) = saved.into_iter().partition(|p| in_head.contains(p.as_str()));
+    // New paths go first, so a file that replaced a folder of HEAD's (or the reverse) is
+    // out of the way before HEAD's entries come back.
+    for chunk in new.chunks(PATHS_PER_CHILD) {
+        // Exactly these index entries, if staged: no folder is taken recursively.
+        let mut args: Vec<&str> = vec!["update-index", "--force-remove", "--"];
+        args.extend(chunk.iter().map(|p| p.as_str()));
+        git.ok(&args)?;
+    }
+    for p in &new {
+        remove_with_empty_parents(root, p)?;
+    }
+    for chunk in tracked.chunks(PATHS_PER_CHILD) {
+        let mut args: Vec<&str> = vec!["checkout", "-q", "HEAD", "--"];
+        args.extend(chunk.iter().map(|p| p.as_str()));
+        git.ok(&args)?;
+    }
+    let left: Vec<String> = read_status(&git)?.changed.into_keys().filter(|p| !keep(p)).collect();
     if left.is_empty() { Ok(()) } else { Err(WorktreeError::NotClean { path: place.root, changed: left }) }
+}
+
+/// Deletes one untracked file (or link) of the lane and the folders under `root` that it
+/// leaves empty. A path already gone is fine; a folder is never removed with content.
+fn remove_with_empty_parents(root: &Path, relative: &str) -> Result<(), WorktreeError> {
+    let gone = |e: std::io::Error| WorktreeError::Git { command: "clean".into(), why: format!("removing {relative}: {e}") };
+    let path = root.join(relative);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => std::fs::remove_file(&path).map_err(gone)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(gone(e)),
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir.filter(|d| *d != root && d.starts_with(root)) {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
+}
+
+/// Makes a lane worktree at `path` on a new branch `branch` started at `base`, from the
+/// repository whose work tree is `repo`. An existing branch of that name is refused by git,
+/// so no one's branch is ever moved.
+pub fn add_lane_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<(), WorktreeError> {
+    let git = Git::new(repo);
+    let path_arg = path.as_os_str();
+    git.ok(&[
+        OsStr::new("worktree"),
+        OsStr::new("add"),
+        OsStr::new("-q"),
+        OsStr::new("-b"),
+        OsStr::new(branch),
+        path_arg,
+        OsStr::new(base),
+    ])?;
+    Ok(())
+}
+
+/// Makes a lane worktree at `path` on the existing branch `branch` (a recorded lane
+/// worktree whose folder was deleted by hand).
+pub fn add_lane_worktree_on(repo: &Path, path: &Path, branch: &str) -> Result<(), WorktreeError> {
+    Git::new(repo).ok(&[OsStr::new("worktree"), OsStr::new("add"), OsStr::new("-q"), path.as_os_str(), OsStr::new(branch)])?;
+    Ok(())
+}
+
+/// Lets git forget worktrees whose folders are gone.
+pub fn prune_worktrees(repo: &Path) -> Result<(), WorktreeError> {
+    Git::new(repo).ok(&["worktree", "prune"])?;
+    Ok(())
+}
+
+/// Removes a clean lane worktree abcd made (git refuses one with changes or untracked
+/// files; its ignored files, build output, go with it), and its branch when the branch
+/// still points at `base` (no commit was made on it). Says whether the branch went.
+pub fn remove_lane_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<bool, WorktreeError> {
+    let git = Git::new(repo);
+    git.ok(&[OsStr::new("worktree"), OsStr::new("remove"), path.as_os_str()])?;
+    let full = format!("refs/heads/{branch}");
+    let tip = resolve_id(&git, &format!("{full}^{{commit}}"))?;
+    if tip.as_deref() != Some(base) {
+        return Ok(false);
+    }
+    // update-ref with the old value deletes only if the branch is still where it was read.
+    Ok(git.run(&["update-ref", "-d", &full, base])?.code == Some(0))
+}
+
+/// The commit `HEAD` names in the work tree at `dir`, None before the first commit.
+pub fn head_commit(dir: &Path) -> Result<Option<String>, WorktreeError> {
+    resolve_id(&Git::new(dir), "HEAD^{commit}")
 }
 
 /// How far the lane's base has moved: commits on the default branch as last fetched
@@ -802,7 +912,7 @@ mod tests {
             sh_git(root, &["commit-tree", &tree, "-p", "HEAD", "-m", "short"], &[])
         };
         let now: Timestamp = "2026-11-04T10:00:00Z".parse().unwrap();
-        let err = save_with(&wt, "r1", "l1", now, Some(&swap)).unwrap_err();
+        let err = save_with(&wt, "r1", "l1", now, &|_| false, Some(&swap)).unwrap_err();
         match &err {
             WorktreeError::Unverified { why, ref_removed: true, .. } => assert!(why.contains("new.txt"), "{why}"),
             other => panic!("expected Unverified with the ref removed, got {other:?}"),

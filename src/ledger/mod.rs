@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::checklist::item::Rejection;
 pub use crate::event::run::{
-    Driver, DriverClaimed, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, ReceiptCollected, RunNamed, RunStarted, WorkSavedAside,
+    Driver, DriverClaimed, ExitStatus, LaneWorktreeCreated, LaneWorktreeRemoved, LaunchExited, LaunchIntended, LaunchStarted,
+    ReceiptCollected, RunNamed, RunStarted, WorkSavedAside,
 };
 use crate::platform::process::ProcessId;
 
@@ -68,6 +69,22 @@ pub struct Lane {
     /// Launches recorded in all (the next is this + 1).
     pub launches_total: u64,
     pub saved: Vec<Saved>,
+    /// The worktree abcd made for this lane and has not removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_worktree: Option<OwnWorktree>,
+}
+
+/// A lane worktree abcd made (`lane.worktree_created`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnWorktree {
+    pub path: String,
+    pub branch: String,
+    pub base: String,
+}
+
+/// The branch abcd checks out in a lane worktree it makes.
+pub fn lane_branch(run: &str, lane: &str) -> String {
+    format!("abcd/{run}/{lane}")
 }
 
 impl Lane {
@@ -386,7 +403,42 @@ pub fn fold_saved(state: &mut LedgerState, s: WorkSavedAside, at: Timestamp) -> 
     Ok(())
 }
 
+fn is_commit_id(id: &str) -> bool {
+    (id.len() == 40 || id.len() == 64) && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+pub fn fold_worktree_created(state: &mut LedgerState, c: LaneWorktreeCreated) -> Result<(), Rejection> {
+    check_path("worktree", &c.worktree)?;
+    if c.branch != lane_branch(&c.run, &c.lane) {
+        return Err(reject("branch", "is not abcd/<run>/<lane>"));
+    }
+    if !is_commit_id(&c.base) {
+        return Err(reject("base", "is not a full commit id"));
+    }
+    // A later record replaces an earlier one: a worktree deleted by hand is made again.
+    let lane = lane_mut(state, &c.run, &c.lane)?;
+    lane.own_worktree = Some(OwnWorktree { path: c.worktree, branch: c.branch, base: c.base });
+    Ok(())
+}
+
+pub fn fold_worktree_removed(state: &mut LedgerState, r: LaneWorktreeRemoved) -> Result<(), Rejection> {
+    check_path("worktree", &r.worktree)?;
+    let lane = lane_mut(state, &r.run, &r.lane)?;
+    if lane.own_worktree.as_ref().is_none_or(|w| w.path != r.worktree) {
+        return Err(reject("worktree", "is not the worktree abcd made for the lane"));
+    }
+    lane.own_worktree = None;
+    Ok(())
+}
+
 impl LedgerState {
+    /// The run and lane whose worktree abcd made at `path`, if one did and has not removed it.
+    pub fn owner_of_worktree(&self, path: &str) -> Option<(&str, &str)> {
+        self.runs.iter().find_map(|(run, r)| {
+            r.lanes.iter().find_map(|(lane, l)| l.own_worktree.as_ref().filter(|w| w.path == path).map(|_| (run.as_str(), lane.as_str())))
+        })
+    }
+
     /// Whether everything this ledger could show passes the fold's checks again: for a
     /// ledger read from a cache (`state.json`, a checkpoint), whose digest has no key. The
     /// same checks as `fold_run_started`, `fold_intended`, `fold_started`, `fold_collected`
@@ -414,15 +466,21 @@ impl LedgerState {
                 && s.files.iter().map(String::len).sum::<usize>() <= SAVED_FILES_LISTED_BYTES
                 && s.files.iter().all(|f| ok(check_path("files", f)))
         };
+        let own_ok = |run: &str, lane: &str, w: &Option<OwnWorktree>| {
+            w.as_ref().is_none_or(|w| ok(check_path("worktree", &w.path)) && w.branch == lane_branch(run, lane) && is_commit_id(&w.base))
+        };
         self.index.iter().all(|(run, i)| ok(check_name("run", run)) && ok(check_path("working_copy", &i.working_copy)))
             && self.runs.iter().all(|(run, r)| {
                 ok(check_name("run", run))
                     && ok(check_path("working_copy", &r.working_copy))
                     && ok(check_driver(&r.driver))
                     && r.lanes.len() <= LANES_MAX
-                    && r.lanes
-                        .iter()
-                        .all(|(lane, l)| ok(check_name("lane", lane)) && l.launches.iter().all(launch_ok) && l.saved.iter().all(saved_ok))
+                    && r.lanes.iter().all(|(lane, l)| {
+                        ok(check_name("lane", lane))
+                            && l.launches.iter().all(launch_ok)
+                            && l.saved.iter().all(saved_ok)
+                            && own_ok(run, lane, &l.own_worktree)
+                    })
             })
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use abcd::journal::group::SharedJournal;
-use abcd::journal::group_sync::{GroupCommit, SPIN_WAIT_MAX};
+use abcd::journal::group_sync::{GroupCommit, SPIN_WAIT_MAX, waits_yield};
 use abcd::journal::scan::{self, StartPoint, Verdict};
 use abcd::journal::storage::{Delegate, DelegateFile, RealDisk, Storage, StorageFile};
 use abcd::journal::{Journal, JournalError};
@@ -184,12 +184,29 @@ fn waiters_past_their_yield_budget_sleep_and_are_woken() {
     assert!(batches.lock().unwrap().len() >= 2, "the first leader wrote alone while the others waited past their budget");
 }
 
-/// Waiters yield only when allowed; the default allows it only once a batch held more
-/// threads than there are CPUs (two threads would otherwise keep a whole CPU busy through
-/// every sync). Counted, not timed: a yielding thread's CPU time depends on the load.
+/// The yield policy, as plain values: waiters yield only while the gather wait is short
+/// and the last batch held at least the threshold, which by default is one more thread
+/// than there are CPUs (two threads would otherwise keep a whole CPU busy through every
+/// sync).
 #[test]
 fn waiters_yield_only_when_batches_outnumber_the_cpus() {
-    // One round: `threads` submits released together, each write 2 ms, so they overlap.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let default = GroupCommit::<u32, u32, ()>::new(64, usize::MAX, 64).yield_threshold();
+    assert_eq!(default, cpus + 1);
+    assert!(!waits_yield(Duration::ZERO, cpus, default), "no more threads than CPUs: none yields");
+    assert!(waits_yield(Duration::ZERO, cpus + 1, default), "more threads than CPUs: they yield");
+    assert!(waits_yield(SPIN_WAIT_MAX, cpus + 1, default), "at the gather wait's bound, still");
+    assert!(!waits_yield(SPIN_WAIT_MAX + Duration::from_nanos(1), cpus + 1, default), "past it, they sleep");
+    assert!(waits_yield(Duration::ZERO, 0, 0), "a threshold of 0 always yields");
+    assert!(!waits_yield(Duration::ZERO, usize::MAX - 1, usize::MAX), "one of usize::MAX never does");
+}
+
+/// The group applies the policy to every submit, counted (not timed: a thread's CPU time
+/// depends on the load): allowed from a batch of 0, every submit yields; never allowed, or
+/// with no more threads than CPUs in any batch, none does, however the threads interleave.
+#[test]
+fn a_group_counts_yielding_waits_by_its_policy() {
+    // One round: `threads` submits released together, each write 2 ms.
     let round = |group: &GroupCommit<u32, u32, ()>, threads: u32| {
         let batches = StdMutex::new(Vec::new());
         let start = std::sync::Barrier::new(threads as usize);
@@ -203,27 +220,19 @@ fn waiters_yield_only_when_batches_outnumber_the_cpus() {
             }
         });
     };
-    // Yielding needs threads that really waited side by side, which a loaded machine can
-    // keep apart for a while: rounds repeat until one waiter yielded, at most
-    // YIELD_ROUNDS_MAX (where none may yield, all of them run and none may).
-    let yielding_waits = |group: GroupCommit<u32, u32, ()>, threads: u32| {
-        for _ in 0..YIELD_ROUNDS_MAX {
-            round(&group, threads);
-            if group.yielding_waits() > 0 {
-                break;
-            }
-        }
-        group.yielding_waits()
-    };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    assert!(yielding_waits(GroupCommit::new(64, usize::MAX, 64).yielding_from(0), 2) > 0, "allowed, waiters yield");
-    assert_eq!(yielding_waits(GroupCommit::new(64, usize::MAX, 64).yielding_from(usize::MAX), 4), 0, "never: none yields");
-    assert_eq!(yielding_waits(GroupCommit::new(64, usize::MAX, 64), 2.min(cpus as u32)), 0, "no more threads than CPUs: none yields");
-    assert!(yielding_waits(GroupCommit::new(64, usize::MAX, 64), cpus as u32 + 2) > 0, "more threads than CPUs: they yield");
+    let always = GroupCommit::new(64, usize::MAX, 64).yielding_from(0);
+    round(&always, 2);
+    assert_eq!(always.yielding_waits(), 2, "allowed: every submit yields");
+    let never = GroupCommit::new(64, usize::MAX, 64).yielding_from(usize::MAX);
+    round(&never, 4);
+    assert_eq!(never.yielding_waits(), 0, "never: none yields");
+    let few = GroupCommit::new(64, usize::MAX, 64);
+    for _ in 0..5 {
+        round(&few, 2.min(cpus as u32));
+    }
+    assert_eq!(few.yielding_waits(), 0, "no more threads than CPUs: none yields");
 }
-
-/// Rounds run at most until a waiter yields.
-const YIELD_ROUNDS_MAX: usize = 200;
 
 /// A leader whose write panics wakes every waiter, and every later submit says why (found
 /// by review: the old check panicked while holding the lock, so later submitters failed on

@@ -45,6 +45,14 @@ pub const GROUP_QUEUE_MAX: usize = 4096;
 /// more threads than there are CPUs (`yielding_from`).
 pub const SPIN_WAIT_MAX: Duration = Duration::from_micros(500);
 
+/// Whether a submitter's wait yields the CPU rather than sleeping: only when the gather wait
+/// is short and the last batch held at least `yield_from_batch` threads (by default more
+/// than there are CPUs). Then each batch costs that many wake-ups, while with fewer a
+/// yielding waiter would only keep a CPU busy through the sync.
+pub fn waits_yield(gather_wait: Duration, last_batch_threads: usize, yield_from_batch: usize) -> bool {
+    gather_wait <= SPIN_WAIT_MAX && last_batch_threads >= yield_from_batch
+}
+
 pub struct GroupCommit<Req, Out, Err> {
     state: Mutex<State<Req, Out, Err>>,
     /// Signalled when the queue fills while a leader gathers.
@@ -201,6 +209,11 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         self
     }
 
+    /// The batch size from which waiting threads yield (see [`Self::yielding_from`]).
+    pub fn yield_threshold(&self) -> usize {
+        self.yield_from_batch
+    }
+
     /// How many submits have waited by yielding the CPU first (whether or not they then
     /// needed to wait at all).
     pub fn yielding_waits(&self) -> u64 {
@@ -239,10 +252,7 @@ impl<Req, Out, Err> GroupCommit<Req, Out, Err> {
         self.wake_gatherer_if_full(&state);
         let mut lead = !state.leader_active;
         state.leader_active = true;
-        // Yield only when the last write was short and more threads took part in the last
-        // batch than there are CPUs: then each batch costs that many wake-ups, while with
-        // fewer a yielding waiter would only keep a CPU busy through the sync.
-        let yielding = gather_wait <= SPIN_WAIT_MAX && state.last_batch.len() >= self.yield_from_batch;
+        let yielding = waits_yield(gather_wait, state.last_batch.len(), self.yield_from_batch);
         drop(state);
         let spin = if yielding { SPIN_WAIT_MAX } else { Duration::ZERO };
         if yielding {

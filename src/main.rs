@@ -41,7 +41,7 @@ mod start {
     }
 
     /// Opens `/dev/null` on each of fds 0, 1 and 2 that is closed, so that no file abcd opens
-    /// (a journal) can land on one and be written by a `println!`. Aborts when it cannot.
+    /// (a journal) can land on one and be written as stdout or stderr. Aborts when it cannot.
     fn open_missing_standard_streams() {
         let mut fds = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
         loop {

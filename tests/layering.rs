@@ -34,6 +34,12 @@ const LEAF_LAYERS: usize = 2;
 /// Printing, which only `cli/` may do.
 const PRINTING: &[&str] = &["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!(", "io::stdout(", "io::stderr("];
 
+/// What `cli/` and `main.rs` may not use: these macros panic when their stream fails.
+const PANICKING_PRINTS: &[&str] = &["eprintln!(", "eprint!(", "println!(", "print!(", "dbg!("];
+
+/// The standard streams, written only by the CLI's writers in `cli/mod.rs` (`out!`, `errln!`).
+const STREAMS: &[&str] = &["io::stdout(", "io::stderr("];
+
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, mods)| mods.contains(&module))
 }
@@ -163,6 +169,27 @@ fn printing_outside_cli(root: &Path) -> Vec<String> {
     found
 }
 
+/// Prints in `cli/` and `main.rs` that bypass the CLI's writers.
+fn cli_prints_outside_its_writers(root: &Path) -> Vec<String> {
+    let mut files = module_sources(root).remove("cli").unwrap_or_default();
+    let main = root.join("main.rs");
+    if let Ok(text) = std::fs::read_to_string(&main) {
+        files.push((main, strip_test_items(&text)));
+    }
+    let writers = root.join("cli/mod.rs");
+    let mut found = vec![];
+    for (file, text) in files {
+        let streams: &[&str] = if file == writers { &[] } else { STREAMS };
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(p) = PANICKING_PRINTS.iter().chain(streams).find(|p| code.contains(**p)) {
+                found.push(format!("{}: `{p}` in {}", file.strip_prefix(root).unwrap_or(&file).display(), line.trim()));
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn every_import_runs_down_the_layer_order() {
     let breaks = layering_breaks(&src_dir());
@@ -185,6 +212,28 @@ fn the_journal_imports_only_leaf_utilities() {
 fn nothing_outside_cli_prints() {
     let found = printing_outside_cli(&src_dir());
     assert!(found.is_empty(), "printing outside cli/:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_cli_prints_only_through_its_writers() {
+    let found = cli_prints_outside_its_writers(&src_dir());
+    assert!(found.is_empty(), "printing in cli/ or main.rs past `out!`/`errln!`:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_panicking_print_or_a_stream_outside_the_writers_is_caught() {
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    write_file(root, "cli/mod.rs", "fn w() { std::io::stdout().lock(); }\n");
+    write_file(root, "cli/verb.rs", "fn v() { eprintln!(\"x\"); }\n#[cfg(test)]\nmod tests {\n    fn t() { println!(\"y\"); }\n}\n");
+    write_file(root, "cli/other.rs", "fn o() { let _ = std::io::stderr(); }\n");
+    write_file(root, "main.rs", "fn main() { print!(\"z\"); }\n");
+    let mut found = cli_prints_outside_its_writers(root);
+    found.sort();
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(found[0].starts_with("cli/other.rs: `io::stderr(`"), "{found:?}");
+    assert!(found[1].starts_with("cli/verb.rs: `eprintln!(`"), "{found:?}");
+    assert!(found[2].starts_with("main.rs: `print!(`"), "{found:?}");
 }
 
 /// The checks themselves, on a small tree that breaks each rule once.

@@ -208,7 +208,7 @@ impl SetArgs {
 
 fn print_notes(view: &ChecklistView) {
     for n in &view.notes {
-        eprintln!("abcd: {n}");
+        errln!("abcd: {n}");
     }
 }
 
@@ -245,7 +245,7 @@ fn show(store: &Store, id: &str, json_out: bool) -> Result<(), CommandError> {
 
 fn print_written(written: &ItemWritten, json_out: bool) {
     for w in &written.warnings {
-        eprintln!("abcd: {w}");
+        errln!("abcd: {w}");
     }
     if json_out {
         outln!("{}", json!({"id": written.id, "seq": written.seq}));

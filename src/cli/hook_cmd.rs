@@ -2,7 +2,7 @@
 //! loudly: on abcd's own fault (a bad payload, an unreadable file, a lock not had in time,
 //! a panic) it allows whatever the host asked about, prints one line on stderr, exits 0.
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use crate::host::{self, HookEvent, claude};
 
@@ -31,15 +31,22 @@ pub fn run(event: HookEvent) -> i32 {
     match outcome {
         Ok(Ok(done)) => {
             if let Some(json) = claude::render(event, &done.reply) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{json}");
+                // A host that closed the pipe is not listening; any other failure leaves
+                // the host with no reply, which allows.
+                if let Err(e) = super::try_write_out(format!("{json}\n").as_bytes())
+                    && e.kind() != std::io::ErrorKind::BrokenPipe
+                {
+                    errln!(
+                        "abcd hook {name}: the reply cannot be written to stdout ({e}); the host sees no reply and goes on as if allowed"
+                    );
+                }
             }
             if let Some(w) = done.warning {
-                eprintln!("abcd hook {name}: {w}");
+                errln!("abcd hook {name}: {w}");
             }
         }
-        Ok(Err(why)) => eprintln!("abcd hook {name}: {why}; allowing"),
-        Err(_) => eprintln!("abcd hook {name}: internal error (a panic); allowing"),
+        Ok(Err(why)) => errln!("abcd hook {name}: {why}; allowing"),
+        Err(_) => errln!("abcd hook {name}: internal error (a panic); allowing"),
     }
     super::EXIT_OK
 }

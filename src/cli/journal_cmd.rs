@@ -96,7 +96,7 @@ pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let journal = choice.open()?;
     let repaired = journal_cmd::repair(&journal, session_from_env())?;
     if repaired.temp_files_removed > 0 {
-        eprintln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
+        errln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }
     journal_cmd::rebuild_caches(journal, &repaired)?;
     let (text, value) = describe_repair(&repaired.outcome);

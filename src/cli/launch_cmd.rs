@@ -109,11 +109,11 @@ pub fn run_watch(args: WatchArgs) -> anyhow::Result<i32> {
     Ok(match launch::watch(&spec)? {
         Watched::Exited => EXIT_OK,
         Watched::NotStarted(e) => {
-            eprintln!("abcd watcher: {e}");
+            errln!("abcd watcher: {e}");
             super::EXIT_FAILURE
         }
         Watched::NotMine(why) => {
-            eprintln!("abcd watcher: nothing started: {why}");
+            errln!("abcd watcher: nothing started: {why}");
             super::EXIT_FAILURE
         }
     })

@@ -154,7 +154,7 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
         detach: a.detach,
     };
     let started = loops::start(asked, &mut |why| {
-        eprintln!("abcd: the machine index was not updated ({why}); `abcd resume` run in this working copy still finds the loop")
+        errln!("abcd: the machine index was not updated ({why}); `abcd resume` run in this working copy still finds the loop")
     })?;
     let run = &started.run;
     match &started.how {
@@ -282,7 +282,7 @@ fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
 /// code is the agent's; the driver reads it and these stderr lines.
 pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
     let Some(reader) = Reader::from_name(&args.reader) else {
-        eprintln!("abcd turn: unknown reader {:?}", args.reader);
+        errln!("abcd turn: unknown reader {:?}", args.reader);
         return Ok(EXIT_REFUSED);
     };
     let turn = TurnRequest {
@@ -300,23 +300,23 @@ pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
     Ok(match loops::run_turn(turn)? {
         TurnOutcome::Replied => EXIT_OK,
         TurnOutcome::PromptUnreadable { prompt_file, error } => {
-            eprintln!("abcd turn: the prompt {} cannot be read ({error})", prompt_file.display());
+            errln!("abcd turn: the prompt {} cannot be read ({error})", prompt_file.display());
             EXIT_FAILURE
         }
         TurnOutcome::NotStarted { program, error } => {
-            eprintln!("abcd turn: `{program}` could not be started ({error})");
+            errln!("abcd turn: `{program}` could not be started ({error})");
             TURN_NOT_STARTED
         }
         TurnOutcome::OutputUnreadable(e) => {
-            eprintln!("abcd turn: the agent's output could not be read ({e})");
+            errln!("abcd turn: the agent's output could not be read ({e})");
             EXIT_FAILURE
         }
         TurnOutcome::AgentFailed { status, code } => {
-            eprintln!("abcd turn: the agent exited {status}; no reply is written");
+            errln!("abcd turn: the agent exited {status}; no reply is written");
             if code == 0 { EXIT_FAILURE } else { code }
         }
         TurnOutcome::ReplyUnreadable(why) => {
-            eprintln!("abcd turn: the reply cannot be read: {why}; no reply is written");
+            errln!("abcd turn: the reply cannot be read: {why}; no reply is written");
             TURN_REPLY_UNREADABLE
         }
     })

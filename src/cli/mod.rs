@@ -2,15 +2,20 @@
 //! exit code (0 ok, 1 failure or corruption found, 2 refused or usage). Nothing below
 //! this folder prints.
 
-/// `print!` for stdout as data: see [`write_out`].
+/// `print!` for stdout as data: see [`Stdout`].
 macro_rules! out {
     ($($arg:tt)*) => { $crate::cli::write_out(format_args!($($arg)*)) };
 }
 
-/// `println!` for stdout as data: see [`write_out`].
+/// `println!` for stdout as data: see [`Stdout`].
 macro_rules! outln {
     () => { $crate::cli::write_out(format_args!("\n")) };
     ($($arg:tt)*) => { $crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprintln!` that never panics: see [`write_err`].
+macro_rules! errln {
+    ($($arg:tt)*) => { $crate::cli::write_err(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
 mod checklist_cmd;
@@ -161,8 +166,36 @@ impl JournalChoice {
     }
 }
 
-/// Runs the CLI and returns the exit code.
+/// Test seam (test builds only): `ABCD_TEST_PANIC=1` panics before any verb runs, to prove
+/// that a real panic still exits 101 with its message (`tests/process_start.rs`).
+#[cfg(feature = "test-support")]
+const PANIC_ENV: &str = "ABCD_TEST_PANIC";
+
+/// Runs the CLI and returns the exit code. A failed stdout write ends the verb where it
+/// happens (see [`Stdout`]) and is answered here; any other panic goes on to the process
+/// start, which exits 101.
 pub fn main() -> i32 {
+    #[cfg(feature = "test-support")]
+    if std::env::var_os(PANIC_ENV).is_some() {
+        panic!("panic injected by {PANIC_ENV}");
+    }
+    let verb = || {
+        let code = dispatch();
+        // The last partial line is still in stdout's buffer: flushed here, its failure is
+        // answered as any other write's.
+        let _ = std::io::Write::flush(&mut Stdout);
+        code
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(verb)) {
+        Ok(code) => code,
+        Err(payload) => match payload.downcast::<StdoutFailed>() {
+            Ok(failed) => failed.exit_code(),
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+    }
+}
+
+fn dispatch() -> i32 {
     // The host runs `abcd hook <event>` on every prompt, tool call and stop. That exact
     // form skips clap, whose parse builds the definition of every subcommand, a tenth of
     // the session-start hook's whole time. Anything else, `abcd hook --help` included,
@@ -178,16 +211,20 @@ pub fn main() -> i32 {
     }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // `--help`, `--version`: clap writes them to stdout itself.
+            return match e.print() {
+                Ok(()) => EXIT_OK,
+                Err(error) => StdoutFailed(error).exit_code(),
+            };
+        }
         Err(e) => {
-            if !e.use_stderr() {
-                let _ = e.print();
-                return EXIT_OK;
-            }
             // clap quotes the arguments it could not place; never let that repeat a secret.
             let rendered = e.render().to_string();
             if crate::secrets::scan(&rendered).is_some() {
-                eprintln!("abcd: the command line could not be parsed ({}); run `abcd --help`", e.kind());
+                errln!("abcd: the command line could not be parsed ({}); run `abcd --help`", e.kind());
             } else {
+                // A usage error is refused whether or not its message could be written.
                 let _ = e.print();
             }
             return EXIT_REFUSED;
@@ -196,17 +233,83 @@ pub fn main() -> i32 {
     finish(run(cli))
 }
 
-/// Writes to stdout. A closed pipe ends the process quietly with exit 0 (the reader took
-/// what it wanted), where `println!` would panic, since SIGPIPE is ignored (`main.rs`). Any
-/// other write error still panics as `println!` does (exit 101, `process_start` pins it).
+/// Set once a stdout write failed: later writes are dropped, so one failure is answered once.
+static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The first failed stdout write, carried by unwinding from the write to [`main`], so that
+/// destructors still run (the demo's temporary folder is removed). `resume_unwind` calls no
+/// panic hook, so nothing else is printed.
+struct StdoutFailed(std::io::Error);
+
+impl StdoutFailed {
+    /// A closed pipe (`abcd checklist | head -1`) ends quietly with exit 0: the reader took
+    /// what it wanted. Any other error is one line on stderr and exit 1.
+    fn exit_code(self) -> i32 {
+        STDOUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+        if self.0.kind() == std::io::ErrorKind::BrokenPipe {
+            return EXIT_OK;
+        }
+        errln!("abcd: stdout cannot be written ({}); the output stops there, and what the command did before stands", self.0);
+        EXIT_FAILURE
+    }
+}
+
+/// stdout as data. Its writes return no error but an interrupted one (which `write_all` and
+/// `write_fmt` try again): the first that fails ends the verb, a [`StdoutFailed`] unwinding
+/// to [`main`], where `println!` would panic. SIGPIPE is ignored (`main.rs`), so a closed
+/// pipe is such an error. Every verb prints through it (`out!`, `outln!`, and as a writer).
+pub(crate) struct Stdout;
+
+impl Stdout {
+    fn answer<T>(result: std::io::Result<T>) -> std::io::Result<T> {
+        match result {
+            Err(e) if e.kind() != std::io::ErrorKind::Interrupted => {
+                // Set before unwinding: a buffer flushed as it is dropped on the way writes
+                // nothing, so the unwinding is never doubled.
+                STDOUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+                std::panic::resume_unwind(Box::new(StdoutFailed(e)))
+            }
+            other => other,
+        }
+    }
+}
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(buf.len());
+        }
+        Self::answer(std::io::stdout().lock().write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if STDOUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
+        Self::answer(std::io::stdout().lock().flush())
+    }
+}
+
+/// Writes `bytes` to stdout and flushes, for the one writer that must not stop at a failure
+/// (a hook answers for itself): the error is returned, and later writes are dropped.
+pub(crate) fn try_write_out(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|()| out.flush()).inspect_err(|_| STDOUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// What `out!` and `outln!` write: see [`Stdout`].
 pub(crate) fn write_out(args: std::fmt::Arguments) {
     use std::io::Write;
-    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(EXIT_OK);
-        }
-        panic!("failed printing to stdout: {e}");
-    }
+    let _ = Stdout.write_fmt(args);
+}
+
+/// Writes to stderr, which only says how things went: a stderr that cannot be written
+/// (closed, full) changes nothing, not the exit code either (a refusal still exits 2, a
+/// hook still allows and exits 0), where `eprintln!` would panic.
+pub(crate) fn write_err(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_fmt(args);
 }
 
 /// The exit code of a command, printing its error (if any) on stderr.
@@ -214,7 +317,7 @@ fn finish(result: anyhow::Result<i32>) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("abcd: {e:#}");
+            errln!("abcd: {e:#}");
             exit_code_for(&e)
         }
     }
@@ -257,11 +360,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Init(a) => init::run(&a),
         Command::Hook { event } => Ok(hook_cmd::run(crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"))),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut Stdout);
             Ok(EXIT_OK)
         }
         Command::Man => {
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut std::io::stdout())?;
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut Stdout)?;
             Ok(EXIT_OK)
         }
         Command::Checklist(a) => checklist_cmd::run(a),

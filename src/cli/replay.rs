@@ -28,8 +28,7 @@ pub struct ReplayArgs {
 pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
     let selected = replay::select_projections(args.projection.as_deref())?;
     let (paths, _) = args.choice.resolve()?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(super::Stdout);
     let json_out = args.json;
     let replayed = replay::replay(&paths, &selected, args.at, |streamed| match streamed {
         Streamed::Event(line) if json_out => writeln!(out, "{}", json!({"type": "event", "audit": line})),

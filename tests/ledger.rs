@@ -651,3 +651,16 @@ fn names_that_are_secrets_are_refused_and_never_echoed() {
     let v = c.resume_json();
     assert!(!v.to_string().contains(secret_part), "nothing with the secret was recorded: {v}");
 }
+
+/// A checkout `abcd init` just made has no journal yet: the listings say there is nothing,
+/// with exit 0, rather than refusing over the missing file.
+#[test]
+fn a_fresh_checkout_lists_no_loop_and_no_run() {
+    let lab = Lab::new();
+    let c = lab.copy("fresh");
+    let status = c.abcd(&["loop", "status"]);
+    assert_eq!(status.status.code(), Some(0), "{}", stderr(&status));
+    assert!(stdout(&status).contains("no loop in this working copy"), "{}", stdout(&status));
+    let resume = c.abcd(&["resume"]);
+    assert_eq!(resume.status.code(), Some(0), "{}", stderr(&resume));
+}

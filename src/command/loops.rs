@@ -393,7 +393,12 @@ pub struct LoopStatus {
 /// `abcd loop status`: the loop named, or every loop of this working copy.
 pub fn status(run: Option<&str>) -> Result<Vec<LoopStatus>, CommandError> {
     let wc = open_here()?;
-    let state = wc.store.current_state()?.state;
+    // A working copy whose journal has no event yet has no loop either.
+    let state = match wc.store.current_state() {
+        Ok(s) => s.state,
+        Err(crate::journal::JournalError::Missing { .. }) => Default::default(),
+        Err(e) => return Err(e.into()),
+    };
     let (mut loops, ledger) = (state.loops.loops, state.ledger);
     let chosen: Vec<LoopRecord> = match run {
         Some(r) => vec![loops.remove(r).ok_or_else(|| CommandError::Refused(no_loop(r)))?],

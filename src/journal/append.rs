@@ -86,7 +86,7 @@ pub enum JournalError {
         path.display()
     )]
     AnchorMismatch { path: PathBuf, detail: String },
-    #[error("no journal at {}", path.display())]
+    #[error("no journal at {} yet: nothing has been recorded there (the first checklist change, hook or run writes it)", path.display())]
     Missing { path: PathBuf },
     #[error("refusing to use {}: {reason}", path.display())]
     Untrusted { path: PathBuf, reason: &'static str },

@@ -1266,7 +1266,7 @@ fn abcd_cmd(wc: &Path, home: &Path, args: &[&str]) -> Command {
     cmd.args(args)
         .current_dir(wc)
         .env("ABCD_HOME", home)
-        .env("CLAUDE_SESSION_ID", BENCH_SESSION)
+        .env("CLAUDE_CODE_SESSION_ID", BENCH_SESSION)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -1550,7 +1550,7 @@ fn check_list(stdout: &[u8], events: u64) {
 
 /// `abcd <args>` in `wc` through the spawner, for its peak RSS (and wall time).
 fn abcd_child(wc: &Path, home: &Path, args: &[&str]) -> ChildRun {
-    run_child_in(Some(wc), abcd_bin(), args, &[("ABCD_HOME", home), ("CLAUDE_SESSION_ID", Path::new(BENCH_SESSION))])
+    run_child_in(Some(wc), abcd_bin(), args, &[("ABCD_HOME", home), ("CLAUDE_CODE_SESSION_ID", Path::new(BENCH_SESSION))])
 }
 
 fn remove_projections(wc: &Path) {

@@ -490,3 +490,43 @@ fn a_closed_stdout_ends_quietly() {
     assert_eq!(closed.status.code(), Some(0), "{}", String::from_utf8_lossy(&closed.stderr));
     assert!(closed.stderr.is_empty(), "{}", String::from_utf8_lossy(&closed.stderr));
 }
+
+/// Claude Code names its session in `CLAUDE_CODE_SESSION_ID` for hooks and for the commands
+/// its tools run: a checklist change made there says on whose word it was made, in
+/// `checklist.json`'s `updated_by` and in the audit line `abcd replay` prints for it.
+#[test]
+fn the_host_session_in_the_environment_is_recorded_as_the_changes_author() {
+    let wc = WorkingCopy::managed();
+    let session = "0b5c1f2e-7a4d-4c1b-9e3f-2d6a8b9c0d1e";
+    let in_session = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_abcd"))
+            .args(args)
+            .current_dir(&wc.root)
+            .env("ABCD_HOME", &wc.home)
+            .env("CLAUDE_CODE_SESSION_ID", session)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        out
+    };
+    let updated_by = || {
+        let file: Value = serde_json::from_slice(&std::fs::read(wc.tier().join("checklist.json")).unwrap()).unwrap();
+        file["updated_by"].clone()
+    };
+    in_session(&["checklist", "add", "Fix the login bug"]);
+    assert_eq!(updated_by(), session);
+    let audit = String::from_utf8(in_session(&["replay"]).stdout).unwrap();
+    let line = audit.lines().find(|l| l.contains("Fix the login bug")).unwrap_or_else(|| panic!("no audit line for the item: {audit}"));
+    assert!(line.contains(&format!("session {session}")), "{line}");
+
+    // Outside a session (the variable unset) the change names none.
+    let out = Command::new(env!("CARGO_BIN_EXE_abcd"))
+        .args(["checklist", "set", "fix-the-login-bug", "--title", "Fix the login bug today"])
+        .current_dir(&wc.root)
+        .env("ABCD_HOME", &wc.home)
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(updated_by(), Value::Null);
+}

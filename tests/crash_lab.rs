@@ -318,7 +318,7 @@ impl Lab {
 
     fn command(&self, args: &[String]) -> Command {
         let mut c = Command::new(abcd_bin());
-        c.args(args).current_dir(&self.root).env("ABCD_HOME", &self.home).env_remove("CLAUDE_SESSION_ID").env("NO_COLOR", "1");
+        c.args(args).current_dir(&self.root).env("ABCD_HOME", &self.home).env_remove("CLAUDE_CODE_SESSION_ID").env("NO_COLOR", "1");
         c
     }
 

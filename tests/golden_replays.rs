@@ -684,7 +684,7 @@ impl Copy {
         let out = Command::new(env!("CARGO_BIN_EXE_abcd"))
             .args(args)
             .env("ABCD_HOME", self.home())
-            .env_remove("CLAUDE_SESSION_ID")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
             .output()
             .expect("abcd runs");
         Run {

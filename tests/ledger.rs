@@ -55,7 +55,7 @@ impl Copy {
 
     fn abcd_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
-        cmd.args(args).current_dir(&self.root).env("ABCD_HOME", &self.home).env_remove("CLAUDE_SESSION_ID");
+        cmd.args(args).current_dir(&self.root).env("ABCD_HOME", &self.home).env_remove("CLAUDE_CODE_SESSION_ID");
         for (k, v) in env {
             cmd.env(k, v);
         }

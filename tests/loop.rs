@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::repo::{self, README};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The scripted agent: `agent ROLE {prompt}`. Its nth run replies line n of
 /// `$FAKE_DIR/ROLE.replies` (`\n` in a line is a newline; `EXIT k` exits k with no
@@ -105,7 +105,7 @@ impl Copy {
             .env("ABCD_HOME", &self.home)
             .env("FAKE_DIR", &self.fake)
             .env("FAKE_SLEEP", "0")
-            .env_remove("CLAUDE_SESSION_ID");
+            .env_remove("CLAUDE_CODE_SESSION_ID");
         if let Some(p) = &self.extra_path {
             cmd.env("PATH", format!("{}:{}", p.display(), std::env::var("PATH").unwrap_or_default()));
         }
@@ -627,4 +627,42 @@ fn the_driver_killed_at_random_moments_resumes_without_running_a_turn_twice() {
     let calm_implemented: Vec<u64> = calm.runs_of("implementer").iter().map(|r| r.0).collect();
     assert_eq!(implemented, calm_implemented);
     assert_verifies(&c);
+}
+
+/// The journal's events of `kind`, as JSON.
+fn events_of(c: &Copy, kind: &str) -> Vec<Value> {
+    c.journal().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["kind"] == kind).collect()
+}
+
+/// Claude Code names its session in `CLAUDE_CODE_SESSION_ID` for the commands its tools
+/// run: a run or a loop started there, and a loop driven on from there, names that session
+/// as its driver's (and as the author of the events).
+#[test]
+fn a_driver_started_in_a_host_session_names_it() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1"], &["no"]);
+    let (first, second) = ("0b5c1f2e-7a4d-4c1b-9e3f-2d6a8b9c0d1e", "sess-2");
+    let agent = lab.agent().display().to_string();
+    let (imp, rev) = (format!("{agent} implementer {{prompt}}"), format!("{agent} reviewer {{prompt}}"));
+    let in_session = |session: &str, args: &[&str]| {
+        let out = c.command(args).env("CLAUDE_CODE_SESSION_ID", session).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}{}", stdout(&out), stderr(&out));
+    };
+    // The loop pauses after its first review round, its driver gone with `loop start`.
+    in_session(first, &["loop", "start", "--run", "l", "--implementer", &imp, "--reviewer", &rev, "--max-rounds", "1"]);
+    in_session(first, &["run", "start", "r", "--lane", "a"]);
+    let started = events_of(&c, "run.started");
+    assert_eq!(started.len(), 2, "{started:?}");
+    for e in &started {
+        assert_eq!((&e["data"]["driver"]["session"], &e["actor"]["session"]), (&json!(first), &json!(first)), "{e}");
+    }
+    let out = c.abcd(&["resume", "--json"]);
+    let listing: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = listing["runs"].as_array().unwrap().iter().find(|r| r["run"] == "r").unwrap().clone();
+    assert_eq!(r["driver"]["session"], first, "{r}");
+    // Driving the loop on from another session claims it for that session.
+    in_session(second, &["loop", "drive", "l"]);
+    let claimed = events_of(&c, "run.driver_claimed");
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    assert_eq!(claimed[0]["data"]["driver"]["session"], second, "{}", claimed[0]);
 }

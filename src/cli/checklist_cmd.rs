@@ -4,10 +4,10 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::EXIT_OK;
-use super::journal_cmd::session_from_env;
 use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
 use crate::command::CommandError;
 use crate::command::checklist::{self, AddRequest, CredentialInput, ItemWritten, SetRequest};
+use crate::host::session_from_env;
 use crate::journal::storage::RealDisk;
 use crate::places;
 use crate::store::Store;

@@ -22,7 +22,7 @@ impl Demo {
             .args(args)
             .current_dir(&self.root)
             .env("ABCD_HOME", &self.home)
-            .env_remove("CLAUDE_SESSION_ID")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
             .output()?;
         for line in String::from_utf8_lossy(&out.stdout).lines().chain(String::from_utf8_lossy(&out.stderr).lines()) {
             outln!("     {line}");

@@ -94,7 +94,7 @@ pub fn verify_details(r: &VerifyReport) -> String {
 
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let journal = choice.open()?;
-    let repaired = journal_cmd::repair(&journal, session_from_env())?;
+    let repaired = journal_cmd::repair(&journal, crate::host::session_from_env())?;
     if repaired.temp_files_removed > 0 {
         errln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }
@@ -140,9 +140,4 @@ pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32>
         outln!("wrote checkpoint {} (state after seq {seq})", path.display());
     }
     Ok(EXIT_OK)
-}
-
-/// The host session id, when a hook or the host's shell tool passes one.
-pub fn session_from_env() -> Option<String> {
-    std::env::var("CLAUDE_SESSION_ID").ok().filter(|s| !s.is_empty() && s.len() <= 128)
 }

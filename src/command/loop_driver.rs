@@ -149,7 +149,7 @@ impl<'a> Driver<'a> {
             }
             let data = crate::ledger::DriverClaimed {
                 run: run.clone(),
-                driver: crate::ledger::Driver { session: None, process: me },
+                driver: crate::ledger::Driver { session: crate::host::session_from_env(), process: me },
                 previous: r.driver.clone(),
             };
             (vec![new_event(event::RUN_DRIVER_CLAIMED, json!(data))], Ok(()))

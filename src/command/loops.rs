@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::CommandError;
+use super::caller_event as new_event;
 use super::loop_driver::{self, DriveEnd, DriveError, Driver};
-use super::new_event;
 use super::run::{self as run_cmd, WorkingCopy, with_causes};
 use crate::event;
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
@@ -239,7 +239,7 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         run: run.clone(),
         working_copy: wc.root.display().to_string(),
         lanes: vec![IMPLEMENTER_LANE.into(), REVIEWER_LANE.into()],
-        driver: LedgerDriver { session: None, process: me },
+        driver: LedgerDriver { session: crate::host::session_from_env(), process: me },
     };
     let data = LoopStarted { run: run.clone(), config };
     let written = wc.store.append_with(Some(&wc.scope), |state| {

@@ -39,3 +39,9 @@ pub use error::{Blame, CommandError};
 pub(crate) fn new_event(kind: &str, data: serde_json::Value) -> crate::journal::NewEvent {
     crate::journal::NewEvent { kind: kind.into(), actor: crate::journal::Actor::this_process(None), data }
 }
+
+/// An event a person's verb writes: its actor names the host session the verb runs in, when
+/// the host names one, so the record says on whose word the change was made.
+pub(crate) fn caller_event(kind: &str, data: serde_json::Value) -> crate::journal::NewEvent {
+    crate::journal::NewEvent { kind: kind.into(), actor: crate::journal::Actor::this_process(crate::host::session_from_env()), data }
+}

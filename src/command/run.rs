@@ -9,10 +9,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::CommandError;
+use super::caller_event as new_event;
 use crate::event::{self, Scope};
 use crate::git::worktree;
 use crate::journal::JournalError;
-use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
 use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside};
 use crate::places::{self, PlaceError};
@@ -23,15 +23,6 @@ use crate::store::Store;
 pub const RECEIPT_MAX_BYTES: u64 = 64 << 20;
 /// A receipt is hashed in chunks of this many bytes (memory stays flat for a large one).
 const RECEIPT_READ_CHUNK: usize = 64 * 1024;
-
-fn new_event(kind: &str, data: serde_json::Value) -> NewEvent {
-    NewEvent { kind: kind.into(), actor: Actor::this_process(host_session()), data }
-}
-
-/// The host session a verb runs in, when the host says (a hook-less verb cannot know).
-fn host_session() -> Option<String> {
-    std::env::var("CLAUDE_SESSION_ID").ok().filter(|s| event::session_id_ok(s))
-}
 
 /// An error and every cause under it, joined by ": " (as the CLI prints an error), for a
 /// listing that shows why a journal could not be read.
@@ -76,7 +67,7 @@ fn driver_from(pid: Option<u32>) -> Result<Driver, CommandError> {
         None => process::nearest_non_shell_ancestor()
             .map_err(|e| CommandError::Refused(format!("refused: the driver cannot be found ({e}); name it with --driver-pid")))?,
     };
-    Ok(Driver { session: host_session(), process })
+    Ok(Driver { session: crate::host::session_from_env(), process })
 }
 
 /// A driver as the listing and the run verbs name it.

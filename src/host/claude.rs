@@ -18,6 +18,11 @@ const MAX_SESSION_ID_BYTES: usize = 128;
 /// A cron schedule longer than this is not a five-field expression: passed over.
 const MAX_CRON_SCHEDULE_BYTES: usize = 256;
 
+/// The variable Claude Code sets, for hooks and for the commands its tools run, to the
+/// session's id (the payloads' `session_id`); it sets no `CLAUDE_SESSION_ID`
+/// (../shared/host/claude-code-hooks.md, §1.5 and the measurements at its end).
+pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
+
 /// The event's name in the host's payloads and outputs.
 pub fn event_name(event: HookEvent) -> &'static str {
     match event {

@@ -8,6 +8,18 @@ pub mod claude_settings;
 
 use std::path::PathBuf;
 
+/// The host session a verb runs in, when the host names one in the environment: what
+/// records on whose word a change was made (an actor's session, a run's driver). An id
+/// abcd would not key state by (`event::session_id_ok`) or that looks like a secret is
+/// not taken: the verb then runs as outside any session.
+pub fn session_from_env() -> Option<String> {
+    session_if_ok(std::env::var(claude::SESSION_ENV).ok()?)
+}
+
+fn session_if_ok(id: String) -> Option<String> {
+    (crate::event::session_id_ok(&id) && crate::secrets::scan(&id).is_none()).then_some(id)
+}
+
 /// The hook events abcd handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HookEvent {
@@ -137,4 +149,22 @@ pub enum PayloadError {
     NoCwd,
     #[error("the payload's `{0}` field has the wrong type")]
     BadField(&'static str),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_if_ok;
+
+    #[test]
+    fn a_session_from_the_environment_is_taken_only_when_state_may_be_keyed_by_it() {
+        let id = "0b5c1f2e-7a4d-4c1b-9e3f-2d6a8b9c0d1e";
+        assert_eq!(session_if_ok(id.into()).as_deref(), Some(id));
+        let longest = "a".repeat(crate::event::SESSION_ID_MAX_BYTES);
+        assert_eq!(session_if_ok(longest.clone()), Some(longest.clone()));
+        for bad in
+            [String::new(), format!("{longest}a"), "has space".into(), "../x".into(), "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB".into()]
+        {
+            assert_eq!(session_if_ok(bad.clone()), None, "{bad:?}");
+        }
+    }
 }

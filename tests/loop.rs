@@ -666,3 +666,31 @@ fn a_driver_started_in_a_host_session_names_it() {
     assert_eq!(claimed.len(), 1, "{claimed:?}");
     assert_eq!(claimed[0]["data"]["driver"]["session"], second, "{}", claimed[0]);
 }
+
+/// `abcd resume` names the loop's own verbs for a loop's run whose driver is gone, never
+/// `abcd run takeover` (which would make the caller the driver, and `abcd loop drive` then
+/// refuses while the caller lives).
+#[test]
+fn resume_suggests_the_loops_verbs_for_a_loops_run() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "COMPLETED"], &["no", "LGTM"]);
+    assert!(c.start(&lab, "l", &["--max-rounds", "1"]).status.success(), "the loop pauses and its driver exits");
+    let listing = stdout(&c.abcd(&["resume"]));
+    assert!(listing.contains("driver gone") && listing.contains("`abcd loop resume l`, then `abcd loop drive l`"), "{listing}");
+    assert!(!listing.contains("takeover"), "{listing}");
+    assert!(c.abcd(&["loop", "resume", "l"]).status.success());
+    let listing = stdout(&c.abcd(&["resume"]));
+    assert!(listing.contains("driver gone") && listing.contains("(`abcd loop drive l` carries the loop on)"), "{listing}");
+    assert!(!listing.contains("takeover"), "{listing}");
+    // What it suggests works: the loop is driven on to its end.
+    let out = c.abcd(&["loop", "drive", "l"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(c.record("l")["stop_reason"], "completed");
+    // A run that is no loop's is still claimed with `abcd run takeover`.
+    let mut driver = Command::new("sleep").arg("60").spawn().unwrap();
+    assert!(c.abcd(&["run", "start", "plain", "--lane", "a", "--driver-pid", &driver.id().to_string()]).status.success());
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let listing = stdout(&c.abcd(&["resume"]));
+    assert!(listing.contains("(claim it with `abcd run takeover plain`)"), "{listing}");
+}

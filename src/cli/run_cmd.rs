@@ -7,6 +7,7 @@ use serde_json::json;
 use super::EXIT_OK;
 use crate::command::lane::WorktreeEnd;
 use crate::command::run::{self as run_cmd, RESUME_SCHEMA, ResumeFile, RunListing, StepMove, driver_words};
+use crate::phased::RunState;
 
 #[derive(Subcommand, Debug)]
 pub enum RunAction {
@@ -139,7 +140,7 @@ fn print_listing(listings: &[RunListing]) {
     for r in listings {
         let driver = match (&r.driver, r.driver_alive) {
             (Some(d), true) => format!("driver alive: {}", driver_words(d)),
-            (Some(d), false) => format!("driver gone: {} (claim it with `abcd run takeover {}`)", driver_words(d), r.run),
+            (Some(d), false) => format!("driver gone: {} ({})", driver_words(d), gone_driver_hint(r)),
             (None, _) => "driver unknown".to_string(),
         };
         let halted = if r.halted { "; HALTED (`abcd run lift` to launch again)" } else { "" };
@@ -171,6 +172,19 @@ fn print_listing(listings: &[RunListing]) {
                 outln!("    saved aside: {s}");
             }
         }
+    }
+}
+
+/// What to run for a run whose driver is gone. A loop's run is carried on by the loop's
+/// own verbs: `abcd run takeover` would make the caller its driver, and `abcd loop drive`
+/// then refuses while that caller lives.
+fn gone_driver_hint(r: &RunListing) -> String {
+    let run = &r.run;
+    match r.loop_record.as_ref().map(|l| l.state) {
+        None => format!("claim it with `abcd run takeover {run}`"),
+        Some(RunState::Running) => format!("`abcd loop drive {run}` carries the loop on"),
+        Some(RunState::Paused) => format!("the loop is paused: `abcd loop resume {run}`, then `abcd loop drive {run}` carries it on"),
+        Some(RunState::Stopped) => format!("the loop has stopped: `abcd run finish {run}` takes the run off this listing"),
     }
 }
 

@@ -694,3 +694,32 @@ fn resume_suggests_the_loops_verbs_for_a_loops_run() {
     let listing = stdout(&c.abcd(&["resume"]));
     assert!(listing.contains("(claim it with `abcd run takeover plain`)"), "{listing}");
 }
+
+/// Two `abcd loop start` in the same second without `--run` get two loops: the second
+/// default name takes a suffix (the clock is pinned with the test seam `ABCD_TEST_NOW`).
+#[test]
+fn two_loops_started_in_the_same_second_get_two_names() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["COMPLETED", "COMPLETED"], &[]);
+    let agent = lab.agent().display().to_string();
+    let (imp, rev) = (format!("{agent} implementer {{prompt}}"), format!("{agent} reviewer {{prompt}}"));
+    let mut said = vec![];
+    for _ in 0..2 {
+        let out = c
+            .command(&["loop", "start", "--implementer", &imp, "--reviewer", &rev])
+            .env("ABCD_TEST_NOW", "2026-12-01T09:00:00.25Z")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        said.push(stdout(&out).lines().next().unwrap_or_default().to_string());
+    }
+    assert_eq!(said, ["loop loop-20261201T090000Z started", "loop loop-20261201T090000Z-2 started"]);
+    let status = c.abcd(&["loop", "status", "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let names: Vec<&str> = status["loops"].as_array().unwrap().iter().map(|l| l["record"]["run"].as_str().unwrap()).collect();
+    assert_eq!(names, ["loop-20261201T090000Z", "loop-20261201T090000Z-2"]);
+    assert_eq!(events_of(&c, "run.started").len(), 2);
+    for name in names {
+        assert_eq!(c.record(name)["stop_reason"], "completed", "{name}");
+    }
+}

@@ -85,7 +85,8 @@ pub struct StartArgs {
     review_prompt: Option<String>,
     #[arg(long, default_value = agent::DEFAULT_FEEDBACK_PROMPT)]
     feedback_prompt: String,
-    /// The loop's (and its run's) name (default: loop-<UTC time>)
+    /// The loop's (and its run's) name (default: loop-<UTC second>, with -2, -3, … when a
+    /// loop started in the same second has it)
     #[arg(long)]
     run: Option<String>,
     /// Drive in the background and return at once

@@ -141,7 +141,7 @@ pub struct StartRequest {
     /// Default: seed 001's, naming the review stop signal.
     pub review_prompt: Option<String>,
     pub feedback_prompt: String,
-    /// Default: loop-<UTC time>.
+    /// Default: loop-<UTC second>, with `-2`, `-3`, … when that run exists.
     pub run: Option<String>,
     pub detach: bool,
 }
@@ -227,28 +227,42 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     if let Err(e) = phased::check_config(&config) {
         return Err(CommandError::Refused(format!("refused: --{e}; nothing was recorded")));
     }
-    let run = match a.run {
-        Some(r) => r,
-        None => format!("loop-{}", crate::clock::now()?.strftime("%Y%m%dT%H%M%SZ")),
-    };
-    if let Err(r) = ledger::check_name("run", &run) {
+    if let Some(run) = &a.run
+        && let Err(r) = ledger::check_name("run", run)
+    {
         return Err(CommandError::Refused(format!("refused: the run name {}; nothing was recorded", r.reason)));
     }
+    let at = crate::clock::now()?;
     let me = this_process()?;
-    let started = RunStarted {
-        run: run.clone(),
-        working_copy: wc.root.display().to_string(),
-        lanes: vec![IMPLEMENTER_LANE.into(), REVIEWER_LANE.into()],
-        driver: LedgerDriver { session: crate::host::session_from_env(), process: me },
-    };
-    let data = LoopStarted { run: run.clone(), config };
+    let driver = LedgerDriver { session: crate::host::session_from_env(), process: me };
+    let working_copy = wc.root.display().to_string();
+    // The name is chosen under the writer lock, so a default name is free when it lands.
     let written = wc.store.append_with(Some(&wc.scope), |state| {
-        if state.ledger.runs.contains_key(&run) {
-            return (vec![], Err(format!("refused: a run named {run} exists in this working copy; name the loop with --run NEW-NAME")));
-        }
-        (vec![new_event(event::RUN_STARTED, json!(started)), new_event(LOOP_STARTED, json!(data))], Ok(()))
+        let taken = |name: &str| state.ledger.runs.contains_key(name) || state.loops.loops.contains_key(name);
+        let run = match a.run {
+            Some(run) if taken(&run) => {
+                return (vec![], Err(format!("refused: a run named {run} exists in this working copy; name the loop with --run NEW-NAME")));
+            }
+            Some(run) => run,
+            None => match phased::default_run_name(at, taken) {
+                Some(run) => run,
+                None => {
+                    return (
+                        vec![],
+                        Err(format!(
+                            "refused: the {} default loop names of this second are taken; name the loop with --run NEW-NAME",
+                            phased::DEFAULT_NAMES_PER_SECOND
+                        )),
+                    );
+                }
+            },
+        };
+        let started = RunStarted { run: run.clone(), working_copy, lanes: vec![IMPLEMENTER_LANE.into(), REVIEWER_LANE.into()], driver };
+        let data = LoopStarted { run, config };
+        (vec![new_event(event::RUN_STARTED, json!(started)), new_event(LOOP_STARTED, json!(data))], Ok(started))
     })?;
-    written.outcome.map_err(CommandError::Refused)?;
+    let started = written.outcome.map_err(CommandError::Refused)?;
+    let run = started.run.clone();
     if let Err(e) = index_started(&started) {
         on_index_problem(&with_causes(&e));
     }

@@ -37,6 +37,19 @@ pub const MAX_ROUNDS_CAP: u32 = 100;
 /// A stop's detail text, at most, in bytes.
 pub const DETAIL_MAX_BYTES: usize = 512;
 
+/// Default loop names one start may try: `loop-<UTC second>`, then `-2`, `-3`, … up to
+/// this many in all, before the start is refused (name the loop with `--run` then).
+pub const DEFAULT_NAMES_PER_SECOND: u32 = 1000;
+
+/// The default name of a loop started at `at`: the first of `loop-<UTC second>`,
+/// `loop-<UTC second>-2`, … (at most [`DEFAULT_NAMES_PER_SECOND`]) that `taken` does not
+/// hold; `None` when every one is. `abcd loop start` asks under the journal's writer lock,
+/// so two starts in the same second get two names.
+pub fn default_run_name(at: Timestamp, taken: impl Fn(&str) -> bool) -> Option<String> {
+    let base = format!("loop-{}", at.strftime("%Y%m%dT%H%M%SZ"));
+    std::iter::once(base.clone()).chain((2..=DEFAULT_NAMES_PER_SECOND).map(|n| format!("{base}-{n}"))).find(|name| !taken(name))
+}
+
 /// A typed refusal of the library; the CLI turns it into exit 2 with what to run instead.
 #[derive(Debug, thiserror::Error)]
 pub enum LoopError {

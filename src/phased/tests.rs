@@ -395,3 +395,19 @@ fn the_record_keeps_its_invariants_under_any_sequence() {
     }
     QuickCheck::new().tests(cases()).quickcheck(prop as fn(u8, Vec<Act>) -> bool);
 }
+
+#[test]
+fn default_names_take_the_next_free_suffix_up_to_the_limit() {
+    let at: Timestamp = "2026-12-01T09:00:00.75Z".parse().unwrap();
+    let base = "loop-20261201T090000Z";
+    assert_eq!(default_run_name(at, |_| false).as_deref(), Some(base));
+    assert_eq!(default_run_name(at, |n| n == base).as_deref(), Some("loop-20261201T090000Z-2"));
+    // Taken names are skipped wherever they are; a free one below a taken one is used.
+    let taken = [base, "loop-20261201T090000Z-2", "loop-20261201T090000Z-4"];
+    assert_eq!(default_run_name(at, |n| taken.contains(&n)).as_deref(), Some("loop-20261201T090000Z-3"));
+    // The limit, on both sides: every name but the last taken, then all of them.
+    let last = format!("{base}-{DEFAULT_NAMES_PER_SECOND}");
+    assert_eq!(default_run_name(at, |n| n != last), Some(last.clone()));
+    assert_eq!(default_run_name(at, |_| true), None);
+    assert!(crate::ledger::check_name("run", &last).is_ok(), "the longest default name is a run name");
+}

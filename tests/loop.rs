@@ -723,3 +723,55 @@ fn two_loops_started_in_the_same_second_get_two_names() {
         assert_eq!(c.record(name)["stop_reason"], "completed", "{name}");
     }
 }
+
+/// An implementer that never says the completion signal is bounded: the loop pauses at
+/// `--max-turns`, recorded with its reason, and a resume allows as many turns again.
+#[test]
+fn a_loop_whose_implementer_never_completes_pauses_at_max_turns() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "did 2", "did 3", "did 4"], &["LGTM", "LGTM", "LGTM", "LGTM"]);
+    let out = c.start(&lab, "endless", &["--max-turns", "4"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("4 turns ran without the completion signal (--max-turns 4): paused"), "{}", stdout(&out));
+    let r = c.record("endless");
+    assert_eq!((r["state"].as_str(), r["paused_reason"].as_str(), r["turns"].as_u64()), (Some("paused"), Some("max_turns"), Some(4)));
+    assert_eq!(r["config"]["max_turns"], 4);
+    assert_eq!(c.runs_of("implementer").len() + c.runs_of("reviewer").len(), 4, "no turn ran past the bound");
+    let paused = events_of(&c, "loop.paused");
+    assert_eq!(paused.len(), 1);
+    assert_eq!(paused[0]["data"], json!({"run": "endless", "reason": "max_turns"}));
+    let status = stdout(&c.abcd(&["loop", "status", "endless"]));
+    assert!(status.contains("PAUSED: 4 turns ran without the completion signal"), "{status}");
+    // Drive ends at once while paused; a resume allows four more turns.
+    assert!(c.abcd(&["loop", "drive", "endless"]).status.success());
+    assert_eq!(c.record("endless")["turns"], 4);
+    assert!(c.abcd(&["loop", "resume", "endless"]).status.success());
+    let out = c.abcd(&["loop", "drive", "endless"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("endless");
+    assert_eq!((r["paused_reason"].as_str(), r["turns"].as_u64(), r["phases_done"].as_u64()), (Some("max_turns"), Some(8), Some(4)));
+    assert_each_turn_ran_once(&c, &r);
+    assert_verifies(&c);
+}
+
+/// `--max-turns` has a default, said in `--help`, and is refused outside 1 to 10000.
+#[test]
+fn max_turns_has_a_default_and_limits_on_both_sides() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["COMPLETED", "COMPLETED"], &[]);
+    let help = stdout(&c.abcd(&["loop", "start", "--help"]));
+    assert!(help.contains("--max-turns <N>") && help.contains("[default: 200]"), "{help}");
+    for bad in ["0", "10001"] {
+        let out = c.start(&lab, "b", &["--max-turns", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            stderr(&out).contains("--max-turns must be 1 to 10000") && stderr(&out).contains("nothing was recorded"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(c.start(&lab, "edge", &["--max-turns", "10000"]).status.success());
+    assert_eq!(c.record("edge")["config"]["max_turns"], 10_000);
+    assert!(c.start(&lab, "d", &[]).status.success());
+    assert_eq!(c.record("d")["config"]["max_turns"], 200, "the default");
+}

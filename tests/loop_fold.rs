@@ -135,6 +135,7 @@ fn config() -> Config {
         reviewer: agent("reviewer"),
         checklist: None,
         max_rounds: 2,
+        max_turns: phased::DEFAULT_MAX_TURNS,
         completion_signal: phased::agent::DEFAULT_COMPLETION_SIGNAL.into(),
         review_stop_signal: phased::agent::DEFAULT_REVIEW_STOP_SIGNAL.into(),
         advance_prompt: phased::agent::default_advance_prompt(phased::agent::DEFAULT_COMPLETION_SIGNAL, None),

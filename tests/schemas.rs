@@ -2805,6 +2805,7 @@ fn loop_config() -> phased::Config {
         reviewer: agent("r"),
         checklist: Some("PLAN.md".into()),
         max_rounds: 10,
+        max_turns: phased::DEFAULT_MAX_TURNS,
         completion_signal: "COMPLETED".into(),
         review_stop_signal: "LGTM".into(),
         advance_prompt: phased::agent::default_advance_prompt("COMPLETED", Some("PLAN.md")),
@@ -2866,6 +2867,12 @@ fn the_loop_schemas_agree_with_the_code() {
     // (kind, what the code writes, the events before that make it fold, bad variants)
     let mut paused_for_stop = paused.clone();
     paused_for_stop.pop();
+    // The driver's pause at the bound: a loop of one turn whose turn was replied.
+    let bounded = set_at(&started_v, &["config", "max_turns"], json!(1));
+    let mut at_bound = under_review.clone();
+    at_bound[0] = (phased::LOOP_STARTED, bounded);
+    let max_turns_pause =
+        serde_json::to_value(phased::LoopPaused { run: "r1".into(), reason: Some(phased::PauseReason::MaxTurns) }).unwrap();
     let cases: Vec<LoopCase> = vec![
         (
             phased::LOOP_STARTED,
@@ -2874,6 +2881,8 @@ fn the_loop_schemas_agree_with_the_code() {
             vec![
                 set_at(&started_v, &["config", "max_rounds"], json!(0)),
                 set_at(&started_v, &["config", "max_rounds"], json!(101)),
+                set_at(&started_v, &["config", "max_turns"], json!(0)),
+                set_at(&started_v, &["config", "max_turns"], json!(10_001)),
                 set_at(&started_v, &["config", "completion_signal"], json!("ALL DONE")),
                 set_at(&started_v, &["config", "completion_signal"], json!("")),
                 set_at(&started_v, &["config", "implementer", "reader"], json!("json")),
@@ -2924,7 +2933,18 @@ fn the_loop_schemas_agree_with_the_code() {
                 json!({"run": "r1", "turn": 1, "launch": 1, "x": 1}),
             ],
         ),
-        (phased::LOOP_PAUSED, json!(named), under_review.clone(), vec![json!({}), json!({"run": "-r"}), json!({"run": "r1", "x": 1})]),
+        (
+            phased::LOOP_PAUSED,
+            max_turns_pause,
+            at_bound,
+            vec![
+                json!({}),
+                json!({"run": "-r"}),
+                json!({"run": "r1", "x": 1}),
+                json!({"run": "r1", "reason": "phase_not_converged"}),
+                json!({"run": "r1", "reason": "bored"}),
+            ],
+        ),
         (phased::LOOP_RESUMED, json!(named), paused.clone(), vec![json!({"run": 7})]),
         (phased::LOOP_RETRIED, json!(named), paused.clone(), vec![json!({"run": ""})]),
         (phased::LOOP_SKIPPED, json!(named), paused.clone(), vec![json!({"run": "r1.lock"})]),
@@ -2957,6 +2977,22 @@ fn the_loop_schemas_agree_with_the_code() {
         (phased::LOOP_STOPPED, with(&serde_json::to_value(&stopped).unwrap(), "detail", Value::Null), under_review.clone()),
     ];
     for (kind, data, before) in nulls {
+        assert!(errors_of(&schemas[kind], &data).is_empty(), "{kind} {data}");
+        assert_eq!(loop_folds(&before, kind, &data), Ok(()), "{kind} {data}");
+    }
+    // Optional keys: a pause by hand names no reason (or manual), and a loop.started written
+    // before the turn bound existed has no max_turns; each is taken and folds.
+    let older_start = {
+        let mut v = started_v.clone();
+        v["config"].as_object_mut().unwrap().remove("max_turns");
+        v
+    };
+    let optional = [
+        (phased::LOOP_PAUSED, json!(named), under_review.clone()),
+        (phased::LOOP_PAUSED, json!({"run": "r1", "reason": "manual"}), under_review.clone()),
+        (phased::LOOP_STARTED, older_start, vec![]),
+    ];
+    for (kind, data, before) in optional {
         assert!(errors_of(&schemas[kind], &data).is_empty(), "{kind} {data}");
         assert_eq!(loop_folds(&before, kind, &data), Ok(()), "{kind} {data}");
     }

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED};
 use crate::command::loops::{self, AgentRequest, LoopEnd, StartRequest, StartedHow, TurnOutcome, TurnRequest};
 use crate::phased::agent::{self, Reader};
-use crate::phased::{Control, DEFAULT_MAX_ROUNDS, PauseReason, RunState, StopReason};
+use crate::phased::{Control, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_TURNS, PauseReason, RunState, StopReason};
 
 /// The turn runner's exit code when the agent's program cannot be started (as a shell's).
 const TURN_NOT_STARTED: i32 = 127;
@@ -29,7 +29,8 @@ pub enum LoopAction {
     },
     /// Pause: no new turn starts (a turn in flight is still collected)
     Pause { run: String },
-    /// Resume a paused loop (after a phase that did not converge, this is a retry)
+    /// Resume a paused loop (after a phase that did not converge, this is a retry); it may
+    /// run its --max-turns turns again
     Resume { run: String },
     /// Stop the loop for good (reason manual); a running agent is not killed
     Stop { run: String },
@@ -73,6 +74,11 @@ pub struct StartArgs {
     /// Review rounds per phase before the loop pauses
     #[arg(long, default_value_t = DEFAULT_MAX_ROUNDS)]
     max_rounds: u32,
+    /// Turns the loop runs (each agent reply is one) before it pauses until a person
+    /// resumes it: the bound on an implementer that never says the completion signal; each
+    /// resume, retry or skip allows as many again (1 to 10000)
+    #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
+    max_turns: u64,
     #[arg(long, default_value = agent::DEFAULT_COMPLETION_SIGNAL)]
     completion_signal: String,
     #[arg(long, default_value = agent::DEFAULT_REVIEW_STOP_SIGNAL)]
@@ -146,6 +152,7 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
         reviewer: agent(a.reviewer, &a.reviewer_reader, a.reviewer_cwd),
         checklist: a.checklist,
         max_rounds: a.max_rounds,
+        max_turns: a.max_turns,
         completion_signal: a.completion_signal,
         review_stop_signal: a.review_stop_signal,
         advance_prompt: a.advance_prompt,
@@ -185,7 +192,9 @@ fn print_end(run: &str, end: LoopEnd) -> i32 {
         LoopEnd::Paused { reason, summary } => {
             let what = match reason {
                 PauseReason::PhaseNotConverged => format!("`abcd loop retry {run}` reviews it again, `abcd loop skip {run}` moves on"),
-                PauseReason::Manual => format!("`abcd loop resume {run}` then `abcd loop drive {run}` carries on"),
+                PauseReason::Manual | PauseReason::MaxTurns => {
+                    format!("`abcd loop resume {run}` then `abcd loop drive {run}` carries on")
+                }
             };
             outln!("{summary}; {what}");
             EXIT_OK

@@ -30,8 +30,8 @@ use crate::journal::{Journal, JournalError};
 use crate::ledger::{ExitStatus, LaunchExited, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
 use crate::phased::agent::{self, ReplyFile};
 use crate::phased::{
-    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopRecord, LoopStopped, Next, PauseReason, PendingTurn,
-    Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
+    LOOP_PAUSED, LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopPaused, LoopRecord, LoopStopped, Next,
+    PauseReason, PendingTurn, Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
 };
 use crate::platform::process::{self, ProcessId};
 use crate::store::Store;
@@ -167,6 +167,11 @@ impl<'a> Driver<'a> {
                     return Ok(DriveEnd::Finished(reason));
                 }
                 Next::Paused(reason) => return Ok(DriveEnd::Paused(reason)),
+                Next::RecordPause(reason) => {
+                    if let Some(line) = self.record_pause(&record, reason)? {
+                        say(&line);
+                    }
+                }
                 Next::Await(p) => {
                     if let Some(line) = self.await_turn(&record, &p)? {
                         say(&line);
@@ -179,6 +184,26 @@ impl<'a> Driver<'a> {
                 }
             }
         }
+    }
+
+    /// Records the pause the step machine asks for, under the lock and only while it still
+    /// asks for it (a control from another process may have got in first).
+    fn record_pause(&self, record: &LoopRecord, reason: PauseReason) -> Result<Option<String>, DriveError> {
+        let run = self.run.clone();
+        let written = self.store.append_with(Some(self.scope), |state| {
+            if state.loops.loops.get(&run).map(next_step) != Some(Next::RecordPause(reason)) {
+                return (vec![], false);
+            }
+            (vec![new_event(LOOP_PAUSED, json!(LoopPaused { run: run.clone(), reason: Some(reason) }))], true)
+        })?;
+        Ok(written.outcome.then(|| match reason {
+            PauseReason::MaxTurns => format!(
+                "{} turns ran without the completion signal (--max-turns {}): paused",
+                crate::phased::turns_since_resume(record),
+                record.config.max_turns
+            ),
+            PauseReason::Manual | PauseReason::PhaseNotConverged => "paused".to_string(),
+        }))
     }
 
     fn ledger(&self) -> Result<LedgerState, DriveError> {

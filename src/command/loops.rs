@@ -134,6 +134,7 @@ pub struct StartRequest {
     pub reviewer: AgentRequest,
     pub checklist: Option<String>,
     pub max_rounds: u32,
+    pub max_turns: u64,
     pub completion_signal: String,
     pub review_stop_signal: String,
     /// Default: seed 001's, naming the completion signal.
@@ -220,6 +221,7 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         review_prompt: a.review_prompt.unwrap_or_else(|| agent::default_review_prompt(&a.review_stop_signal)),
         checklist: a.checklist,
         max_rounds: a.max_rounds,
+        max_turns: a.max_turns,
         completion_signal: a.completion_signal,
         review_stop_signal: a.review_stop_signal,
         feedback_prompt: a.feedback_prompt,

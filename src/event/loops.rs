@@ -110,6 +110,15 @@ pub struct AgentSpec {
     pub worktree: String,
 }
 
+/// Turns a loop runs on one word of a person (its start, a resume, a retry or a skip)
+/// before it pauses `max_turns`, by default; also what a `loop.started` written before the
+/// bound existed means.
+pub const DEFAULT_MAX_TURNS: u64 = 200;
+
+fn default_max_turns() -> u64 {
+    DEFAULT_MAX_TURNS
+}
+
 /// A loop's configuration, fixed for its whole life (seed 001 §4).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -118,6 +127,10 @@ pub struct Config {
     pub reviewer: AgentSpec,
     pub checklist: Option<String>,
     pub max_rounds: u32,
+    /// Turns replied on one word of a person before the loop pauses `max_turns`: the bound
+    /// on a loop whose implementer never says the completion signal.
+    #[serde(default = "default_max_turns")]
+    pub max_turns: u64,
     pub completion_signal: String,
     pub review_stop_signal: String,
     pub advance_prompt: String,
@@ -189,11 +202,23 @@ pub struct TurnAbandoned {
     pub launch: u64,
 }
 
-/// `data` of `loop.paused`, `loop.resumed`, `loop.retried` and `loop.skipped`.
+/// `data` of `loop.resumed`, `loop.retried` and `loop.skipped`, and of a `loop.paused` by
+/// hand.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoopNamed {
     pub run: String,
+}
+
+/// `data` of `loop.paused`: a person's pause (no reason, or `manual`) or the driver's at
+/// the loop's `max_turns` bound.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopPaused {
+    pub run: String,
+    /// Absent for a pause by hand, so such a pause reads as it always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<PauseReason>,
 }
 
 /// Why a run stopped (seed 001 §3; `session_trashed` and `server_restarted` have no
@@ -216,6 +241,8 @@ pub enum StopReason {
 pub enum PauseReason {
     Manual,
     PhaseNotConverged,
+    /// `max_turns` turns were replied since the loop last ran on a person's word.
+    MaxTurns,
 }
 
 /// `data` of `loop.stopped` (manual or peer_error; completion is the reply itself).

@@ -441,6 +441,7 @@ mod tests {
             reviewer: agent("reviewer"),
             checklist: None,
             max_rounds: 3,
+            max_turns: phased::DEFAULT_MAX_TURNS,
             completion_signal: DEFAULT_COMPLETION_SIGNAL.into(),
             review_stop_signal: DEFAULT_REVIEW_STOP_SIGNAL.into(),
             advance_prompt: default_advance_prompt(DEFAULT_COMPLETION_SIGNAL, None),

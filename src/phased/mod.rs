@@ -25,15 +25,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::checklist::item::Rejection;
 pub use crate::event::loops::{
-    AgentSpec, Config, IMPLEMENTER_LANE, KINDS, LOOP_PAUSED, LOOP_RESUMED, LOOP_RETRIED, LOOP_SKIPPED, LOOP_STARTED, LOOP_STOPPED,
-    LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopNamed, LoopStarted, LoopStopped, PauseReason, REVIEWER_LANE, Reader,
-    Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnReplied,
+    AgentSpec, Config, DEFAULT_MAX_TURNS, IMPLEMENTER_LANE, KINDS, LOOP_PAUSED, LOOP_RESUMED, LOOP_RETRIED, LOOP_SKIPPED, LOOP_STARTED,
+    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopNamed, LoopPaused, LoopStarted, LoopStopped, PauseReason,
+    REVIEWER_LANE, Reader, Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnReplied,
 };
 
 /// Review rounds a phase may take before the run pauses, by default (seed 001 §8).
 pub const DEFAULT_MAX_ROUNDS: u32 = 10;
 /// Review rounds a phase may be given, at most.
 pub const MAX_ROUNDS_CAP: u32 = 100;
+/// `--max-turns` may be at most this (a loop meant to run longer is resumed now and then).
+pub const MAX_TURNS_CAP: u64 = 10_000;
 /// A stop's detail text, at most, in bytes.
 pub const DETAIL_MAX_BYTES: usize = 512;
 
@@ -196,6 +198,10 @@ pub struct LoopRecord {
     pub last_replies: PerRole<ReplyRef>,
     /// Turns replied.
     pub turns: u64,
+    /// `turns` when the loop last ran on a person's word (its start, a resume, a retry or
+    /// a skip): the `max_turns` bound counts the turns replied since.
+    #[serde(default)]
+    pub turns_at_resume: u64,
     pub pending: Option<PendingTurn>,
     /// Launches abandoned because they never started (each was launched again).
     pub abandoned: u64,
@@ -249,6 +255,7 @@ impl LoopRecords {
             *name == r.run
                 && crate::ledger::check_name("run", &r.run).is_ok()
                 && check_config(&r.config).is_ok()
+                && r.turns_at_resume <= r.turns
                 && r.stop_detail.as_deref().is_none_or(detail_ok)
                 && [&r.sessions.implementer, &r.sessions.reviewer].into_iter().flatten().all(|s| session_ok(s))
                 && [&r.last_replies.implementer, &r.last_replies.reviewer]
@@ -294,6 +301,9 @@ pub enum Next {
     Await(PendingTurn),
     /// Paused, nothing in flight: the driver stops until a person resumes, retries or skips.
     Paused(PauseReason),
+    /// Running, nothing in flight, and a bound reached: the driver records `loop.paused`
+    /// with this reason (then the loop is [`Next::Paused`]).
+    RecordPause(PauseReason),
     Turn(TurnPlan),
 }
 
@@ -307,6 +317,9 @@ pub fn next_step(r: &LoopRecord) -> Next {
     }
     if r.state == RunState::Paused {
         return Next::Paused(r.paused_reason.unwrap_or(PauseReason::Manual));
+    }
+    if turn_bound_reached(r) {
+        return Next::RecordPause(PauseReason::MaxTurns);
     }
     let turn = r.turns + 1;
     let (kind, phase, round, quotes) = match r.step {
@@ -322,6 +335,17 @@ pub fn next_step(r: &LoopRecord) -> Next {
     };
     let session = r.sessions.get(kind.role()).cloned();
     Next::Turn(TurnPlan { turn, phase, round, kind, quotes, session })
+}
+
+/// Turns replied since the loop last ran on a person's word.
+pub fn turns_since_resume(r: &LoopRecord) -> u64 {
+    r.turns.saturating_sub(r.turns_at_resume)
+}
+
+/// The loop has run `max_turns` turns on one word of a person: no further turn starts
+/// before a person's next one.
+fn turn_bound_reached(r: &LoopRecord) -> bool {
+    turns_since_resume(r) >= r.config.max_turns
 }
 
 fn reject(field: &str, reason: impl Into<String>) -> Rejection {
@@ -367,6 +391,12 @@ pub fn check_config(c: &Config) -> Result<(), LoopError> {
         return Err(LoopError::Refused {
             field: "max-rounds".into(),
             reason: format!("must be 1 to {MAX_ROUNDS_CAP} (a phase needs at least one review)"),
+        });
+    }
+    if c.max_turns == 0 || c.max_turns > MAX_TURNS_CAP {
+        return Err(LoopError::Refused {
+            field: "max-turns".into(),
+            reason: format!("must be 1 to {MAX_TURNS_CAP} (turns run before the loop pauses until a person resumes it)"),
         });
     }
     agent::check_signal("completion-signal", &c.completion_signal)?;
@@ -421,7 +451,7 @@ pub fn fold_loop_event(records: &mut LoopRecords, kind: &str, data: &serde_json:
         LOOP_TURN_INTENDED => fold_intended(records, typed(data)?, at),
         LOOP_TURN_REPLIED => fold_replied(records, typed(data)?, at),
         LOOP_TURN_ABANDONED => fold_abandoned(records, typed(data)?),
-        LOOP_PAUSED => fold_control(records, typed(data)?, Control::Pause, at),
+        LOOP_PAUSED => fold_paused(records, typed(data)?, at),
         LOOP_RESUMED => fold_control(records, typed(data)?, Control::Resume, at),
         LOOP_RETRIED => fold_control(records, typed(data)?, Control::Retry, at),
         LOOP_SKIPPED => fold_control(records, typed(data)?, Control::Skip, at),
@@ -455,6 +485,7 @@ fn fold_started(records: &mut LoopRecords, s: LoopStarted, at: Timestamp) -> Res
             sessions: PerRole::default(),
             last_replies: PerRole::default(),
             turns: 0,
+            turns_at_resume: 0,
             pending: None,
             abandoned: 0,
         },
@@ -651,6 +682,27 @@ pub fn control_refusal(r: &LoopRecord, control: Control) -> Option<String> {
     }
 }
 
+fn fold_paused(records: &mut LoopRecords, p: LoopPaused, at: Timestamp) -> Result<(), Rejection> {
+    match p.reason {
+        None | Some(PauseReason::Manual) => fold_control(records, LoopNamed { run: p.run }, Control::Pause, at),
+        Some(PauseReason::MaxTurns) => {
+            let r = live_mut(records, &p.run)?;
+            if next_step(r) != Next::RecordPause(PauseReason::MaxTurns) {
+                return Err(reject(
+                    "reason",
+                    "max_turns is recorded only when the loop runs, nothing is in flight and its max_turns bound is reached",
+                ));
+            }
+            r.state = RunState::Paused;
+            r.paused_reason = Some(PauseReason::MaxTurns);
+            Ok(())
+        }
+        Some(PauseReason::PhaseNotConverged) => {
+            Err(reject("reason", "phase_not_converged is recorded by the review reply itself, never by loop.paused"))
+        }
+    }
+}
+
 fn fold_control(records: &mut LoopRecords, c: LoopNamed, control: Control, at: Timestamp) -> Result<(), Rejection> {
     let r = loop_mut(records, &c.run)?;
     if let Some(why) = control_refusal(r, control) {
@@ -667,6 +719,7 @@ fn fold_control(records: &mut LoopRecords, c: LoopNamed, control: Control, at: T
         Control::Resume => {
             r.state = RunState::Running;
             r.paused_reason = None;
+            r.turns_at_resume = r.turns;
         }
         Control::Retry => {
             let last = r.phases.last_mut().expect("control_refusal checked a phase is under way");
@@ -680,6 +733,7 @@ fn fold_control(records: &mut LoopRecords, c: LoopNamed, control: Control, at: T
             r.round = 1;
             r.state = RunState::Running;
             r.paused_reason = None;
+            r.turns_at_resume = r.turns;
         }
         Control::Skip => {
             let last = r.phases.last_mut().expect("control_refusal checked a phase is under way");
@@ -690,6 +744,7 @@ fn fold_control(records: &mut LoopRecords, c: LoopNamed, control: Control, at: T
             r.round = 0;
             r.state = RunState::Running;
             r.paused_reason = None;
+            r.turns_at_resume = r.turns;
         }
     }
     Ok(())
@@ -739,6 +794,7 @@ pub struct LoopListing {
     pub phase: Option<u64>,
     pub round: u32,
     pub max_rounds: u32,
+    pub max_turns: u64,
     pub phases_done: u64,
     pub paused_reason: Option<PauseReason>,
     pub stop_reason: Option<StopReason>,
@@ -772,6 +828,13 @@ pub fn listing(r: &LoopRecord) -> LoopListing {
             r.run,
             r.run
         ),
+        (RunState::Paused, Some(PauseReason::MaxTurns)) => format!(
+            "PAUSED: {} turns ran without the completion signal, its --max-turns bound (`abcd loop resume {}` allows {} more, `abcd loop stop {}` ends it)",
+            turns_since_resume(r),
+            r.run,
+            r.config.max_turns,
+            r.run
+        ),
         (RunState::Paused, _) => format!("PAUSED by hand (`abcd loop resume {}`)", r.run),
         (RunState::Stopped, _) => "stopped".to_string(),
     };
@@ -791,6 +854,7 @@ pub fn listing(r: &LoopRecord) -> LoopListing {
         phase,
         round: r.round,
         max_rounds: r.config.max_rounds,
+        max_turns: r.config.max_turns,
         phases_done: r.phases_done,
         paused_reason: r.paused_reason,
         stop_reason: r.stop_reason,

@@ -19,6 +19,7 @@ fn config(max_rounds: u32) -> Config {
         reviewer: agent("reviewer"),
         checklist: None,
         max_rounds,
+        max_turns: DEFAULT_MAX_TURNS,
         completion_signal: DEFAULT_COMPLETION_SIGNAL.into(),
         review_stop_signal: DEFAULT_REVIEW_STOP_SIGNAL.into(),
         advance_prompt: default_advance_prompt(DEFAULT_COMPLETION_SIGNAL, None),
@@ -36,9 +37,19 @@ struct Sim {
 
 impl Sim {
     fn new(max_rounds: u32) -> Sim {
+        Sim::bounded(max_rounds, DEFAULT_MAX_TURNS)
+    }
+
+    fn bounded(max_rounds: u32, max_turns: u64) -> Sim {
         let mut s = Sim { records: LoopRecords::default(), clock: 0, launches: 0 };
-        s.apply(LOOP_STARTED, json!(LoopStarted { run: "r".into(), config: config(max_rounds) })).unwrap();
+        let config = Config { max_turns, ..config(max_rounds) };
+        s.apply(LOOP_STARTED, json!(LoopStarted { run: "r".into(), config })).unwrap();
         s
+    }
+
+    /// What the driver records when the step machine asks for a pause at the turn bound.
+    fn pause_at_bound(&mut self) -> Result<(), Rejection> {
+        self.apply(LOOP_PAUSED, json!(LoopPaused { run: "r".into(), reason: Some(PauseReason::MaxTurns) }))
     }
 
     fn r(&self) -> &LoopRecord {
@@ -410,4 +421,119 @@ fn default_names_take_the_next_free_suffix_up_to_the_limit() {
     assert_eq!(default_run_name(at, |n| n != last), Some(last.clone()));
     assert_eq!(default_run_name(at, |_| true), None);
     assert!(crate::ledger::check_name("run", &last).is_ok(), "the longest default name is a run name");
+}
+
+#[test]
+fn max_turns_pauses_at_the_bound_not_a_turn_before_and_a_resume_allows_as_many_again() {
+    // Phases converge at once and the implementer never says the completion signal.
+    let mut s = Sim::bounded(10, 5);
+    for n in 0..4 {
+        s.turn(n % 2 == 1).unwrap(); // advance, then a review that converges
+    }
+    assert!(matches!(next_step(s.r()), Next::Turn(_)), "one turn below the bound runs on");
+    assert!(s.pause_at_bound().is_err(), "a max_turns pause before the bound is refused");
+    s.turn(false).unwrap();
+    assert_eq!(next_step(s.r()), Next::RecordPause(PauseReason::MaxTurns), "at the bound the driver pauses");
+    assert!(s.turn(false).is_err(), "no turn starts at the bound");
+    s.pause_at_bound().unwrap();
+    assert_eq!((s.r().state, s.r().paused_reason), (RunState::Paused, Some(PauseReason::MaxTurns)));
+    assert_eq!(next_step(s.r()), Next::Paused(PauseReason::MaxTurns));
+    assert!(s.pause_at_bound().is_err(), "paused already");
+    assert!(listing(s.r()).summary.contains("5 turns ran without the completion signal"), "{}", listing(s.r()).summary);
+    // A person's resume allows max_turns more.
+    s.control(Control::Resume).unwrap();
+    for _ in 0..4 {
+        s.turn(false).unwrap();
+    }
+    assert!(matches!(next_step(s.r()), Next::Turn(_)));
+    s.turn(false).unwrap();
+    assert_eq!((s.r().turns, next_step(s.r())), (10, Next::RecordPause(PauseReason::MaxTurns)));
+    // A pause by hand at the bound is a pause by hand; its resume allows as many again too.
+    s.control(Control::Pause).unwrap();
+    assert_eq!(s.r().paused_reason, Some(PauseReason::Manual));
+    s.control(Control::Resume).unwrap();
+    assert!(matches!(next_step(s.r()), Next::Turn(_)));
+    // The reply that completes the run stops it, whatever the bound says.
+    let mut s = Sim::bounded(3, 1);
+    s.turn(true).unwrap();
+    assert_eq!(s.r().stop_reason, Some(StopReason::Completed));
+    assert_eq!(next_step(s.r()), Next::Finished(StopReason::Completed));
+    // Reasons the driver never records by loop.paused.
+    let mut s = Sim::bounded(3, 1);
+    s.turn(false).unwrap();
+    let not_converged = json!(LoopPaused { run: "r".into(), reason: Some(PauseReason::PhaseNotConverged) });
+    assert!(s.apply(LOOP_PAUSED, not_converged).is_err());
+    s.apply(LOOP_PAUSED, json!({"run": "r", "reason": "manual"})).unwrap();
+    assert_eq!(s.r().paused_reason, Some(PauseReason::Manual));
+}
+
+#[test]
+fn max_turns_on_both_sides_of_its_limits() {
+    for (n, ok) in [(0, false), (1, true), (MAX_TURNS_CAP, true), (MAX_TURNS_CAP + 1, false)] {
+        assert_eq!(check_config(&Config { max_turns: n, ..config(3) }).is_ok(), ok, "{n}");
+    }
+    assert!((1..=MAX_TURNS_CAP).contains(&DEFAULT_MAX_TURNS));
+    // A loop.started written before the bound existed folds, with the default bound.
+    let mut started = json!(LoopStarted { run: "old".into(), config: config(3) });
+    started["config"].as_object_mut().unwrap().remove("max_turns");
+    let mut records = LoopRecords::default();
+    fold_loop_event(&mut records, LOOP_STARTED, &started, t(0)).unwrap();
+    assert_eq!(records.loops["old"].config.max_turns, DEFAULT_MAX_TURNS);
+}
+
+/// What the turn-bound property varies: a reply, a control, or the driver's pause at the
+/// bound when the step machine asks for it.
+#[derive(Clone, Debug)]
+enum BoundAct {
+    Reply(bool),
+    Control(u8),
+    PauseAtBound,
+}
+
+impl Arbitrary for BoundAct {
+    fn arbitrary(g: &mut Gen) -> BoundAct {
+        match u8::arbitrary(g) % 8 {
+            0 => BoundAct::Control(u8::arbitrary(g) % 4),
+            1 | 2 => BoundAct::PauseAtBound,
+            n => BoundAct::Reply(n % 4 == 0),
+        }
+    }
+}
+
+/// Whatever happens, no more than max_turns turns are replied on one word of a person, the
+/// step machine asks for the pause exactly at the bound, and the fold takes a max_turns
+/// pause exactly when it asks.
+#[test]
+fn the_turn_bound_holds_under_any_sequence() {
+    fn prop(max_turns: u8, acts: Vec<BoundAct>) -> bool {
+        let max_turns = u64::from(max_turns % 6) + 1;
+        let mut s = Sim::bounded(2, max_turns);
+        for act in acts {
+            let before = s.records.clone();
+            let due = next_step(s.r()) == Next::RecordPause(PauseReason::MaxTurns);
+            let ok = match act {
+                BoundAct::Reply(signal) => s.turn(signal).is_ok(),
+                BoundAct::Control(c) => s.control([Control::Pause, Control::Resume, Control::Retry, Control::Skip][usize::from(c)]).is_ok(),
+                BoundAct::PauseAtBound => {
+                    let folded = s.pause_at_bound().is_ok();
+                    assert_eq!(folded, due, "{:#?}", before);
+                    folded
+                }
+            };
+            if !ok {
+                s.records = before;
+            }
+            let r = s.r();
+            let since = turns_since_resume(r);
+            assert!(since <= max_turns, "{since} turns on one word: {r:#?}");
+            let idle = r.state == RunState::Running && r.pending.is_none();
+            assert_eq!(next_step(r) == Next::RecordPause(PauseReason::MaxTurns), idle && since == max_turns);
+            assert_eq!(matches!(next_step(r), Next::Turn(_)), idle && since < max_turns);
+            if r.paused_reason == Some(PauseReason::MaxTurns) {
+                assert_eq!(since, max_turns);
+            }
+        }
+        true
+    }
+    QuickCheck::new().tests(cases()).quickcheck(prop as fn(u8, Vec<BoundAct>) -> bool);
 }

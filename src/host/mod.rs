@@ -1,7 +1,8 @@
 //! The host adapter: the one place that knows a coding agent's hook wire format. The
 //! rest of abcd sees host-neutral requests (`HookRequest`) and replies (`HookReply`);
 //! `claude` turns Claude Code's JSON payloads into the first and the second into Claude
-//! Code's output JSON. A second host (Codex's hooks are close) is a second module here.
+//! Code's output JSON. `session_from_env` reads the session the host names for the commands
+//! its tools run. A second host (Codex's hooks are close) is a second module here.
 
 pub mod claude;
 pub mod claude_settings;

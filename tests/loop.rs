@@ -678,6 +678,13 @@ fn resume_suggests_the_loops_verbs_for_a_loops_run() {
     let listing = stdout(&c.abcd(&["resume"]));
     assert!(listing.contains("driver gone") && listing.contains("`abcd loop resume l`, then `abcd loop drive l`"), "{listing}");
     assert!(!listing.contains("takeover"), "{listing}");
+    // Neither a takeover nor a second start is the way in: both name `loop drive`.
+    for args in [&["run", "takeover", "l"][..], &["run", "start", "l", "--lane", "implementer"][..]] {
+        let refused = c.abcd(args);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {}", stderr(&refused));
+        assert!(stderr(&refused).contains("`abcd loop drive l`"), "{args:?}: {}", stderr(&refused));
+    }
+    assert!(!c.journal().contains("run.driver_claimed"), "nothing claimed");
     assert!(c.abcd(&["loop", "resume", "l"]).status.success());
     let listing = stdout(&c.abcd(&["resume"]));
     assert!(listing.contains("driver gone") && listing.contains("(`abcd loop drive l` carries the loop on)"), "{listing}");

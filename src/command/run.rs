@@ -118,6 +118,13 @@ pub fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>) -> Result<S
                 driver_words(&existing.driver)
             )),
         ),
+        Some(existing) if state.loops.loops.contains_key(run) => (
+            vec![],
+            Err(format!(
+                "refused: run {run} is a loop's and its driver ({}) is gone; `abcd loop drive {run}` carries the loop on",
+                driver_words(&existing.driver)
+            )),
+        ),
         Some(existing) => (
             vec![],
             Err(format!(
@@ -150,6 +157,11 @@ pub fn takeover(run: &str, driver_pid: Option<u32>) -> Result<TakenOver, Command
         None => (vec![], Err(no_run_named(run))),
         Some(r) if process::is_alive(&r.driver.process) => {
             (vec![], Err(format!("refused: run {run}'s driver is alive ({}); a run has one driver", driver_words(&r.driver))))
+        }
+        // A loop's driver is `abcd loop drive`, which claims the run itself: a takeover by
+        // any other process would only make `loop drive` refuse while that process lives.
+        Some(_) if state.loops.loops.contains_key(run) => {
+            (vec![], Err(format!("refused: run {run} is a loop's; `abcd loop drive {run}` takes it over and carries the loop on")))
         }
         Some(r) => {
             let data = DriverClaimed { run: run.into(), driver: driver.clone(), previous: r.driver.clone() };

@@ -23,6 +23,7 @@ role=$1
 log="$FAKE_DIR/$role.log"
 n=$(( $(cat "$log" 2>/dev/null | wc -l) + 1 ))
 echo "$ABCD_LOOP_TURN $ABCD_LOOP_STEP $ABCD_LOOP_PHASE $ABCD_LOOP_ROUND" >> "$log"
+pwd >> "$FAKE_DIR/$role.pwd"
 printf '%s\n---\n' "$2" >> "$FAKE_DIR/$role.prompts"
 sleep "${FAKE_SLEEP:-0}"
 line=$(sed -n "${n}p" "$FAKE_DIR/$role.replies")
@@ -275,11 +276,15 @@ fn a_phase_that_never_converges_pauses_at_max_rounds_and_resumes_by_retry() {
         "{run}"
     );
     assert!(stdout(&c.abcd(&["resume"])).contains("loop: "), "the text listing names the loop");
-    std::fs::write(c.root.join("wip.txt"), "the implementer's work\n").unwrap();
+    // The loop's agents work in the worktree abcd made for it.
+    let lanes = run["lanes"].as_array().unwrap();
+    let tree = PathBuf::from(lanes.iter().find(|l| l["lane"] == "implementer").unwrap()["worktree"].as_str().unwrap());
+    assert!(tree.starts_with(&c.home), "{}", tree.display());
+    std::fs::write(tree.join("wip.txt"), "the implementer's work\n").unwrap();
     let out = c.abcd(&["resume", "--step"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("the loop stuck is not stopped"), "{}", stdout(&out));
-    assert!(c.root.join("wip.txt").exists() && !c.journal().contains("work.saved_aside"), "nothing saved aside or reset");
+    assert!(tree.join("wip.txt").exists() && !c.journal().contains("work.saved_aside"), "nothing saved aside or reset");
     let out = c.abcd(&["loop", "retry", "stuck"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("`abcd loop drive stuck`"), "{}", stdout(&out));
@@ -781,4 +786,35 @@ fn max_turns_has_a_default_and_limits_on_both_sides() {
     assert_eq!(c.record("edge")["config"]["max_turns"], 10_000);
     assert!(c.start(&lab, "d", &[]).status.success());
     assert_eq!(c.record("d")["config"]["max_turns"], 200, "the default");
+}
+
+/// A loop started with every default runs both agents in one worktree abcd made for it
+/// (issue 19), never in the person's checkout, whose files stay as they were; a checklist
+/// the agents could not see there (not committed) is refused before anything is recorded.
+#[test]
+fn a_loops_agents_run_in_a_worktree_of_their_own() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "COMPLETED"], &["LGTM"]);
+    std::fs::write(c.root.join("README"), "the person's edit\n").unwrap();
+    std::fs::write(c.root.join("plan.md"), "- [ ] one\n").unwrap();
+    let journal_before = c.journal();
+    let refused = c.start(&lab, "l", &["--checklist", "plan.md"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("the checklist plan.md is not committed"), "{}", stderr(&refused));
+    assert_eq!(c.journal(), journal_before, "nothing recorded");
+
+    let out = c.start(&lab, "l", &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(c.record("l")["stop_reason"], "completed");
+    let tree = c.home.join("lanes");
+    for role in ["implementer", "reviewer"] {
+        let pwds = std::fs::read_to_string(c.fake.join(format!("{role}.pwd"))).unwrap();
+        for pwd in pwds.lines() {
+            assert!(Path::new(pwd).starts_with(&tree) && pwd.ends_with("/l/implementer"), "{role} ran in {pwd}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(c.root.join("README")).unwrap(), "the person's edit\n");
+    assert!(c.root.join("plan.md").exists());
+    let journal = c.journal();
+    assert!(journal.find("lane.worktree_created").unwrap() < journal.find("launch.intended").unwrap());
 }

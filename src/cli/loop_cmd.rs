@@ -62,10 +62,11 @@ pub struct StartArgs {
     implementer_reader: String,
     #[arg(long, default_value = "plain", value_parser = ["plain", "claude-json"])]
     reviewer_reader: String,
-    /// Where the implementer runs (default: this working copy's root)
+    /// Where the implementer runs (default: a git worktree abcd makes for the loop, on a
+    /// branch abcd/<run>/implementer from this checkout's HEAD, shared with the reviewer)
     #[arg(long, value_name = "DIR")]
     implementer_cwd: Option<PathBuf>,
-    /// Where the reviewer runs (default: this working copy's root)
+    /// Where the reviewer runs (default: the loop's own worktree, as the implementer)
     #[arg(long, value_name = "DIR")]
     reviewer_cwd: Option<PathBuf>,
     /// The checklist file the implementer works through (named in the default advance prompt)

@@ -180,6 +180,7 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         }
     };
     let mut agents = vec![];
+    let mut own_worktree_asked = false;
     for (field, asked) in [("implementer", a.implementer), ("reviewer", a.reviewer)] {
         let words = split_words(&asked.template)
             .map_err(|why| CommandError::Refused(format!("refused: the {field} template {why}; nothing was recorded")))?;
@@ -197,7 +198,12 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         let dir = match asked.cwd {
             Some(d) if d.is_absolute() => d,
             Some(d) => here.join(d),
-            None => wc.root.clone(),
+            None => {
+                // Filled in under the lock, once the run's name is chosen.
+                own_worktree_asked = true;
+                agents.push(AgentSpec { template: words, reader: asked.reader, worktree: String::new() });
+                continue;
+            }
         };
         if !dir.is_dir() {
             return Err(CommandError::Refused(format!(
@@ -214,6 +220,9 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     {
         return Err(CommandError::Refused(format!("refused: the checklist {c} is not a file; nothing was recorded")));
     }
+    if own_worktree_asked {
+        own_worktree_possible(&wc, &here, a.checklist.as_deref())?;
+    }
     let config = Config {
         implementer,
         reviewer,
@@ -226,7 +235,15 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         review_stop_signal: a.review_stop_signal,
         feedback_prompt: a.feedback_prompt,
     };
-    if let Err(e) = phased::check_config(&config) {
+    // The check sees a stand-in for an own worktree's path; the real one is filled in
+    // under the lock.
+    let mut checked = config.clone();
+    for agent in [&mut checked.implementer, &mut checked.reviewer] {
+        if agent.worktree.is_empty() {
+            agent.worktree = wc.root.display().to_string();
+        }
+    }
+    if let Err(e) = phased::check_config(&checked) {
         return Err(CommandError::Refused(format!("refused: --{e}; nothing was recorded")));
     }
     if let Some(run) = &a.run
@@ -259,12 +276,31 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
                 }
             },
         };
+        let mut config = config;
+        if own_worktree_asked {
+            // Both agents share the implementer lane's worktree, as they would share a
+            // checkout: the reviewer reads the work where it was done.
+            let path = match crate::places::lane_worktree(&wc.root, &run, IMPLEMENTER_LANE) {
+                Ok(p) => p.display().to_string(),
+                Err(e) => return (vec![], Err(format!("refused: {e}; nothing was recorded"))),
+            };
+            for agent in [&mut config.implementer, &mut config.reviewer] {
+                if agent.worktree.is_empty() {
+                    agent.worktree = path.clone();
+                }
+            }
+        }
         let started = RunStarted { run: run.clone(), working_copy, lanes: vec![IMPLEMENTER_LANE.into(), REVIEWER_LANE.into()], driver };
         let data = LoopStarted { run, config };
         (vec![new_event(event::RUN_STARTED, json!(started)), new_event(LOOP_STARTED, json!(data))], Ok(started))
     })?;
     let started = written.outcome.map_err(CommandError::Refused)?;
     let run = started.run.clone();
+    if own_worktree_asked && let Err(e) = super::lane::own_worktree(&wc, &run, IMPLEMENTER_LANE) {
+        return Err(CommandError::Refused(format!(
+            "the loop {run} is recorded, but its worktree could not be made ({e}); end it with `abcd loop stop {run}`"
+        )));
+    }
     if let Err(e) = index_started(&started) {
         on_index_problem(&with_causes(&e));
     }
@@ -277,6 +313,34 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         ["loop".into(), "drive".into(), run.clone().into(), "--starter-pid".into(), me.pid.to_string().into()].into_iter().collect();
     let pid = process::spawn_detached(&current_exe()?, &args, &wc.root, &log, &log, &[]).map_err(|e| failed(&e))?;
     Ok(Started { run, how: StartedHow::Detached { pid, log } })
+}
+
+/// Refuses, before anything is recorded, a loop whose agents could not run in a worktree
+/// of their own: the checkout has no commit, or the checklist they work through is not
+/// committed (a worktree made from HEAD holds only committed files).
+fn own_worktree_possible(wc: &WorkingCopy, here: &std::path::Path, checklist: Option<&str>) -> Result<(), CommandError> {
+    let refused = |why: String| CommandError::Refused(format!("refused: {why}; nothing was recorded"));
+    match crate::git::worktree::head_commit(&wc.root) {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return Err(refused(format!(
+                "{} has no commit yet, and the loop's agents run in a worktree made from HEAD; make a first commit (`git commit --allow-empty -m start`)",
+                wc.root.display()
+            )));
+        }
+        Err(e) => return Err(refused(format!("the working copy's HEAD cannot be read ({e})"))),
+    }
+    let Some(c) = checklist else { return Ok(()) };
+    let full = std::fs::canonicalize(here.join(c)).map_err(|e| refused(format!("the checklist {c} cannot be read ({e})")))?;
+    let root = std::fs::canonicalize(&wc.root).unwrap_or_else(|_| wc.root.clone());
+    let inside = full.strip_prefix(&root).ok().and_then(|p| p.to_str()).map(str::to_string);
+    let committed = inside.as_deref().is_some_and(|rel| crate::git::worktree::committed_at_head(&wc.root, rel).unwrap_or(false));
+    if !committed {
+        return Err(refused(format!(
+            "the checklist {c} is not committed, and the loop's agents run in a worktree of their own made from HEAD, which holds only committed files; commit it, or run the agents here with --implementer-cwd . --reviewer-cwd ."
+        )));
+    }
+    Ok(())
 }
 
 /// The machine index learns of the run.

@@ -342,6 +342,12 @@ pub fn remove_lane_worktree(repo: &Path, path: &Path, branch: &str, base: &str) 
     Ok(git.run(&["update-ref", "-d", &full, base])?.code == Some(0))
 }
 
+/// Whether HEAD of the work tree at `root` holds the file `path` (relative to `root`).
+pub fn committed_at_head(root: &Path, path: &str) -> Result<bool, WorktreeError> {
+    let ran = Git::new(root).run(&["cat-file", "-e", &format!("HEAD:{path}")])?;
+    Ok(ran.code == Some(0))
+}
+
 /// The commit `HEAD` names in the work tree at `dir`, None before the first commit.
 pub fn head_commit(dir: &Path) -> Result<Option<String>, WorktreeError> {
     resolve_id(&Git::new(dir), "HEAD^{commit}")

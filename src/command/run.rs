@@ -72,7 +72,10 @@ fn driver_from(pid: Option<u32>) -> Result<Driver, CommandError> {
 
 /// A driver as the listing and the run verbs name it.
 pub fn driver_words(d: &Driver) -> String {
-    format!("pid {} (started at tick {})", d.process.pid, d.process.start_ticks)
+    match process::started_unix_seconds(&d.process).and_then(|s| jiff::Timestamp::from_second(s).ok()) {
+        Some(at) => format!("pid {} (started {})", d.process.pid, at.strftime("%Y-%m-%d %H:%M:%S UTC")),
+        None => format!("pid {}", d.process.pid),
+    }
 }
 
 fn no_run_named(run: &str) -> String {

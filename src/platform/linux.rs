@@ -15,10 +15,25 @@ use super::process::{ProcessError, Stat};
 /// This port.
 pub struct Linux;
 
+/// `/proc/stat` read for the boot time, at most, in bytes (its per-CPU and interrupt lines
+/// grow with the machine; `btime` follows them).
+const PROC_STAT_MAX_BYTES: u64 = 1 << 20;
+
 impl Os for Linux {
     fn read_stat(pid: u32) -> Result<Option<Stat>, ProcessError> {
         let Some(bytes) = read_proc(pid, "stat")? else { return Ok(None) };
         parse_stat(&String::from_utf8_lossy(&bytes)).map(Some).ok_or(ProcessError::Malformed { pid })
+    }
+
+    fn started_unix_seconds(start_ticks: u64) -> Option<i64> {
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open("/proc/stat").ok()?.take(PROC_STAT_MAX_BYTES).read_to_string(&mut text).ok()?;
+        let boot: i64 = text.lines().find_map(|l| l.strip_prefix("btime "))?.trim().parse().ok()?;
+        // SAFETY: sysconf reads a constant of the running system and has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let per_second = u64::try_from(per_second).ok().filter(|t| *t > 0)?;
+        boot.checked_add(i64::try_from(start_ticks / per_second).ok()?)
     }
 
     fn command_name(pid: u32) -> Option<String> {

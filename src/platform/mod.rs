@@ -72,6 +72,11 @@ trait Os {
     /// caller renames instead.
     fn rename_exchange(a: &Path, b: &Path) -> io::Result<()>;
 
+    /// When a process whose `start_ticks` this port read started, in seconds since the Unix
+    /// epoch (Linux: the boot time `btime` of `/proc/stat` plus the ticks over `CLK_TCK`);
+    /// `None` when it cannot be told. For people to read; identity stays the ticks.
+    fn started_unix_seconds(start_ticks: u64) -> Option<i64>;
+
     /// Renames `from` to `to` atomically unless `to` exists (`AlreadyExists` then), with no
     /// window in which an existing `to` is replaced.
     fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()>;

@@ -78,7 +78,8 @@ const INIT_PID: u32 = 1;
 pub struct ProcessId {
     pub pid: u32,
     /// When the process started, in the port's unit (Linux: field 22 of `/proc/<pid>/stat`,
-    /// clock ticks after boot). Only ever compared for equality with what the same port read.
+    /// clock ticks after boot). Compared only for equality with what the same port read;
+    /// shown to people as a time through [`started_unix_seconds`].
     pub start_ticks: u64,
 }
 
@@ -228,6 +229,12 @@ fn judge(p: &ProcessId, read: Result<Option<Stat>, ProcessError>) -> Liveness {
 /// process is never declared gone because a read failed (see the module doc).
 pub fn is_alive(p: &ProcessId) -> bool {
     liveness(p).counts_as_alive()
+}
+
+/// When the recorded process started, in seconds since the Unix epoch, for people to read;
+/// `None` when the OS cannot tell.
+pub fn started_unix_seconds(p: &ProcessId) -> Option<i64> {
+    This::started_unix_seconds(p.start_ticks)
 }
 
 /// This process, named.
@@ -485,6 +492,15 @@ pub fn ignore_sigterm() {
 
 #[cfg(test)]
 mod tests {
+    /// This test process started after boot and before now, within the last day: the
+    /// boot time and the tick rate are read right.
+    #[test]
+    fn a_process_start_reads_as_a_time() {
+        let started = started_unix_seconds(&this_process().unwrap()).expect("linux tells");
+        let now = crate::clock::now().unwrap().as_second();
+        assert!(started <= now && started > now - 86_400, "started {started}, now {now}");
+    }
+
     use super::*;
     use std::collections::HashMap;
 

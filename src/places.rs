@@ -17,7 +17,10 @@ const MAX_ROOT_SEARCH_DEPTH: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlaceError {
-    #[error("{} is not inside a git working copy; run abcd inside one, or name a journal with --journal PATH", cwd.display())]
+    #[error(
+        "{} is not inside a git repository; cd into one (or make one here with `git init`), run `abcd init` there, and run this again",
+        cwd.display()
+    )]
     NotInWorkingCopy { cwd: PathBuf },
     #[error("{} is not managed by abcd (no .abcd/ at its root); run `abcd init` there first", root.display())]
     NotManaged { root: PathBuf },
@@ -25,7 +28,16 @@ pub enum PlaceError {
     NoHome,
     #[error("cannot learn the repository's root commit in {}: {why}", root.display())]
     NoRootCommit { root: PathBuf, why: String },
+    #[error(
+        "{} has no commit yet, and abcd finds the repository's record by its first commit; make a first commit (`{FIRST_COMMIT}`) and run this again",
+        root.display()
+    )]
+    NoCommitYet { root: PathBuf },
 }
+
+/// The command a refusal names for a repository with no commit yet: it commits nothing of
+/// the person's work (no file is staged), only gives the repository its first commit.
+pub const FIRST_COMMIT: &str = "git commit --allow-empty -m 'first commit'";
 
 /// `$ABCD_HOME`, else `~/.abcd`.
 pub fn home_dir() -> Result<PathBuf, PlaceError> {
@@ -106,7 +118,7 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
     let commit = match read_root_commit_cache(&cache) {
         Some(c) => c,
         None => {
-            let c = git::repo::root_commit(&main_root).map_err(|why| PlaceError::NoRootCommit { root: main_root.clone(), why })?;
+            let c = git::repo::root_commit(&main_root).map_err(|why| no_root_commit(&main_root, why))?;
             if main_root.join(LOCAL_TIER).is_dir() {
                 // A cache: a failed write only means the next call asks git again.
                 let _ =
@@ -117,6 +129,17 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
     };
     let dir = home_dir()?.join("repos").join(&commit);
     Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit }))
+}
+
+/// Why the root commit is unknown: a HEAD on a branch that does not exist yet (read from
+/// git's files) is a repository with no commit, which the person fixes with a first commit.
+fn no_root_commit(main_root: &Path, why: String) -> PlaceError {
+    let unborn = git::branch::current_branch(main_root).is_some_and(|b| !git::branch::branch_exists(main_root, &b));
+    if unborn {
+        PlaceError::NoCommitYet { root: main_root.to_owned() }
+    } else {
+        PlaceError::NoRootCommit { root: main_root.to_owned(), why }
+    }
 }
 
 fn read_root_commit_cache(path: &Path) -> Option<String> {

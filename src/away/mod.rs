@@ -15,6 +15,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::checklist::item::Rejection;
+use crate::checklist::time_input::{ahead_rule, span_words};
 pub use crate::event::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
 
 /// The longest window: without `--until` the mode lapses after this, and `--until` may
@@ -221,7 +222,7 @@ pub fn check_set(set: &AwaySet) -> Result<(), Rejection> {
         return Err(reject("end", "is not after the start"));
     }
     if set.end.duration_since(set.start) > MAX_WINDOW {
-        return Err(reject("end", "is more than 7 days after the start"));
+        return Err(reject("end", format!("is more than {} after the start", span_words(MAX_WINDOW))));
     }
     Ok(())
 }
@@ -232,7 +233,7 @@ pub fn check_until(until: Timestamp, now: Timestamp) -> Result<(), Rejection> {
         return Err(reject("--until", "is not in the future"));
     }
     if until.duration_since(now) > MAX_WINDOW {
-        return Err(reject("--until", "is more than 7 days ahead (an away window lasts at most 7 days)"));
+        return Err(reject("--until", format!("is too far ahead: it may be {}", ahead_rule(MAX_WINDOW))));
     }
     Ok(())
 }

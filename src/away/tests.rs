@@ -52,7 +52,10 @@ fn the_window_is_at_most_seven_days_both_sides_of_the_edge() {
     let now = t(T0);
     assert!(check_until(now.checked_add(MAX_WINDOW).unwrap(), now).is_ok());
     let over = now.checked_add(MAX_WINDOW).unwrap().checked_add(1.second()).unwrap();
-    assert_eq!(check_until(over, now).unwrap_err().field.as_deref(), Some("--until"));
+    let refused = check_until(over, now).unwrap_err();
+    assert_eq!(refused.field.as_deref(), Some("--until"));
+    // The words the parse of `--until` uses for the same limit.
+    assert_eq!(refused.reason, "is too far ahead: it may be at most 7 days ahead");
     assert!(check_until(now, now).is_err(), "now is not in the future");
     assert!(check_until(now.checked_sub(1.minute()).unwrap(), now).is_err());
     assert!(check_set(&set_at(T0, 7 * 24, false)).is_ok());

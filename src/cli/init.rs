@@ -2,7 +2,9 @@
 
 use clap::Args;
 
+use crate::command::CommandError;
 use crate::command::init::{self, Installed};
+use crate::places::PlaceError;
 
 #[derive(Args, Debug)]
 pub struct InitArgs {
@@ -12,7 +14,7 @@ pub struct InitArgs {
 }
 
 pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
-    let at = init::places_of(&std::env::current_dir()?)?;
+    let at = init::places_of(&std::env::current_dir()?).map_err(outside_a_repository)?;
     if args.check {
         let missing = init::check(&at, &mut |ok, what| outln!("{} {what}", if ok { "ok     " } else { "MISSING" }))?;
         return Ok(if missing == 0 {
@@ -41,4 +43,17 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
     );
     outln!("next: `abcd checklist add \"<title>\"`");
     Ok(super::EXIT_OK)
+}
+
+/// `init` itself is what the general hint names next, so outside a repository it says only
+/// how to get one.
+fn outside_a_repository(e: CommandError) -> anyhow::Error {
+    match e {
+        CommandError::Place(PlaceError::NotInWorkingCopy { cwd }) => CommandError::Refused(format!(
+            "{} is not inside a git repository; cd into one, or make this folder one with `git init`, and run `abcd init` again",
+            cwd.display()
+        ))
+        .into(),
+        other => other.into(),
+    }
 }

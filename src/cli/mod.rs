@@ -150,19 +150,33 @@ impl JournalChoice {
             return Ok((JournalPaths::beside(path), None));
         }
         let cwd = std::env::current_dir()?;
-        let (paths, scope) = if self.machine {
-            places::machine_journal()?
+        let found = if self.machine {
+            places::machine_journal()
         } else if self.repo {
-            places::repository_journal(&cwd)?
+            places::repository_journal(&cwd)
         } else {
-            places::working_copy_journal(&cwd)?
+            places::working_copy_journal(&cwd)
         };
+        let (paths, scope) = found.map_err(with_journal_hint)?;
         Ok((paths, Some(scope)))
     }
 
     fn open(&self) -> anyhow::Result<Journal> {
         let (paths, _) = self.resolve()?;
         Ok(places::open_journal_for_verb(RealDisk::shared(), paths)?)
+    }
+}
+
+/// A verb that takes `--journal` says so when it finds no working copy: it can still read
+/// a journal file named by path.
+fn with_journal_hint(e: places::PlaceError) -> anyhow::Error {
+    match e {
+        places::PlaceError::NotInWorkingCopy { cwd } => crate::command::CommandError::Refused(format!(
+            "{} is not inside a git repository; run this inside one, or name a journal file with --journal PATH",
+            cwd.display()
+        ))
+        .into(),
+        other => other.into(),
     }
 }
 

@@ -5,7 +5,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::EXIT_OK;
-use crate::away::{Status, text};
+use crate::away::{MAX_WINDOW, Status, text};
+use crate::checklist::time_input::{ahead_rule, span_words};
 use crate::command::away::{self as away_cmd, Back, Decided, Queued, WindowSet};
 
 #[derive(Args, Debug)]
@@ -29,12 +30,17 @@ pub struct ModeArgs {
 
 #[derive(Subcommand, Debug)]
 enum ModeAction {
-    /// Say you are away until a time (at most 7 days; 7 days when not given). Setting it
-    /// again carries over whatever is still unread.
+    // The limit is worded from `away::MAX_WINDOW`, as the refusals word it.
+    #[command(about = format!(
+        "Say you are away until a time ({}; {} when not given). Setting it again carries over whatever is still unread.",
+        ahead_rule(MAX_WINDOW),
+        span_words(MAX_WINDOW)
+    ))]
     Autonomous {
-        /// When you are back: RFC 3339 (2026-12-01T09:00:00Z), a local clock time (09:00,
-        /// its next occurrence) or a duration (+8h); not past, at most 7 days ahead
-        #[arg(long, allow_hyphen_values = true, value_name = "T")]
+        #[arg(long, allow_hyphen_values = true, value_name = "T", help = format!(
+            "When you are back: a duration from now (+8h), a local clock time (09:00, its next occurrence) or an RFC 3339 time (2026-12-01T09:00:00Z); not past, {}",
+            ahead_rule(MAX_WINDOW)
+        ))]
         until: Option<String>,
         /// Pushes wait for your return: sessions do the local work and queue each push
         #[arg(long)]

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{CommandError, new_event};
 use crate::away::{self, AwayEnded, AwayQueued, AwaySet, DecisionRecorded, Status, Window, text};
-use crate::checklist::time_input::parse_time_input;
+use crate::checklist::time_input::{parse_time_input, span_words};
 use crate::event::{self, Scope};
 use crate::journal::JournalError;
 use crate::journal::storage::RealDisk;
@@ -65,15 +65,18 @@ pub fn set(repo: &Repository, now: jiff::Timestamp, until: Option<&str>, hold_pu
     let end = match until {
         Some(text) => {
             let zoned = start.to_zoned_datetime(jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC));
-            parse_time_input("--until", text, &zoned).map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
+            parse_time_input("--until", text, &zoned, away::MAX_WINDOW)
+                .map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
         }
         None => start.checked_add(away::MAX_WINDOW).map_err(|e| CommandError::Failed(e.to_string()))?,
     };
     if let Err(r) = away::check_until(end, start) {
         return Err(CommandError::Refused(format!(
-            "refused: {} {}; nothing was written. Give a time in the next 7 days, or leave --until out for 7 days",
+            "refused: {} {}; nothing was written. Give a time within the next {}, or leave --until out for {}",
             r.field.unwrap_or_default(),
-            r.reason
+            r.reason,
+            span_words(away::MAX_WINDOW),
+            span_words(away::MAX_WINDOW)
         )));
     }
     let set = AwaySet {

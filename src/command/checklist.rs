@@ -5,7 +5,7 @@
 use crate::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState, check_item};
 use crate::checklist::render::{self, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
 use crate::checklist::state::Item;
-use crate::checklist::time_input::parse_time_input;
+use crate::checklist::time_input::{CHECKLIST_MAX_AHEAD, parse_time_input};
 use crate::event::{self, ItemAdded, ItemChanged, Scope, WriteRefused};
 use crate::journal::format::{Actor, NewEvent};
 use crate::store::Store;
@@ -94,7 +94,7 @@ fn unknown_id(id: &str) -> CommandError {
 pub type ZonedNow<'a> = &'a dyn Fn() -> Result<jiff::ZonedDateTime, CommandError>;
 
 fn parse_time(field: &'static str, text: &str, now: ZonedNow) -> Result<jiff::Timestamp, CommandError> {
-    parse_time_input(field, text, &now()?).map_err(|e| CommandError::Refused(format!("refused: {e}")))
+    parse_time_input(field, text, &now()?, CHECKLIST_MAX_AHEAD).map_err(|e| CommandError::Refused(format!("refused: {e}")))
 }
 
 fn credential_from(input: &CredentialInput, now: ZonedNow) -> Result<Option<Credential>, CommandError> {

@@ -71,7 +71,7 @@ pub fn read(cwd: &Path) -> AwayView {
     let not_away = |warning: Option<String>| AwayView { state: AwayState::default(), repository: None, warning };
     let (paths, scope) = match places::repository_journal(cwd) {
         Ok(found) => found,
-        Err(places::PlaceError::NoRootCommit { .. }) => return not_away(None),
+        Err(places::PlaceError::NoRootCommit { .. } | places::PlaceError::NoCommitYet { .. }) => return not_away(None),
         Err(e) => return not_away(Some(format!("the away record cannot be found ({e}); reading as not away"))),
     };
     let store = match places::open_journal(RealDisk::shared(), paths) {

@@ -113,7 +113,11 @@ fn outside_a_managed_working_copy_the_default_journal_is_refused_naming_init() {
     let out =
         Command::new(env!("CARGO_BIN_EXE_abcd")).args(["replay"]).current_dir(tj.dir.path()).env("ABCD_HOME", &tj.home).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("inside a git working copy"), "{}", text(&out));
+    assert!(
+        text(&out).contains("is not inside a git repository; run this inside one, or name a journal file with --journal PATH"),
+        "{}",
+        text(&out)
+    );
     std::fs::create_dir(tj.dir.path().join(".git")).unwrap();
     let out =
         Command::new(env!("CARGO_BIN_EXE_abcd")).args(["replay"]).current_dir(tj.dir.path()).env("ABCD_HOME", &tj.home).output().unwrap();

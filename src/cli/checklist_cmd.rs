@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::EXIT_OK;
 use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
+use crate::checklist::time_input::{CHECKLIST_MAX_AHEAD, ahead_rule};
 use crate::command::CommandError;
 use crate::command::checklist::{self, AddRequest, CredentialInput, ItemWritten, SetRequest};
 use crate::host::session_from_env;
@@ -17,7 +18,7 @@ use crate::store::reader::ChecklistView;
 #[command(
     about = "The working copy's checklist: the plan that survives compaction and crashes",
     long_about = "The working copy's checklist: the plan that survives compaction and crashes.\n\n\
-Every change is an fsynced journal event; `checklist.json` is folded from the journal. Bare \
+Every change is an fsynced journal event; `checklist.json` is rebuilt from the journal. Bare \
 `abcd checklist` lists every item. Times accept RFC 3339 (2026-12-01T09:00:00Z), a local clock \
 time (09:00, its next occurrence) or a duration from now (+2h, +1d, +1h30m).\n\n\
 A write that would store a secret (a token, a key, a password) is refused naming the field and \
@@ -72,13 +73,21 @@ enum ChecklistAction {
     /// Change an item's fields; an empty value ("") clears an optional field
     Set(SetArgs),
     /// Show one item in full
-    Show { id: String },
+    Show {
+        /// The item's id, as `abcd checklist` lists it
+        id: String,
+    },
     /// The checklist as hooks inject it, within a character budget
     Render {
         /// Characters at most, 200 to 10000 (default 9500: the host's 10,000 minus a margin of 500)
         #[arg(long, default_value_t = DEFAULT_BUDGET_CHARS)]
         budget: usize,
     },
+}
+
+/// A time option's help, its limit worded from the constant the refusal names.
+fn time_help(what: &str) -> String {
+    format!("{what}: +2h, 09:00 (its next occurrence) or an RFC 3339 time; {}", ahead_rule(CHECKLIST_MAX_AHEAD))
 }
 
 #[derive(Args, Debug)]
@@ -89,10 +98,9 @@ struct AddArgs {
     /// A record id, pr:<n>, person:<role> or slot:<kind>; makes the item `waiting`
     #[arg(long, allow_hyphen_values = true, value_name = "X")]
     waits_on: Option<String>,
-    /// When to look again (RFC 3339, 09:00, +2h)
-    #[arg(long, allow_hyphen_values = true, value_name = "T")]
+    #[arg(long, allow_hyphen_values = true, value_name = "T", help = time_help("When to look again"))]
     next_look: Option<String>,
-    /// "<trigger> => <act>"
+    /// What you will do when something happens: "<trigger> => <act>"
     #[arg(long, allow_hyphen_values = true, value_name = "PROMISE")]
     promise: Option<String>,
     /// A branch, pull request (pr:<n>) or record this item is about; repeatable
@@ -110,23 +118,26 @@ struct CredentialArgs {
     /// What it may do: read, write, admin, repo, org, deploy, ci, publish, personal
     #[arg(long, allow_hyphen_values = true, value_name = "SCOPE", requires = "credential_kind")]
     credential_scope: Option<String>,
-    /// When it expires (RFC 3339, 09:00, +2h)
-    #[arg(long, allow_hyphen_values = true, value_name = "T", requires = "credential_kind")]
+    #[arg(long, allow_hyphen_values = true, value_name = "T", requires = "credential_kind", help = time_help("When it expires"))]
     credential_expiry: Option<String>,
 }
 
 #[derive(Args, Debug)]
 struct SetArgs {
+    /// The item's id, as `abcd checklist` lists it
     id: String,
     /// working, waiting, done or dropped
     #[arg(long, value_name = "S")]
     state: Option<String>,
+    /// A new title: 1 to 200 characters on one line
     #[arg(long, allow_hyphen_values = true)]
     title: Option<String>,
+    /// A record id, pr:<n>, person:<role> or slot:<kind>; "" clears it
     #[arg(long, allow_hyphen_values = true, value_name = "X")]
     waits_on: Option<String>,
-    #[arg(long, allow_hyphen_values = true, value_name = "T")]
+    #[arg(long, allow_hyphen_values = true, value_name = "T", help = format!("{}; \"\" clears it", time_help("When to look again")))]
     next_look: Option<String>,
+    /// "<trigger> => <act>"; "" clears it
     #[arg(long, allow_hyphen_values = true)]
     promise: Option<String>,
     /// Add a ref; repeatable

@@ -33,8 +33,10 @@ The agent runs detached, its output in the run's folder in the local tier; its e
 when it ends."
 )]
 pub struct LaunchArgs {
+    /// The run, as `abcd run start` recorded it
     #[arg(long)]
     run: String,
+    /// The lane of the run the agent works in
     #[arg(long)]
     lane: String,
     /// What the agent is (implementer, reviewer, …)
@@ -51,6 +53,7 @@ pub struct LaunchArgs {
     /// reset before the agent starts (without it, such work is refused and left alone)
     #[arg(long)]
     save_aside: bool,
+    /// Print JSON for scripts
     #[arg(long)]
     json: bool,
     /// The agent's command

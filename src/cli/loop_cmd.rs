@@ -23,24 +23,42 @@ pub enum LoopAction {
     Start(Box<StartArgs>),
     /// The loop's record: state, step, phases, rounds, sessions (every loop without RUN)
     Status {
+        /// Only this loop
         run: Option<String>,
+        /// Print JSON for scripts
         #[arg(long)]
         json: bool,
     },
     /// Pause: no new turn starts (a turn in flight is still collected)
-    Pause { run: String },
+    Pause {
+        /// The loop's name, as `abcd loop status` lists it
+        run: String,
+    },
     /// Resume a paused loop (after a phase that did not converge, this is a retry); it may
     /// run its --max-turns turns again
-    Resume { run: String },
+    Resume {
+        /// The loop's name, as `abcd loop status` lists it
+        run: String,
+    },
     /// Stop the loop for good (reason manual); a running agent is not killed
-    Stop { run: String },
+    Stop {
+        /// The loop's name, as `abcd loop status` lists it
+        run: String,
+    },
     /// Skip the paused phase: it counts as done and the next phase is asked for
-    Skip { run: String },
+    Skip {
+        /// The loop's name, as `abcd loop status` lists it
+        run: String,
+    },
     /// Review the paused phase again from the implementer's current output, fresh rounds
-    Retry { run: String },
+    Retry {
+        /// The loop's name, as `abcd loop status` lists it
+        run: String,
+    },
     /// Drive a loop whose driver is gone (after a crash): replays the record and carries on
     /// without running again any turn whose reply arrived
     Drive {
+        /// The loop's name, as `abcd loop status` lists it
         run: String,
         /// (internal) the `loop start --detach` process to wait for before claiming
         #[arg(long, hide = true, value_name = "PID")]
@@ -60,6 +78,7 @@ pub struct StartArgs {
     /// How the implementer's reply is read: plain (stdout) or claude-json
     #[arg(long, default_value = "plain", value_parser = ["plain", "claude-json"])]
     implementer_reader: String,
+    /// How the reviewer's reply is read: plain (stdout) or claude-json
     #[arg(long, default_value = "plain", value_parser = ["plain", "claude-json"])]
     reviewer_reader: String,
     /// Where the implementer runs (default: a git worktree abcd makes for the loop, on a
@@ -80,16 +99,21 @@ pub struct StartArgs {
     /// resume, retry or skip allows as many again (1 to 10000)
     #[arg(long, default_value_t = DEFAULT_MAX_TURNS, value_name = "N")]
     max_turns: u64,
+    /// What the implementer replies, alone, when no phase is left: the loop completes
     #[arg(long, default_value = agent::DEFAULT_COMPLETION_SIGNAL)]
     completion_signal: String,
+    /// What the reviewer says on a line of its own when the phase needs no more changes
     #[arg(long, default_value = agent::DEFAULT_REVIEW_STOP_SIGNAL)]
     review_stop_signal: String,
-    /// Default: seed 001's, naming the completion signal (a custom one must name it too)
+    /// The prompt that asks the implementer for the next phase (default: a built-in one
+    /// naming the completion signal; a custom one must name it too)
     #[arg(long)]
     advance_prompt: Option<String>,
-    /// Default: seed 001's, naming the review stop signal (a custom one must name it too)
+    /// The prompt that asks the reviewer to review the phase (default: a built-in one
+    /// naming the review stop signal; a custom one must name it too)
     #[arg(long)]
     review_prompt: Option<String>,
+    /// The words before the reviewer's reply in the prompt that hands it to the implementer
     #[arg(long, default_value = agent::DEFAULT_FEEDBACK_PROMPT)]
     feedback_prompt: String,
     /// The loop's (and its run's) name (default: loop-<UTC second>, with -2, -3, … when a

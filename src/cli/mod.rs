@@ -25,6 +25,7 @@ mod init;
 mod journal_cmd;
 mod launch_cmd;
 mod loop_cmd;
+mod man;
 mod mode_cmd;
 mod replay;
 mod run_cmd;
@@ -49,7 +50,7 @@ pub const EXIT_REFUSED: i32 = 2;
     version,
     about = "Keeps AI coding agents' working state crash-safe and compaction-proof",
     long_about = "abcd records every state change of a coding agent's work as an fsynced, hash-chained \
-JSONL event, and folds the journal into the files agents and people read. Crash recovery is a \
+JSONL event, and derives from the journal the files agents and people read. Crash recovery is a \
 replay; an audit is `abcd replay`.\n\nExit codes: 0 ok, 1 failure or corruption found, 2 refused or usage error."
 )]
 pub struct Cli {
@@ -62,8 +63,8 @@ enum Command {
     /// Verify, repair or checkpoint a journal
     #[command(subcommand)]
     Journal(JournalCommand),
-    /// Verify a journal from genesis, print one audit line per event, and compare every
-    /// projection and checkpoint on disk with the fold
+    /// Verify a journal from its first event, print one audit line per event, and check
+    /// every file derived from it, and every checkpoint, against what the journal says
     Replay(replay::ReplayArgs),
     /// Show the journal at work in a temporary folder: appends, a torn tail, corruption,
     /// a repair and a replay
@@ -75,15 +76,23 @@ enum Command {
     /// JSON output on stdout; always exits 0 (on abcd's own fault it allows and says why
     /// on stderr)
     Hook {
+        /// The host's hook event this call is for
         #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure"])]
         event: String,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
+        /// The shell to print the script for
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff)
-    Man,
+    /// Print a man page (roff): abcd(1), or a verb's as the main page lists them (`abcd man
+    /// checklist` prints abcd-checklist(1), `abcd man run start` abcd-run-start(1))
+    Man {
+        /// The verb, and its subcommand if it has them (`run start`, or as the page is named:
+        /// `run-start`, `abcd-run-start`); none for the main page
+        #[arg(value_name = "VERB")]
+        verb: Vec<String>,
+    },
     Checklist(checklist_cmd::ChecklistArgs),
     Mode(mode_cmd::ModeArgs),
     Decide(mode_cmd::DecideArgs),
@@ -107,7 +116,8 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum JournalCommand {
-    /// Check the hash chain from genesis and the head anchor (fast; no folding).
+    /// Check the hash chain from the first event and the head anchor (fast; the files
+    /// derived from the journal are not read).
     /// Exit 0 when it verifies (an unacknowledged torn tail is allowed), 1 when it is
     /// corrupt, cut short, rolled back or replaced.
     Verify(JournalArgs),
@@ -115,8 +125,8 @@ enum JournalCommand {
     /// with a `journal.repaired` event; or accept a journal that disagrees with its head
     /// anchor. Nothing is deleted without a copy.
     Repair(JournalArgs),
-    /// Write a checkpoint of the folded state now (checkpoints are caches: deleting them
-    /// changes only speed)
+    /// Write a checkpoint: the state the journal gives now, so later reads start from it
+    /// (checkpoints are caches: deleting them changes only speed)
     Checkpoint(JournalArgs),
 }
 
@@ -377,10 +387,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut Stdout);
             Ok(EXIT_OK)
         }
-        Command::Man => {
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut Stdout)?;
-            Ok(EXIT_OK)
-        }
+        Command::Man { verb } => man::run(&verb),
         Command::Checklist(a) => checklist_cmd::run(a),
         Command::Mode(a) => mode_cmd::run_mode(a),
         Command::Decide(a) => mode_cmd::run_decide(a),

@@ -51,6 +51,7 @@ enum ModeAction {
     Back,
     /// Queue one step for the person (only while away; one line, at most 500 characters)
     Queue {
+        /// What the person is to do on their return
         #[arg(allow_hyphen_values = true)]
         step: String,
     },

@@ -13,14 +13,14 @@ use crate::command::replay::{self, Replayed, Streamed};
 pub struct ReplayArgs {
     #[command(flatten)]
     choice: JournalChoice,
-    /// Print the projections as they were right after event SEQ (time travel), instead
-    /// of the audit
+    /// Print the derived files (state, checklist) as they were right after event SEQ
+    /// (time travel), instead of the audit
     #[arg(long, value_name = "SEQ")]
     at: Option<u64>,
     /// Print newline-delimited JSON for scripts
     #[arg(long)]
     json: bool,
-    /// Only this projection: state, checklist or checklist-last-good
+    /// Only this derived file: state, checklist or checklist-last-good
     #[arg(long, value_name = "NAME")]
     projection: Option<String>,
 }

@@ -13,6 +13,7 @@ use crate::phased::RunState;
 pub enum RunAction {
     /// Record a run and its live driver (refused while another driver of it lives)
     Start {
+        /// The run's name
         run: String,
         /// A lane of the run; repeatable
         #[arg(long = "lane", value_name = "LANE")]
@@ -20,39 +21,51 @@ pub enum RunAction {
         /// The driver's pid (default: the nearest ancestor of abcd that is not a shell)
         #[arg(long, value_name = "PID")]
         driver_pid: Option<u32>,
+        /// Print JSON for scripts
         #[arg(long)]
         json: bool,
     },
     /// Claim a run whose driver is gone, on the record
     Takeover {
+        /// The run to claim, as `abcd resume` lists it
         run: String,
+        /// The new driver's pid (default: the nearest ancestor of abcd that is not a shell)
         #[arg(long, value_name = "PID")]
         driver_pid: Option<u32>,
+        /// Print JSON for scripts
         #[arg(long)]
         json: bool,
     },
     /// Make every later `abcd launch` of the run (every run of this working copy without
     /// --run) refuse until `abcd run lift`
     Halt {
+        /// Only this run (default: every unfinished run of this working copy)
         #[arg(long)]
         run: Option<String>,
     },
     /// Lift a halt
     Lift {
+        /// Only this run (default: every unfinished run of this working copy)
         #[arg(long)]
         run: Option<String>,
     },
     /// Record that a run is over (it leaves the resume listing)
-    Finish { run: String },
+    Finish {
+        /// The run that is over
+        run: String,
+    },
 }
 
 #[derive(Args, Debug)]
 #[command(about = "Record a lane's receipt as collected (its hash), so the lane may launch again")]
 pub struct CollectArgs {
+    /// The run the lane belongs to
     #[arg(long)]
     run: String,
+    /// The lane whose receipt arrived
     #[arg(long)]
     lane: String,
+    /// Print JSON for scripts
     #[arg(long)]
     json: bool,
 }
@@ -68,6 +81,7 @@ halted.\n\n--step does only the safe moves: collects arrived receipts and saves 
 lanes with no live agent, then prints the listing again. It never starts anything."
 )]
 pub struct ResumeArgs {
+    /// Print JSON for scripts
     #[arg(long)]
     json: bool,
     /// Collect arrived receipts and save aside uncommitted work of lanes with no live agent

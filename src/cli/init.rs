@@ -1,9 +1,13 @@
 //! `abcd init [--check]`: parses, calls `command::init`, prints.
 
+use std::path::Path;
+
 use clap::Args;
 
+use super::shell_word;
+
 use crate::command::CommandError;
-use crate::command::init::{self, Installed};
+use crate::command::init::{self, InGit, Installed};
 use crate::places::PlaceError;
 
 #[derive(Args, Debug)]
@@ -25,7 +29,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
             super::EXIT_FAILURE
         });
     }
-    let Installed { created, tier, exe, already_installed } = init::install(&at)?;
+    let Installed { created, tier, hook, already_installed, settings_relative, in_git } = init::install(&at)?;
     outln!(
         "{}",
         if created {
@@ -35,12 +39,18 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
         }
     );
     outln!("local tier: {} (kept out of git by {})", tier.display(), at.exclude.display());
+    let runs = if hook.from_path {
+        format!("running `abcd` from PATH, which is {}", hook.exe.display())
+    } else {
+        format!("running {}, since no `abcd` on PATH is this binary", hook.exe.display())
+    };
     outln!(
-        "hooks: {} ({} events, running {exe}){}",
+        "hooks: {} ({} events, {runs}){}",
         at.settings.display(),
         init::hook_events(),
         if already_installed { ", already installed" } else { "" }
     );
+    outln!("{}", commit_advice(&at.main_root, &settings_relative, &in_git, hook.from_path));
     outln!("next: `abcd checklist add \"<title>\"`");
     Ok(super::EXIT_OK)
 }
@@ -55,5 +65,36 @@ fn outside_a_repository(e: CommandError) -> anyhow::Error {
         ))
         .into(),
         other => other.into(),
+    }
+}
+
+/// Whether to commit the settings file, and the command that does it. A lane runs in a git
+/// worktree of its own, which holds only committed files, so the hooks reach a lane's agent
+/// only from a committed settings file.
+fn commit_advice(root: &Path, settings: &Path, in_git: &InGit, from_path: bool) -> String {
+    let name = settings.display();
+    let git = format!("git -C {}", shell_word(&root.display().to_string()));
+    let file = shell_word(&name.to_string());
+    // `commit -- FILE` commits that file alone, whatever else is staged.
+    let commit = |add: &str| format!("{git} add {add}-- {file} && {git} commit -m 'Install abcd hooks' -- {file}");
+    let portable = if from_path {
+        ""
+    } else {
+        " (it names this binary's path: put abcd on PATH and run `abcd init` again first, so it names no folder of this machine)"
+    };
+    match in_git {
+        InGit::Committed => format!("{name} is committed as it is, so a lane's worktree has the hooks too"),
+        InGit::Uncommitted => format!(
+            "commit {name}: a lane runs in a git worktree of its own, which holds only committed files, so the hooks reach a lane's agent only once it is committed{portable}: {}",
+            commit("")
+        ),
+        InGit::Ignored => format!(
+            "git ignores {name}, so a lane's worktree (which holds only committed files) never has the hooks; to give lanes the hooks, commit it anyway{portable}: {}",
+            commit("-f ")
+        ),
+        InGit::Unknown(why) => format!(
+            "whether {name} is committed could not be read ({why}); a lane's worktree holds only committed files, so the hooks reach a lane's agent only once it is committed{portable}: {}",
+            commit("")
+        ),
     }
 }

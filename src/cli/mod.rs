@@ -336,6 +336,16 @@ pub(crate) fn write_err(args: std::fmt::Arguments) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
+/// `s` as one POSIX shell word, quoted only when it must be, so a printed command can be
+/// pasted as it is.
+pub(crate) fn shell_word(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_./=:,+@%-".contains(&b)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// The exit code of a command, printing its error (if any) on stderr.
 fn finish(result: anyhow::Result<i32>) -> i32 {
     match result {

@@ -237,7 +237,9 @@ fn finish(
     let after = match after {
         Ok(current) => Some(current),
         Err(e) => {
-            warnings.push(format!("the event is saved, but refreshing the projections failed ({e}); the next read rebuilds them"));
+            warnings.push(format!(
+                "the change is saved, but rewriting the files derived from the journal failed ({e}); the next read rebuilds them"
+            ));
             None
         }
     };

@@ -1,17 +1,16 @@
 //! `abcd init`'s work: makes the repository managed (`.abcd/`, the local tier kept out of
 //! git) and installs abcd's hooks into the project's `.claude/settings.json`. Idempotent: a
-//! second run changes nothing. Every other setting and hook is kept; a settings file that
-//! does not parse is refused and left untouched. `check` only looks.
+//! second run changes nothing. Every other setting and hook is kept, each key where it was;
+//! a settings file that does not parse is refused and left untouched. `check` only looks.
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
 use super::CommandError;
-use crate::host::claude_settings::{installed, merge_hooks};
+use crate::host::claude_settings::{Json, Object, installed, merge_hooks};
 use crate::host::{HookEvent, claude};
-use crate::places;
+use crate::{git, places, platform};
 
 /// The line `abcd init` keeps in `.git/info/exclude`.
 const EXCLUDE_LINE: &str = "/.abcd/.work.local/";
@@ -33,18 +32,80 @@ pub fn places_of(cwd: &Path) -> Result<Places, CommandError> {
     Ok(Places { root, main_root, settings, exclude })
 }
 
-fn read_settings(path: &Path) -> Result<Result<Map<String, Value>, String>, CommandError> {
+fn read_settings(path: &Path) -> Result<Result<Object, String>, CommandError> {
     let bytes = match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(Map::new())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(Object::default())),
         Err(e) => return Err(CommandError::failed(e)),
         Ok(m) if m.len() > MAX_SETTINGS_BYTES => return Ok(Err(format!("it is over {MAX_SETTINGS_BYTES} bytes"))),
         Ok(_) => std::fs::read(path).map_err(CommandError::failed)?,
     };
-    Ok(match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(map),
+    Ok(match serde_json::from_slice::<Json>(&bytes) {
+        Ok(Json::Object(map)) => Ok(map),
         Ok(_) => Err("it is not a JSON object".into()),
         Err(e) => Err(format!("it is not valid JSON ({e})")),
     })
+}
+
+/// The name the hooks run abcd by when `PATH` finds this very binary under it.
+const ON_PATH: &str = "abcd";
+
+/// What the hooks run: `abcd` from `PATH` when that is this binary (the settings then name
+/// no folder of this machine, a build folder least of all), else this binary's path.
+pub struct HookCommand {
+    /// The settings' `command`.
+    pub command: String,
+    /// This binary, canonical.
+    pub exe: PathBuf,
+    /// `command` is [`ON_PATH`], found on `PATH` as `exe`.
+    pub from_path: bool,
+}
+
+/// The hook command for the running binary.
+pub fn hook_command() -> Result<HookCommand, CommandError> {
+    let exe = std::env::current_exe().and_then(|e| e.canonicalize()).map_err(CommandError::failed)?;
+    // A relative PATH entry names a different folder for the host than for this shell.
+    let on_path = platform::process::resolve_program(OsStr::new(ON_PATH)).filter(|p| p.is_absolute());
+    let from_path = on_path.is_some_and(|p| same_file(&p, &exe));
+    let command = if from_path { ON_PATH.to_string() } else { exe.display().to_string() };
+    Ok(HookCommand { command, exe, from_path })
+}
+
+/// Whether two paths name one file: the same canonical path, or one file reached by a
+/// hard link (the same device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| platform::fs::inode(&m)).map(|i| (i.dev, i.ino));
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y) || identity(a).is_some_and(|i| identity(b) == Some(i))
+}
+
+/// Where the settings file stands in git, as `git status` shows it. A lane runs in a git
+/// worktree of its own, which holds only committed files: the hooks reach a lane's agent
+/// only from a committed settings file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InGit {
+    /// Untracked, or changed since its last commit.
+    Uncommitted,
+    /// Tracked, with no change since its last commit.
+    Committed,
+    /// `init` just changed it, and `git status` lists no change: git ignores it.
+    Ignored,
+    /// `git status` could not be read (why).
+    Unknown(String),
+}
+
+/// The settings file's standing in git; `written` is whether `init` just changed it.
+fn settings_in_git(at: &Places, written: bool) -> InGit {
+    let Ok(relative) = at.settings.strip_prefix(&at.main_root) else { return InGit::Unknown("it is outside the repository".into()) };
+    let relative = relative.to_string_lossy();
+    match git::worktree::status(&at.main_root) {
+        Err(e) => InGit::Unknown(e.to_string()),
+        Ok(status) if status.changed.iter().any(|c| *c == relative) => InGit::Uncommitted,
+        // A file with no commit behind it is untracked, so `git status` would have listed it.
+        Ok(status) if status.head.is_none() => InGit::Ignored,
+        Ok(_) if written => InGit::Ignored,
+        // Not listed and unchanged: tracked as committed, or ignored since an earlier `init`
+        // (which said so then); `git status` alone cannot tell these apart.
+        Ok(_) => InGit::Committed,
+    }
 }
 
 /// What `init` did.
@@ -52,10 +113,13 @@ pub struct Installed {
     /// `.abcd/` was made now (the repository was not managed before).
     pub created: bool,
     pub tier: PathBuf,
-    /// The abcd binary the hooks run.
-    pub exe: String,
+    /// What the hooks run.
+    pub hook: HookCommand,
     /// The hooks were already installed as they are now.
     pub already_installed: bool,
+    /// The settings file, relative to the repository's root (`.claude/settings.json`).
+    pub settings_relative: PathBuf,
+    pub in_git: InGit,
 }
 
 pub fn install(at: &Places) -> Result<Installed, CommandError> {
@@ -66,8 +130,8 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
             at.settings.display()
         ))
     })?;
-    let exe = std::env::current_exe().and_then(|e| e.canonicalize()).map_err(CommandError::failed)?.display().to_string();
-    let merged = merge_hooks(settings.clone(), &exe)
+    let hook = hook_command()?;
+    let merged = merge_hooks(settings.clone(), &hook.command)
         .map_err(|why| CommandError::Refused(format!("refusing to change {}: {why}; nothing was written", at.settings.display())))?;
     let abcd_dir = at.main_root.join(".abcd");
     let created = !abcd_dir.is_dir();
@@ -82,12 +146,15 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
     }
     if merged != settings {
         std::fs::create_dir_all(at.settings.parent().expect("settings has a folder")).map_err(CommandError::failed)?;
-        let mut text = serde_json::to_string_pretty(&Value::Object(merged.clone())).map_err(CommandError::failed)?;
+        let mut text = serde_json::to_string_pretty(&Json::Object(merged.clone())).map_err(CommandError::failed)?;
         text.push('\n');
         crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &at.settings, text.as_bytes(), true)
             .map_err(CommandError::failed)?;
     }
-    Ok(Installed { created, tier, exe, already_installed: merged == settings })
+    let already_installed = merged == settings;
+    let in_git = settings_in_git(at, !already_installed);
+    let settings_relative = at.settings.strip_prefix(&at.main_root).unwrap_or(&at.settings).to_path_buf();
+    Ok(Installed { created, tier, hook, already_installed, settings_relative, in_git })
 }
 
 /// What `init --check` finds: each thing that should be installed, and whether it is, told
@@ -108,11 +175,20 @@ pub fn check(at: &Places, on_found: &mut dyn FnMut(bool, &str)) -> Result<usize,
         Err(why) => found(false, format!("{} is readable ({why})", at.settings.display())),
         Ok(settings) => {
             for (event, command) in installed(&settings) {
-                let runnable = command.as_deref().map(PathBuf::from).is_some_and(|c| c.is_file());
                 let what = format!("{} hook `abcd hook {}`", claude::event_name(event), event.cli_name());
                 match command {
                     None => found(false, format!("{what} in {}", at.settings.display())),
-                    Some(c) => found(runnable, format!("{what} runs {c}{}", if runnable { "" } else { " (no such file)" })),
+                    Some(c) => {
+                        // As the host runs it: exec form, a bare name resolved on PATH.
+                        let runs = platform::process::resolve_program(OsStr::new(&c)).filter(|p| p.is_absolute());
+                        let (ok, note) = match (&runs, c.contains('/')) {
+                            (Some(_), true) => (true, String::new()),
+                            (Some(p), false) => (true, format!(" (from PATH: {})", p.display())),
+                            (None, true) => (false, " (no such file)".to_string()),
+                            (None, false) => (false, " (not found on PATH)".to_string()),
+                        };
+                        found(ok, format!("{what} runs {c}{note}"))
+                    }
                 }
             }
         }

@@ -140,7 +140,7 @@ type AppendResult = Result<(Vec<Appended>, AppendNotes, Option<JournalError>), J
 fn append_warning(kind: &str, result: AppendResult) -> Option<String> {
     match result {
         Ok((_, _, None)) => None,
-        Ok((_, _, Some(e))) => Some(format!("the {kind} event is saved but the projections were not refreshed: {e}")),
+        Ok((_, _, Some(e))) => Some(format!("the {kind} event is saved but the files derived from the journal were not rewritten: {e}")),
         Err(e) => Some(format!("the {kind} event was not recorded: {e}")),
     }
 }
@@ -198,7 +198,7 @@ fn pre_tool_use(
             let target = resolve(root, Path::new(path));
             let deny = protected_place(&target, &home).map(|what| {
                 format!(
-                    "abcd refuses {tool} on {what}: it is abcd's own state, folded from a hash-chained journal, and a direct edit is never trusted. Use `abcd checklist add|set` for the checklist (or `abcd journal repair` for a damaged journal)."
+                    "abcd refuses {tool} on {what}: it is abcd's own state, derived from a hash-chained journal, and a direct edit is never trusted. Use `abcd checklist add|set` for the checklist (or `abcd journal repair` for a damaged journal)."
                 )
             });
             Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: None })

@@ -1,0 +1,164 @@
+//! `abcd init` through the binary (issue 19): an existing `.claude/settings.json` keeps the
+//! order of its keys; the output says whether to commit the settings file (a lane's own
+//! worktree holds only committed files) with a command that can be pasted; and the hooks
+//! run `abcd` from PATH when that is the very binary that ran `init`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::repo::{self, TestRepo};
+use serde_json::Value;
+
+const SETTINGS: &str = ".claude/settings.json";
+
+/// `abcd init` (or another verb) run by `exe` in `root`, with `path` as PATH.
+fn run(exe: &Path, root: &Path, home: &Path, path: &str, args: &[&str]) -> Output {
+    Command::new(exe).args(args).current_dir(root).env("ABCD_HOME", home).env("PATH", path).output().expect("abcd runs")
+}
+
+fn system_path() -> String {
+    std::env::var("PATH").unwrap_or_default()
+}
+
+fn init(t: &TestRepo) -> String {
+    let out = run(Path::new(env!("CARGO_BIN_EXE_abcd")), &t.root, &t.home, &system_path(), &["init"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn settings(t: &TestRepo) -> String {
+    std::fs::read_to_string(t.root.join(SETTINGS)).unwrap()
+}
+
+/// Where each of `keys` first appears in `text`, which must be in the order given.
+fn in_order(text: &str, keys: &[&str]) {
+    let at: Vec<usize> = keys.iter().map(|k| text.find(&format!("\"{k}\"")).unwrap_or_else(|| panic!("{k} in {text}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{keys:?} out of order in:\n{text}");
+}
+
+#[test]
+fn an_existing_settings_file_keeps_the_order_of_its_keys() {
+    let t = TestRepo::new();
+    std::fs::create_dir_all(t.root.join(".claude")).unwrap();
+    let theirs = r#"{
+  "zeta": {"z": 1, "b": [3, 2, 1], "a": "x"},
+  "permissions": {"deny": ["Bash(rm *)"], "allow": ["Bash(ls)"]},
+  "hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "/usr/local/bin/notify-me", "timeout": 5}]}]},
+  "apiKeyHelper": "/bin/key"
+}
+"#;
+    std::fs::write(t.root.join(SETTINGS), theirs).unwrap();
+    init(&t);
+    let after = settings(&t);
+    in_order(&after, &["zeta", "z", "b", "a", "permissions", "deny", "allow", "hooks", "Stop", "apiKeyHelper"]);
+    in_order(&after, &["type", "command", "/usr/local/bin/notify-me", "timeout"]);
+    let (before, now): (Value, Value) = (serde_json::from_str(theirs).unwrap(), serde_json::from_str(&after).unwrap());
+    for key in ["zeta", "permissions", "apiKeyHelper"] {
+        assert_eq!(before[key], now[key], "{key} is kept as it was");
+    }
+    assert_eq!(now["hooks"]["Stop"][0], before["hooks"]["Stop"][0], "their Stop hook is first, as it was");
+    // A second run writes nothing.
+    init(&t);
+    assert_eq!(settings(&t), after);
+}
+
+#[test]
+fn init_says_whether_to_commit_the_settings_and_the_command_it_prints_works() {
+    let t = TestRepo::new();
+    // The person's own work in progress, staged: committing the settings must not take it.
+    std::fs::write(t.root.join("mine.txt"), "staged, not mine to commit\n").unwrap();
+    repo::git(&t.root, &["add", "mine.txt"]);
+    let said = init(&t);
+    let advice = said.lines().find(|l| l.contains(SETTINGS) && l.contains("commit")).unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        advice.starts_with(&format!(
+            "commit {SETTINGS}: a lane runs in a git worktree of its own, which holds only committed files, so the hooks reach a lane's agent only once it is committed"
+        )),
+        "{advice}"
+    );
+    let command = advice.rsplit_once(": ").unwrap().1;
+    let pasted = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(t.dir.path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(pasted.status.success(), "{command}: {}", String::from_utf8_lossy(&pasted.stderr));
+    assert_eq!(repo::git(&t.root, &["show", "--name-only", "--format=%s", "HEAD"]), format!("Install abcd hooks\n\n{SETTINGS}\n"));
+    assert_eq!(repo::git(&t.root, &["diff", "--cached", "--name-only"]), "mine.txt\n", "the person's staged file is still only staged");
+    // Committed: said so, and nothing to run.
+    let said = init(&t);
+    assert!(said.contains(&format!("{SETTINGS} is committed as it is, so a lane's worktree has the hooks too")), "{said}");
+    // Changed since its commit: to be committed again.
+    let mut v: Value = serde_json::from_str(&settings(&t)).unwrap();
+    v["hooks"]["Stop"].as_array_mut().unwrap().clear();
+    std::fs::write(t.root.join(SETTINGS), serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    assert!(init(&t).contains(&format!("commit {SETTINGS}: a lane runs")));
+}
+
+#[test]
+fn init_says_when_git_ignores_the_settings() {
+    let t = TestRepo::new();
+    std::fs::write(t.root.join(".gitignore"), ".claude/\n").unwrap();
+    repo::commit_all(&t.root, "ignore .claude");
+    let said = init(&t);
+    assert!(
+        said.contains(&format!(
+            "git ignores {SETTINGS}, so a lane's worktree (which holds only committed files) never has the hooks; to give lanes the hooks, commit it anyway"
+        )),
+        "{said}"
+    );
+    assert!(said.contains(&format!("add -f -- {SETTINGS} && ")), "{said}");
+}
+
+/// A folder holding an `abcd`, for PATH.
+fn bin_with(dir: &Path, make: impl FnOnce(&Path)) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    make(&bin.join("abcd"));
+    bin
+}
+
+#[test]
+fn the_hooks_run_abcd_from_path_when_it_is_this_very_binary() {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_abcd"));
+    // On PATH by a symlink: the same canonical file.
+    let t = TestRepo::new();
+    let bin = bin_with(t.dir.path(), |at| std::os::unix::fs::symlink(&exe, at).unwrap());
+    let path = format!("{}:{}", bin.display(), system_path());
+    let out = run(&exe, &t.root, &t.home, &path, &["init"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("running `abcd` from PATH, which is "), "{said}");
+    let v: Value = serde_json::from_str(&settings(&t)).unwrap();
+    assert_eq!(v["hooks"]["SessionStart"][0]["hooks"][0]["command"], "abcd");
+    let check = run(&exe, &t.root, &t.home, &path, &["init", "--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", String::from_utf8_lossy(&check.stdout));
+    assert!(String::from_utf8_lossy(&check.stdout).contains(&format!("runs abcd (from PATH: {}/abcd)", bin.display())));
+
+    // On PATH by a hard link: another path, the same file (a copy of the binary beside it,
+    // so both are on one file system).
+    let t = TestRepo::new();
+    let copy = t.dir.path().join("abcd-copy");
+    std::fs::copy(&exe, &copy).unwrap();
+    let bin = bin_with(t.dir.path(), |at| std::fs::hard_link(&copy, at).unwrap());
+    run(&copy, &t.root, &t.home, &format!("{}:{}", bin.display(), system_path()), &["init"]);
+    let v: Value = serde_json::from_str(&settings(&t)).unwrap();
+    assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "abcd");
+
+    // Another `abcd` on PATH (not this binary): the hooks name this binary by its path.
+    let t = TestRepo::new();
+    let bin = bin_with(t.dir.path(), |at| {
+        std::fs::write(at, "#!/bin/sh\nexit 0\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o755)).unwrap();
+    });
+    let out = run(&exe, &t.root, &t.home, &format!("{}:{}", bin.display(), system_path()), &["init"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let canonical = exe.canonicalize().unwrap();
+    assert!(said.contains(&format!("running {}, since no `abcd` on PATH is this binary", canonical.display())), "{said}");
+    let v: Value = serde_json::from_str(&settings(&t)).unwrap();
+    assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], canonical.display().to_string());
+}

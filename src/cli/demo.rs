@@ -1,10 +1,13 @@
 //! `abcd demo`: the whole story in a temporary repository, narrated, by running the real
 //! commands. It never touches the real home store: `ABCD_HOME` points into the temporary
-//! folder for every command it runs.
+//! folder for every command it runs. Each command is shown as a shell would take it
+//! (words quoted where needed, a hook's payload piped in), so it can be pasted.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
+
+use super::shell_word;
 
 struct Demo {
     exe: std::path::PathBuf,
@@ -15,8 +18,7 @@ struct Demo {
 impl Demo {
     /// Runs `abcd <args>` in the demo repository, echoing the command and its output.
     fn run(&self, args: &[&str]) -> anyhow::Result<i32> {
-        let shown: Vec<String> =
-            args.iter().map(|a| if a.contains(' ') || a.is_empty() { format!("\"{a}\"") } else { a.to_string() }).collect();
+        let shown: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
         outln!("   $ abcd {}", shown.join(" "));
         let out = Command::new(&self.exe)
             .args(args)
@@ -37,7 +39,11 @@ impl Demo {
     /// Runs `abcd hook <event>` with a payload shaped as Claude Code sends it, and shows
     /// the context the host would hand the model.
     fn hook(&self, event: &str, payload: serde_json::Value) -> anyhow::Result<()> {
-        outln!("   $ abcd hook {event}    (stdin: the host's {} payload)", payload["hook_event_name"].as_str().unwrap_or(""));
+        self.hook_shown(event, payload, Shown::AsTheHostTakesIt)
+    }
+
+    fn hook_shown(&self, event: &str, payload: serde_json::Value, shown: Shown) -> anyhow::Result<()> {
+        outln!("   $ echo {} | abcd hook {event}", shell_word(&payload.to_string()));
         let mut child = self.hook_command(event).spawn()?;
         child.stdin.take().expect("piped").write_all(payload.to_string().as_bytes())?;
         let out = child.wait_with_output()?;
@@ -46,7 +52,12 @@ impl Demo {
             Ok(v) => {
                 let stop_feedback = v["hookSpecificOutput"]["hookEventName"] == "Stop";
                 if let (Some(reason), true) = (v["hookSpecificOutput"]["additionalContext"].as_str(), stop_feedback) {
-                    outln!("     the stop is blocked, with this reason for the model:");
+                    match shown {
+                        Shown::AsTheHostTakesIt => outln!("     the stop is blocked, with this reason for the model:"),
+                        Shown::PastTheCap => outln!(
+                            "     abcd's answer is a block again, but the host, past its cap, ends the turn anyway; the reason it would have given:"
+                        ),
+                    }
                     outln!("       | {reason}");
                 } else if let Some(ctx) = v["hookSpecificOutput"]["additionalContext"].as_str() {
                     outln!("     additionalContext for the model:");
@@ -94,6 +105,15 @@ impl Demo {
     }
 }
 
+/// How a hook's answer reaches the model.
+#[derive(Clone, Copy)]
+enum Shown {
+    /// The host acts on it.
+    AsTheHostTakesIt,
+    /// A Stop block past the host's cap: the host ends the turn whatever abcd answers.
+    PastTheCap,
+}
+
 fn step(title: &str) {
     outln!("\n{title}");
 }
@@ -115,6 +135,10 @@ pub fn run() -> anyhow::Result<i32> {
     }
     let demo = Demo { exe: std::env::current_exe()?, root, home: tmp.path().join("home") };
     outln!("abcd demo: a temporary repository at {}", demo.root.display());
+    outln!(
+        "(every command below runs in it, with ABCD_HOME={} so your own home store is never touched; the folder is removed at the end)",
+        shell_word(&demo.home.display().to_string())
+    );
 
     step("1. Make the repository managed");
     expect(demo.run(&["init"])?, 0, "init")?;
@@ -146,7 +170,7 @@ pub fn run() -> anyhow::Result<i32> {
     outln!("   the next write copies the torn bytes to quarantine/ and cuts them:");
     expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set")?;
 
-    step("6. A hand-edited checklist.json is never trusted: the reader re-folds the journal");
+    step("6. A hand-edited checklist.json is never trusted: the reader rebuilds the list from the journal");
     let projection = demo.root.join(crate::places::LOCAL_TIER).join(crate::store::projection::CHECKLIST_FILE);
     let edited = std::fs::read_to_string(&projection)?.replace("Write the release notes", "Skip the release notes");
     std::fs::write(&projection, edited)?;
@@ -159,22 +183,35 @@ pub fn run() -> anyhow::Result<i32> {
 
     step("8. A flipped bit mid-file is corruption: readers keep the valid prefix, writes are refused");
     let lines = std::fs::read(demo.journal())?.iter().filter(|&&b| b == b'\n').count();
-    flip_a_bit_in_line(&demo.journal(), lines - 2)?;
+    let damaged = lines - 2;
+    let line = std::fs::read_to_string(demo.journal())?.lines().nth(damaged).map(str::to_owned).unwrap_or_default();
+    anyhow::ensure!(line.contains("\"kind\":\"checklist.item_changed\""), "the demo's seq {damaged} is not step 5's change");
+    outln!("   (a bit flips in seq {damaged}, the line of step 5 that marked fix-the-login-bug done)");
+    flip_a_bit_in_line(&demo.journal(), damaged)?;
     expect(demo.run(&["journal", "verify"])?, 1, "verify corrupt")?;
     expect(demo.run(&["checklist", "add", "Another item"])?, 2, "append refused")?;
 
     step("9. Repair moves the damage to quarantine (nothing is deleted) and continues the chain");
     expect(demo.run(&["journal", "repair"])?, 0, "repair")?;
     expect(demo.run(&["checklist"])?, 0, "list")?;
+    outln!(
+        "   fix-the-login-bug is working again: the change that marked it done was the damaged line, now in quarantine/ \
+with the line after it (the one appended in step 7). The session marks it done again:"
+    );
+    expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set again")?;
 
     step("10. A journal rolled back to an older copy of itself is named through the head anchor");
     let before = std::fs::read(demo.journal())?;
     expect(demo.run(&["checklist", "add", "Tag the release"])?, 0, "add")?;
     std::fs::write(demo.journal(), &before)?;
+    outln!("   (the journal file is put back to the copy taken just before that add, as a backup restore or a file sync can do)");
+    expect(demo.run(&["checklist"])?, 0, "list after rollback")?;
+    outln!("   tag-the-release is gone, and nothing in the file says so; the head anchor in the home store remembers the add:");
     expect(demo.run(&["journal", "verify"])?, 1, "verify rollback")?;
+    outln!("   accepting it records the loss on the chain (the item is gone unless added again):");
     expect(demo.run(&["journal", "repair"])?, 0, "accept")?;
 
-    step("11. The audit: one line per event, and every projection checked against the fold");
+    step("11. The audit: one line per event, and every file derived from the journal checked against it");
     expect(demo.run(&["replay"])?, 0, "replay")?;
 
     if has_git {
@@ -212,13 +249,16 @@ fn away_story(demo: &Demo, cwd: &str) -> anyhow::Result<()> {
         "decide",
     )?;
     expect(demo.run(&["mode", "queue", "push feat/login once CI is green"])?, 0, "queue")?;
+    let cap = crate::verdict::stop::DEFAULT_BLOCK_CAP;
     outln!(
-        "   after 7 more blocks in a row, the 9th passes the host's cap (8): the host ends the turn anyway, and abcd records that stop:"
+        "   the session keeps trying: {} more stops are blocked (not shown), {cap} in a row, the host's cap. At the next one the host \
+ends the turn whatever abcd answers, and abcd records that stop for the person:",
+        cap - 1
     );
-    for _ in 0..7 {
+    for _ in 1..cap {
         demo.hook_quiet("stop", stop(true, "Still working on it."))?;
     }
-    demo.hook("stop", stop(true, "Still working on it."))?;
+    demo.hook_shown("stop", stop(true, "Still working on it."), Shown::PastTheCap)?;
     step("13. The person is back: one line per queued step, recorded stop and decision");
     expect(demo.run(&["mode", "back"])?, 0, "mode back")?;
     Ok(())
@@ -246,7 +286,7 @@ fn ledger_story(demo: &Demo) -> anyhow::Result<()> {
     anyhow::ensure!(git(&["add", ".claude"]) && git(&["commit", "-q", "-m", "abcd hooks"]), "the demo could not commit the hooks");
     expect(demo.run(&["run", "start", "demo-run", "--lane", "impl"])?, 0, "run start")?;
     let receipt = demo.root.join(".abcd/.work.local/demo-receipt.json");
-    let script = format!("sleep 0.2; echo '{{\"done\": true}}' > '{}'", receipt.display());
+    let script = format!("sleep 0.2; echo done > {}", shell_word(&receipt.display().to_string()));
     let receipt_arg = receipt.display().to_string();
     expect(
         demo.run(&[

@@ -51,7 +51,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
         if already_installed { ", already installed" } else { "" }
     );
     outln!("{}", commit_advice(&at.main_root, &settings_relative, &in_git, hook.from_path));
-    outln!("next: `abcd checklist add \"<title>\"`");
+    outln!("next: write the plan down, one item at a time, e.g. `abcd checklist add \"Fix the login bug\"`");
     Ok(super::EXIT_OK)
 }
 

@@ -154,12 +154,12 @@ fn nearest_non_shell_ancestor_names_a_live_non_shell_ancestor() {
 #[test]
 fn spawn_detached_returns_at_once_into_its_own_session_and_is_reaped() {
     let o = outputs();
-    let started = Instant::now();
-    let id =
-        spawn_detached(Path::new("sh"), &words(&["-c", "echo out; echo err >&2; sleep 1"]), o.dir.path(), &o.out, &o.err, &[]).unwrap();
-    let took = started.elapsed();
-    assert!(took < Duration::from_millis(500), "spawn_detached took {took:?}");
-    assert!(is_alive(&id));
+    // The child waits for a file only this test writes, after spawn_detached returned: its
+    // returning at all shows it does not wait for the child, whatever the machine's load.
+    let go = o.dir.path().join("go");
+    let script = format!("echo out; echo err >&2; while [ ! -e '{}' ]; do sleep 0.02; done", go.display());
+    let id = spawn_detached(Path::new("sh"), &words(&["-c", &script]), o.dir.path(), &o.out, &o.err, &[]).unwrap();
+    assert!(is_alive(&id), "the child still waits for its go");
     assert_eq!(stat_field(id.pid, 6), Some(id.pid.to_string()), "the child leads its own session");
     assert_eq!(stat_field(id.pid, 4), Some(std::process::id().to_string()), "it is this process's child until this process ends");
     let fd = |n: u32| std::fs::read_link(format!("/proc/{}/fd/{n}", id.pid)).unwrap();
@@ -167,6 +167,8 @@ fn spawn_detached_returns_at_once_into_its_own_session_and_is_reaped() {
     assert_eq!(fd(1), o.out.canonicalize().unwrap());
     assert_eq!(fd(2), o.err.canonicalize().unwrap());
     // It ends on its own and nobody here waits for it, yet it is reaped: no zombie left.
+    wait_until("the child's output", || std::fs::read_to_string(&o.err).is_ok_and(|e| e == "err\n"));
+    std::fs::write(&go, "").unwrap();
     wait_until("the detached child is gone", || !is_alive(&id));
     wait_until("the detached child is reaped", || match stat_fields(id.pid) {
         None => true,

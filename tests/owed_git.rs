@@ -447,7 +447,9 @@ fn a_forge_listing_past_the_budget_is_cut_there_and_the_reading_is_incomplete() 
     let started = Instant::now();
     let reading = ask.read(&lab.wc);
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(3_900) && took < Duration::from_secs(5), "took {took:?}");
+    // Cut at the 4 s left, not at the listing's own 10 s (a wide upper bound: a loaded
+    // machine adds to the time, it never takes away).
+    assert!(took >= Duration::from_millis(3_900) && took < Duration::from_secs(9), "took {took:?}");
     assert_eq!(reading.notes, ["the forge listing was cut at the 14 s budget; decided from disk"]);
     assert!(reading.incomplete && reading.forge_called);
     assert_eq!(branches(&reading), ["feat/disk"]);

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use common::repo::TestRepo;
 use serde_json::{Value, json};
 
-const HOOK_DEADLINE: Duration = Duration::from_secs(3);
+/// A hook must answer before the host's timeout (`HOOK_TIMEOUT_SECS`, 10 s) kills it; the
+/// bound leaves room for a loaded machine, and the lock a test holds is held far longer, so
+/// waiting for it would still show.
+const HOOK_DEADLINE: Duration = Duration::from_secs(8);
 
 struct Repo {
     _dir: tempfile::TempDir,
@@ -167,7 +170,7 @@ fn assert_fails_open(repo: &Repo, event: &str, payload: &[u8], env: &[(&str, &st
 }
 
 #[test]
-fn every_fault_fails_open_loudly_within_three_seconds() {
+fn every_fault_fails_open_loudly_before_the_hosts_timeout() {
     let repo = Repo::new(true);
     assert!(repo.abcd(&["checklist", "add", "An item"]).status.success());
     let good = fixture("stop.json", &[("$CWD", &cwd(&repo))]);
@@ -194,10 +197,15 @@ fn an_unreadable_journal_or_a_held_lock_still_lets_the_session_through() {
     let repo = Repo::new(true);
     assert!(repo.abcd(&["checklist", "add", "Kept in last good"]).status.success());
     let start = fixture("session-start-startup.json", &[("$CWD", &cwd(&repo))]);
-    // A lock held for 10 s by another process.
+    // A lock held for 30 s by another process.
     let lock = repo.root.join(".abcd/.work.local/journal.jsonl.lock");
-    let mut holder = Command::new("flock").args([lock.to_str().unwrap(), "sleep", "10"]).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let mut holder = Command::new("flock").args([lock.to_str().unwrap(), "sleep", "30"]).spawn().unwrap();
+    // Held once a non-blocking try fails, however long the holder took to start.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while Command::new("flock").args(["-n", lock.to_str().unwrap(), "true"]).status().unwrap().success() {
+        assert!(std::time::Instant::now() < deadline, "the holder never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let (out, took) = hook(&repo, "session-start", &start, &[]);
     let _ = holder.kill();
     let _ = holder.wait();

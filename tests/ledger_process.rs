@@ -14,7 +14,7 @@ use abcd::platform::process::{
 };
 
 /// How long a test waits for a process to change state before it fails.
-const SETTLE: Duration = Duration::from_secs(10);
+const SETTLE: Duration = Duration::from_secs(60);
 /// The pause between two looks while waiting.
 const POLL: Duration = Duration::from_millis(10);
 

@@ -415,7 +415,9 @@ fn a_hung_forge_listing_is_cut_at_ten_seconds_and_the_disk_items_stand() {
     let started = Instant::now();
     let reading = ask.read(&lab.wc);
     let took = started.elapsed();
-    assert!(took >= FORGE_DEADLINE && took < FORGE_DEADLINE + Duration::from_secs(1), "took {took:?}");
+    // Cut at the deadline, not after the stub's 60 s (the upper bound leaves room for a
+    // loaded machine; load adds time, it never takes it away).
+    assert!(took >= FORGE_DEADLINE && took < FORGE_DEADLINE + Duration::from_secs(20), "took {took:?}");
     assert!(reading.forge_called);
     assert_eq!(reading.notes, ["the forge listing was cut at 10 s; decided from disk"]);
     assert!(!reading.incomplete, "the listing's own deadline is not the budget");

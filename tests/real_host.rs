@@ -976,8 +976,18 @@ fn a_stop_failure_hook_survives_the_hosts_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Long enough for the process to be running and blocked on its stdin.
-    std::thread::sleep(Duration::from_millis(300));
+    // The signal is sent once the hook ignores SIGTERM (its SigIgn mask in /proc says so),
+    // while it still waits for its payload: certain, however loaded the machine.
+    let sigterm_ignored = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+        mask.is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sigterm_ignored() {
+        assert!(Instant::now() < deadline, "the hook never ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: a plain kill(2) of our own child, which has not been waited for.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);

@@ -268,7 +268,7 @@ mod tests {
         // An endless printer is stopped at the cap, not at the deadline.
         let started = Instant::now();
         assert_eq!(run_bounded(OsStr::new("/bin/sh"), &sh("yes"), dir, far, 1 << 16).unwrap_err(), RunFail::TooLong);
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(20), "stopped at the cap, not the 30 s deadline");
     }
 
     #[test]
@@ -279,7 +279,7 @@ mod tests {
         let started = Instant::now();
         let got = run_bounded(OsStr::new("/bin/sh"), &sh(&script), dir.path(), started + Duration::from_millis(400), 1024);
         assert_eq!(got.unwrap_err(), RunFail::Deadline);
-        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(20), "killed at the deadline, not after the 60 s sleep: {:?}", started.elapsed());
         let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
         // The grandchild is dead too: gone, or a zombie waiting for whatever reaps orphans
         // here (this sandbox's pid 1 reaps them only every second or two, so asking whether

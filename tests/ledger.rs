@@ -664,3 +664,100 @@ fn a_fresh_checkout_lists_no_loop_and_no_run() {
     let resume = c.abcd(&["resume"]);
     assert_eq!(resume.status.code(), Some(0), "{}", stderr(&resume));
 }
+
+/// `run finish` removes a worktree abcd made only when nothing of the lane's is in it: a
+/// live agent, commits on a detached HEAD, or work keep it; a relative receipt (inside the
+/// worktree) and the lane's own journal folder are not work, and move to the run's folder.
+#[test]
+fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let mut driver = sleeper();
+    let lanes = ["--lane", "live", "--lane", "detached", "--lane", "clean"];
+    let mut args = vec!["run", "start", "r1"];
+    args.extend(lanes);
+    let pid = driver.id().to_string();
+    args.extend(["--driver-pid", &pid]);
+    assert!(c.abcd(&args).status.success());
+    let launch_in_own = |lane: &str, script: &str| {
+        let out = c.abcd(&["launch", "--run", "r1", "--lane", lane, "--role", "agent", "--receipt", "R", "--", "sh", "-c", script]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stdout(&out).contains(&format!("(abcd's worktree for the lane, branch abcd/r1/{lane})")), "{}", stdout(&out));
+        PathBuf::from(c.lane("r1", lane)["worktree"].as_str().unwrap())
+    };
+    let live = launch_in_own("live", "sleep 30");
+    let commit =
+        "git checkout -q --detach && echo c > c.txt && git add c.txt && git -c user.name=A -c user.email=a@example.com commit -qm c";
+    let detached = launch_in_own("detached", commit);
+    let clean = launch_in_own("clean", "echo done > R");
+    for lane in ["detached", "clean"] {
+        eventually("the agent to exit", || {
+            c.lane("r1", lane)["stage"].as_str().unwrap().contains("exited") || c.lane("r1", lane)["receipt_waiting"] == true
+        });
+    }
+    assert_eq!(c.lane("r1", "clean")["uncommitted"], serde_json::json!([]), "a receipt is not the lane's work");
+    assert!(c.abcd(&["collect", "--run", "r1", "--lane", "clean"]).status.success());
+    // What a hook run in the lane would have left: its own local tier.
+    std::fs::create_dir_all(clean.join(".abcd/.work.local")).unwrap();
+    std::fs::write(clean.join(".abcd/.work.local/journal.jsonl"), "lane's journal\n").unwrap();
+
+    let finish = c.abcd(&["run", "finish", "r1"]);
+    assert!(finish.status.success(), "{}", stderr(&finish));
+    let said = stdout(&finish);
+    assert!(said.contains("lane live: worktree") && said.contains("kept: its agent (pid"), "{said}");
+    assert!(said.contains("lane detached: worktree") && said.contains("its HEAD is not on the branch abcd/r1/detached"), "{said}");
+    assert!(said.contains("lane clean: worktree") && said.contains("abcd's files from it (its journal, receipts) are in"), "{said}");
+    assert!(live.is_dir() && detached.is_dir() && !clean.exists());
+    let moved = c.root.join(".abcd/.work.local/runs/r1/clean.worktree");
+    assert_eq!(std::fs::read_to_string(moved.join("work.local/journal.jsonl")).unwrap(), "lane's journal\n");
+    assert_eq!(std::fs::read_to_string(moved.join("receipts/R")).unwrap(), "done\n");
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+}
+
+/// The crash windows and leftovers around the worktree abcd makes: one made but never
+/// recorded is recorded as it stands; one deleted by hand is made again on its branch;
+/// anything else at its place, or a branch of its name, is refused with what to do, and a
+/// file whose name is a secret is never echoed.
+#[test]
+fn a_lanes_worktree_is_recovered_or_refused_as_it_stands() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let mut driver = sleeper();
+    let pid = driver.id().to_string();
+    assert!(c.abcd(&["run", "start", "r1", "--lane", "a", "--lane", "b", "--lane", "c", "--driver-pid", &pid]).status.success());
+    let launch = |lane: &str| c.abcd(&["launch", "--run", "r1", "--lane", lane, "--role", "agent", "--receipt", "R", "--", "true"]);
+    // Made (as a crashed launch would have) but not recorded.
+    let out = launch("a");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a = PathBuf::from(c.lane("r1", "a")["worktree"].as_str().unwrap());
+    let place = |lane: &str| a.parent().unwrap().join(lane);
+    c.git(&["worktree", "add", "-q", "-b", "abcd/r1/b", place("b").to_str().unwrap()]);
+    let out = launch("b");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(c.lane("r1", "b")["worktree"].as_str().unwrap(), place("b").to_str().unwrap());
+    // Deleted by hand: made again on its branch.
+    eventually("a's agent to exit", || c.lane("r1", "a")["stage"].as_str().unwrap().contains("exited"));
+    std::fs::remove_dir_all(&a).unwrap();
+    let out = launch("a");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(a.is_dir() && repo::git(&a, &["rev-parse", "--abbrev-ref", "HEAD"]).trim() == "abcd/r1/a");
+    // Something else at the place, then a branch of the name.
+    std::fs::create_dir_all(place("c")).unwrap();
+    let out = launch("c");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("but something else is there; move it away"), "{}", stderr(&out));
+    std::fs::remove_dir_all(place("c")).unwrap();
+    c.git(&["branch", "abcd/r1/c"]);
+    let out = launch("c");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`git branch -m abcd/r1/c NEW-NAME`"), "{}", stderr(&out));
+    // A --cwd folder with a file named like a token: refused without the name.
+    std::fs::write(c.root.join("ghp_0123456789abcdefghijklmnopqrstuvwxyzAB.txt"), "x\n").unwrap();
+    let root = c.root.to_str().unwrap();
+    let out = c.abcd(&["launch", "--run", "r1", "--lane", "c", "--role", "agent", "--receipt", "R", "--cwd", root, "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("1 not shown") && !stderr(&out).contains("ghp_0123"), "{}", stderr(&out));
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+}

@@ -51,7 +51,7 @@ pub struct LaunchArgs {
     cwd: Option<PathBuf>,
     /// With --cwd: uncommitted work in that folder may be saved aside to a ref and its files
     /// reset before the agent starts (without it, such work is refused and left alone)
-    #[arg(long)]
+    #[arg(long, requires = "cwd")]
     save_aside: bool,
     /// Print JSON for scripts
     #[arg(long)]
@@ -90,11 +90,21 @@ pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
         save_aside: args.save_aside,
         command: args.command,
     };
-    let Launched { launch: n, process: p, stdout, stderr } = launch::launch(&request, &here, &mut |line| outln!("{line}"))?;
+    let Launched { launch: n, process: p, stdout, stderr, worktree, branch, receipt } =
+        launch::launch(&request, &here, &mut |line| outln!("{line}"))?;
     if args.json {
-        outln!("{}", json!({"run": args.run, "lane": args.lane, "launch": n, "process": p, "stdout": stdout, "stderr": stderr}));
+        outln!(
+            "{}",
+            json!({"run": args.run, "lane": args.lane, "launch": n, "process": p, "stdout": stdout, "stderr": stderr,
+                "worktree": worktree, "branch": branch, "receipt": receipt})
+        );
     } else {
         outln!("launch {n} of {}/{} started: pid {}; output in {}", args.run, args.lane, p.pid, stdout.unwrap_or_default());
+        match branch {
+            Some(b) => outln!("  it runs in {} (abcd's worktree for the lane, branch {b})", worktree.display()),
+            None => outln!("  it runs in {}", worktree.display()),
+        }
+        outln!("  its receipt is expected at {}", receipt.display());
     }
     Ok(EXIT_OK)
 }

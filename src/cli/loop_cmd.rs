@@ -81,11 +81,12 @@ pub struct StartArgs {
     /// How the reviewer's reply is read: plain (stdout) or claude-json
     #[arg(long, default_value = "plain", value_parser = ["plain", "claude-json"])]
     reviewer_reader: String,
-    /// Where the implementer runs (default: a git worktree abcd makes for the loop, on a
-    /// branch abcd/<run>/implementer from this checkout's HEAD, shared with the reviewer)
+    /// Where the implementer runs (default: the reviewer's folder when --reviewer-cwd is
+    /// given, else a git worktree abcd makes for the loop on a branch
+    /// abcd/<run>/implementer from this checkout's HEAD, shared with the reviewer)
     #[arg(long, value_name = "DIR")]
     implementer_cwd: Option<PathBuf>,
-    /// Where the reviewer runs (default: the loop's own worktree, as the implementer)
+    /// Where the reviewer runs (default: the implementer's folder)
     #[arg(long, value_name = "DIR")]
     reviewer_cwd: Option<PathBuf>,
     /// The checklist file the implementer works through (named in the default advance prompt)

@@ -114,11 +114,15 @@ pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
             outln!("run {run} finished");
             for end in ends {
                 match end {
-                    WorktreeEnd::Removed { lane, path, branch, branch_deleted: true } => {
-                        outln!("  lane {lane}: worktree {path} removed; its branch {branch} held no commit and was deleted")
-                    }
-                    WorktreeEnd::Removed { lane, path, branch, branch_deleted: false } => {
-                        outln!("  lane {lane}: worktree {path} removed; its branch {branch} keeps the lane's commits")
+                    WorktreeEnd::Removed { lane, path, branch, branch_deleted, kept } => {
+                        let branch_words = if branch_deleted {
+                            format!("its branch {branch} held no commit and was deleted")
+                        } else {
+                            format!("its branch {branch} keeps the lane's commits")
+                        };
+                        let kept_words =
+                            kept.map(|k| format!("; abcd's files from it (its journal, receipts) are in {k}")).unwrap_or_default();
+                        outln!("  lane {lane}: worktree {path} removed; {branch_words}{kept_words}")
                     }
                     WorktreeEnd::Kept { lane, path, why } => outln!("  lane {lane}: worktree {path} kept: {why}"),
                 }

@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::run::WorkingCopy;
-use super::{CommandError, new_event};
-use crate::event;
+use super::{CommandError, caller_event};
+use crate::event::{self, Scope};
 use crate::git::worktree::{self, WorktreeError};
 use crate::ledger::{self, LaneWorktreeCreated, LaneWorktreeRemoved};
 use crate::places;
+use crate::store::Store;
 
 /// Paths in a checkout that are abcd's own: its folder, and the host settings `abcd init`
 /// writes its hooks into.
@@ -25,23 +26,56 @@ pub fn is_abcd_own(path: &str) -> bool {
     ABCD_OWN_PATHS.iter().any(|own| path == *own || path.strip_prefix(own).is_some_and(|rest| rest.starts_with('/')))
 }
 
-/// The lane's work among a worktree's changed paths: everything but abcd's own files.
-pub fn lane_work(changed: &[String]) -> Vec<String> {
-    changed.iter().filter(|p| !is_abcd_own(p)).cloned().collect()
+/// The lane's work among a worktree's changed paths: everything but abcd's own files and
+/// the receipts its agents wrote there (a receipt is the agent's word to abcd, collected
+/// into the journal, not work to save).
+pub fn lane_work(changed: &[String], receipts: &[String]) -> Vec<String> {
+    changed.iter().filter(|p| !is_abcd_own(p) && !receipts.contains(p)).cloned().collect()
+}
+
+/// The receipts of `lane`'s kept launches that lie inside `worktree`, relative to it.
+pub fn receipts_inside(lane: Option<&ledger::Lane>, worktree: &Path) -> Vec<String> {
+    let root = canonical(worktree);
+    lane.map(|l| l.launches.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|launch| {
+            let receipt = Path::new(&launch.receipt);
+            let dir = canonical(receipt.parent()?);
+            let inside = dir.strip_prefix(&root).ok()?.join(receipt.file_name()?);
+            inside.to_str().map(str::to_string)
+        })
+        .collect()
 }
 
 fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Whether `dir` is the worktree abcd made for `run`'s `lane` and has not removed.
-pub fn is_own_worktree(state: &ledger::LedgerState, run: &str, lane: &str, dir: &Path) -> bool {
-    let own = state.runs.get(run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.own_worktree.as_ref());
-    own.is_some_and(|w| canonical(Path::new(&w.path)) == canonical(dir))
+/// Whether `dir` is a worktree abcd made for one of `run`'s lanes and has not removed (a
+/// loop's reviewer works in its implementer's).
+pub fn is_own_worktree(state: &ledger::LedgerState, run: &str, dir: &Path) -> bool {
+    let Some(r) = state.runs.get(run) else { return false };
+    let dir = canonical(dir);
+    r.lanes.values().filter_map(|l| l.own_worktree.as_ref()).any(|w| canonical(Path::new(&w.path)) == dir)
 }
 
 fn refused(msg: String) -> CommandError {
     CommandError::Refused(msg)
+}
+
+/// The working copy a lane belongs to: its journal and its root.
+#[derive(Clone, Copy)]
+pub struct LaneHome<'a> {
+    pub store: &'a Store,
+    pub scope: &'a Scope,
+    pub root: &'a Path,
+}
+
+impl<'a> LaneHome<'a> {
+    pub fn of(wc: &'a WorkingCopy) -> LaneHome<'a> {
+        LaneHome { store: &wc.store, scope: &wc.scope, root: &wc.root }
+    }
 }
 
 /// The worktree abcd made for `run`'s `lane`, made now (and recorded) when the lane has none.
@@ -49,8 +83,8 @@ fn refused(msg: String) -> CommandError {
 /// the lane's place that git shows on the lane's branch (made, and not recorded, by a
 /// launch that crashed in between) is recorded as it stands. The lane must exist: callers
 /// look at the ledger first.
-pub fn own_worktree(wc: &WorkingCopy, run: &str, lane: &str) -> Result<PathBuf, CommandError> {
-    let state = wc.store.current_state()?;
+pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf, CommandError> {
+    let state = home.store.current_state()?;
     let branch = ledger::lane_branch(run, lane);
     let recorded = state.state.ledger.runs.get(run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.own_worktree.clone());
     if let Some(own) = recorded {
@@ -58,12 +92,12 @@ pub fn own_worktree(wc: &WorkingCopy, run: &str, lane: &str) -> Result<PathBuf, 
         if path.is_dir() {
             return Ok(path);
         }
-        worktree::prune_worktrees(&wc.root).map_err(|e| refused(gone_refusal(&path, &e)))?;
-        worktree::add_lane_worktree_on(&wc.root, &path, &own.branch).map_err(|e| refused(gone_refusal(&path, &e)))?;
-        record_created(wc, run, lane, &path, &own.base)?;
+        worktree::prune_worktrees(home.root).map_err(|e| refused(gone_refusal(&path, &e)))?;
+        worktree::add_lane_worktree_on(home.root, &path, &own.branch).map_err(|e| refused(gone_refusal(&path, &e)))?;
+        record_created(home, run, lane, &path, &own.base)?;
         return Ok(path);
     }
-    let path = places::lane_worktree(&wc.root, run, lane)?;
+    let path = places::lane_worktree(home.root, run, lane)?;
     if path.exists() {
         let status = worktree::status(&path).ok();
         let ours = status.as_ref().is_some_and(|s| s.is_worktree && s.branch.as_deref() == Some(branch.as_str()));
@@ -73,15 +107,16 @@ pub fn own_worktree(wc: &WorkingCopy, run: &str, lane: &str) -> Result<PathBuf, 
                 path.display()
             )));
         };
-        record_created(wc, run, lane, &path, &base)?;
+        record_created(home, run, lane, &path, &base)?;
         return Ok(path);
     }
-    let base = match worktree::head_commit(&wc.root) {
+    let base = match worktree::head_commit(home.root) {
         Ok(Some(base)) => base,
         Ok(None) => {
             return Err(refused(format!(
-                "refused: {} has no commit yet, and a lane's worktree starts at one; make a first commit (`git commit --allow-empty -m start`) and launch again; nothing was recorded",
-                wc.root.display()
+                "refused: {} has no commit yet, and a lane's worktree starts at one; make a first commit (`{}`) and launch again; nothing was recorded",
+                home.root.display(),
+                places::FIRST_COMMIT
             )));
         }
         Err(e) => return Err(refused(format!("refused: the working copy's HEAD cannot be read ({e}); nothing was recorded"))),
@@ -89,13 +124,13 @@ pub fn own_worktree(wc: &WorkingCopy, run: &str, lane: &str) -> Result<PathBuf, 
     if let Some(parent) = path.parent() {
         crate::platform::fs::create_dir_all(parent, 0o700).map_err(CommandError::failed)?;
     }
-    if let Err(e) = worktree::add_lane_worktree(&wc.root, &path, &branch, &base) {
+    if let Err(e) = worktree::add_lane_worktree(home.root, &path, &branch, &base) {
         return Err(refused(format!(
-            "refused: the worktree of {run}/{lane} cannot be made at {} ({e}); if a branch {branch} is left from an earlier run, delete it (`git branch -D {branch}`) or name the run differently; nothing was recorded",
+            "refused: the worktree of {run}/{lane} cannot be made at {} ({e}); if a branch {branch} is left from an earlier run, keep its commits under another name (`git branch -m {branch} NEW-NAME`) or name the run differently; nothing was recorded",
             path.display()
         )));
     }
-    record_created(wc, run, lane, &path, &base)?;
+    record_created(home, run, lane, &path, &base)?;
     Ok(path)
 }
 
@@ -103,7 +138,7 @@ fn gone_refusal(path: &Path, e: &WorktreeError) -> String {
     format!("refused: the lane's worktree {} is gone and cannot be made again ({e}); nothing was recorded", path.display())
 }
 
-fn record_created(wc: &WorkingCopy, run: &str, lane: &str, path: &Path, base: &str) -> Result<(), CommandError> {
+fn record_created(home: LaneHome<'_>, run: &str, lane: &str, path: &Path, base: &str) -> Result<(), CommandError> {
     let data = LaneWorktreeCreated {
         run: run.into(),
         lane: lane.into(),
@@ -111,60 +146,170 @@ fn record_created(wc: &WorkingCopy, run: &str, lane: &str, path: &Path, base: &s
         branch: ledger::lane_branch(run, lane),
         base: base.into(),
     };
-    wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LANE_WORKTREE_CREATED, json!(data))], ()))?;
+    home.store.append_with(Some(home.scope), |_| (vec![caller_event(event::LANE_WORKTREE_CREATED, json!(data))], ()))?;
     Ok(())
 }
 
 /// What `abcd run finish` did with one worktree abcd made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorktreeEnd {
-    /// Removed; the branch went too when it held no commit.
-    Removed { lane: String, path: String, branch: String, branch_deleted: bool },
-    /// Kept, and why (uncommitted work, or git refused).
+    /// Removed; the branch went too when it held no commit. `kept` names where the lane's
+    /// own journal folder and collected receipts were moved, when there were any.
+    Removed { lane: String, path: String, branch: String, branch_deleted: bool, kept: Option<String> },
+    /// Kept, and why, with what to do.
     Kept { lane: String, path: String, why: String },
 }
 
-/// Removes each clean worktree abcd made for `run` and records it; keeps (and says why)
-/// any with uncommitted work. A branch with commits stays: it holds the lane's work.
-pub fn remove_own_worktrees(wc: &WorkingCopy, run: &str) -> Result<Vec<WorktreeEnd>, CommandError> {
-    let state = wc.store.current_state()?;
+/// Removes each worktree abcd made for `run` that holds nothing of the lane's (no live
+/// agent, no uncommitted work, no receipt waiting, HEAD on the lane's branch) and records
+/// it; keeps, and says why, every other. Before removing, the lane's own journal folder (a
+/// hook's local tier there) and its collected receipts move to the run's folder, so
+/// nothing of abcd's is lost with the tree. A branch with commits stays: it holds the
+/// lane's work.
+pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<WorktreeEnd>, CommandError> {
+    let state = home.store.current_state()?;
     let Some(r) = state.state.ledger.runs.get(run) else { return Ok(vec![]) };
+    let runs_dir = super::launch::run_folder(home.store.journal().paths().dir(), run).map_err(CommandError::failed)?;
     let mut ends = vec![];
     for (lane, l) in &r.lanes {
         let Some(own) = &l.own_worktree else { continue };
         let path = Path::new(&own.path);
         let kept = |why: String| WorktreeEnd::Kept { lane: lane.clone(), path: own.path.clone(), why };
-        if path.is_dir() {
-            match worktree::status(path) {
-                Ok(s) if !lane_work(&s.changed).is_empty() => {
-                    ends.push(kept(format!("it holds uncommitted work ({} file(s))", lane_work(&s.changed).len())));
-                    continue;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    ends.push(kept(e.to_string()));
-                    continue;
-                }
-            }
+        // Any lane of the run may work there (a loop's reviewer shares its implementer's).
+        let alive = r.lanes.values().filter_map(|x| x.last()).find(|x| {
+            canonical(Path::new(&x.worktree)) == canonical(path)
+                && x.exited.is_none()
+                && x.started.is_some_and(|p| crate::platform::process::is_alive(&p))
+        });
+        if let Some(agent) = alive {
+            let pid = agent.started.map_or(0, |p| p.pid);
+            ends.push(kept(format!("its agent (pid {pid}) is alive; run `abcd run finish {run}` again once it has exited")));
+            continue;
         }
-        let branch_deleted = if path.is_dir() {
-            match worktree::remove_lane_worktree(&wc.root, path, &own.branch, &own.base) {
-                Ok(deleted) => deleted,
-                Err(e) => {
-                    ends.push(kept(e.to_string()));
-                    continue;
-                }
-            }
-        } else {
+        if !path.is_dir() {
             // Deleted by hand: git forgets it, the branch stays as it is.
-            let _ = worktree::prune_worktrees(&wc.root);
-            false
+            let _ = worktree::prune_worktrees(home.root);
+            ends.push(record_removed(home, run, lane, &own.path, &own.branch, false, None)?);
+            continue;
+        }
+        let status = match worktree::status(path) {
+            Ok(s) => s,
+            Err(e) => {
+                ends.push(kept(e.to_string()));
+                continue;
+            }
         };
-        let data = LaneWorktreeRemoved { run: run.into(), lane: lane.clone(), worktree: own.path.clone(), branch_deleted };
-        wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LANE_WORKTREE_REMOVED, json!(data))], ()))?;
-        ends.push(WorktreeEnd::Removed { lane: lane.clone(), path: own.path.clone(), branch: own.branch.clone(), branch_deleted });
+        let tip = worktree::branch_tip(home.root, &own.branch).ok().flatten();
+        if status.branch.as_deref() != Some(own.branch.as_str()) || status.head.is_none() || status.head != tip {
+            ends.push(kept(format!(
+                "its HEAD is not on the branch {} (detached or switched), and commits there would be lost with it; put them on a branch (`git -C {} branch NAME`), switch back, and run `abcd run finish {run}` again",
+                own.branch,
+                worktree::shell_quote(&own.path)
+            )));
+            continue;
+        }
+        let receipts: Vec<String> = r.lanes.values().flat_map(|x| receipts_inside(Some(x), path)).collect();
+        let work = lane_work(&status.changed, &receipts);
+        if !work.is_empty() {
+            ends.push(kept(format!(
+                "it holds uncommitted work ({} file(s)); commit it on {} or save it aside, then run `abcd run finish {run}` again",
+                work.len(),
+                own.branch
+            )));
+            continue;
+        }
+        let waiting = r
+            .lanes
+            .values()
+            .filter_map(|x| x.last())
+            .any(|x| x.collected.is_none() && receipts_inside(Some(&single(x)), path).iter().any(|rel| path.join(rel).is_file()));
+        if waiting {
+            ends.push(kept(format!("a receipt in it waits uncollected; `abcd collect --run {run} --lane LANE` it, then finish again")));
+            continue;
+        }
+        let moved = match keep_abcd_files(path, &receipts, &runs_dir.join(format!("{lane}.worktree"))) {
+            Ok(moved) => moved,
+            Err(why) => {
+                ends.push(kept(why));
+                continue;
+            }
+        };
+        match worktree::remove_lane_worktree(home.root, path, &own.branch, &own.base) {
+            Ok(branch_deleted) => ends.push(record_removed(home, run, lane, &own.path, &own.branch, branch_deleted, moved)?),
+            Err(e) => ends.push(kept(format!("git did not remove it ({e})"))),
+        }
     }
     Ok(ends)
+}
+
+/// A lane holding one launch, to ask [`receipts_inside`] of that launch alone.
+fn single(launch: &ledger::Launch) -> ledger::Lane {
+    ledger::Lane { launches: vec![launch.clone()], ..Default::default() }
+}
+
+/// Moves what is abcd's inside a lane worktree about to be removed (the local tier a hook
+/// made there, and the collected receipts) to `into` in the main local tier. Says where,
+/// when anything moved; an error (nothing removed then) when a move fails.
+fn keep_abcd_files(worktree: &Path, receipts: &[String], into: &Path) -> Result<Option<String>, String> {
+    let mut sources: Vec<(PathBuf, PathBuf)> = vec![];
+    let tier = worktree.join(places::LOCAL_TIER);
+    if tier.is_dir() {
+        sources.push((tier, into.join("work.local")));
+    }
+    for rel in receipts {
+        let from = worktree.join(rel);
+        if from.is_file() {
+            sources.push((from, into.join("receipts").join(rel)));
+        }
+    }
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    for (from, to) in &sources {
+        let moved = to.parent().map_or(Ok(()), |p| crate::platform::fs::create_dir_all(p, 0o700)).and_then(|()| move_path(from, to));
+        if let Err(e) = moved {
+            return Err(format!("{} could not be moved to {} ({e}), so the worktree stays", from.display(), to.display()));
+        }
+    }
+    Ok(Some(into.display().to_string()))
+}
+
+/// A rename, or, across file systems, a copy of the files then their removal.
+fn move_path(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            copy_tree(from, to)?;
+            if from.is_dir() { std::fs::remove_dir_all(from) } else { std::fs::remove_file(from) }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    if !from.is_dir() {
+        return std::fs::copy(from, to).map(|_| ());
+    }
+    crate::platform::fs::create_dir_all(to, 0o700)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+    }
+    Ok(())
+}
+
+fn record_removed(
+    home: LaneHome<'_>,
+    run: &str,
+    lane: &str,
+    path: &str,
+    branch: &str,
+    branch_deleted: bool,
+    kept: Option<String>,
+) -> Result<WorktreeEnd, CommandError> {
+    let data = LaneWorktreeRemoved { run: run.into(), lane: lane.into(), worktree: path.into(), branch_deleted };
+    home.store.append_with(Some(home.scope), |_| (vec![caller_event(event::LANE_WORKTREE_REMOVED, json!(data))], ()))?;
+    Ok(WorktreeEnd::Removed { lane: lane.into(), path: path.into(), branch: branch.into(), branch_deleted, kept })
 }
 
 #[cfg(test)]
@@ -179,6 +324,7 @@ mod tests {
         for theirs in [".abcdef", ".abcd.txt", ".claude/settings.local.json", ".claude/settings.json.bak", "src/.abcd", "README"] {
             assert!(!is_abcd_own(theirs), "{theirs}");
         }
-        assert_eq!(lane_work(&[".abcd/a".into(), "a.rs".into(), ".claude/settings.json".into()]), vec!["a.rs".to_string()]);
+        let changed = [".abcd/a".into(), "a.rs".into(), ".claude/settings.json".into(), "R".into()];
+        assert_eq!(lane_work(&changed, &["R".into()]), vec!["a.rs".to_string()]);
     }
 }

@@ -272,6 +272,12 @@ pub struct Launched {
     pub process: ProcessId,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
+    /// Where the agent runs.
+    pub worktree: PathBuf,
+    /// The branch of the worktree abcd made for the lane; None in a folder named with --cwd.
+    pub branch: Option<String>,
+    /// Where abcd looks for the receipt.
+    pub receipt: PathBuf,
 }
 
 fn absolute(base: &Path, p: &Path) -> PathBuf {
@@ -334,7 +340,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     }
     let lane_dir = match &request.cwd {
         Some(dir) => absolute(here, dir),
-        None => lane::own_worktree(&wc, run_name, lane)?,
+        None => lane::own_worktree(lane::LaneHome::of(&wc), run_name, lane)?,
     };
     let receipt = absolute(&lane_dir, &request.receipt);
     if receipt.is_dir() {
@@ -342,15 +348,20 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     }
     let status = worktree::status(&lane_dir)
         .map_err(|_| refused(format!("refused: {} is not a git worktree; pass the lane's worktree with --cwd", lane_dir.display())))?;
-    let work = lane::lane_work(&status.changed);
+    let ledger_now = wc.store.current_state()?.state.ledger;
+    let receipts = lane::receipts_inside(ledger_now.runs.get(run_name.as_str()).and_then(|r| r.lanes.get(lane.as_str())), &lane_dir);
+    let work = lane::lane_work(&status.changed, &receipts);
     if !work.is_empty() {
-        let owned = lane::is_own_worktree(&wc.store.current_state()?.state.ledger, run_name, lane, &lane_dir);
+        let owned = lane::is_own_worktree(&ledger_now, run_name, &lane_dir);
         if !owned && !request.save_aside {
+            // Only names a record may hold are shown: a file name can be a secret.
+            let (shown, unshown) = ledger::listable_files(&work);
+            let more = if unshown > 0 { format!(" and {unshown} not shown") } else { String::new() };
             return Err(refused(format!(
-                "refused: {} holds uncommitted work ({} file(s): {}) and is not a worktree abcd made for {run_name}/{lane}, so abcd leaves it as it is; commit or stash it, pass --save-aside to save it to a ref and reset those files, or drop --cwd to run the lane in a worktree of its own; nothing was recorded",
+                "refused: {} holds uncommitted work ({} file(s): {}{more}) and is not a worktree abcd made for {run_name}/{lane}, so abcd leaves it as it is; commit or stash it, pass --save-aside to save it to a ref and reset those files, or drop --cwd to run the lane in a worktree of its own; nothing was recorded",
                 lane_dir.display(),
                 work.len(),
-                some_names(&work)
+                some_names(&shown)
             )));
         }
         match run::save_aside(&wc, run_name, lane, &lane_dir) {
@@ -371,7 +382,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     };
     let written = wc.store.append_with(Some(&wc.scope), |state| match lane_refusal(&state.ledger, run_name, lane) {
         Err(why) => (vec![], Err::<u64, LaneRefusal>(why)),
-        Ok(n) => (vec![new_event(event::LAUNCH_INTENDED, json!(intent(n)))], Ok(n)),
+        Ok(n) => (vec![super::caller_event(event::LAUNCH_INTENDED, json!(intent(n)))], Ok(n)),
     })?;
     let n = written.outcome.map_err(|why| refused(why.to_string()))?;
     #[cfg(feature = "test-support")]
@@ -410,7 +421,16 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
         match last {
             Some(l) if l.started.is_some() => {
                 let process = l.started.expect("checked");
-                return Ok(Launched { launch: n, process, stdout: l.stdout, stderr: l.stderr });
+                let branch = request.cwd.is_none().then(|| ledger::lane_branch(run_name, lane));
+                return Ok(Launched {
+                    launch: n,
+                    process,
+                    stdout: l.stdout,
+                    stderr: l.stderr,
+                    worktree: lane_dir.clone(),
+                    branch,
+                    receipt: receipt.clone(),
+                });
             }
             Some(l) if l.exited == Some(ExitStatus::NotStarted) => {
                 return Err(refused(format!("launch {n} of {run_name}/{lane} could not start its command; see {}", log.display())));

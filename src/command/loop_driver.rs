@@ -218,6 +218,7 @@ impl<'a> Driver<'a> {
         let role = plan.kind.role();
         let lane = role.lane();
         let agent_spec = record.config.agent(role).clone();
+        self.ensure_own_worktree(&agent_spec.worktree)?;
         let quoted = match &plan.quotes {
             None => None,
             Some(q) => {
@@ -550,6 +551,19 @@ impl<'a> Driver<'a> {
             self.index_finished();
         }
         Ok(())
+    }
+
+    /// Makes the loop's own worktree when its folder is missing: a crash between recording
+    /// the loop and making it, or a folder deleted by hand. A folder the person named is
+    /// theirs and is never made.
+    fn ensure_own_worktree(&self, folder: &str) -> Result<(), DriveError> {
+        let lane = crate::phased::Role::Implementer.lane();
+        let own = crate::places::lane_worktree(&self.root, &self.run, lane).ok();
+        if Path::new(folder).is_dir() || own.as_deref() != Some(Path::new(folder)) {
+            return Ok(());
+        }
+        let home = super::lane::LaneHome { store: self.store, scope: self.scope, root: &self.root };
+        super::lane::own_worktree(home, &self.run, lane).map(|_| ()).map_err(|e| DriveError::Refused(e.to_string()))
     }
 
     /// The machine index learns the run is over (best effort, as `abcd run finish` does:

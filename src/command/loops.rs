@@ -181,7 +181,15 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     };
     let mut agents = vec![];
     let mut own_worktree_asked = false;
-    for (field, asked) in [("implementer", a.implementer), ("reviewer", a.reviewer)] {
+    // The two agents share one folder unless both are named: an agent without one works
+    // where the other was told to, and abcd's own worktree is for when neither was.
+    let (mut implementer, mut reviewer) = (a.implementer, a.reviewer);
+    match (&implementer.cwd, &reviewer.cwd) {
+        (Some(d), None) => reviewer.cwd = Some(d.clone()),
+        (None, Some(d)) => implementer.cwd = Some(d.clone()),
+        _ => {}
+    }
+    for (field, asked) in [("implementer", implementer), ("reviewer", reviewer)] {
         let words = split_words(&asked.template)
             .map_err(|why| CommandError::Refused(format!("refused: the {field} template {why}; nothing was recorded")))?;
         if let Err(e) = agent::check_template(field, &words) {
@@ -296,9 +304,9 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     })?;
     let started = written.outcome.map_err(CommandError::Refused)?;
     let run = started.run.clone();
-    if own_worktree_asked && let Err(e) = super::lane::own_worktree(&wc, &run, IMPLEMENTER_LANE) {
+    if own_worktree_asked && let Err(e) = super::lane::own_worktree(super::lane::LaneHome::of(&wc), &run, IMPLEMENTER_LANE) {
         return Err(CommandError::Refused(format!(
-            "the loop {run} is recorded, but its worktree could not be made ({e}); end it with `abcd loop stop {run}`"
+            "the loop {run} is recorded, but its worktree could not be made ({e}); once the cause is fixed `abcd loop drive {run}` makes it and carries on, or `abcd loop stop {run}` ends the loop"
         )));
     }
     if let Err(e) = index_started(&started) {
@@ -343,6 +351,16 @@ fn own_worktree_possible(wc: &WorkingCopy, here: &std::path::Path, checklist: Op
     Ok(())
 }
 
+/// Where a loop's agents work when abcd made the worktree, and how it goes: the loop's
+/// result is often uncommitted there, under the home store, where nobody would look.
+fn own_worktree_words(ledger: &ledger::LedgerState, run: &str) -> Option<String> {
+    let own = ledger.runs.get(run)?.lanes.get(IMPLEMENTER_LANE)?.own_worktree.as_ref()?;
+    Some(format!(
+        "its agents work in {} on branch {}; `abcd run finish {run}` removes that worktree once its work is committed there",
+        own.path, own.branch
+    ))
+}
+
 /// The machine index learns of the run.
 fn index_started(started: &RunStarted) -> Result<(), CommandError> {
     let (paths, scope) = crate::places::machine_journal()?;
@@ -367,6 +385,10 @@ fn run_driver(wc: &WorkingCopy, run: &str, say: &mut dyn FnMut(&str)) -> Result<
         Err(e) => return Err(e.into()),
     };
     let summary = phased::listing(&d.record()?).summary;
+    let summary = match own_worktree_words(&wc.store.current_state()?.state.ledger, run) {
+        Some(words) => format!("{summary}; {words}"),
+        None => summary,
+    };
     Ok(match end {
         DriveEnd::Finished(reason) => LoopEnd::Finished { reason, summary },
         DriveEnd::Paused(reason) => LoopEnd::Paused { reason, summary },
@@ -488,7 +510,11 @@ pub fn status(run: Option<&str>) -> Result<Vec<LoopStatus>, CommandError> {
         .into_iter()
         .map(|record| {
             let driver = ledger.runs.get(&record.run).map(|l| (l.driver.process, process::is_alive(&l.driver.process)));
-            LoopStatus { listing: phased::listing(&record), record, driver }
+            let mut listing = phased::listing(&record);
+            if let Some(words) = own_worktree_words(&ledger, &record.run) {
+                listing.summary = format!("{}; {words}", listing.summary);
+            }
+            LoopStatus { listing, record, driver }
         })
         .collect())
 }

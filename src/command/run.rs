@@ -212,7 +212,7 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
         Some(entry) if !entry.finished => (vec![new_event(event::RUN_FINISHED, json!(data))], ()),
         _ => (vec![], ()),
     })?;
-    super::lane::remove_own_worktrees(&wc, run)
+    super::lane::remove_own_worktrees(super::lane::LaneHome::of(&wc), run)
 }
 
 /// BLAKE3 and length of a receipt file, bounded.
@@ -491,6 +491,12 @@ fn previous_listing(path: &Path) -> (Vec<String>, Settled) {
     (guess, settled)
 }
 
+/// A worktree's changes that are the lane's work (not abcd's own files, not its receipts).
+fn lane_work_of(lane: &ledger::Lane, worktree: Option<&str>, changed: &[String]) -> Vec<String> {
+    let receipts = worktree.map(|w| super::lane::receipts_inside(Some(lane), Path::new(w))).unwrap_or_default();
+    super::lane::lane_work(changed, &receipts)
+}
+
 fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneListing {
     let last = lane.last();
     // An exit on record settles it; only an agent without one costs a /proc read.
@@ -519,7 +525,9 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
     let worktree = last.map(|l| l.worktree.clone());
     let read = worktree.as_ref().and_then(|w| facts.get(w));
     let (uncommitted, behind, worktree_problem, base_problem) = match read {
-        Some(Ok(f)) => (super::lane::lane_work(&f.changed), f.drift.as_ref().map(|d| d.behind), None, f.drift_problem.clone()),
+        Some(Ok(f)) => {
+            (lane_work_of(lane, worktree.as_deref(), &f.changed), f.drift.as_ref().map(|d| d.behind), None, f.drift_problem.clone())
+        }
         Some(Err(why)) => (Vec::new(), None, Some(why.clone()), None),
         None => (Vec::new(), None, None, None),
     };
@@ -662,6 +670,7 @@ pub fn resume(step: bool, on_move: &mut dyn FnMut(StepMove)) -> Result<Vec<RunLi
 /// The safe moves only: collect receipts that arrived, save aside the uncommitted work of
 /// lanes with no live agent. Nothing is started.
 fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> Result<(), CommandError> {
+    let mut saved_trees = std::collections::BTreeSet::new();
     for r in gather(here)? {
         let Ok(wc) = open_at(Path::new(&r.working_copy)) else { continue };
         for l in &r.lanes {
@@ -686,16 +695,20 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
             {
                 // Only a worktree abcd made is saved and reset on its own; a folder the
                 // person named with --cwd is theirs.
-                let owned =
-                    wc.store.current_state().is_ok_and(|s| super::lane::is_own_worktree(&s.state.ledger, &run, &lane, Path::new(w)));
+                let owned = wc.store.current_state().is_ok_and(|s| super::lane::is_own_worktree(&s.state.ledger, &run, Path::new(w)));
                 if !owned {
                     on_move(StepMove::NotSavedAside {
                         run: run.clone(),
                         lane: lane.clone(),
                         why: format!(
-                            "{w} is not a worktree abcd made, so abcd leaves its work as it is; commit it, or launch again with --cwd {w} --save-aside to save it to a ref"
+                            "{w} is not a worktree abcd made, so abcd leaves its work as it is; commit or stash it there (`git -C {} stash -u`)",
+                            worktree::shell_quote(w)
                         ),
                     });
+                    continue;
+                }
+                // Lanes sharing a worktree (a loop's two agents) share one save.
+                if !saved_trees.insert(w.clone()) {
                     continue;
                 }
                 match save_aside(&wc, &r.run, &l.lane, Path::new(w)) {
@@ -713,7 +726,12 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
 /// how to bring the work back; the error, why nothing (or only the save) was done.
 pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Result<String, String> {
     let now = crate::clock::now().map_err(|e| e.to_string())?;
-    let saved = worktree::save_aside(tree, run, lane, now, &super::lane::is_abcd_own).map_err(|e| format!("{e}; nothing was reset"))?;
+    // The receipts agents wrote inside the tree are theirs to abcd, not work to save.
+    let ledger_now = wc.store.current_state().map_err(|e| e.to_string())?.state.ledger;
+    let run_lanes = ledger_now.runs.get(run).map(|r| r.lanes.values().collect::<Vec<_>>()).unwrap_or_default();
+    let receipts: Vec<String> = run_lanes.into_iter().flat_map(|l| super::lane::receipts_inside(Some(l), tree)).collect();
+    let keep = |p: &str| super::lane::is_abcd_own(p) || receipts.iter().any(|r| r == p);
+    let saved = worktree::save_aside(tree, run, lane, now, &keep).map_err(|e| format!("{e}; nothing was reset"))?;
     // Only names a record may hold are listed: a name with a newline or a secret would
     // make the fold skip the whole record, leaving the save known only by its ref.
     let (listed, files_not_listed) = ledger::listable_files(&saved.files);
@@ -729,7 +747,7 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
     wc.store
         .append_with(Some(&wc.scope), |_| (vec![new_event(event::WORK_SAVED_ASIDE, json!(data))], ()))
         .map_err(|e| format!("the save {} is made but was not recorded ({e}); nothing was reset", saved.ref_name))?;
-    worktree::return_to_last_commit(tree, &saved.files, &super::lane::is_abcd_own)
+    worktree::return_to_last_commit(tree, &saved.files, &keep)
         .map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
     Ok(format!(
         "saved {} uncommitted file(s) of {run}/{lane} to {}; the lane is back at its last commit. Bring the work back with: {}",

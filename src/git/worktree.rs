@@ -27,6 +27,9 @@ use super::refs::DEFAULT_REFS;
 
 /// Each git child is killed when it runs longer than this.
 pub const GIT_DEADLINE: Duration = Duration::from_secs(10);
+/// `git worktree add` and `remove` are killed after this: they write or delete a whole tree,
+/// which on a large repository takes far longer than a read.
+pub const GIT_WORKTREE_DEADLINE: Duration = Duration::from_secs(600);
 /// Bytes read from one git child's stdout at most; a child printing more is killed and
 /// the step fails (a status listing of ~100,000 changed paths fits).
 pub const GIT_OUTPUT_MAX: usize = 16 << 20;
@@ -124,7 +127,7 @@ pub enum WorktreeError {
     NothingToSave { path: PathBuf },
     #[error("the work in {} cannot be saved aside, so nothing was saved: {path} {why}", worktree.display())]
     CannotHold { worktree: PathBuf, path: String, why: &'static str },
-    #[error("git {command} did not finish within {} s and was killed", GIT_DEADLINE.as_secs())]
+    #[error("git {command} did not finish within its deadline ({} s, {} s for a whole work tree) and was killed", GIT_DEADLINE.as_secs(), GIT_WORKTREE_DEADLINE.as_secs())]
     Deadline { command: String },
     #[error("git {command} failed: {why}")]
     Git { command: String, why: String },
@@ -300,7 +303,7 @@ fn remove_with_empty_parents(root: &Path, relative: &str) -> Result<(), Worktree
 /// repository whose work tree is `repo`. An existing branch of that name is refused by git,
 /// so no one's branch is ever moved.
 pub fn add_lane_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<(), WorktreeError> {
-    let git = Git::new(repo);
+    let git = Git::for_whole_tree(repo);
     let path_arg = path.as_os_str();
     git.ok(&[
         OsStr::new("worktree"),
@@ -317,7 +320,7 @@ pub fn add_lane_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> 
 /// Makes a lane worktree at `path` on the existing branch `branch` (a recorded lane
 /// worktree whose folder was deleted by hand).
 pub fn add_lane_worktree_on(repo: &Path, path: &Path, branch: &str) -> Result<(), WorktreeError> {
-    Git::new(repo).ok(&[OsStr::new("worktree"), OsStr::new("add"), OsStr::new("-q"), path.as_os_str(), OsStr::new(branch)])?;
+    Git::for_whole_tree(repo).ok(&[OsStr::new("worktree"), OsStr::new("add"), OsStr::new("-q"), path.as_os_str(), OsStr::new(branch)])?;
     Ok(())
 }
 
@@ -331,8 +334,8 @@ pub fn prune_worktrees(repo: &Path) -> Result<(), WorktreeError> {
 /// files; its ignored files, build output, go with it), and its branch when the branch
 /// still points at `base` (no commit was made on it). Says whether the branch went.
 pub fn remove_lane_worktree(repo: &Path, path: &Path, branch: &str, base: &str) -> Result<bool, WorktreeError> {
+    Git::for_whole_tree(repo).ok(&[OsStr::new("worktree"), OsStr::new("remove"), path.as_os_str()])?;
     let git = Git::new(repo);
-    git.ok(&[OsStr::new("worktree"), OsStr::new("remove"), path.as_os_str()])?;
     let full = format!("refs/heads/{branch}");
     let tip = resolve_id(&git, &format!("{full}^{{commit}}"))?;
     if tip.as_deref() != Some(base) {
@@ -340,6 +343,12 @@ pub fn remove_lane_worktree(repo: &Path, path: &Path, branch: &str, base: &str) 
     }
     // update-ref with the old value deletes only if the branch is still where it was read.
     Ok(git.run(&["update-ref", "-d", &full, base])?.code == Some(0))
+}
+
+/// The commit the branch `branch` (`abcd/…`, not `refs/heads/…`) points at, None when it
+/// does not exist.
+pub fn branch_tip(repo: &Path, branch: &str) -> Result<Option<String>, WorktreeError> {
+    resolve_id(&Git::new(repo), &format!("refs/heads/{branch}^{{commit}}"))
 }
 
 /// Whether HEAD of the work tree at `root` holds the file `path` (relative to `root`).
@@ -782,7 +791,7 @@ fn verify(git: &Git<'_>, temp: &Path, ref_name: &str, head: &str, commit: &str, 
 }
 
 /// Quotes `s` as one POSIX shell word.
-fn shell_quote(s: &str) -> String {
+pub fn shell_quote(s: &str) -> String {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_./=:,+@%-".contains(&b)) {
         s.to_string()
     } else {
@@ -822,17 +831,24 @@ struct Ran {
 struct Git<'a> {
     root: &'a Path,
     env: Vec<(&'static str, OsString)>,
+    deadline: Duration,
 }
 
 impl<'a> Git<'a> {
     fn new(root: &'a Path) -> Self {
-        Git { root, env: Vec::new() }
+        Git { root, env: Vec::new(), deadline: GIT_DEADLINE }
+    }
+
+    /// For a command that checks out or deletes a whole work tree: killed midway it would
+    /// leave one half made (or locked), so it gets [`GIT_WORKTREE_DEADLINE`].
+    fn for_whole_tree(root: &'a Path) -> Self {
+        Git { root, env: Vec::new(), deadline: GIT_WORKTREE_DEADLINE }
     }
 
     fn with_env(&self, key: &'static str, value: OsString) -> Git<'a> {
         let mut env = self.env.clone();
         env.push((key, value));
-        Git { root: self.root, env }
+        Git { root: self.root, env, deadline: self.deadline }
     }
 
     /// Runs git and takes its stdout only when it exits 0.
@@ -861,7 +877,7 @@ impl<'a> Git<'a> {
         }
         cmd.env("GIT_TERMINAL_PROMPT", "0");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        match crate::platform::child::run(cmd, None, Instant::now() + GIT_DEADLINE, GIT_OUTPUT_MAX, GIT_STDERR_KEPT) {
+        match crate::platform::child::run(cmd, None, Instant::now() + self.deadline, GIT_OUTPUT_MAX, GIT_STDERR_KEPT) {
             Ok(f) => Ok(Ran { code: f.code, out: f.out, err: f.err }),
             Err(ChildFail::Spawn(e)) => Err(failed(format!("git could not be started: {e}"))),
             Err(ChildFail::TooLong) => Err(failed(format!("it printed more than {GIT_OUTPUT_MAX} bytes"))),

@@ -761,3 +761,21 @@ fn a_lanes_worktree_is_recovered_or_refused_as_it_stands() {
     driver.kill().unwrap();
     driver.wait().unwrap();
 }
+
+/// `abcd mode` and `abcd decide` record the host session they run in, as every verb a
+/// session runs does, so the audit says on whose word the away record changed.
+#[test]
+fn away_changes_and_decisions_name_the_session() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let session = [("CLAUDE_CODE_SESSION_ID", "sess-decider-1")];
+    let out = c.abcd_env(&["mode", "autonomous", "--until", "+2h"], &session);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = c.abcd_env(&["decide", "Use the new parser", "--grounds", "tests pass", "--undo", "git revert HEAD"], &session);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let audit = stdout(&c.abcd(&["replay", "--repo"]));
+    for kind in ["away mode set by", "decided: Use the new parser"] {
+        let line = audit.lines().find(|l| l.contains(kind)).unwrap_or_else(|| panic!("{kind} in {audit}"));
+        assert!(line.contains("session sess-decider-1"), "{line}");
+    }
+}

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use super::{CommandError, new_event};
+use super::{CommandError, caller_event};
 use crate::away::{self, AwayEnded, AwayQueued, AwaySet, DecisionRecorded, Status, Window, text};
 use crate::checklist::time_input::{parse_time_input, span_words};
 use crate::event::{self, Scope};
@@ -91,7 +91,7 @@ pub fn set(repo: &Repository, now: jiff::Timestamp, until: Option<&str>, hold_pu
     }
     let written = repo.store.append_with(Some(&repo.scope), |state| {
         let carried = state.away.open_window().map_or(0, away::Window::unread);
-        (vec![new_event(event::AWAY_SET, json!(set))], carried)
+        (vec![caller_event(event::AWAY_SET, json!(set))], carried)
     })?;
     let after = written.after?;
     let window = after.state.away.window.expect("the set just folded");
@@ -123,7 +123,7 @@ pub fn queue(repo: &Repository, now: jiff::Timestamp, step: &str) -> Result<Queu
                 away::QUEUE_MAX_STEPS
             )),
         ),
-        Some(w) => (vec![new_event(event::AWAY_QUEUED, json!(data))], Ok(w.queue.len() + 1)),
+        Some(w) => (vec![caller_event(event::AWAY_QUEUED, json!(data))], Ok(w.queue.len() + 1)),
     })?;
     match written.outcome {
         Err(why) => Err(CommandError::Refused(why)),
@@ -145,7 +145,7 @@ pub fn back(repo: &Repository, now: jiff::Timestamp, show: &dyn Fn(jiff::Timesta
     let ended = AwayEnded { ended_by: person(cwd), working_copy: repo.working_copy.clone() };
     let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.open_window() {
         None => (vec![], None),
-        Some(w) => (vec![new_event(event::AWAY_ENDED, json!(ended))], Some((text::back_report(w, show), w.status(now), w.clone()))),
+        Some(w) => (vec![caller_event(event::AWAY_ENDED, json!(ended))], Some((text::back_report(w, show), w.status(now), w.clone()))),
     })?;
     let Some((lines, was, window)) = written.outcome else {
         return Ok(None);
@@ -175,6 +175,6 @@ pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str) -> Resul
         };
         return Err(CommandError::Refused(format!("refused: {field} {}; nothing was written", r.reason)));
     }
-    let written = repo.store.append_with(Some(&repo.scope), |_| (vec![new_event(event::DECISION_RECORDED, json!(data))], ()))?;
+    let written = repo.store.append_with(Some(&repo.scope), |_| (vec![caller_event(event::DECISION_RECORDED, json!(data))], ()))?;
     Ok(Decided { text: data.text, seq: written.appended.first().map(|a| a.seq) })
 }

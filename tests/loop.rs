@@ -818,3 +818,27 @@ fn a_loops_agents_run_in_a_worktree_of_their_own() {
     let journal = c.journal();
     assert!(journal.find("lane.worktree_created").unwrap() < journal.find("launch.intended").unwrap());
 }
+
+/// The loop's worktree deleted by hand (or never made, after a crash right after the loop
+/// was recorded) is made again by the driver before the next turn, and the loop carries on;
+/// its summary names where the agents work and how that worktree goes.
+#[test]
+fn the_driver_makes_the_loops_worktree_again_when_it_is_gone() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "COMPLETED"], &["no", "LGTM"]);
+    let out = c.start(&lab, "l", &["--max-rounds", "1"]);
+    assert!(out.status.success() && stdout(&out).contains("did not converge"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("its agents work in ") && stdout(&out).contains("`abcd run finish l` removes that worktree"),
+        "{}",
+        stdout(&out)
+    );
+    let tree = PathBuf::from(c.record("l")["config"]["implementer"]["worktree"].as_str().unwrap());
+    std::fs::remove_dir_all(&tree).unwrap();
+    assert!(c.abcd(&["loop", "retry", "l"]).status.success());
+    let out = c.abcd(&["loop", "drive", "l"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(c.record("l")["stop_reason"], "completed", "{}{}", stdout(&out), stderr(&out));
+    assert!(tree.is_dir(), "made again");
+    assert_eq!(c.journal().matches("\"kind\":\"lane.worktree_created\"").count(), 2);
+}

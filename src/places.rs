@@ -26,6 +26,9 @@ pub enum PlaceError {
     NotManaged { root: PathBuf },
     #[error("no home store: set ABCD_HOME or HOME")]
     NoHome,
+    /// A relative home would be a different folder in every working copy (and inside it).
+    #[error("ABCD_HOME is {}, a relative path; set it to an absolute one (for example `export ABCD_HOME=\"$HOME/.abcd\"`)", crate::secrets::shown_name(&home.display().to_string()))]
+    RelativeHome { home: PathBuf },
     #[error("cannot learn the repository's root commit in {}: {why}", root.display())]
     NoRootCommit { root: PathBuf, why: String },
     #[error(
@@ -39,10 +42,15 @@ pub enum PlaceError {
 /// the person's work (no file is staged), only gives the repository its first commit.
 pub const FIRST_COMMIT: &str = "git commit --allow-empty -m 'first commit'";
 
-/// `$ABCD_HOME`, else `~/.abcd`.
+/// `$ABCD_HOME`, else `~/.abcd`. A relative `ABCD_HOME` is refused: resolved against the
+/// current folder it would put the home store inside each checkout it ran in.
 pub fn home_dir() -> Result<PathBuf, PlaceError> {
     if let Some(h) = std::env::var_os("ABCD_HOME").filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(h));
+        let home = PathBuf::from(h);
+        if home.is_relative() {
+            return Err(PlaceError::RelativeHome { home });
+        }
+        return Ok(home);
     }
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".abcd")).ok_or(PlaceError::NoHome)
 }

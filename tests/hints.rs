@@ -140,3 +140,29 @@ fn a_time_abcd_cannot_read_is_refused_showing_the_forms_and_the_one_limit() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("next_look is too far ahead: it may be at most 366 days ahead"), "{}", stderr(&out));
 }
+
+/// A relative `ABCD_HOME` is refused by a verb (exit 2, saying what to set) and named by a
+/// hook that lets the session through; no home store is made inside the checkout.
+#[test]
+fn a_relative_home_is_refused_not_made_inside_the_checkout() {
+    let repo = TestRepo::new().managed();
+    let out = abcd_in(&repo.root, &repo.home, &["checklist", "add", "An item"]).status;
+    assert!(out.success(), "an absolute home works");
+    let relative = Path::new("relative-home");
+    let out = abcd_in(&repo.root, relative, &["checklist", "add", "Another"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ABCD_HOME is \"relative-home\", a relative path; set it to an absolute one"), "{}", stderr(&out));
+    let payload = format!(r#"{{"session_id":"s","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#, repo.root.display());
+    let mut hook = repo::abcd(&repo.root, relative);
+    hook.args(["hook", "session-start"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = hook.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "a hook fails open");
+    assert!(stderr(&out).contains("a relative path"), "{}", stderr(&out));
+    assert!(!repo.root.join("relative-home").exists(), "nothing made inside the checkout");
+}

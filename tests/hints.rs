@@ -166,3 +166,18 @@ fn a_relative_home_is_refused_not_made_inside_the_checkout() {
     assert!(stderr(&out).contains("a relative path"), "{}", stderr(&out));
     assert!(!repo.root.join("relative-home").exists(), "nothing made inside the checkout");
 }
+
+/// `abcd replay --projection NAME` names an unknown file it was asked for, unless the name
+/// looks like a secret: a refusal never echoes one.
+#[test]
+fn an_unknown_derived_file_is_named_unless_it_is_a_secret() {
+    let repo = TestRepo::new().managed();
+    assert!(abcd_in(&repo.root, &repo.home, &["checklist", "add", "An item"]).status.success());
+    let out = abcd_in(&repo.root, &repo.home, &["replay", "--projection", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no derived file named \"nope\"; the known ones: state, checklist"), "{}", stderr(&out));
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let out = abcd_in(&repo.root, &repo.home, &["replay", "--projection", token]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!stderr(&out).contains("ghp_0123") && stderr(&out).contains("not shown"), "{}", stderr(&out));
+}

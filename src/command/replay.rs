@@ -81,7 +81,12 @@ pub fn select_projections(name: Option<&str>) -> Result<Vec<(&'static str, &'sta
         && !PROJECTIONS.iter().any(|(n, _)| *n == name)
     {
         let known: Vec<&str> = PROJECTIONS.iter().map(|(n, _)| *n).collect();
-        return Err(CommandError::Refused(format!("no projection named `{name}`; known projections: {}", known.join(", "))));
+        // The argument is echoed only when it is no secret (a person may paste anything).
+        return Err(CommandError::Refused(format!(
+            "refused: no derived file named {}; the known ones: {}",
+            crate::secrets::shown_name(name),
+            known.join(", ")
+        )));
     }
     Ok(PROJECTIONS.iter().copied().filter(|(n, _)| name.is_none_or(|p| p == *n)).collect())
 }

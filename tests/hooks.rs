@@ -432,3 +432,17 @@ fn completions_and_man_page_come_from_the_cli_definition() {
     let man = repo.abcd(&["man"]);
     assert!(man.status.success() && String::from_utf8_lossy(&man.stdout).contains(".TH abcd"));
 }
+
+/// A payload whose `session_id` looks like a secret is let through, but the id is not
+/// recorded: it would sit in every event's actor, and abcd never writes a secret.
+#[test]
+fn a_session_id_that_is_a_secret_is_never_recorded() {
+    let repo = Repo::new(true);
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let payload = format!(r#"{{"session_id":"{token}","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#, cwd(&repo));
+    let (out, _) = hook(&repo, "session-start", payload.as_bytes(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let journal = std::fs::read_to_string(repo.journal()).unwrap();
+    assert!(journal.contains("\"kind\":\"session.started\""), "the start is recorded: {journal}");
+    assert!(!journal.contains("ghp_0123"), "{journal}");
+}

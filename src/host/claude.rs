@@ -60,7 +60,8 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
         return Err(PayloadError::WrongEvent { expected: event_name(event), found: found.chars().take(64).collect() });
     }
     let cwd = common.cwd.filter(|c| !c.is_empty()).ok_or(PayloadError::NoCwd)?;
-    let session_id = common.session_id.filter(|s| !s.is_empty() && s.len() <= MAX_SESSION_ID_BYTES);
+    // An id that looks like a secret is no id abcd records: it would reach every event's actor.
+    let session_id = common.session_id.filter(|s| !s.is_empty() && s.len() <= MAX_SESSION_ID_BYTES && crate::secrets::scan(s).is_none());
     let text = |key: &'static str| -> Result<Option<String>, PayloadError> {
         match map.get(key) {
             None | Some(Value::Null) => Ok(None),

@@ -103,6 +103,32 @@ fn sleeper() -> std::process::Child {
     Command::new("sleep").arg("60").spawn().unwrap()
 }
 
+/// A run's live driver (a `sleep`), killed and reaped when the test ends, failing or not.
+struct LiveDriver(std::process::Child);
+
+impl Drop for LiveDriver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Copy {
+    /// `abcd run start RUN --lane L…` driven by a fresh live process, checked to succeed.
+    fn start_run(&self, run: &str, lanes: &[&str]) -> LiveDriver {
+        let driver = LiveDriver(sleeper());
+        let pid = driver.0.id().to_string();
+        let mut args = vec!["run", "start", run];
+        for lane in lanes {
+            args.extend(["--lane", lane]);
+        }
+        args.extend(["--driver-pid", &pid]);
+        let out = self.abcd(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        driver
+    }
+}
+
 /// Waits until `cond` holds, at most 60 s (a bound for a stuck test, not a timing rule).
 fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -165,8 +191,7 @@ fn a_reused_pid_is_not_taken_for_the_driver() {
 fn collect_before_launch_and_no_launch_over_a_live_agent() {
     let lab = Lab::new();
     let c = lab.copy("wc");
-    let mut driver = sleeper();
-    assert!(c.abcd(&["run", "start", "r1", "--lane", "impl", "--driver-pid", &driver.id().to_string()]).status.success());
+    let _driver = c.start_run("r1", &["impl"]);
     let receipt = c.receipt("impl-1.json");
     std::fs::create_dir_all(receipt.parent().unwrap()).unwrap();
     let script = format!("sleep 0.3; echo '{{\"done\":true}}' > '{}'", receipt.display());
@@ -193,8 +218,6 @@ fn collect_before_launch_and_no_launch_over_a_live_agent() {
     });
     let next = c.launch("r1", "impl", "implementer", &c.receipt("impl-2.json"), None, &["true"]);
     assert!(next.status.success(), "after collect the lane launches again: {}", stderr(&next));
-    driver.kill().unwrap();
-    driver.wait().unwrap();
 }
 
 /// Every file under `root` but git's own and abcd's local tier, with its bytes.
@@ -237,8 +260,7 @@ fn a_launch_with_defaults_leaves_the_persons_checkout_untouched_and_runs_in_its_
     let before = person_files(&c.root);
     let status_before = c.git(&["status", "--porcelain"]);
 
-    let mut driver = sleeper();
-    assert!(c.abcd(&["run", "start", "r1", "--lane", "a", "--driver-pid", &driver.id().to_string()]).status.success());
+    let _driver = c.start_run("r1", &["a"]);
     let out = c.abcd(&[
         "launch",
         "--run",
@@ -276,8 +298,6 @@ fn a_launch_with_defaults_leaves_the_persons_checkout_untouched_and_runs_in_its_
         journal.find("lane.worktree_created").unwrap() < journal.find("launch.intended").unwrap(),
         "made and recorded before the launch"
     );
-    driver.kill().unwrap();
-    driver.wait().unwrap();
 }
 
 /// In its own worktree, work an agent left uncommitted is saved aside on the next launch,
@@ -286,12 +306,7 @@ fn a_launch_with_defaults_leaves_the_persons_checkout_untouched_and_runs_in_its_
 fn work_left_in_the_lanes_own_worktree_is_saved_aside_and_the_worktree_goes_at_finish() {
     let lab = Lab::new();
     let c = lab.copy("wc");
-    let mut driver = sleeper();
-    assert!(
-        c.abcd(&["run", "start", "r1", "--lane", "impl", "--lane", "keep", "--lane", "done", "--driver-pid", &driver.id().to_string()])
-            .status
-            .success()
-    );
+    let _driver = c.start_run("r1", &["impl", "keep", "done"]);
     let receipt = c.receipt("r.json");
     let script = format!(
         "echo changed > README; echo new > notes.txt; echo x > out.log; mkdir -p '{0}'; echo ok > '{1}'",
@@ -337,8 +352,6 @@ fn work_left_in_the_lanes_own_worktree_is_saved_aside_and_the_worktree_goes_at_f
     assert_eq!(branches.lines().collect::<Vec<_>>(), vec!["abcd/r1/done", "abcd/r1/keep"]);
     let replay = stdout(&c.abcd(&["replay"]));
     assert!(replay.contains("worktree of r1/impl made at") && replay.contains("worktree of r1/impl at"), "{replay}");
-    driver.kill().unwrap();
-    driver.wait().unwrap();
 }
 
 /// A folder named with --cwd that abcd did not make is the person's: its uncommitted work
@@ -348,8 +361,7 @@ fn work_left_in_the_lanes_own_worktree_is_saved_aside_and_the_worktree_goes_at_f
 fn uncommitted_work_in_a_named_folder_is_saved_aside_only_when_the_person_says_so() {
     let lab = Lab::new();
     let c = lab.copy("wc");
-    let mut driver = sleeper();
-    assert!(c.abcd(&["run", "start", "r1", "--lane", "impl", "--driver-pid", &driver.id().to_string()]).status.success());
+    let _driver = c.start_run("r1", &["impl"]);
     std::fs::write(c.root.join("README"), "changed\n").unwrap();
     std::fs::write(c.root.join("added.rs"), "fn a() {}\n").unwrap();
     c.git(&["add", "added.rs"]);
@@ -411,16 +423,13 @@ fn uncommitted_work_in_a_named_folder_is_saved_aside_only_when_the_person_says_s
     let intended = journal.find("launch.intended").unwrap();
     assert!(saved < intended, "saved aside and recorded before the launch is");
     assert!(!journal.contains("lane.worktree_created"), "a named folder is not made");
-    driver.kill().unwrap();
-    driver.wait().unwrap();
 }
 
 #[test]
 fn a_launcher_killed_after_its_intent_leaves_a_listing_that_says_so() {
     let lab = Lab::new();
     let c = lab.copy("wc");
-    let mut driver = sleeper();
-    assert!(c.abcd(&["run", "start", "r1", "--lane", "impl", "--driver-pid", &driver.id().to_string()]).status.success());
+    let _driver = c.start_run("r1", &["impl"]);
     let receipt = c.receipt("r.json");
     let out = c.abcd_env(
         &["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", receipt.to_str().unwrap(), "--", "true"],
@@ -440,8 +449,6 @@ fn a_launcher_killed_after_its_intent_leaves_a_listing_that_says_so() {
     let refused = c.launch("r1", "impl", "implementer", &receipt, None, &["true"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("collect it first"));
-    driver.kill().unwrap();
-    driver.wait().unwrap();
 }
 
 #[test]
@@ -493,8 +500,7 @@ fn resume_lists_two_runs_in_two_working_copies_and_step_does_only_the_safe_moves
 fn bad_input_is_refused_with_exit_2_and_nothing_recorded() {
     let lab = Lab::new();
     let c = lab.copy("wc");
-    let mut driver = sleeper();
-    assert!(c.abcd(&["run", "start", "r1", "--lane", "impl", "--driver-pid", &driver.id().to_string()]).status.success());
+    let _driver = c.start_run("r1", &["impl"]);
     let journal = c.root.join(".abcd/.work.local/journal.jsonl");
     let before = std::fs::read_to_string(&journal).unwrap().lines().count();
     std::fs::create_dir_all(c.root.join("a-folder")).unwrap();
@@ -560,8 +566,6 @@ fn bad_input_is_refused_with_exit_2_and_nothing_recorded() {
         assert!(!stderr(&out).contains("ghp_0123"), "no secret echoed");
     }
     assert_eq!(std::fs::read_to_string(&journal).unwrap().lines().count(), before, "nothing recorded");
-    driver.kill().unwrap();
-    driver.wait().unwrap();
 }
 
 /// Every listing asks git afresh: work written after a listing shows in the next one (the
@@ -672,13 +676,7 @@ fn a_fresh_checkout_lists_no_loop_and_no_run() {
 fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out() {
     let lab = Lab::new();
     let c = lab.copy("wc");
-    let mut driver = sleeper();
-    let lanes = ["--lane", "live", "--lane", "detached", "--lane", "clean"];
-    let mut args = vec!["run", "start", "r1"];
-    args.extend(lanes);
-    let pid = driver.id().to_string();
-    args.extend(["--driver-pid", &pid]);
-    assert!(c.abcd(&args).status.success());
+    let _driver = c.start_run("r1", &["live", "detached", "clean"]);
     let launch_in_own = |lane: &str, script: &str| {
         let out = c.abcd(&["launch", "--run", "r1", "--lane", lane, "--role", "agent", "--receipt", "R", "--", "sh", "-c", script]);
         assert!(out.status.success(), "{}", stderr(&out));
@@ -686,6 +684,7 @@ fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out(
         PathBuf::from(c.lane("r1", lane)["worktree"].as_str().unwrap())
     };
     let live = launch_in_own("live", "sleep 30");
+    let live_agent = c.lane("r1", "live")["agent"]["pid"].as_u64().unwrap().to_string();
     let commit =
         "git checkout -q --detach && echo c > c.txt && git add c.txt && git -c user.name=A -c user.email=a@example.com commit -qm c";
     let detached = launch_in_own("detached", commit);
@@ -711,8 +710,8 @@ fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out(
     let moved = c.root.join(".abcd/.work.local/runs/r1/clean.worktree");
     assert_eq!(std::fs::read_to_string(moved.join("work.local/journal.jsonl")).unwrap(), "lane's journal\n");
     assert_eq!(std::fs::read_to_string(moved.join("receipts/R")).unwrap(), "done\n");
-    driver.kill().unwrap();
-    driver.wait().unwrap();
+    // The live agent runs detached in its own session: end it here rather than leave it.
+    let _ = Command::new("kill").arg(&live_agent).status();
 }
 
 /// The crash windows and leftovers around the worktree abcd makes: one made but never
@@ -723,9 +722,7 @@ fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out(
 fn a_lanes_worktree_is_recovered_or_refused_as_it_stands() {
     let lab = Lab::new();
     let c = lab.copy("wc");
-    let mut driver = sleeper();
-    let pid = driver.id().to_string();
-    assert!(c.abcd(&["run", "start", "r1", "--lane", "a", "--lane", "b", "--lane", "c", "--driver-pid", &pid]).status.success());
+    let _driver = c.start_run("r1", &["a", "b", "c"]);
     let launch = |lane: &str| c.abcd(&["launch", "--run", "r1", "--lane", lane, "--role", "agent", "--receipt", "R", "--", "true"]);
     // Made (as a crashed launch would have) but not recorded.
     let out = launch("a");
@@ -758,8 +755,6 @@ fn a_lanes_worktree_is_recovered_or_refused_as_it_stands() {
     let out = c.abcd(&["launch", "--run", "r1", "--lane", "c", "--role", "agent", "--receipt", "R", "--cwd", root, "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("1 not shown") && !stderr(&out).contains("ghp_0123"), "{}", stderr(&out));
-    driver.kill().unwrap();
-    driver.wait().unwrap();
 }
 
 /// `abcd mode` and `abcd decide` record the host session they run in, as every verb a

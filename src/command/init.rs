@@ -27,7 +27,7 @@ pub struct Places {
 
 pub fn places_of(cwd: &Path) -> Result<Places, CommandError> {
     let (root, main_root) = places::working_copy_root(cwd)?;
-    let settings = main_root.join(".claude").join("settings.json");
+    let settings = main_root.join(crate::host::claude_settings::PROJECT_SETTINGS);
     let exclude = main_root.join(".git").join("info").join("exclude");
     Ok(Places { root, main_root, settings, exclude })
 }

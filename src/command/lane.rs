@@ -19,7 +19,7 @@ use crate::store::Store;
 
 /// Paths in a checkout that are abcd's own: its folder, and the host settings `abcd init`
 /// writes its hooks into.
-pub const ABCD_OWN_PATHS: &[&str] = &[".abcd", ".claude/settings.json"];
+pub const ABCD_OWN_PATHS: &[&str] = &[".abcd", crate::host::claude_settings::PROJECT_SETTINGS];
 
 /// Whether `path` (relative to a work tree's root) is one of abcd's own files.
 pub fn is_abcd_own(path: &str) -> bool {
@@ -33,19 +33,17 @@ pub fn lane_work(changed: &[String], receipts: &[String]) -> Vec<String> {
     changed.iter().filter(|p| !is_abcd_own(p) && !receipts.contains(p)).cloned().collect()
 }
 
-/// The receipts of `lane`'s kept launches that lie inside `worktree`, relative to it.
-pub fn receipts_inside(lane: Option<&ledger::Lane>, worktree: &Path) -> Vec<String> {
-    let root = canonical(worktree);
-    lane.map(|l| l.launches.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|launch| {
-            let receipt = Path::new(&launch.receipt);
-            let dir = canonical(receipt.parent()?);
-            let inside = dir.strip_prefix(&root).ok()?.join(receipt.file_name()?);
-            inside.to_str().map(str::to_string)
-        })
-        .collect()
+/// Where `receipt` lies inside the work tree at `root`, relative to it; None outside it.
+pub fn receipt_inside(receipt: &str, root: &Path) -> Option<String> {
+    let receipt = Path::new(receipt);
+    let dir = canonical(receipt.parent()?);
+    let inside = dir.strip_prefix(canonical(root)).ok()?.join(receipt.file_name()?);
+    inside.to_str().map(str::to_string)
+}
+
+/// The receipts of the kept launches of `lanes` that lie inside `worktree`, relative to it.
+pub fn receipts_inside<'a>(lanes: impl IntoIterator<Item = &'a ledger::Lane>, worktree: &Path) -> Vec<String> {
+    lanes.into_iter().flat_map(|l| &l.launches).filter_map(|launch| receipt_inside(&launch.receipt, worktree)).collect()
 }
 
 fn canonical(p: &Path) -> PathBuf {
@@ -119,7 +117,12 @@ pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf
                 places::FIRST_COMMIT
             )));
         }
-        Err(e) => return Err(refused(format!("refused: the working copy's HEAD cannot be read ({e}); nothing was recorded"))),
+        Err(e) => {
+            return Err(refused(format!(
+                "refused: the working copy's HEAD cannot be read ({e}); see what git says with `git -C {} rev-parse HEAD`; nothing was recorded",
+                worktree::shell_quote(&home.root.display().to_string())
+            )));
+        }
     };
     if let Some(parent) = path.parent() {
         crate::platform::fs::create_dir_all(parent, 0o700).map_err(CommandError::failed)?;
@@ -135,7 +138,10 @@ pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf
 }
 
 fn gone_refusal(path: &Path, e: &WorktreeError) -> String {
-    format!("refused: the lane's worktree {} is gone and cannot be made again ({e}); nothing was recorded", path.display())
+    format!(
+        "refused: the lane's worktree {} is gone and cannot be made again ({e}); `git worktree prune` forgets a folder deleted by hand, then launch again; nothing was recorded",
+        path.display()
+    )
 }
 
 fn record_created(home: LaneHome<'_>, run: &str, lane: &str, path: &Path, base: &str) -> Result<(), CommandError> {
@@ -195,7 +201,7 @@ pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<Worktre
         let status = match worktree::status(path) {
             Ok(s) => s,
             Err(e) => {
-                ends.push(kept(e.to_string()));
+                ends.push(kept(format!("git cannot read it ({e}); look at it with `git -C {} status`", worktree::shell_quote(&own.path))));
                 continue;
             }
         };
@@ -208,7 +214,7 @@ pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<Worktre
             )));
             continue;
         }
-        let receipts: Vec<String> = r.lanes.values().flat_map(|x| receipts_inside(Some(x), path)).collect();
+        let receipts = receipts_inside(r.lanes.values(), path);
         let work = lane_work(&status.changed, &receipts);
         if !work.is_empty() {
             ends.push(kept(format!(
@@ -222,7 +228,7 @@ pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<Worktre
             .lanes
             .values()
             .filter_map(|x| x.last())
-            .any(|x| x.collected.is_none() && receipts_inside(Some(&single(x)), path).iter().any(|rel| path.join(rel).is_file()));
+            .any(|x| x.collected.is_none() && receipt_inside(&x.receipt, path).is_some_and(|rel| path.join(rel).is_file()));
         if waiting {
             ends.push(kept(format!("a receipt in it waits uncollected; `abcd collect --run {run} --lane LANE` it, then finish again")));
             continue;
@@ -236,15 +242,13 @@ pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<Worktre
         };
         match worktree::remove_lane_worktree(home.root, path, &own.branch, &own.base) {
             Ok(branch_deleted) => ends.push(record_removed(home, run, lane, &own.path, &own.branch, branch_deleted, moved)?),
-            Err(e) => ends.push(kept(format!("git did not remove it ({e})"))),
+            Err(e) => ends.push(kept(format!(
+                "git did not remove it ({e}); look at it, remove it with `git worktree remove {}` if nothing in it is wanted, and run `abcd run finish {run}` again",
+                worktree::shell_quote(&own.path)
+            ))),
         }
     }
     Ok(ends)
-}
-
-/// A lane holding one launch, to ask [`receipts_inside`] of that launch alone.
-fn single(launch: &ledger::Launch) -> ledger::Lane {
-    ledger::Lane { launches: vec![launch.clone()], ..Default::default() }
 }
 
 /// Moves what is abcd's inside a lane worktree about to be removed (the local tier a hook

@@ -284,16 +284,6 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
 }
 
-/// A few names for a one-line message, then how many more.
-fn some_names(names: &[String]) -> String {
-    const SHOWN: usize = 3;
-    let mut s = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
-    if names.len() > SHOWN {
-        s.push_str(&format!(" and {} more", names.len() - SHOWN));
-    }
-    s
-}
-
 fn refused(msg: String) -> CommandError {
     CommandError::Refused(msg)
 }
@@ -349,7 +339,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     let status = worktree::status(&lane_dir)
         .map_err(|_| refused(format!("refused: {} is not a git worktree; pass the lane's worktree with --cwd", lane_dir.display())))?;
     let ledger_now = wc.store.current_state()?.state.ledger;
-    let receipts = lane::receipts_inside(ledger_now.runs.get(run_name.as_str()).and_then(|r| r.lanes.get(lane.as_str())), &lane_dir);
+    let receipts = lane::receipts_inside(ledger_now.runs.get(run_name.as_str()).into_iter().flat_map(|r| r.lanes.values()), &lane_dir);
     let work = lane::lane_work(&status.changed, &receipts);
     if !work.is_empty() {
         let owned = lane::is_own_worktree(&ledger_now, run_name, &lane_dir);
@@ -361,7 +351,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
                 "refused: {} holds uncommitted work ({} file(s): {}{more}) and is not a worktree abcd made for {run_name}/{lane}, so abcd leaves it as it is; commit or stash it, pass --save-aside to save it to a ref and reset those files, or drop --cwd to run the lane in a worktree of its own; nothing was recorded",
                 lane_dir.display(),
                 work.len(),
-                some_names(&shown)
+                worktree::some_paths(&shown)
             )));
         }
         match run::save_aside(&wc, run_name, lane, &lane_dir) {

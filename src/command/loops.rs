@@ -332,8 +332,9 @@ fn own_worktree_possible(wc: &WorkingCopy, here: &std::path::Path, checklist: Op
         Ok(Some(_)) => {}
         Ok(None) => {
             return Err(refused(format!(
-                "{} has no commit yet, and the loop's agents run in a worktree made from HEAD; make a first commit (`git commit --allow-empty -m start`)",
-                wc.root.display()
+                "{} has no commit yet, and the loop's agents run in a worktree made from HEAD; make a first commit (`{}`)",
+                wc.root.display(),
+                crate::places::FIRST_COMMIT
             )));
         }
         Err(e) => return Err(refused(format!("the working copy's HEAD cannot be read ({e})"))),

@@ -493,7 +493,7 @@ fn previous_listing(path: &Path) -> (Vec<String>, Settled) {
 
 /// A worktree's changes that are the lane's work (not abcd's own files, not its receipts).
 fn lane_work_of(lane: &ledger::Lane, worktree: Option<&str>, changed: &[String]) -> Vec<String> {
-    let receipts = worktree.map(|w| super::lane::receipts_inside(Some(lane), Path::new(w))).unwrap_or_default();
+    let receipts = worktree.map(|w| super::lane::receipts_inside([lane], Path::new(w))).unwrap_or_default();
     super::lane::lane_work(changed, &receipts)
 }
 
@@ -728,8 +728,7 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
     let now = crate::clock::now().map_err(|e| e.to_string())?;
     // The receipts agents wrote inside the tree are theirs to abcd, not work to save.
     let ledger_now = wc.store.current_state().map_err(|e| e.to_string())?.state.ledger;
-    let run_lanes = ledger_now.runs.get(run).map(|r| r.lanes.values().collect::<Vec<_>>()).unwrap_or_default();
-    let receipts: Vec<String> = run_lanes.into_iter().flat_map(|l| super::lane::receipts_inside(Some(l), tree)).collect();
+    let receipts = super::lane::receipts_inside(ledger_now.runs.get(run).into_iter().flat_map(|r| r.lanes.values()), tree);
     let keep = |p: &str| super::lane::is_abcd_own(p) || receipts.iter().any(|r| r == p);
     let saved = worktree::save_aside(tree, run, lane, now, &keep).map_err(|e| format!("{e}; nothing was reset"))?;
     // Only names a record may hold are listed: a name with a newline or a secret would

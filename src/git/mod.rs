@@ -7,8 +7,8 @@
 //! - [`refs`]: the default branch from git's ref files, without starting git.
 //! - [`repo`]: the work tree's root, the main worktree behind a linked one, the first root
 //!   commit and the person's git name.
-//! - [`worktree`]: a lane's uncommitted work, saved aside under `refs/abcd/saved/`, and base
-//!   drift.
+//! - [`worktree`]: a lane's uncommitted work, saved aside under `refs/abcd/saved/` and reset
+//!   path by path; the lane worktrees abcd adds and removes; base drift.
 
 pub mod branch;
 pub mod refs;

@@ -143,7 +143,7 @@ pub enum WorktreeError {
 }
 
 /// At most a few paths for a one-line message, then how many more.
-fn some_paths(paths: &[String]) -> String {
+pub fn some_paths(paths: &[String]) -> String {
     const SHOWN: usize = 5;
     let mut s = paths.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
     if paths.len() > SHOWN {

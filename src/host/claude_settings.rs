@@ -12,6 +12,8 @@ use super::{HookEvent, claude};
 
 /// Seconds the host gives each abcd hook (abcd itself fails open well within it).
 pub const HOOK_TIMEOUT_SECS: u64 = 10;
+/// The project settings file abcd installs its hooks in, relative to the repository's root.
+pub const PROJECT_SETTINGS: &str = ".claude/settings.json";
 /// The Stop hook's: its git and forge reads have a 14 s budget (SPEC §6), so the host's
 /// kill must come well after it.
 pub const STOP_HOOK_TIMEOUT_SECS: u64 = 30;

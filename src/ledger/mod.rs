@@ -432,13 +432,6 @@ pub fn fold_worktree_removed(state: &mut LedgerState, r: LaneWorktreeRemoved) ->
 }
 
 impl LedgerState {
-    /// The run and lane whose worktree abcd made at `path`, if one did and has not removed it.
-    pub fn owner_of_worktree(&self, path: &str) -> Option<(&str, &str)> {
-        self.runs.iter().find_map(|(run, r)| {
-            r.lanes.iter().find_map(|(lane, l)| l.own_worktree.as_ref().filter(|w| w.path == path).map(|_| (run.as_str(), lane.as_str())))
-        })
-    }
-
     /// Whether everything this ledger could show passes the fold's checks again: for a
     /// ledger read from a cache (`state.json`, a checkpoint), whose digest has no key. The
     /// same checks as `fold_run_started`, `fold_intended`, `fold_started`, `fold_collected`

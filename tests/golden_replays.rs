@@ -40,7 +40,7 @@ use abcd::journal::anchor::{Anchor, AnchorStore};
 use abcd::journal::format::LineFault;
 use abcd::journal::scan::Problem;
 use abcd::journal::storage::RealDisk;
-use abcd::journal::{Journal, JournalPaths};
+use abcd::journal::{Journal, JournalPaths, NewEvent};
 use abcd::secrets::{self, SecretKind};
 use abcd::store::{StateBase, Store};
 use chain::{Chain, actor, at, plus_ms};
@@ -480,39 +480,41 @@ fn corruption_before_repair() -> Built {
 const REPAIR_TIME: &str = "2026-12-05T17:30:12.408Z";
 const REPAIR_PID: u32 = 71544;
 
-/// `abcd journal repair` run by the person on the damaged invoice day, then the session
-/// redoing the work that went to quarantine.
+/// `abcd journal repair` run by the person on the damaged invoice day: only the damaged
+/// line goes to quarantine, a gap record stands in for seq 7, every later line is kept,
+/// and the session redoes the one change that was lost.
 fn corruption_repaired() -> Built {
     let (before, damaged) = invoice_day();
     let from = before.chain.offset(DAMAGED_SEQ);
-    let moved = damaged[from as usize..].to_vec();
+    let to = from + before.chain.lines()[DAMAGED_SEQ].len() as u64;
+    let moved = damaged[from as usize..to as usize].to_vec();
     let stamp = at(REPAIR_TIME).strftime("%Y%m%dT%H%M%S%3fZ").to_string();
     let quarantine_file = format!("corrupt-{DAMAGED_SEQ}-{stamp}.bin");
     let problem = Problem::Line(LineFault::HashMismatch);
+    let lost_hash = before.chain.head_of(DAMAGED_SEQ + 1).hash;
     let data = JournalRepaired {
         cause: RepairCause::Corruption,
         from_offset: from,
-        to_offset: damaged.len() as u64,
-        lines: moved.iter().filter(|&&b| b == b'\n').count() as u64,
+        to_offset: to,
+        lines: 1,
         quarantine_file: Some(quarantine_file.clone()),
         quarantine_blake3: Some(blake3::hash(&moved).to_hex().to_string()),
         anchor_seq: None,
         anchor_hash: None,
         problem: format!("seq {DAMAGED_SEQ} at byte {from}: {problem}"),
+        lost_from: Some(DAMAGED_SEQ as u64),
+        lost_to: Some(DAMAGED_SEQ as u64),
+        next_prev: Some(lost_hash.to_hex()),
     };
-    // The lines before the damage, as repair leaves them.
     let mut s = before;
-    s.chain.truncate(DAMAGED_SEQ);
     // The person ran the repair in a terminal: no host session.
-    s.chain.push(at(REPAIR_TIME), &actor(None, REPAIR_PID), "journal.repaired", serde_json::to_value(data).expect("plain data"));
+    let event =
+        NewEvent { kind: "journal.repaired".into(), actor: actor(None, REPAIR_PID), data: serde_json::to_value(data).expect("plain data") };
+    let prev = s.chain.head_of(DAMAGED_SEQ).hash;
+    let (record, _) = abcd::journal::format::encode_line(DAMAGED_SEQ as u64, at(REPAIR_TIME), &event, &prev).expect("the record encodes");
+    s.chain.stand_in(DAMAGED_SEQ, record);
     let repaired_lines = s.chain.lines().len();
-    s.change("2026-12-05T17:41:26.902Z", "port-the-invoice-renderer", done())
-        .add("2026-12-05T17:42:10.577Z", item("Write the migration note for support"))
-        .change(
-            "2026-12-05T17:44:51.260Z",
-            "ask-finance-to-check-the-vat-line",
-            ChangeSet { state: Some(ItemState::Working), waits_on: Some(None), next_look: Some(None), ..ChangeSet::default() },
-        );
+    s.change("2026-12-05T17:41:26.902Z", "port-the-invoice-renderer", done());
     assert!(repaired_lines < s.chain.lines().len());
     let n = s.chain.lines().len();
     let files = Caches::new(&s.chain)
@@ -523,8 +525,7 @@ fn corruption_repaired() -> Built {
         .done();
     let must_show = vec![
         format!(
-            "repaired the journal (corruption): moved bytes {from}..{} (6 lines) to quarantine/{quarantine_file} after: seq 7 at byte {from}: the hash does not match the line's bytes",
-            damaged.len()
+            "repaired the journal (corruption): LOST seq 7 (this record stands in for what was lost); moved bytes {from}..{to} (1 lines) to quarantine/{quarantine_file} after: seq 7 at byte {from}: the hash does not match the line's bytes"
         ),
         "pid 71544 (abcd/0.1.0)".into(),
         "chain:   every line verifies".into(),
@@ -1006,8 +1007,8 @@ fn the_replay_agrees_with_the_checkpoint() {
     assert_eq!(state_at(LONG_EVENTS - 1), serde_json::to_value(&current.state).expect("state serializes"), "checkpoint + tail vs replay");
 }
 
-/// The repaired scenario is what `abcd journal repair` makes of the damaged one: same
-/// lines before the damage, the same `journal.repaired` data (but the quarantine file's
+/// The repaired scenario is what `abcd journal repair` makes of the damaged one: the same
+/// lines before and after the damaged one, the same `journal.repaired` gap record (but the quarantine file's
 /// time stamp), the same bytes in quarantine.
 #[test]
 fn the_repaired_journal_is_what_abcd_journal_repair_writes() {
@@ -1019,8 +1020,9 @@ fn the_repaired_journal_is_what_abcd_journal_repair_writes() {
     let golden = std::fs::read(replay_dir().join("corruption-repaired").join(JOURNAL)).expect("golden journal");
     let lines = |b: &[u8]| -> Vec<Vec<u8>> { b.split_inclusive(|&c| c == b'\n').map(<[u8]>::to_vec).collect() };
     let (ours, golden) = (lines(&ours), lines(&golden));
-    assert_eq!(ours.len(), DAMAGED_SEQ + 1, "repair cuts at the damage and appends one event");
+    assert_eq!(ours.len() + 1, golden.len(), "repair keeps every line (the golden has the redone change after them)");
     assert_eq!(ours[..DAMAGED_SEQ], golden[..DAMAGED_SEQ], "the lines before the damage are kept as they are");
+    assert_eq!(ours[DAMAGED_SEQ + 1..], golden[DAMAGED_SEQ + 1..ours.len()], "the intact lines after the damage are kept as they are");
     let data = |line: &[u8]| -> Value {
         let event = abcd::journal::format::verify_line(line).expect("the repair event verifies");
         assert_eq!(event.kind, "journal.repaired");

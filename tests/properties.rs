@@ -192,44 +192,125 @@ fn replay_from_a_checkpoint_equals_replay_from_genesis() {
     check(prop as fn(u8, u8) -> TestResult);
 }
 
+/// Damage somewhere after genesis: up to 16 bytes of garbage at `at` (a flipped bit when
+/// there is no garbage). Returns the damaged bytes and the damaged span.
+fn damage(original: &[u8], at: usize, garbage: &[u8]) -> (Vec<u8>, std::ops::Range<usize>) {
+    let mut b = original.to_vec();
+    let genesis_end = b.iter().position(|&c| c == b'\n').unwrap() + 1;
+    let at = genesis_end + at % (b.len() - genesis_end);
+    let mut end = at;
+    for (i, g) in garbage.iter().take(16).enumerate() {
+        if at + i < b.len() {
+            b[at + i] = *g;
+            end = at + i + 1;
+        }
+    }
+    if garbage.is_empty() {
+        b[at] ^= 0x20;
+        end = at + 1;
+    }
+    (b, at..end)
+}
+
 #[test]
 fn repair_never_deletes_a_byte() {
     fn prop(n: u8, at: usize, garbage: Vec<u8>) -> TestResult {
         let n = (n % 20) as usize + 3;
         let tj = journal_with(n);
-        let original = {
-            let mut b = tj.bytes();
-            // Damage somewhere after genesis: overwrite a few bytes with garbage.
-            let genesis_end = b.iter().position(|&c| c == b'\n').unwrap() + 1;
-            let at = genesis_end + at % (b.len() - genesis_end);
-            for (i, g) in garbage.iter().take(16).enumerate() {
-                if at + i < b.len() {
-                    b[at + i] = *g;
-                }
-            }
-            if garbage.is_empty() {
-                b[at] ^= 0x20;
-            }
-            b
-        };
+        let (original, _) = damage(&tj.bytes(), at, &garbage);
         std::fs::write(tj.path(), &original).unwrap();
         let outcome = match repair::repair(&tj.journal(), None) {
             Ok(o) => o,
             Err(e) => panic!("repair failed: {e}"),
         };
         let kept = tj.bytes();
-        let (cut, quarantine) = match outcome {
+        let (report, _) = scan_all(tj.path());
+        if report.verdict != Verdict::Clean {
+            return TestResult::error(format!("the repaired journal does not verify: {:?}", report.verdict));
+        }
+        let salvage = match outcome {
             RepairOutcome::NothingToRepair => return TestResult::from_bool(kept == original),
-            RepairOutcome::TornTailCut { quarantine, .. } => (kept.len(), quarantine),
-            RepairOutcome::CorruptionQuarantined { quarantine, repaired, .. } => (repaired.offset as usize, quarantine),
+            RepairOutcome::TornTailCut { quarantine, .. } => {
+                let mut rebuilt = kept.clone();
+                rebuilt.extend_from_slice(&std::fs::read(quarantine).unwrap());
+                return TestResult::from_bool(rebuilt == original);
+            }
+            RepairOutcome::Salvaged(s) => s,
             RepairOutcome::AnchorAccepted { .. } => return TestResult::failed(),
         };
-        let mut rebuilt = kept[..cut].to_vec();
-        rebuilt.extend_from_slice(&std::fs::read(quarantine).unwrap());
-        let (report, _) = scan_all(tj.path());
-        TestResult::from_bool(rebuilt == original && report.verdict == Verdict::Clean)
+        // Every moved region is in its quarantine file, byte for byte.
+        let mut moved: Vec<(u64, u64)> = salvage.regions.iter().map(|r| (r.offset, r.len)).collect();
+        for r in &salvage.regions {
+            let copy = r.quarantine.as_ref().map(|q| std::fs::read(q).unwrap()).unwrap_or_default();
+            if copy != original[r.offset as usize..(r.offset + r.len) as usize] {
+                return TestResult::error(format!("quarantine of the region at byte {} differs from what was there", r.offset));
+            }
+        }
+        if let Some((q, len)) = &salvage.torn {
+            let start = original.len() as u64 - len;
+            if std::fs::read(q).unwrap() != original[start as usize..] {
+                return TestResult::error("the torn tail's copy differs");
+            }
+            moved.push((start, *len));
+        }
+        // Every other byte is in the repaired journal, in order, with only the repair's
+        // records added between.
+        moved.sort();
+        let mut outside = Vec::new();
+        let mut at = 0u64;
+        for (offset, len) in moved {
+            outside.extend_from_slice(&original[at as usize..offset as usize]);
+            at = offset + len;
+        }
+        outside.extend_from_slice(&original[at as usize..]);
+        let mut without_records = Vec::new();
+        let mut at = 0u64;
+        for r in &salvage.records {
+            without_records.extend_from_slice(&kept[at as usize..r.offset as usize]);
+            at = r.end;
+        }
+        without_records.extend_from_slice(&kept[at as usize..]);
+        TestResult::from_bool(outside == without_records)
     }
     check(prop as fn(u8, usize, Vec<u8>) -> TestResult);
+}
+
+/// The salvage rule: a line the damage did not touch is in the journal after repair,
+/// whatever happened before or after it.
+#[test]
+fn repair_keeps_every_line_whose_own_hash_verifies() {
+    fn prop(n: u8, at: usize, garbage: Vec<u8>, second: Option<(usize, Vec<u8>)>) -> TestResult {
+        let n = (n % 20) as usize + 3;
+        let tj = journal_with(n);
+        let clean = tj.bytes();
+        let (mut damaged, first) = damage(&clean, at, &garbage);
+        let mut spans = vec![first];
+        if let Some((at2, garbage2)) = second {
+            let (again, span) = damage(&damaged, at2, &garbage2);
+            damaged = again;
+            spans.push(span);
+        }
+        std::fs::write(tj.path(), &damaged).unwrap();
+        if let Err(e) = repair::repair(&tj.journal(), None) {
+            return TestResult::error(format!("repair failed: {e}"));
+        }
+        let kept = tj.bytes();
+        let (report, _) = scan_all(tj.path());
+        if report.verdict != Verdict::Clean {
+            return TestResult::error(format!("the repaired journal does not verify: {:?}", report.verdict));
+        }
+        let starts = line_starts(&clean);
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).copied().unwrap_or(clean.len());
+            let untouched = spans.iter().all(|s| s.end <= start || s.start >= end);
+            let line = &clean[start..end];
+            if untouched && !kept.windows(line.len()).any(|w| w == line) {
+                return TestResult::error(format!("line {i} (bytes {start}..{end}) was not damaged and is gone after repair"));
+            }
+        }
+        TestResult::passed()
+    }
+    check(prop as fn(u8, usize, Vec<u8>, Option<(usize, Vec<u8>)>) -> TestResult);
 }
 
 /// Exhaustive over the two lines before the last, where a damaged newline merges a line

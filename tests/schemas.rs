@@ -527,9 +527,17 @@ fn the_schemas_agree_with_the_code() {
         anchor_seq: None,
         anchor_hash: None,
         problem: "p".into(),
+        lost_from: None,
+        lost_to: None,
+        next_prev: None,
     };
     let written = serde_json::to_value(&r).unwrap();
-    assert_eq!(keys(&written), keys(&repaired["properties"]), "journal.repaired keys");
+    let gap_keys: BTreeSet<String> = ["lost_from", "lost_to", "next_prev"].map(String::from).into();
+    assert_eq!(keys(&written), &keys(&repaired["properties"]) - &gap_keys, "journal.repaired keys of a record that is no gap");
+    assert!(errors_of(&repaired, &written).is_empty());
+    let gap = JournalRepaired { lost_from: Some(7), lost_to: Some(9), next_prev: Some("cd".repeat(32)), ..r.clone() };
+    let written = serde_json::to_value(&gap).unwrap();
+    assert_eq!(keys(&written), keys(&repaired["properties"]), "journal.repaired keys of a gap record");
     assert!(errors_of(&repaired, &written).is_empty());
     let scopes = [Scope::WorkingCopy { root: "/w".into() }, Scope::Repository { root_commit: "ab".repeat(20) }, Scope::Machine {}];
     for scope in scopes {

@@ -779,11 +779,11 @@ impl World {
         self.note(format!("repair via handle {h}: {outcome:?}"));
         match &outcome {
             RepairOutcome::TornTailCut { .. } => stats::bump(&stats::REPAIR_TORN),
-            RepairOutcome::CorruptionQuarantined { .. } => stats::bump(&stats::REPAIR_CORRUPT),
+            RepairOutcome::Salvaged(_) => stats::bump(&stats::REPAIR_CORRUPT),
             _ => {}
         }
         match &outcome {
-            RepairOutcome::CorruptionQuarantined { repaired, .. } => self.record_ok("repair", &[*repaired])?,
+            RepairOutcome::Salvaged(salvage) => self.record_ok("repair", &salvage.records)?,
             RepairOutcome::AnchorAccepted { detail, .. } => return Err(format!("repair found the journal unlike its anchor: {detail}")),
             _ => {}
         }
@@ -903,7 +903,7 @@ impl World {
         }
         // 1. Every acknowledged append is in the verified prefix, as acknowledged.
         for (&seq, &hash) in &self.acked {
-            match seen.events.get(seq as usize) {
+            match seen.events.iter().find(|e| e.seq == seq) {
                 Some(e) if e.hash == hash => {}
                 Some(e) => return Err(format!("acknowledged seq {seq} had hash {hash}; after the crash seq {seq} is {}", e.hash)),
                 None => {
@@ -1123,7 +1123,7 @@ fn acked_survive(w: &World) -> Result<(), String> {
     let seen = read_journal(&*w.p.storage, &w.p.paths, &w.p.anchors)?;
     let events = seen.as_ref().map_or(&[][..], |s| &s.events[..]);
     for (&seq, &hash) in &w.acked {
-        if events.get(seq as usize).map(|e| e.hash) != Some(hash) {
+        if events.iter().find(|e| e.seq == seq).map(|e| e.hash) != Some(hash) {
             return Err(format!(
                 "acknowledged seq {seq} is lost: the journal verifies {} events ({:?})",
                 events.len(),

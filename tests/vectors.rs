@@ -878,6 +878,9 @@ fn repaired_journal() -> Chain {
         anchor_seq: None,
         anchor_hash: None,
         problem: format!("seq {} at byte {}: {}", corruption.seq, corruption.offset, corruption.problem),
+        lost_from: None,
+        lost_to: None,
+        next_prev: None,
     };
     chain.push("journal.repaired", serde_json::to_value(first).unwrap());
     chain.fill_to(6);
@@ -895,6 +898,9 @@ fn repaired_journal() -> Chain {
         problem: format!(
             "the journal ends at seq 5 but its head anchor in the home store says seq 9 (hash {anchor_hash}) was acknowledged: it was cut short or rolled back"
         ),
+        lost_from: None,
+        lost_to: None,
+        next_prev: None,
     };
     chain.push("journal.repaired", serde_json::to_value(second).unwrap());
     chain.fill_to(8);

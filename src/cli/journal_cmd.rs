@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{EXIT_FAILURE, EXIT_OK, JournalChoice};
 use crate::command::journal::{self as journal_cmd, Checkpointed};
-use crate::journal::repair::RepairOutcome;
+use crate::journal::repair::{RepairOutcome, Salvage};
 use crate::journal::scan::Verdict;
 use crate::journal::storage::RealDisk;
 use crate::journal::verify::{self, AnchorCheck, VerifyReport};
@@ -117,19 +117,58 @@ pub fn describe_repair(outcome: &RepairOutcome) -> (String, serde_json::Value) {
             format!("cut a torn tail of {bytes} bytes (never acknowledged); a copy is in {}", quarantine.display()),
             json!({"type": "repair", "outcome": "torn_tail_cut", "bytes": bytes, "quarantine": quarantine.display().to_string()}),
         ),
-        RepairOutcome::CorruptionQuarantined { quarantine, bytes, lines, repaired } => (
-            format!(
-                "moved {bytes} bytes ({lines} lines) from the first bad line on to {}; the chain continues with journal.repaired at seq {}",
-                quarantine.display(),
-                repaired.seq
-            ),
-            json!({"type": "repair", "outcome": "corruption_quarantined", "bytes": bytes, "lines": lines, "quarantine": quarantine.display().to_string(), "repaired_seq": repaired.seq}),
-        ),
+        RepairOutcome::Salvaged(salvage) => describe_salvage(salvage),
         RepairOutcome::AnchorAccepted { detail, repaired } => (
             format!("accepted the journal as it is ({detail}); recorded as journal.repaired at seq {}", repaired.seq),
             json!({"type": "repair", "outcome": "anchor_accepted", "detail": detail, "repaired_seq": repaired.seq}),
         ),
     }
+}
+
+fn describe_salvage(salvage: &Salvage) -> (String, serde_json::Value) {
+    let bytes: u64 = salvage.regions.iter().map(|r| r.len).sum();
+    let lost = salvage.lost();
+    let mut text = format!(
+        "salvaged: moved {bytes} damaged bytes in {} region(s) to quarantine and kept all {} intact lines",
+        salvage.regions.len(),
+        salvage.kept_lines
+    );
+    for r in &salvage.regions {
+        let at = match r.lost {
+            Some((from, to)) => format!("seqs {} lost", seq_range(from, to)),
+            None => "no seq lost".into(),
+        };
+        let copy = r.quarantine.as_ref().map_or("no bytes".into(), |q| format!("copy in {}", q.display()));
+        text.push_str(&format!(
+            "\n  byte {} ({} bytes): {at}; {copy}; recorded by journal.repaired at seq {}",
+            r.offset, r.len, r.record_seq
+        ));
+    }
+    if let Some((q, len)) = &salvage.torn {
+        text.push_str(&format!("\n  a torn tail of {len} bytes (never acknowledged) after the last intact line; copy in {}", q.display()));
+    }
+    if lost.is_empty() {
+        text.push_str("\nno acknowledged event was lost");
+    } else {
+        let named: Vec<String> = lost.iter().map(|&(a, b)| seq_range(a, b)).collect();
+        text.push_str(&format!("\nlost seqs: {} (their bytes are in quarantine; `abcd replay` lists them)", named.join(", ")));
+    }
+    let regions: Vec<serde_json::Value> = salvage
+        .regions
+        .iter()
+        .map(|r| {
+            json!({"offset": r.offset, "bytes": r.len, "quarantine": r.quarantine.as_ref().map(|q| q.display().to_string()),
+                "lost": r.lost.map(|(a, b)| json!([a, b])), "repaired_seq": r.record_seq})
+        })
+        .collect();
+    let value = json!({"type": "repair", "outcome": "salvaged", "bytes": bytes, "kept_lines": salvage.kept_lines, "regions": regions,
+        "lost": lost.iter().map(|&(a, b)| json!([a, b])).collect::<Vec<_>>(),
+        "torn": salvage.torn.as_ref().map(|(q, len)| json!({"bytes": len, "quarantine": q.display().to_string()}))});
+    (text, value)
+}
+
+fn seq_range(from: u64, to: u64) -> String {
+    if from == to { from.to_string() } else { format!("{from}-{to}") }
 }
 
 pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {

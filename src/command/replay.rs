@@ -143,9 +143,11 @@ pub fn replay(
     let print_audit = at.is_none();
     let report = verify::verify(&storage, &paths.journal, Some(&anchors), |event, pos| {
         let note = fold::fold_event(&mut state, event);
-        if wanted.contains(&event.seq) {
-            let head = Head { seq: event.seq, hash: event.hash, offset: pos.offset, end: pos.offset + pos.len };
-            snapshots.insert(event.seq, (head, state.clone()));
+        // A gap record's place in the chain is the last seq it stands in for.
+        let (seq, hash) = event.chain_position();
+        if wanted.contains(&seq) {
+            let head = Head { seq, hash, offset: pos.offset, end: pos.offset + pos.len };
+            snapshots.insert(seq, (head, state.clone()));
         }
         if print_audit {
             let mut line = audit::audit_line(event);
@@ -177,8 +179,9 @@ pub fn replay(
     if let Some(at) = at {
         let Some((head, st)) = snapshots.get(&at) else {
             return Err(CommandError::Refused(format!(
-                "the journal has no verified event {at} (it holds seq 0..{})",
-                report.events.saturating_sub(1)
+                "the journal has no verified event {at} (it holds seq 0..{}{})",
+                report.head.map_or(0, |h| h.seq),
+                if state.journal.lost.is_empty() { "" } else { ", less the seqs a repair lost" }
             )));
         };
         let mut projections_at = vec![];

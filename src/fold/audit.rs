@@ -39,6 +39,22 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::Repaired(r)) if !clean(&r.problem) || !r.quarantine_file.as_deref().is_none_or(super::quarantine_name_ok) => {
             format!("repaired the journal ({}); its record is not shown: a field is malformed or carries a secret", cause_words(r.cause))
         }
+        Ok(Known::Repaired(r)) if r.lost_from.is_some() => {
+            let lost = match (r.lost_from, r.lost_to) {
+                (Some(a), Some(b)) if a == b => format!("seq {a}"),
+                (Some(a), Some(b)) => format!("seqs {a}-{b}"),
+                _ => unreachable!("the line verified, so the gap names both ends"),
+            };
+            let moved = match &r.quarantine_file {
+                Some(q) => format!("moved bytes {}..{} ({} lines) to quarantine/{q}", r.from_offset, r.to_offset, r.lines),
+                None => "no bytes were left of them".into(),
+            };
+            format!(
+                "repaired the journal ({}): LOST {lost} (this record stands in for what was lost); {moved} after: {}",
+                cause_words(r.cause),
+                r.problem
+            )
+        }
         Ok(Known::Repaired(r)) => match r.quarantine_file {
             Some(q) => format!(
                 "repaired the journal ({}): moved bytes {}..{} ({} lines) to quarantine/{} after: {}",

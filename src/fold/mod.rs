@@ -75,13 +75,34 @@ pub const MAX_BRANCHES_KEPT: usize = 1_000;
 pub struct JournalSummary {
     pub journal_id: Option<String>,
     pub scope: Option<Scope>,
-    /// Events folded so far; also the seq the next event must carry.
+    /// The seq the next event must carry: events folded so far, plus seqs a repair lost.
     pub events: u64,
     pub last_hash: Option<Hash>,
     pub by_kind: BTreeMap<String, u64>,
     pub repairs: Vec<RepairRecord>,
     pub skipped: Vec<Skipped>,
     pub skipped_total: u64,
+    /// Seqs a salvaging repair could not keep, as inclusive ranges, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<LostSeqs>,
+    /// Lost ranges beyond `MAX_LOST_RANGES_KEPT`: counted, not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_ranges_not_kept: u64,
+}
+
+/// Lost ranges kept by number in the state; later ones are only counted.
+pub const MAX_LOST_RANGES_KEPT: usize = 256;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Seqs `from..=to` were acknowledged once and lost to damage; a `journal.repaired` at
+/// seq `from` stands in for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostSeqs {
+    pub from: u64,
+    pub to: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,8 +149,16 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
     if let Some(prev) = summary.last_hash {
         assert_eq!(event.prev, prev, "each event chains onto the one folded before it");
     }
-    summary.events += 1;
-    summary.last_hash = Some(event.hash);
+    let (chain_seq, chain_hash) = event.chain_position();
+    summary.events = chain_seq + 1;
+    summary.last_hash = Some(chain_hash);
+    if let Some(gap) = event.gap() {
+        if summary.lost.len() < MAX_LOST_RANGES_KEPT {
+            summary.lost.push(LostSeqs { from: gap.lost_from, to: gap.lost_to });
+        } else {
+            summary.lost_ranges_not_kept += 1;
+        }
+    }
     let first_of_kind = !summary.by_kind.contains_key(&event.kind);
     *summary.by_kind.entry(event.kind.clone()).or_insert(0) += 1;
     let folded = match event::decode(&event.kind, &event.data) {

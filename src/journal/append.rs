@@ -101,7 +101,7 @@ pub enum JournalError {
 }
 
 impl JournalError {
-    fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> JournalError + 'p {
+    pub(super) fn io<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> JournalError + 'p {
         move |source| JournalError::Io { what, path: path.to_owned(), source }
     }
 }
@@ -114,7 +114,7 @@ fn is_poisoned(path: &Path) -> bool {
     POISONED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|s| s.contains(path))
 }
 
-fn poison(path: &Path) {
+pub(super) fn poison(path: &Path) {
     POISONED.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashSet::new).insert(path.to_owned());
 }
 
@@ -252,6 +252,11 @@ impl Journal {
     /// Appends one event.
     pub fn append(&self, event: NewEvent, create: Option<&Scope>) -> Result<Appended, JournalError> {
         Ok(self.append_batch(std::slice::from_ref(&event), create)?.0[0])
+    }
+
+    /// Forgets the tail this handle last chained onto: the file was rewritten under it.
+    pub(super) fn forget_known_tail(&self) {
+        *self.known_tail.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Takes the writer lock. The guard is the only way to the append steps
@@ -649,7 +654,7 @@ struct FirstLook {
 pub const UNACKNOWLEDGED_CHECK_MAX: u64 = scan::MAX_TORN_TAIL_BYTES;
 
 /// The sync before a tail is read; a failure poisons the journal for this process.
-fn sync_before_reading(file: &dyn StorageFile, path: &Path) -> Result<(), JournalError> {
+pub(super) fn sync_before_reading(file: &dyn StorageFile, path: &Path) -> Result<(), JournalError> {
     file.sync_data().map_err(|source| {
         poison(path);
         JournalError::SyncFailed { path: path.to_path_buf(), source }

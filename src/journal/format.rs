@@ -26,6 +26,10 @@ pub const EVENT_HASH_CONTEXT: &str = "abcd journal v1 event hash";
 pub const GENESIS_PREV_CONTEXT: &str = "abcd journal v1 genesis prev";
 /// The kind of event 0, and of no other event.
 pub const GENESIS_KIND: &str = "journal.opened";
+/// The kind `abcd journal repair` writes; one that names lost seqs is a gap record.
+pub const REPAIRED_KIND: &str = "journal.repaired";
+/// The rule a gap record's data breaks, in words (problem code `bad_gap`).
+pub const GAP_RULE: &str = "a gap names lost_from (its own seq), lost_to (at least lost_from) and next_prev, all three or none";
 /// `time` is always this long: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub const TIME_LEN: usize = 24;
 
@@ -132,6 +136,55 @@ pub struct Event {
     pub data: serde_json::Value,
     pub prev: Hash,
     pub hash: Hash,
+}
+
+/// Seqs a repair could not keep, stood in for by a `journal.repaired` line at the first of
+/// them: the line after it carries seq `lost_to + 1` and, as `prev`, `next_prev` (the hash
+/// the lost line `lost_to` had), so the chain stays checkable across the hole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gap {
+    pub lost_from: u64,
+    pub lost_to: u64,
+    pub next_prev: Hash,
+}
+
+/// The gap a `journal.repaired` line at `seq` names, if it names one; a line that names
+/// part of one breaks the gap rule.
+pub fn read_gap(seq: u64, data: &serde_json::Value) -> Result<Option<Gap>, LineFault> {
+    let bad = LineFault::Field { field: "data", rule: GAP_RULE };
+    let (from, to, next) = (data.get("lost_from"), data.get("lost_to"), data.get("next_prev"));
+    if from.is_none() && to.is_none() && next.is_none() {
+        return Ok(None);
+    }
+    let (Some(from), Some(to), Some(next)) = (from.and_then(|v| v.as_u64()), to.and_then(|v| v.as_u64()), next.and_then(|v| v.as_str()))
+    else {
+        return Err(bad);
+    };
+    let next_prev = Hash::from_hex(next.as_bytes()).ok_or(bad.clone())?;
+    // The seq after the gap must exist: lost_to + 1 fits in 64 bits.
+    if from != seq || to < from || to == u64::MAX {
+        return Err(bad);
+    }
+    Ok(Some(Gap { lost_from: from, lost_to: to, next_prev }))
+}
+
+impl Event {
+    /// Where the chain stands after this line: the seq and hash the next line's `seq - 1`
+    /// and `prev` must name. A line's own, except for a gap record (see [`Gap`]).
+    pub fn chain_position(&self) -> (u64, Hash) {
+        match self.gap() {
+            Some(gap) => (gap.lost_to, gap.next_prev),
+            None => (self.seq, self.hash),
+        }
+    }
+
+    /// The gap this line stands in for; `verify_line` has already checked the rule.
+    pub fn gap(&self) -> Option<Gap> {
+        if self.kind != REPAIRED_KIND {
+            return None;
+        }
+        read_gap(self.seq, &self.data).ok().flatten()
+    }
 }
 
 /// What a line's writer supplies; seq, prev and hash are the journal's to give.
@@ -405,6 +458,9 @@ fn verify_line_hashed(line: &[u8], claimed: Hash) -> Result<Event, LineFault> {
     if !wire.data.is_object() {
         return Err(LineFault::Field { field: "data", rule: "must be a JSON object" });
     }
+    if wire.kind == REPAIRED_KIND {
+        read_gap(wire.seq, &wire.data)?;
+    }
     Ok(Event { seq: wire.seq, time, kind: wire.kind, actor: wire.actor, data: wire.data, prev: wire.prev, hash: wire.hash })
 }
 
@@ -477,7 +533,13 @@ pub fn is_genesis_prefix(bytes: &[u8]) -> bool {
 /// verifies on its own up to the next newline: two lines merged by a damaged newline, or
 /// garbage written over the start of a good line. Such bytes are damage, never torn.
 pub fn holds_embedded_line(bytes: &[u8]) -> bool {
-    crate::byte_search::sub_positions(bytes, FRAME_HEAD).filter(|&p| p > 0).any(|p| {
+    embedded_line_at(bytes).is_some()
+}
+
+/// Where the first embedded line of `bytes` starts (see `holds_embedded_line`): the
+/// salvaging repair keeps the line from there and moves only the bytes before it aside.
+pub fn embedded_line_at(bytes: &[u8]) -> Option<usize> {
+    crate::byte_search::sub_positions(bytes, FRAME_HEAD).filter(|&p| p > 0).find(|&p| {
         let rest = &bytes[p..];
         let line = match crate::byte_search::find_byte(b'\n', rest) {
             Some(i) => &rest[..=i],

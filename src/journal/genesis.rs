@@ -44,7 +44,8 @@ pub struct JournalOpened {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RepairCause {
-    /// Lines from the first bad one to the end were moved to quarantine.
+    /// Damaged lines were moved to quarantine (before salvage: every line from the first
+    /// bad one to the end).
     Corruption,
     /// The journal was behind or unlike its head anchor and a person accepted it as is.
     AnchorMismatch,
@@ -68,6 +69,14 @@ pub struct JournalRepaired {
     pub anchor_hash: Option<String>,
     /// What the verifier reported at the first bad place.
     pub problem: String,
+    /// A gap record (SPEC §10): the seqs this line stands in for, and the hash the line
+    /// after it names as `prev`. Written only by a salvaging repair, all three together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_from: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_to: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_prev: Option<String>,
 }
 
 /// `data` of `journal.opened`, read and checked: the id must be 32 lowercase hex digits.

@@ -1,15 +1,24 @@
 //! `abcd journal repair`: the one operation that removes bytes from a journal, and only
-//! after copying them to quarantine. Corruption: everything from the first bad line is
-//! moved aside and the chain continues with `journal.repaired`. A journal that disagrees
-//! with its head anchor is accepted as it is, with a `journal.repaired` saying so.
+//! after copying them to quarantine. Corruption is salvaged: only the damaged bytes move
+//! aside, every later line whose own bytes verify is kept, and where seqs were lost a
+//! `journal.repaired` gap record stands in for them so the chain stays checkable (format
+//! §10). A journal that disagrees with its head anchor is accepted as it is, with a
+//! `journal.repaired` saying so.
 
+use std::io;
 use std::path::PathBuf;
 
-use super::append::{Appended, Journal, JournalError, quarantine_range, read_genesis, truncate_durably};
-use super::format::{Actor, NewEvent};
+use super::anchor::Anchor;
+use super::append::{Appended, Journal, JournalError, poison, quarantine_range, read_genesis, sync_before_reading, truncate_durably};
+use super::format::{self, Actor, Hash, LineFault, NewEvent};
 use super::genesis::{self, JournalRepaired, RepairCause};
-use super::scan::{self, StartPoint, Verdict};
+use super::scan::{self, Head, MAX_TORN_TAIL_BYTES, Piece, ScanError, StartPoint, Verdict};
+use super::storage::StorageFile;
 use super::verify::{self, AnchorCheck};
+
+/// Damaged regions one repair moves aside; a journal with more is not salvaged line by line
+/// (the person moves it aside and looks at it).
+pub const MAX_DAMAGED_REGIONS: usize = 1024;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RepairOutcome {
@@ -19,18 +28,48 @@ pub enum RepairOutcome {
         quarantine: PathBuf,
         bytes: u64,
     },
-    /// Damaged lines were moved to quarantine and the chain continued.
-    CorruptionQuarantined {
-        quarantine: PathBuf,
-        bytes: u64,
-        lines: u64,
-        repaired: Appended,
-    },
+    /// Damaged bytes were moved to quarantine, every intact line was kept, and each region
+    /// is recorded by a `journal.repaired` (in place of lost seqs, or at the end).
+    Salvaged(Salvage),
     /// The journal disagreed with its anchor (or the path's record) and was accepted.
     AnchorAccepted {
         detail: String,
         repaired: Appended,
     },
+}
+
+/// What a salvaging repair did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Salvage {
+    /// The damaged regions, in file order, as they were in the journal before the repair.
+    pub regions: Vec<SalvagedRegion>,
+    /// Verified lines kept from the old file (the genesis included).
+    pub kept_lines: u64,
+    /// A torn tail after the last intact line (never acknowledged), moved aside too.
+    pub torn: Option<(PathBuf, u64)>,
+    /// The `journal.repaired` lines written, in file order.
+    pub records: Vec<Appended>,
+}
+
+impl Salvage {
+    /// Every seq lost, as inclusive ranges in order.
+    pub fn lost(&self) -> Vec<(u64, u64)> {
+        self.regions.iter().filter_map(|r| r.lost).collect()
+    }
+}
+
+/// One run of damaged bytes and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SalvagedRegion {
+    /// Where the bytes were in the journal before the repair.
+    pub offset: u64,
+    pub len: u64,
+    /// Their copy; `None` for a region of no bytes (lines a tool removed: only seqs lost).
+    pub quarantine: Option<PathBuf>,
+    /// The seqs lost with it (inclusive); `None` when the chain lost nothing there.
+    pub lost: Option<(u64, u64)>,
+    /// The seq of the `journal.repaired` that records it.
+    pub record_seq: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +78,8 @@ pub enum RepairError {
     Journal(#[from] JournalError),
     #[error("cannot repair {}: not even its first line verifies, so there is no chain to continue; move the file aside (abcd deletes nothing) and abcd starts a new journal", path.display())]
     NoGenesis { path: PathBuf },
+    #[error("cannot repair {}: it holds more than {MAX_DAMAGED_REGIONS} separate damaged regions, which is not damage a line-by-line salvage should guess through; copy the file aside and look at it (`abcd journal verify` names the first bad line)", path.display())]
+    TooDamaged { path: PathBuf },
 }
 
 pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcome, RepairError> {
@@ -46,12 +87,11 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
     let storage = journal.storage().clone();
     let paths = journal.paths().clone();
     let path = &paths.journal;
-    let report =
-        verify::verify(&*storage, path, journal.anchors(), |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
-            verify::VerifyError::Journal(j) => j,
-            verify::VerifyError::Visitor(never) => match never {},
-        })?;
     let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
+    // What is read must be what is on the disk: bytes a failed writer left only in the
+    // page cache are made durable, or the failure is seen, before anything is kept.
+    sync_before_reading(file.as_ref(), path)?;
+    let report = verify::verify_chain(&*storage, path, journal.anchors())?;
     let Some(head) = report.head else {
         if let Verdict::TornTail(t) = report.verdict {
             // Only a genesis cut short: keep a copy, empty the file, and let the next
@@ -63,32 +103,19 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
         return Err(RepairError::NoGenesis { path: path.clone() });
     };
     let genesis = read_genesis(file.as_ref(), path).map_err(|_| RepairError::NoGenesis { path: path.clone() })?;
+    let anchor = journal.anchors().and_then(|a| a.load(&*storage, &genesis.journal_id).ok().flatten());
+    let acknowledged_past_head = anchor.filter(|a| a.seq > head.seq);
     let repaired_event = |data: JournalRepaired| NewEvent {
         kind: genesis::JOURNAL_REPAIRED.into(),
         actor: Actor::this_process(session.clone()),
         data: serde_json::to_value(data).expect("plain data serializes"),
     };
     match report.verdict {
-        Verdict::Corrupt(c) => {
-            let len = report.file_len - c.offset;
-            let q = quarantine_range(&*storage, file.as_ref(), &paths, "corrupt", c.seq, c.offset, len)?;
-            truncate_durably(file.as_ref(), path, c.offset)?;
-            // Sanity: after the cut the journal must end exactly at the last good line.
-            let after = scan::scan(file.as_ref(), StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(()));
-            assert!(matches!(after, Ok(ref r) if r.verdict == Verdict::Clean && r.head == Some(head)), "repair cut at the first bad line");
-            let data = JournalRepaired {
-                cause: RepairCause::Corruption,
-                from_offset: c.offset,
-                to_offset: report.file_len,
-                lines: q.lines,
-                quarantine_file: q.path.file_name().map(|n| n.to_string_lossy().into_owned()),
-                quarantine_blake3: Some(q.blake3.clone()),
-                anchor_seq: None,
-                anchor_hash: None,
-                problem: format!("seq {} at byte {}: {}", c.seq, c.offset, c.problem),
-            };
-            let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
-            Ok(RepairOutcome::CorruptionQuarantined { quarantine: q.path, bytes: len, lines: q.lines, repaired })
+        Verdict::Corrupt(_) => Ok(RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?)),
+        // A damaged last line that was acknowledged reads as a torn tail; the anchor
+        // says otherwise, so its seqs are named lost, in one repair.
+        Verdict::TornTail(_) if acknowledged_past_head.is_some() => {
+            Ok(RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?))
         }
         Verdict::TornTail(t) => {
             let q = quarantine_range(&*storage, file.as_ref(), &paths, "torn", head.seq + 1, t.offset, t.len)?;
@@ -101,7 +128,6 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
                 (_, Some(r)) => r.clone(),
                 _ => return Ok(RepairOutcome::NothingToRepair),
             };
-            let anchor = journal.anchors().and_then(|a| a.load(&*storage, &genesis.journal_id).ok().flatten());
             let data = JournalRepaired {
                 cause: RepairCause::AnchorMismatch,
                 from_offset: report.file_len,
@@ -112,6 +138,9 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
                 anchor_seq: anchor.map(|a| a.seq),
                 anchor_hash: anchor.map(|a| a.hash.to_hex()),
                 problem: detail.clone(),
+                lost_from: None,
+                lost_to: None,
+                next_prev: None,
             };
             let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
             if let Some(anchors) = journal.anchors() {
@@ -120,4 +149,382 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
             Ok(RepairOutcome::AnchorAccepted { detail, repaired })
         }
     }
+}
+
+/// A stretch of the old file the new one holds, or a record written in its place.
+enum Part {
+    Keep {
+        offset: u64,
+        len: u64,
+    },
+    /// The gap record of region `region`, at seq `seq` chained onto `prev`.
+    Gap {
+        region: usize,
+        seq: u64,
+        prev: Hash,
+    },
+}
+
+/// A damaged region as the walk finds it.
+struct Damage {
+    offset: u64,
+    len: u64,
+    /// The first bad line's problem, in words.
+    problem: String,
+    /// The seq the chain expected at its first byte.
+    seq: u64,
+    /// Some piece in it was written whole (its hash verifies, or it holds an embedded
+    /// line): not what a crashed append leaves.
+    whole_line_inside: bool,
+    lost: Option<(u64, u64, Hash)>,
+    /// For a tail lost after the last intact line: the anchor that names it acknowledged.
+    anchor: Option<Anchor>,
+}
+
+/// The walk over the old file: which lines stay, which bytes go, which seqs were lost.
+struct SalvagePlan {
+    parts: Vec<Part>,
+    regions: Vec<Damage>,
+    /// Regions that lost no seq, recorded after the last line.
+    at_end: Vec<usize>,
+    /// A torn tail (never acknowledged), moved aside without a record.
+    torn: Option<usize>,
+    kept_lines: u64,
+    /// Where the chain stands after the last kept line or gap record.
+    next_seq: u64,
+    next_prev: Hash,
+}
+
+struct Walk {
+    plan: SalvagePlan,
+    pending: Option<Damage>,
+}
+
+impl Walk {
+    fn damage(&mut self, offset: u64, len: u64, problem: String, whole_line: bool) {
+        match &mut self.pending {
+            Some(d) => {
+                debug_assert_eq!(d.offset + d.len, offset, "a damaged region is one run of bytes");
+                d.len += len;
+                d.whole_line_inside |= whole_line;
+            }
+            None => {
+                self.pending =
+                    Some(Damage { offset, len, problem, seq: self.plan.next_seq, whole_line_inside: whole_line, lost: None, anchor: None })
+            }
+        }
+    }
+
+    fn keep(&mut self, offset: u64, len: u64) {
+        match self.plan.parts.last_mut() {
+            Some(Part::Keep { offset: o, len: l }) if *o + *l == offset => *l += len,
+            _ => self.plan.parts.push(Part::Keep { offset, len }),
+        }
+        self.plan.kept_lines += 1;
+    }
+
+    /// Ends the pending damage (if any) before a kept line; `lost` when seqs are missing.
+    fn close(&mut self, at: u64, lost: Option<(u64, u64, Hash)>) -> Result<(), TooMany> {
+        let damage = match self.pending.take() {
+            Some(d) => Some(d),
+            // Lines a tool removed without leaving bytes: only the seqs are lost.
+            None if lost.is_some() => Some(Damage {
+                offset: at,
+                len: 0,
+                problem: "lines are missing here".into(),
+                seq: self.plan.next_seq,
+                whole_line_inside: false,
+                lost: None,
+                anchor: None,
+            }),
+            None => None,
+        };
+        let Some(mut damage) = damage else { return Ok(()) };
+        if self.plan.regions.len() == MAX_DAMAGED_REGIONS {
+            return Err(TooMany);
+        }
+        damage.lost = lost;
+        let region = self.plan.regions.len();
+        match lost {
+            Some((from, to, next_prev)) => {
+                self.plan.parts.push(Part::Gap { region, seq: from, prev: self.plan.next_prev });
+                (self.plan.next_seq, self.plan.next_prev) = (to + 1, next_prev);
+            }
+            None => self.plan.at_end.push(region),
+        }
+        self.plan.regions.push(damage);
+        Ok(())
+    }
+
+    fn verified(&mut self, event: format::Event, offset: u64, len: u64) -> Result<(), TooMany> {
+        let (want_seq, want_prev) = (self.plan.next_seq, self.plan.next_prev);
+        if event.seq == want_seq && event.prev == want_prev {
+            self.close(offset, None)?;
+        } else if event.seq > want_seq && want_seq > 0 {
+            // The line names the seqs before it and the hash the last of them had: the
+            // gap record attests exactly that.
+            self.close(offset, Some((want_seq, event.seq - 1, event.prev)))?;
+        } else {
+            // A line written whole that does not belong here: a repeat, another journal's.
+            let problem =
+                if event.seq == want_seq { scan::Problem::PrevMismatch } else { scan::Problem::SeqOutOfOrder { found: event.seq } };
+            self.damage(offset, len, problem.to_string(), true);
+            return Ok(());
+        }
+        self.keep(offset, len);
+        (self.plan.next_seq, self.plan.next_prev) = {
+            let (seq, hash) = event.chain_position();
+            (seq + 1, hash)
+        };
+        Ok(())
+    }
+
+    fn piece(&mut self, piece: Piece<'_>) -> Result<(), TooMany> {
+        let fault = if piece.too_long { Err(LineFault::TooLong) } else { format::verify_line(piece.bytes) };
+        let fault = match fault {
+            Ok(event) => return self.verified(event, piece.offset, piece.len),
+            Err(fault) => fault,
+        };
+        if let Some(at) = (!piece.too_long).then(|| format::embedded_line_at(piece.bytes)).flatten() {
+            // Two lines merged by a damaged newline, or garbage over the start of a line:
+            // only the bytes before the embedded line are damage.
+            self.damage(piece.offset, at as u64, fault.to_string(), true);
+            let rest = &piece.bytes[at..];
+            let (offset, len) = (piece.offset + at as u64, piece.len - at as u64);
+            return match format::verify_line(rest) {
+                Ok(event) => self.verified(event, offset, len),
+                Err(f) => {
+                    self.damage(offset, len, f.to_string(), true);
+                    Ok(())
+                }
+            };
+        }
+        let whole = !piece.too_long && format::hash_verifies(piece.bytes);
+        self.damage(piece.offset, piece.len, fault.to_string(), whole);
+        Ok(())
+    }
+
+    /// Ends the walk: damage after the last intact line is a lost tail when the anchor
+    /// names seqs past it, a torn tail when it is what a crashed append leaves, and
+    /// otherwise damage that cost no seq.
+    fn finish(mut self, anchor: Option<Anchor>, file_len: u64) -> Result<SalvagePlan, TooMany> {
+        let Some(tail) = self.pending.take() else { return Ok(self.plan) };
+        let next_seq = self.plan.next_seq;
+        match anchor.filter(|a| a.seq >= next_seq) {
+            Some(a) => {
+                self.pending = Some(Damage { anchor: Some(a), ..tail });
+                self.close(file_len, Some((next_seq, a.seq, a.hash)))?;
+            }
+            None if !tail.whole_line_inside && tail.len <= MAX_TORN_TAIL_BYTES => {
+                self.plan.regions.push(tail);
+                self.plan.torn = Some(self.plan.regions.len() - 1);
+            }
+            None => {
+                self.pending = Some(tail);
+                self.close(file_len, None)?;
+            }
+        }
+        Ok(self.plan)
+    }
+}
+
+struct TooMany;
+
+fn plan_salvage(file: &dyn StorageFile, path: &std::path::Path, anchor: Option<Anchor>) -> Result<SalvagePlan, RepairError> {
+    let plan = SalvagePlan {
+        parts: vec![],
+        regions: vec![],
+        at_end: vec![],
+        torn: None,
+        kept_lines: 0,
+        next_seq: 0,
+        next_prev: Hash::genesis_prev(),
+    };
+    let mut walk = Walk { plan, pending: None };
+    let too_many = || RepairError::TooDamaged { path: path.to_owned() };
+    match scan::for_each_piece(file, 0, |piece| walk.piece(piece)) {
+        Ok(()) => {}
+        Err(ScanError::Io(source)) => return Err(JournalError::Io { what: "reading", path: path.to_owned(), source }.into()),
+        Err(ScanError::Visitor(TooMany)) => return Err(too_many()),
+    }
+    let file_len = file.len().map_err(|source| JournalError::Io { what: "inspecting", path: path.to_owned(), source })?;
+    let plan = walk.finish(anchor, file_len).map_err(|TooMany| too_many())?;
+    assert!(plan.kept_lines > 0 && matches!(plan.parts.first(), Some(Part::Keep { offset: 0, .. })), "the genesis verified, so it is kept");
+    Ok(plan)
+}
+
+/// Moves every damaged region to quarantine, writes the kept lines and the records into a
+/// new file beside the journal, and renames it over the journal (format §10).
+fn salvage(
+    journal: &Journal,
+    file: &dyn StorageFile,
+    journal_id: &str,
+    anchor: Option<Anchor>,
+    repaired_event: &dyn Fn(JournalRepaired) -> NewEvent,
+) -> Result<Salvage, RepairError> {
+    let storage = journal.storage().clone();
+    let paths = journal.paths().clone();
+    let path = &paths.journal;
+    let io_err = |what: &'static str, p: &std::path::Path| {
+        let p = p.to_owned();
+        move |source: io::Error| JournalError::Io { what, path: p, source }
+    };
+    let plan = plan_salvage(file, path, anchor)?;
+    // Quarantine first: nothing leaves the journal without a synced copy.
+    let mut copies: Vec<Option<super::append::Quarantined>> = Vec::with_capacity(plan.regions.len());
+    for (i, region) in plan.regions.iter().enumerate() {
+        let label = if plan.torn == Some(i) { "torn" } else { "corrupt" };
+        let copy = (region.len > 0)
+            .then(|| quarantine_range(&*storage, file, &paths, label, region.seq, region.offset, region.len))
+            .transpose()?;
+        copies.push(copy);
+    }
+    let record = |i: usize| {
+        let (region, copy) = (&plan.regions[i], copies[i].as_ref());
+        JournalRepaired {
+            cause: RepairCause::Corruption,
+            from_offset: region.offset,
+            to_offset: region.offset + region.len,
+            lines: copy.map_or(0, |q| q.lines),
+            quarantine_file: copy.and_then(|q| q.path.file_name()).map(|n| n.to_string_lossy().into_owned()),
+            quarantine_blake3: copy.map(|q| q.blake3.clone()),
+            anchor_seq: region.anchor.map(|a| a.seq),
+            anchor_hash: region.anchor.map(|a| a.hash.to_hex()),
+            problem: format!("seq {} at byte {}: {}", region.seq, region.offset, region.problem),
+            lost_from: region.lost.map(|l| l.0),
+            lost_to: region.lost.map(|l| l.1),
+            next_prev: region.lost.map(|l| l.2.to_hex()),
+        }
+    };
+    let dir = paths.dir();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (tmp, out) = create_temp(&*storage, dir, &name)?;
+    let written = (|| -> Result<(Vec<Appended>, Head), JournalError> {
+        let mut at = 0u64;
+        let mut records = vec![];
+        let mut last: Option<Head> = None;
+        let time = format::now_ms();
+        let mut write_record = |at: &mut u64, seq: u64, prev: Hash, data: JournalRepaired| -> Result<Head, JournalError> {
+            let (line, hash) = format::encode_line(seq, time, &repaired_event(data), &prev).expect("a repair record fits a line");
+            out.write_at(&line, *at).map_err(io_err("writing", &tmp))?;
+            let appended = Appended { seq, hash, offset: *at, end: *at + line.len() as u64 };
+            records.push(appended);
+            *at += line.len() as u64;
+            let event = format::verify_line(&line).expect("abcd writes lines that verify");
+            let (chain_seq, chain_hash) = event.chain_position();
+            Ok(Head { seq: chain_seq, hash: chain_hash, offset: appended.offset, end: appended.end })
+        };
+        for part in &plan.parts {
+            match *part {
+                Part::Keep { offset, len } => {
+                    copy_range(file, out.as_ref(), offset, len, at).map_err(io_err("copying", path))?;
+                    at += len;
+                    last = None;
+                }
+                Part::Gap { region, seq, prev } => last = Some(write_record(&mut at, seq, prev, record(region))?),
+            }
+        }
+        let (mut seq, mut prev) = (plan.next_seq, plan.next_prev);
+        for &region in &plan.at_end {
+            let head = write_record(&mut at, seq, prev, record(region))?;
+            (seq, prev) = (head.seq + 1, head.hash);
+            last = Some(head);
+        }
+        out.sync_data().map_err(|source| JournalError::SyncFailed { path: tmp.clone(), source })?;
+        let head = match last {
+            Some(head) => head,
+            None => {
+                let tail = scan::read_tail(out.as_ref()).map_err(io_err("reading", &tmp))?;
+                match tail {
+                    scan::Tail::Good { head, torn: None } => head,
+                    other => panic!("a salvaged journal ends in an intact line: {other:?}"),
+                }
+            }
+        };
+        Ok((records, head))
+    })();
+    let (records, head) = match written {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = storage.remove_cache_file(&tmp);
+            return Err(e.into());
+        }
+    };
+    // Sanity before the rename: the new file verifies from genesis to the head just written.
+    let check = scan::scan(out.as_ref(), StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(()));
+    assert!(matches!(check, Ok(ref r) if r.verdict == Verdict::Clean && r.head == Some(head)), "a salvaged journal verifies: {check:?}");
+    storage.rename(&tmp, path).map_err(io_err("renaming", &tmp))?;
+    storage.sync_dir(dir).map_err(|source| {
+        poison(path);
+        JournalError::SyncFailed { path: dir.to_owned(), source }
+    })?;
+    journal.forget_known_tail();
+    if let Some(anchors) = journal.anchors() {
+        // Rewritten after the rename was made durable, as after any acknowledged append.
+        let _ = anchors.store(&*storage, journal_id, Anchor::from(head));
+    }
+    let regions = plan
+        .regions
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| plan.torn != Some(i))
+        .map(|(i, r)| SalvagedRegion {
+            offset: r.offset,
+            len: r.len,
+            quarantine: copies[i].as_ref().map(|q| q.path.clone()),
+            lost: r.lost.map(|l| (l.0, l.1)),
+            record_seq: 0,
+        })
+        .collect::<Vec<_>>();
+    let regions = number_records(regions, &plan, &records);
+    let torn = plan.torn.map(|i| (copies[i].as_ref().expect("a torn tail has bytes").path.clone(), plan.regions[i].len));
+    Ok(Salvage { regions, kept_lines: plan.kept_lines, torn, records })
+}
+
+/// Gives each region the seq of the record written for it: gap records in file order
+/// first, then those written at the end.
+fn number_records(mut regions: Vec<SalvagedRegion>, plan: &SalvagePlan, records: &[Appended]) -> Vec<SalvagedRegion> {
+    let order = plan.parts.iter().filter_map(|p| match p {
+        Part::Gap { region, .. } => Some(*region),
+        Part::Keep { .. } => None,
+    });
+    let by_region: Vec<usize> = order.chain(plan.at_end.iter().copied()).collect();
+    assert_eq!(by_region.len(), records.len(), "one record per recorded region");
+    // Region indexes in `regions` skip the torn tail, which is always the last one.
+    for (record, region) in records.iter().zip(by_region) {
+        regions[region].record_seq = record.seq;
+    }
+    regions
+}
+
+fn create_temp(
+    storage: &dyn super::storage::Storage,
+    dir: &std::path::Path,
+    name: &str,
+) -> Result<(PathBuf, Box<dyn StorageFile>), JournalError> {
+    for n in 0..100u32 {
+        let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        match storage.create_new(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(JournalError::Io { what: "creating", path: tmp, source }),
+        }
+    }
+    Err(JournalError::Io { what: "creating a temp file in", path: dir.to_owned(), source: io::Error::from(io::ErrorKind::AlreadyExists) })
+}
+
+/// Copies `[from, from+len)` of `src` to `dst` at `to`.
+fn copy_range(src: &dyn StorageFile, dst: &dyn StorageFile, from: u64, len: u64, to: u64) -> io::Result<()> {
+    let mut buf = vec![0u8; (len as usize).min(256 * 1024)];
+    let mut done = 0u64;
+    while done < len {
+        let want = ((len - done) as usize).min(buf.len());
+        let n = src.read_at(&mut buf[..want], from + done)?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the journal shrank while it was repaired"));
+        }
+        dst.write_at(&buf[..n], to + done)?;
+        done += n as u64;
+    }
+    Ok(())
 }

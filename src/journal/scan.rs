@@ -217,7 +217,8 @@ pub fn scan<E>(
                 let pos = LinePos { offset: raw.offset, len: raw.len };
                 visit(&event, pos).map_err(ScanError::Visitor)?;
                 events_seen += 1;
-                head = Some(Head { seq: event.seq, hash: event.hash, offset: raw.offset, end: raw.offset + raw.len });
+                let (seq, hash) = event.chain_position();
+                head = Some(Head { seq, hash, offset: raw.offset, end: raw.offset + raw.len });
             }
             Err(fault) => {
                 let first = BadLine {
@@ -235,6 +236,26 @@ pub fn scan<E>(
             }
         }
     }
+}
+
+/// One line as §6.1 of the format splits the file; `bytes` is empty when it was over
+/// `MAX_LINE_BYTES` (measured, not kept).
+pub struct Piece<'a> {
+    pub offset: u64,
+    pub len: u64,
+    pub bytes: &'a [u8],
+    pub too_long: bool,
+}
+
+/// Hands every line of the file from byte `from` to `visit`, in order, with the memory
+/// `scan` uses: the salvaging repair's walk, which goes on past damage.
+pub fn for_each_piece<E>(file: &dyn StorageFile, from: u64, mut visit: impl FnMut(Piece<'_>) -> Result<(), E>) -> Result<(), ScanError<E>> {
+    let file_len = file.len()?;
+    let mut lines = LineReader::new(file, file_len, from);
+    while let Some(raw) = lines.next_line()? {
+        visit(Piece { offset: raw.offset, len: raw.len, bytes: raw.bytes, too_long: raw.too_long }).map_err(ScanError::Visitor)?;
+    }
+    Ok(())
 }
 
 fn next_position(head: Option<Head>) -> (u64, Hash) {
@@ -381,7 +402,8 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
     };
     let (offset, bytes) = lines[i];
     let end = offset + bytes.len() as u64;
-    let head = Head { seq: last.seq, hash: last.hash, offset, end };
+    let (head_seq, head_hash) = last.chain_position();
+    let head = Head { seq: head_seq, hash: head_hash, offset, end };
     let torn_len = len - end;
     if torn_len > MAX_TORN_TAIL_BYTES {
         return WindowJudgement::Damaged;
@@ -405,9 +427,10 @@ fn judge_window(buf: &[u8], start: u64, len: u64) -> WindowJudgement {
     let (mut want_seq, mut want_hash) = (last.seq, last.prev);
     for &(line_offset, bytes) in lines[..i].iter().rev() {
         match format::verify_line(bytes) {
-            Ok(e) if e.seq + 1 == want_seq && e.hash == want_hash => {
+            Ok(e) if want_seq > 0 && e.chain_position() == (want_seq - 1, want_hash) => {
                 (want_seq, want_hash) = (e.seq, e.prev);
-                let line = Head { seq: e.seq, hash: e.hash, offset: line_offset, end: line_offset + bytes.len() as u64 };
+                let (seq, hash) = e.chain_position();
+                let line = Head { seq, hash, offset: line_offset, end: line_offset + bytes.len() as u64 };
                 seen.push(SeenLine { line, kind: e.kind });
             }
             _ => return WindowJudgement::Damaged,
@@ -432,7 +455,7 @@ pub fn line_is_at(file: &dyn StorageFile, head: Head) -> io::Result<bool> {
     if file.read_at(&mut line, head.offset)? != line.len() {
         return Ok(false);
     }
-    Ok(format::verify_line(&line).is_ok_and(|e| e.seq == head.seq && e.hash == head.hash))
+    Ok(format::verify_line(&line).is_ok_and(|e| e.chain_position() == (head.seq, head.hash)))
 }
 
 /// The fault of the first line in a torn region.

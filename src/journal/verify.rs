@@ -89,8 +89,9 @@ pub fn verify<E>(
     };
     let mut hash_at_anchor: Option<Hash> = None;
     let report = scan::scan(file.as_ref(), StartPoint::GENESIS, |event, pos| {
-        if anchor.is_some_and(|a| a.seq == event.seq) {
-            hash_at_anchor = Some(event.hash);
+        let (seq, hash) = event.chain_position();
+        if anchor.is_some_and(|a| a.seq == seq) {
+            hash_at_anchor = Some(hash);
         }
         visit(event, pos)
     })
@@ -134,7 +135,8 @@ pub fn verify<E>(
             .map(|recorded| format!("this path held journal {recorded}, and now holds journal {}: it was replaced", g.journal_id)),
         _ => None,
     };
-    let events = if genesis.is_some() { report.head.map_or(0, |h| h.seq + 1) } else { 0 };
+    // Counted, not read off the head's seq: seqs a repair lost are not events.
+    let events = if genesis.is_some() { report.events_seen } else { 0 };
     let verdict = match (&genesis, report.verdict) {
         // A first line that verifies but does not name a journal id and scope.
         (None, Verdict::Clean | Verdict::TornTail(_)) if report.head.is_some() => Verdict::Corrupt(scan::Corruption {

@@ -88,6 +88,12 @@ impl Chain {
         self.hashes.push(hash);
     }
 
+    /// Puts `line`, a gap record standing in for the lost line `index`, in its place; the
+    /// chain hash there stays the lost line's, which the line after it names as prev.
+    pub fn stand_in(&mut self, index: usize, line: Vec<u8>) {
+        self.lines[index] = line;
+    }
+
     /// Keeps the first `n` lines: the journal as a cut at a line boundary leaves it.
     pub fn truncate(&mut self, n: usize) {
         assert!(n >= 1, "a chain keeps its genesis");

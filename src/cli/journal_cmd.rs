@@ -15,12 +15,21 @@ pub fn verify(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let (paths, _) = choice.resolve()?;
     let anchors = places::anchors()?;
     let report = verify::verify_chain(&RealDisk, &paths.journal, Some(&anchors))?;
+    mark_damage(&paths, &anchors, &report);
     if json_out {
         outln!("{}", verify_json(&report));
     } else {
         out!("{}", verify_text(&report));
     }
     Ok(if report.is_ok() { EXIT_OK } else { EXIT_FAILURE })
+}
+
+/// Damage a full read found is recorded where the appender sees it (best effort: the
+/// report is what this command owes, and the next full read marks it again).
+pub fn mark_damage(paths: &crate::journal::JournalPaths, anchors: &crate::journal::anchor::AnchorStore, report: &VerifyReport) {
+    if let (Verdict::Corrupt(_), Some(id), Some(head)) = (&report.verdict, &report.journal_id, report.head) {
+        let _ = crate::journal::append::record_damage_found(&RealDisk, paths, anchors, id, head);
+    }
 }
 
 pub fn verify_json(r: &VerifyReport) -> serde_json::Value {

@@ -87,6 +87,7 @@ fn journal_blame(j: &JournalError) -> Blame {
         | J::TooLarge { .. }
         | J::Corrupt { .. }
         | J::AnchorMismatch { .. }
+        | J::DamageFound { .. }
         | J::Poisoned { .. }
         | J::Encode(_)
         | J::BatchTooLarge => Blame::Refused,

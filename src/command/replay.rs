@@ -10,7 +10,7 @@ use super::CommandError;
 use crate::fold::audit::{self, AuditLine};
 use crate::fold::{self, FoldNote, FoldedState};
 use crate::journal::JournalPaths;
-use crate::journal::scan::Head;
+use crate::journal::scan::{Head, Verdict};
 use crate::journal::storage::{RealDisk, Storage};
 use crate::journal::verify::{self, VerifyReport};
 use crate::places;
@@ -175,6 +175,11 @@ pub fn replay(
         verify::VerifyError::Journal(j) => CommandError::Journal(j),
         verify::VerifyError::Visitor(io) => CommandError::Output(io),
     })?;
+
+    if let (Verdict::Corrupt(_), Some(id), Some(head)) = (&report.verdict, &report.journal_id, report.head) {
+        // Damage this full read found is recorded where the appender sees it (best effort).
+        let _ = crate::journal::append::record_damage_found(&storage, paths, &anchors, id, head);
+    }
 
     if let Some(at) = at {
         let Some((head, st)) = snapshots.get(&at) else {

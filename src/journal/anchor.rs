@@ -1,6 +1,8 @@
 //! The head anchor: after each acknowledged append, the head's seq, offset and hash are
 //! also kept in the home store, keyed by the journal id, so a journal that was cut short,
-//! rolled back or replaced is named instead of silently accepted. One fixed-width record
+//! rolled back or replaced is named instead of silently accepted. A reader that finds
+//! damage anywhere in the journal marks the record (`abcd-damage/v1`), so the appender,
+//! which reads only the journal's tail, refuses until `abcd journal repair`. One fixed-width record
 //! per journal, rewritten in place under the journal lock; a cache, never synced: a
 //! stale anchor only says less, and a torn one fails its check and counts as absent.
 
@@ -12,6 +14,9 @@ use super::scan::Head;
 use super::storage::{Storage, StorageFile};
 
 const RECORD_TAG: &str = "abcd-anchor/v1";
+/// The same record, marked: a full read found damage in the journal.
+const DAMAGE_TAG: &str = "abcd-damage/v1";
+const _: () = assert!(RECORD_TAG.len() == DAMAGE_TAG.len(), "a marked record is as long as any other");
 /// `tag seq offset end hash check\n` with fixed-width numbers.
 const RECORD_BYTES: usize = RECORD_TAG.len() + 1 + 20 + 1 + 20 + 1 + 20 + 1 + 64 + 1 + 16 + 1;
 const CHECK_CONTEXT: &str = "abcd anchor v1 record check";
@@ -31,6 +36,9 @@ pub struct Anchor {
     pub offset: u64,
     pub end: u64,
     pub hash: Hash,
+    /// A reader found damage in the journal after this head was anchored; appends are
+    /// refused until a repair writes the anchor again.
+    pub damage_found: bool,
 }
 
 /// An anchor record file a long-lived journal handle keeps open (`store_kept`).
@@ -41,7 +49,7 @@ pub struct KeptAnchor {
 
 impl From<Head> for Anchor {
     fn from(h: Head) -> Anchor {
-        Anchor { seq: h.seq, offset: h.offset, end: h.end, hash: h.hash }
+        Anchor { seq: h.seq, offset: h.offset, end: h.end, hash: h.hash, damage_found: false }
     }
 }
 
@@ -157,7 +165,8 @@ fn check_hasher() -> blake3::Hasher {
 }
 
 fn encode_record(a: Anchor) -> String {
-    let body = format!("{RECORD_TAG} {:020} {:020} {:020} {}", a.seq, a.offset, a.end, a.hash);
+    let tag = if a.damage_found { DAMAGE_TAG } else { RECORD_TAG };
+    let body = format!("{tag} {:020} {:020} {:020} {}", a.seq, a.offset, a.end, a.hash);
     let check = check_hasher().update(body.as_bytes()).finalize().to_hex();
     let record = format!("{body} {}\n", &check[..16]);
     debug_assert_eq!(record.len(), RECORD_BYTES);
@@ -173,14 +182,16 @@ fn decode_record(bytes: &[u8]) -> Option<Anchor> {
         return None;
     }
     let mut parts = body.split(' ');
-    if parts.next()? != RECORD_TAG {
-        return None;
-    }
+    let damage_found = match parts.next()? {
+        RECORD_TAG => false,
+        DAMAGE_TAG => true,
+        _ => return None,
+    };
     let seq = parts.next()?.parse().ok()?;
     let offset = parts.next()?.parse().ok()?;
     let end = parts.next()?.parse().ok()?;
     let hash = Hash::from_hex(parts.next()?.as_bytes())?;
-    Some(Anchor { seq, offset, end, hash })
+    Some(Anchor { seq, offset, end, hash, damage_found })
 }
 
 #[cfg(test)]
@@ -189,7 +200,10 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_a_torn_record_reads_as_absent() {
-        let a = Anchor { seq: 41, offset: 1000, end: 1300, hash: Hash([7; 32]) };
+        let a = Anchor { seq: 41, offset: 1000, end: 1300, hash: Hash([7; 32]), damage_found: false };
+        let marked = Anchor { damage_found: true, ..a };
+        assert_eq!(encode_record(marked).len(), RECORD_BYTES);
+        assert_eq!(decode_record(encode_record(marked).as_bytes()), Some(marked));
         let rec = encode_record(a);
         assert_eq!(rec.len(), RECORD_BYTES);
         assert_eq!(decode_record(rec.as_bytes()), Some(a));
@@ -206,8 +220,10 @@ mod tests {
         use crate::journal::storage::RealDisk;
         let dir = tempfile::tempdir().unwrap();
         let store = AnchorStore::new(&dir.path().join("home"));
-        let (a, b) =
-            (Anchor { seq: 1, offset: 10, end: 20, hash: Hash([1; 32]) }, Anchor { seq: 2, offset: 20, end: 30, hash: Hash([2; 32]) });
+        let (a, b) = (
+            Anchor::from(Head { seq: 1, offset: 10, end: 20, hash: Hash([1; 32]) }),
+            Anchor::from(Head { seq: 2, offset: 20, end: 30, hash: Hash([2; 32]) }),
+        );
         store.store(&RealDisk, "ab12", a).unwrap();
         assert_eq!(store.load(&RealDisk, "ab12").unwrap(), Some(a));
         store.store(&RealDisk, "ab12", b).unwrap();

@@ -92,6 +92,8 @@ pub enum JournalError {
     Untrusted { path: PathBuf, reason: &'static str },
     #[error("{} is not an abcd journal: {reason}", path.display())]
     NotAJournal { path: PathBuf, reason: String },
+    #[error("refusing to append to {}: a full read found damage inside the journal (the home store's anchor is marked), and nothing is built on a damaged journal; run `abcd journal verify` to see where, then `abcd journal repair` to salvage it", path.display())]
+    DamageFound { path: PathBuf },
     #[error("refusing to append to {}: the journal is over its {MAX_JOURNAL_BYTES}-byte cap", path.display())]
     TooLarge { path: PathBuf },
     #[error("the event cannot be written: {0}")]
@@ -170,6 +172,13 @@ pub struct WriterLock<'j> {
 }
 
 impl WriterLock<'_> {
+    /// [`Journal::record_damage_found`] with the lock this guard holds.
+    pub fn mark_damage_found(&self, journal_id: &str, before_damage: Head) -> Result<(), JournalError> {
+        let j = self.journal;
+        let Some(anchors) = &j.anchors else { return Ok(()) };
+        mark_damage_locked(&*j.storage, &j.paths, anchors, journal_id, before_damage)
+    }
+
     /// Opens (or creates) the journal, makes its tail safe to chain onto, and returns the
     /// file, its head and its id.
     pub fn open_for_append(
@@ -257,6 +266,15 @@ impl Journal {
     /// Forgets the tail this handle last chained onto: the file was rewritten under it.
     pub(super) fn forget_known_tail(&self) {
         *self.known_tail.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Marks this journal's anchor: a full read found damage at or after `before_damage`
+    /// (the last line that verified), which the appender's tail window may never reach.
+    /// Taken under the lock, or an append could rewrite the anchor over the mark; a reader
+    /// that cannot have the lock quickly leaves the mark to the next full read.
+    pub fn record_damage_found(&self, journal_id: &str, before_damage: Head) -> Result<(), JournalError> {
+        let Some(anchors) = &self.anchors else { return Ok(()) };
+        record_damage_found(&*self.storage, &self.paths, anchors, journal_id, before_damage)
     }
 
     /// Takes the writer lock. The guard is the only way to the append steps
@@ -490,6 +508,9 @@ impl Journal {
             // journal would go unnoticed. (A best effort, like every anchor write.)
             let _ = anchors.set_id_at_path(&*self.storage, path, journal_id);
         }
+        if anchor.is_some_and(|a| a.damage_found) {
+            return Err(JournalError::DamageFound { path: path.clone() });
+        }
         if let Some(detail) = anchor_disagreement(file, anchor, head).map_err(JournalError::io("reading", path))? {
             return Err(JournalError::AnchorMismatch { path: path.clone(), detail });
         }
@@ -648,6 +669,39 @@ struct FirstLook {
     /// The anchor as loaded for `genesis`'s journal id, when the load itself succeeded.
     anchor: Option<Option<Anchor>>,
 }
+
+/// [`Journal::record_damage_found`] for a caller that holds paths, not a handle (`abcd
+/// journal verify`, `abcd replay`).
+pub fn record_damage_found(
+    storage: &dyn storage::Storage,
+    paths: &JournalPaths,
+    anchors: &AnchorStore,
+    journal_id: &str,
+    before_damage: Head,
+) -> Result<(), JournalError> {
+    let _held = JournalLock::acquire(&paths.lock, DAMAGE_MARK_LOCK_WAIT)?;
+    mark_damage_locked(storage, paths, anchors, journal_id, before_damage)
+}
+
+/// The mark itself, for a caller that holds the writer lock.
+fn mark_damage_locked(
+    storage: &dyn storage::Storage,
+    paths: &JournalPaths,
+    anchors: &AnchorStore,
+    journal_id: &str,
+    before_damage: Head,
+) -> Result<(), JournalError> {
+    let path = &paths.journal;
+    let anchor = anchors.load(storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?;
+    if anchor.is_some_and(|a| a.damage_found) {
+        return Ok(());
+    }
+    let marked = Anchor { damage_found: true, ..anchor.unwrap_or(Anchor::from(before_damage)) };
+    anchors.store(storage, journal_id, marked).map_err(JournalError::io("writing the head anchor of", path))
+}
+
+/// How long a reader that found damage waits for the lock to mark the anchor.
+pub const DAMAGE_MARK_LOCK_WAIT: Duration = Duration::from_millis(100);
 
 /// Unacknowledged bytes after the anchored line that an append verifies in full: the
 /// most one killed writer's batch can leave (the torn-tail bound of journal-format §9).

@@ -244,6 +244,8 @@ impl Store {
         let (file, head, journal_id) = lock.open_for_append(create, &mut notes)?;
         let before = self.state_at(file.as_ref(), head, journal_id.clone())?;
         if let Some(c) = before.degraded {
+            // Damage the tail window missed is recorded where every later append sees it.
+            let _ = lock.mark_damage_found(&journal_id, before.head);
             return Err(JournalError::Corrupt { path: self.journal.paths().journal.clone(), corruption: c });
         }
         let (events, outcome) = decide(&before.state);
@@ -300,6 +302,12 @@ impl Store {
             // let the scan name the damage.
             _ => self.fold_from_best_base(file.as_ref(), genesis.journal_id),
         }
+        .inspect(|current| {
+            if current.degraded.is_some() {
+                // A reader's mark is best effort: the next full read makes it again.
+                let _ = self.journal.record_damage_found(&current.journal_id, current.head);
+            }
+        })
     }
 
     /// The state at `head`: from the projection when it names `head`, else folded (from

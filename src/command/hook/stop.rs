@@ -1,7 +1,10 @@
 //! The Stop and StopFailure hooks (SPEC §6): gather the verdict's inputs (the away
 //! record, the owed set, the session's folded state, the payload, the clock), call the
 //! pure verdict, record `session.judged` and, while away, what the record keeps, and turn
-//! the verdict into the host-neutral reply. Every fault of abcd's allows the stop.
+//! the verdict into the host-neutral reply. The reads take no lock; the verdict that is
+//! recorded is decided again under the writer lock from the session's state there, so
+//! concurrent Stop hooks of one session keep each other's counts. Every fault of abcd's
+//! allows the stop.
 
 use std::path::Path;
 use std::time::Instant;
@@ -46,8 +49,47 @@ fn bad_session(id: Option<&str>) -> HookOutcome {
     }
 }
 
+/// The Stop hook: the reads, then the verdict decided and recorded under the writer lock.
 pub fn stop(store: &Store, scope: &Scope, root: &Path, p: &StopPayload<'_>, started: Instant) -> Result<HookOutcome, HookError> {
-    let Some(session) = p.session_id.filter(|id| session_id_ok(id)) else { return Ok(bad_session(p.session_id)) };
+    match read(store, root, p, started)? {
+        StopRead::Answered(outcome) => Ok(outcome),
+        StopRead::ToJudge(pending) => pending.finish(store, scope, root),
+    }
+}
+
+/// A Stop hook's reads, taken without the writer lock (the owed-work check runs git and
+/// the forge for seconds): either the answer already, or everything the verdict decides on.
+pub enum StopRead {
+    /// Answered without a verdict: a session id abcd cannot keep state for, or an owed-work
+    /// check cut short.
+    Answered(HookOutcome),
+    ToJudge(Box<PendingStop>),
+}
+
+/// The verdict's inputs as read, and the session's state as the unlocked read found it.
+/// [`PendingStop::finish`] judges again from the session's state under the lock before
+/// it records, so two Stop hooks of one session each build on the other's verdict.
+pub struct PendingStop {
+    session: String,
+    now: jiff::ZonedDateTime,
+    record: away::AwayView,
+    window: Option<crate::away::Window>,
+    queued: Vec<String>,
+    reading: owed::OwedReading,
+    note: Option<String>,
+    warnings: Vec<String>,
+    deadline: jiff::Timestamp,
+    wake: Option<jiff::Timestamp>,
+    stop_hook_active: bool,
+    last_assistant_message: Option<String>,
+    block_cap: u32,
+    /// This session's state in the unlocked read.
+    before: SessionState,
+}
+
+/// Everything but the recording: see [`stop`].
+pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -> Result<StopRead, HookError> {
+    let Some(session) = p.session_id.filter(|id| session_id_ok(id)) else { return Ok(StopRead::Answered(bad_session(p.session_id))) };
     let now = crate::clock::now_zoned().map_err(|e| HookError::Clock(e.to_string()))?;
     let now_ts = now.timestamp();
     let record = away::read(root);
@@ -86,80 +128,137 @@ pub fn stop(store: &Store, scope: &Scope, root: &Path, p: &StopPayload<'_>, star
             let stop = RecordedStop { label: StopLabel::CheckIncomplete, possibly_forced_by_cap: false, next: None, error_type: None };
             warnings.extend(record.record_stop(stop, root, Some(session), now_ts));
         }
-        return Ok(outcome(HookReply { system_message: Some(line), ..Default::default() }, warnings));
+        return Ok(StopRead::Answered(outcome(HookReply { system_message: Some(line), ..Default::default() }, warnings)));
     }
 
-    // The counts and fingerprints belong to one away window: a state judged in another
-    // (or while present) starts afresh, so a new window's first owed stop is its first block.
-    let window_start = window.as_ref().map(|w| w.start);
-    let before: SessionState = folded
+    let before = session_state(folded, session, window.as_ref().map(|w| w.start));
+    let deadline = stop::deadline(!reading.items.is_empty(), reading.waiting_next_looks.iter().copied(), now_ts);
+    let wake = stop::qualifying_wake(p.session_crons, &now, deadline);
+    Ok(StopRead::ToJudge(Box::new(PendingStop {
+        session: session.to_string(),
+        now,
+        record,
+        window,
+        queued,
+        reading,
+        note,
+        warnings,
+        deadline,
+        wake,
+        stop_hook_active: p.stop_hook_active,
+        last_assistant_message: p.last_assistant_message.map(String::from),
+        block_cap: block_cap(),
+        before,
+    })))
+}
+
+/// This session's state in `folded`. The counts and fingerprints belong to one away window:
+/// a state judged in another (or while present) starts afresh, so a new window's first
+/// owed stop is its first block.
+fn session_state(folded: &crate::fold::FoldedState, session: &str, window_start: Option<jiff::Timestamp>) -> SessionState {
+    folded
         .sessions
         .get(session)
         .filter(|slot| window_start.is_none() || slot.window_start == window_start)
         .map(|s| s.state.clone())
-        .unwrap_or_default();
-    let deadline = stop::deadline(!reading.items.is_empty(), reading.waiting_next_looks.iter().copied(), now_ts);
-    let wake = stop::qualifying_wake(p.session_crons, &now, deadline);
-    let judgement = stop::judge(&StopInput {
-        away: window.as_ref().map(|w| AwayTerms { hold_pushes: w.hold_pushes, queued: &queued }),
-        owed: &reading.items,
-        stop_hook_active: p.stop_hook_active,
-        last_assistant_message: p.last_assistant_message,
-        session: &before,
-        now: &now,
-        deadline,
-        qualifying_wake: wake,
-        block_cap: block_cap(),
-    });
+        .unwrap_or_default()
+}
 
-    // While present with nothing to reset from an away window, there is nothing to keep:
-    // no journal write on the person's common path.
-    let judged = SessionJudged::new(session.to_string(), judgement.judged.clone(), window_start);
-    if window.is_some() || before != judged.session_state() {
-        let event = NewEvent { kind: event::SESSION_JUDGED.into(), actor: Actor::this_process(Some(session.into())), data: json!(judged) };
-        if let Some(w) = super::record(store, scope, event) {
-            // The verdict's state is not saved, so the next stop would judge from a stale
-            // count: a fault of abcd's, so the stop is allowed (fail open, loudly).
-            warnings.push(w);
-            return Ok(outcome(HookReply::default(), warnings));
-        }
-    }
-    if window.is_some() {
-        if let Some(r) = &judgement.record_stop {
-            let label = match r.kind {
-                StopKind::WorkOwed => StopLabel::WorkOwed,
-                StopKind::NoNextLook => StopLabel::NoNextLook,
-            };
-            // A name the record cannot hold (a branch carrying a secret) is left out, so the
-            // fold keeps the stop rather than skip it whole.
-            let next = r
-                .next
-                .as_ref()
-                .map(|n| n.chars().take(crate::away::STOP_NEXT_MAX_CHARS).collect::<String>())
-                .filter(|n| crate::away::check_line("next", n, crate::away::STOP_NEXT_MAX_CHARS).is_ok());
-            let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next, error_type: None };
-            warnings.extend(record.record_stop(stop, root, Some(session), now_ts));
-        }
-        for h in &reading.handed_back {
-            warnings.extend(record.record_hand_back(&h.branch, &h.head, root, Some(session), now_ts));
-        }
+impl PendingStop {
+    fn judge(&self, session: &SessionState) -> stop::Judgement {
+        stop::judge(&StopInput {
+            away: self.window.as_ref().map(|w| AwayTerms { hold_pushes: w.hold_pushes, queued: &self.queued }),
+            owed: &self.reading.items,
+            stop_hook_active: self.stop_hook_active,
+            last_assistant_message: self.last_assistant_message.as_deref(),
+            session,
+            now: &self.now,
+            deadline: self.deadline,
+            qualifying_wake: self.wake,
+            block_cap: self.block_cap,
+        })
     }
 
-    let reply = match judgement.verdict {
-        Verdict::Block { reason } => {
-            let reason = match &note {
-                Some(n) => format!("{reason} (Note: {n}.)"),
-                None => reason,
-            };
-            HookReply { block: Some(reason), ..Default::default() }
+    /// Whether a verdict leaves anything to keep: while present with nothing to reset from
+    /// an away window there is not, so the person's common path writes nothing.
+    fn keeps(&self, before: &SessionState, judgement: &stop::Judgement) -> bool {
+        self.window.is_some() || *before != judgement.judged.session_state()
+    }
+
+    /// Judges, records `session.judged` (decided again from the session's state under the
+    /// writer lock) and, while away, what the away record keeps; the host's reply.
+    pub fn finish(mut self, store: &Store, scope: &Scope, root: &Path) -> Result<HookOutcome, HookError> {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        let window_start = self.window.as_ref().map(|w| w.start);
+        let mut judgement = self.judge(&self.before);
+        if self.keeps(&self.before, &judgement) {
+            // Another Stop hook of this session may have recorded its verdict since the
+            // read: the state under the lock decides, so neither verdict is lost.
+            let written = store.append_with(Some(scope), |state| {
+                let latest = session_state(state, &self.session, window_start);
+                let judgement = self.judge(&latest);
+                let judged = SessionJudged::new(self.session.clone(), judgement.judged.clone(), window_start);
+                let data = json!(judged);
+                let event = NewEvent { kind: event::SESSION_JUDGED.into(), actor: Actor::this_process(Some(self.session.clone())), data };
+                let events = if self.keeps(&latest, &judgement) { vec![event] } else { vec![] };
+                (events, judgement)
+            });
+            match written {
+                Ok(w) => {
+                    judgement = w.outcome;
+                    if let Err(e) = w.after {
+                        warnings.push(format!(
+                            "the {} event is saved but the files derived from the journal were not rewritten: {e}",
+                            event::SESSION_JUDGED
+                        ));
+                    }
+                }
+                Err(e) => {
+                    // The verdict's state is not saved, so the next stop would judge from a
+                    // stale count: a fault of abcd's, so the stop is allowed (fail open, loudly).
+                    warnings.push(format!("the {} event was not recorded: {e}", event::SESSION_JUDGED));
+                    return Ok(outcome(HookReply::default(), warnings));
+                }
+            }
         }
-        Verdict::Allow { system_message, .. } => {
-            // An allowed stop needs no note for the model; the person's stderr has it.
-            warnings.extend(note);
-            HookReply { system_message, ..Default::default() }
+        let (session, now_ts) = (self.session.as_str(), self.now.timestamp());
+        if self.window.is_some() {
+            if let Some(r) = &judgement.record_stop {
+                let label = match r.kind {
+                    StopKind::WorkOwed => StopLabel::WorkOwed,
+                    StopKind::NoNextLook => StopLabel::NoNextLook,
+                };
+                // A name the record cannot hold (a branch carrying a secret) is left out, so the
+                // fold keeps the stop rather than skip it whole.
+                let next = r
+                    .next
+                    .as_ref()
+                    .map(|n| n.chars().take(crate::away::STOP_NEXT_MAX_CHARS).collect::<String>())
+                    .filter(|n| crate::away::check_line("next", n, crate::away::STOP_NEXT_MAX_CHARS).is_ok());
+                let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next, error_type: None };
+                warnings.extend(self.record.record_stop(stop, root, Some(session), now_ts));
+            }
+            for h in &self.reading.handed_back {
+                warnings.extend(self.record.record_hand_back(&h.branch, &h.head, root, Some(session), now_ts));
+            }
         }
-    };
-    Ok(outcome(reply, warnings))
+
+        let reply = match judgement.verdict {
+            Verdict::Block { reason } => {
+                let reason = match &self.note {
+                    Some(n) => format!("{reason} (Note: {n}.)"),
+                    None => reason,
+                };
+                HookReply { block: Some(reason), ..Default::default() }
+            }
+            Verdict::Allow { system_message, .. } => {
+                // An allowed stop needs no note for the model; the person's stderr has it.
+                warnings.extend(self.note);
+                HookReply { system_message, ..Default::default() }
+            }
+        };
+        Ok(outcome(reply, warnings))
+    }
 }
 
 /// StopFailure: the host ended the turn on an API error. While away, recorded with the

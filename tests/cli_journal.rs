@@ -7,7 +7,9 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::process::{Command, Output};
 
-use abcd::journal::lock::JournalLock;
+use std::time::Duration;
+
+use abcd::journal::lock::{JournalLock, LockError, WaitClock};
 use abcd::journal::scan::{self, StartPoint, Verdict};
 use abcd::journal::storage::{RealDisk, Storage};
 use common::{TempJournal, event};
@@ -270,6 +272,74 @@ fn a_lock_held_past_the_wait_is_refused_naming_the_holder() {
     assert!(started.elapsed() >= abcd::places::VERB_LOCK_WAIT);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains(&format!("pid {}", std::process::id())), "{}", text(&out));
+}
+
+/// A clock that moves only when the wait pauses; the holder lets go once it reads
+/// `release_at`.
+struct HeldUntil {
+    now: Duration,
+    release_at: Duration,
+    holder: Option<JournalLock>,
+}
+
+impl WaitClock for HeldUntil {
+    fn elapsed(&self) -> Duration {
+        self.now
+    }
+
+    fn pause(&mut self, pause: Duration) {
+        self.now += pause;
+        if self.now >= self.release_at {
+            self.holder = None;
+        }
+    }
+}
+
+/// Whether a writer waiting `wait` gets a lock its holder releases at `release_at`.
+fn had_when_released_at(lock: &std::path::Path, wait: Duration, release_at: Duration) -> bool {
+    let holder = JournalLock::acquire(lock, Duration::ZERO).unwrap();
+    let mut clock = HeldUntil { now: Duration::ZERO, release_at, holder: Some(holder) };
+    match JournalLock::acquire_by(lock, wait, &mut clock) {
+        Ok(_) => true,
+        Err(LockError::Timeout { waited_ms, .. }) => {
+            assert_eq!(waited_ms, wait.as_millis(), "refused at the wait's end, not before or after");
+            false
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A hook waits the 2 s of SPEC §5 for the writer lock, a verb `VERB_LOCK_WAIT`: a lock
+/// released by the end of the wait is had, one held a millisecond past it is refused.
+#[test]
+fn a_hook_waits_two_seconds_for_the_lock_and_a_verb_its_own_wait_to_the_millisecond() {
+    let tj = journal_of(1);
+    let hook = abcd::places::open_journal(RealDisk::shared(), tj.paths.clone()).unwrap().lock_wait();
+    let verb = abcd::places::open_journal_for_verb(RealDisk::shared(), tj.paths.clone()).unwrap().lock_wait();
+    assert_eq!(hook, Duration::from_secs(2), "SPEC §5: a lock not had within two seconds fails open");
+    assert_eq!(verb, abcd::places::VERB_LOCK_WAIT);
+    let ms = Duration::from_millis(1);
+    for wait in [hook, verb] {
+        assert!(had_when_released_at(&tj.paths.lock, wait, wait - ms), "released just before the end of {wait:?}");
+        assert!(had_when_released_at(&tj.paths.lock, wait, wait), "released at the end of {wait:?}");
+        assert!(!had_when_released_at(&tj.paths.lock, wait, wait + ms), "held just past {wait:?}");
+    }
+}
+
+/// The format spec's append steps state the waits the code uses (issue 20: they said 2 s
+/// for every writer while a verb waited 10 s).
+#[test]
+fn the_format_spec_states_the_lock_waits_the_code_uses() {
+    let spec = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("journal-format/SPEC.md")).unwrap();
+    let flat = spec.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (hook, verb) = (abcd::journal::lock::LOCK_WAIT, abcd::places::VERB_LOCK_WAIT);
+    assert_eq!((hook.subsec_nanos(), verb.subsec_nanos()), (0, 0), "whole seconds, as the spec states them");
+    let said = format!(
+        "abcd's hooks wait {} seconds (and then let the host go on); its other commands wait {} seconds.",
+        hook.as_secs(),
+        verb.as_secs()
+    );
+    assert!(flat.contains(&said), "journal-format/SPEC.md §8.2 does not say: {said}");
 }
 
 #[test]

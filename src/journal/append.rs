@@ -206,6 +206,11 @@ impl Journal {
         self
     }
 
+    /// How long this handle waits for the writer lock before refusing.
+    pub fn lock_wait(&self) -> Duration {
+        self.lock_wait
+    }
+
     pub fn paths(&self) -> &JournalPaths {
         &self.paths
     }

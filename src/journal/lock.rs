@@ -43,10 +43,35 @@ pub struct KeptLockFile {
     id: (u64, u64),
 }
 
+/// The clock a wait for the lock reads, and its pause between tries: the real ones, or in
+/// a test a clock that moves only when the wait pauses (so a test can put a release just
+/// before or after the wait's end without racing the scheduler).
+pub trait WaitClock {
+    fn elapsed(&self) -> Duration;
+    fn pause(&mut self, pause: Duration);
+}
+
+struct RealClock(Instant);
+
+impl WaitClock for RealClock {
+    fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+
+    fn pause(&mut self, pause: Duration) {
+        std::thread::sleep(pause);
+    }
+}
+
 impl JournalLock {
     pub fn acquire(path: &Path, wait: Duration) -> Result<JournalLock, LockError> {
+        Self::acquire_by(path, wait, &mut RealClock(Instant::now()))
+    }
+
+    /// `acquire`, the wait measured and paused by `clock`.
+    pub fn acquire_by(path: &Path, wait: Duration, clock: &mut dyn WaitClock) -> Result<JournalLock, LockError> {
         let file = Arc::new(open_lock_file(path)?);
-        wait_for(&file, path, wait)?;
+        wait_for(&file, path, wait, clock)?;
         Ok(JournalLock { file })
     }
 
@@ -55,7 +80,7 @@ impl JournalLock {
     /// per append for a handle that appends many times.
     pub fn acquire_kept(kept: &mut Option<KeptLockFile>, path: &Path, wait: Duration) -> Result<JournalLock, LockError> {
         if let Some(k) = kept.take() {
-            wait_for(&k.file, path, wait)?;
+            wait_for(&k.file, path, wait, &mut RealClock(Instant::now()))?;
             // A stat of the path, after locking: a link count would miss a lock file
             // moved aside, and a check before locking could be raced.
             if std::fs::symlink_metadata(path).map(|m| platform::fs::inode(&m)).is_ok_and(|i| (i.dev, i.ino) == k.id) {
@@ -69,7 +94,7 @@ impl JournalLock {
         let file = Arc::new(open_lock_file(path)?);
         let m = file.metadata().map_err(|source| LockError::Open { path: path.to_owned(), source })?;
         let i = platform::fs::inode(&m);
-        wait_for(&file, path, wait)?;
+        wait_for(&file, path, wait, &mut RealClock(Instant::now()))?;
         *kept = Some(KeptLockFile { file: file.clone(), id: (i.dev, i.ino) });
         Ok(JournalLock { file })
     }
@@ -81,10 +106,10 @@ fn open_lock_file(path: &Path) -> Result<File, LockError> {
     platform::fs::no_follow(&mut opts).open(path).map_err(|source| LockError::Open { path: path.to_owned(), source })
 }
 
-/// Takes the exclusive lock on `file`, polling with a growing pause for at most `wait`,
-/// then records this process as the holder.
-fn wait_for(file: &File, path: &Path, wait: Duration) -> Result<(), LockError> {
-    let started = Instant::now();
+/// Takes the exclusive lock on `file`, polling with a growing pause for at most `wait`.
+/// The last pause ends at `wait` and is followed by a last try, so a lock released by then
+/// is had and one held past it is refused.
+fn wait_for(file: &File, path: &Path, wait: Duration, clock: &mut dyn WaitClock) -> Result<(), LockError> {
     let mut pause = LOCK_POLL_FIRST;
     loop {
         match FileExt::try_lock(file) {
@@ -92,11 +117,12 @@ fn wait_for(file: &File, path: &Path, wait: Duration) -> Result<(), LockError> {
             Err(fs4::TryLockError::WouldBlock) => {}
             Err(fs4::TryLockError::Error(source)) => return Err(LockError::Open { path: path.to_owned(), source }),
         }
-        if started.elapsed() >= wait {
+        let elapsed = clock.elapsed();
+        if elapsed >= wait {
             let holder = platform::fs::flock_holder(file).map_or("another process".to_string(), |pid| format!("pid {pid}"));
-            return Err(LockError::Timeout { path: path.to_owned(), holder, waited_ms: started.elapsed().as_millis() });
+            return Err(LockError::Timeout { path: path.to_owned(), holder, waited_ms: elapsed.as_millis() });
         }
-        std::thread::sleep(pause);
+        clock.pause(pause.min(wait - elapsed));
         pause = (pause * 2).min(LOCK_POLL_MAX);
     }
     Ok(())

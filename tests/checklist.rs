@@ -322,6 +322,33 @@ fn a_shell_appended_secret_is_skipped_named_and_never_rendered_or_last_good() {
     }
 }
 
+/// Skips of other kinds never crowd a skipped checklist event out of the person's view,
+/// and past the bound the view still names the first ones and the newest.
+#[test]
+fn every_skipped_checklist_event_within_the_bounds_is_named_in_the_view() {
+    use abcd::fold::{MAX_SKIPPED_KEPT, MAX_SKIPPED_LATEST_KEPT};
+    let wc = WorkingCopy::managed();
+    wc.abcd(&["checklist", "add", "Clean item"]);
+    for n in 0..MAX_SKIPPED_KEPT + 1 {
+        shell_append(&wc, "session.judged", json!({"n": n}));
+    }
+    let first = 2 + MAX_SKIPPED_KEPT as u64 + 1;
+    let checklist_skips = MAX_SKIPPED_KEPT + MAX_SKIPPED_LATEST_KEPT + 1;
+    for n in 0..checklist_skips {
+        shell_append(&wc, "checklist.item_changed", json!({"n": n}));
+    }
+    let out = wc.abcd(&["checklist"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let named = |seq: u64| stderr.contains(&format!("seq {seq} (checklist.item_changed) skipped"));
+    let unnamed = first + MAX_SKIPPED_KEPT as u64;
+    let newest = first + checklist_skips as u64 - 1;
+    assert!(named(first) && named(unnamed - 1) && named(unnamed + 1) && named(newest), "{stderr}");
+    assert!(!named(unnamed), "the one skip past the bound goes unnamed: {stderr}");
+    assert_eq!(stderr.matches("(checklist.item_changed) skipped").count(), MAX_SKIPPED_KEPT + MAX_SKIPPED_LATEST_KEPT);
+    assert!(!stderr.contains("(session.judged)"), "other views' skips are not the checklist's");
+}
+
 #[test]
 fn with_the_journal_unreadable_the_reader_falls_back_to_last_good_then_to_one_line() {
     let wc = WorkingCopy::managed();

@@ -15,8 +15,12 @@ use crate::journal::format::{Event, Hash};
 use crate::ledger;
 use crate::phased;
 
-/// Skipped events kept by name in the state; later ones are only counted.
+/// Skipped events kept by name for each view that shows them (the checklist's, the away
+/// record's, the rest): the first this many, so one view's skips never crowd out another's...
 pub const MAX_SKIPPED_KEPT: usize = 64;
+/// ...and the latest this many after those, so the newest skip is always named. Skips in
+/// between are only counted (`skipped_total`); `abcd replay` names every one.
+pub const MAX_SKIPPED_LATEST_KEPT: usize = 64;
 
 /// Everything folded from one journal. Checkpoints store it; projections render it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +84,8 @@ pub struct JournalSummary {
     pub last_hash: Option<Hash>,
     pub by_kind: BTreeMap<String, u64>,
     pub repairs: Vec<RepairRecord>,
+    /// Skipped events by name, in seq order, within [`MAX_SKIPPED_KEPT`] and
+    /// [`MAX_SKIPPED_LATEST_KEPT`] per view.
     pub skipped: Vec<Skipped>,
     pub skipped_total: u64,
     /// Seqs a salvaging repair could not keep, as inclusive ranges, oldest first.
@@ -226,12 +232,41 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
             let skipped = Skipped { seq: event.seq, kind: event.kind.clone(), field: rejection.field, reason: rejection.reason };
             let summary = &mut state.journal;
             summary.skipped_total += 1;
-            if summary.skipped.len() < MAX_SKIPPED_KEPT {
-                summary.skipped.push(skipped.clone());
-            }
+            keep_skipped(&mut summary.skipped, skipped.clone());
             FoldNote::Skipped(skipped)
         }
     }
+}
+
+/// The view a skipped event is named in: `checklist.json`, `away.json`, or only `state.json`
+/// (`store::projection` picks each view's skips by the same prefixes).
+fn skip_view(kind: &str) -> u8 {
+    if kind.starts_with("checklist.") {
+        0
+    } else if kind.starts_with("away.") || kind.starts_with("decision.") {
+        1
+    } else {
+        2
+    }
+}
+
+/// Keeps `skipped` by name, in seq order: per view its first [`MAX_SKIPPED_KEPT`] and its
+/// latest [`MAX_SKIPPED_LATEST_KEPT`]; once a view holds both, its oldest latest one goes.
+fn keep_skipped(kept: &mut Vec<Skipped>, skipped: Skipped) {
+    let view = skip_view(&skipped.kind);
+    let (mut same, mut oldest_latest) = (0, None);
+    for (i, _) in kept.iter().enumerate().filter(|(_, s)| skip_view(&s.kind) == view) {
+        if same == MAX_SKIPPED_KEPT {
+            oldest_latest = Some(i);
+        }
+        same += 1;
+    }
+    if same >= MAX_SKIPPED_KEPT + MAX_SKIPPED_LATEST_KEPT
+        && let Some(i) = oldest_latest
+    {
+        kept.remove(i);
+    }
+    kept.push(skipped);
 }
 
 /// The away record lives in the repository journal (SPEC §1): an away event anywhere
@@ -456,6 +491,50 @@ mod tests {
         let FoldNote::Skipped(sk) = fold_event(&mut s, &evs[1]) else { panic!() };
         assert_eq!(sk.seq, 1);
         assert!(s.journal.repairs.is_empty());
+    }
+
+    /// A working copy journal of `skips`: each kind given, that many events the fold skips
+    /// (their data is not the kind's), in order. The kept seqs of each kind.
+    fn kept_skips(skips: &[(&'static str, usize)]) -> (FoldedState, Vec<Vec<u64>>) {
+        let mut kinds = vec![wc_genesis()];
+        for &(kind, n) in skips {
+            kinds.extend((0..n).map(|i| (kind, json!({"n": i}))));
+        }
+        let mut s = FoldedState::default();
+        for e in events(&kinds) {
+            fold_event(&mut s, &e);
+        }
+        let kept = skips.iter().map(|(kind, _)| s.journal.skipped.iter().filter(|k| k.kind == *kind).map(|k| k.seq).collect()).collect();
+        (s, kept)
+    }
+
+    /// Each view's first skips are named whatever other views skipped before them.
+    #[test]
+    fn skips_of_other_kinds_never_crowd_out_a_skipped_checklist_event() {
+        let (s, kept) = kept_skips(&[("session.judged", 500), ("away.set", 500), ("checklist.item_added", 1)]);
+        assert_eq!(s.journal.skipped_total, 1_001);
+        assert_eq!(kept[2], [1_001], "the checklist event is named");
+        assert_eq!(kept[0].len(), MAX_SKIPPED_KEPT + MAX_SKIPPED_LATEST_KEPT);
+        assert_eq!(kept[1].len(), MAX_SKIPPED_KEPT + MAX_SKIPPED_LATEST_KEPT);
+        assert_eq!(s.journal.skipped.len(), 2 * (MAX_SKIPPED_KEPT + MAX_SKIPPED_LATEST_KEPT) + 1, "memory stays bounded");
+        assert!(s.journal.skipped.windows(2).all(|w| w[0].seq < w[1].seq), "in seq order");
+    }
+
+    /// Up to the first and latest bounds every skip of a view is named; one more, and the
+    /// oldest of the latest goes, so the first ones and the newest stay named.
+    #[test]
+    fn a_views_first_and_latest_skips_are_named_on_both_sides_of_the_bound() {
+        let both = MAX_SKIPPED_KEPT + MAX_SKIPPED_LATEST_KEPT;
+        let seqs = |n: usize| (1..=n as u64).collect::<Vec<_>>();
+        let (_, kept) = kept_skips(&[("checklist.item_added", both)]);
+        assert_eq!(kept[0], seqs(both), "every one, up to the bound");
+        for over in [1, 2, 500] {
+            let (s, kept) = kept_skips(&[("checklist.item_added", both + over)]);
+            let first = seqs(MAX_SKIPPED_KEPT);
+            let latest: Vec<u64> = seqs(both + over).split_off(MAX_SKIPPED_KEPT + over);
+            assert_eq!(kept[0], [first, latest].concat(), "{over} past the bound");
+            assert_eq!(s.journal.skipped_total, (both + over) as u64);
+        }
     }
 
     fn loop_config() -> phased::Config {

@@ -148,21 +148,36 @@ pub fn check_journal(bytes: &[u8]) -> JournalOutcome {
     assert_eq!(report.events_seen, events.len() as u64, "events_seen counts the visits");
     let mut expected_offset = 0u64;
     let mut prev = Hash::genesis_prev();
+    let mut next_seq = 0u64;
     for (i, (e, pos)) in events.iter().zip(&positions).enumerate() {
-        assert_eq!(e.seq, i as u64, "events are consecutive from 0");
-        assert_eq!(e.prev, prev, "each event chains onto the one before");
+        assert_eq!(e.seq, next_seq, "events are consecutive from 0, but for seqs a gap record stands in for");
+        assert_eq!(e.prev, prev, "each event chains onto the one before (a gap record's next_prev after one)");
         assert_eq!(pos.offset, expected_offset, "verified lines are contiguous from byte 0");
         assert!(pos.len > 0 && pos.offset + pos.len <= len, "a line lies inside the file");
         let line = &bytes[pos.offset as usize..(pos.offset + pos.len) as usize];
         assert_eq!(format::verify_line(line).as_ref(), Ok(e), "the visited event is its line's");
         assert_eq!(e.kind == format::GENESIS_KIND, i == 0, "journal.opened is event 0 and only event 0");
-        prev = e.hash;
+        let gap = e.gap();
+        assert_eq!(
+            gap.is_some(),
+            e.kind == format::REPAIRED_KIND && e.data.get("lost_to").is_some(),
+            "a gap record is a repair naming lost seqs"
+        );
+        (next_seq, prev) = {
+            let (seq, hash) = e.chain_position();
+            (seq + 1, hash)
+        };
         expected_offset = pos.offset + pos.len;
     }
     match (&report.head, events.last(), positions.last()) {
         (None, None, None) => {}
         (Some(h), Some(e), Some(pos)) => {
-            assert_eq!((h.seq, h.hash, h.offset, h.end), (e.seq, e.hash, pos.offset, pos.offset + pos.len), "head is the last event");
+            let (seq, hash) = e.chain_position();
+            assert_eq!(
+                (h.seq, h.hash, h.offset, h.end),
+                (seq, hash, pos.offset, pos.offset + pos.len),
+                "head is the last event's chain position"
+            );
         }
         _ => panic!("head {:?} disagrees with {} visited events", report.head, events.len()),
     }
@@ -180,7 +195,7 @@ pub fn check_journal(bytes: &[u8]) -> JournalOutcome {
         Verdict::Corrupt(c) => {
             assert_eq!(c.offset, verified_end, "corruption is named where the verified prefix stops");
             assert!(c.offset < len, "corruption lies inside the file");
-            assert_eq!(c.seq, events.len() as u64, "corruption names the seq the bad line should have had");
+            assert_eq!(c.seq, next_seq, "corruption names the seq the bad line should have had");
         }
     }
 
@@ -220,7 +235,7 @@ fn check_tail_agrees(file: &MemFile, report: &ScanReport) {
             let mut line = vec![0u8; (head.end - head.offset) as usize];
             file.read_at(&mut line, head.offset).unwrap();
             let e = format::verify_line(&line).expect("read_tail's head verifies");
-            assert_eq!((e.seq, e.hash), (head.seq, head.hash), "read_tail's head is that line");
+            assert_eq!(e.chain_position(), (head.seq, head.hash), "read_tail's head is that line");
             if let Some(t) = torn {
                 assert!(t.offset == head.end && t.offset + t.len == len && t.len <= scan::MAX_TORN_TAIL_BYTES, "torn {t:?}");
             }
@@ -238,8 +253,8 @@ fn check_scan_from_every_kind_of_start(file: &MemFile, report: &ScanReport, even
     }
     // The first event and the middle one: two start points are enough to catch a drift.
     for i in [0, events.len() / 2] {
-        let after =
-            Head { seq: events[i].seq, hash: events[i].hash, offset: positions[i].offset, end: positions[i].offset + positions[i].len };
+        let (seq, hash) = events[i].chain_position();
+        let after = Head { seq, hash, offset: positions[i].offset, end: positions[i].offset + positions[i].len };
         let mut seen = 0u64;
         let from = scan::scan(file, StartPoint { after: Some(after) }, |e, _| {
             assert_eq!(e, &events[i + 1 + seen as usize], "the same events after the start point");

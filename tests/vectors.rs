@@ -112,6 +112,7 @@ fn fault_code(fault: &LineFault) -> &'static str {
         LineFault::Field { field: "kind", rule } if rule.contains("event 0") => "genesis_kind",
         LineFault::Field { field: "kind", .. } => "bad_kind",
         LineFault::Field { field: "data", rule } if rule.contains("journal_id") => "bad_genesis_data",
+        LineFault::Field { field: "data", rule } if *rule == format::GAP_RULE => "bad_gap",
         LineFault::Field { field: "data", .. } => "data_not_object",
         LineFault::Field { field, rule } => panic!("no problem code for field `{field}` ({rule}): add one to the vectors"),
     }
@@ -438,6 +439,57 @@ fn all_vectors() -> Vec<Vector> {
         "A journal after two repairs: `journal.repaired` for moved corruption (seq 3) and for an accepted anchor mismatch.",
         repaired.bytes(),
         Expected::clean(n),
+    ));
+
+    // --- salvaged journals (SPEC §5.4, §10) ---------------------------------------------
+
+    let a8 = journal_a(8);
+    v.push(vector(
+        "salvaged-bit-flip",
+        "`corrupt-bit-flip` after `abcd journal repair`: only event 3 went to quarantine; a gap record (`journal.repaired` at seq 3, `lost_from` = `lost_to` = 3, `next_prev` the lost line's hash) stands in for it and events 4-7 are kept byte for byte.",
+        salvaged(&a8, &[(3, 3)], None),
+        Expected::clean(8),
+    ));
+    let a10 = journal_a(10);
+    v.push(vector(
+        "salvaged-two-lines",
+        "Ten events, events 3 and 6 damaged apart from each other, after one repair: two gap records, every other line kept.",
+        salvaged(&a10, &[(3, 3), (6, 6)], None),
+        Expected::clean(10),
+    ));
+    let a9 = journal_a(9);
+    v.push(vector(
+        "salvaged-lost-run",
+        "Nine events, events 4 and 5 damaged together, after one repair: one gap record at seq 4 names seqs 4-5 lost, and the next line carries seq 6.",
+        salvaged(&a9, &[(4, 5)], None),
+        Expected::clean(8),
+    ));
+    let a6 = journal_a(6);
+    v.push(vector(
+        "salvaged-last-line",
+        "Six events, the acknowledged last one (seq 5) damaged, after one repair: the head anchor named seq 5, so a gap record ends the file naming it lost; the next append takes seq 6 and names the lost line's hash as prev.",
+        salvaged(&a6, &[(5, 5)], Some(5)),
+        Expected::clean(6),
+    ));
+    let mut genesis_flip = journal_a(5).bytes();
+    genesis_flip[60] ^= 0x01;
+    v.push(vector(
+        "corrupt-genesis-bit-flip",
+        "Five events, one bit flipped inside the genesis: corrupt at seq 0 with every later line verifying on its own. Repair refuses (there is no journal id to continue); the person moves the file aside.",
+        genesis_flip,
+        Expected::corrupt(0, 0, "hash_mismatch"),
+    ));
+    let mut bad_gap = salvaged(&a8, &[(3, 3)], None);
+    let gap_at = a8.offset(3) as usize;
+    let gap_end = gap_at + bad_gap[gap_at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    let gap_text = body_text(&bad_gap[gap_at..gap_end]);
+    let (forged, _) = forge(replace_once(&gap_text, "\"lost_from\":3", "\"lost_from\":2"));
+    bad_gap.splice(gap_at..gap_end, forged);
+    v.push(vector(
+        "corrupt-bad-gap",
+        "`salvaged-bit-flip` with its gap record's `lost_from` changed to 2 (not its own seq) and hashed again: a gap record that breaks the gap rule.",
+        bad_gap,
+        Expected::corrupt(3, a8.offset(3), "bad_gap"),
     ));
 
     let mut big = journal_a(2);
@@ -857,6 +909,49 @@ fn all_vectors() -> Vec<Vector> {
 
 /// A journal that went through `abcd journal repair` twice, built the way repair.rs
 /// builds its events.
+/// `chain` with each range of lines in `lost` damaged (a bit flipped in each line) and
+/// salvaged as `abcd journal repair` does: the damaged lines out, a gap record in the place
+/// of each range, every other line as it was. `last_acknowledged`: the anchor's seq, for
+/// damage at the end of the file.
+fn salvaged(chain: &Chain, lost: &[(usize, usize)], last_acknowledged: Option<u64>) -> Vec<u8> {
+    let mut damaged = chain.bytes();
+    for &(from, to) in lost {
+        for line in from..=to {
+            damaged[chain.offset(line) as usize + 100] ^= 0x02;
+        }
+    }
+    let stamp = time_of(chain.next_seq()).strftime("%Y%m%dT%H%M%S%3fZ").to_string();
+    let mut out = Vec::new();
+    let mut line = 0;
+    for &(from, to) in lost {
+        out.extend(chain.lines[line..from].concat());
+        let (start, end) = (chain.offset(from), chain.offset(to + 1));
+        let moved = &damaged[start as usize..end as usize];
+        let anchor = last_acknowledged.filter(|_| to + 1 == chain.lines.len());
+        let data = JournalRepaired {
+            cause: RepairCause::Corruption,
+            from_offset: start,
+            to_offset: end,
+            lines: (to - from + 1) as u64,
+            quarantine_file: Some(format!("corrupt-{from}-{stamp}.bin")),
+            quarantine_blake3: Some(blake3::hash(moved).to_hex().to_string()),
+            anchor_seq: anchor,
+            anchor_hash: anchor.map(|_| chain.hashes[to].to_hex()),
+            problem: format!("seq {from} at byte {start}: {}", LineFault::HashMismatch),
+            lost_from: Some(from as u64),
+            lost_to: Some(to as u64),
+            next_prev: Some(chain.hashes[to].to_hex()),
+        };
+        // The person ran the repair in a terminal: no session, another pid.
+        let event = NewEvent { kind: "journal.repaired".into(), actor: actor(false, OTHER_PID), data: serde_json::to_value(data).unwrap() };
+        let (record, _) = format::encode_line(from as u64, time_of(chain.next_seq()), &event, &chain.hashes[from - 1]).unwrap();
+        out.extend(record);
+        line = to + 1;
+    }
+    out.extend(chain.lines[line..].concat());
+    out
+}
+
 fn repaired_journal() -> Chain {
     // The journal before the first repair: events 0-5, one bit flipped in event 3.
     let before = journal_a(6);
@@ -1163,7 +1258,68 @@ fn the_appender_agrees_with_every_vector() {
             ),
             // An empty file, or a torn genesis moved to quarantine, gets a new genesis first.
             _ if expected.events == 0 => assert_eq!(result.unwrap().seq, 1, "{name}"),
-            _ => assert_eq!(result.unwrap().seq, expected.events, "{name}: the appended event must take the next seq"),
+            // The seq after the head's chain position: past any seqs a repair lost.
+            _ => {
+                let next = scan_bytes(&bytes).0.head.map_or(0, |h| h.seq + 1);
+                assert!(next >= expected.events, "{name}");
+                assert_eq!(result.unwrap().seq, next, "{name}: the appended event must take the next seq")
+            }
+        }
+    }
+}
+
+/// The salvaged vectors are what `abcd journal repair` writes: the same lines kept, and gap
+/// records with the same seq, prev and data (but the time stamp in the quarantine file's
+/// name, and the record's own time and pid).
+#[test]
+fn the_salvaged_vectors_are_what_repair_writes() {
+    use abcd::journal::anchor::{Anchor, AnchorStore};
+    use abcd::journal::repair::{self, RepairOutcome};
+    use abcd::journal::{Journal, JournalPaths};
+    let cases: [(&str, u64, &[(usize, usize)], Option<u64>); 4] = [
+        ("salvaged-bit-flip", 8, &[(3, 3)], None),
+        ("salvaged-two-lines", 10, &[(3, 3), (6, 6)], None),
+        ("salvaged-lost-run", 9, &[(4, 5)], None),
+        ("salvaged-last-line", 6, &[(5, 5)], Some(5)),
+    ];
+    for (name, n, lost, acknowledged) in cases {
+        let chain = journal_a(n);
+        let mut damaged = chain.bytes();
+        for &(from, to) in lost {
+            for line in from..=to {
+                damaged[chain.offset(line) as usize + 100] ^= 0x02;
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        std::fs::write(&path, &damaged).unwrap();
+        let anchors = AnchorStore::new(&dir.path().join("home"));
+        if let Some(seq) = acknowledged {
+            let s = seq as usize;
+            let head = scan::Head { seq, hash: chain.hashes[s], offset: chain.offset(s), end: chain.offset(s + 1) };
+            anchors.store(&RealDisk, ID_A, Anchor::from(head)).unwrap();
+        }
+        let journal = Journal::new(RealDisk::shared(), JournalPaths::beside(&path), Some(anchors));
+        let outcome = repair::repair(&journal, None).unwrap();
+        assert!(matches!(outcome, RepairOutcome::Salvaged(_)), "{name}: {outcome:?}");
+        let ours = std::fs::read(&path).unwrap();
+        let vector = std::fs::read(vectors_dir().join(format!("{name}.jsonl"))).unwrap();
+        let lines = |b: &[u8]| -> Vec<Vec<u8>> { b.split_inclusive(|&c| c == b'\n').map(<[u8]>::to_vec).collect() };
+        let (ours, vector) = (lines(&ours), lines(&vector));
+        assert_eq!(ours.len(), vector.len(), "{name}");
+        for (i, (o, v)) in ours.iter().zip(&vector).enumerate() {
+            let (eo, ev) = (format::verify_line(o).unwrap(), format::verify_line(v).unwrap());
+            if ev.kind != "journal.repaired" {
+                assert_eq!(o, v, "{name}: line {i} is kept byte for byte");
+                continue;
+            }
+            let without_stamp = |mut d: Value| {
+                let q = d["quarantine_file"].as_str().unwrap().to_string();
+                d["quarantine_file"] = json!(q.split('-').take(2).collect::<Vec<_>>().join("-"));
+                d
+            };
+            assert_eq!((eo.seq, eo.prev, &eo.kind), (ev.seq, ev.prev, &ev.kind), "{name}: line {i}");
+            assert_eq!(without_stamp(eo.data), without_stamp(ev.data), "{name}: line {i}'s data");
         }
     }
 }

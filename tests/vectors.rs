@@ -1276,7 +1276,9 @@ fn the_salvaged_vectors_are_what_repair_writes() {
     use abcd::journal::anchor::{Anchor, AnchorStore};
     use abcd::journal::repair::{self, RepairOutcome};
     use abcd::journal::{Journal, JournalPaths};
-    let cases: [(&str, u64, &[(usize, usize)], Option<u64>); 4] = [
+    /// Name, events, lost ranges, the anchor's seq.
+    type Case = (&'static str, u64, &'static [(usize, usize)], Option<u64>);
+    let cases: [Case; 4] = [
         ("salvaged-bit-flip", 8, &[(3, 3)], None),
         ("salvaged-two-lines", 10, &[(3, 3), (6, 6)], None),
         ("salvaged-lost-run", 9, &[(4, 5)], None),

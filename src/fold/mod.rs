@@ -96,6 +96,10 @@ pub struct JournalSummary {
     pub lost_ranges_not_kept: u64,
 }
 
+/// Added to the reason of a change to an item the checklist does not hold, in a journal
+/// a repair lost seqs of.
+pub const LOST_ADD_NOTE: &str = " (a repair lost seqs before it: the item's add may have been one of them)";
+
 /// Lost ranges kept by number in the state; later ones are only counted.
 pub const MAX_LOST_RANGES_KEPT: usize = 256;
 
@@ -228,7 +232,11 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
     };
     match folded {
         Ok(()) => FoldNote::Folded,
-        Err(rejection) => {
+        Err(mut rejection) => {
+            if !state.journal.lost.is_empty() && rejection.field.as_deref() == Some("id") && event.kind.starts_with("checklist.") {
+                // Never guessed: the item may have been added in an event a repair lost.
+                rejection.reason.push_str(LOST_ADD_NOTE);
+            }
             let skipped = Skipped { seq: event.seq, kind: event.kind.clone(), field: rejection.field, reason: rejection.reason };
             let summary = &mut state.journal;
             summary.skipped_total += 1;
@@ -462,6 +470,45 @@ mod tests {
                 verify_line(&line).unwrap()
             })
             .collect()
+    }
+
+    /// A change to an item whose add a repair lost is skipped and named, never applied
+    /// to a guess; the events around the gap fold as usual.
+    #[test]
+    fn a_change_after_a_lost_add_is_skipped_and_names_the_loss() {
+        let t: jiff::Timestamp = "2026-11-30T00:00:00.000Z".parse().unwrap();
+        let actor = Actor { session: None, pid: 1, tool: "abcd/t".into() };
+        let item = |id: &str| json!({"item": {"credential": null, "id": id, "next_look": null, "owner_refs": [], "promise": null, "state": "working", "title": id, "waits_on": null}});
+        let lost_hash = Hash([9; 32]);
+        let plan: Vec<(&str, serde_json::Value)> = vec![
+            ("journal.opened", json!({"journal_id": "0123456789abcdef0123456789abcdef", "scope": {"kind": "working_copy", "root": "/w"}})),
+            ("checklist.item_added", item("kept-item")),
+            (
+                "journal.repaired",
+                json!({"cause": "corruption", "from_offset": 1, "to_offset": 2, "lines": 1, "quarantine_file": null,
+                "quarantine_blake3": null, "anchor_seq": null, "anchor_hash": null, "problem": "p", "lost_from": 2, "lost_to": 3, "next_prev": lost_hash.to_hex()}),
+            ),
+            ("checklist.item_changed", json!({"id": "lost-item", "changes": {"state": "done"}})),
+            ("checklist.item_changed", json!({"id": "kept-item", "changes": {"state": "done"}})),
+        ];
+        let (mut prev, mut seq) = (Hash::genesis_prev(), 0u64);
+        let mut s = FoldedState::default();
+        let mut notes = vec![];
+        for (kind, data) in plan {
+            let (line, _) = encode_line(seq, t, &NewEvent { kind: kind.into(), actor: actor.clone(), data }, &prev).unwrap();
+            let event = verify_line(&line).unwrap();
+            notes.push(fold_event(&mut s, &event));
+            let (chain_seq, chain_hash) = event.chain_position();
+            (seq, prev) = (chain_seq + 1, chain_hash);
+        }
+        assert_eq!(s.journal.lost, [LostSeqs { from: 2, to: 3 }]);
+        assert_eq!(s.journal.events, 6, "the next seq is past the lost ones");
+        let FoldNote::Skipped(skipped) = &notes[3] else { panic!("{notes:?}") };
+        assert_eq!(skipped.seq, 4);
+        assert!(skipped.reason.contains("names no item `lost-item`") && skipped.reason.ends_with(LOST_ADD_NOTE), "{skipped}");
+        assert_eq!(notes[4], FoldNote::Folded);
+        assert_eq!(s.checklist.items.len(), 1, "nothing is made up for the lost item");
+        assert_eq!(s.checklist.items[0].fields.state.name(), "done");
     }
 
     #[test]

@@ -191,12 +191,12 @@ pub fn run() -> anyhow::Result<i32> {
     expect(demo.run(&["journal", "verify"])?, 1, "verify corrupt")?;
     expect(demo.run(&["checklist", "add", "Another item"])?, 2, "append refused")?;
 
-    step("9. Repair moves the damage to quarantine (nothing is deleted) and continues the chain");
+    step("9. Repair moves only the damaged line to quarantine (nothing is deleted), keeps every line after it, and names the lost seq");
     expect(demo.run(&["journal", "repair"])?, 0, "repair")?;
     expect(demo.run(&["checklist"])?, 0, "list")?;
     outln!(
-        "   fix-the-login-bug is working again: the change that marked it done was the damaged line, now in quarantine/ \
-with the line after it (the one appended in step 7). The session marks it done again:"
+        "   fix-the-login-bug is working again: the change that marked it done was the damaged line, now in quarantine/; \
+a journal.repaired record stands in for its seq, and the line after it (the one appended in step 7) is kept. The session marks it done again:"
     );
     expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set again")?;
 

@@ -144,6 +144,7 @@ fn describe_salvage(salvage: &Salvage) -> (String, serde_json::Value) {
     );
     for r in &salvage.regions {
         let at = match r.lost {
+            Some((from, to)) if from == to => format!("seq {from} lost"),
             Some((from, to)) => format!("seqs {} lost", seq_range(from, to)),
             None => "no seq lost".into(),
         };

@@ -292,3 +292,48 @@ fn damage_a_full_read_found_refuses_appends_until_repair() {
     assert!(titles.contains(&"behind the window".to_string()) && titles.contains(&"after the repair".to_string()), "{titles:?}");
     assert_eq!(titles.len(), 41, "40 + 2 added, less the damaged one: {titles:?}");
 }
+
+fn hook(repo: &TestRepo, event: &str, payload: &str) -> Output {
+    use std::io::Write;
+    let mut child = abcd(&repo.root, &repo.home)
+        .args(["hook", event])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A gap record inside the reader's tail window, with `checklist.json` left behind by
+/// events that do not change it: the reader counts lines by seq only where no gap is, and
+/// shows the list (it asserted consecutive seqs before, and stopped).
+#[test]
+fn a_gap_record_near_the_head_is_read_like_any_line() {
+    let repo = TestRepo::folder().managed();
+    for i in 1..=10 {
+        ok(&repo, &["checklist", "add", &format!("item number {i}")]);
+    }
+    let path = journal_path(&repo);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let starts = line_starts(&bytes);
+    let last = starts.len() - 1;
+    // Two lines next to each other: one gap record stands in for two seqs.
+    bytes[starts[last - 2] + 40] ^= 0x02;
+    bytes[starts[last - 1] + 40] ^= 0x02;
+    std::fs::write(&path, &bytes).unwrap();
+    let repaired = ok(&repo, &["journal", "repair"]);
+    assert!(repaired.contains(&format!("lost seqs: {}-{}", last - 2, last - 1)), "{repaired}");
+    let cwd = repo.root.display().to_string();
+    for _ in 0..2 {
+        let payload = format!(r#"{{"session_id":"abc123","cwd":"{cwd}","hook_event_name":"SessionStart","source":"startup"}}"#);
+        let out = hook(&repo, "session-start", &payload);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = run(&repo, &["checklist"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(item_titles(&repo).len(), 8);
+}

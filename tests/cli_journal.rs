@@ -400,8 +400,10 @@ fn a_long_lived_handle_follows_its_path_when_the_folder_is_moved_and_a_new_journ
     let moved = tj.dir.path().join("moved");
     std::fs::rename(&folder, &moved).unwrap();
     let moved_bytes = std::fs::read(moved.join("journal.jsonl")).unwrap();
-    // Another writer makes a new journal at the old path and holds its lock.
-    tj.journal().append(event("compaction.recorded", 1), Some(&tj.scope())).unwrap();
+    // A new journal is started at the old path and its lock held. The home store still
+    // records the moved journal there, so only repair starts one, on purpose.
+    let started = abcd::journal::repair::repair(&tj.journal(), Some(&tj.scope()), None).unwrap();
+    assert!(matches!(started, abcd::journal::repair::RepairOutcome::StartedAfresh { .. }), "{started:?}");
     let held = JournalLock::acquire(&tj.paths.lock, std::time::Duration::from_secs(1)).unwrap();
     let err = j.append(event("compaction.recorded", 2), None).unwrap_err();
     assert!(err.to_string().contains("not released within"), "the handle must lock the lock at its path: {err}");

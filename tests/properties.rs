@@ -219,7 +219,7 @@ fn repair_never_deletes_a_byte() {
         let tj = journal_with(n);
         let (original, _) = damage(&tj.bytes(), at, &garbage);
         std::fs::write(tj.path(), &original).unwrap();
-        let outcome = match repair::repair(&tj.journal(), None) {
+        let outcome = match repair::repair(&tj.journal(), Some(&tj.scope()), None) {
             Ok(o) => o,
             Err(e) => panic!("repair failed: {e}"),
         };
@@ -237,6 +237,7 @@ fn repair_never_deletes_a_byte() {
             }
             RepairOutcome::Salvaged(s) => s,
             RepairOutcome::AnchorAccepted { .. } => return TestResult::failed(),
+            RepairOutcome::StartedAfresh { .. } => return TestResult::failed(),
         };
         // Every moved region is in its quarantine file, byte for byte.
         let mut moved: Vec<(u64, u64)> = salvage.regions.iter().map(|r| (r.offset, r.len)).collect();
@@ -291,7 +292,7 @@ fn repair_keeps_every_line_whose_own_hash_verifies() {
             spans.push(span);
         }
         std::fs::write(tj.path(), &damaged).unwrap();
-        if let Err(e) = repair::repair(&tj.journal(), None) {
+        if let Err(e) = repair::repair(&tj.journal(), Some(&tj.scope()), None) {
             return TestResult::error(format!("repair failed: {e}"));
         }
         let kept = tj.bytes();

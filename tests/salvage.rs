@@ -154,7 +154,7 @@ fn twenty_flipped_bits_across_5000_events_cost_exactly_their_lines() {
         damaged_lines.insert(line);
     }
     std::fs::write(tj.path(), &damaged).unwrap();
-    let outcome = repair::repair(&tj.journal(), None).expect("repair runs");
+    let outcome = repair::repair(&tj.journal(), Some(&tj.scope()), None).expect("repair runs");
     let RepairOutcome::Salvaged(salvage) = outcome else { panic!("a salvage, not {outcome:?}") };
     let lost: Vec<u64> = salvage.lost().iter().flat_map(|&(a, b)| a..=b).collect();
     assert_eq!(lost, damaged_lines.iter().map(|&l| l as u64).collect::<Vec<_>>(), "exactly the damaged seqs are lost");
@@ -214,12 +214,12 @@ fn two_damaged_lines_and_a_damaged_last_line_need_one_repair() {
         damaged[starts[line] + 30] ^= 0x04;
     }
     std::fs::write(tj.path(), &damaged).unwrap();
-    let RepairOutcome::Salvaged(salvage) = repair::repair(&tj.journal(), None).unwrap() else { panic!("salvage") };
+    let RepairOutcome::Salvaged(salvage) = repair::repair(&tj.journal(), Some(&tj.scope()), None).unwrap() else { panic!("salvage") };
     assert_eq!(salvage.lost(), [(7, 7), (23, 23), (40, 40)]);
     let anchors = AnchorStore::new(&tj.home);
     let report = verify::verify_chain(&RealDisk, tj.path(), Some(&anchors)).unwrap();
     assert!(report.is_ok(), "one repair does the whole job: {report:?}");
-    assert_eq!(repair::repair(&tj.journal(), None).unwrap(), RepairOutcome::NothingToRepair);
+    assert_eq!(repair::repair(&tj.journal(), Some(&tj.scope()), None).unwrap(), RepairOutcome::NothingToRepair);
     let next = j.append(event("compaction.recorded", 99), None).unwrap();
     assert_eq!(next.seq, 41, "seqs are never given twice: the lost seq 40 stays lost");
     let current = Store::new(tj.journal()).current_state().unwrap();
@@ -241,7 +241,7 @@ fn a_damaged_last_line_no_anchor_names_is_a_torn_tail() {
     damaged[starts[5] + 30] ^= 0x04;
     std::fs::write(tj.path(), &damaged).unwrap();
     std::fs::remove_dir_all(tj.home.join("anchors")).unwrap();
-    let outcome = repair::repair(&tj.journal(), None).unwrap();
+    let outcome = repair::repair(&tj.journal(), Some(&tj.scope()), None).unwrap();
     assert!(matches!(outcome, RepairOutcome::TornTailCut { .. }), "{outcome:?}");
     assert_eq!(tj.bytes(), clean[..starts[5]]);
 }

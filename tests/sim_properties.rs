@@ -762,7 +762,7 @@ impl World {
         let h = self.handle();
         let before = self.injected_now();
         let store = &self.p.stores[h];
-        let res = repair::repair(store.journal(), None);
+        let res = repair::repair(store.journal(), Some(&scope()), None);
         let outcome = match res {
             Ok(o) => o,
             Err(RepairError::Journal(JournalError::Missing { .. })) => return Ok(()),
@@ -785,6 +785,7 @@ impl World {
         match &outcome {
             RepairOutcome::Salvaged(salvage) => self.record_ok("repair", &salvage.records)?,
             RepairOutcome::AnchorAccepted { detail, .. } => return Err(format!("repair found the journal unlike its anchor: {detail}")),
+            RepairOutcome::StartedAfresh { detail, .. } => return Err(format!("repair found the journal lost: {detail}")),
             _ => {}
         }
         if outcome != RepairOutcome::NothingToRepair {

@@ -1302,7 +1302,7 @@ fn the_salvaged_vectors_are_what_repair_writes() {
             anchors.store(&RealDisk, ID_A, Anchor::from(head)).unwrap();
         }
         let journal = Journal::new(RealDisk::shared(), JournalPaths::beside(&path), Some(anchors));
-        let outcome = repair::repair(&journal, None).unwrap();
+        let outcome = repair::repair(&journal, None, None).unwrap();
         assert!(matches!(outcome, RepairOutcome::Salvaged(_)), "{name}: {outcome:?}");
         let ours = std::fs::read(&path).unwrap();
         let vector = std::fs::read(vectors_dir().join(format!("{name}.jsonl"))).unwrap();

@@ -56,7 +56,7 @@ pub fn verify_json(r: &VerifyReport) -> serde_json::Value {
         "head": r.head.map(|h| json!({"seq": h.seq, "hash": h.hash, "offset": h.offset})),
         "verdict": verdict,
         "anchor": anchor,
-        "replaced": r.replaced,
+        "replaced": r.replaced.as_ref().map(|f| f.to_string()),
     })
 }
 
@@ -75,6 +75,14 @@ pub fn verify_details(r: &VerifyReport) -> String {
     out += &format!("  events:  {} verified, {} bytes\n", r.events, r.file_len);
     match &r.verdict {
         Verdict::Clean => out += "  chain:   every line verifies\n",
+        // Only a first line cut short where the home store knows a journal lived: the next
+        // append refuses it, and repair moves it aside.
+        Verdict::TornTail(t) if r.head.is_none() && r.replaced.is_some() => {
+            out += &format!(
+                "  chain:   only a first line cut short, {} bytes ({}); `abcd journal repair` moves it to quarantine/\n",
+                t.len, t.fault
+            )
+        }
         Verdict::TornTail(t) => {
             out += &format!(
                 "  chain:   verifies, then a torn tail of {} bytes at byte {} ({}): never acknowledged; the next append moves it to quarantine/\n",
@@ -88,6 +96,7 @@ pub fn verify_details(r: &VerifyReport) -> String {
     }
     match &r.anchor {
         AnchorCheck::NotKept => {}
+        AnchorCheck::Absent if r.journal_id.is_none() => out += "  anchor:  none looked up (no journal id to look one up by)\n",
         AnchorCheck::Absent => out += "  anchor:  none in the home store for this journal id\n",
         AnchorCheck::Agrees { seq } => out += &format!("  anchor:  agrees (seq {seq})\n"),
         AnchorCheck::PastCorruption { seq } => out += &format!("  anchor:  seq {seq} was acknowledged; it lies past the corruption\n"),
@@ -95,15 +104,16 @@ pub fn verify_details(r: &VerifyReport) -> String {
             out += &format!("  anchor:  DISAGREES: {d}\n           run `abcd journal repair` to accept the journal as it is\n")
         }
     }
-    if let Some(r) = &r.replaced {
-        out += &format!("  path:    {r}\n");
+    if let Some(f) = &r.replaced {
+        out += &format!("  path:    {f}\n           appends are refused: {}\n", f.remedy());
     }
     out
 }
 
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
-    let journal = choice.open()?;
-    let repaired = journal_cmd::repair(&journal, crate::host::session_from_env())?;
+    let (paths, scope) = choice.resolve()?;
+    let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
+    let repaired = journal_cmd::repair(&journal, scope.as_ref(), crate::host::session_from_env())?;
     if repaired.temp_files_removed > 0 {
         errln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }
@@ -127,6 +137,10 @@ pub fn describe_repair(outcome: &RepairOutcome) -> (String, serde_json::Value) {
             json!({"type": "repair", "outcome": "torn_tail_cut", "bytes": bytes, "quarantine": quarantine.display().to_string()}),
         ),
         RepairOutcome::Salvaged(salvage) => describe_salvage(salvage),
+        RepairOutcome::StartedAfresh { detail, journal_id, quarantine, repaired } => (
+            format!("started a new journal here: {detail}; the loss is recorded as journal.repaired at seq {}", repaired.seq),
+            json!({"type": "repair", "outcome": "started_afresh", "detail": detail, "journal_id": journal_id, "quarantine": quarantine.as_ref().map(|q| q.display().to_string()), "repaired_seq": repaired.seq}),
+        ),
         RepairOutcome::AnchorAccepted { detail, repaired } => (
             format!("accepted the journal as it is ({detail}); recorded as journal.repaired at seq {}", repaired.seq),
             json!({"type": "repair", "outcome": "anchor_accepted", "detail": detail, "repaired_seq": repaired.seq}),

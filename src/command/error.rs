@@ -76,7 +76,7 @@ pub fn blame_of(cause: &(dyn std::error::Error + 'static)) -> Option<Blame> {
     None
 }
 
-/// A journal the person must look at (missing, corrupt, locked, over its cap) is a refusal;
+/// A journal the person must look at (missing, corrupt, replaced, locked, over its cap) is a refusal;
 /// a write or sync that failed is a failure.
 fn journal_blame(j: &JournalError) -> Blame {
     use JournalError as J;
@@ -88,6 +88,7 @@ fn journal_blame(j: &JournalError) -> Blame {
         | J::Corrupt { .. }
         | J::AnchorMismatch { .. }
         | J::DamageFound { .. }
+        | J::Replaced { .. }
         | J::Poisoned { .. }
         | J::Encode(_)
         | J::BatchTooLarge => Blame::Refused,

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use super::CommandError;
+use crate::event::Scope;
 use crate::journal::Journal;
 use crate::journal::repair::{self, RepairOutcome};
 use crate::journal::storage::{self, RealDisk, Storage};
@@ -17,9 +18,10 @@ pub struct Repaired {
 }
 
 /// Repairs the journal and sweeps the temp files killed writers left; the caches are
-/// rebuilt next, by [`rebuild_caches`].
-pub fn repair(journal: &Journal, session: Option<String>) -> Result<Repaired, CommandError> {
-    let outcome = repair::repair(journal, session)?;
+/// rebuilt next, by [`rebuild_caches`]. `create`: the scope of a new journal, when the
+/// path's journal was lost and repair starts afresh.
+pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>) -> Result<Repaired, CommandError> {
+    let outcome = repair::repair(journal, create, session)?;
     let temp_files_removed = storage::remove_stale_temp_files(&RealDisk, journal.paths().dir()).unwrap_or(0);
     Ok(Repaired { outcome, temp_files_removed })
 }

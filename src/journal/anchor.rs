@@ -138,18 +138,97 @@ impl AnchorStore {
         if !super::storage::home_file_ok(storage, &path)? {
             return Ok(None);
         }
-        let bytes = super::storage::read_small(storage, &path, PATH_RECORD_MAX_BYTES)?;
+        // A record over its cap is not a record: absent, like an anchor of another size.
+        let bytes = match super::storage::read_small(storage, &path, PATH_RECORD_MAX_BYTES) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(None),
+            Err(e) => return Err(e),
+        };
         let text = String::from_utf8_lossy(&bytes);
         Ok(text.lines().next().map(str::to_owned).filter(|id| id_is_safe(id)))
     }
 
+    /// What the path's record says about what the path holds now (`now`): `Some` when
+    /// it names a journal other than the one there (none, a cut first line, another id),
+    /// with that journal's anchor when the home store still has it.
+    pub fn path_replaced(&self, storage: &dyn Storage, journal_path: &Path, now: Holds) -> io::Result<Option<PathReplaced>> {
+        Ok(self.id_at_path(storage, journal_path)?.and_then(|recorded| self.compare_record(storage, recorded, now)))
+    }
+
+    /// [`Self::path_replaced`] with the path's record already read (`recorded`).
+    pub fn compare_record(&self, storage: &dyn Storage, recorded: String, now: Holds) -> Option<PathReplaced> {
+        if matches!(&now, Holds::Journal(id) if *id == recorded) {
+            return None;
+        }
+        // An unreadable anchor only says less: the path's record alone names the loss.
+        let anchor = self.load(storage, &recorded).ok().flatten();
+        Some(PathReplaced { recorded, anchor, now })
+    }
+
     /// Records which journal lives at a path: written at creation, and by repair when a
-    /// person accepts a replaced journal.
+    /// person accepts a replaced journal or starts a new one in place of a lost one.
     pub fn set_id_at_path(&self, storage: &dyn Storage, journal_path: &Path, journal_id: &str) -> io::Result<()> {
         let path = self.path_index(journal_path);
         storage.create_dir_all(path.parent().expect("index has a folder"), 0o700)?;
         let record = format!("{journal_id}\n{}\n", journal_path.display());
         super::storage::write_atomic(storage, &path, record.as_bytes(), false)
+    }
+}
+
+/// What a journal path holds now, as its path record is checked against it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Holds {
+    /// No file, or an empty one.
+    Nothing,
+    /// Only a first line cut short (no whole genesis).
+    CutGenesis,
+    /// A journal with this id.
+    Journal(String),
+}
+
+/// A path whose record names a journal it no longer holds: the events acknowledged on the
+/// recorded journal are not in what is there now (journal-format/SPEC.md §11).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathReplaced {
+    /// The journal the path's record names.
+    pub recorded: String,
+    /// The recorded journal's head anchor, when the home store still has it.
+    pub anchor: Option<Anchor>,
+    pub now: Holds,
+}
+
+impl std::fmt::Display for PathReplaced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "this path held journal {}", self.recorded)?;
+        match self.anchor {
+            Some(a) => {
+                let events = a.seq + 1;
+                let s = if events == 1 { "" } else { "s" };
+                write!(f, " with {events} acknowledged event{s} (seq 0 to {})", a.seq)?
+            }
+            None => write!(f, " (its head anchor is gone from the home store, so how many events were acknowledged is unknown)")?,
+        }
+        match &self.now {
+            Holds::Nothing => write!(f, " and now holds nothing: the journal was emptied or deleted"),
+            Holds::CutGenesis => write!(f, " and now holds only a first line cut short: the journal was cut inside its first line"),
+            Holds::Journal(id) => write!(f, " and now holds journal {id}: it was replaced"),
+        }
+    }
+}
+
+impl PathReplaced {
+    /// What a person can do about it, in words for a refusal or a reader's note.
+    pub fn remedy(&self) -> String {
+        let accept = match &self.now {
+            Holds::Journal(id) => {
+                format!("to accept journal {id} as this path's journal, run `abcd journal repair` (it records the loss in that journal)")
+            }
+            Holds::Nothing | Holds::CutGenesis => {
+                "to start afresh here on purpose, run `abcd journal repair` (it starts a new journal whose first event records the loss)"
+                    .into()
+            }
+        };
+        format!("put journal {} back if a copy of it exists, or, {accept}", self.recorded)
     }
 }
 
@@ -213,6 +292,43 @@ mod tests {
         let mut flipped = rec.into_bytes();
         flipped[20] ^= 1;
         assert_eq!(decode_record(&flipped), None);
+    }
+
+    #[test]
+    fn a_path_record_over_its_cap_counts_as_absent() {
+        use crate::journal::storage::RealDisk;
+        let dir = tempfile::tempdir().unwrap();
+        let store = AnchorStore::new(&dir.path().join("home"));
+        let journal = dir.path().join("wc/journal.jsonl");
+        store.set_id_at_path(&RealDisk, &journal, "ab12").unwrap();
+        let index = store.path_index(&journal);
+        let record = |len: u64| {
+            let mut text = b"ab12\n".to_vec();
+            text.resize(len as usize - 1, b'x');
+            text.push(b'\n');
+            text
+        };
+        std::fs::write(&index, record(PATH_RECORD_MAX_BYTES)).unwrap();
+        assert_eq!(store.id_at_path(&RealDisk, &journal).unwrap().as_deref(), Some("ab12"));
+        std::fs::write(&index, record(PATH_RECORD_MAX_BYTES + 1)).unwrap();
+        assert_eq!(store.id_at_path(&RealDisk, &journal).unwrap(), None);
+    }
+
+    #[test]
+    fn a_replaced_path_says_what_it_held_and_what_it_holds() {
+        let anchor = Some(Anchor { seq: 2, offset: 820, end: 1248, hash: Hash([7; 32]), damage_found: false });
+        let said = |anchor, now| PathReplaced { recorded: "ab12".into(), anchor, now }.to_string();
+        assert_eq!(
+            said(anchor, Holds::Nothing),
+            "this path held journal ab12 with 3 acknowledged events (seq 0 to 2) and now holds nothing: the journal was emptied or deleted"
+        );
+        let genesis_only = Some(Anchor { seq: 0, offset: 0, end: 395, hash: Hash([7; 32]), damage_found: false });
+        assert!(
+            said(genesis_only, Holds::CutGenesis)
+                .contains("with 1 acknowledged event (seq 0 to 0) and now holds only a first line cut short")
+        );
+        assert!(said(None, Holds::Journal("cd34".into())).contains("its head anchor is gone"));
+        assert!(said(None, Holds::Journal("cd34".into())).ends_with("now holds journal cd34: it was replaced"));
     }
 
     #[test]

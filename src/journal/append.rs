@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::anchor::{Anchor, AnchorStore, KeptAnchor};
+use super::anchor::{Anchor, AnchorStore, Holds, KeptAnchor, PathReplaced};
 use super::format::{self, EncodeError, Hash, MAX_LINE_BYTES, NewEvent, PreEncoded};
 use super::genesis::{self, JournalOpened, Scope};
 use super::lock::{JournalLock, KeptLockFile, LOCK_WAIT, LockError};
@@ -88,6 +88,9 @@ pub enum JournalError {
     AnchorMismatch { path: PathBuf, detail: String },
     #[error("no journal at {} yet: nothing has been recorded there (the first checklist change, hook or run writes it)", path.display())]
     Missing { path: PathBuf },
+    /// The home store records another journal at this path (journal-format/SPEC.md §11).
+    #[error("refusing to {action} {}: {finding}; {}; `abcd journal verify` shows the finding", path.display(), finding.remedy())]
+    Replaced { action: &'static str, path: PathBuf, finding: Box<PathReplaced> },
     #[error("refusing to use {}: {reason}", path.display())]
     Untrusted { path: PathBuf, reason: &'static str },
     #[error("{} is not an abcd journal: {reason}", path.display())]
@@ -193,6 +196,28 @@ impl WriterLock<'_> {
     /// syncs it.
     pub fn append(&self, file: &dyn StorageFile, head: Head, journal_id: &str, events: &[NewEvent]) -> Result<Vec<Appended>, JournalError> {
         self.journal.append_locked(file, head, journal_id, events)
+    }
+
+    /// Creates a new journal where the path holds none (no file, or an empty one) although
+    /// the path's record names a lost one: `abcd journal repair` starting afresh on a
+    /// person's word. The record still names the lost journal afterwards: the caller
+    /// appends the event recording the loss and only then records the new id, so a crash
+    /// in between leaves the path refused as replaced, never silently new.
+    pub fn create_afresh(&self, scope: &Scope) -> Result<(Arc<dyn StorageFile>, Head, String), JournalError> {
+        let path = &self.journal.paths.journal;
+        let facts = self.journal.storage.facts(path).map_err(JournalError::io("inspecting", path))?;
+        if facts.is_some_and(|f| f.len > 0) {
+            return Err(JournalError::NotAJournal {
+                path: path.clone(),
+                reason:
+                    "bytes appeared in it while repair held its lock, so no new journal is made over them; run `abcd journal repair` again"
+                        .into(),
+            });
+        }
+        self.journal.create(scope)?;
+        let file = self.journal.open_and_keep(None)?;
+        let genesis = read_genesis(file.as_ref(), path)?;
+        Ok((file, genesis.head, genesis.journal_id))
     }
 }
 
@@ -363,6 +388,9 @@ impl Journal {
                 // Only a genesis cut short was there; it is in quarantine now.
             }
         }
+        // A path the home store records as holding a journal gets no new one: the loss is
+        // named instead (journal-format/SPEC.md §8.1, §11).
+        self.refuse_if_recorded(Holds::Nothing)?;
         let Some(scope) = create else {
             return Err(JournalError::Missing { path: path.clone() });
         };
@@ -374,6 +402,17 @@ impl Journal {
         let file = self.open_and_keep(kept)?;
         let genesis = read_genesis(file.as_ref(), path)?;
         Ok(Some((file, genesis.head, genesis.journal_id)))
+    }
+
+    /// Refuses when the home store records another journal at this path than what it
+    /// holds (`now`).
+    fn refuse_if_recorded(&self, now: Holds) -> Result<(), JournalError> {
+        let Some(anchors) = &self.anchors else { return Ok(()) };
+        let path = &self.paths.journal;
+        match anchors.path_replaced(&*self.storage, path, now).map_err(JournalError::io("reading the path record of", path))? {
+            Some(finding) => Err(JournalError::Replaced { action: "append to", path: path.clone(), finding: Box::new(finding) }),
+            None => Ok(()),
+        }
     }
 
     fn open_and_keep(&self, kept: Option<&mut Option<(Arc<dyn StorageFile>, FileId)>>) -> Result<Arc<dyn StorageFile>, JournalError> {
@@ -423,6 +462,9 @@ impl Journal {
         let (head, torn) = match tail {
             Tail::Empty => return Ok(None),
             Tail::TornGenesis(torn) => {
+                // Creation is atomic, so a cut first line at a path that held a journal is
+                // that journal lost, not a creation to finish: refused, the bytes untouched.
+                self.refuse_if_recorded(Holds::CutGenesis)?;
                 let moved = quarantine_range(&*self.storage, file, &self.paths, "torn", 0, torn.offset, torn.len)?;
                 truncate_durably(file, path, 0)?;
                 notes.torn_quarantined = Some((torn, moved.path));
@@ -507,11 +549,18 @@ impl Journal {
             Some(anchor) => anchor,
             None => anchors.load(&*self.storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?,
         };
-        if anchor.is_none() && anchors.id_at_path(&*self.storage, path).ok().flatten().is_none() {
-            // A creation killed between its rename and its records leaves neither: restore
-            // the path's record now, under the lock, or a later replacement of this
-            // journal would go unnoticed. (A best effort, like every anchor write.)
-            let _ = anchors.set_id_at_path(&*self.storage, path, journal_id);
+        match anchors.id_at_path(&*self.storage, path).map_err(JournalError::io("reading the path record of", path))? {
+            // A creation killed between its rename and its records, or a journal moved
+            // here: record the path now, under the lock, or a later loss or replacement of
+            // this journal would go unnoticed. (A best effort, like every anchor write.)
+            None => {
+                let _ = anchors.set_id_at_path(&*self.storage, path, journal_id);
+            }
+            Some(recorded) => {
+                if let Some(finding) = anchors.compare_record(&*self.storage, recorded, Holds::Journal(journal_id.to_owned())) {
+                    return Err(JournalError::Replaced { action: "append to", path: path.clone(), finding: Box::new(finding) });
+                }
+            }
         }
         if anchor.is_some_and(|a| a.damage_found) {
             return Err(JournalError::DamageFound { path: path.clone() });
@@ -657,6 +706,8 @@ impl Journal {
         if let Some(anchors) = &self.anchors {
             let head = Head { seq: 0, hash, offset: 0, end: line.len() as u64 };
             let _ = anchors.store(&*self.storage, &journal_id, Anchor::from(head));
+            // A record is there only when repair starts afresh in place of a lost journal:
+            // it moves to the new id after the loss is on record (`create_afresh`).
             if anchors.id_at_path(&*self.storage, path).ok().flatten().is_none() {
                 let _ = anchors.set_id_at_path(&*self.storage, path, &journal_id);
             }
@@ -854,4 +905,169 @@ pub fn truncate_durably(file: &dyn StorageFile, path: &Path, len: u64) -> Result
         poison(path);
         JournalError::SyncFailed { path: path.to_owned(), source }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::format::Actor;
+    use crate::journal::storage::{RealDisk, Storage};
+
+    struct Place {
+        dir: tempfile::TempDir,
+        paths: JournalPaths,
+        home: PathBuf,
+    }
+
+    impl Place {
+        fn new() -> Place {
+            let dir = tempfile::tempdir().unwrap();
+            let paths = JournalPaths::beside(&dir.path().join("wc/.abcd/.work.local/journal.jsonl"));
+            let home = dir.path().join("home");
+            Place { dir, paths, home }
+        }
+
+        /// Another journal path with the same home store.
+        fn beside(&self, name: &str) -> Journal {
+            let paths = JournalPaths::beside(&self.dir.path().join(name).join("journal.jsonl"));
+            Journal::new(RealDisk::shared(), paths, Some(self.anchors()))
+        }
+
+        fn anchors(&self) -> AnchorStore {
+            AnchorStore::new(&self.home)
+        }
+
+        fn journal(&self) -> Journal {
+            Journal::new(RealDisk::shared(), self.paths.clone(), Some(self.anchors()))
+        }
+
+        fn id(&self) -> String {
+            let file = RealDisk.open_read(&self.paths.journal).unwrap();
+            read_genesis(file.as_ref(), &self.paths.journal).unwrap().journal_id
+        }
+
+        fn bytes(&self) -> Option<Vec<u8>> {
+            std::fs::read(&self.paths.journal).ok()
+        }
+    }
+
+    fn scope() -> Scope {
+        Scope::WorkingCopy { root: "/wc".into() }
+    }
+
+    fn event(n: u64) -> NewEvent {
+        NewEvent { kind: "compaction.recorded".into(), actor: Actor::this_process(None), data: serde_json::json!({"n": n}) }
+    }
+
+    /// A journal of genesis and two events, its anchor at seq 2.
+    fn three_events(j: &Journal) {
+        for n in 0..2 {
+            j.append(event(n), Some(&scope())).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_path_that_held_a_journal_gets_no_new_one_when_it_holds_nothing_or_a_cut_first_line() {
+        type Loss = fn(&Path);
+        let losses: [(&str, Loss, Holds); 3] = [
+            ("emptied", |p| std::fs::write(p, b"").unwrap(), Holds::Nothing),
+            ("deleted", |p| std::fs::remove_file(p).unwrap(), Holds::Nothing),
+            ("cut inside its first line", |p| std::fs::write(p, &std::fs::read(p).unwrap()[..100]).unwrap(), Holds::CutGenesis),
+        ];
+        for (what, lose, holds) in losses {
+            let place = Place::new();
+            three_events(&place.journal());
+            let lost = place.id();
+            lose(&place.paths.journal);
+            let left = place.bytes();
+            for create in [Some(&scope()), None] {
+                let err = place.journal().append(event(9), create).unwrap_err();
+                let JournalError::Replaced { finding, .. } = &err else { panic!("{what}: {err}") };
+                assert_eq!((&finding.recorded, finding.anchor.map(|a| a.seq), &finding.now), (&lost, Some(2), &holds), "{what}");
+                assert!(err.to_string().contains("refusing to append to") && err.to_string().contains("`abcd journal repair`"), "{err}");
+                assert_eq!(place.bytes(), left, "{what}: the refusal leaves the path as it was");
+                assert!(!place.paths.quarantine.exists(), "{what}: nothing was moved aside");
+            }
+        }
+    }
+
+    #[test]
+    fn a_journal_whose_id_differs_from_the_path_record_is_refused() {
+        let place = Place::new();
+        three_events(&place.journal());
+        let recorded = place.id();
+        let other = place.beside("other");
+        other.append(event(0), Some(&scope())).unwrap();
+        std::fs::copy(&other.paths().journal, &place.paths.journal).unwrap();
+        let copied = place.bytes();
+        let now = place.id();
+        for create in [Some(&scope()), None] {
+            let err = place.journal().append(event(9), create).unwrap_err();
+            let JournalError::Replaced { finding, .. } = &err else { panic!("{err}") };
+            assert_eq!((&finding.recorded, &finding.now), (&recorded, &Holds::Journal(now.clone())));
+            assert!(err.to_string().contains(&format!("now holds journal {now}: it was replaced")), "{err}");
+            assert_eq!(place.bytes(), copied, "nothing was chained onto the other journal");
+        }
+        // The other journal goes on at its own path.
+        other.append(event(1), None).unwrap();
+    }
+
+    #[test]
+    fn a_journal_at_a_path_with_no_record_is_recorded_by_its_next_append() {
+        let place = Place::new();
+        three_events(&place.journal());
+        let id = place.id();
+        // Moved with its folder: the journal keeps its anchor, the new path has no record.
+        let moved = place.dir.path().join("moved");
+        std::fs::rename(place.paths.dir(), &moved).unwrap();
+        let moved_paths = JournalPaths::beside(&moved.join("journal.jsonl"));
+        let anchors = place.anchors();
+        assert_eq!(anchors.id_at_path(&RealDisk, &moved_paths.journal).unwrap(), None);
+        let j = Journal::new(RealDisk::shared(), moved_paths.clone(), Some(place.anchors()));
+        assert_eq!(j.append(event(3), None).unwrap().seq, 3);
+        assert_eq!(anchors.id_at_path(&RealDisk, &moved_paths.journal).unwrap(), Some(id));
+        // So its loss there is named too.
+        std::fs::write(&moved_paths.journal, b"").unwrap();
+        let err = Journal::new(RealDisk::shared(), moved_paths, Some(place.anchors())).append(event(4), Some(&scope())).unwrap_err();
+        assert!(matches!(err, JournalError::Replaced { .. }), "{err}");
+    }
+
+    #[test]
+    fn where_the_home_store_recorded_nothing_a_journal_is_created_and_recorded() {
+        // An empty file, and a cut first line, with a fresh home store: created as before.
+        for start in [&b""[..], &b"{\"v\":1,\"seq\":0,\"ti"[..]] {
+            let place = Place::new();
+            std::fs::create_dir_all(place.paths.dir()).unwrap();
+            std::fs::write(&place.paths.journal, start).unwrap();
+            let (appended, notes) = place.journal().append_batch(&[event(0)], Some(&scope())).unwrap();
+            assert!(notes.created && appended[0].seq == 1);
+            assert_eq!(notes.torn_quarantined.is_some(), !start.is_empty());
+            assert_eq!(place.anchors().id_at_path(&RealDisk, &place.paths.journal).unwrap(), Some(place.id()));
+        }
+        // No journal at all: the first append makes it.
+        let place = Place::new();
+        assert!(place.journal().append_batch(&[event(0)], Some(&scope())).unwrap().1.created);
+    }
+
+    #[test]
+    fn create_afresh_makes_a_journal_only_over_nothing_and_leaves_the_record_to_its_caller() {
+        let place = Place::new();
+        three_events(&place.journal());
+        let lost = place.id();
+        std::fs::remove_file(&place.paths.journal).unwrap();
+        let j = place.journal();
+        let lock = j.lock().unwrap();
+        let (file, head, id) = lock.create_afresh(&scope()).unwrap();
+        assert_ne!(id, lost);
+        assert_eq!(head.seq, 0);
+        assert_eq!(place.anchors().id_at_path(&RealDisk, &place.paths.journal).unwrap(), Some(lost.clone()), "still the lost one's");
+        lock.append(file.as_ref(), head, &id, &[event(0)]).unwrap();
+        drop(lock);
+        // Bytes there: never made over them.
+        let before = place.bytes();
+        let lock = j.lock().unwrap();
+        let err = lock.create_afresh(&scope()).err().expect("refused");
+        assert!(matches!(err, JournalError::NotAJournal { .. }), "{err}");
+        assert_eq!(place.bytes(), before);
+    }
 }

@@ -4,17 +4,21 @@
 //! `journal.repaired` gap record stands in for them so the chain stays checkable (format
 //! §10). A journal that disagrees with its head anchor is accepted as it is, with a
 //! `journal.repaired` saying so.
+//! A path whose record names a journal it no longer holds (none, or only a cut first
+//! line) gets a new journal whose first event after genesis records the loss.
 
 use std::io;
 use std::path::PathBuf;
 
-use super::anchor::Anchor;
-use super::append::{Appended, Journal, JournalError, poison, quarantine_range, read_genesis, sync_before_reading, truncate_durably};
+use super::anchor::{Anchor, PathReplaced};
+use super::append::{
+    Appended, Journal, JournalError, WriterLock, poison, quarantine_range, read_genesis, sync_before_reading, truncate_durably,
+};
 use super::format::{self, Actor, Hash, LineFault, NewEvent};
-use super::genesis::{self, JournalRepaired, RepairCause};
+use super::genesis::{self, JournalRepaired, RepairCause, Scope};
 use super::scan::{self, Head, MAX_TORN_TAIL_BYTES, Piece, ScanError, StartPoint, Verdict};
 use super::storage::StorageFile;
-use super::verify::{self, AnchorCheck};
+use super::verify::{self, AnchorCheck, VerifyReport};
 
 /// Damaged regions one repair moves aside; a journal with more is not salvaged line by line
 /// (the person moves it aside and looks at it).
@@ -34,6 +38,14 @@ pub enum RepairOutcome {
     /// The journal disagreed with its anchor (or the path's record) and was accepted.
     AnchorAccepted {
         detail: String,
+        repaired: Appended,
+    },
+    /// The path's record named a journal the path no longer held (none, or only a cut
+    /// first line, copied to `quarantine`): a new journal was started, its loss on record.
+    StartedAfresh {
+        detail: String,
+        journal_id: String,
+        quarantine: Option<PathBuf>,
         repaired: Appended,
     },
 }
@@ -80,18 +92,30 @@ pub enum RepairError {
     NoGenesis { path: PathBuf },
     #[error("cannot repair {}: it holds more than {MAX_DAMAGED_REGIONS} separate damaged regions, which is not damage a line-by-line salvage should guess through; copy the file aside and look at it (`abcd journal verify` names the first bad line)", path.display())]
     TooDamaged { path: PathBuf },
+    #[error("cannot start a new journal at {}: a journal named by --journal has no known scope; run `abcd journal repair` inside its working copy (or with --repo or --machine)", path.display())]
+    NoScope { path: PathBuf },
 }
 
-pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcome, RepairError> {
+/// `create`: the scope a new journal gets when the path's journal was lost and repair
+/// starts afresh (`None` when unknown, as for a journal named by path).
+pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>) -> Result<RepairOutcome, RepairError> {
     let lock = journal.lock()?;
     let storage = journal.storage().clone();
     let paths = journal.paths().clone();
     let path = &paths.journal;
-    let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
     // What is read must be what is on the disk: bytes a failed writer left only in the
-    // page cache are made durable, or the failure is seen, before anything is kept.
-    sync_before_reading(file.as_ref(), path)?;
+    // page cache are made durable, or the failure is seen, before anything is kept. (A file
+    // that cannot be opened is the verifier's to name.)
+    if let Ok(file) = storage.open_rw(path) {
+        sync_before_reading(file.as_ref(), path)?;
+    }
     let report = verify::verify_chain(&*storage, path, journal.anchors())?;
+    if report.head.is_none()
+        && let Some(lost) = &report.replaced
+    {
+        return start_afresh(&lock, journal, create, session, lost, &report);
+    }
+    let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
     let Some(head) = report.head else {
         if let Verdict::TornTail(t) = report.verdict {
             // Only a genesis cut short: keep a copy, empty the file, and let the next
@@ -125,7 +149,7 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
         Verdict::Clean => {
             let detail = match (&report.anchor, &report.replaced) {
                 (AnchorCheck::Disagrees(d), _) => d.clone(),
-                (_, Some(r)) => r.clone(),
+                (_, Some(r)) => r.to_string(),
                 _ => return Ok(RepairOutcome::NothingToRepair),
             };
             let data = JournalRepaired {
@@ -149,6 +173,61 @@ pub fn repair(journal: &Journal, session: Option<String>) -> Result<RepairOutcom
             Ok(RepairOutcome::AnchorAccepted { detail, repaired })
         }
     }
+}
+
+/// The path holds no journal (no file, an empty one, or only a first line cut short) and
+/// its record names the one that was lost: the cut bytes go to quarantine, a new journal is
+/// made, and its first event after genesis, `journal.repaired` with cause
+/// `anchor_mismatch`, names the lost journal and what its anchor said. Only then does the
+/// path's record name the new journal (journal-format/SPEC.md §10, §11).
+fn start_afresh(
+    lock: &WriterLock<'_>,
+    journal: &Journal,
+    create: Option<&Scope>,
+    session: Option<String>,
+    lost: &PathReplaced,
+    report: &VerifyReport,
+) -> Result<RepairOutcome, RepairError> {
+    let storage = journal.storage().clone();
+    let paths = journal.paths();
+    let path = &paths.journal;
+    let Some(scope) = create else { return Err(RepairError::NoScope { path: path.clone() }) };
+    let mut quarantine = None;
+    if let Verdict::TornTail(t) = &report.verdict {
+        let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
+        let q = quarantine_range(&*storage, file.as_ref(), paths, "torn", 0, t.offset, t.len)?;
+        truncate_durably(file.as_ref(), path, 0)?;
+        quarantine = Some(q.path);
+    }
+    let (file, head, journal_id) = lock.create_afresh(scope)?;
+    let mut detail = format!("{lost}; started journal {journal_id} here");
+    if let Some(name) = quarantine.as_ref().and_then(|q| q.file_name()) {
+        detail += &format!(" (the cut first line is in quarantine/{})", name.to_string_lossy());
+    }
+    let data = JournalRepaired {
+        cause: RepairCause::AnchorMismatch,
+        from_offset: head.end,
+        to_offset: head.end,
+        lines: 0,
+        quarantine_file: None,
+        quarantine_blake3: None,
+        anchor_seq: lost.anchor.map(|a| a.seq),
+        anchor_hash: lost.anchor.map(|a| a.hash.to_hex()),
+        problem: detail.clone(),
+        lost_from: None,
+        lost_to: None,
+        next_prev: None,
+    };
+    let event = NewEvent {
+        kind: genesis::JOURNAL_REPAIRED.into(),
+        actor: Actor::this_process(session),
+        data: serde_json::to_value(data).expect("plain data serializes"),
+    };
+    let repaired = lock.append(file.as_ref(), head, &journal_id, &[event])?[0];
+    if let Some(anchors) = journal.anchors() {
+        let _ = anchors.set_id_at_path(&*storage, path, &journal_id);
+    }
+    Ok(RepairOutcome::StartedAfresh { detail, journal_id, quarantine, repaired })
 }
 
 /// A stretch of the old file the new one holds, or a record written in its place.

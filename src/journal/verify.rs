@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::anchor::{Anchor, AnchorStore};
+use super::anchor::{Anchor, AnchorStore, Holds, PathReplaced};
 use super::append::{JournalError, MAX_JOURNAL_BYTES, anchor_disagreement, read_genesis};
 use super::format::{Event, Hash};
 use super::genesis::Scope;
@@ -38,8 +38,9 @@ pub struct VerifyReport {
     pub scope: Option<Scope>,
     pub verdict: Verdict,
     pub anchor: AnchorCheck,
-    /// Set when the path is recorded as holding another journal id.
-    pub replaced: Option<String>,
+    /// Set when the path is recorded as holding another journal than what it holds now
+    /// (another id, nothing, or only a first line cut short).
+    pub replaced: Option<PathReplaced>,
 }
 
 impl VerifyReport {
@@ -80,8 +81,30 @@ pub fn verify<E>(
     anchors: Option<&AnchorStore>,
     mut visit: impl FnMut(&Event, LinePos) -> Result<(), E>,
 ) -> Result<VerifyReport, VerifyError<E>> {
-    let file = open_trusted(storage, path)?;
     let io_err = |source: io::Error| JournalError::Io { what: "reading", path: path.to_owned(), source };
+    let file = match open_trusted(storage, path) {
+        Ok(file) => file,
+        Err(JournalError::Missing { path: missing }) => {
+            // No file where the home store knows a journal lived: the loss is the finding.
+            let finding = match anchors {
+                Some(a) => a.path_replaced(storage, path, Holds::Nothing).map_err(io_err)?,
+                None => None,
+            };
+            let Some(finding) = finding else { return Err(JournalError::Missing { path: missing }.into()) };
+            return Ok(VerifyReport {
+                path: path.to_owned(),
+                file_len: 0,
+                events: 0,
+                head: None,
+                journal_id: None,
+                scope: None,
+                verdict: Verdict::Clean,
+                anchor: AnchorCheck::Absent,
+                replaced: Some(finding),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
     let genesis = read_genesis(file.as_ref(), path).ok();
     let anchor: Option<Anchor> = match (anchors, &genesis) {
         (Some(a), Some(g)) => a.load(storage, &g.journal_id).map_err(io_err)?,
@@ -130,12 +153,16 @@ pub fn verify<E>(
             }
         }
     };
-    let replaced = match (anchors, &genesis) {
-        (Some(a), Some(g)) => a
-            .id_at_path(storage, path)
-            .map_err(io_err)?
-            .filter(|recorded| recorded != &g.journal_id)
-            .map(|recorded| format!("this path held journal {recorded}, and now holds journal {}: it was replaced", g.journal_id)),
+    // What the path holds, as its record is checked against it; a first line that does
+    // not verify names no id, and its corruption is the finding.
+    let holds = match (&genesis, report.head, &report.verdict) {
+        (Some(g), _, _) => Some(Holds::Journal(g.journal_id.clone())),
+        (None, None, _) if report.file_len == 0 => Some(Holds::Nothing),
+        (None, None, Verdict::TornTail(_)) => Some(Holds::CutGenesis),
+        _ => None,
+    };
+    let replaced = match (anchors, holds) {
+        (Some(a), Some(holds)) => a.path_replaced(storage, path, holds).map_err(io_err)?,
         _ => None,
     };
     // Counted, not read off the head's seq: seqs a repair lost are not events.

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 
 use crate::event::Scope;
 use crate::fold::{self, FoldNote, FoldedState};
-use crate::journal::append::{AppendNotes, Appended, Journal, JournalError, read_genesis};
+use crate::journal::anchor::Holds;
+use crate::journal::append::{AppendNotes, Appended, Genesis, Journal, JournalError, read_genesis};
 use crate::journal::format::NewEvent;
 use crate::journal::scan::{self, Corruption, Head, ScanError, StartPoint, Tail, Verdict};
 use crate::journal::storage::StorageFile;
@@ -293,9 +294,22 @@ impl Store {
     pub fn current_state(&self) -> Result<CurrentState, JournalError> {
         let storage = &**self.journal.storage();
         let path = &self.journal.paths().journal;
-        let file = open_trusted(storage, path)?;
+        let file = match open_trusted(storage, path) {
+            Err(missing @ JournalError::Missing { .. }) => {
+                self.check_path_record(None, None)?;
+                return Err(missing);
+            }
+            opened => opened?,
+        };
         let io_err = |source| JournalError::Io { what: "reading", path: path.clone(), source };
-        let genesis = read_genesis(file.as_ref(), path)?;
+        let genesis = match read_genesis(file.as_ref(), path) {
+            Ok(genesis) => genesis,
+            Err(e) => {
+                self.check_path_record(Some(file.as_ref()), None)?;
+                return Err(e);
+            }
+        };
+        self.check_path_record(Some(file.as_ref()), Some(&genesis))?;
         match scan::read_tail(file.as_ref()).map_err(io_err)? {
             Tail::Good { head, .. } => self.state_at(file.as_ref(), head, genesis.journal_id),
             // Corrupt (or emptied under us): fold what verifies from the best base, and
@@ -308,6 +322,33 @@ impl Store {
                 let _ = self.journal.record_damage_found(&current.journal_id, current.head);
             }
         })
+    }
+
+    /// Refuses, as [`JournalError::Replaced`], a journal at a path the home store records
+    /// as holding another one (journal-format/SPEC.md §11), so readers say the plan is
+    /// degraded instead of showing what is there as all of it. `file`: the journal (`None`:
+    /// there is none); `genesis`: its first line, when already read. A path record that
+    /// cannot be read counts as absent here: a reader then only says less.
+    pub(crate) fn check_path_record(&self, file: Option<&dyn StorageFile>, genesis: Option<&Genesis>) -> Result<(), JournalError> {
+        let Some(anchors) = self.journal.anchors() else { return Ok(()) };
+        let storage = &**self.journal.storage();
+        let path = &self.journal.paths().journal;
+        let Ok(Some(recorded)) = anchors.id_at_path(storage, path) else { return Ok(()) };
+        let holds = match (file, genesis) {
+            (None, _) => Holds::Nothing,
+            (Some(_), Some(g)) => Holds::Journal(g.journal_id.clone()),
+            (Some(f), None) => match read_genesis(f, path) {
+                Ok(g) => Holds::Journal(g.journal_id),
+                Err(_) if f.len().is_ok_and(|n| n == 0) => Holds::Nothing,
+                Err(_) if matches!(scan::read_tail(f), Ok(Tail::TornGenesis(_))) => Holds::CutGenesis,
+                // A first line that does not verify names no id: its damage is the finding.
+                Err(_) => return Ok(()),
+            },
+        };
+        match anchors.compare_record(storage, recorded, holds) {
+            Some(finding) => Err(JournalError::Replaced { action: "read", path: path.clone(), finding: Box::new(finding) }),
+            None => Ok(()),
+        }
     }
 
     /// The state at `head`: from the projection when it names `head`, else folded (from

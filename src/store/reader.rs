@@ -53,6 +53,10 @@ impl Store {
                 head_seq: None,
                 projection_seq: None,
             },
+            // The loss is the reason: said as such, with what to run.
+            Err(JournalError::Replaced { finding, .. }) => {
+                self.fallback_view(&format!("the plan is degraded: {finding}"), Some(&finding.remedy()))
+            }
             Err(why) => self.last_good_view(&why.to_string()),
         }
     }
@@ -60,7 +64,14 @@ impl Store {
     fn checklist_from_journal(&self) -> Result<ChecklistView, JournalError> {
         let storage = &**self.journal.storage();
         let paths = self.journal.paths();
-        let file = open_trusted(storage, &paths.journal)?;
+        let file = match open_trusted(storage, &paths.journal) {
+            Err(missing @ JournalError::Missing { .. }) => {
+                self.check_path_record(None, None)?;
+                return Err(missing);
+            }
+            opened => opened?,
+        };
+        self.check_path_record(Some(file.as_ref()), None)?;
         let io_err = |source| JournalError::Io { what: "reading", path: paths.journal.clone(), source };
         let checklist_path = paths.dir().join(projection::CHECKLIST_FILE);
         let (tail, seen) = scan::read_tail_seen(file.as_ref()).map_err(io_err)?;
@@ -96,19 +107,27 @@ impl Store {
     }
 
     fn last_good_view(&self, why: &str) -> ChecklistView {
+        self.fallback_view(&format!("the journal could not be read ({why})"), None)
+    }
+
+    /// Last-good, else nothing, with one note: `lead` says why the journal was not used,
+    /// `then` what to run (by default, when nothing can be shown, `abcd journal verify`).
+    fn fallback_view(&self, lead: &str, then: Option<&str>) -> ChecklistView {
         let storage = &**self.journal.storage();
         let path = self.journal.paths().dir().join(projection::LAST_GOOD_FILE);
         match projection::load_checklist(storage, &path) {
             Ok(f) => {
                 let when = f.updated_at.map(|t| format!(" from {}", t.strftime("%Y-%m-%d %H:%M UTC"))).unwrap_or_default();
-                let note = format!("the journal could not be read ({why}); showing the last good checklist{when}");
+                let then = then.map(|t| format!("; {t}")).unwrap_or_default();
+                let note = format!("{lead}; showing the last good checklist{when}{then}");
                 view_of(&f, ViewSource::LastGood, vec![note])
             }
             Err(lg) => ChecklistView {
                 checklist: ChecklistState::default(),
                 skipped: vec![],
                 notes: vec![format!(
-                    "the journal could not be read ({why}) and the last good checklist is not usable ({lg}); nothing to show; run `abcd journal verify`"
+                    "{lead} and the last good checklist is not usable ({lg}); nothing to show; {}",
+                    then.unwrap_or("run `abcd journal verify`")
                 )],
                 source: ViewSource::Nothing,
                 head_seq: None,

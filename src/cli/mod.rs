@@ -119,11 +119,13 @@ enum JournalCommand {
     /// Check the hash chain from the first event and the head anchor (fast; the files
     /// derived from the journal are not read).
     /// Exit 0 when it verifies (an unacknowledged torn tail is allowed), 1 when it is
-    /// corrupt, cut short, rolled back or replaced.
+    /// corrupt, cut short, rolled back or replaced, or emptied or deleted where the home
+    /// store recorded a journal.
     Verify(JournalArgs),
     /// Move a corrupt or torn part of the journal to quarantine/ and continue the chain
     /// with a `journal.repaired` event; or accept a journal that disagrees with its head
-    /// anchor. Nothing is deleted without a copy.
+    /// anchor or its path's record; or, where the journal was lost, start a new one whose
+    /// first event records the loss. Nothing is deleted without a copy.
     Repair(JournalArgs),
     /// Write a checkpoint: the state the journal gives now, so later reads start from it
     /// (checkpoints are caches: deleting them changes only speed)

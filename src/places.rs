@@ -151,9 +151,7 @@ fn no_root_commit(main_root: &Path, why: String) -> PlaceError {
 }
 
 fn read_root_commit_cache(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path).ok()?.take(ROOT_COMMIT_CACHE_MAX_BYTES).read_to_string(&mut text).ok()?;
+    let text = crate::platform::fs::read_regular_text(path, ROOT_COMMIT_CACHE_MAX_BYTES).ok()?;
     let c = text.trim();
     git::repo::is_commit_id(c).then(|| c.to_string())
 }

@@ -32,12 +32,35 @@ pub fn places_of(cwd: &Path) -> Result<Places, CommandError> {
     Ok(Places { root, main_root, settings, exclude })
 }
 
+/// git's `info/exclude`; empty when absent, a refusal when it cannot be read (a FIFO there,
+/// say). Read whole, as git reads it.
+fn read_exclude(path: &Path) -> Result<Vec<u8>, CommandError> {
+    match platform::fs::read_regular(path, u64::MAX) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(refused_exclude(path, e)),
+    }
+}
+
+/// Whether `exclude`'s bytes hold abcd's line.
+fn excludes_local_tier(exclude: &[u8]) -> bool {
+    String::from_utf8_lossy(exclude).lines().any(|l| l.trim() == EXCLUDE_LINE)
+}
+
+fn refused_exclude(path: &Path, why: impl std::fmt::Display) -> CommandError {
+    CommandError::Refused(format!(
+        "refusing to change {}: {why}; make it a regular file holding the line {EXCLUDE_LINE} (or remove it) and run `abcd init` again",
+        path.display()
+    ))
+}
+
 fn read_settings(path: &Path) -> Result<Result<Object, String>, CommandError> {
-    let bytes = match std::fs::metadata(path) {
+    let bytes = match platform::fs::read_regular(path, MAX_SETTINGS_BYTES + 1) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(Object::default())),
+        Err(e) if platform::fs::is_not_regular(&e) => return Ok(Err(e.to_string())),
         Err(e) => return Err(CommandError::failed(e)),
-        Ok(m) if m.len() > MAX_SETTINGS_BYTES => return Ok(Err(format!("it is over {MAX_SETTINGS_BYTES} bytes"))),
-        Ok(_) => std::fs::read(path).map_err(CommandError::failed)?,
+        Ok(b) if b.len() as u64 > MAX_SETTINGS_BYTES => return Ok(Err(format!("it is over {MAX_SETTINGS_BYTES} bytes"))),
+        Ok(b) => b,
     };
     Ok(match serde_json::from_slice::<Json>(&bytes) {
         Ok(Json::Object(map)) => Ok(map),
@@ -130,6 +153,7 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
             at.settings.display()
         ))
     })?;
+    let exclude = read_exclude(&at.exclude)?;
     let hook = hook_command()?;
     let merged = merge_hooks(settings.clone(), &hook.command)
         .map_err(|why| CommandError::Refused(format!("refusing to change {}: {why}; nothing was written", at.settings.display())))?;
@@ -138,10 +162,12 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
     std::fs::create_dir_all(&abcd_dir).map_err(CommandError::failed)?;
     let tier = at.root.join(places::LOCAL_TIER);
     std::fs::create_dir_all(&tier).map_err(CommandError::failed)?;
-    if !std::fs::read_to_string(&at.exclude).unwrap_or_default().lines().any(|l| l.trim() == EXCLUDE_LINE) {
+    if !excludes_local_tier(&exclude) {
         std::fs::create_dir_all(at.exclude.parent().expect("exclude has a folder")).map_err(CommandError::failed)?;
-        let lead = if std::fs::read(&at.exclude).is_ok_and(|b| !b.is_empty() && !b.ends_with(b"\n")) { "\n" } else { "" };
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&at.exclude).map_err(CommandError::failed)?;
+        let lead = if !exclude.is_empty() && !exclude.ends_with(b"\n") { "\n" } else { "" };
+        let appending = std::fs::OpenOptions::new().create(true).append(true).clone();
+        let mut f = platform::fs::open_regular(&appending, &at.exclude, platform::fs::Symlink::Follow)
+            .map_err(|e| refused_exclude(&at.exclude, e))?;
         writeln!(f, "{lead}{EXCLUDE_LINE}").map_err(CommandError::failed)?;
     }
     if merged != settings {
@@ -169,7 +195,7 @@ pub fn check(at: &Places, on_found: &mut dyn FnMut(bool, &str)) -> Result<usize,
     found(abcd_dir.is_dir(), format!("{} (the repository is managed)", abcd_dir.display()));
     let tier = at.root.join(places::LOCAL_TIER);
     found(tier.is_dir(), format!("{} (the local tier)", tier.display()));
-    let excluded = std::fs::read_to_string(&at.exclude).unwrap_or_default().lines().any(|l| l.trim() == EXCLUDE_LINE);
+    let excluded = read_exclude(&at.exclude).is_ok_and(|b| excludes_local_tier(&b));
     found(excluded, format!("{EXCLUDE_LINE} in {}", at.exclude.display()));
     match read_settings(&at.settings)? {
         Err(why) => found(false, format!("{} is readable ({why})", at.settings.display())),

@@ -18,7 +18,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -74,9 +73,7 @@ pub enum DriveEnd {
 
 /// BLAKE3 of a file's bytes (at most `max`), its length and the bytes.
 pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes)?;
+    let bytes = crate::platform::fs::read_regular(path, max + 1)?;
     if bytes.len() as u64 > max {
         return Err(std::io::Error::other(format!("it is over {max} bytes")));
     }

@@ -107,7 +107,7 @@ pub fn replay(
         .map_err(failed)?
         .into_iter()
         .map(|(_, p)| {
-            let loaded = checkpoint::load(&storage, &p).unwrap_or_else(|e| Err(CheckpointRejected::Undecodable(e.to_string())));
+            let loaded = checkpoint::load(&storage, &p).unwrap_or_else(|e| Err(CheckpointRejected::Unreadable(e.to_string())));
             (p, loaded)
         })
         .collect();

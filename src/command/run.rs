@@ -218,7 +218,7 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
 /// BLAKE3 and length of a receipt file, bounded.
 fn hash_receipt(path: &Path) -> std::io::Result<(String, u64)> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
+    let mut file = crate::platform::fs::open_regular(std::fs::OpenOptions::new().read(true), path, crate::platform::fs::Symlink::Follow)?;
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; RECEIPT_READ_CHUNK];
     let mut total = 0u64;
@@ -351,17 +351,15 @@ fn drift_cache_path() -> Option<PathBuf> {
 }
 
 fn load_drift_cache(path: &Path) -> worktree::DriftCounts {
-    use std::io::Read;
-    let mut bytes = Vec::new();
     // A cache over its bound (hand-made, say) is ignored rather than trusted in part.
     let bound = (DRIFT_CACHE_MAX as u64 + 1) * DRIFT_CACHE_ENTRY_BYTES_MAX;
     // The home store's rule: a regular file of this user, not a link, not writable by others.
     if !crate::journal::storage::home_file_ok(&RealDisk, path).unwrap_or(false) {
         return worktree::DriftCounts::new();
     }
-    let read = std::fs::File::open(path).and_then(|f| f.take(bound).read_to_end(&mut bytes));
-    match read {
-        Ok(n) if (n as u64) < bound => serde_json::from_slice(&bytes).unwrap_or_default(),
+    // Checked again on the open: the name can be replaced between the two.
+    match crate::platform::fs::read_regular(path, bound) {
+        Ok(bytes) if (bytes.len() as u64) < bound => serde_json::from_slice(&bytes).unwrap_or_default(),
         _ => worktree::DriftCounts::new(),
     }
 }
@@ -461,12 +459,10 @@ impl WorktreeReading {
 /// [`EARLY_WORKTREES_MAX`]) whose every lane's agent had started and stopped, and those
 /// lanes. Nothing when it cannot be read.
 fn previous_listing(path: &Path) -> (Vec<String>, Settled) {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(PREVIOUS_LISTING_MAX + 1).read_to_end(&mut bytes));
-    if !matches!(read, Ok(n) if (n as u64) <= PREVIOUS_LISTING_MAX) {
-        return Default::default();
-    }
+    let bytes = match crate::platform::fs::read_regular(path, PREVIOUS_LISTING_MAX + 1) {
+        Ok(b) if b.len() as u64 <= PREVIOUS_LISTING_MAX => b,
+        _ => return Default::default(),
+    };
     let Ok(listing) = serde_json::from_slice::<serde_json::Value>(&bytes) else { return Default::default() };
     let mut settled = Settled::new();
     let mut unsettled_worktrees = std::collections::BTreeSet::new();
@@ -660,7 +656,7 @@ pub fn resume(step: bool, on_move: &mut dyn FnMut(StepMove)) -> Result<Vec<RunLi
         let listing_json = ResumeFile { schema: RESUME_SCHEMA, runs: &listings };
         let bytes = serde_json::to_vec_pretty(&listing_json).map_err(|e| CommandError::Failed(e.to_string()))?;
         let same_size = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
-        if !same_size || std::fs::read(&path).ok().as_deref() != Some(bytes.as_slice()) {
+        if !same_size || crate::platform::fs::read_regular(&path, bytes.len() as u64 + 1).ok().as_deref() != Some(bytes.as_slice()) {
             let _ = crate::journal::storage::write_atomic(&RealDisk, &path, &bytes, false);
         }
     }

@@ -2,7 +2,6 @@
 //! branch checked out (HEAD), whether a branch exists (loose ref or packed-refs), and the
 //! branch a shell command creates. Bounded reads only.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// HEAD, a loose ref or packed-refs is read up to this many bytes.
@@ -13,9 +12,7 @@ pub const MAX_BRANCH_BYTES: usize = 200;
 pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
 
 fn read_bounded(path: &Path) -> Option<String> {
-    let mut s = String::new();
-    std::fs::File::open(path).ok()?.take(MAX_REF_FILE_BYTES).read_to_string(&mut s).ok()?;
-    Some(s)
+    crate::platform::fs::read_regular_text(path, MAX_REF_FILE_BYTES).ok()
 }
 
 /// The git dir of a work tree root (`.git` itself, or where a `.git` file points).

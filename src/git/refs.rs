@@ -7,7 +7,6 @@
 //! repository, a ref file of another shape, a symref chain too deep — answers
 //! [`RefAnswer::Unsure`], and the caller asks git as before. It never guesses.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A loose ref file or a `.git` file is a line; more than this is not one we understand.
@@ -151,13 +150,11 @@ struct PackedRefs {
 impl PackedRefs {
     fn read(common: &Path) -> Result<PackedRefs, ()> {
         let path = common.join("packed-refs");
-        let file = match std::fs::File::open(&path) {
+        let text = match crate::platform::fs::read_regular_text(&path, PACKED_REFS_MAX + 1) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(PackedRefs { text: String::new() }),
             Err(_) => return Err(()),
-            Ok(f) => f,
+            Ok(text) => text,
         };
-        let mut text = String::new();
-        file.take(PACKED_REFS_MAX + 1).read_to_string(&mut text).map_err(|_| ())?;
         if text.len() as u64 > PACKED_REFS_MAX {
             return Err(());
         }
@@ -178,8 +175,7 @@ impl PackedRefs {
 }
 
 fn read_small(path: &Path) -> Option<String> {
-    let mut text = String::new();
-    std::fs::File::open(path).ok()?.take(REF_FILE_MAX + 1).read_to_string(&mut text).ok()?;
+    let text = crate::platform::fs::read_regular_text(path, REF_FILE_MAX + 1).ok()?;
     (text.len() as u64 <= REF_FILE_MAX).then_some(text)
 }
 

@@ -14,13 +14,10 @@ pub const MAX_GITDIR_FILE_BYTES: u64 = 4096;
 /// A linked worktree's `.git` file names its git dir, whose `commondir` leads to the
 /// main repository's `.git`, whose parent is the main worktree.
 pub fn main_worktree_of(dotgit_file: &Path) -> Option<PathBuf> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(dotgit_file).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut text).ok()?;
+    let text = crate::platform::fs::read_regular_text(dotgit_file, MAX_GITDIR_FILE_BYTES).ok()?;
     let gitdir = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
     let gitdir = if gitdir.is_absolute() { gitdir } else { dotgit_file.parent()?.join(gitdir) };
-    let mut common = String::new();
-    std::fs::File::open(gitdir.join("commondir")).ok()?.take(MAX_GITDIR_FILE_BYTES).read_to_string(&mut common).ok()?;
+    let common = crate::platform::fs::read_regular_text(&gitdir.join("commondir"), MAX_GITDIR_FILE_BYTES).ok()?;
     let common = gitdir.join(common.trim());
     Some(common.canonicalize().ok()?.parent()?.to_path_buf())
 }

@@ -103,7 +103,8 @@ impl JournalLock {
 fn open_lock_file(path: &Path) -> Result<File, LockError> {
     let mut opts = OpenOptions::new();
     platform::fs::created_mode(opts.read(true).write(true).create(true).truncate(false), 0o600);
-    platform::fs::no_follow(&mut opts).open(path).map_err(|source| LockError::Open { path: path.to_owned(), source })
+    platform::fs::open_regular(&opts, path, platform::fs::Symlink::Refuse)
+        .map_err(|source| LockError::Open { path: path.to_owned(), source })
 }
 
 /// Takes the exclusive lock on `file`, polling with a growing pause for at most `wait`.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::platform;
+use crate::platform::fs::Symlink;
 
 /// An open file. Writes are visible to reads at once; they are durable only after
 /// `sync_data` returns Ok (and, for a new name, after `sync_dir` of its folder).
@@ -232,12 +233,14 @@ impl WriteAtEnd for &File {
 }
 
 impl Storage for RealDisk {
+    // Every open of an existing name is of a regular file only, and never waits: a FIFO or
+    // a device where a journal, projection or checkpoint should be is an error, not a hang.
     fn open_rw(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f = platform::fs::no_follow(OpenOptions::new().read(true).append(true)).open(path)?;
+        let f = platform::fs::open_regular(OpenOptions::new().read(true).append(true), path, Symlink::Refuse)?;
         Ok(Box::new(RealFile(f)))
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f = platform::fs::no_follow(OpenOptions::new().read(true)).open(path)?;
+        let f = platform::fs::open_regular(OpenOptions::new().read(true), path, Symlink::Refuse)?;
         Ok(Box::new(RealFile(f)))
     }
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
@@ -247,7 +250,7 @@ impl Storage for RealDisk {
     fn open_or_create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         let mut opts = OpenOptions::new();
         platform::fs::created_mode(opts.read(true).write(true).create(true).truncate(false), 0o600);
-        let f = platform::fs::no_follow(&mut opts).open(path)?;
+        let f = platform::fs::open_regular(&opts, path, Symlink::Refuse)?;
         Ok(Box::new(RealFile(f)))
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

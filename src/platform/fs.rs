@@ -1,5 +1,6 @@
 //! Files as abcd relies on them beyond `std`'s portable calls: opens that refuse a symlink,
-//! the mode a file or folder is created with, positioned reads and writes, what `stat`
+//! opens of regular files only (never waiting on a FIFO or a device), the mode a file or
+//! folder is created with, positioned reads and writes, what `stat`
 //! says of ownership and identity, durable syncs, atomic exchange and no-replace renames,
 //! and the pid holding a file's `flock`.
 //!
@@ -9,8 +10,10 @@
 use std::ffi::OsStr;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io;
+use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::{Os, This};
@@ -48,6 +51,89 @@ pub fn inode(m: &Metadata) -> Inode {
 /// fails (`ELOOP` on Linux) instead of reaching whatever the link names.
 pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {
     opts.custom_flags(libc::O_NOFOLLOW)
+}
+
+/// Whether an open of a regular file may go through a symlink as the path's last component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symlink {
+    Follow,
+    /// The open fails (`ELOOP` on Linux), as with [`no_follow`].
+    Refuse,
+}
+
+/// What an open found that is not a regular file; carried inside the `io::Error`
+/// [`open_regular`] returns (kind `InvalidInput`), so a caller can tell it from others with
+/// [`is_not_regular`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("it is {0}, not a regular file (abcd reads only regular files; remove it or move it aside)")]
+pub struct NotRegular(pub &'static str);
+
+/// Whether `e` is the refusal of a file that is not a regular file.
+pub fn is_not_regular(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<NotRegular>())
+}
+
+/// Opens `path` as `opts` says (read, write, append, create, mode), only if it is a regular
+/// file. The open itself never waits (`O_NONBLOCK`: a FIFO with no writer, a device) and
+/// never makes a terminal this process's controlling one (`O_NOCTTY`); then `fstat` of what
+/// was opened must say "regular file", else the file is closed unread and the error is
+/// [`NotRegular`]. The returned file blocks as usual (the flag is cleared). `opts` must not
+/// carry custom flags of its own ([`no_follow`]); `symlink` says that instead.
+pub fn open_regular(opts: &OpenOptions, path: &Path, symlink: Symlink) -> io::Result<File> {
+    let mut opts = opts.clone();
+    let refuse = if symlink == Symlink::Refuse { libc::O_NOFOLLOW } else { 0 };
+    opts.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | refuse);
+    let file = opts.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if kind.is_dir() {
+            "a folder"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else {
+            "of an unknown type"
+        };
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, NotRegular(what)));
+    }
+    set_blocking(&file)?;
+    Ok(file)
+}
+
+/// Clears `O_NONBLOCK` on an open file (Linux ignores it on regular files, but another file
+/// system or OS may not).
+fn set_blocking(file: &File) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is open for as long as `file` is borrowed; F_GETFL/F_SETFL touch only its
+    // status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    if flags & libc::O_NONBLOCK != 0 && unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// At most `limit` bytes from the start of the regular file at `path` ([`open_regular`] for
+/// reading, symlinks followed): a caller that must tell "over its cap" asks for one more
+/// byte than the cap.
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open_regular(OpenOptions::new().read(true), path, Symlink::Follow)?;
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_regular`] as UTF-8 text; invalid UTF-8 is an `InvalidData` error.
+pub fn read_regular_text(path: &Path, limit: u64) -> io::Result<String> {
+    String::from_utf8(read_regular(path, limit)?).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// The permission bits a file this open creates gets (less the umask); no effect on a
@@ -142,6 +228,71 @@ mod tests {
         let made = dir.path().join("made");
         created_mode(OpenOptions::new().write(true).create_new(true), 0o600).open(&made).unwrap();
         assert_eq!(inode(&std::fs::metadata(&made).unwrap()).mode & 0o777, 0o600);
+    }
+
+    /// A FIFO with no writer: an open that waited for one would never return.
+    fn fifo(path: &Path) {
+        let c = std::ffi::CString::new(path_bytes(path)).unwrap();
+        // SAFETY: a NUL-terminated path; mkfifo touches nothing else.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+    }
+
+    /// How long a test waits for an open that must not wait at all: generous, so that only an
+    /// open that waits forever misses it.
+    const OPEN_RETURNS_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+    /// `open_regular(opts, path, Follow)` on another thread; panics if it has not returned by
+    /// [`OPEN_RETURNS_WITHIN`] (a regression then fails instead of hanging the run).
+    fn returned(opts: &OpenOptions, path: &Path) -> io::Result<File> {
+        let (opts, path) = (opts.clone(), path.to_owned());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(open_regular(&opts, &path, Symlink::Follow)));
+        rx.recv_timeout(OPEN_RETURNS_WITHIN).expect("the open returned")
+    }
+
+    #[test]
+    fn open_regular_opens_only_a_regular_file_and_never_waits_on_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, pipe, link) = (dir.path().join("file"), dir.path().join("pipe"), dir.path().join("link"));
+        std::fs::write(&file, b"text").unwrap();
+        fifo(&pipe);
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let read = OpenOptions::new().read(true).clone();
+        let rw = OpenOptions::new().read(true).write(true).create(true).truncate(false).clone();
+        // A folder opens for reading only; any open of it for writing fails on its own.
+        let refusals =
+            [(&read, pipe.as_path(), "a FIFO (named pipe)"), (&rw, pipe.as_path(), "a FIFO (named pipe)"), (&read, dir.path(), "a folder")];
+        for (opts, path, what) in refusals {
+            let e = returned(opts, path).unwrap_err();
+            assert!(is_not_regular(&e), "{what}: {e}");
+            assert_eq!(
+                e.to_string(),
+                format!("it is {what}, not a regular file (abcd reads only regular files; remove it or move it aside)")
+            );
+        }
+        let dev_null = Path::new("/dev/null");
+        assert_eq!(
+            open_regular(&read, dev_null, Symlink::Follow).unwrap_err().to_string(),
+            "it is a character device, not a regular file (abcd reads only regular files; remove it or move it aside)"
+        );
+        assert!(
+            !is_not_regular(&open_regular(&read, &dir.path().join("missing"), Symlink::Follow).unwrap_err()),
+            "absent is another error"
+        );
+        let mut text = String::new();
+        open_regular(&read, &file, Symlink::Refuse).unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "text");
+        assert!(open_regular(&read, &link, Symlink::Refuse).is_err(), "a symlink is refused when asked");
+        let through = open_regular(&read, &link, Symlink::Follow).unwrap();
+        // SAFETY: the descriptor is open while `through` lives.
+        let flags = unsafe { libc::fcntl(through.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_NONBLOCK, 0, "the file returned blocks as usual");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = pipe.clone();
+        std::thread::spawn(move || tx.send(read_regular(&p, 10).map_err(|e| is_not_regular(&e))));
+        assert_eq!(rx.recv_timeout(OPEN_RETURNS_WITHIN).expect("the read returned"), Err(true));
+        assert_eq!(read_regular(&file, 3).unwrap(), b"tex", "at most the limit");
+        assert_eq!(read_regular_text(&link, 10).unwrap(), "text");
     }
 
     #[test]

@@ -357,14 +357,10 @@ pub fn resolve_program(program: &OsStr) -> Option<PathBuf> {
 }
 
 /// An output file opened for appending, created [`OUTPUT_MODE`]; a symlink is refused, so
-/// the run's folder cannot be used to write elsewhere.
+/// the run's folder cannot be used to write elsewhere, and so is anything but a regular
+/// file (a FIFO there would hold the start until a reader came).
 fn open_output(path: &Path) -> Result<File, SpawnError> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(OUTPUT_MODE)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
+    super::fs::open_regular(OpenOptions::new().append(true).create(true).mode(OUTPUT_MODE), path, super::fs::Symlink::Refuse)
         .map_err(|source| SpawnError::Output { path: path.to_path_buf(), source })
 }
 

@@ -61,6 +61,8 @@ pub fn encode(cp: &Checkpoint) -> Vec<u8> {
 /// Why a checkpoint was not used.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CheckpointRejected {
+    #[error("it cannot be read: {0}")]
+    Unreadable(String),
     #[error("it is not a v1 checkpoint file")]
     NotACheckpoint,
     #[error("its digest does not match its body")]

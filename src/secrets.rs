@@ -2,7 +2,8 @@
 //! checklist write (and every event the reader folds again) can be refused naming the field
 //! and the kind. That is its one responsibility. [`scan`] returns only a [`SecretKind`]:
 //! never the match, its position, its length or any part of it, so nothing downstream can
-//! show one. Pure: no I/O, no allocation, no regex, nothing compiled at start-up.
+//! show one. Pure: no I/O, no regex, nothing compiled at start-up; it allocates only for
+//! text holding a format character (below).
 //!
 //! # How it reads
 //!
@@ -16,6 +17,15 @@
 //! `***`, `your`, or ending `…here`) is not a secret. When several kinds occur,
 //! the one earliest in the scan order (most specific first: see [`SecretKind::ALL`] for the
 //! declared order and `SCAN_ORDER` below) is returned.
+//!
+//! # Format characters
+//!
+//! A format character (Unicode category Cf, such as U+200B ZERO WIDTH SPACE, U+00AD SOFT
+//! HYPHEN, U+FEFF, the bidi controls) or another default-ignorable code point (variation
+//! selectors, U+034F, tag characters) draws as nothing, so one inside a token hides it from
+//! a byte scan but not from whoever reads or copies the text. Text holding any of
+//! [`FORMAT_CHARACTERS`] is scanned twice: as written, and with them removed; the kind
+//! earliest in the scan order of either scan is returned.
 //!
 //! # Input size
 //!
@@ -235,6 +245,76 @@ const SCAN_ORDER: &[SecretKind] = &[
 /// Text longer than [`MAX_SCAN_BYTES`] with nothing found in its scanned part is
 /// [`SecretKind::OversizeInput`].
 pub fn scan(text: &str) -> Option<SecretKind> {
+    let found = scan_as_written(text);
+    if found.is_some_and(|k| k.rank() == 0) || text.is_ascii() || !text.chars().any(is_format_character) {
+        return found;
+    }
+    match (found, scan_as_written(&without_format_characters(text))) {
+        (Some(a), Some(b)) => Some(if b.rank() < a.rank() { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Code points that draw as nothing: Unicode's format characters (category Cf, as of
+/// Unicode 16) and its other default-ignorable code points, as inclusive ranges in order.
+pub const FORMAT_CHARACTERS: &[(char, char)] = &[
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{034F}', '\u{034F}'),
+    ('\u{0600}', '\u{0605}'),
+    ('\u{061C}', '\u{061C}'),
+    ('\u{06DD}', '\u{06DD}'),
+    ('\u{070F}', '\u{070F}'),
+    ('\u{0890}', '\u{0891}'),
+    ('\u{08E2}', '\u{08E2}'),
+    ('\u{115F}', '\u{1160}'),
+    ('\u{17B4}', '\u{17B5}'),
+    ('\u{180B}', '\u{180F}'),
+    ('\u{200B}', '\u{200F}'),
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2060}', '\u{206F}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{FE00}', '\u{FE0F}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    ('\u{FFA0}', '\u{FFA0}'),
+    ('\u{FFF0}', '\u{FFFB}'),
+    ('\u{110BD}', '\u{110BD}'),
+    ('\u{110CD}', '\u{110CD}'),
+    ('\u{13430}', '\u{1343F}'),
+    ('\u{1BCA0}', '\u{1BCA3}'),
+    ('\u{1D173}', '\u{1D17A}'),
+    ('\u{E0000}', '\u{E0FFF}'),
+];
+
+/// Whether `c` is one of [`FORMAT_CHARACTERS`].
+pub fn is_format_character(c: char) -> bool {
+    use std::cmp::Ordering;
+    let place = |&(lo, hi): &(char, char)| {
+        if hi < c {
+            Ordering::Less
+        } else if lo > c {
+            Ordering::Greater
+        } else {
+            Ordering::Equal
+        }
+    };
+    FORMAT_CHARACTERS.binary_search_by(place).is_ok()
+}
+
+/// `text` without its format characters, cut once past [`MAX_SCAN_BYTES`] (enough to tell
+/// that it is over).
+fn without_format_characters(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_SCAN_BYTES + 4));
+    for c in text.chars().filter(|&c| !is_format_character(c)) {
+        if out.len() > MAX_SCAN_BYTES {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// [`scan`] of the text as its bytes are, format characters and all.
+fn scan_as_written(text: &str) -> Option<SecretKind> {
     let bytes = text.as_bytes();
     let scanned = &bytes[..bytes.len().min(MAX_SCAN_BYTES)];
     match scan_bytes(scanned) {
@@ -1510,6 +1590,77 @@ mod tests {
         assert_eq!(scan(&wide), Some(OversizeInput));
         assert_eq!(scan(&"é".repeat(MAX_SCAN_BYTES / 2)), None);
         assert_eq!(scan(""), None);
+    }
+
+    /// One of each class the issue names (zero-width and directional marks, the word joiner
+    /// and invisible operators, the BOM, the soft hyphen, bidi embeddings and overrides, bidi
+    /// isolates), and the other default-ignorables (a variation selector, a tag character).
+    const SPLITTERS: &[char] = &[
+        '\u{200B}',
+        '\u{200C}',
+        '\u{200D}',
+        '\u{200E}',
+        '\u{200F}',
+        '\u{2060}',
+        '\u{2061}',
+        '\u{2062}',
+        '\u{2063}',
+        '\u{2064}',
+        '\u{FEFF}',
+        '\u{00AD}',
+        '\u{202A}',
+        '\u{202B}',
+        '\u{202C}',
+        '\u{202D}',
+        '\u{202E}',
+        '\u{2066}',
+        '\u{2067}',
+        '\u{2068}',
+        '\u{2069}',
+        '\u{FE0F}',
+        '\u{E0041}',
+        '\u{034F}',
+    ];
+
+    #[test]
+    fn a_secret_split_by_format_characters_is_found() {
+        for p in positives().into_iter().filter(|p| p.kind != OversizeInput) {
+            let secret = &p.secret;
+            let cut = secret.char_indices().map(|(i, _)| i).nth(secret.chars().count() / 2).unwrap();
+            for &c in SPLITTERS {
+                let split = format!("{}{c}{}", &secret[..cut], &secret[cut..]);
+                let text = p.text.replacen(secret.as_str(), &split, 1);
+                assert_eq!(scan(&text), Some(p.kind), "{:?} split by U+{:04X} was not found", p.kind, c as u32);
+                let every_byte: String = text.chars().flat_map(|ch| [ch, c]).collect();
+                let found = scan(&every_byte);
+                assert!(
+                    found.is_some_and(|k| k.rank() <= p.kind.rank()),
+                    "{:?} with U+{:04X} after every char: {found:?}",
+                    p.kind,
+                    c as u32
+                );
+            }
+        }
+        assert_eq!(scan("pass\u{200B}word=hunter2hunter2"), Some(PasswordAssignment), "a key name split the same way");
+    }
+
+    #[test]
+    fn format_characters_are_the_unicode_set_and_change_nothing_else() {
+        assert!(FORMAT_CHARACTERS.windows(2).all(|w| w[0].1 < w[1].0), "sorted, apart");
+        assert!(FORMAT_CHARACTERS.iter().all(|&(lo, hi)| lo <= hi));
+        for &c in SPLITTERS {
+            assert!(is_format_character(c), "U+{:04X}", c as u32);
+        }
+        for c in ['a', ' ', '\n', '\u{00AC}', '\u{00AE}', '\u{200A}', '\u{2010}', '\u{2028}', 'é', '✓', '\u{1F600}', '\u{E1000}'] {
+            assert!(!is_format_character(c), "U+{:04X}", c as u32);
+        }
+        // Removing them never lets text past the size limit or finds what is not there.
+        assert_eq!(scan(&format!("{}\u{200B}", "x".repeat(MAX_SCAN_BYTES))), Some(OversizeInput));
+        assert_eq!(scan(&"x\u{200B}".repeat(MAX_SCAN_BYTES / 4)), None);
+        for (near, text) in negatives().into_iter().filter(|(k, _)| *k != OversizeInput) {
+            let spaced: String = text.chars().flat_map(|ch| [ch, '\u{200B}']).collect();
+            assert_eq!(scan(&spaced), None, "near-miss for {near:?} matched once spaced out");
+        }
     }
 
     #[test]

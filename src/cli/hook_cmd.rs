@@ -4,7 +4,8 @@
 
 use std::io::Read;
 
-use crate::host::{self, HookEvent, claude};
+use super::terminal::{Lines, terminal_safe};
+use crate::host::{self, HookEvent, HookReply, claude};
 
 /// Test seam (test builds only): `ABCD_HOOK_FAULT=panic` makes the hook panic inside, to
 /// prove the panic is caught and the call allowed.
@@ -30,7 +31,7 @@ pub fn run(event: HookEvent) -> i32 {
     let name = event.cli_name();
     match outcome {
         Ok(Ok(done)) => {
-            if let Some(json) = claude::render(event, &done.reply) {
+            if let Some(json) = claude::render(event, &terminal_safe_reply(&done.reply)) {
                 // A host that closed the pipe is not listening; any other failure leaves
                 // the host with no reply, which allows.
                 if let Err(e) = super::try_write_out(format!("{json}\n").as_bytes())
@@ -49,6 +50,20 @@ pub fn run(event: HookEvent) -> i32 {
         Err(_) => errln!("abcd hook {name}: internal error (a panic); allowing"),
     }
     super::EXIT_OK
+}
+
+/// The reply with every text made safe as printed text is ([`terminal_safe`]): the host
+/// shows `systemMessage` to the person in its terminal and gives the rest to the model, and
+/// either should see a bidi override or an escape sequence in a title as what it is, not
+/// as what it does. Escaped before the JSON is written, so the host decodes the escape.
+fn terminal_safe_reply(reply: &HookReply) -> HookReply {
+    let safe = |text: &Option<String>| text.as_deref().map(|t| terminal_safe(t, Lines::Many).into_owned());
+    HookReply {
+        context: safe(&reply.context),
+        system_message: safe(&reply.system_message),
+        deny: safe(&reply.deny),
+        block: safe(&reply.block),
+    }
 }
 
 /// StopFailure is fire-and-forget: in print mode the host exits right after the API error

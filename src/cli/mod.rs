@@ -29,6 +29,7 @@ mod man;
 mod mode_cmd;
 mod replay;
 mod run_cmd;
+mod terminal;
 
 use std::path::PathBuf;
 
@@ -324,18 +325,23 @@ pub(crate) fn try_write_out(bytes: &[u8]) -> std::io::Result<()> {
     out.write_all(bytes).and_then(|()| out.flush()).inspect_err(|_| STDOUT_FAILED.store(true, std::sync::atomic::Ordering::Relaxed))
 }
 
+/// Writes `args` as text a terminal shows rather than acts on (see [`terminal`]): what is
+/// printed holds values from people, agents and journals.
+fn write_safe(to: &mut impl std::io::Write, args: std::fmt::Arguments) -> std::io::Result<()> {
+    let text = args.as_str().map_or_else(|| std::borrow::Cow::Owned(args.to_string()), std::borrow::Cow::Borrowed);
+    to.write_all(terminal::terminal_safe(&text, terminal::Lines::Many).as_bytes())
+}
+
 /// What `out!` and `outln!` write: see [`Stdout`].
 pub(crate) fn write_out(args: std::fmt::Arguments) {
-    use std::io::Write;
-    let _ = Stdout.write_fmt(args);
+    let _ = write_safe(&mut Stdout, args);
 }
 
 /// Writes to stderr, which only says how things went: a stderr that cannot be written
 /// (closed, full) changes nothing, not the exit code either (a refusal still exits 2, a
 /// hook still allows and exits 0), where `eprintln!` would panic.
 pub(crate) fn write_err(args: std::fmt::Arguments) {
-    use std::io::Write;
-    let _ = std::io::stderr().lock().write_fmt(args);
+    let _ = write_safe(&mut std::io::stderr().lock(), args);
 }
 
 /// `s` as one POSIX shell word, quoted only when it must be, so a printed command can be

@@ -6,6 +6,7 @@ use std::io::Write;
 use clap::Args;
 use serde_json::json;
 
+use super::terminal::{Lines, terminal_safe};
 use super::{EXIT_FAILURE, EXIT_OK, JournalChoice};
 use crate::command::replay::{self, Replayed, Streamed};
 
@@ -28,11 +29,12 @@ pub struct ReplayArgs {
 pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
     let selected = replay::select_projections(args.projection.as_deref())?;
     let (paths, _) = args.choice.resolve()?;
-    let mut out = std::io::BufWriter::new(super::Stdout);
+    let mut out = SafeLines(std::io::BufWriter::new(super::Stdout));
     let json_out = args.json;
     let replayed = replay::replay(&paths, &selected, args.at, |streamed| match streamed {
         Streamed::Event(line) if json_out => writeln!(out, "{}", json!({"type": "event", "audit": line})),
-        Streamed::Event(line) => writeln!(out, "{line}"),
+        // One line per event: a newline inside one (a crafted journal) must not forge the next.
+        Streamed::Event(line) => writeln!(out, "{}", terminal_safe(&line.to_string(), Lines::One)),
         Streamed::Warning { seq, message } if json_out => writeln!(out, "{}", json!({"type": "warning", "seq": seq, "message": message})),
         Streamed::Warning { message, .. } => writeln!(out, "        warning: {message}"),
     })?;
@@ -73,4 +75,20 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<i32> {
     }
     out.flush()?;
     Ok(if report.is_ok() && all_agree { EXIT_OK } else { EXIT_FAILURE })
+}
+
+/// The replay's writer, passing what it prints through [`terminal_safe`] as `out!` does
+/// (its lines are written through `write!` on a buffer instead).
+struct SafeLines<W: Write>(W);
+
+impl<W: Write> Write for SafeLines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+    fn write_fmt(&mut self, args: std::fmt::Arguments) -> std::io::Result<()> {
+        super::write_safe(&mut self.0, args)
+    }
 }

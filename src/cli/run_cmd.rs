@@ -5,6 +5,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::EXIT_OK;
+use super::terminal::{Lines, terminal_safe};
 use crate::command::lane::WorktreeEnd;
 use crate::command::run::{self as run_cmd, RESUME_SCHEMA, ResumeFile, RunListing, StepMove, driver_words};
 use crate::phased::RunState;
@@ -151,7 +152,10 @@ pub fn run_collect(args: CollectArgs) -> anyhow::Result<i32> {
     Ok(EXIT_OK)
 }
 
+/// The listing, one line per fact: a value holding a newline (a path, a file name) shows it
+/// as an escape instead of starting a line of its own.
 fn print_listing(listings: &[RunListing]) {
+    let line = |text: String| outln!("{}", terminal_safe(&text, Lines::One));
     if listings.is_empty() {
         outln!("no run is in progress on this machine");
     }
@@ -162,32 +166,32 @@ fn print_listing(listings: &[RunListing]) {
             (None, _) => "driver unknown".to_string(),
         };
         let halted = if r.halted { "; HALTED (`abcd run lift` to launch again)" } else { "" };
-        outln!("run {} in {}: {driver}{halted}", r.run, r.working_copy);
+        line(format!("run {} in {}: {driver}{halted}", r.run, r.working_copy));
         if let Some(p) = &r.problem {
-            outln!("  cannot be read: {p}");
+            line(format!("  cannot be read: {p}"));
         }
         if let Some(l) = &r.loop_record {
-            outln!("  loop: {}", l.summary);
+            line(format!("  loop: {}", l.summary));
         }
         for l in &r.lanes {
-            outln!("  lane {}: {}", l.lane, l.stage);
+            line(format!("  lane {}: {}", l.lane, l.stage));
             if !l.uncommitted.is_empty() {
                 let shown: Vec<&str> = l.uncommitted.iter().take(10).map(String::as_str).collect();
                 let more = l.uncommitted.len().saturating_sub(shown.len());
                 let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-                outln!("    uncommitted: {}{more}", shown.join(", "));
+                line(format!("    uncommitted: {}{more}", shown.join(", ")));
             }
             if let Some(why) = &l.worktree_problem {
-                outln!("    worktree cannot be read: {why}");
+                line(format!("    worktree cannot be read: {why}"));
             }
             if let Some(why) = &l.base_problem {
-                outln!("    base drift cannot be measured: {why}");
+                line(format!("    base drift cannot be measured: {why}"));
             }
             if let Some(n) = l.behind_default.filter(|n| *n > 0) {
-                outln!("    base: {n} commit(s) behind the default branch as last fetched");
+                line(format!("    base: {n} commit(s) behind the default branch as last fetched"));
             }
             for s in &l.saved_aside {
-                outln!("    saved aside: {s}");
+                line(format!("    saved aside: {s}"));
             }
         }
     }

@@ -37,8 +37,8 @@
 //!
 //! Known gaps: the simulator found six ways abcd breaks these properties or SPEC's crash
 //! rules (G1-G6). Each has a deterministic test at the end of this file, ignored while it
-//! fails (G3, G4 and G5 are fixed and run, and so are G2's two deterministic cases). The
-//! random scenarios steer around G1, what stays of G2, and G6 in the narrowest way found,
+//! fails (G1, G3, G4 and G5 are fixed and run, and so are G2's two deterministic cases).
+//! The random scenarios steer around what stays of G2, and G6 in the narrowest way found,
 //! so they keep checking everything else, unless `ABCD_SIM_KNOWN_GAPS=1` (see
 //! `KNOWN_GAPS_VAR`); G5 (the quarantine copy) is outside the properties and has only its
 //! own test.
@@ -73,9 +73,7 @@ use serde_json::json;
 const QUICK_CASES: u64 = 128;
 const CASES_VAR: &str = "ABCD_SIM_CASES";
 const SEED_VAR: &str = "ABCD_SIM_SEED";
-/// Set to 1 to let scenarios reach the known gaps (each has its own ignored test below):
-/// G1, a process started after a failed, data-dropping sync of the journal, on the same
-/// machine (no reboot in between): without it, such a kill is a power loss instead; G2,
+/// Set to 1 to let scenarios reach the known gaps (each has its own ignored test below): G2,
 /// appends to a journal whose name is not durable (the folder sync that creates it failed,
 /// or its creator was killed between the rename and that sync): without it, the power goes
 /// as soon as that happens; G3, a failed sync of a quarantine copy or folder, whose
@@ -246,9 +244,6 @@ struct Process {
     shared: SharedJournal,
     /// Why this process must append nothing more, once an error said so.
     stopped: Option<String>,
-    /// A sync of the journal failed and dropped its dirty data (fsyncgate), which this
-    /// machine's page cache still shows: known gap G1 (see `KNOWN_GAPS_VAR`).
-    dropped_journal_sync: bool,
 }
 
 impl Process {
@@ -263,7 +258,7 @@ impl Process {
         let journal = || Journal::new(storage.clone(), paths.clone(), Some(anchors.clone()));
         let stores = (0..HANDLES).map(|_| Store::new(journal())).collect();
         let shared = SharedJournal::new(journal(), Some(scope()));
-        Process { mount, view, storage, paths, anchors, stores, shared, stopped: None, dropped_journal_sync: false }
+        Process { mount, view, storage, paths, anchors, stores, shared, stopped: None }
     }
 
     fn journal_path(&self) -> &Path {
@@ -342,7 +337,6 @@ struct World {
     log: Vec<String>,
     /// Faults of the current disk already looked at.
     injected_seen: usize,
-    failed_sync: FailedSync,
 }
 
 impl World {
@@ -363,7 +357,6 @@ impl World {
             next_nonce: 0,
             log: Vec::new(),
             injected_seen: 0,
-            failed_sync: FailedSync::default(),
         }
     }
 
@@ -534,9 +527,6 @@ impl World {
         let fresh = &injected[self.injected_seen.min(injected.len())..];
         let journal_on_disk = Path::new("/").join(JOURNAL_AT);
         let journal_dir_on_disk = journal_on_disk.parent().expect("a folder").to_owned();
-        if fresh.contains(&Injected::SyncData(journal_on_disk)) && self.failed_sync != FailedSync::KeepDirty {
-            self.p.dropped_journal_sync = true;
-        }
         let creation_cut_short =
             fresh.iter().any(|i| matches!(i, Injected::Kill(_)) || *i == Injected::SyncDir(journal_dir_on_disk.clone()));
         self.injected_seen = injected.len();
@@ -809,11 +799,6 @@ impl World {
     }
 
     fn op_kill(&mut self) -> Result<(), String> {
-        if self.p.dropped_journal_sync && !known_gaps() {
-            self.note("kill after a data-dropping failed sync of the journal: a power loss instead (gap G1)".into());
-            let seed = self.rng.next_u64();
-            return self.crash_with(seed, Keep::Random);
-        }
         self.note("kill: a new process; the page cache survives".into());
         self.p = Process::spawn(&self.disk, &self.lock_path());
         Ok(())
@@ -871,7 +856,6 @@ impl World {
             _ => faults.kill_before_sync_data = Some(1 + self.rng.below(3)),
         }
         self.note(format!("faults: {faults:?}"));
-        self.failed_sync = faults.failed_sync;
         self.disk.set_faults(faults);
         self.injected_seen = 0;
     }
@@ -1165,7 +1149,8 @@ fn a_failed_sync_is_reported_clearly_and_no_later_append_of_the_process_claims_s
                 assert!(text.contains("an earlier write or sync failed in this process"), "{text}");
             }
         }
-        // The next process re-checks the tail and appends (after a reboot here: see G1).
+        // The next process re-checks the tail and appends (after a reboot here; `g1_…` is
+        // the same machine without one).
         w.disk = w.disk.crash_with(1, Keep::Random);
         new_process(&mut w);
         acked_events(&mut w, 1);
@@ -1298,24 +1283,45 @@ fn group_commit_under_failed_syncs_fails_whole_batches_and_loses_no_acknowledged
     check("group_commit_under_faults", qc, group_commit_under_faults);
 }
 
-/// G1. fsyncgate across processes: an append's fdatasync fails and the kernel drops its
-/// dirty pages while still showing them; a new process on the same machine (no reboot)
-/// gets a successful fdatasync (the error was reported once, to the failed process), reads
-/// the dropped line as its tail, chains onto it and is acknowledged. On disk the dropped
-/// line is a hole, so after a crash everything from it on is past a corruption.
+/// G1 (fixed). fsyncgate across processes: an append's fdatasync fails and the kernel
+/// drops its dirty pages while still showing them; a new process on the same machine (no
+/// reboot) gets a successful fdatasync (the error was reported once, to the failed
+/// process) and reads the dropped line as its tail. It must not chain onto it until those
+/// bytes are on the disk (it writes them again), or after a crash the dropped line is a
+/// hole and everything from it on lies past a corruption. With the head anchor (the bytes
+/// past it are rewritten) and without one (the home store lost it: the whole file is).
 #[test]
-#[ignore = "known gap G1: a process started after a data-dropping failed sync builds on bytes that never reach the disk"]
 fn g1_a_new_process_does_not_build_on_a_batch_whose_sync_failed() {
-    let mut w = world();
-    acked_events(&mut w, 2);
-    w.disk.set_faults(Faults { fail_sync_data: vec![1], failed_sync: FailedSync::DropAll, ..Faults::default() });
-    let e = w.plain_event();
-    w.p.stores[0].journal().append(e, Some(&scope())).expect_err("the sync fails");
-    new_process(&mut w);
-    let a = acked_events(&mut w, 1);
-    w.disk = w.disk.crash_with(2, Keep::Everything);
-    new_process(&mut w);
-    acked_survive(&w).map_err(|e| format!("{e} (seq {} was acknowledged by the second process)", a.seq)).unwrap();
+    for with_anchor in [true, false] {
+        let mut w = world();
+        acked_events(&mut w, 2);
+        if !with_anchor {
+            remove_anchors(&w.disk);
+        }
+        w.disk.set_faults(Faults { fail_sync_data: vec![1], failed_sync: FailedSync::DropAll, ..Faults::default() });
+        let e = w.plain_event();
+        w.p.stores[0].journal().append(e, Some(&scope())).expect_err("the sync fails");
+        new_process(&mut w);
+        let a = acked_events(&mut w, 1);
+        w.disk = w.disk.crash_with(2, Keep::Everything);
+        new_process(&mut w);
+        acked_survive(&w)
+            .map_err(|e| format!("{e} (seq {} was acknowledged by the second process; anchor: {with_anchor})", a.seq))
+            .unwrap();
+    }
+}
+
+/// Removes every head anchor record from the home store on `disk`, as a fresh home store
+/// (or a crash that lost them) leaves it.
+fn remove_anchors(disk: &SimDisk) {
+    let storage = disk.shared();
+    let anchors = Path::new("/").join(HOME_AT).join("anchors");
+    let records: Vec<PathBuf> =
+        storage.list_dir(&anchors).expect("the anchors").into_iter().filter(|p| p.extension().is_some_and(|e| e == "anchor")).collect();
+    assert!(!records.is_empty(), "the appends left an anchor");
+    for path in records {
+        storage.remove_cache_file(&path).expect("removed");
+    }
 }
 
 /// G2. The folder sync that makes a new journal's name durable fails; the error is

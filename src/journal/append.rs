@@ -1,8 +1,9 @@
 //! Durable appends. One batch of events becomes one `write` of whole lines and one
 //! `fdatasync`, under the writer lock, after the tail was read and checked:
 //!
-//! lock → open → fdatasync (so nothing chains onto bytes a crashed predecessor left
-//! unsynced; skipped when the file ends exactly at the synced line this handle or the head
+//! lock → open → rewrite the bytes past the head anchor in place, then fdatasync (so
+//! nothing chains onto bytes a crashed predecessor left unsynced, or a failed sync dropped;
+//! both skipped when the file ends exactly at the synced line this handle or the head
 //! anchor names) → read the tail → check the head anchor → quarantine a torn tail → write →
 //! fdatasync → store the anchor → unlock. Success is reported only after the sync returned.
 
@@ -440,16 +441,18 @@ impl Journal {
             // handle is the full verifier's to find, as for any line before the window.)
             return Ok(Some(known));
         }
-        // Sync before reading: bytes a crashed writer left in the page cache are made
-        // durable (or the failure is seen) before anything is chained onto them. Not when
-        // the file ends exactly at the line the head anchor names and that line verifies:
-        // a writer synced it before writing the anchor, so nothing unsynced is there. A new
+        // Sync before reading: bytes a crashed writer left in the page cache, or a failed
+        // sync dropped (rewritten first), are made durable (or the failure is seen) before
+        // anything is chained onto them. Not when the file ends exactly at the line the
+        // head anchor names and that line verifies: a writer synced it (and everything
+        // before it) before writing the anchor, so nothing unsynced is there. A new
         // process's first append (every hook and verb) saves a device flush; the tail
         // window is still read and checked below, and anything but that same head with no
         // torn bytes after it is synced and read again.
         let mut look = FirstLook::default();
         let anchored = self.acknowledged_by_anchor(file, &mut look)?;
         if anchored.is_none() {
+            self.rewrite_past_anchor(file, &look)?;
             sync_before_reading(file, path)?;
         }
         let mut tail = scan::read_tail(file).map_err(JournalError::io("reading the tail of", path))?;
@@ -532,6 +535,64 @@ impl Journal {
             return Ok(None);
         }
         Ok(Some((head, journal_id)))
+    }
+
+    /// Before the sync that makes the tail safe: writes every byte past the line the head
+    /// anchor names again, in place and unchanged, and the file's length with them
+    /// (reliability gap G1). A sync alone is not enough: one that failed (fsyncgate) may
+    /// have dropped dirty pages that reads still show, and every later sync, this one
+    /// included, succeeds without writing them. Rewritten, they are dirty again and the
+    /// sync writes them. The anchored line and all before it are durable already: an
+    /// anchor is stored only after an append's sync, which came after this same step.
+    ///
+    /// Without an anchor nothing says where the durable bytes end, so the whole file is
+    /// rewritten (rare: a fresh home store, or the anchor lost with a crash). With an
+    /// anchor the journal does not hold, nothing is rewritten: the append is refused.
+    /// A handle without an anchor store (tests and benches only) keeps the sync alone.
+    fn rewrite_past_anchor(&self, file: &dyn StorageFile, look: &FirstLook) -> Result<(), JournalError> {
+        let path = &self.paths.journal;
+        let from = match look.anchor {
+            Some(Some(a)) => {
+                let head = Head { seq: a.seq, hash: a.hash, offset: a.offset, end: a.end };
+                if !scan::line_is_at(file, head).map_err(JournalError::io("reading", path))? {
+                    return Ok(());
+                }
+                a.end
+            }
+            Some(None) => 0,
+            // No anchor store, or its load failed (`check_anchor` reports that).
+            None => return Ok(()),
+        };
+        let len = file.len().map_err(JournalError::io("inspecting", path))?;
+        if from >= len {
+            return Ok(());
+        }
+        let writer = self.storage.open_in_place(path).map_err(JournalError::io("opening to rewrite in place", path))?;
+        let same = writer.identity().and_then(|w| Ok(w == file.identity()?)).map_err(JournalError::io("inspecting", path))?;
+        if !same {
+            return Err(JournalError::Io {
+                what: "rewriting in place",
+                path: path.clone(),
+                source: io::Error::other("the path names another file than the one being appended to"),
+            });
+        }
+        let failed = |source| {
+            poison(path);
+            JournalError::Io { what: "writing to", path: path.clone(), source }
+        };
+        let mut buf = vec![0u8; REWRITE_CHUNK_BYTES.min((len - from) as usize)];
+        let mut at = from;
+        while at < len {
+            let want = ((len - at) as usize).min(buf.len());
+            let n = file.read_at(&mut buf[..want], at).map_err(JournalError::io("reading", path))?;
+            if n == 0 {
+                break;
+            }
+            writer.write_at(&buf[..n], at).map_err(failed)?;
+            at += n as u64;
+        }
+        // A cut that a failed sync dropped would leave the disk's copy longer than reads show.
+        writer.set_len(at).map_err(failed)
     }
 
     /// `preloaded`: the anchor as `acknowledged_by_anchor` loaded it for this journal id
@@ -758,6 +819,8 @@ fn mark_damage_locked(
 
 /// How long a reader that found damage waits for the lock to mark the anchor.
 pub const DAMAGE_MARK_LOCK_WAIT: Duration = Duration::from_millis(100);
+/// What one read and write of `rewrite_past_anchor` moves.
+const REWRITE_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Unacknowledged bytes after the anchored line that an append verifies in full: the
 /// most one killed writer's batch can leave (the torn-tail bound of journal-format §9).
@@ -1069,5 +1132,37 @@ mod tests {
         let err = lock.create_afresh(&scope()).err().expect("refused");
         assert!(matches!(err, JournalError::NotAJournal { .. }), "{err}");
         assert_eq!(place.bytes(), before);
+    }
+
+    fn clean_events(path: &Path) -> u64 {
+        let file = RealDisk.open_read(path).unwrap();
+        let report = scan::scan(file.as_ref(), scan::StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).unwrap();
+        assert_eq!(report.verdict, scan::Verdict::Clean);
+        report.events_seen
+    }
+
+    /// The rewrite before the sync (gap G1) writes each byte where it was: on the real disk
+    /// the appender's own handle appends (`O_APPEND`), so the rewrite must use another.
+    #[test]
+    fn bytes_past_the_anchor_are_rewritten_where_they_are_on_the_real_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wc").join("journal.jsonl");
+        let home = dir.path().join("home");
+        let anchored = || Journal::new(RealDisk::shared(), JournalPaths::beside(&path), Some(AnchorStore::new(&home)));
+        let scope = Scope::WorkingCopy { root: "/wc".into() };
+        anchored().append(event(1), Some(&scope)).unwrap();
+        // A handle with no anchor store leaves the anchor behind: its line lies past it.
+        Journal::new(RealDisk::shared(), JournalPaths::beside(&path), None).append(event(2), None).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        anchored().append(event(3), None).unwrap();
+        let after = std::fs::read(&path).unwrap();
+        assert!(after.len() > before.len() && after.starts_with(&before), "the bytes past the anchor are where they were");
+        assert_eq!(clean_events(&path), 4);
+        // Without an anchor the whole file is rewritten, in place too.
+        std::fs::remove_dir_all(home.join("anchors")).unwrap();
+        anchored().append(event(4), None).unwrap();
+        let last = std::fs::read(&path).unwrap();
+        assert!(last.len() > after.len() && last.starts_with(&after), "the whole file is where it was");
+        assert_eq!(clean_events(&path), 5);
     }
 }

@@ -842,6 +842,11 @@ impl Storage for SimDisk {
         self.open(path, false)
     }
 
+    /// Every simulated file writes in place (`append` is its own call).
+    fn open_in_place(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        self.open(path, true)
+    }
+
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         let path = self.resolve(path)?;
         let mut st = self.state();

@@ -133,6 +133,12 @@ pub trait Storage: Send + Sync {
     fn rename_noreplace(&self, _from: &Path, _to: &Path) -> io::Result<()> {
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
+    /// Opens an existing file to write in place: its `write_at` lands at the offset given
+    /// (a file from `open_rw` appends, and on Linux `pwrite` then writes at the end).
+    /// `Unsupported` where the storage cannot, and the appender refuses to go on.
+    fn open_in_place(&self, _path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 pub type SharedStorage = Arc<dyn Storage>;
@@ -284,6 +290,10 @@ impl Storage for RealDisk {
     }
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
         platform::fs::rename_noreplace(from, to)
+    }
+    fn open_in_place(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let f = platform::fs::no_follow(OpenOptions::new().read(true).write(true)).open(path)?;
+        Ok(Box::new(RealFile(f)))
     }
 }
 
@@ -482,6 +492,9 @@ pub trait Delegate: Send + Sync {
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.inner().rename_noreplace(from, to)
     }
+    fn open_in_place(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Ok(self.file(self.inner().open_in_place(path)?))
+    }
 }
 
 #[cfg(feature = "test-support")]
@@ -521,6 +534,9 @@ impl<T: Delegate> Storage for T {
     }
     fn rename_noreplace(&self, from: &Path, to: &Path) -> io::Result<()> {
         Delegate::rename_noreplace(self, from, to)
+    }
+    fn open_in_place(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        Delegate::open_in_place(self, path)
     }
 }
 
@@ -623,6 +639,20 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"3", "a shorter version is cut to its length");
         assert_eq!(std::fs::metadata(&path).unwrap().ino(), first, "the spare was written and swapped in");
         assert_eq!(names_in(dir.path()), vec![".checklist.json.spare", "checklist.json"], "no temp file is left");
+    }
+
+    /// The appender rewrites bytes of the journal where they are (gap G1) through
+    /// `open_in_place`: a file from `open_rw` is opened to append, and Linux's `pwrite`
+    /// then writes at the end whatever the offset.
+    #[test]
+    fn open_in_place_writes_at_the_offset_where_open_rw_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        std::fs::write(&path, b"abcdef").unwrap();
+        RealDisk.open_in_place(&path).unwrap().write_at(b"XY", 1).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"aXYdef");
+        RealDisk.open_rw(&path).unwrap().write_at(b"Z", 0).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"aXYdefZ");
     }
 
     #[test]

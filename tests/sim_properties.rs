@@ -37,8 +37,8 @@
 //!
 //! Known gaps: the simulator found six ways abcd breaks these properties or SPEC's crash
 //! rules (G1-G6). Each has a deterministic test at the end of this file, ignored while it
-//! fails (G1, G3, G4 and G5 are fixed and run, and so are G2's two deterministic cases).
-//! The random scenarios steer around what stays of G2, and G6 in the narrowest way found,
+//! fails (G1, G2, G3, G4 and G5 are fixed and run). The random scenarios steer around G6
+//! in the narrowest way found,
 //! so they keep checking everything else, unless `ABCD_SIM_KNOWN_GAPS=1` (see
 //! `KNOWN_GAPS_VAR`); G5 (the quarantine copy) is outside the properties and has only its
 //! own test.
@@ -58,7 +58,7 @@ use abcd::journal::format::{Actor, Event, Hash, NewEvent};
 use abcd::journal::group::SharedJournal;
 use abcd::journal::repair::{self, RepairError, RepairOutcome};
 use abcd::journal::scan::{Head, Verdict};
-use abcd::journal::simdisk::{FailedSync, Faults, Injected, Keep, SimDisk, SimRng};
+use abcd::journal::simdisk::{FailedSync, Faults, Keep, SimDisk, SimRng};
 use abcd::journal::storage::{SharedStorage, Storage};
 use abcd::journal::verify::{self, AnchorCheck, VerifyError};
 use abcd::journal::{Journal, JournalError, JournalPaths};
@@ -73,14 +73,8 @@ use serde_json::json;
 const QUICK_CASES: u64 = 128;
 const CASES_VAR: &str = "ABCD_SIM_CASES";
 const SEED_VAR: &str = "ABCD_SIM_SEED";
-/// Set to 1 to let scenarios reach the known gaps (each has its own ignored test below): G2,
-/// appends to a journal whose name is not durable (the folder sync that creates it failed,
-/// or its creator was killed between the rename and that sync): without it, the power goes
-/// as soon as that happens; G3, a failed sync of a quarantine copy or folder, whose
-/// error says the process appends nothing more though it is not poisoned: without it, only a
-/// failed sync of the journal itself is held to that promise (G3 and G4 are fixed; no
-/// scenario steers around them any more); G6, a
-/// reader that writes a cache (checkpoint, projection) naming lines that are not durable (a
+/// Set to 1 to let scenarios reach the known gaps (each has its own ignored test below):
+/// G6, a reader that writes a cache (checkpoint, projection) naming lines that are not durable (a
 /// killed process's unsynced batch, or one whose sync failed): without it, the caching
 /// readers step aside (an append instead) while the journal's bytes are not all durable.
 const KNOWN_GAPS_VAR: &str = "ABCD_SIM_KNOWN_GAPS";
@@ -335,8 +329,6 @@ struct World {
     submitted: HashSet<String>,
     next_nonce: u64,
     log: Vec<String>,
-    /// Faults of the current disk already looked at.
-    injected_seen: usize,
 }
 
 impl World {
@@ -356,7 +348,6 @@ impl World {
             submitted: HashSet::new(),
             next_nonce: 0,
             log: Vec::new(),
-            injected_seen: 0,
         }
     }
 
@@ -522,22 +513,6 @@ impl World {
             76..=79 if self.mix.kills => self.op_kill()?,
             76..=84 => self.op_crash()?,
             _ => self.op_fault(),
-        }
-        let injected = self.disk.injected();
-        let fresh = &injected[self.injected_seen.min(injected.len())..];
-        let journal_on_disk = Path::new("/").join(JOURNAL_AT);
-        let journal_dir_on_disk = journal_on_disk.parent().expect("a folder").to_owned();
-        let creation_cut_short =
-            fresh.iter().any(|i| matches!(i, Injected::Kill(_)) || *i == Injected::SyncDir(journal_dir_on_disk.clone()));
-        self.injected_seen = injected.len();
-        let journal = Path::new("/").join(JOURNAL_AT);
-        // What stays of G2: a failed folder sync that dropped the name while it stays
-        // visible (fsyncgate on a folder), then a new process whose own folder sync
-        // succeeds without it. The killed creator and the same process are covered.
-        if creation_cut_short && self.disk.exists(&journal) && !self.disk.name_is_durable(&journal) && !known_gaps() && !self.disk.is_off()
-        {
-            self.note("the journal's name is not durable and nothing will sync it: the power goes now (gap G2)".into());
-            self.disk.power_off();
         }
         if self.disk.is_off() {
             self.note("the power is off".into());
@@ -814,7 +789,6 @@ impl World {
             };
             self.note(format!("faults: {faults:?}"));
             self.disk.set_faults(faults);
-            self.injected_seen = 0;
             return Ok(());
         }
         let seed = self.rng.next_u64();
@@ -825,7 +799,6 @@ impl World {
         self.note(format!("CRASH (seed {seed:#x}, {keep:?}); a new process on the post-crash disk"));
         stats::bump(&stats::CRASHES);
         self.disk = self.disk.crash_with(seed, keep);
-        self.injected_seen = 0;
         self.p = Process::spawn(&self.disk, &self.lock_path());
         // G4 is closed (the appender verifies every unacknowledged line after the anchor),
         // so damage beyond its first window is left for the appends to meet.
@@ -857,7 +830,6 @@ impl World {
         }
         self.note(format!("faults: {faults:?}"));
         self.disk.set_faults(faults);
-        self.injected_seen = 0;
     }
 
     /// The invariants, on a disk just after a crash, before the new process writes anything.
@@ -1343,6 +1315,28 @@ fn g2_a_failed_folder_sync_at_creation_is_not_followed_by_acknowledged_appends()
     w.disk = w.disk.crash_with(3, Keep::Nothing);
     new_process(&mut w);
     acked_survive(&w).unwrap();
+}
+
+/// G2, what stayed: the folder sync that makes a new journal's name durable fails and
+/// drops the name for good while it stays visible (fsyncgate on a folder). The creator
+/// stops; a new process finds no anchor and syncs the folder, which succeeds without the
+/// name, so it must make the name anew before appending, or a power loss takes the
+/// journal with every event acknowledged on it.
+#[test]
+fn g2_a_name_a_failed_folder_sync_dropped_is_made_anew_by_the_next_process() {
+    for mode in [FailedSync::DropAll, FailedSync::Fsyncgate] {
+        for seed in 0..8 {
+            let mut w = World::new(seed, Mix { kills: false, io_errors: true });
+            w.disk.set_faults(Faults { fail_sync_dir: vec![1], failed_sync: mode, ..Faults::default() });
+            let e = w.plain_event();
+            w.p.stores[0].journal().append(e, Some(&scope())).expect_err("creating fails");
+            new_process(&mut w);
+            acked_events(&mut w, 3);
+            w.disk = w.disk.crash_with(seed, Keep::Nothing);
+            new_process(&mut w);
+            acked_survive(&w).map_err(|e| format!("{mode:?}, seed {seed}: {e}")).unwrap();
+        }
+    }
 }
 
 /// G2, without any I/O error: the process creating the journal is killed between the

@@ -383,7 +383,11 @@ impl Journal {
                     Some(file) => file,
                     None => self.open_and_keep(kept.as_deref_mut())?,
                 };
-                if let Some((head, id)) = self.safe_tail(file.as_ref(), notes, known_len)? {
+                if let Some((head, id, unanchored)) = self.safe_tail(file.as_ref(), notes, known_len)? {
+                    if !unanchored {
+                        return Ok(Some((file, head, id)));
+                    }
+                    let file = self.make_anew(file.as_ref(), kept.as_deref_mut())?;
                     return Ok(Some((file, head, id)));
                 }
                 // Only a genesis cut short was there; it is in quarantine now.
@@ -425,21 +429,22 @@ impl Journal {
         Ok(file)
     }
 
-    /// Makes the tail safe to chain onto and returns the head and journal id; `None` when
-    /// the file held only a torn genesis, now quarantined and cut to zero bytes.
+    /// Makes the tail safe to chain onto and returns the head and journal id, and whether
+    /// the journal has no head anchor (then the caller makes it anew: `make_anew`); `None`
+    /// when the file held only a torn genesis, now quarantined and cut to zero bytes.
     fn safe_tail(
         &self,
         file: &dyn StorageFile,
         notes: &mut AppendNotes,
         known_len: Option<u64>,
-    ) -> Result<Option<(Head, String)>, JournalError> {
+    ) -> Result<Option<(Head, String, bool)>, JournalError> {
         let path = &self.paths.journal;
-        if let Some(known) = self.unchanged_since_last_append(file, known_len)? {
+        if let Some((head, id)) = self.unchanged_since_last_append(file, known_len)? {
             // The file ends with this handle's own acknowledged, synced line and is as long
             // as it left it: no foreign unsynced bytes to sync, and a tail this handle
             // verified when it chained onto it. (Damage written in place behind a live
             // handle is the full verifier's to find, as for any line before the window.)
-            return Ok(Some(known));
+            return Ok(Some((head, id, false)));
         }
         // Sync before reading: bytes a crashed writer left in the page cache, or a failed
         // sync dropped (rewritten first), are made durable (or the failure is seen) before
@@ -480,14 +485,14 @@ impl Journal {
             Some(genesis) => genesis,
             None => read_genesis(file, path)?,
         };
-        self.check_anchor(file, &genesis.journal_id, head, look.anchor)?;
+        let unanchored = self.check_anchor(file, &genesis.journal_id, head, look.anchor)?;
         let journal_id = genesis.journal_id;
         if let Some(torn) = torn {
             let moved = quarantine_range(&*self.storage, file, &self.paths, "torn", head.seq + 1, torn.offset, torn.len)?;
             truncate_durably(file, path, torn.offset)?;
             notes.torn_quarantined = Some((torn, moved.path));
         }
-        Ok(Some((head, journal_id)))
+        Ok(Some((head, journal_id, unanchored)))
     }
 
     /// The ordinary case for a long-lived handle: the file ends exactly where this handle's
@@ -545,9 +550,9 @@ impl Journal {
     /// sync writes them. The anchored line and all before it are durable already: an
     /// anchor is stored only after an append's sync, which came after this same step.
     ///
-    /// Without an anchor nothing says where the durable bytes end, so the whole file is
-    /// rewritten (rare: a fresh home store, or the anchor lost with a crash). With an
-    /// anchor the journal does not hold, nothing is rewritten: the append is refused.
+    /// Without an anchor nothing says where the durable bytes end, and the whole file is
+    /// copied anew instead (`make_anew`). With an anchor the journal does not hold, nothing
+    /// is rewritten: the append is refused.
     /// A handle without an anchor store (tests and benches only) keeps the sync alone.
     fn rewrite_past_anchor(&self, file: &dyn StorageFile, look: &FirstLook) -> Result<(), JournalError> {
         let path = &self.paths.journal;
@@ -559,7 +564,8 @@ impl Journal {
                 }
                 a.end
             }
-            Some(None) => 0,
+            // No anchor: the whole file is copied under its name (`make_anew`).
+            Some(None) => return Ok(()),
             // No anchor store, or its load failed (`check_anchor` reports that).
             None => return Ok(()),
         };
@@ -596,15 +602,16 @@ impl Journal {
     }
 
     /// `preloaded`: the anchor as `acknowledged_by_anchor` loaded it for this journal id
-    /// under the same lock (no writer could have changed it since).
+    /// under the same lock (no writer could have changed it since). True when the home
+    /// store holds no anchor for the journal.
     fn check_anchor(
         &self,
         file: &dyn StorageFile,
         journal_id: &str,
         head: Head,
         preloaded: Option<Option<Anchor>>,
-    ) -> Result<(), JournalError> {
-        let Some(anchors) = &self.anchors else { return Ok(()) };
+    ) -> Result<bool, JournalError> {
+        let Some(anchors) = &self.anchors else { return Ok(false) };
         let path = &self.paths.journal;
         let anchor = match preloaded {
             Some(anchor) => anchor,
@@ -634,26 +641,81 @@ impl Journal {
             Some(_) => {}
             None => self.check_without_anchor(file)?,
         }
-        Ok(())
+        Ok(anchor.is_none())
     }
 
     /// No anchor (a fresh home store, or anchors lost with a crash): nothing says where
     /// the acknowledged lines end, so the appender reads the widest first window the tail
     /// reader allows (a torn region and two maximal lines) and refuses on damage in it.
     /// Rare, so the wider read costs the ordinary append nothing.
-    ///
-    /// It also syncs the journal's folder (reliability gap G2): an anchor is written only
-    /// after a creation's folder sync or an acknowledged append, so without one the name
-    /// of the file may never have been made durable (its creator killed between the rename
-    /// and the folder sync, or that sync failed), and a power cut would take the journal
-    /// with every event acknowledged on it.
     fn check_without_anchor(&self, file: &dyn StorageFile) -> Result<(), JournalError> {
         let path = &self.paths.journal;
         if let Tail::Corrupt(corruption) = scan::read_tail_from(file, u64::MAX).map_err(JournalError::io("reading the tail of", path))? {
             return Err(JournalError::Corrupt { path: path.clone(), corruption });
         }
+        Ok(())
+    }
+
+    /// With no anchor, the journal is made anew under its name before anything chains onto
+    /// it: copied into a temp file that is synced, renamed over the name, and the folder
+    /// synced; the file returned (and kept) is the copy.
+    ///
+    /// Why (reliability gap G2): an anchor is stored only after a creation's folder sync
+    /// or an acknowledged append, so without one the name may never have been made
+    /// durable: its creator was killed before that sync, or the sync failed and dropped
+    /// the name for good while it stays visible, and then a folder sync now succeeds
+    /// without it. Only a new name change (the rename) gives that sync something to write.
+    /// A hard link renamed over the name would not do: a rename between two names of one
+    /// file does nothing. The copy's bytes are durable too, whatever a failed sync dropped
+    /// from the old file's pages (gap G1). Rare (a fresh home store, or anchors a crash
+    /// lost), and once: the append that follows stores an anchor.
+    fn make_anew(
+        &self,
+        file: &dyn StorageFile,
+        kept: Option<&mut Option<(Arc<dyn StorageFile>, FileId)>>,
+    ) -> Result<Arc<dyn StorageFile>, JournalError> {
+        let path = &self.paths.journal;
         let dir = self.paths.dir();
-        self.storage.sync_dir(dir).map_err(JournalError::io("syncing the folder (so the journal's name is durable) of", path))
+        let len = file.len().map_err(JournalError::io("inspecting", path))?;
+        let tmp = storage::temp_path(path);
+        let copy = self.storage.create_new(&tmp).map_err(JournalError::io("creating", &tmp))?;
+        let copied = (|| {
+            let mut buf = vec![0u8; REWRITE_CHUNK_BYTES.min(len as usize)];
+            let mut at = 0u64;
+            while at < len {
+                let want = ((len - at) as usize).min(buf.len());
+                let n = file.read_at(&mut buf[..want], at).map_err(JournalError::io("reading", path))?;
+                if n == 0 {
+                    break;
+                }
+                copy.write_at(&buf[..n], at).map_err(JournalError::io("writing", &tmp))?;
+                at += n as u64;
+            }
+            if at != len {
+                return Err(JournalError::Io {
+                    what: "copying",
+                    path: path.clone(),
+                    source: io::Error::new(io::ErrorKind::UnexpectedEof, "the journal shrank while it was copied"),
+                });
+            }
+            // A failed sync here says this process appends nothing more: it must hold.
+            copy.sync_data().map_err(|source| {
+                poison(path);
+                JournalError::SyncFailed { path: tmp.clone(), source }
+            })?;
+            self.storage.rename(&tmp, path).map_err(JournalError::io("renaming a copy over", path))
+        })();
+        if let Err(e) = copied {
+            let _ = self.storage.remove_cache_file(&tmp);
+            return Err(e);
+        }
+        // Past the rename the name may still not be durable: as for a failed creation, this
+        // process appends nothing more, and the next one finds no anchor and does this again.
+        self.storage.sync_dir(dir).map_err(|source| {
+            poison(path);
+            JournalError::SyncFailed { path: dir.to_owned(), source }
+        })?;
+        self.open_and_keep(kept)
     }
 
     /// The lines after the anchored (last acknowledged) line were never acknowledged: a
@@ -758,7 +820,8 @@ impl Journal {
             // Failed after the rename, the name is visible and may still not be durable (a
             // failed folder sync can drop it, and a later sync would then succeed without
             // it): this process appends nothing more here; the next one finds no anchor
-            // and syncs the folder first. Failed before it, nothing is there to protect.
+            // and makes the journal anew (`make_anew`). Failed before it, nothing is there
+            // to protect.
             if self.storage.facts(path).ok().flatten().is_some() {
                 poison(path);
             }
@@ -1144,7 +1207,7 @@ mod tests {
     /// The rewrite before the sync (gap G1) writes each byte where it was: on the real disk
     /// the appender's own handle appends (`O_APPEND`), so the rewrite must use another.
     #[test]
-    fn bytes_past_the_anchor_are_rewritten_where_they_are_on_the_real_disk() {
+    fn bytes_past_the_anchor_are_rewritten_where_they_are_and_no_anchor_copies_the_journal_anew() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("wc").join("journal.jsonl");
         let home = dir.path().join("home");
@@ -1158,11 +1221,16 @@ mod tests {
         let after = std::fs::read(&path).unwrap();
         assert!(after.len() > before.len() && after.starts_with(&before), "the bytes past the anchor are where they were");
         assert_eq!(clean_events(&path), 4);
-        // Without an anchor the whole file is rewritten, in place too.
+        // Without an anchor the journal is made anew: a copy, renamed over its name.
         std::fs::remove_dir_all(home.join("anchors")).unwrap();
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let old = ino(&path);
         anchored().append(event(4), None).unwrap();
         let last = std::fs::read(&path).unwrap();
-        assert!(last.len() > after.len() && last.starts_with(&after), "the whole file is where it was");
+        assert!(last.len() > after.len() && last.starts_with(&after), "the copy holds every byte");
+        assert_ne!(ino(&path), old, "a new file under the name");
         assert_eq!(clean_events(&path), 5);
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(names.iter().all(|n| !n.to_string_lossy().contains(".tmp-")), "no temp file is left: {names:?}");
     }
 }

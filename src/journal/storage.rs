@@ -312,8 +312,9 @@ pub fn read_small(storage: &dyn Storage, path: &Path, cap: u64) -> io::Result<Ve
 
 /// Removes temp files `write_atomic` left in `dir` when its writer was killed: names
 /// `.<name>.tmp-<pid>-<n>` whose pid is no longer alive. Returns how many it removed.
-/// Only caches are written this way besides a journal's creation, whose temp file never
-/// became the journal, so nothing acknowledged is lost.
+/// Only caches are written this way besides a journal's creation and its copy made anew
+/// (`Journal::make_anew`), whose temp file never became the journal, so nothing
+/// acknowledged is lost.
 pub fn remove_stale_temp_files(storage: &dyn Storage, dir: &Path) -> io::Result<usize> {
     let mut removed = 0;
     for path in storage.list_dir(dir)? {
@@ -341,8 +342,7 @@ fn stale_temp_pid(name: &str) -> Option<u32> {
 /// `durable`, the temp file is synced before the rename and the folder after it.
 pub fn write_atomic(storage: &dyn Storage, path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique_suffix()));
+    let tmp = temp_path(path);
     let f = storage.create_new(&tmp)?;
     let result = (|| {
         f.write_at(bytes, 0)?;
@@ -384,7 +384,7 @@ pub fn write_replacing(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> io::
     if let Some(written) = write_into_spare(storage, &spare, path, bytes) {
         return written;
     }
-    let tmp = dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique_suffix()));
+    let tmp = temp_path(path);
     let result = storage.create_new(&tmp).and_then(|f| {
         f.write_at(bytes, 0)?;
         f.set_len(bytes.len() as u64)?;
@@ -433,6 +433,14 @@ fn write_into_spare(storage: &dyn Storage, spare: &Path, path: &Path, bytes: &[u
         Err(e) if e.kind() == io::ErrorKind::NotFound => storage.rename(spare, path),
         Err(e) => Err(e),
     }))
+}
+
+/// A fresh temp name beside `path`: `.<name>.tmp-<pid>-<n>`, the shape
+/// `remove_stale_temp_files` sweeps once its writer is gone.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dir.join(format!(".{name}.tmp-{}-{}", std::process::id(), unique_suffix()))
 }
 
 fn unique_suffix() -> u64 {

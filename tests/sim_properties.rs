@@ -35,13 +35,10 @@
 //! bytes of times, the pid and journal ids differ between runs). `ABCD_SIM_STATS=1` prints
 //! what the scenarios reached (torn tails, corruption, repairs, valid last-good files, …).
 //!
-//! Known gaps: the simulator found six ways abcd breaks these properties or SPEC's crash
-//! rules (G1-G6). Each has a deterministic test at the end of this file, ignored while it
-//! fails (G1, G2, G3, G4 and G5 are fixed and run). The random scenarios steer around G6
-//! in the narrowest way found,
-//! so they keep checking everything else, unless `ABCD_SIM_KNOWN_GAPS=1` (see
-//! `KNOWN_GAPS_VAR`); G5 (the quarantine copy) is outside the properties and has only its
-//! own test.
+//! Gaps: the simulator found six ways abcd broke these properties or SPEC's crash rules
+//! (G1-G6, `docs/reliability.md`). All are fixed; each has a deterministic test at the end
+//! of this file, and the random scenarios steer around none of them. G5 (the quarantine
+//! copy) is outside the properties and has only its own test.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -73,11 +70,6 @@ use serde_json::json;
 const QUICK_CASES: u64 = 128;
 const CASES_VAR: &str = "ABCD_SIM_CASES";
 const SEED_VAR: &str = "ABCD_SIM_SEED";
-/// Set to 1 to let scenarios reach the known gaps (each has its own ignored test below):
-/// G6, a reader that writes a cache (checkpoint, projection) naming lines that are not durable (a
-/// killed process's unsynced batch, or one whose sync failed): without it, the caching
-/// readers step aside (an append instead) while the journal's bytes are not all durable.
-const KNOWN_GAPS_VAR: &str = "ABCD_SIM_KNOWN_GAPS";
 /// The journal on the simulated disk, below each process's mount.
 const JOURNAL_AT: &str = "wc/.abcd/.work.local/journal.jsonl";
 const HOME_AT: &str = "home";
@@ -166,10 +158,6 @@ mod stats {
 
 fn cases() -> u64 {
     std::env::var(CASES_VAR).ok().and_then(|v| v.parse().ok()).unwrap_or(QUICK_CASES)
-}
-
-fn known_gaps() -> bool {
-    std::env::var(KNOWN_GAPS_VAR).is_ok_and(|v| v == "1")
 }
 
 fn replay_seed() -> Option<u64> {
@@ -506,7 +494,6 @@ impl World {
             27..=36 => self.op_shared_append()?,
             37..=51 => self.op_checklist_add()?,
             52..=60 => self.op_checklist_change()?,
-            61..=71 if !known_gaps() && !self.disk.bytes_are_durable(&Path::new("/").join(JOURNAL_AT)) => self.op_append_batch(4)?,
             61..=64 => self.op_checkpoint()?,
             65..=71 => self.op_view()?,
             72..=75 => self.op_repair()?,
@@ -1037,10 +1024,8 @@ fn with_faults_and_kills_no_acknowledged_append_is_lost_and_no_failed_sync_is_fo
 }
 
 // ---------------------------------------------------------------------------------------
-// Deterministic cases: the sync-failure contract, and one test per known gap. A gap's test
-// fails today and is ignored so `cargo test` stays green; `cargo test --test sim_properties
-// -- --ignored` shows each failing, and `ABCD_SIM_KNOWN_GAPS=1` lets the random scenarios
-// reach them too.
+// Deterministic cases: the sync-failure contract, and one test per gap the simulator found
+// (each failed before its fix).
 // ---------------------------------------------------------------------------------------
 
 fn world() -> World {
@@ -1470,26 +1455,46 @@ fn g5_the_copy_of_a_cut_torn_tail_survives_a_crash() {
     assert!(!cut || after.read(&copy_on_disk).as_deref() == Some(&torn[..]), "the journal was cut and {} is gone", copy_on_disk.display());
 }
 
-/// G6. A process is killed after writing a batch and before syncing it (or the batch's sync
-/// fails). A reader (`abcd journal checkpoint`, or any read that rewrites a stale
-/// projection) folds those unsynced lines from the page cache and writes a cache naming the
-/// last one.
-/// A power loss then keeps that line and loses an earlier page of the batch. A checkpoint
-/// or projection is trusted when the one line it names verifies (SPEC §12, O(1)), so the
-/// read path starts from it and returns, as a clean state, events the verifier rejects.
+/// G6 (fixed). A process is killed after writing a batch and before syncing it (or the
+/// batch's sync fails). A reader (`abcd journal checkpoint`, or any read that rewrites a
+/// stale projection) folds those unsynced lines from the page cache and writes a cache
+/// naming the last one. A power loss then keeps that line and loses an earlier page of the
+/// batch. A checkpoint or projection passes the check of the one line it names (SPEC §12,
+/// O(1)), so without more the read path starts from it and returns, as a clean state,
+/// events the verifier rejects. Each cache (a checkpoint; `state.json` and
+/// `checklist.json`), after a kill and after a failed sync, and with the head anchor lost
+/// in the crash too.
 #[test]
-#[ignore = "known gap G6: a cache written from unsynced lines is trusted after a crash put a hole before the line it names"]
 fn g6_no_cache_is_trusted_past_a_hole_a_crash_left_before_the_line_it_names() {
-    let failures: Vec<String> = [true, false].into_iter().filter_map(|killed| g6_case(killed).err()).collect();
+    let mut failures = Vec::new();
+    for killed in [true, false] {
+        for projection in [false, true] {
+            for anchor_lost in [false, true] {
+                failures.extend(g6_case(killed, projection, anchor_lost).err());
+            }
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The batch is left unsynced by a kill before its sync, or by a failed sync (the process
-/// is poisoned for appends; its readers still write caches).
-fn g6_case(killed: bool) -> Result<(), String> {
+/// is poisoned for appends; its readers still write caches). Its last event adds a
+/// checklist item, so a view trusted past the hole shows an item the journal does not
+/// hold. `projection`: the reader writes `state.json` and `checklist.json`, else a
+/// checkpoint. `anchor_lost`: the crash takes the home store's anchors too.
+fn g6_case(killed: bool, projection: bool, anchor_lost: bool) -> Result<(), String> {
     let mut w = World::new(6, Mix { kills: true, io_errors: true });
     let last = acked_events(&mut w, 5);
-    let batch = vec![event_with_pad(&mut w, 1500), event_with_pad(&mut w, 10), event_with_pad(&mut w, 10)];
+    let fields = ItemFields::working("past-the-hole", "an item only the lost page leads to");
+    let item = NewEvent {
+        kind: event::CHECKLIST_ITEM_ADDED.into(),
+        actor: actor(),
+        data: serde_json::to_value(ItemAdded { item: fields }).expect("plain data"),
+    };
+    w.submitted.insert(key_of(&item));
+    // The first line is longer than the tail reader's first window: the hole in it lies
+    // before that window, where only the check of the cache's line can catch it.
+    let batch = vec![event_with_pad(&mut w, 4500), event_with_pad(&mut w, 10), item];
     let faults = if killed {
         Faults { kill_before_sync_data: Some(1), ..Faults::default() }
     } else {
@@ -1503,7 +1508,12 @@ fn g6_case(killed: bool) -> Result<(), String> {
     let store = &w.p.stores[0];
     let current = store.current_state().expect("the state, unsynced lines included");
     assert_eq!(current.head.seq, last.seq + 3);
-    store.write_checkpoint(&current).expect("the checkpoint");
+    assert_eq!(current.state.checklist.items.len(), 1);
+    if projection {
+        store.write_projection(&current).expect("the projections");
+    } else {
+        store.write_checkpoint(&current).expect("the checkpoint");
+    }
     // The crash keeps every page but one inside the batch's first line.
     let after = w.disk.crash_with(6, Keep::Everything);
     let mut bytes = after.read(&journal_on_disk()).expect("the journal");
@@ -1511,22 +1521,34 @@ fn g6_case(killed: bool) -> Result<(), String> {
     bytes[page as usize..page as usize + 512].fill(0);
     after.setup_file(&journal_on_disk(), &bytes).expect("setup");
     after.sync_dir(&journal_on_disk().with_file_name("")).expect("setup");
+    if anchor_lost {
+        remove_anchors(&after);
+    }
     w.disk = after;
     new_process(&mut w);
     let seen = read_journal(&*w.p.storage, &w.p.paths, &w.p.anchors).unwrap().unwrap();
     assert!(matches!(seen.verdict, Verdict::Corrupt(ref c) if c.seq == last.seq + 1), "{:?}", seen.verdict);
-    let read = w.p.stores[0].current_state().unwrap();
-    if &read.state == seen.states.last().unwrap() && read.degraded.is_some() {
-        return Ok(());
-    }
-    Err(format!(
-        "{}: the read path ({:?}, head seq {}, degraded {:?}) folded events past the corruption at seq {}",
+    let case = format!(
+        "{}, {}{}",
         if killed { "after a kill" } else { "after a failed sync" },
-        read.base,
-        read.head.seq,
-        read.degraded.is_some(),
-        last.seq + 1
-    ))
+        if projection { "state.json and checklist.json" } else { "a checkpoint" },
+        if anchor_lost { ", anchor lost" } else { "" }
+    );
+    let read = w.p.stores[0].current_state().unwrap();
+    if &read.state != seen.states.last().unwrap() || read.degraded.is_none() {
+        return Err(format!(
+            "{case}: the read path ({:?}, head seq {}, degraded {:?}) folded events past the corruption at seq {}",
+            read.base,
+            read.head.seq,
+            read.degraded.is_some(),
+            last.seq + 1
+        ));
+    }
+    let view = w.p.stores[0].checklist_view();
+    if !view.checklist.items.is_empty() {
+        return Err(format!("{case}: the checklist reader ({:?}) shows an item past the corruption at seq {}", view.source, last.seq + 1));
+    }
+    Ok(())
 }
 
 /// A new process whose journal ends exactly at the line its head anchor names skips the

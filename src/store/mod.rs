@@ -351,25 +351,39 @@ impl Store {
         }
     }
 
+    /// Whether a cache naming `named` (a line found in place) can have no hole a crash left
+    /// before it: see [`Durable`]. Reads the journal's id from its genesis.
+    fn no_hole_before(&self, file: &dyn StorageFile, named: Head) -> std::io::Result<bool> {
+        if self.journal.anchors().is_none() {
+            return Ok(true);
+        }
+        let Ok(genesis) = read_genesis(file, &self.journal.paths().journal) else { return Ok(false) };
+        Durable::new(&self.journal, &genesis.journal_id).vouches_for(file, named)
+    }
+
     /// The state at `head`: from the projection when it names `head`, else folded (from
     /// that same projection when it is merely behind: it is read and checked once).
     fn state_at(&self, file: &dyn StorageFile, head: Head, journal_id: String) -> Result<CurrentState, JournalError> {
         let storage = &**self.journal.storage();
+        let path = &self.journal.paths().journal;
+        let io_err = |source| JournalError::Io { what: "reading", path: path.clone(), source };
+        let mut durable = Durable::new(&self.journal, &journal_id);
         let projection = projection::load_state_any(storage, &self.projection_path());
         if let Some((state, named)) = projection {
-            if named == head {
+            if named == head && durable.vouches_for(file, head).map_err(io_err)? {
                 return Ok(CurrentState { state, head, journal_id, base: StateBase::ProjectionCurrent, degraded: None, notes: vec![] });
             }
-            return self.fold_from_base(file, journal_id, Some((state, named)));
+            return self.fold_from_base(file, journal_id, Some((state, named)), durable);
         }
-        self.fold_from_base(file, journal_id, None)
+        self.fold_from_base(file, journal_id, None, durable)
     }
 
     /// Folds from the furthest trusted base: a projection that is merely behind, or a
     /// checkpoint, or genesis.
     fn fold_from_best_base(&self, file: &dyn StorageFile, journal_id: String) -> Result<CurrentState, JournalError> {
         let projection = projection::load_state_any(&**self.journal.storage(), &self.projection_path());
-        self.fold_from_base(file, journal_id, projection)
+        let durable = Durable::new(&self.journal, &journal_id);
+        self.fold_from_base(file, journal_id, projection, durable)
     }
 
     /// [`Store::fold_from_best_base`] with `state.json` already read (`projection`: its
@@ -379,6 +393,7 @@ impl Store {
         file: &dyn StorageFile,
         journal_id: String,
         projection: Option<(FoldedState, Head)>,
+        mut durable: Durable<'_>,
     ) -> Result<CurrentState, JournalError> {
         let storage = &**self.journal.storage();
         let path = &self.journal.paths().journal;
@@ -386,6 +401,7 @@ impl Store {
         let mut best: Option<(FoldedState, Head, StateBase)> = None;
         if let Some((state, head)) = projection
             && scan::line_is_at(file, head).map_err(io_err)?
+            && durable.vouches_for(file, head).map_err(io_err)?
         {
             best = Some((state, head, StateBase::Projection { seq: head.seq }));
         }
@@ -394,6 +410,7 @@ impl Store {
         let newer_than = best.as_ref().map(|(_, h, _)| h.seq);
         if let Some(cp) =
             checkpoint::newest_usable(storage, &self.journal.paths().checkpoints, &journal_id, file, newer_than).map_err(io_err)?
+            && durable.vouches_for(file, cp.head()).map_err(io_err)?
         {
             let head = cp.head();
             best = Some((cp.state, head, StateBase::Checkpoint { seq: head.seq }));
@@ -403,6 +420,79 @@ impl Store {
             None => (FoldedState::default(), StartPoint::GENESIS, StateBase::Genesis),
         };
         fold_from(file, state, start, base, journal_id).map_err(io_err)
+    }
+}
+
+/// Which lines a cache may name and be believed on its one-line check (reliability gap
+/// G6). A reader can write a cache from lines it saw in the page cache before they reached
+/// the disk (a killed writer's batch, or one whose sync failed); a power cut can then keep
+/// the line the cache names and lose an earlier page, and the one-line check alone would
+/// believe a state past a hole. The line the head anchor names and every line before it
+/// are on the disk: the append that stored the anchor made all of them durable first
+/// (`Journal`'s rewrite before its sync). A cache naming a later line is believed only
+/// when every line from the anchored one up to it verifies and chains; with no anchor,
+/// none is. Loaded once, when a cache first asks.
+struct Durable<'j> {
+    journal: &'j Journal,
+    journal_id: String,
+    loaded: Option<DurableUpTo>,
+}
+
+enum DurableUpTo {
+    /// The handle has no anchor store (tests and tools only): the one-line check alone.
+    NotTracked,
+    /// The anchored line, found where the anchor says.
+    Line(Head),
+    /// No anchor, or one whose line the journal does not hold: no line is known durable.
+    Nothing,
+}
+
+impl<'j> Durable<'j> {
+    fn new(journal: &'j Journal, journal_id: &str) -> Durable<'j> {
+        Durable { journal, journal_id: journal_id.to_owned(), loaded: None }
+    }
+
+    /// Whether no crash can have left a hole before `named`, a line the caller found in
+    /// place (`scan::line_is_at`).
+    fn vouches_for(&mut self, file: &dyn StorageFile, named: Head) -> std::io::Result<bool> {
+        let upto = match self.loaded {
+            Some(ref upto) => upto,
+            None => {
+                let upto = match self.journal.anchors() {
+                    None => DurableUpTo::NotTracked,
+                    Some(anchors) => match anchors.load(&**self.journal.storage(), &self.journal_id) {
+                        Ok(Some(a)) => {
+                            let line = Head { seq: a.seq, hash: a.hash, offset: a.offset, end: a.end };
+                            if scan::line_is_at(file, line)? { DurableUpTo::Line(line) } else { DurableUpTo::Nothing }
+                        }
+                        // An anchor that cannot be read vouches for nothing.
+                        Ok(None) | Err(_) => DurableUpTo::Nothing,
+                    },
+                };
+                self.loaded.insert(upto)
+            }
+        };
+        match *upto {
+            DurableUpTo::NotTracked => Ok(true),
+            DurableUpTo::Nothing => Ok(false),
+            DurableUpTo::Line(anchored) if named.seq <= anchored.seq => Ok(true),
+            DurableUpTo::Line(anchored) => chain_reaches(file, anchored, named),
+        }
+    }
+}
+
+/// Whether every line after `from` up to `to` verifies and chains, and `to` is where it
+/// says.
+fn chain_reaches(file: &dyn StorageFile, from: Head, to: Head) -> std::io::Result<bool> {
+    struct Reached(bool);
+    let report = scan::scan(file, StartPoint { after: Some(from) }, |event, pos| {
+        if event.seq == to.seq { Err(Reached(event.hash == to.hash && pos.offset == to.offset)) } else { Ok(()) }
+    });
+    match report {
+        Err(ScanError::Visitor(Reached(same))) => Ok(same),
+        // The verified lines end (a hole, a torn tail, the end) before `to`.
+        Ok(_) => Ok(false),
+        Err(ScanError::Io(e)) => Err(e),
     }
 }
 

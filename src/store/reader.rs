@@ -78,6 +78,7 @@ impl Store {
         if let Tail::Good { head, .. } = tail
             && let Ok(f) = projection::load_checklist(storage, &checklist_path)
             && still_shows(file.as_ref(), f.journal.into(), head, &seen).map_err(io_err)?
+            && self.no_hole_before(file.as_ref(), f.journal.into()).map_err(io_err)?
         {
             // It shows the head's checklist, possibly named by a line before the head.
             return Ok(ChecklistView {
@@ -96,8 +97,9 @@ impl Store {
         } else {
             // A reader repairs a stale or untrusted projection as it goes; a failure to
             // write it changes nothing for this read.
-            // Only from durable lines: a cache naming a line a killed writer left unsynced
-            // could outlive that line in a power cut and be trusted past a hole.
+            // Only from synced lines: a cache naming a line a killed writer left unsynced
+            // could outlive that line in a power cut. Readers with the head anchor do not
+            // believe such a cache anyway (`Durable`); a handle without one would.
             if file.sync_data().is_ok() {
                 let _ = self.write_projection(&current);
             }

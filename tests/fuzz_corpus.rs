@@ -2,10 +2,10 @@
 //! invariant checks the fuzz targets run (`fuzz/checks.rs`), so an ordinary `cargo test`
 //! re-checks every input a fuzzer ever kept. See `fuzz/README.md`.
 //!
-//! Inputs that show a known, still open abcd bug live in `fuzz/known-gaps/<target>/` and
-//! are replayed by ignored tests, which fail today (`cargo test --release --test
-//! fuzz_corpus -- --ignored`); once a gap is fixed, its inputs move into the corpus and its
-//! test goes.
+//! Inputs that showed an abcd bug live in `fuzz/known-gaps/<target>/` and are replayed by
+//! a test of their own (F1, F2: both fixed; their inputs are in the corpus too). A gap
+//! still open would be an ignored test that fails (`cargo test --release --test
+//! fuzz_corpus -- --ignored`); none is.
 
 #[allow(dead_code)]
 #[path = "../fuzz/checks.rs"]
@@ -78,8 +78,9 @@ fn journal_vectors_pass_the_reader_checks() {
     assert!(n > 0);
 }
 
+/// F1 (fixed): a damaged newline that merges the last two lines into one over 64 KiB is
+/// corruption, not a torn tail.
 #[test]
-#[ignore = "known gap F1: a damaged newline that merges the last two lines into one over 64 KiB is called a torn tail, not corruption"]
 fn f1_a_merged_line_over_the_limit_is_corruption() {
     replay("fuzz/known-gaps/journal_mutations", checks::journal_mutations);
 }

@@ -841,6 +841,18 @@ fn all_vectors() -> Vec<Vector> {
         Expected::corrupt(4, a.offset(4), "hash_mismatch"),
     ));
 
+    let mut long = journal_a(4);
+    long.push(FREE_KIND, json!({"text": "a".repeat(40_000)})).push(FREE_KIND, json!({"text": "b".repeat(30_000)}));
+    let mut merged_long = long.bytes();
+    merged_long[long.offset(5) as usize - 1] = b' ';
+    assert!(long.lines[4].len() + long.lines[5].len() > MAX_LINE_BYTES);
+    v.push(vector(
+        "corrupt-merged-lines-over-limit",
+        "Six events, the last two about 40,000 and 30,000 bytes; the newline ending event 4 became a space, so events 4 and 5 read as one line over 65,536 bytes. Event 5 still verifies at its end (a reader keeps an over-long line's last 65,537 bytes to look), so this is damage, not a torn tail.",
+        merged_long,
+        Expected::corrupt(4, long.offset(4), "too_long"),
+    ));
+
     let over_start = [a.lines[..4].concat(), vec![0u8; 64], a.lines[4].clone()].concat();
     v.push(vector(
         "corrupt-garbage-before-line",

@@ -105,7 +105,13 @@ pub enum ScanError<E> {
     Visitor(E),
 }
 
-/// One line as found in the file; `bytes` is empty when the line was too long to keep.
+/// What a reader keeps of a line over the limit: its last bytes, enough to hold any line
+/// embedded at its end (at most `MAX_LINE_BYTES`, and after the line's first byte), which
+/// is all the torn-or-corrupt rule looks for in it (journal-format/SPEC.md §6.4 A).
+pub const KEPT_OF_LONG_LINE_BYTES: usize = MAX_LINE_BYTES + 1;
+
+/// One line as found in the file; `bytes` is the whole line, or for a line over the limit
+/// (`too_long`) its last [`KEPT_OF_LONG_LINE_BYTES`].
 struct RawLine<'a> {
     offset: u64,
     len: u64,
@@ -122,7 +128,8 @@ impl RawLine<'_> {
     }
 }
 
-/// Reads lines with constant memory: a line over the limit is measured, not kept.
+/// Reads lines with constant memory: a line over the limit is measured, and only its last
+/// [`KEPT_OF_LONG_LINE_BYTES`] are kept.
 struct LineReader<'f> {
     file: &'f dyn StorageFile,
     file_len: u64,
@@ -166,12 +173,14 @@ impl<'f> LineReader<'f> {
                 None => (avail, false),
             };
             len += chunk.len() as u64;
-            if !too_long {
-                if self.line.len() + chunk.len() > MAX_LINE_BYTES {
-                    too_long = true;
-                    self.line = Vec::new();
-                } else {
-                    self.line.extend_from_slice(chunk);
+            too_long |= len > MAX_LINE_BYTES as u64;
+            if chunk.len() >= KEPT_OF_LONG_LINE_BYTES && too_long {
+                self.line.clear();
+                self.line.extend_from_slice(&chunk[chunk.len() - KEPT_OF_LONG_LINE_BYTES..]);
+            } else {
+                self.line.extend_from_slice(chunk);
+                if self.line.len() > KEPT_OF_LONG_LINE_BYTES {
+                    self.line.drain(..self.line.len() - KEPT_OF_LONG_LINE_BYTES);
                 }
             }
             self.start += chunk.len();
@@ -294,7 +303,7 @@ fn classify_bad_region(lines: &mut LineReader<'_>, have_genesis: bool, first: Ba
         });
     }
     while let Some(raw) = lines.next_line()? {
-        if !raw.too_long && (format::hash_verifies(raw.bytes) || format::holds_embedded_line(raw.bytes)) {
+        if (!raw.too_long && format::hash_verifies(raw.bytes)) || format::holds_embedded_line(raw.bytes) {
             return Ok(corrupt);
         }
     }
@@ -478,5 +487,89 @@ fn full_scan_verdict(file: &dyn StorageFile) -> io::Result<Tail> {
         (Verdict::TornTail(t), Some(head)) => Ok(Tail::Good { head, torn: Some(t) }),
         (Verdict::TornTail(t), None) => Ok(Tail::TornGenesis(t)),
         (Verdict::Clean, None) => Ok(Tail::Empty),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::format::{Actor, NewEvent};
+
+    struct Mem(Vec<u8>);
+
+    impl StorageFile for Mem {
+        fn len(&self) -> io::Result<u64> {
+            Ok(self.0.len() as u64)
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            let start = (offset as usize).min(self.0.len());
+            let n = buf.len().min(self.0.len() - start);
+            buf[..n].copy_from_slice(&self.0[start..start + n]);
+            Ok(n)
+        }
+        fn append(&self, _: &[u8]) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn set_len(&self, _: u64) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn line(seq: u64, prev: &Hash, text: &str) -> (Vec<u8>, Hash) {
+        let (kind, data) = if seq == 0 {
+            ("journal.opened", serde_json::json!({"journal_id": "ab".repeat(16), "scope": {"kind": "machine"}}))
+        } else {
+            ("future.widget_spun", serde_json::json!({ "text": text }))
+        };
+        let event = NewEvent { kind: kind.into(), actor: Actor { session: None, pid: 1, tool: "abcd/test".into() }, data };
+        format::encode_line(seq, "2026-11-30T06:00:00Z".parse().unwrap(), &event, prev).unwrap()
+    }
+
+    /// A line of exactly `len` bytes whose hash matches its bytes: up to `MAX_LINE_BYTES`
+    /// as abcd writes it, longer with its text grown and its hash computed over it (the
+    /// encoder refuses such a line).
+    fn line_of_len(seq: u64, prev: &Hash, len: usize) -> Vec<u8> {
+        let base = line(seq, prev, "").0.len();
+        let written = line(seq, prev, &"a".repeat(len.min(MAX_LINE_BYTES) - base)).0;
+        let mut body = written[..written.len() - 1 - format::HASH_SUFFIX_LEN].to_vec();
+        let at = body.windows(8).position(|w| w == b"\"text\":\"").unwrap() + 8;
+        body.splice(at..at, std::iter::repeat_n(b'a', len - written.len().min(len)));
+        let hash = format::hash_body(&body);
+        [body, format!(",\"hash\":\"{}\"}}\n", hash.to_hex()).into_bytes()].concat()
+    }
+
+    fn verdict(bytes: Vec<u8>) -> Verdict {
+        scan(&Mem(bytes), StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).unwrap().verdict
+    }
+
+    /// A line over the limit is searched for an embedded line in its last
+    /// `KEPT_OF_LONG_LINE_BYTES` (SPEC §6.4 A): a line of `MAX_LINE_BYTES` that ends it,
+    /// after one byte of garbage, needs every one of them. One byte longer, that piece is no
+    /// line (too long), nothing verifies, and the region is torn.
+    #[test]
+    fn an_over_long_line_is_searched_for_a_line_embedded_at_its_end() {
+        let (genesis, g) = line(0, &Hash::genesis_prev(), "");
+        let at = genesis.len() as u64;
+        let embedded = line_of_len(1, &g, MAX_LINE_BYTES);
+        assert_eq!(embedded.len(), MAX_LINE_BYTES);
+        let merged = [genesis.clone(), b"x".to_vec(), embedded.clone()].concat();
+        assert_eq!(merged.len() - genesis.len(), MAX_LINE_BYTES + 1);
+        assert_eq!(verdict(merged), Verdict::Corrupt(Corruption { seq: 1, offset: at, problem: Problem::Line(LineFault::TooLong) }));
+
+        let over = line_of_len(1, &g, MAX_LINE_BYTES + 1);
+        assert_eq!(over.len(), MAX_LINE_BYTES + 1);
+        let torn = [genesis.clone(), b"x".to_vec(), over].concat();
+        assert!(matches!(verdict(torn), Verdict::TornTail(TornTail { offset, fault: LineFault::TooLong, .. }) if offset == at));
+
+        // Later lines of a bad region are searched too (§6.4 C): a short bad line, then
+        // the long one holding the embedded line.
+        let later = [genesis, b"x\n".to_vec(), b"y".repeat(1000), embedded].concat();
+        assert_eq!(verdict(later), Verdict::Corrupt(Corruption { seq: 1, offset: at, problem: Problem::Line(LineFault::NoHashSuffix) }));
     }
 }

@@ -1470,9 +1470,12 @@ fn g6_no_cache_is_trusted_past_a_hole_a_crash_left_before_the_line_it_names() {
     for killed in [true, false] {
         for projection in [false, true] {
             for anchor_lost in [false, true] {
-                failures.extend(g6_case(killed, projection, anchor_lost).err());
+                failures.extend(g6_case(killed, projection, anchor_lost, false).err());
             }
         }
+        // An older checkpoint, at the anchored line, is the base instead (SPEC §12: the
+        // newest that passes every test).
+        failures.extend(g6_case(killed, false, false, true).err());
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -1481,10 +1484,16 @@ fn g6_no_cache_is_trusted_past_a_hole_a_crash_left_before_the_line_it_names() {
 /// is poisoned for appends; its readers still write caches). Its last event adds a
 /// checklist item, so a view trusted past the hole shows an item the journal does not
 /// hold. `projection`: the reader writes `state.json` and `checklist.json`, else a
-/// checkpoint. `anchor_lost`: the crash takes the home store's anchors too.
-fn g6_case(killed: bool, projection: bool, anchor_lost: bool) -> Result<(), String> {
+/// checkpoint. `anchor_lost`: the crash takes the home store's anchors too. `older`: a
+/// checkpoint at the last acknowledged line was written before the batch, and the read
+/// path must start from it.
+fn g6_case(killed: bool, projection: bool, anchor_lost: bool, older: bool) -> Result<(), String> {
     let mut w = World::new(6, Mix { kills: true, io_errors: true });
     let last = acked_events(&mut w, 5);
+    if older {
+        let store = &w.p.stores[1];
+        store.write_checkpoint(&store.current_state().expect("the state")).expect("the older checkpoint");
+    }
     let fields = ItemFields::working("past-the-hole", "an item only the lost page leads to");
     let item = NewEvent {
         kind: event::CHECKLIST_ITEM_ADDED.into(),
@@ -1529,12 +1538,16 @@ fn g6_case(killed: bool, projection: bool, anchor_lost: bool) -> Result<(), Stri
     let seen = read_journal(&*w.p.storage, &w.p.paths, &w.p.anchors).unwrap().unwrap();
     assert!(matches!(seen.verdict, Verdict::Corrupt(ref c) if c.seq == last.seq + 1), "{:?}", seen.verdict);
     let case = format!(
-        "{}, {}{}",
+        "{}, {}{}{}",
         if killed { "after a kill" } else { "after a failed sync" },
         if projection { "state.json and checklist.json" } else { "a checkpoint" },
-        if anchor_lost { ", anchor lost" } else { "" }
+        if anchor_lost { ", anchor lost" } else { "" },
+        if older { ", an older checkpoint" } else { "" }
     );
     let read = w.p.stores[0].current_state().unwrap();
+    if older && read.base != (StateBase::Checkpoint { seq: last.seq }) {
+        return Err(format!("{case}: the read path started from {:?}, not the checkpoint at seq {}", read.base, last.seq));
+    }
     if &read.state != seen.states.last().unwrap() || read.degraded.is_none() {
         return Err(format!(
             "{case}: the read path ({:?}, head seq {}, degraded {:?}) folded events past the corruption at seq {}",

@@ -135,10 +135,22 @@ pub fn newest_usable(
     file: &dyn StorageFile,
     newer_than: Option<u64>,
 ) -> io::Result<Option<Checkpoint>> {
+    newest_usable_where(storage, dir, journal_id, file, newer_than, |_| Ok(true))
+}
+
+/// [`newest_usable`], of the checkpoints `also` accepts too.
+pub fn newest_usable_where(
+    storage: &dyn Storage,
+    dir: &Path,
+    journal_id: &str,
+    file: &dyn StorageFile,
+    newer_than: Option<u64>,
+    mut also: impl FnMut(&Checkpoint) -> io::Result<bool>,
+) -> io::Result<Option<Checkpoint>> {
     // Newest first: once at or below `newer_than`, none left can be newer.
     for (_, path) in list(storage, dir)?.into_iter().take_while(|(seq, _)| newer_than.is_none_or(|n| *seq > n)) {
         let Ok(Ok(cp)) = load(storage, &path) else { continue };
-        if matches_journal(&cp, journal_id, file)?.is_ok() {
+        if matches_journal(&cp, journal_id, file)?.is_ok() && also(&cp)? {
             return Ok(Some(cp));
         }
     }

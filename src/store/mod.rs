@@ -408,9 +408,10 @@ impl Store {
         // Only a checkpoint past the projection can be a better base: older ones are not
         // even read (a CBOR decode of the whole state each).
         let newer_than = best.as_ref().map(|(_, h, _)| h.seq);
+        let dir = &self.journal.paths().checkpoints;
         if let Some(cp) =
-            checkpoint::newest_usable(storage, &self.journal.paths().checkpoints, &journal_id, file, newer_than).map_err(io_err)?
-            && durable.vouches_for(file, cp.head()).map_err(io_err)?
+            checkpoint::newest_usable_where(storage, dir, &journal_id, file, newer_than, |cp| durable.vouches_for(file, cp.head()))
+                .map_err(io_err)?
         {
             let head = cp.head();
             best = Some((cp.state, head, StateBase::Checkpoint { seq: head.seq }));

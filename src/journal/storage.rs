@@ -292,7 +292,7 @@ impl Storage for RealDisk {
         platform::fs::rename_noreplace(from, to)
     }
     fn open_in_place(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        let f = platform::fs::no_follow(OpenOptions::new().read(true).write(true)).open(path)?;
+        let f = platform::fs::open_regular(OpenOptions::new().read(true).write(true), path, Symlink::Refuse)?;
         Ok(Box::new(RealFile(f)))
     }
 }

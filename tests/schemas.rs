@@ -486,7 +486,8 @@ fn every_verified_event_of_a_defined_kind_fits_its_data_schema() {
 }
 
 /// The vectors show real events: every verified event folds as abcd folds it, none of
-/// them skipped (bar the genesis that is bad on purpose).
+/// them skipped (bar the genesis that is bad on purpose, and a change whose item's add a
+/// salvage lost).
 #[test]
 fn every_verified_event_folds_without_being_skipped() {
     let mut folded_items = 0;
@@ -494,7 +495,10 @@ fn every_verified_event_folds_without_being_skipped() {
         let mut state = FoldedState::default();
         for (event, _) in &events {
             if let FoldNote::Skipped(skipped) = fold::fold_event(&mut state, event) {
-                assert!(name == "corrupt-genesis-bad-data" && skipped.seq == 0, "{name}: {skipped}");
+                // A salvaged vector may lose an item's add: the change after it is skipped
+                // and says so (the rule, not a fault of the vector).
+                let lost_add = name.starts_with("salvaged-") && skipped.reason.ends_with(fold::LOST_ADD_NOTE);
+                assert!((name == "corrupt-genesis-bad-data" && skipped.seq == 0) || lost_add, "{name}: {skipped}");
             }
         }
         folded_items += state.checklist.items.len();

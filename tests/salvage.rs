@@ -337,3 +337,30 @@ fn a_gap_record_near_the_head_is_read_like_any_line() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(item_titles(&repo).len(), 8);
 }
+
+/// A mark whose damage is gone (a good copy put back, or unsynced bytes a crash dropped)
+/// stops nothing: the appender that finds it reads the whole journal, finds it clean,
+/// clears the mark and appends.
+#[test]
+fn a_mark_whose_damage_is_gone_is_cleared_by_the_next_append() {
+    let repo = TestRepo::folder().managed();
+    for i in 1..=12 {
+        ok(&repo, &["checklist", "add", &format!("item number {i}")]);
+    }
+    let path = journal_path(&repo);
+    let good = std::fs::read(&path).unwrap();
+    let mut bad = good.clone();
+    bad[line_starts(&good)[3] + 40] ^= 0x02;
+    std::fs::write(&path, &bad).unwrap();
+    assert_eq!(run(&repo, &["journal", "verify"]).status.code(), Some(1));
+    let anchor_file = || {
+        let dir = repo.home.join("anchors");
+        let entry = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "anchor")).unwrap();
+        std::fs::read(entry).unwrap()
+    };
+    assert!(anchor_file().starts_with(b"abcd-damage/v1 "), "verify marked the anchor");
+    std::fs::write(&path, &good).unwrap();
+    ok(&repo, &["checklist", "add", "after the copy was put back"]);
+    assert!(anchor_file().starts_with(b"abcd-anchor/v1 "), "the append cleared the mark");
+    assert_eq!(item_titles(&repo).len(), 13);
+}

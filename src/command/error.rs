@@ -87,7 +87,6 @@ fn journal_blame(j: &JournalError) -> Blame {
         | J::TooLarge { .. }
         | J::Corrupt { .. }
         | J::AnchorMismatch { .. }
-        | J::DamageFound { .. }
         | J::Replaced { .. }
         | J::Poisoned { .. }
         | J::Encode(_)

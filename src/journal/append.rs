@@ -96,8 +96,6 @@ pub enum JournalError {
     Untrusted { path: PathBuf, reason: &'static str },
     #[error("{} is not an abcd journal: {reason}", path.display())]
     NotAJournal { path: PathBuf, reason: String },
-    #[error("refusing to append to {}: a full read found damage inside the journal (the home store's anchor is marked), and nothing is built on a damaged journal; run `abcd journal verify` to see where, then `abcd journal repair` to salvage it", path.display())]
-    DamageFound { path: PathBuf },
     #[error("refusing to append to {}: the journal is over its {MAX_JOURNAL_BYTES}-byte cap", path.display())]
     TooLarge { path: PathBuf },
     #[error("the event cannot be written: {0}")]
@@ -613,7 +611,7 @@ impl Journal {
     ) -> Result<bool, JournalError> {
         let Some(anchors) = &self.anchors else { return Ok(false) };
         let path = &self.paths.journal;
-        let anchor = match preloaded {
+        let mut anchor = match preloaded {
             Some(anchor) => anchor,
             None => anchors.load(&*self.storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?,
         };
@@ -630,8 +628,23 @@ impl Journal {
                 }
             }
         }
-        if anchor.is_some_and(|a| a.damage_found) {
-            return Err(JournalError::DamageFound { path: path.clone() });
+        if let Some(marked) = anchor.filter(|a| a.damage_found) {
+            // A full read found damage the tail window may not reach: look at the whole
+            // journal before building on it (rare, so the O(n) read costs the ordinary
+            // append nothing).
+            let report =
+                scan::scan(file, scan::StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
+                    scan::ScanError::Io(source) => JournalError::Io { what: "reading", path: path.clone(), source },
+                    scan::ScanError::Visitor(never) => match never {},
+                })?;
+            if let scan::Verdict::Corrupt(corruption) = report.verdict {
+                return Err(JournalError::Corrupt { path: path.clone(), corruption });
+            }
+            // The damage is gone (repaired, put back from a copy, or unsynced bytes a crash
+            // dropped): so is the mark.
+            let cleared = Anchor { damage_found: false, ..marked };
+            let _ = anchors.store(&*self.storage, journal_id, cleared);
+            anchor = Some(cleared);
         }
         if let Some(detail) = anchor_disagreement(file, anchor, head).map_err(JournalError::io("reading", path))? {
             return Err(JournalError::AnchorMismatch { path: path.clone(), detail });

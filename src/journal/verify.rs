@@ -125,9 +125,6 @@ pub fn verify<E>(
     let anchor_check = match (anchors, anchor, report.head) {
         (None, _, _) => AnchorCheck::NotKept,
         (Some(_), None, _) => AnchorCheck::Absent,
-        (Some(_), Some(a), _) if a.damage_found && !matches!(report.verdict, Verdict::Corrupt(_)) => AnchorCheck::Disagrees(
-            "an earlier full read found damage in this journal and marked its anchor, and the journal verifies now (put back from a copy?); appends stay refused until `abcd journal repair` accepts it".into(),
-        ),
         (Some(_), Some(a), None) => {
             AnchorCheck::Disagrees(format!("the home store's anchor says seq {} was acknowledged, and no event verifies", a.seq))
         }

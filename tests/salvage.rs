@@ -355,7 +355,8 @@ fn a_mark_whose_damage_is_gone_is_cleared_by_the_next_append() {
     assert_eq!(run(&repo, &["journal", "verify"]).status.code(), Some(1));
     let anchor_file = || {
         let dir = repo.home.join("anchors");
-        let entry = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "anchor")).unwrap();
+        let entry =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "anchor")).unwrap();
         std::fs::read(entry).unwrap()
     };
     assert!(anchor_file().starts_with(b"abcd-damage/v1 "), "verify marked the anchor");

@@ -261,9 +261,10 @@ struct Seen {
 
 impl Seen {
     /// The index of the verified line `head` names, if the journal holds exactly it.
+    /// The index of the line `head` names (by its chain position: a gap record stands for
+    /// the seqs it names lost, so indexes and seqs part after one).
     fn holds(&self, head: Head) -> Option<usize> {
-        let i = usize::try_from(head.seq).ok()?;
-        (self.heads.get(i) == Some(&head)).then_some(i)
+        self.heads.iter().position(|h| *h == head)
     }
 }
 
@@ -272,7 +273,8 @@ fn read_journal(storage: &dyn Storage, paths: &JournalPaths, anchors: &AnchorSto
     let mut heads = Vec::new();
     let report = match verify::verify(storage, &paths.journal, Some(anchors), |e, pos| {
         events.push(e.clone());
-        heads.push(Head { seq: e.seq, hash: e.hash, offset: pos.offset, end: pos.offset + pos.len });
+        let (seq, hash) = e.chain_position();
+        heads.push(Head { seq, hash, offset: pos.offset, end: pos.offset + pos.len });
         Ok::<(), Infallible>(())
     }) {
         Ok(r) => r,

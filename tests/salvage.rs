@@ -365,3 +365,32 @@ fn a_mark_whose_damage_is_gone_is_cleared_by_the_next_append() {
     assert!(anchor_file().starts_with(b"abcd-anchor/v1 "), "the append cleared the mark");
     assert_eq!(item_titles(&repo).len(), 13);
 }
+
+/// A flipped newline merging two long lines into one piece over 64 KiB (gap F1's shape):
+/// the line at its end is intact and kept; only the first line's bytes are damage.
+#[test]
+fn a_merged_piece_over_the_line_limit_keeps_the_line_at_its_end() {
+    let tj = TempJournal::new();
+    let j = tj.journal();
+    let big = |n: u64| abcd::journal::NewEvent {
+        kind: "compaction.recorded".into(),
+        actor: abcd::journal::Actor::this_process(None),
+        data: serde_json::json!({"n": n, "pad": "x".repeat(40_000)}),
+    };
+    j.append(event("compaction.recorded", 0), Some(&tj.scope())).unwrap();
+    j.append(big(1), None).unwrap();
+    j.append(big(2), None).unwrap();
+    j.append(event("compaction.recorded", 3), None).unwrap();
+    let clean = tj.bytes();
+    let starts = line_starts(&clean);
+    let mut damaged = clean.clone();
+    damaged[starts[3] - 1] = b' ';
+    std::fs::write(tj.path(), &damaged).unwrap();
+    let RepairOutcome::Salvaged(salvage) = repair::repair(&tj.journal(), Some(&tj.scope()), None).unwrap() else { panic!("salvage") };
+    assert_eq!(salvage.lost(), [(2, 2)], "only the line whose newline was flipped is lost");
+    let after = tj.bytes();
+    let line3 = &clean[starts[3]..starts[4]];
+    assert!(after.windows(line3.len()).any(|w| w == line3), "the long line after the damage is kept");
+    let q = std::fs::read(salvage.regions[0].quarantine.as_ref().unwrap()).unwrap();
+    assert_eq!(q, damaged[starts[2]..starts[3]], "the quarantine holds the damaged line and its flipped newline");
+}

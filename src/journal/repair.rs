@@ -364,12 +364,15 @@ impl Walk {
             Ok(event) => return self.verified(event, piece.offset, piece.len),
             Err(fault) => fault,
         };
-        if let Some(at) = (!piece.too_long).then(|| format::embedded_line_at(piece.bytes)).flatten() {
+        // Of an over-long piece only its end is kept: the longest line that can be embedded.
+        let kept_from = piece.offset + piece.len - piece.bytes.len() as u64;
+        if let Some(at) = format::embedded_line_at(piece.bytes) {
             // Two lines merged by a damaged newline, or garbage over the start of a line:
             // only the bytes before the embedded line are damage.
-            self.damage(piece.offset, at as u64, fault.to_string(), true);
+            let at_file = kept_from + at as u64;
+            self.damage(piece.offset, at_file - piece.offset, fault.to_string(), true);
             let rest = &piece.bytes[at..];
-            let (offset, len) = (piece.offset + at as u64, piece.len - at as u64);
+            let (offset, len) = (at_file, piece.offset + piece.len - at_file);
             return match format::verify_line(rest) {
                 Ok(event) => self.verified(event, offset, len),
                 Err(f) => {

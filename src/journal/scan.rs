@@ -247,8 +247,8 @@ pub fn scan<E>(
     }
 }
 
-/// One line as §6.1 of the format splits the file; `bytes` is empty when it was over
-/// `MAX_LINE_BYTES` (measured, not kept).
+/// One line as §6.1 of the format splits the file; `bytes` is the whole line, or for a
+/// line over `MAX_LINE_BYTES` (`too_long`) its last [`KEPT_OF_LONG_LINE_BYTES`].
 pub struct Piece<'a> {
     pub offset: u64,
     pub len: u64,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::repo::TestRepo;
 use serde_json::Value;
-use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
+use src_tree::{CodeLine, code_lines, src_dir, write_file};
 
 /// Far longer than any verb here takes on a loaded machine: only a verb that waits for a
 /// writer that never comes reaches it. The tests assert that the verb returned, not when.
@@ -272,23 +272,12 @@ fn holds_mark(code: &str, mark: &str) -> bool {
 
 /// Every open outside the seam that no exception covers, as `file:line: mark in line`.
 fn opens_outside_platform(root: &Path) -> Vec<String> {
-    let mut files = vec![];
-    collect_rs(root, &mut files);
-    files.sort();
     let mut found = vec![];
-    for file in files {
-        let rel = file.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
-        if rel.starts_with("platform/") || is_test_file(&file) {
-            continue;
-        }
-        let text = strip_test_items(&std::fs::read_to_string(&file).unwrap());
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            let excused = OPEN_EXCEPTIONS.iter().any(|(f, holds, _)| rel == *f && code.contains(holds));
-            for mark in OPEN_MARKS.iter().filter(|m| holds_mark(code, m)) {
-                if !excused {
-                    found.push(format!("{rel}:{}: `{mark}` in {}", n + 1, line.trim()));
-                }
+    for CodeLine { rel, number, code, line } in code_lines(root, |rel| rel.starts_with("platform/")) {
+        let excused = OPEN_EXCEPTIONS.iter().any(|(f, holds, _)| rel == *f && code.contains(holds));
+        for mark in OPEN_MARKS.iter().filter(|m| holds_mark(&code, m)) {
+            if !excused {
+                found.push(format!("{rel}:{number}: `{mark}` in {line}"));
             }
         }
     }

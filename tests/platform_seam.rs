@@ -10,7 +10,7 @@ use std::path::Path;
 
 #[path = "common/src_tree.rs"]
 mod src_tree;
-use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
+use src_tree::{CodeLine, code_lines, src_dir, write_file};
 
 /// What reaches the OS past `std`'s portable surface.
 const OS_MARKS: &[&str] = &["libc::", "\"/proc/", "\"/proc\"", "std::os::unix"];
@@ -28,24 +28,14 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[(
 
 /// Every mark outside the seam that no exception covers, as `file:line: mark in line`.
 fn os_reached_outside_platform(root: &Path) -> Vec<String> {
-    let mut files = vec![];
-    collect_rs(root, &mut files);
-    files.sort();
+    let allowed = |rel: &str| ALLOWED.iter().any(|a| rel == *a || rel.starts_with(&format!("{a}/")));
     let mut found = vec![];
-    for file in files {
-        let rel = file.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
-        if ALLOWED.iter().any(|a| rel == *a || rel.starts_with(&format!("{a}/"))) || is_test_file(&file) {
-            continue;
-        }
-        let text = strip_test_items(&std::fs::read_to_string(&file).unwrap());
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for mark in OS_MARKS {
-                for (at, _) in code.match_indices(mark) {
-                    let excused = EXCEPTIONS.iter().any(|(f, start, _)| rel == *f && code[at..].starts_with(start));
-                    if !excused {
-                        found.push(format!("{rel}:{}: `{mark}` in {}", n + 1, line.trim()));
-                    }
+    for CodeLine { rel, number, code, line } in code_lines(root, allowed) {
+        for mark in OS_MARKS {
+            for (at, _) in code.match_indices(mark) {
+                let excused = EXCEPTIONS.iter().any(|(f, start, _)| rel == *f && code[at..].starts_with(start));
+                if !excused {
+                    found.push(format!("{rel}:{number}: `{mark}` in {line}"));
                 }
             }
         }

@@ -71,3 +71,36 @@ pub fn write_file(root: &Path, rel: &str, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
+
+// The seam checks read lines; `layering.rs`, which includes this file too, reads modules.
+#[allow(dead_code)]
+/// One line of shipped code under a root: its file relative to the root (with `/`), its
+/// number from 1, the code before any `//`, and the whole line.
+pub struct CodeLine {
+    pub rel: String,
+    pub number: usize,
+    pub code: String,
+    pub line: String,
+}
+
+#[allow(dead_code)]
+/// Every line of shipped code under `root` (test files and test items left out), file by
+/// file in name order, skipping the files `skip` names by their relative path.
+pub fn code_lines(root: &Path, skip: impl Fn(&str) -> bool) -> Vec<CodeLine> {
+    let mut files = vec![];
+    collect_rs(root, &mut files);
+    files.sort();
+    let mut out = vec![];
+    for file in files {
+        let rel = file.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+        if skip(&rel) || is_test_file(&file) {
+            continue;
+        }
+        let text = strip_test_items(&std::fs::read_to_string(&file).unwrap());
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("").to_string();
+            out.push(CodeLine { rel: rel.clone(), number: n + 1, code, line: line.trim().to_string() });
+        }
+    }
+    out
+}

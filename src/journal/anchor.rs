@@ -94,6 +94,13 @@ impl AnchorStore {
         f.write_at(encode_record(anchor).as_bytes(), 0)
     }
 
+    /// `store`, synced: for a repair, which rewrites the journal so that an older anchor
+    /// (naming lines at offsets that moved) would read as a replaced journal after a crash.
+    pub fn store_durably(&self, storage: &dyn Storage, journal_id: &str, anchor: Anchor) -> io::Result<()> {
+        self.store(storage, journal_id, anchor)?;
+        self.open_record(storage, journal_id)?.sync_data()
+    }
+
     /// Opens (or creates) the journal's record, creating the anchors folder only when it
     /// is missing: an append pays one open, not a mkdir that fails and a stat besides.
     fn open_record(&self, storage: &dyn Storage, journal_id: &str) -> io::Result<Box<dyn StorageFile>> {

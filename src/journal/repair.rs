@@ -542,8 +542,9 @@ fn salvage(
     })?;
     journal.forget_known_tail();
     if let Some(anchors) = journal.anchors() {
-        // Rewritten after the rename was made durable, as after any acknowledged append.
-        let _ = anchors.store(&*storage, journal_id, Anchor::from(head));
+        // Written after the rename was made durable, and synced: the old anchor names
+        // offsets that moved, and must not come back after a crash.
+        let _ = anchors.store_durably(&*storage, journal_id, Anchor::from(head));
     }
     let regions = plan
         .regions

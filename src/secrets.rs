@@ -1592,7 +1592,7 @@ mod tests {
         assert_eq!(scan(""), None);
     }
 
-    /// One of each class the issue names (zero-width and directional marks, the word joiner
+    /// One of each invisible class (zero-width and directional marks, the word joiner
     /// and invisible operators, the BOM, the soft hyphen, bidi embeddings and overrides, bidi
     /// isolates), and the other default-ignorables (a variation selector, a tag character).
     const SPLITTERS: &[char] = &[

@@ -326,8 +326,7 @@ fn a_hook_waits_two_seconds_for_the_lock_and_a_verb_its_own_wait_to_the_millisec
     }
 }
 
-/// The format spec's append steps state the waits the code uses (issue 20: they said 2 s
-/// for every writer while a verb waited 10 s).
+/// The format spec's append steps state the waits the code uses, for hooks and for verbs.
 #[test]
 fn the_format_spec_states_the_lock_waits_the_code_uses() {
     let spec = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("journal-format/SPEC.md")).unwrap();

@@ -10,7 +10,7 @@ use abcd::journal::storage::RealDisk;
 use abcd::journal::{Event, NewEvent};
 use abcd::store::checkpoint;
 use abcd::store::{self, Store};
-use common::{TempJournal, event, line_starts};
+use common::{TempJournal, event, journal_with, line_starts};
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use serde_json::json;
 
@@ -31,16 +31,6 @@ fn scan_all(path: &std::path::Path) -> (scan::ScanReport, Vec<Event>) {
     })
     .unwrap();
     (report, events)
-}
-
-/// A journal of `n` ordinary events after genesis.
-fn journal_with(n: usize) -> TempJournal {
-    let tj = TempJournal::new();
-    let j = tj.journal();
-    for i in 0..n {
-        j.append(event("compaction.recorded", i as u64), Some(&tj.scope())).unwrap();
-    }
-    tj
 }
 
 /// Event payloads quickcheck varies: any kind from a small set, any string data.

@@ -13,7 +13,7 @@ use abcd::journal::storage::RealDisk;
 use abcd::journal::verify;
 use abcd::store::Store;
 use common::repo::{TestRepo, abcd};
-use common::{TempJournal, event, line_starts};
+use common::{TempJournal, event, journal_with, line_starts};
 
 fn run(repo: &TestRepo, args: &[&str]) -> Output {
     abcd(&repo.root, &repo.home).args(args).output().expect("abcd runs")
@@ -202,11 +202,8 @@ fn twenty_flipped_bits_across_5000_events_cost_exactly_their_lines() {
 /// journal verifies, names three lost seqs and goes on from the anchor's seq.
 #[test]
 fn two_damaged_lines_and_a_damaged_last_line_need_one_repair() {
-    let tj = TempJournal::new();
+    let tj = journal_with(40);
     let j = tj.journal();
-    for i in 0..40 {
-        j.append(event("compaction.recorded", i), Some(&tj.scope())).unwrap();
-    }
     let clean = tj.bytes();
     let starts = line_starts(&clean);
     let mut damaged = clean.clone();
@@ -230,11 +227,7 @@ fn two_damaged_lines_and_a_damaged_last_line_need_one_repair() {
 /// is still a torn tail: cut, nothing recorded as lost.
 #[test]
 fn a_damaged_last_line_no_anchor_names_is_a_torn_tail() {
-    let tj = TempJournal::new();
-    let j = tj.journal();
-    for i in 0..5 {
-        j.append(event("compaction.recorded", i), Some(&tj.scope())).unwrap();
-    }
+    let tj = journal_with(5);
     let clean = tj.bytes();
     let starts = line_starts(&clean);
     let mut damaged = clean.clone();

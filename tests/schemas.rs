@@ -21,7 +21,7 @@ use abcd::fold::{self, FoldNote, FoldedState};
 use abcd::git::branch as git;
 use abcd::journal::format;
 use abcd::journal::scan::{self, StartPoint};
-use abcd::journal::storage::StorageFile;
+use abcd::journal::storage::BytesFile;
 use abcd::ledger::{
     self, Driver, DriverClaimed, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState, ReceiptCollected, RunNamed,
     RunStarted, WorkSavedAside,
@@ -375,32 +375,6 @@ fn errors_of(schema: &Value, value: &Value) -> Vec<String> {
 // The vectors
 // ---------------------------------------------------------------------------------------
 
-struct MemFile(Vec<u8>);
-
-impl StorageFile for MemFile {
-    fn len(&self) -> std::io::Result<u64> {
-        Ok(self.0.len() as u64)
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        let start = (offset as usize).min(self.0.len());
-        let n = buf.len().min(self.0.len() - start);
-        buf[..n].copy_from_slice(&self.0[start..start + n]);
-        Ok(n)
-    }
-    fn append(&self, _: &[u8]) -> std::io::Result<()> {
-        Err(std::io::Error::other("read-only"))
-    }
-    fn write_at(&self, _: &[u8], _: u64) -> std::io::Result<()> {
-        Err(std::io::Error::other("read-only"))
-    }
-    fn set_len(&self, _: u64) -> std::io::Result<()> {
-        Err(std::io::Error::other("read-only"))
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Every vector's verified events in order, each with its line's JSON object.
 fn verified_events() -> Vec<(String, Vec<(format::Event, Value)>)> {
     let dir = format_dir().join("vectors");
@@ -414,7 +388,7 @@ fn verified_events() -> Vec<(String, Vec<(format::Event, Value)>)> {
     for name in names {
         let bytes = std::fs::read(dir.join(format!("{name}.jsonl"))).unwrap();
         let mut events = Vec::new();
-        scan::scan(&MemFile(bytes.clone()), StartPoint::GENESIS, |event, pos| {
+        scan::scan(&BytesFile(bytes.clone()), StartPoint::GENESIS, |event, pos| {
             let line = &bytes[pos.offset as usize..(pos.offset + pos.len) as usize];
             events.push((event.clone(), serde_json::from_slice::<Value>(&line[..line.len() - 1]).unwrap()));
             Ok::<(), std::convert::Infallible>(())

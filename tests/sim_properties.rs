@@ -1600,14 +1600,7 @@ fn a_tail_past_the_anchor_or_without_one_is_synced_before_it_is_read() {
     // No anchor: the home store lost it.
     let mut w = world();
     acked_events(&mut w, 2);
-    let storage = w.disk.shared();
-    let anchors = Path::new("/").join(HOME_AT).join("anchors");
-    let records: Vec<PathBuf> =
-        storage.list_dir(&anchors).expect("the anchors").into_iter().filter(|p| p.extension().is_some_and(|e| e == "anchor")).collect();
-    assert!(!records.is_empty(), "the appends left an anchor");
-    for path in records {
-        storage.remove_cache_file(&path).expect("removed");
-    }
+    remove_anchors(&w.disk);
     new_process(&mut w);
     let before = w.disk.counts().sync_data;
     acked_events(&mut w, 1);

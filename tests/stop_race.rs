@@ -1,4 +1,4 @@
-//! Two Stop hooks of one session at once (issue 20's list): both read the session's state
+//! Two Stop hooks of one session at once: both read the session's state
 //! before either records its verdict. The hook's two halves (`stop::read`, then
 //! `PendingStop::finish`) are called in that interleaving, so the race is the same on every
 //! run: no sleeps, no second process to schedule.

@@ -1,5 +1,5 @@
 //! Every value abcd prints reaches a terminal safe: controls, DEL, C1, bidi controls and
-//! line separators show as `\uXXXX` escapes instead of acting (issue 20's list). JSON output
+//! line separators show as `\uXXXX` escapes instead of acting. JSON output
 //! stays valid and decodes to the same values; a hook's texts carry the visible escape.
 
 mod common;

@@ -25,7 +25,7 @@ use abcd::checklist::item::{ChangeSet, Credential, ItemFields, ItemState, slug_f
 use abcd::event::{ItemAdded, ItemChanged, JournalOpened, JournalRepaired, RepairCause, Scope};
 use abcd::journal::format::{self, Actor, HASH_SUFFIX_LEN, Hash, LineFault, MAX_LINE_BYTES, NewEvent};
 use abcd::journal::scan::{self, LinePos, MAX_TORN_TAIL_BYTES, Problem, ScanReport, StartPoint, Verdict};
-use abcd::journal::storage::{RealDisk, StorageFile};
+use abcd::journal::storage::{BytesFile, RealDisk};
 use abcd::journal::verify;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -1103,36 +1103,9 @@ fn prepared_vectors_dir() -> PathBuf {
 // Reading the folder back
 // ---------------------------------------------------------------------------------------
 
-/// A journal held in memory, for `scan`.
-struct MemFile(Vec<u8>);
-
-impl StorageFile for MemFile {
-    fn len(&self) -> io::Result<u64> {
-        Ok(self.0.len() as u64)
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let start = (offset as usize).min(self.0.len());
-        let n = buf.len().min(self.0.len() - start);
-        buf[..n].copy_from_slice(&self.0[start..start + n]);
-        Ok(n)
-    }
-    fn append(&self, _: &[u8]) -> io::Result<()> {
-        Err(io::Error::other("vectors are read-only"))
-    }
-    fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {
-        Err(io::Error::other("vectors are read-only"))
-    }
-    fn set_len(&self, _: u64) -> io::Result<()> {
-        Err(io::Error::other("vectors are read-only"))
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 fn scan_bytes(bytes: &[u8]) -> (ScanReport, Vec<(format::Event, LinePos)>) {
     let mut events = Vec::new();
-    let report = scan::scan(&MemFile(bytes.to_vec()), StartPoint::GENESIS, |e, pos| {
+    let report = scan::scan(&BytesFile(bytes.to_vec()), StartPoint::GENESIS, |e, pos| {
         events.push((e.clone(), pos));
         Ok::<(), std::convert::Infallible>(())
     })

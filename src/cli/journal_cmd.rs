@@ -28,7 +28,8 @@ pub fn verify(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
 /// report is what this command owes, and the next full read marks it again).
 pub fn mark_damage(paths: &crate::journal::JournalPaths, anchors: &crate::journal::anchor::AnchorStore, report: &VerifyReport) {
     if let (Verdict::Corrupt(_), Some(id), Some(head)) = (&report.verdict, &report.journal_id, report.head) {
-        let _ = crate::journal::append::record_damage_found(&RealDisk, paths, anchors, id, head);
+        let journal = crate::journal::Journal::new(RealDisk::shared(), paths.clone(), Some(anchors.clone()));
+        let _ = journal.record_damage_found(id, head);
     }
 }
 

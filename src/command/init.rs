@@ -32,10 +32,14 @@ pub fn places_of(cwd: &Path) -> Result<Places, CommandError> {
     Ok(Places { root, main_root, settings, exclude })
 }
 
+/// The most of git's `info/exclude` abcd reads; a longer one is refused, not read in part.
+const MAX_EXCLUDE_BYTES: u64 = 1 << 20;
+
 /// git's `info/exclude`; empty when absent, a refusal when it cannot be read (a FIFO there,
-/// say). Read whole, as git reads it.
+/// say) or is over [`MAX_EXCLUDE_BYTES`].
 fn read_exclude(path: &Path) -> Result<Vec<u8>, CommandError> {
-    match platform::fs::read_regular(path, u64::MAX) {
+    match platform::fs::read_regular(path, MAX_EXCLUDE_BYTES + 1) {
+        Ok(b) if b.len() as u64 > MAX_EXCLUDE_BYTES => Err(refused_exclude(path, format!("it is over {MAX_EXCLUDE_BYTES} bytes"))),
         Ok(b) => Ok(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(refused_exclude(path, e)),

@@ -178,7 +178,8 @@ pub fn replay(
 
     if let (Verdict::Corrupt(_), Some(id), Some(head)) = (&report.verdict, &report.journal_id, report.head) {
         // Damage this full read found is recorded where the appender sees it (best effort).
-        let _ = crate::journal::append::record_damage_found(&storage, paths, &anchors, id, head);
+        let journal = crate::journal::Journal::new(RealDisk::shared(), paths.clone(), Some(anchors.clone()));
+        let _ = journal.record_damage_found(id, head);
     }
 
     if let Some(at) = at {

@@ -357,10 +357,11 @@ fn load_drift_cache(path: &Path) -> worktree::DriftCounts {
     if !crate::journal::storage::home_file_ok(&RealDisk, path).unwrap_or(false) {
         return worktree::DriftCounts::new();
     }
-    // Checked again on the open: the name can be replaced between the two.
-    match crate::platform::fs::read_regular(path, bound) {
-        Ok(bytes) if (bytes.len() as u64) < bound => serde_json::from_slice(&bytes).unwrap_or_default(),
-        _ => worktree::DriftCounts::new(),
+    // The open refuses a link and a non-regular file again: the name can be replaced
+    // between the two.
+    match crate::journal::storage::read_small(&RealDisk, path, bound - 1) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
+        Err(_) => worktree::DriftCounts::new(),
     }
 }
 

@@ -47,6 +47,12 @@ pub struct KeptAnchor {
     file: Box<dyn StorageFile>,
 }
 
+impl From<Anchor> for Head {
+    fn from(a: Anchor) -> Head {
+        Head { seq: a.seq, hash: a.hash, offset: a.offset, end: a.end }
+    }
+}
+
 impl From<Head> for Anchor {
     fn from(h: Head) -> Anchor {
         Anchor { seq: h.seq, offset: h.offset, end: h.end, hash: h.hash, damage_found: false }
@@ -87,18 +93,22 @@ impl AnchorStore {
     /// Overwrites the anchor in place. Called with the journal lock held, so anchors of
     /// one journal are written in append order.
     pub fn store(&self, storage: &dyn Storage, journal_id: &str, anchor: Anchor) -> io::Result<()> {
-        if !id_is_safe(journal_id) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "journal id is not a safe file name"));
-        }
-        let f = self.open_record(storage, journal_id)?;
-        f.write_at(encode_record(anchor).as_bytes(), 0)
+        self.write_record(storage, journal_id, anchor).map(drop)
     }
 
     /// `store`, synced: for a repair, which rewrites the journal so that an older anchor
     /// (naming lines at offsets that moved) would read as a replaced journal after a crash.
     pub fn store_durably(&self, storage: &dyn Storage, journal_id: &str, anchor: Anchor) -> io::Result<()> {
-        self.store(storage, journal_id, anchor)?;
-        self.open_record(storage, journal_id)?.sync_data()
+        self.write_record(storage, journal_id, anchor)?.sync_data()
+    }
+
+    fn write_record(&self, storage: &dyn Storage, journal_id: &str, anchor: Anchor) -> io::Result<Box<dyn StorageFile>> {
+        if !id_is_safe(journal_id) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "journal id is not a safe file name"));
+        }
+        let f = self.open_record(storage, journal_id)?;
+        f.write_at(encode_record(anchor).as_bytes(), 0)?;
+        Ok(f)
     }
 
     /// Opens (or creates) the journal's record, creating the anchors folder only when it

@@ -176,9 +176,7 @@ pub struct WriterLock<'j> {
 impl WriterLock<'_> {
     /// [`Journal::record_damage_found`] with the lock this guard holds.
     pub fn mark_damage_found(&self, journal_id: &str, before_damage: Head) -> Result<(), JournalError> {
-        let j = self.journal;
-        let Some(anchors) = &j.anchors else { return Ok(()) };
-        mark_damage_locked(&*j.storage, &j.paths, anchors, journal_id, before_damage)
+        self.journal.mark_damage_locked(journal_id, before_damage)
     }
 
     /// Opens (or creates) the journal, makes its tail safe to chain onto, and returns the
@@ -302,8 +300,20 @@ impl Journal {
     /// Taken under the lock, or an append could rewrite the anchor over the mark; a reader
     /// that cannot have the lock quickly leaves the mark to the next full read.
     pub fn record_damage_found(&self, journal_id: &str, before_damage: Head) -> Result<(), JournalError> {
+        let _held = JournalLock::acquire(&self.paths.lock, DAMAGE_MARK_LOCK_WAIT)?;
+        self.mark_damage_locked(journal_id, before_damage)
+    }
+
+    /// The mark itself, for a caller that holds the writer lock.
+    fn mark_damage_locked(&self, journal_id: &str, before_damage: Head) -> Result<(), JournalError> {
         let Some(anchors) = &self.anchors else { return Ok(()) };
-        record_damage_found(&*self.storage, &self.paths, anchors, journal_id, before_damage)
+        let path = &self.paths.journal;
+        let anchor = anchors.load(&*self.storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?;
+        if anchor.is_some_and(|a| a.damage_found) {
+            return Ok(());
+        }
+        let marked = Anchor { damage_found: true, ..anchor.unwrap_or(Anchor::from(before_damage)) };
+        anchors.store(&*self.storage, journal_id, marked).map_err(JournalError::io("writing the head anchor of", path))
     }
 
     /// Takes the writer lock. The guard is the only way to the append steps
@@ -532,7 +542,7 @@ impl Journal {
         let Ok(loaded) = loaded else { return Ok(None) };
         look.anchor = Some(loaded);
         let Some(anchor) = loaded else { return Ok(None) };
-        let head = Head { seq: anchor.seq, hash: anchor.hash, offset: anchor.offset, end: anchor.end };
+        let head = Head::from(anchor);
         let len = file.len().map_err(JournalError::io("inspecting", path))?;
         if len != head.end || !scan::line_is_at(file, head).map_err(JournalError::io("reading", path))? {
             return Ok(None);
@@ -554,19 +564,13 @@ impl Journal {
     /// A handle without an anchor store (tests and benches only) keeps the sync alone.
     fn rewrite_past_anchor(&self, file: &dyn StorageFile, look: &FirstLook) -> Result<(), JournalError> {
         let path = &self.paths.journal;
-        let from = match look.anchor {
-            Some(Some(a)) => {
-                let head = Head { seq: a.seq, hash: a.hash, offset: a.offset, end: a.end };
-                if !scan::line_is_at(file, head).map_err(JournalError::io("reading", path))? {
-                    return Ok(());
-                }
-                a.end
-            }
-            // No anchor: the whole file is copied under its name (`make_anew`).
-            Some(None) => return Ok(()),
-            // No anchor store, or its load failed (`check_anchor` reports that).
-            None => return Ok(()),
-        };
+        // No anchor: the whole file is copied under its name (`make_anew`). No anchor
+        // store, or its load failed: `check_anchor` reports that.
+        let Some(Some(a)) = look.anchor else { return Ok(()) };
+        if !scan::line_is_at(file, Head::from(a)).map_err(JournalError::io("reading", path))? {
+            return Ok(());
+        }
+        let from = a.end;
         let len = file.len().map_err(JournalError::io("inspecting", path))?;
         if from >= len {
             return Ok(());
@@ -577,26 +581,18 @@ impl Journal {
             return Err(JournalError::Io {
                 what: "rewriting in place",
                 path: path.clone(),
-                source: io::Error::other("the path names another file than the one being appended to"),
+                source: io::Error::other(
+                    "the path names another file than the one being appended to; run the command again, and `abcd journal verify` if this recurs",
+                ),
             });
         }
         let failed = |source| {
             poison(path);
             JournalError::Io { what: "writing to", path: path.clone(), source }
         };
-        let mut buf = vec![0u8; REWRITE_CHUNK_BYTES.min((len - from) as usize)];
-        let mut at = from;
-        while at < len {
-            let want = ((len - at) as usize).min(buf.len());
-            let n = file.read_at(&mut buf[..want], at).map_err(JournalError::io("reading", path))?;
-            if n == 0 {
-                break;
-            }
-            writer.write_at(&buf[..n], at).map_err(failed)?;
-            at += n as u64;
-        }
+        storage::copy_range(file, writer.as_ref(), from, len - from, from).map_err(failed)?;
         // A cut that a failed sync dropped would leave the disk's copy longer than reads show.
-        writer.set_len(at).map_err(failed)
+        writer.set_len(len).map_err(failed)
     }
 
     /// `preloaded`: the anchor as `acknowledged_by_anchor` loaded it for this journal id
@@ -632,11 +628,7 @@ impl Journal {
             // A full read found damage the tail window may not reach: look at the whole
             // journal before building on it (rare, so the O(n) read costs the ordinary
             // append nothing).
-            let report =
-                scan::scan(file, scan::StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
-                    scan::ScanError::Io(source) => JournalError::Io { what: "reading", path: path.clone(), source },
-                    scan::ScanError::Visitor(never) => match never {},
-                })?;
+            let report = scan::scan_all(file, scan::StartPoint::GENESIS).map_err(JournalError::io("reading", path))?;
             if let scan::Verdict::Corrupt(corruption) = report.verdict {
                 return Err(JournalError::Corrupt { path: path.clone(), corruption });
             }
@@ -693,29 +685,23 @@ impl Journal {
         let tmp = storage::temp_path(path);
         let copy = self.storage.create_new(&tmp).map_err(JournalError::io("creating", &tmp))?;
         let copied = (|| {
-            let mut buf = vec![0u8; REWRITE_CHUNK_BYTES.min(len as usize)];
-            let mut at = 0u64;
-            while at < len {
-                let want = ((len - at) as usize).min(buf.len());
-                let n = file.read_at(&mut buf[..want], at).map_err(JournalError::io("reading", path))?;
-                if n == 0 {
-                    break;
-                }
-                copy.write_at(&buf[..n], at).map_err(JournalError::io("writing", &tmp))?;
-                at += n as u64;
-            }
-            if at != len {
-                return Err(JournalError::Io {
-                    what: "copying",
-                    path: path.clone(),
-                    source: io::Error::new(io::ErrorKind::UnexpectedEof, "the journal shrank while it was copied"),
-                });
-            }
+            storage::copy_range(file, copy.as_ref(), 0, len, 0).map_err(JournalError::io("copying", path))?;
             // A failed sync here says this process appends nothing more: it must hold.
             copy.sync_data().map_err(|source| {
                 poison(path);
                 JournalError::SyncFailed { path: tmp.clone(), source }
             })?;
+            // Only over the file that was copied: a file a person put at the path since
+            // is theirs, and stays.
+            let named = self.storage.facts(path).map_err(JournalError::io("inspecting", path))?.and_then(|f| f.id);
+            let copied_id = file.identity().map_err(JournalError::io("inspecting", path))?;
+            if named.is_none() || named != copied_id {
+                return Err(JournalError::Io {
+                    what: "renaming a copy over",
+                    path: path.clone(),
+                    source: io::Error::other("the path names another file than the one copied; run the command again"),
+                });
+            }
             self.storage.rename(&tmp, path).map_err(JournalError::io("renaming a copy over", path))
         })();
         if let Err(e) = copied {
@@ -733,22 +719,17 @@ impl Journal {
 
     /// The lines after the anchored (last acknowledged) line were never acknowledged: a
     /// writer died before its anchor, or a power cut kept some pages of a batch and lost
-    /// others. The 4 KiB tail window can miss a hole near its start (reliability gap G4),
+    /// others. The tail window can miss a hole near its start (reliability gap G4),
     /// so when that region is at most [`UNACKNOWLEDGED_CHECK_MAX`] bytes every line of it
     /// is verified and chained from the anchored line before anything is chained on.
-    /// Larger (anchors lagging far behind) it is left to the full verifier, as before.
+    /// Larger (anchors lagging far behind) it is left to the full verifier.
     fn check_unacknowledged(&self, file: &dyn StorageFile, anchor: Anchor, head: Head) -> Result<(), JournalError> {
         let path = &self.paths.journal;
         if head.end.saturating_sub(anchor.end) > UNACKNOWLEDGED_CHECK_MAX {
             return Ok(());
         }
-        let from = Head { seq: anchor.seq, hash: anchor.hash, offset: anchor.offset, end: anchor.end };
-        let report = scan::scan(file, scan::StartPoint { after: Some(from) }, |_, _| Ok::<(), std::convert::Infallible>(())).map_err(
-            |e| match e {
-                scan::ScanError::Io(source) => JournalError::Io { what: "reading", path: path.clone(), source },
-                scan::ScanError::Visitor(never) => match never {},
-            },
-        )?;
+        let from = Head::from(anchor);
+        let report = scan::scan_all(file, scan::StartPoint { after: Some(from) }).map_err(JournalError::io("reading", path))?;
         match report.verdict {
             scan::Verdict::Corrupt(corruption) => Err(JournalError::Corrupt { path: path.clone(), corruption }),
             _ => Ok(()),
@@ -863,40 +844,8 @@ struct FirstLook {
     anchor: Option<Option<Anchor>>,
 }
 
-/// [`Journal::record_damage_found`] for a caller that holds paths, not a handle (`abcd
-/// journal verify`, `abcd replay`).
-pub fn record_damage_found(
-    storage: &dyn storage::Storage,
-    paths: &JournalPaths,
-    anchors: &AnchorStore,
-    journal_id: &str,
-    before_damage: Head,
-) -> Result<(), JournalError> {
-    let _held = JournalLock::acquire(&paths.lock, DAMAGE_MARK_LOCK_WAIT)?;
-    mark_damage_locked(storage, paths, anchors, journal_id, before_damage)
-}
-
-/// The mark itself, for a caller that holds the writer lock.
-fn mark_damage_locked(
-    storage: &dyn storage::Storage,
-    paths: &JournalPaths,
-    anchors: &AnchorStore,
-    journal_id: &str,
-    before_damage: Head,
-) -> Result<(), JournalError> {
-    let path = &paths.journal;
-    let anchor = anchors.load(storage, journal_id).map_err(JournalError::io("reading the head anchor of", path))?;
-    if anchor.is_some_and(|a| a.damage_found) {
-        return Ok(());
-    }
-    let marked = Anchor { damage_found: true, ..anchor.unwrap_or(Anchor::from(before_damage)) };
-    anchors.store(storage, journal_id, marked).map_err(JournalError::io("writing the head anchor of", path))
-}
-
 /// How long a reader that found damage waits for the lock to mark the anchor.
 pub const DAMAGE_MARK_LOCK_WAIT: Duration = Duration::from_millis(100);
-/// What one read and write of `rewrite_past_anchor` moves.
-const REWRITE_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Unacknowledged bytes after the anchored line that an append verifies in full: the
 /// most one killed writer's batch can leave (the torn-tail bound of journal-format §9).
@@ -954,7 +903,7 @@ pub fn anchor_disagreement(file: &dyn StorageFile, anchor: Option<Anchor>, head:
             format!("seq {} has hash {} but its head anchor says {}: the journal was replaced or rewritten", a.seq, head.hash, a.hash)
         }));
     }
-    let line_ok = scan::line_is_at(file, Head { seq: a.seq, hash: a.hash, offset: a.offset, end: a.end })?;
+    let line_ok = scan::line_is_at(file, Head::from(a))?;
     Ok((!line_ok).then(|| {
         format!(
             "the head anchor says seq {} (hash {}) at byte {}, and the journal holds no such line there: it was replaced or rewritten",
@@ -1173,7 +1122,7 @@ mod tests {
 
     #[test]
     fn where_the_home_store_recorded_nothing_a_journal_is_created_and_recorded() {
-        // An empty file, and a cut first line, with a fresh home store: created as before.
+        // An empty file, and a cut first line, with a fresh home store: created.
         for start in [&b""[..], &b"{\"v\":1,\"seq\":0,\"ti"[..]] {
             let place = Place::new();
             std::fs::create_dir_all(place.paths.dir()).unwrap();

@@ -79,6 +79,28 @@ pub struct JournalRepaired {
     pub next_prev: Option<String>,
 }
 
+impl JournalRepaired {
+    /// A journal accepted as it is (cause `anchor_mismatch`): nothing moved, at `at` (the
+    /// file's length), with what the anchor said and the finding in words.
+    pub fn accepted(at: u64, anchor: Option<(u64, String)>, problem: String) -> JournalRepaired {
+        let (anchor_seq, anchor_hash) = anchor.map_or((None, None), |(seq, hash)| (Some(seq), Some(hash)));
+        JournalRepaired {
+            cause: RepairCause::AnchorMismatch,
+            from_offset: at,
+            to_offset: at,
+            lines: 0,
+            quarantine_file: None,
+            quarantine_blake3: None,
+            anchor_seq,
+            anchor_hash,
+            problem,
+            lost_from: None,
+            lost_to: None,
+            next_prev: None,
+        }
+    }
+}
+
 /// `data` of `journal.opened`, read and checked: the id must be 32 lowercase hex digits.
 pub fn decode_opened(data: &serde_json::Value) -> Result<JournalOpened, String> {
     let opened = JournalOpened::deserialize(data).map_err(|e| e.to_string())?;

@@ -7,7 +7,6 @@
 //! A path whose record names a journal it no longer holds (none, or only a cut first
 //! line) gets a new journal whose first event after genesis records the loss.
 
-use std::io;
 use std::path::PathBuf;
 
 use super::anchor::{Anchor, PathReplaced};
@@ -17,7 +16,7 @@ use super::append::{
 use super::format::{self, Actor, Hash, LineFault, NewEvent};
 use super::genesis::{self, JournalRepaired, RepairCause, Scope};
 use super::scan::{self, Head, MAX_TORN_TAIL_BYTES, Piece, ScanError, StartPoint, Verdict};
-use super::storage::StorageFile;
+use super::storage::{self, StorageFile};
 use super::verify::{self, AnchorCheck, VerifyReport};
 
 /// Damaged regions one repair moves aside; a journal with more is not salvaged line by line
@@ -120,20 +119,15 @@ pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>
         if let Verdict::TornTail(t) = report.verdict {
             // Only a genesis cut short: keep a copy, empty the file, and let the next
             // append create the journal anew.
-            let q = quarantine_range(&*storage, file.as_ref(), &paths, "torn", 0, t.offset, t.len)?;
-            truncate_durably(file.as_ref(), path, 0)?;
-            return Ok(RepairOutcome::TornTailCut { quarantine: q.path, bytes: t.len });
+            let quarantine = cut_torn_genesis(journal, file.as_ref(), &t)?;
+            return Ok(RepairOutcome::TornTailCut { quarantine, bytes: t.len });
         }
         return Err(RepairError::NoGenesis { path: path.clone() });
     };
     let genesis = read_genesis(file.as_ref(), path).map_err(|_| RepairError::NoGenesis { path: path.clone() })?;
     let anchor = journal.anchors().and_then(|a| a.load(&*storage, &genesis.journal_id).ok().flatten());
     let acknowledged_past_head = anchor.filter(|a| a.seq > head.seq);
-    let repaired_event = |data: JournalRepaired| NewEvent {
-        kind: genesis::JOURNAL_REPAIRED.into(),
-        actor: Actor::this_process(session.clone()),
-        data: serde_json::to_value(data).expect("plain data serializes"),
-    };
+    let repaired_event = |data: JournalRepaired| repaired_event(session.clone(), data);
     match report.verdict {
         Verdict::Corrupt(_) => Ok(RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?)),
         // A damaged last line that was acknowledged reads as a torn tail; the anchor
@@ -152,20 +146,7 @@ pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>
                 (_, Some(r)) => r.to_string(),
                 _ => return Ok(RepairOutcome::NothingToRepair),
             };
-            let data = JournalRepaired {
-                cause: RepairCause::AnchorMismatch,
-                from_offset: report.file_len,
-                to_offset: report.file_len,
-                lines: 0,
-                quarantine_file: None,
-                quarantine_blake3: None,
-                anchor_seq: anchor.map(|a| a.seq),
-                anchor_hash: anchor.map(|a| a.hash.to_hex()),
-                problem: detail.clone(),
-                lost_from: None,
-                lost_to: None,
-                next_prev: None,
-            };
+            let data = JournalRepaired::accepted(report.file_len, anchor.map(|a| (a.seq, a.hash.to_hex())), detail.clone());
             let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
             if let Some(anchors) = journal.anchors() {
                 let _ = anchors.set_id_at_path(&*storage, path, &genesis.journal_id);
@@ -194,40 +175,38 @@ fn start_afresh(
     let Some(scope) = create else { return Err(RepairError::NoScope { path: path.clone() }) };
     let mut quarantine = None;
     if let Verdict::TornTail(t) = &report.verdict {
-        let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
-        let q = quarantine_range(&*storage, file.as_ref(), paths, "torn", 0, t.offset, t.len)?;
-        truncate_durably(file.as_ref(), path, 0)?;
-        quarantine = Some(q.path);
+        let file = storage.open_rw(path).map_err(JournalError::io("opening", path))?;
+        quarantine = Some(cut_torn_genesis(journal, file.as_ref(), t)?);
     }
     let (file, head, journal_id) = lock.create_afresh(scope)?;
     let mut detail = format!("{lost}; started journal {journal_id} here");
     if let Some(name) = quarantine.as_ref().and_then(|q| q.file_name()) {
         detail += &format!(" (the cut first line is in quarantine/{})", name.to_string_lossy());
     }
-    let data = JournalRepaired {
-        cause: RepairCause::AnchorMismatch,
-        from_offset: head.end,
-        to_offset: head.end,
-        lines: 0,
-        quarantine_file: None,
-        quarantine_blake3: None,
-        anchor_seq: lost.anchor.map(|a| a.seq),
-        anchor_hash: lost.anchor.map(|a| a.hash.to_hex()),
-        problem: detail.clone(),
-        lost_from: None,
-        lost_to: None,
-        next_prev: None,
-    };
-    let event = NewEvent {
-        kind: genesis::JOURNAL_REPAIRED.into(),
-        actor: Actor::this_process(session),
-        data: serde_json::to_value(data).expect("plain data serializes"),
-    };
-    let repaired = lock.append(file.as_ref(), head, &journal_id, &[event])?[0];
+    let data = JournalRepaired::accepted(head.end, lost.anchor.map(|a| (a.seq, a.hash.to_hex())), detail.clone());
+    let repaired = lock.append(file.as_ref(), head, &journal_id, &[repaired_event(session, data)])?[0];
     if let Some(anchors) = journal.anchors() {
         let _ = anchors.set_id_at_path(&*storage, path, &journal_id);
     }
     Ok(RepairOutcome::StartedAfresh { detail, journal_id, quarantine, repaired })
+}
+
+/// A file holding only a genesis cut short: a synced copy to quarantine, then the file
+/// emptied. Returns the copy's path.
+fn cut_torn_genesis(journal: &Journal, file: &dyn StorageFile, torn: &scan::TornTail) -> Result<PathBuf, JournalError> {
+    let paths = journal.paths();
+    let q = quarantine_range(&**journal.storage(), file, paths, "torn", 0, torn.offset, torn.len)?;
+    truncate_durably(file, &paths.journal, 0)?;
+    Ok(q.path)
+}
+
+/// A `journal.repaired` event with `data`, by this process (and the host session, if any).
+fn repaired_event(session: Option<String>, data: JournalRepaired) -> NewEvent {
+    NewEvent {
+        kind: genesis::JOURNAL_REPAIRED.into(),
+        actor: Actor::this_process(session),
+        data: serde_json::to_value(data).expect("plain data serializes"),
+    }
 }
 
 /// A stretch of the old file the new one holds, or a record written in its place.
@@ -236,10 +215,9 @@ enum Part {
         offset: u64,
         len: u64,
     },
-    /// The gap record of region `region`, at seq `seq` chained onto `prev`.
+    /// The gap record of region `region` (at its first lost seq), chained onto `prev`.
     Gap {
         region: usize,
-        seq: u64,
         prev: Hash,
     },
 }
@@ -283,7 +261,7 @@ impl Walk {
     fn damage(&mut self, offset: u64, len: u64, problem: String, whole_line: bool) {
         match &mut self.pending {
             Some(d) => {
-                debug_assert_eq!(d.offset + d.len, offset, "a damaged region is one run of bytes");
+                assert_eq!(d.offset + d.len, offset, "a damaged region is one run of bytes");
                 d.len += len;
                 d.whole_line_inside |= whole_line;
             }
@@ -326,7 +304,8 @@ impl Walk {
         let region = self.plan.regions.len();
         match lost {
             Some((from, to, next_prev)) => {
-                self.plan.parts.push(Part::Gap { region, seq: from, prev: self.plan.next_prev });
+                assert_eq!(from, self.plan.next_seq, "a gap starts where the chain stands");
+                self.plan.parts.push(Part::Gap { region, prev: self.plan.next_prev });
                 (self.plan.next_seq, self.plan.next_prev) = (to + 1, next_prev);
             }
             None => self.plan.at_end.push(region),
@@ -447,10 +426,6 @@ fn salvage(
     let storage = journal.storage().clone();
     let paths = journal.paths().clone();
     let path = &paths.journal;
-    let io_err = |what: &'static str, p: &std::path::Path| {
-        let p = p.to_owned();
-        move |source: io::Error| JournalError::Io { what, path: p, source }
-    };
     let plan = plan_salvage(file, path, anchor)?;
     // Quarantine first: nothing leaves the journal without a synced copy.
     let mut copies: Vec<Option<super::append::Quarantined>> = Vec::with_capacity(plan.regions.len());
@@ -479,18 +454,21 @@ fn salvage(
         }
     };
     let dir = paths.dir();
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (tmp, out) = create_temp(&*storage, dir, &name)?;
+    let tmp = storage::temp_path(path);
+    let out = storage.create_new(&tmp).map_err(JournalError::io("creating", &tmp))?;
+    // The seq of the record written for each region (none for the torn tail).
+    let mut record_seq = vec![None; plan.regions.len()];
     let written = (|| -> Result<(Vec<Appended>, Head), JournalError> {
         let mut at = 0u64;
         let mut records = vec![];
         let mut last: Option<Head> = None;
         let time = format::now_ms();
-        let mut write_record = |at: &mut u64, seq: u64, prev: Hash, data: JournalRepaired| -> Result<Head, JournalError> {
-            let (line, hash) = format::encode_line(seq, time, &repaired_event(data), &prev).expect("a repair record fits a line");
-            out.write_at(&line, *at).map_err(io_err("writing", &tmp))?;
+        let mut write_record = |at: &mut u64, region: usize, seq: u64, prev: Hash| -> Result<Head, JournalError> {
+            let (line, hash) = format::encode_line(seq, time, &repaired_event(record(region)), &prev).expect("a repair record fits a line");
+            out.write_at(&line, *at).map_err(JournalError::io("writing", &tmp))?;
             let appended = Appended { seq, hash, offset: *at, end: *at + line.len() as u64 };
             records.push(appended);
+            record_seq[region] = Some(seq);
             *at += line.len() as u64;
             let event = format::verify_line(&line).expect("abcd writes lines that verify");
             let (chain_seq, chain_hash) = event.chain_position();
@@ -499,29 +477,29 @@ fn salvage(
         for part in &plan.parts {
             match *part {
                 Part::Keep { offset, len } => {
-                    copy_range(file, out.as_ref(), offset, len, at).map_err(io_err("copying", path))?;
+                    storage::copy_range(file, out.as_ref(), offset, len, at).map_err(JournalError::io("copying", path))?;
                     at += len;
                     last = None;
                 }
-                Part::Gap { region, seq, prev } => last = Some(write_record(&mut at, seq, prev, record(region))?),
+                Part::Gap { region, prev } => {
+                    let seq = plan.regions[region].lost.expect("a gap record's region lost seqs").0;
+                    last = Some(write_record(&mut at, region, seq, prev)?);
+                }
             }
         }
         let (mut seq, mut prev) = (plan.next_seq, plan.next_prev);
         for &region in &plan.at_end {
-            let head = write_record(&mut at, seq, prev, record(region))?;
+            let head = write_record(&mut at, region, seq, prev)?;
             (seq, prev) = (head.seq + 1, head.hash);
             last = Some(head);
         }
         out.sync_data().map_err(|source| JournalError::SyncFailed { path: tmp.clone(), source })?;
         let head = match last {
             Some(head) => head,
-            None => {
-                let tail = scan::read_tail(out.as_ref()).map_err(io_err("reading", &tmp))?;
-                match tail {
-                    scan::Tail::Good { head, torn: None } => head,
-                    other => panic!("a salvaged journal ends in an intact line: {other:?}"),
-                }
-            }
+            None => match scan::read_tail(out.as_ref()).map_err(JournalError::io("reading", &tmp))? {
+                scan::Tail::Good { head, torn: None } => head,
+                other => panic!("a salvaged journal ends in an intact line: {other:?}"),
+            },
         };
         Ok((records, head))
     })();
@@ -533,9 +511,9 @@ fn salvage(
         }
     };
     // Sanity before the rename: the new file verifies from genesis to the head just written.
-    let check = scan::scan(out.as_ref(), StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(()));
+    let check = scan::scan_all(out.as_ref(), StartPoint::GENESIS);
     assert!(matches!(check, Ok(ref r) if r.verdict == Verdict::Clean && r.head == Some(head)), "a salvaged journal verifies: {check:?}");
-    storage.rename(&tmp, path).map_err(io_err("renaming", &tmp))?;
+    storage.rename(&tmp, path).map_err(JournalError::io("renaming", &tmp))?;
     storage.sync_dir(dir).map_err(|source| {
         poison(path);
         JournalError::SyncFailed { path: dir.to_owned(), source }
@@ -549,65 +527,20 @@ fn salvage(
     let regions = plan
         .regions
         .iter()
-        .enumerate()
-        .filter(|&(i, _)| plan.torn != Some(i))
-        .map(|(i, r)| SalvagedRegion {
-            offset: r.offset,
-            len: r.len,
-            quarantine: copies[i].as_ref().map(|q| q.path.clone()),
-            lost: r.lost.map(|l| (l.0, l.1)),
-            record_seq: 0,
+        .zip(&copies)
+        .zip(&record_seq)
+        .filter_map(|((r, copy), seq)| {
+            // The torn tail is the one region without a record.
+            Some(SalvagedRegion {
+                offset: r.offset,
+                len: r.len,
+                quarantine: copy.as_ref().map(|q| q.path.clone()),
+                lost: r.lost.map(|l| (l.0, l.1)),
+                record_seq: (*seq)?,
+            })
         })
         .collect::<Vec<_>>();
-    let regions = number_records(regions, &plan, &records);
+    assert_eq!(regions.len(), records.len(), "one record per region but the torn tail");
     let torn = plan.torn.map(|i| (copies[i].as_ref().expect("a torn tail has bytes").path.clone(), plan.regions[i].len));
     Ok(Salvage { regions, kept_lines: plan.kept_lines, torn, records })
-}
-
-/// Gives each region the seq of the record written for it: gap records in file order
-/// first, then those written at the end.
-fn number_records(mut regions: Vec<SalvagedRegion>, plan: &SalvagePlan, records: &[Appended]) -> Vec<SalvagedRegion> {
-    let order = plan.parts.iter().filter_map(|p| match p {
-        Part::Gap { region, .. } => Some(*region),
-        Part::Keep { .. } => None,
-    });
-    let by_region: Vec<usize> = order.chain(plan.at_end.iter().copied()).collect();
-    assert_eq!(by_region.len(), records.len(), "one record per recorded region");
-    // Region indexes in `regions` skip the torn tail, which is always the last one.
-    for (record, region) in records.iter().zip(by_region) {
-        regions[region].record_seq = record.seq;
-    }
-    regions
-}
-
-fn create_temp(
-    storage: &dyn super::storage::Storage,
-    dir: &std::path::Path,
-    name: &str,
-) -> Result<(PathBuf, Box<dyn StorageFile>), JournalError> {
-    for n in 0..100u32 {
-        let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-        match storage.create_new(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(source) => return Err(JournalError::Io { what: "creating", path: tmp, source }),
-        }
-    }
-    Err(JournalError::Io { what: "creating a temp file in", path: dir.to_owned(), source: io::Error::from(io::ErrorKind::AlreadyExists) })
-}
-
-/// Copies `[from, from+len)` of `src` to `dst` at `to`.
-fn copy_range(src: &dyn StorageFile, dst: &dyn StorageFile, from: u64, len: u64, to: u64) -> io::Result<()> {
-    let mut buf = vec![0u8; (len as usize).min(256 * 1024)];
-    let mut done = 0u64;
-    while done < len {
-        let want = ((len - done) as usize).min(buf.len());
-        let n = src.read_at(&mut buf[..want], from + done)?;
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the journal shrank while it was repaired"));
-        }
-        dst.write_at(&buf[..n], to + done)?;
-        done += n as u64;
-    }
-    Ok(())
 }

@@ -476,11 +476,16 @@ fn first_fault(region: &[u8]) -> LineFault {
     format::verify_line(line).err().unwrap_or(LineFault::NoNewline)
 }
 
-fn full_scan_verdict(file: &dyn StorageFile) -> io::Result<Tail> {
-    let report = scan(file, StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
+/// [`scan`] with nothing to visit: the verdict and head of the lines after `start`.
+pub fn scan_all(file: &dyn StorageFile, start: StartPoint) -> io::Result<ScanReport> {
+    scan(file, start, |_, _| Ok::<(), std::convert::Infallible>(())).map_err(|e| match e {
         ScanError::Io(e) => e,
         ScanError::Visitor(never) => match never {},
-    })?;
+    })
+}
+
+fn full_scan_verdict(file: &dyn StorageFile) -> io::Result<Tail> {
+    let report = scan_all(file, StartPoint::GENESIS)?;
     match (report.verdict, report.head) {
         (Verdict::Corrupt(c), _) => Ok(Tail::Corrupt(c)),
         (Verdict::Clean, Some(head)) => Ok(Tail::Good { head, torn: None }),
@@ -494,32 +499,7 @@ fn full_scan_verdict(file: &dyn StorageFile) -> io::Result<Tail> {
 mod tests {
     use super::*;
     use crate::journal::format::{Actor, NewEvent};
-
-    struct Mem(Vec<u8>);
-
-    impl StorageFile for Mem {
-        fn len(&self) -> io::Result<u64> {
-            Ok(self.0.len() as u64)
-        }
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            let start = (offset as usize).min(self.0.len());
-            let n = buf.len().min(self.0.len() - start);
-            buf[..n].copy_from_slice(&self.0[start..start + n]);
-            Ok(n)
-        }
-        fn append(&self, _: &[u8]) -> io::Result<()> {
-            Err(io::ErrorKind::Unsupported.into())
-        }
-        fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {
-            Err(io::ErrorKind::Unsupported.into())
-        }
-        fn set_len(&self, _: u64) -> io::Result<()> {
-            Err(io::ErrorKind::Unsupported.into())
-        }
-        fn sync_data(&self) -> io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::journal::storage::BytesFile;
 
     fn line(seq: u64, prev: &Hash, text: &str) -> (Vec<u8>, Hash) {
         let (kind, data) = if seq == 0 {
@@ -545,7 +525,7 @@ mod tests {
     }
 
     fn verdict(bytes: Vec<u8>) -> Verdict {
-        scan(&Mem(bytes), StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).unwrap().verdict
+        scan(&BytesFile(bytes), StartPoint::GENESIS, |_, _| Ok::<(), std::convert::Infallible>(())).unwrap().verdict
     }
 
     /// A line over the limit is searched for an embedded line in its last

@@ -435,6 +435,54 @@ fn write_into_spare(storage: &dyn Storage, spare: &Path, path: &Path, bytes: &[u
     }))
 }
 
+/// A journal's bytes held in memory, read-only: for readers of bytes that never were a
+/// file (format vectors, tests). Writes fail with `PermissionDenied`.
+pub struct BytesFile(pub Vec<u8>);
+
+impl StorageFile for BytesFile {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.len() as u64)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = offset.min(self.0.len() as u64) as usize;
+        let n = buf.len().min(self.0.len() - start);
+        buf[..n].copy_from_slice(&self.0[start..start + n]);
+        Ok(n)
+    }
+    fn append(&self, _: &[u8]) -> io::Result<()> {
+        Err(io::ErrorKind::PermissionDenied.into())
+    }
+    fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+        Err(io::ErrorKind::PermissionDenied.into())
+    }
+    fn set_len(&self, _: u64) -> io::Result<()> {
+        Err(io::ErrorKind::PermissionDenied.into())
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Bytes one step of [`copy_range`] moves.
+const COPY_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Copies `[from, from + len)` of `src` to `dst` at `to`; a source that ends first is an
+/// `UnexpectedEof` (the file shrank under the copy).
+pub fn copy_range(src: &dyn StorageFile, dst: &dyn StorageFile, from: u64, len: u64, to: u64) -> io::Result<()> {
+    let mut buf = vec![0u8; (len as usize).min(COPY_CHUNK_BYTES)];
+    let mut done = 0u64;
+    while done < len {
+        let want = ((len - done) as usize).min(buf.len());
+        let n = src.read_at(&mut buf[..want], from + done)?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file shrank while it was copied"));
+        }
+        dst.write_at(&buf[..n], to + done)?;
+        done += n as u64;
+    }
+    Ok(())
+}
+
 /// A fresh temp name beside `path`: `.<name>.tmp-<pid>-<n>`, the shape
 /// `remove_stale_temp_files` sweeps once its writer is gone.
 pub fn temp_path(path: &Path) -> PathBuf {

@@ -463,7 +463,7 @@ impl<'j> Durable<'j> {
                     None => DurableUpTo::NotTracked,
                     Some(anchors) => match anchors.load(&**self.journal.storage(), &self.journal_id) {
                         Ok(Some(a)) => {
-                            let line = Head { seq: a.seq, hash: a.hash, offset: a.offset, end: a.end };
+                            let line = Head::from(a);
                             if scan::line_is_at(file, line)? { DurableUpTo::Line(line) } else { DurableUpTo::Nothing }
                         }
                         // An anchor that cannot be read vouches for nothing.

@@ -57,3 +57,13 @@ pub fn line_starts(bytes: &[u8]) -> Vec<usize> {
     }
     starts
 }
+
+/// A journal of `n` ordinary events after genesis (`compaction.recorded`, data `{"n": i}`).
+pub fn journal_with(n: usize) -> TempJournal {
+    let tj = TempJournal::new();
+    let j = tj.journal();
+    for i in 0..n {
+        j.append(event("compaction.recorded", i as u64), Some(&tj.scope())).unwrap();
+    }
+    tj
+}

@@ -292,7 +292,7 @@ fn session_start_carries_the_away_block_on_every_source() {
     for source in ["startup", "resume", "clear", "compact"] {
         let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "SessionStart", "source": source});
         let r = reply(&repo.hook("session-start", payload, &[])).unwrap();
-        let context = r["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+        let context = common::unmarked(r["hookSpecificOutput"]["additionalContext"].as_str().unwrap());
         assert!(context.starts_with("abcd: the person is away until"), "{source}: {context}");
         assert!(context.contains("write-the-parser"), "{source}: the checklist follows");
         assert!(context.chars().count() <= 9_500);

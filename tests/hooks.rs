@@ -45,6 +45,13 @@ impl Repo {
             .collect()
     }
 
+    /// The data of the last event of `kind`.
+    fn data_of_kind(&self, kind: &str) -> Value {
+        let text = std::fs::read_to_string(self.journal()).unwrap();
+        let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        events.into_iter().rev().find(|e| e["kind"] == kind).unwrap()["data"].clone()
+    }
+
     fn last_data(&self) -> Value {
         let text = std::fs::read_to_string(self.journal()).unwrap();
         serde_json::from_str::<Value>(text.lines().last().unwrap()).unwrap()["data"].clone()
@@ -102,12 +109,13 @@ fn session_start_reinjects_the_checklist_for_every_source_and_records_the_start(
         let expected_context = "abcd keeps this working copy's checklist (it survives compaction; change it with `abcd checklist add|set`):\n\
 abcd checklist: 1 open, 0 recently done\n\
 - [working] fix-the-login-bug — Fix the login bug\n    refs: feat/login\n";
-        assert_eq!(
-            stdout_json(&out).unwrap(),
-            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": expected_context}})
-        );
-        assert_eq!(repo.kinds().last().unwrap(), "session.started");
-        assert_eq!(repo.last_data(), json!({"session": "abc123", "source": source, "working_copy": cwd(&repo)}));
+        let reply = stdout_json(&out).unwrap();
+        assert_eq!(reply["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        assert_eq!(common::unmarked(reply["hookSpecificOutput"]["additionalContext"].as_str().unwrap()), expected_context);
+        let kinds = repo.kinds();
+        assert_eq!(kinds[kinds.len() - 2..], ["session.started", "context.injected"]);
+        let started = repo.data_of_kind("session.started");
+        assert_eq!(started, json!({"session": "abc123", "source": source, "working_copy": cwd(&repo)}));
     }
 }
 
@@ -301,6 +309,7 @@ fn five_hundred_long_items_stay_within_the_hosts_cap_and_name_what_was_left_out(
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.chars().count() <= 10_000, "the whole hook output is {} characters", stdout.chars().count());
     let context = serde_json::from_str::<Value>(&stdout).unwrap()["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string();
+    let context = common::unmarked(&context);
     let shown = context.lines().filter(|l| l.starts_with("- [")).count();
     assert!(shown > 10, "{shown} items shown");
     assert!(context.ends_with(&format!("({} more items not shown; run `abcd checklist` to see them)\n", 500 - shown)), "{context}");

@@ -6,15 +6,17 @@
 
 pub mod away;
 pub mod checklist;
+pub mod context;
 pub mod ids;
 pub mod loops;
 pub mod run;
 pub mod session;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use self::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
 pub use self::checklist::{ItemAdded, ItemChanged, WriteRefused};
+pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
 pub use self::session::{BranchCreated, CompactionRecorded, SessionJudged, SessionStarted};
 use crate::journal::genesis;
@@ -45,6 +47,10 @@ pub const RECEIPT_COLLECTED: &str = "receipt.collected";
 pub const WORK_SAVED_ASIDE: &str = "work.saved_aside";
 pub const LANE_WORKTREE_CREATED: &str = "lane.worktree_created";
 pub const LANE_WORKTREE_REMOVED: &str = "lane.worktree_removed";
+pub const CONTEXT_INJECTED: &str = "context.injected";
+pub const CONTEXT_DELIVERED: &str = "context.delivered";
+pub const CONTEXT_NOT_DELIVERED: &str = "context.not_delivered";
+pub const CONTEXT_UNKNOWN: &str = "context.unknown";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -75,6 +81,10 @@ pub const V1_KINDS: &[&str] = &[
     WORK_SAVED_ASIDE,
     LANE_WORKTREE_CREATED,
     LANE_WORKTREE_REMOVED,
+    CONTEXT_INJECTED,
+    CONTEXT_DELIVERED,
+    CONTEXT_NOT_DELIVERED,
+    CONTEXT_UNKNOWN,
     // The phased loop's kinds (SPEC §8): typed in `loops`, folded by `phased`.
     loops::LOOP_STARTED,
     loops::LOOP_TURN_INTENDED,
@@ -121,8 +131,30 @@ pub enum Known {
     WorkSavedAside(run::WorkSavedAside),
     LaneWorktreeCreated(run::LaneWorktreeCreated),
     LaneWorktreeRemoved(run::LaneWorktreeRemoved),
+    ContextInjected(ContextInjected),
+    /// `context.delivered`, `context.not_delivered` or `context.unknown`, with which.
+    ContextReceipt(ReceiptKind, ContextReceipt),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
+}
+
+/// Which receipt a `context.*` receipt event is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiptKind {
+    Delivered,
+    NotDelivered,
+    Unknown,
+}
+
+impl ReceiptKind {
+    pub fn event_kind(self) -> &'static str {
+        match self {
+            ReceiptKind::Delivered => CONTEXT_DELIVERED,
+            ReceiptKind::NotDelivered => CONTEXT_NOT_DELIVERED,
+            ReceiptKind::Unknown => CONTEXT_UNKNOWN,
+        }
+    }
 }
 
 /// Why an event's data cannot be read as its kind says.
@@ -176,6 +208,10 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         WORK_SAVED_ASIDE => Ok(Known::WorkSavedAside(typed(kind, data)?)),
         LANE_WORKTREE_CREATED => Ok(Known::LaneWorktreeCreated(typed(kind, data)?)),
         LANE_WORKTREE_REMOVED => Ok(Known::LaneWorktreeRemoved(typed(kind, data)?)),
+        CONTEXT_INJECTED => Ok(Known::ContextInjected(typed(kind, data)?)),
+        CONTEXT_DELIVERED => Ok(Known::ContextReceipt(ReceiptKind::Delivered, typed(kind, data)?)),
+        CONTEXT_NOT_DELIVERED => Ok(Known::ContextReceipt(ReceiptKind::NotDelivered, typed(kind, data)?)),
+        CONTEXT_UNKNOWN => Ok(Known::ContextReceipt(ReceiptKind::Unknown, typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -215,6 +215,31 @@ pub fn audit_line(event: &Event) -> AuditLine {
             };
             format!("worktree of {}/{} at {} removed; {branch_words}", r.run, r.lane, r.worktree)
         }
+        Ok(Known::ContextInjected(i)) => match context_checked(&i) {
+            Ok(()) => {
+                let covers = i.covers_seq.map(|s| format!(", the checklist as of seq {s}")).unwrap_or_default();
+                let again = i.reinjects.as_ref().map(|m| format!(", sending again {m} which was not delivered")).unwrap_or_default();
+                format!(
+                    "injected context {} into session {} ({}): {} characters{covers}{again}",
+                    i.marker,
+                    i.session,
+                    i.source.replace('_', " "),
+                    i.chars
+                )
+            }
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::ContextReceipt(kind, r)) if super::context::receipt_checked(&r).is_ok() => {
+            let why = receipt_words(&r.reason);
+            match kind {
+                event::ReceiptKind::Delivered => format!("context {} reached session {}'s model: {why}", r.marker, r.session),
+                event::ReceiptKind::NotDelivered => format!("context {} did NOT reach session {}'s model: {why}", r.marker, r.session),
+                event::ReceiptKind::Unknown => {
+                    format!("context {}: whether it reached session {}'s model is unknown: {why}", r.marker, r.session)
+                }
+            }
+        }
+        Ok(Known::ContextReceipt(_, r)) => skipped_line(&event.kind, super::context::receipt_checked(&r).unwrap_err()),
         Ok(
             Known::RunStarted(_)
             | Known::DriverClaimed(_)
@@ -234,6 +259,27 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),
     };
     AuditLine { seq: event.seq, time: format_time(event.time), actor: actor_label(event), kind: event.kind.clone(), what }
+}
+
+/// An injection's fields as the fold checks them, without a state to fold into.
+fn context_checked(i: &crate::event::ContextInjected) -> Result<(), super::checklist::Rejection> {
+    super::context::fold_injected(&mut super::context::ContextState::default(), 0, i.clone())
+}
+
+/// A receipt's reason in plain words (the reasons abcd writes; any other is shown as is).
+fn receipt_words(reason: &str) -> String {
+    match reason {
+        "sent" => "the host's transcript shows it sent whole".into(),
+        "cut" => "the host cut it to a preview (over its output cap)".into(),
+        "compacted" => "the session was compacted before it was sent".into(),
+        "sent_without" => "the host sent a request without it".into(),
+        "no_transcript" => "no transcript to read".into(),
+        "unreadable" => "the transcript could not be read".into(),
+        "not_found" => "the transcript does not show it".into(),
+        "out_of_window" => "it lies before the part of the transcript read".into(),
+        "over_budget" => "reading the transcript ran out of its time budget".into(),
+        other => format!("reason {other}"),
+    }
 }
 
 fn driver_session(d: &crate::ledger::Driver) -> String {

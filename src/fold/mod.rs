@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod checklist;
+pub mod context;
 
 use std::collections::BTreeMap;
 
@@ -43,6 +44,10 @@ pub struct FoldedState {
     /// before loops were folded.
     #[serde(default, skip_serializing_if = "crate::phased::LoopRecords::is_empty")]
     pub loops: crate::phased::LoopRecords,
+    /// What abcd injected into each host session's context and what became of it
+    /// (working copy journals only). Left out while empty, like `loops`.
+    #[serde(default, skip_serializing_if = "context::ContextState::is_empty")]
+    pub context: context::ContextState,
 }
 
 /// Sessions whose verdict state is kept; past it, the one judged least recently goes.
@@ -223,6 +228,8 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
         Ok(Known::WorkSavedAside(x)) => in_ledger(state, false).and_then(|l| ledger::fold_saved(l, x, event.time)),
         Ok(Known::LaneWorktreeCreated(x)) => in_ledger(state, false).and_then(|l| ledger::fold_worktree_created(l, x)),
         Ok(Known::LaneWorktreeRemoved(x)) => in_ledger(state, false).and_then(|l| ledger::fold_worktree_removed(l, x)),
+        Ok(Known::ContextInjected(x)) => in_working_copy(state).and_then(|c| context::fold_injected(c, event.seq, x)),
+        Ok(Known::ContextReceipt(kind, x)) => in_working_copy(state).and_then(|c| context::fold_receipt(c, event.seq, kind, x)),
         Ok(Known::Unfolded) if event.kind.starts_with(LOOP_PREFIX) => fold_loop(state, event),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {
@@ -283,6 +290,14 @@ fn in_repository(state: &mut FoldedState) -> Result<&mut away::AwayState, checkl
     match state.journal.scope {
         Some(Scope::Repository { .. }) => Ok(&mut state.away),
         _ => Err(checklist::Rejection { field: None, reason: "belongs in a repository journal".into() }),
+    }
+}
+
+/// Context injections are recorded in the working copy journal of the session's checkout.
+fn in_working_copy(state: &mut FoldedState) -> Result<&mut context::ContextState, checklist::Rejection> {
+    match state.journal.scope {
+        Some(Scope::WorkingCopy { .. }) => Ok(&mut state.context),
+        _ => Err(checklist::Rejection { field: None, reason: "belongs in a working copy journal".into() }),
     }
 }
 

@@ -98,7 +98,13 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
             RequestDetail::StopFailure { error: text("error")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect() }
         }
     };
-    Ok(HookRequest { event, session_id, cwd: cwd.into(), detail })
+    // Only a reader of whether context reached the model uses it: a value of another type
+    // is no path, never a refusal.
+    let transcript_path = match map.get("transcript_path") {
+        Some(Value::String(p)) if !p.is_empty() => Some(p.into()),
+        _ => None,
+    };
+    Ok(HookRequest { event, session_id, cwd: cwd.into(), transcript_path, detail })
 }
 
 /// The session's scheduled wakes (`session_crons[]`: `schedule`, `recurring`). An entry

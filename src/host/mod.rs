@@ -6,6 +6,7 @@
 
 pub mod claude;
 pub mod claude_settings;
+pub mod transcript;
 
 use std::path::PathBuf;
 
@@ -110,6 +111,8 @@ pub struct HookRequest {
     pub event: HookEvent,
     pub session_id: Option<String>,
     pub cwd: PathBuf,
+    /// The host's session transcript (`transcript_path`), when it names one.
+    pub transcript_path: Option<PathBuf>,
     pub detail: RequestDetail,
 }
 

@@ -4,6 +4,7 @@
 //! turns any of them into "allow, and one line on stderr" (fail open, loudly).
 
 pub mod away;
+pub mod context;
 pub mod stop;
 
 use std::path::{Component, Path, PathBuf};
@@ -11,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::json;
 
 use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
-use crate::event::{self, BranchCreated, CompactionRecorded, Scope, SessionStarted};
+use crate::event::{self, AwayShown, BranchCreated, CompactionRecorded, ContextReceipt, ReceiptKind, Scope, SessionStarted};
 use crate::git::branch as git;
 use crate::host::{HookEvent, HookReply, HookRequest, RequestDetail, ToolCall};
 use crate::journal::append::{AppendNotes, Appended, JournalError};
@@ -73,13 +74,21 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
             // the state (Store::append_unseen).
             let view = store.checklist_view();
             let started = event(event::SESSION_STARTED, json!(started_data));
-            let mut warnings: Vec<String> =
-                append_warning(&started.kind, store.append_unseen(std::slice::from_ref(&started), &scope, view.projection_seq))
-                    .into_iter()
-                    .collect();
-            let (block, away_warning) = away_block(&root)?;
-            warnings.extend(away_warning);
-            let reply = HookReply { context: Some(session_context(&view, block.as_deref())), ..Default::default() };
+            let mut warnings: Vec<String> = Vec::new();
+            let AwayAtStart { block, shown, warning } = away_block(&root)?;
+            warnings.extend(warning);
+            let text = padded_for_tests(session_context(&view, block.as_deref()));
+            let how = context::Injecting {
+                session: req.session_id.as_deref(),
+                source: &context::start_source(source.name()),
+                covers_seq: view.head_seq,
+                away: shown,
+                reinjects: None,
+            };
+            let made = context::inject(&text, how, &actor);
+            let events: Vec<NewEvent> = std::iter::once(started).chain(made.event).collect();
+            warnings.extend(append_warning("session.started", store.append_unseen(&events, &scope, view.projection_seq)));
+            let reply = HookReply { context: Some(made.text), ..Default::default() };
             Ok(HookOutcome { reply, warning: join(warnings) })
         }
         RequestDetail::Compact { trigger } if req.event == HookEvent::PreCompact => {
@@ -88,32 +97,7 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
             Ok(HookOutcome { reply: HookReply::default(), warning })
         }
         RequestDetail::PreToolUse { call } => pre_tool_use(&store, &scope, &root, call, &event),
-        RequestDetail::UserPromptSubmit => {
-            let view = store.checklist_view();
-            let state = store.current_state().ok().map(|c| c.state.work).unwrap_or_default();
-            let unlisted = unlisted_refs(&view.checklist.items, &state.branches, git::current_branch(&root).as_deref());
-            let behind = (!unlisted.is_empty()).then(|| {
-                format!(
-                    "abcd: the checklist is behind this session's work: no item names {} in its owner refs. Adding an item or an --owner-ref keeps the plan in step with the work.",
-                    unlisted.iter().take(BEHIND_REFS_MAX).cloned().collect::<Vec<_>>().join(", ")
-                )
-            });
-            let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-            let record = away::read(&root);
-            let show = |t| crate::clock::show(t);
-            let (block, system_message) = match record.state.window.as_ref() {
-                Some(w) if record.holding(now).is_some() => {
-                    (Some(crate::away::text::away_block(w, &show)), Some(crate::away::text::person_line(w, &show)))
-                }
-                Some(w) => (None, crate::away::text::lapsed_line(w, now, &show)),
-                None => (None, None),
-            };
-            let context = match (behind, block) {
-                (Some(b), Some(a)) => Some(format!("{a}\n\n{b}")),
-                (b, a) => a.or(b),
-            };
-            Ok(HookOutcome { reply: HookReply { context, system_message, ..Default::default() }, warning: record.warning })
-        }
+        RequestDetail::UserPromptSubmit => user_prompt(&store, &scope, &root, req, &actor),
         RequestDetail::Stop { stop_hook_active, last_assistant_message, session_crons } => {
             let payload = stop::StopPayload {
                 session_id: req.session_id.as_deref(),
@@ -121,7 +105,10 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
                 last_assistant_message: last_assistant_message.as_deref(),
                 session_crons,
             };
-            stop::stop(&store, &scope, &root, &payload, started)
+            let receipts_warning = settle_at_turn_end(&store, &scope, req, &actor);
+            let mut outcome = stop::stop(&store, &scope, &root, &payload, started)?;
+            outcome.warning = join(outcome.warning.into_iter().chain(receipts_warning).collect());
+            Ok(outcome)
         }
         RequestDetail::StopFailure { error } => stop::stop_failure(&root, req.session_id.as_deref(), error),
         RequestDetail::Compact { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
@@ -148,7 +135,7 @@ fn append_warning(kind: &str, result: AppendResult) -> Option<String> {
 /// The context a session starts with: while away the away block first, then the header
 /// and the checklist, all within the budget (the host's 10,000 characters less a margin).
 pub fn session_context(view: &crate::store::reader::ChecklistView, away_block: Option<&str>) -> String {
-    let block_chars = away_block.map_or(0, |b| b.chars().count() + 2);
+    let block_chars = away_block.map_or(0, |b| b.chars().count() + 2) + crate::host::transcript::MARKED_EXTRA_CHARS;
     let budget = DEFAULT_BUDGET_CHARS.saturating_sub(CONTEXT_HEADER.chars().count() + 1 + block_chars).max(render::MIN_BUDGET_CHARS);
     let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
     let text = render::render(&view.checklist.items, &view.notes, budget, now);
@@ -158,13 +145,121 @@ pub fn session_context(view: &crate::store::reader::ChecklistView, away_block: O
     }
 }
 
-/// The away block while the person is away, and a warning when the record could not be
-/// read (then no block: not away).
-fn away_block(root: &Path) -> Result<(Option<String>, Option<String>), HookError> {
+/// The away block while the person is away, what it shows the session, and a warning when
+/// the record could not be read (then no block: not away).
+struct AwayAtStart {
+    block: Option<String>,
+    shown: Option<AwayShown>,
+    warning: Option<String>,
+}
+
+fn away_block(root: &Path) -> Result<AwayAtStart, HookError> {
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
     let record = away::read(root);
-    let block = record.holding(now).map(|w| crate::away::text::away_block(w, &|t| crate::clock::show(t)));
-    Ok((block, record.warning))
+    let window = record.holding(now);
+    let block = window.map(|w| crate::away::text::away_block(w, &|t| crate::clock::show(t)));
+    Ok(AwayAtStart { block, shown: window.map(context::away_shown), warning: record.warning })
+}
+
+/// The prompt hook: settles the session's injections it can, sends again (once) one the
+/// host did not deliver, tells the session what changed of the away window, and notes a
+/// checklist behind the session's own work.
+fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, actor: &Actor) -> Result<HookOutcome, HookError> {
+    let view = store.checklist_view();
+    let state = store.current_state().ok().map(|c| c.state);
+    let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
+    let unlisted = unlisted_refs(&view.checklist.items, &work.branches, git::current_branch(root).as_deref());
+    let behind = (!unlisted.is_empty()).then(|| {
+        format!(
+            "abcd: the checklist is behind this session's work: no item names {} in its owner refs. Adding an item or an --owner-ref keeps the plan in step with the work.",
+            unlisted.iter().take(BEHIND_REFS_MAX).cloned().collect::<Vec<_>>().join(", ")
+        )
+    });
+    let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
+    let record = away::read(root);
+    let show = |t| crate::clock::show(t);
+    let window = record.holding(now);
+    let system_message = match record.state.window.as_ref() {
+        Some(w) if window.is_some() => Some(crate::away::text::person_line(w, &show)),
+        Some(w) => crate::away::text::lapsed_line(w, now, &show),
+        None => None,
+    };
+    let session = req.session_id.as_deref().filter(|s| event::session_id_ok(s));
+    let known = session.and_then(|id| state.as_ref().and_then(|s| s.context.session(id)));
+    let receipts = known.map(|k| context::settle(k, req.transcript_path.as_deref(), context::Moment::Prompt)).unwrap_or_default();
+    // Owed a re-injection: one settled just now as not delivered, or one settled earlier
+    // and not yet sent again.
+    let lost_now = receipts.iter().rev().find(|r| context::receipt_kind(&r.reason) == ReceiptKind::NotDelivered).map(|r| r.marker.clone());
+    let lost = lost_now.or_else(|| known.and_then(|k| k.owed_reinjection()).map(|i| i.marker.clone()));
+    let shown = window.map(context::away_shown);
+    let (text, source, covers_seq, reinjects) = match lost {
+        Some(marker) => {
+            let block = window.map(|w| crate::away::text::away_block(w, &show));
+            let mut text = session_context(&view, block.as_deref());
+            if let Some(b) = &behind {
+                text = format!("{text}\n{b}");
+            }
+            (Some(text), "reinject", view.head_seq, Some(marker))
+        }
+        None => {
+            let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, &show);
+            let text = match (news, behind) {
+                (Some(a), Some(b)) => Some(format!("{a}\n\n{b}")),
+                (a, b) => a.or(b),
+            };
+            (text, "user_prompt", None, None)
+        }
+    };
+    let made = text.map(|t| context::inject(&t, context::Injecting { session, source, covers_seq, away: shown, reinjects }, actor));
+    let mut events: Vec<NewEvent> = receipts.iter().map(|r| context::receipt_event(r, actor)).collect();
+    events.extend(made.as_ref().and_then(|m| m.event.clone()));
+    let mut warnings: Vec<String> = record.warning.into_iter().collect();
+    warnings.extend(record_settled(store, scope, events));
+    let reply = HookReply { context: made.map(|m| m.text), system_message, ..Default::default() };
+    Ok(HookOutcome { reply, warning: join(warnings) })
+}
+
+/// At a turn's end every request of the turn is in the transcript: the session's pending
+/// injections are settled, as delivered, not delivered, or unknown.
+fn settle_at_turn_end(store: &Store, scope: &Scope, req: &HookRequest, actor: &Actor) -> Option<String> {
+    let session = req.session_id.as_deref().filter(|s| event::session_id_ok(s))?;
+    let state = store.current_state().ok()?.state;
+    let known = state.context.session(session)?;
+    let receipts = context::settle(known, req.transcript_path.as_deref(), context::Moment::TurnEnd);
+    record_settled(store, scope, receipts.iter().map(|r| context::receipt_event(r, actor)).collect())
+}
+
+/// Appends receipts and injections; a receipt whose injection another hook settled in the
+/// meantime is dropped under the writer lock, so each injection is settled once.
+fn record_settled(store: &Store, scope: &Scope, events: Vec<NewEvent>) -> Option<String> {
+    if events.is_empty() {
+        return None;
+    }
+    let written = store.append_with(Some(scope), |state| {
+        let still_pending = |e: &NewEvent| match serde_json::from_value::<ContextReceipt>(e.data.clone()) {
+            Ok(r) if e.kind != event::CONTEXT_INJECTED => {
+                state.context.session(&r.session).is_some_and(|s| s.pending().any(|i| i.marker == r.marker))
+            }
+            _ => true,
+        };
+        (events.into_iter().filter(still_pending).collect(), ())
+    });
+    match written {
+        Ok(w) => {
+            w.after.err().map(|e| format!("the context record is saved but the files derived from the journal were not rewritten: {e}"))
+        }
+        Err(e) => Some(format!("the context record was not saved: {e}")),
+    }
+}
+
+/// Test seam (test builds only): `ABCD_TEST_CONTEXT_PAD=<n>` pads the session start's
+/// context with `n` characters, to push it over the host's cap.
+fn padded_for_tests(text: String) -> String {
+    #[cfg(feature = "test-support")]
+    if let Some(n) = std::env::var("ABCD_TEST_CONTEXT_PAD").ok().and_then(|v| v.parse::<usize>().ok()) {
+        return format!("{text}\n{}", "~".repeat(n));
+    }
+    text
 }
 
 fn join(warnings: Vec<String>) -> Option<String> {

@@ -543,7 +543,7 @@ fn a_session_start_puts_the_checklist_in_the_first_request() {
         let printed = run.abcd_printed(lab, "SessionStart", "session-start");
         assert_eq!(printed.len(), 1, "{who:?}: {}", run.summary());
         let context = additional_context(&printed[0]);
-        assert!(context.starts_with(CHECKLIST_HEADER), "{who:?}: {context}");
+        assert!(common::unmarked(&context).starts_with(CHECKLIST_HEADER), "{who:?}: {context}");
         assert!(context.contains("write-the-parser — Write the parser") && context.contains("document-the-format"), "{who:?}: {context}");
 
         // What the model received: that very text, in the first request.
@@ -551,6 +551,68 @@ fn a_session_start_puts_the_checklist_in_the_first_request() {
         assert_eq!(main.len(), 1, "{who:?}: {}", run.summary());
         let carried = session_start_context(main[0]).unwrap_or_else(|| panic!("{who:?}: no SessionStart context in the first request"));
         assert!(carried.starts_with(&context), "{who:?}: the model got {carried:?}, the hook printed {context:?}");
+
+        // The receipt: the injection is recorded, and the Stop hook read in the client's
+        // transcript that the request carried it whole.
+        let events = lab.working_copy_events();
+        assert_receipts(&events, &[("session_start:startup", "context.delivered")], who);
+    });
+}
+
+/// Each injection (by source, in order) and the receipt that settled it.
+fn assert_receipts(events: &[Value], expected: &[(&str, &str)], who: Install) {
+    let injected = of_kind(events, "context.injected");
+    let found: Vec<(String, String)> = injected
+        .iter()
+        .map(|i| {
+            let marker = &i["data"]["marker"];
+            let receipt = events
+                .iter()
+                .find(|e| {
+                    e["kind"].as_str().is_some_and(|k| k.starts_with("context.") && k != "context.injected")
+                        && &e["data"]["marker"] == marker
+                })
+                .map_or("none".to_string(), |e| format!("{}", e["kind"].as_str().unwrap()));
+            (i["data"]["source"].as_str().unwrap().to_string(), receipt)
+        })
+        .collect();
+    let expected: Vec<(String, String)> = expected.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    assert_eq!(found, expected, "{who:?}: injections and receipts: {events:#?}");
+}
+
+/// Scenario 1b: a SessionStart context over the host's cap (padded through the test seam
+/// `ABCD_TEST_CONTEXT_PAD`): the client swaps it for a file path and a preview. The client
+/// writes its transcript behind the hooks, so the first prompt's hook may not see the cut
+/// yet; the turn's Stop hook does, and records `context.not_delivered`; the next prompt's
+/// hook sends the checklist again through its additionalContext, which that prompt's
+/// request carries whole; the Stop hook records it delivered, and nothing goes a third time.
+#[test]
+fn a_context_over_the_hosts_cap_is_not_delivered_and_sent_again_once() {
+    each_install(|lab| {
+        lab.abcd(&["checklist", "add", "Write the parser"]);
+        let script = json!({"turns": [{"say": "Hello."}, {"say": "Going on."}, {"say": "Still going."}]});
+        let prompts = ["hello", "go on", "and on"];
+        let run = lab.stream(script, &prompts, &[("ABCD_TEST_CONTEXT_PAD", "11000")], false, Duration::ZERO);
+        let who = run.install;
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.summary());
+        let events = lab.working_copy_events();
+        assert_receipts(&events, &[("session_start:startup", "context.not_delivered"), ("reinject", "context.delivered")], who);
+        let injected = of_kind(&events, "context.injected");
+        let (lost, again) = (&injected[0]["data"], &injected[1]["data"]);
+        assert!(lost["chars"].as_u64().unwrap() > 10_000, "{who:?}: {lost}");
+        assert_eq!(again["reinjects"], lost["marker"], "{who:?}");
+        let not_delivered = of_kind(&events, "context.not_delivered");
+        assert_eq!(not_delivered[0]["data"]["reason"], "cut", "{who:?}");
+
+        // The model: the preview of the first from the first request on, and the whole
+        // of the second (its token at both ends) from the prompt hook, once.
+        let main = run.main_requests();
+        assert!(all_text(main[0]).contains("<persisted-output>"), "{who:?}: the first was cut");
+        let text = all_text(main.last().unwrap());
+        let token = format!("[abcd:{}]", again["marker"].as_str().unwrap());
+        assert_eq!(text.matches(&token).count(), 2, "{who:?}: the re-injection arrives whole: {text}");
+        assert!(text.contains(&format!("UserPromptSubmit hook additional context: {token}")), "{who:?}: {text}");
+        assert!(text.contains("<persisted-output>"), "{who:?}: the first was cut: {text}");
     });
 }
 
@@ -622,7 +684,7 @@ fn check_compaction(lab: &Lab, run: &Run, session: &str, trigger: &str) {
     let printed = run.abcd_printed(lab, "SessionStart", "session-start");
     assert_eq!(printed.len(), 2, "{who:?}: startup and compact: {}", run.summary());
     let after = additional_context(&printed[1]);
-    assert!(after.starts_with(CHECKLIST_HEADER) && after.contains("review-the-grammar"), "{who:?}: {after}");
+    assert!(common::unmarked(&after).starts_with(CHECKLIST_HEADER) && after.contains("review-the-grammar"), "{who:?}: {after}");
     assert!(!additional_context(&printed[0]).contains("review-the-grammar"), "{who:?}: the item came later");
 
     // What the model received: one compaction request; the next main request is the
@@ -635,6 +697,9 @@ fn check_compaction(lab: &Lab, run: &Run, session: &str, trigger: &str) {
     assert!(carried.starts_with(&after), "{who:?}: the model got {carried:?}, the hook printed {after:?}");
     let first = run.main_requests()[0];
     assert!(!all_text(first).contains("review-the-grammar"), "{who:?}: not in the first request");
+
+    // Both injections reached the model, as the client's transcript shows.
+    assert_receipts(&events, &[("session_start:startup", "context.delivered"), ("session_start:compact", "context.delivered")], who);
 }
 
 /// The text the client puts before a Stop hook's additionalContext in the next request.

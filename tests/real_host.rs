@@ -572,7 +572,7 @@ fn assert_receipts(events: &[Value], expected: &[(&str, &str)], who: Install) {
                     e["kind"].as_str().is_some_and(|k| k.starts_with("context.") && k != "context.injected")
                         && &e["data"]["marker"] == marker
                 })
-                .map_or("none".to_string(), |e| format!("{}", e["kind"].as_str().unwrap()));
+                .map_or("none".to_string(), |e| e["kind"].as_str().unwrap().to_string());
             (i["data"]["source"].as_str().unwrap().to_string(), receipt)
         })
         .collect();

@@ -29,6 +29,9 @@ pub const READ_BUDGET: Duration = Duration::from_millis(100);
 const LINE_PARSE_MAX_BYTES: usize = 4 << 20;
 /// The host's wrapper around a value it cut to a preview.
 const CUT_WRAPPER: &[u8] = b"<persisted-output>";
+/// How far before a token a cut wrapper is looked for: past the wrapper's file path and
+/// its "Preview" line.
+const CUT_LOOKBACK_BYTES: usize = 4_096;
 
 /// The token an injection carries at its start and at its end.
 pub fn token(marker: &str) -> String {
@@ -130,7 +133,11 @@ pub fn judge(tail: &Tail, marker: &str) -> Finding {
         let line = &lines[start..end];
         match line_type(line) {
             Some(LineType::RequestBlob) => {
-                if sub_positions(line, token).count() >= 2 {
+                // Whole: the token twice, and no cut wrapper just before the first one (a
+                // preview that happened to hold both is still a preview).
+                let first = at - start;
+                let wrapped = find_sub(&line[first.saturating_sub(CUT_LOOKBACK_BYTES)..first], CUT_WRAPPER).is_some();
+                if sub_positions(line, token).count() >= 2 && !wrapped {
                     return Finding::Sent;
                 }
                 cut |= find_sub(line, CUT_WRAPPER).is_some();
@@ -272,6 +279,12 @@ mod tests {
         format!("<persisted-output>\nOutput too large (11.7KB). Full output saved to: /x/hook.txt\n\nPreview (first 2KB):\n{}", &text[..40])
     }
 
+    fn preview_whole(text: &str) -> String {
+        format!(
+            "<persisted-output>\nOutput too large. Full output saved to: /x/hook.txt\n\nPreview (first 2KB):\n{text}\n</persisted-output>"
+        )
+    }
+
     #[test]
     fn only_a_request_holding_the_whole_text_is_delivered() {
         let text = marked(&"the plan ".repeat(10), M);
@@ -293,6 +306,8 @@ mod tests {
         let cut = preview(&text);
         assert_eq!(judge(&tail(&[hook_stdout(&text), attached(&cut), blob(&cut), request()]), M), Finding::Cut);
         assert_eq!(judge(&tail(&[attached(&cut)]), M), Finding::Cut);
+        let short = marked("the plan", M);
+        assert_eq!(judge(&tail(&[attached(&short), blob(&preview_whole(&short))]), M), Finding::Cut, "a preview holding both tokens");
     }
 
     #[test]

@@ -104,7 +104,9 @@ pub fn settle(session: &SessionContext, transcript_path: Option<&std::path::Path
                 Finding::SentWithout => Some("sent_without"),
                 Finding::NotATranscript => Some("unreadable"),
                 Finding::NotFound if !tail.whole => Some("out_of_window"),
-                Finding::NotFound if moment == Moment::TurnEnd => Some("not_found"),
+                // By the turn's end every request of the turn is written: not shown sent
+                // by then, it cannot be told.
+                Finding::NotFound | Finding::NotYet if moment == Moment::TurnEnd => Some("not_found"),
                 Finding::NotFound | Finding::NotYet => None,
             },
         };

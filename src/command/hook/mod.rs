@@ -189,7 +189,15 @@ fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, act
     let receipts = known.map(|k| context::settle(k, req.transcript_path.as_deref(), context::Moment::Prompt)).unwrap_or_default();
     // Owed a re-injection: one settled just now as not delivered, or one settled earlier
     // and not yet sent again.
-    let lost_now = receipts.iter().rev().find(|r| context::receipt_kind(&r.reason) == ReceiptKind::NotDelivered).map(|r| r.marker.clone());
+    // A re-injection is never sent again itself: each text goes at most twice.
+    let first_sending = |marker: &str| {
+        known.and_then(|k| k.injections.iter().find(|i| i.marker == marker)).is_some_and(|i| i.reinjects.is_none() && !i.reinjected)
+    };
+    let lost_now = receipts
+        .iter()
+        .rev()
+        .find(|r| context::receipt_kind(&r.reason) == ReceiptKind::NotDelivered && first_sending(&r.marker))
+        .map(|r| r.marker.clone());
     let lost = lost_now.or_else(|| known.and_then(|k| k.owed_reinjection()).map(|i| i.marker.clone()));
     let shown = window.map(context::away_shown);
     let (text, source, covers_seq, reinjects) = match lost {

@@ -84,6 +84,7 @@ const SCENARIOS: &[(&str, i32, i32)] = &[
     ("corruption-repaired", 0, 0),
     ("shell-appended-secret", 0, 0),
     ("checkpoint-plus-tail", 0, 0),
+    ("context-receipts", 0, 0),
 ];
 
 struct Scenario {
@@ -110,6 +111,7 @@ fn build(name: &str) -> Scenario {
         "corruption-repaired" => corruption_repaired(),
         "shell-appended-secret" => shell_appended_secret(),
         "checkpoint-plus-tail" => checkpoint_plus_tail(),
+        "context-receipts" => context_receipts(),
         other => panic!("no builder for scenario {other}"),
     };
     Scenario { name, exit, at_exit, at, inputs, must_show }
@@ -363,6 +365,44 @@ fn compaction_mid_session() -> Built {
         "context compaction (auto)".into(),
         format!("session started (compact) in {WORKING_COPY}"),
         format!("changed checklist item {migrate}: next_look, state, waits_on"),
+        "verdict: ok".into(),
+    ];
+    (s.chain.last_seq(), files, must_show)
+}
+
+/// A session's injections and their receipts: the start's checklist reached the model; the
+/// one after a compaction went over the host's cap and was cut to a preview, was sent again
+/// by the next prompt hook, and that one arrived.
+fn context_receipts() -> Built {
+    let title = "Port the importer to the new API";
+    let injected = |source: &str, marker: &str, chars: u64, reinjects: Option<&str>| {
+        let mut data = json!({"session": SESSION, "source": source, "marker": marker, "digest": format!("{marker:0<64}"),
+            "covers_seq": 1, "chars": chars, "away": null});
+        if let Some(m) = reinjects {
+            data["reinjects"] = json!(m);
+        }
+        data
+    };
+    let receipt = |marker: &str, reason: &str| json!({"session": SESSION, "marker": marker, "reason": reason});
+    let mut s = Story::start("d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6", "2026-12-04T08:00:00.100Z", 70111);
+    s.add("2026-12-04T08:01:00.200Z", item(title))
+        .event("2026-12-04T08:02:00.300Z", "session.started", session_started("startup"))
+        .event("2026-12-04T08:02:00.310Z", "context.injected", injected("session_start:startup", "3f9a1c0b7e", 212, None))
+        .event("2026-12-04T08:03:10.400Z", "context.delivered", receipt("3f9a1c0b7e", "sent"))
+        .event("2026-12-04T10:30:00.500Z", "compaction.recorded", json!({"session": SESSION, "trigger": "auto"}))
+        .event("2026-12-04T10:30:04.600Z", "session.started", session_started("compact"))
+        .event("2026-12-04T10:30:04.610Z", "context.injected", injected("session_start:compact", "a0b1c2d3e4", 10_480, None))
+        .event("2026-12-04T10:31:00.700Z", "context.not_delivered", receipt("a0b1c2d3e4", "cut"))
+        .event("2026-12-04T10:35:12.800Z", "context.injected", injected("reinject", "5e6f7a8b9c", 212, Some("a0b1c2d3e4")))
+        .event("2026-12-04T10:36:40.900Z", "context.delivered", receipt("5e6f7a8b9c", "sent"));
+    let n = s.chain.lines().len();
+    let files = Caches::new(&s.chain).projections_after(n).last_good_after(n).anchor_after(s.journal_id, n).done();
+    let must_show = vec![
+        format!("injected context 3f9a1c0b7e into session {SESSION} (session start:startup): 212 characters, the checklist as of seq 1"),
+        format!("context 3f9a1c0b7e reached session {SESSION}'s model: the host's transcript shows it sent whole"),
+        format!("context a0b1c2d3e4 did NOT reach session {SESSION}'s model: the host cut it to a preview (over its output cap)"),
+        "sending again a0b1c2d3e4 which was not delivered".into(),
+        format!("context 5e6f7a8b9c reached session {SESSION}'s model"),
         "verdict: ok".into(),
     ];
     (s.chain.last_seq(), files, must_show)
@@ -929,6 +969,11 @@ fn golden_shell_appended_secret() {
 #[test]
 fn golden_checkpoint_plus_tail() {
     check("checkpoint-plus-tail");
+}
+
+#[test]
+fn golden_context_receipts() {
+    check("context-receipts");
 }
 
 /// Every folder in `replay/` is a scenario, every scenario has its README and exactly the

@@ -86,10 +86,10 @@ fn the_demo_explains_what_would_be_misread() {
     let stdout = demo_in_a_folder_with_a_space();
     let at = |beat: &str| stdout.find(beat).unwrap_or_else(|| panic!("the demo does not say `{beat}`:\n{stdout}"));
     // After the repair, the item is back to working: the quarantined line was its change.
-    assert!(at("a bit flips in seq 7, the line of step 5 that marked fix-the-login-bug done") < at("CORRUPT at seq 7"));
+    assert!(at("a bit flips in seq 8, the line of step 5 that marked fix-the-login-bug done") < at("CORRUPT at seq 8"));
     let why = at("fix-the-login-bug is working again: the change that marked it done was the damaged line, now in quarantine/");
     assert!(at("salvaged: moved") < why, "said after the repair");
-    assert!(at("lost seqs: 7") < why, "the repair names the lost seq");
+    assert!(at("lost seqs: 8") < why, "the repair names the lost seq");
     // The rollback is shown (the item vanished) before it is named.
     let put_back = at("(the journal file is put back to the copy taken just before that add");
     let named = at("DISAGREES");

@@ -149,7 +149,7 @@ fn away_the_stop_is_blocked_until_the_person_is_back() {
     let reason = block_reason(&repo.stop(false, "Done for now.", &[]));
     assert!(reason.contains("work is owed (2 items)"), "{reason}");
     assert!(reason.contains("Next: branch feat/x has commits not pushed"), "{reason}");
-    assert!(reason.contains("checklist item write-the-parser is working"), "{reason}");
+    assert!(reason.contains("checklist item 1 is working"), "{reason}");
     assert!(reason.contains("push if your standing instruction allows"), "{reason}");
     assert!(repo.gh_calls() >= 1, "while away the forge is listed");
 
@@ -195,9 +195,16 @@ fn away_the_stop_is_blocked_until_the_person_is_back() {
     // The prompt hook: the away block to the model, one line to the person.
     let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "UserPromptSubmit", "prompt": "status?"});
     let r = reply(&repo.hook("user-prompt-submit", payload, &[])).unwrap();
-    assert!(r["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("grants no rights"));
+    let block = r["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(block.contains("no right to push") && block.contains("Full rules: `abcd mode`."), "{block}");
     let line = r["systemMessage"].as_str().unwrap();
     assert!(line.contains("away until") && line.contains("1 step queued") && line.contains("`abcd mode back`"), "{line}");
+    // Bare `abcd mode`, where the block points: the state, then the rules in full.
+    let mode = stdout(&repo.abcd(&["mode"]));
+    let (status, rules) = mode.split_once('\n').unwrap();
+    assert!(status.starts_with("away until 2026-12-02 02:00"), "{mode}");
+    assert!(rules.starts_with("abcd: the person is away until") && rules.contains("grants no rights"), "{mode}");
+    assert!(rules.contains("a release sign-off") && rules.contains("1 step queued for the person so far"), "{mode}");
 
     // Back: every queued step, recorded stop and decision, then the mode ends.
     let back = repo.abcd(&["mode", "back"]);
@@ -207,7 +214,8 @@ fn away_the_stop_is_blocked_until_the_person_is_back() {
     assert!(text.contains("stop: stopped with work owed, possibly forced by the cap"), "{text}");
     assert!(text.contains("decided: Use a hand-written parser (grounds: no new dependency; undo: revert the parser commit)"), "{text}");
     assert!(text.contains("away mode ended by Pat Person"), "{text}");
-    assert!(stdout(&repo.abcd(&["mode"])).starts_with("present"));
+    let present = stdout(&repo.abcd(&["mode"]));
+    assert!(present.starts_with("present") && present.lines().count() == 1, "no rules once back: {present}");
     // Present again: the stop is allowed with one line.
     let r = reply(&repo.stop(false, "Done.", &[])).unwrap();
     assert!(
@@ -294,7 +302,7 @@ fn session_start_carries_the_away_block_on_every_source() {
         let r = reply(&repo.hook("session-start", payload, &[])).unwrap();
         let context = common::unmarked(r["hookSpecificOutput"]["additionalContext"].as_str().unwrap());
         assert!(context.starts_with("abcd: the person is away until"), "{source}: {context}");
-        assert!(context.contains("write-the-parser"), "{source}: the checklist follows");
+        assert!(context.contains("\n1: Write the parser\n"), "{source}: the checklist follows");
         assert!(context.chars().count() <= 9_500);
     }
 }

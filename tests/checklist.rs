@@ -92,35 +92,24 @@ fn items_round_trip_through_the_verbs() {
         "repo",
     ]);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ship-the-login-fix");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
     let out = wc.abcd(&["checklist", "add", "Wait for review", "--waits-on", "person:reviewer", "--json"]);
     let added: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(added["id"], "wait-for-review");
+    assert_eq!(added["id"], "2");
 
-    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "ship-the-login-fix", "--json"]).stdout).unwrap();
+    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "1", "--json"]).stdout).unwrap();
     assert_eq!(show["title"], "Ship the login fix");
     assert_eq!(show["state"], "working");
     assert_eq!(show["promise"], "CI green => merge");
     assert_eq!(show["owner_refs"], json!(["feat/login", "pr:12"]));
     assert_eq!(show["next_look"], "2026-12-01T09:00:00Z");
     assert_eq!(show["credential"], json!({"kind": "github_token", "scope": "repo", "expiry": null}));
-    let waiting: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "wait-for-review", "--json"]).stdout).unwrap();
+    let waiting: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "2", "--json"]).stdout).unwrap();
     assert_eq!(waiting["state"], "waiting", "an item that waits on something starts waiting");
 
-    let out = wc.abcd(&[
-        "checklist",
-        "set",
-        "ship-the-login-fix",
-        "--state",
-        "done",
-        "--promise",
-        "",
-        "--owner-ref",
-        "pr:13",
-        "--clear-credential",
-    ]);
+    let out = wc.abcd(&["checklist", "set", "1", "--state", "done", "--promise", "", "--owner-ref", "pr:13", "--clear-credential"]);
     assert!(out.status.success(), "{}", text(&out));
-    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "ship-the-login-fix", "--json"]).stdout).unwrap();
+    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "1", "--json"]).stdout).unwrap();
     assert_eq!(show["state"], "done");
     assert_eq!(show["promise"], Value::Null);
     assert_eq!(show["owner_refs"], json!(["feat/login", "pr:12", "pr:13"]));
@@ -169,9 +158,9 @@ fn each_field_rule_is_refused_with_exit_2_naming_the_field_and_nothing_is_writte
         (&["checklist", "add", "x", "--next-look", "tomorrow"], "next_look"),
         (&["checklist", "add", "x", "--credential-kind", "magic", "--credential-scope", "repo"], "credential.kind"),
         (&["checklist", "add", "x", "--credential-kind", "api_key", "--credential-scope", "everything"], "credential.scope"),
-        (&["checklist", "set", "an-item", "--state", "finished"], "--state"),
+        (&["checklist", "set", "1", "--state", "finished"], "--state"),
         (&["checklist", "set", "no-such-item", "--state", "done"], "no checklist item"),
-        (&["checklist", "set", "an-item"], "nothing to change"),
+        (&["checklist", "set", "1"], "nothing to change"),
         (&["checklist", "render", "--budget", "199"], "--budget"),
         (&["checklist", "render", "--budget", "10001"], "--budget"),
     ];
@@ -395,10 +384,48 @@ fn three_hundred_long_items_render_within_the_budget() {
         let out = wc.abcd(&["checklist", "render", "--budget", budget]);
         let shown = String::from_utf8(out.stdout).unwrap();
         assert!(shown.chars().count() <= budget.parse().unwrap(), "{} chars", shown.chars().count());
-        let items = shown.lines().filter(|l| l.starts_with("- [")).count();
+        let items = shown.lines().filter(|l| l.starts_with("item-")).count();
         assert!(shown.ends_with(&format!("({} more items not shown; run `abcd checklist` to see them)\n", 300 - items)), "{shown}");
-        assert!(shown.lines().nth(1).unwrap().starts_with("- [working] item-299 "), "newest first: {shown}");
+        assert_eq!(shown.lines().nth(1), Some("working (300):"), "{shown}");
+        assert!(shown.lines().nth(2).unwrap().starts_with("item-299: "), "newest first: {shown}");
     }
+}
+
+/// New items get the next number; items an older build added keep their slug ids, which
+/// every verb still takes, and an all-digit one among them is counted.
+#[test]
+fn new_ids_are_numbers_and_slug_ids_keep_working() {
+    let wc = WorkingCopy::managed();
+    // As an older build added them: a slug of the title each (one title is all digits).
+    let journal = abcd::journal::Journal::new(
+        RealDisk::shared(),
+        abcd::journal::JournalPaths::beside(&wc.journal()),
+        Some(abcd::journal::anchor::AnchorStore::new(&wc.home)),
+    );
+    let store = abcd::store::Store::new(journal);
+    let scope = abcd::event::Scope::WorkingCopy { root: wc.root.display().to_string() };
+    let events: Vec<NewEvent> = [("fix-the-login-bug", "Fix the login bug"), ("7", "7")]
+        .iter()
+        .map(|(id, title)| NewEvent {
+            kind: "checklist.item_added".into(),
+            actor: Actor::this_process(None),
+            data: json!({"item": {"id": id, "title": title, "state": "working", "owner_refs": []}}),
+        })
+        .collect();
+    store.append(&events, Some(&scope)).unwrap();
+
+    let out = wc.abcd(&["checklist", "add", "Write the parser", "--waits-on", "fix-the-login-bug"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "8", "above every all-digit id");
+    for args in [&["checklist", "set", "fix-the-login-bug", "--state", "done"][..], &["checklist", "show", "fix-the-login-bug"]] {
+        let out = wc.abcd(args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+    }
+    let out = wc.abcd(&["checklist", "render"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\n8: Write the parser · waits on fix-the-login-bug\n"), "{}", text(&out));
+    // Dropped items keep their numbers: the next add never reuses one.
+    assert!(wc.abcd(&["checklist", "set", "8", "--state", "dropped"]).status.success());
+    assert_eq!(String::from_utf8_lossy(&wc.abcd(&["checklist", "add", "Next"]).stdout).trim(), "9");
 }
 
 #[test]
@@ -418,8 +445,8 @@ fn eight_processes_adding_a_hundred_items_each_keep_all_800_with_unique_ids() {
     });
     let items = wc.list()["items"].as_array().unwrap().clone();
     assert_eq!(items.len(), 800);
-    let ids: std::collections::HashSet<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
-    assert_eq!(ids.len(), 800);
+    let ids: std::collections::BTreeSet<u64> = items.iter().map(|i| i["id"].as_str().unwrap().parse().unwrap()).collect();
+    assert_eq!(ids, (1..=800).collect(), "the numbers 1 to 800, each once");
     assert!(wc.abcd(&["journal", "verify"]).status.success());
 }
 
@@ -487,12 +514,17 @@ fn checklist_times_follow_the_test_clock() {
     let now = "2026-06-01T09:00:00Z";
     let out = at(now, &["checklist", "add", "Look again", "--next-look", "+2h"]);
     assert!(out.status.success(), "{}", text(&out));
-    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "look-again", "--json"]).stdout).unwrap();
+    let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "1", "--json"]).stdout).unwrap();
     assert_eq!(show["next_look"], "2026-06-01T11:00:00Z", "two hours after the test instant");
-    for args in [&["checklist"][..], &["checklist", "show", "look-again"], &["checklist", "render"]] {
+    for args in [&["checklist"][..], &["checklist", "show", "1"]] {
         let out = at(now, args);
         assert!(text(&out).contains("next look 2026-06-01 11:00 UTC (in 2h00m)"), "{args:?}: {}", text(&out));
     }
+    // The render names the look's time only, so it reads the same until the look is due.
+    let render = |now: &str| String::from_utf8(at(now, &["checklist", "render"]).stdout).unwrap();
+    assert!(render(now).contains("1: Look again · look 2026-06-01T11:00Z\n"), "{}", render(now));
+    assert_eq!(render(now), render("2026-06-01T10:59:00Z"));
+    assert!(render("2026-06-01T11:00:00Z").contains("1: Look again · look due since 2026-06-01T11:00Z\n"));
     let out = at("not a time", &["checklist"]);
     assert_eq!(out.status.code(), Some(2), "an unreadable test instant is refused: {}", text(&out));
     assert!(text(&out).contains("ABCD_TEST_NOW"), "{}", text(&out));
@@ -548,7 +580,7 @@ fn the_host_session_in_the_environment_is_recorded_as_the_changes_author() {
 
     // Outside a session (the variable unset) the change names none.
     let out = Command::new(env!("CARGO_BIN_EXE_abcd"))
-        .args(["checklist", "set", "fix-the-login-bug", "--title", "Fix the login bug today"])
+        .args(["checklist", "set", "1", "--title", "Fix the login bug today"])
         .current_dir(&wc.root)
         .env("ABCD_HOME", &wc.home)
         .env_remove("CLAUDE_CODE_SESSION_ID")

@@ -40,7 +40,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -168,7 +168,6 @@ impl SecretIndex {
 enum Op {
     Add {
         title: String,
-        id: String,
     },
     /// An add carrying a fake secret in some field: must be refused, or killed.
     Secret {
@@ -241,8 +240,8 @@ struct Lab {
     seed: u64,
     rng: Rng,
     step: u64,
-    /// Every title an add was attempted with, and the id it must get.
-    titles: HashMap<String, String>,
+    /// Every title an add was attempted with (each one unique).
+    titles: HashSet<String>,
     /// Adds that exited 0 and printed their id: id → title.
     acked: BTreeMap<String, String>,
     /// Every item a list has shown: id → title. Once shown, always shown.
@@ -270,7 +269,7 @@ impl Lab {
             seed,
             rng: Rng(seed ^ salt),
             step: 0,
-            titles: HashMap::new(),
+            titles: HashSet::new(),
             acked: BTreeMap::new(),
             seen: BTreeMap::new(),
             done_acked: HashSet::new(),
@@ -355,9 +354,8 @@ impl Lab {
     // ----- choosing what to run -------------------------------------------------------
 
     fn add_op(&mut self, title: String) -> Op {
-        let id = abcd::checklist::item::slug_from_title(&title);
-        self.titles.insert(title.clone(), id.clone());
-        Op::Add { title, id }
+        self.titles.insert(title.clone());
+        Op::Add { title }
     }
 
     /// A realistic fake token, made at run time, in one of the fields the scanner guards.
@@ -512,12 +510,17 @@ impl Lab {
             self.bump("kills landed");
         }
         match (&ran.op, killed, status.code()) {
-            (Op::Add { id, title }, false, Some(0)) => {
+            (Op::Add { title }, false, Some(0)) => {
+                // A number nobody had: a killed add's number may be taken, never given twice.
                 let printed = ran.stdout();
-                if printed.trim() != id {
-                    self.fail(format!("add {title:?} exited 0 but printed {printed:?}, not its id {id:?}"));
+                let id = printed.trim().to_string();
+                if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+                    self.fail(format!("add {title:?} exited 0 but printed {printed:?}, not a number"));
                 }
-                self.acked.insert(id.clone(), title.clone());
+                if let Some(other) = self.seen.get(&id).or(self.acked.get(&id)).filter(|t| *t != title) {
+                    self.fail(format!("add {title:?} printed id {id:?}, which {other:?} already has"));
+                }
+                self.acked.insert(id, title.clone());
                 self.bump("adds acknowledged");
             }
             (Op::Add { .. }, true, _) => {
@@ -767,14 +770,20 @@ impl Lab {
             let (Some(id), Some(title), Some(state)) = (item["id"].as_str(), item["title"].as_str(), item["state"].as_str()) else {
                 self.fail(format!("a listed item lacks id, title or state: {item}"));
             };
-            match self.titles.get(title) {
-                None => self.fail(format!("the list shows an item nobody added: {item}")),
-                Some(want) if want != id => self.fail(format!("item {title:?} has id {id:?}, expected {want:?}")),
-                Some(_) => {}
+            if !self.titles.contains(title) {
+                self.fail(format!("the list shows an item nobody added: {item}"));
+            }
+            if self.seen.get(id).is_some_and(|t| t != title) {
+                self.fail(format!("item {id:?} showed another title before: {item}"));
             }
             if shown.insert(id.to_string(), (title.to_string(), state.to_string())).is_some() {
                 self.fail(format!("the list shows id {id:?} twice"));
             }
+        }
+        // Numbers count up in the order items were added, whatever was killed between.
+        let numbers: Vec<u64> = items.iter().filter_map(|i| i["id"].as_str()?.parse().ok()).collect();
+        if numbers.len() != items.len() || numbers.windows(2).any(|w| w[0] >= w[1]) {
+            self.fail(format!("the ids are not numbers rising in the order of the adds: {numbers:?}"));
         }
         for (id, title) in self.acked.clone() {
             match shown.get(&id) {
@@ -816,15 +825,13 @@ impl Lab {
 
     fn check_render(&mut self, shown: &str, open: usize, done: usize) {
         let mut lines = shown.lines();
-        let header = lines.next().unwrap_or_default();
-        let counts = header
-            .strip_prefix("abcd checklist: ")
-            .and_then(|r| r.strip_suffix(" recently done"))
-            .and_then(|r| r.split_once(" open, "))
-            .and_then(|(o, d)| Some((o.parse::<usize>().ok()?, d.parse::<usize>().ok()?)));
-        let Some((h_open, h_done)) = counts else { self.fail(format!("the render has no checklist header: {shown:?}")) };
+        if lines.next() != Some(abcd::checklist::render::HEADER) {
+            self.fail(format!("the render has no checklist header: {shown:?}"));
+        }
         let (mut last_good, mut nothing) = (false, false);
+        let (mut h_open, mut h_done) = (0, 0);
         let mut rest = Vec::new();
+        let count = |line: &str, label: &str| line.strip_prefix(label)?.strip_suffix(")")?.parse::<usize>().ok();
         for line in lines {
             if let Some(note) = line.strip_prefix("! ") {
                 if note.contains("showing the last good checklist") {
@@ -834,10 +841,15 @@ impl Lab {
                 } else {
                     self.fail(format!("the render carries an unexpected note: {line:?}"));
                 }
-            } else if let Some(item) = line.strip_prefix("- [") {
-                let parsed = item.split_once("] ").and_then(|(state, r)| r.split_once(" — ").map(|(id, title)| (state, id, title)));
-                let Some((state, id, title)) = parsed else { self.fail(format!("the render has a malformed item line: {line:?}")) };
-                if self.titles.get(title).map(String::as_str) != Some(id) || !["working", "done"].contains(&state) {
+            } else if let Some(n) = line.strip_suffix(':').and_then(|l| count(l, "working (")) {
+                h_open = n;
+            } else if let Some(n) = count(line, "done (") {
+                h_done = n;
+                rest.push(line);
+            } else if let Some((id, title)) =
+                line.split_once(": ").filter(|(id, _)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+            {
+                if self.seen.get(id).map(String::as_str) != Some(title) {
                     self.fail(format!("the render shows an item the list does not know: {line:?}"));
                 }
                 rest.push(line);
@@ -855,8 +867,8 @@ impl Lab {
             }
         } else if last_good {
             self.bump("render: last-good fallback");
-        } else if (h_open, h_done) != (open, done.min(abcd::checklist::render::RECENT_DONE_MAX)) {
-            self.fail(format!("the render counts {h_open} open and {h_done} done; the list has {open} and {done}: {header:?}"));
+        } else if (h_open, h_done) != (open, done) {
+            self.fail(format!("the render counts {h_open} open and {h_done} done; the list has {open} and {done}: {shown:?}"));
         }
     }
 

@@ -86,8 +86,8 @@ fn the_demo_explains_what_would_be_misread() {
     let stdout = demo_in_a_folder_with_a_space();
     let at = |beat: &str| stdout.find(beat).unwrap_or_else(|| panic!("the demo does not say `{beat}`:\n{stdout}"));
     // After the repair, the item is back to working: the quarantined line was its change.
-    assert!(at("a bit flips in seq 8, the line of step 5 that marked fix-the-login-bug done") < at("CORRUPT at seq 8"));
-    let why = at("fix-the-login-bug is working again: the change that marked it done was the damaged line, now in quarantine/");
+    assert!(at("a bit flips in seq 8, the line of step 5 that marked item 1, Fix the login bug, done") < at("CORRUPT at seq 8"));
+    let why = at("item 1 is working again: the change that marked it done was the damaged line, now in quarantine/");
     assert!(at("salvaged: moved") < why, "said after the repair");
     assert!(at("lost seqs: 8") < why, "the repair names the lost seq");
     // The rollback is shown (the item vanished) before it is named.
@@ -95,7 +95,7 @@ fn the_demo_explains_what_would_be_misread() {
     let named = at("DISAGREES");
     let listing = &stdout[put_back..named];
     assert!(listing.contains("$ abcd checklist\n") && !listing.contains("Tag the release"), "{listing}");
-    assert!(listing.contains("tag-the-release is gone"), "{listing}");
+    assert!(listing.contains("item 4 is gone"), "{listing}");
     // Past the host's cap, abcd's answer is not called a blocked stop.
     let cap = at("the host's cap. At the next one the host ends the turn whatever abcd answers");
     let after = &stdout[cap..at("13. The person is back")];

@@ -387,22 +387,22 @@ fn context_receipts() -> Built {
     let mut s = Story::start("d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6", "2026-12-04T08:00:00.100Z", 70111);
     s.add("2026-12-04T08:01:00.200Z", item(title))
         .event("2026-12-04T08:02:00.300Z", "session.started", session_started("startup"))
-        .event("2026-12-04T08:02:00.310Z", "context.injected", injected("session_start:startup", "3f9a1c0b7e", 212, None))
-        .event("2026-12-04T08:03:10.400Z", "context.delivered", receipt("3f9a1c0b7e", "sent"))
+        .event("2026-12-04T08:02:00.310Z", "context.injected", injected("session_start:startup", "3f9a1c0b", 212, None))
+        .event("2026-12-04T08:03:10.400Z", "context.delivered", receipt("3f9a1c0b", "sent"))
         .event("2026-12-04T10:30:00.500Z", "compaction.recorded", json!({"session": SESSION, "trigger": "auto"}))
         .event("2026-12-04T10:30:04.600Z", "session.started", session_started("compact"))
-        .event("2026-12-04T10:30:04.610Z", "context.injected", injected("session_start:compact", "a0b1c2d3e4", 10_480, None))
-        .event("2026-12-04T10:31:00.700Z", "context.not_delivered", receipt("a0b1c2d3e4", "cut"))
-        .event("2026-12-04T10:35:12.800Z", "context.injected", injected("reinject", "5e6f7a8b9c", 212, Some("a0b1c2d3e4")))
-        .event("2026-12-04T10:36:40.900Z", "context.delivered", receipt("5e6f7a8b9c", "sent"));
+        .event("2026-12-04T10:30:04.610Z", "context.injected", injected("session_start:compact", "a0b1c2d3", 10_480, None))
+        .event("2026-12-04T10:31:00.700Z", "context.not_delivered", receipt("a0b1c2d3", "cut"))
+        .event("2026-12-04T10:35:12.800Z", "context.injected", injected("reinject", "5e6f7a8b", 212, Some("a0b1c2d3")))
+        .event("2026-12-04T10:36:40.900Z", "context.delivered", receipt("5e6f7a8b", "sent"));
     let n = s.chain.lines().len();
     let files = Caches::new(&s.chain).projections_after(n).last_good_after(n).anchor_after(s.journal_id, n).done();
     let must_show = vec![
-        format!("injected context 3f9a1c0b7e into session {SESSION} (session start:startup): 212 characters, the checklist as of seq 1"),
-        format!("context 3f9a1c0b7e reached session {SESSION}'s model: the host's transcript shows it sent whole"),
-        format!("context a0b1c2d3e4 did NOT reach session {SESSION}'s model: the host cut it to a preview (over its output cap)"),
-        "sending again a0b1c2d3e4 which was not delivered".into(),
-        format!("context 5e6f7a8b9c reached session {SESSION}'s model"),
+        format!("injected context 3f9a1c0b into session {SESSION} (session start:startup): 212 characters, the checklist as of seq 1"),
+        format!("context 3f9a1c0b reached session {SESSION}'s model: the host's transcript shows it sent whole"),
+        format!("context a0b1c2d3 did NOT reach session {SESSION}'s model: the host cut it to a preview (over its output cap)"),
+        "sending again a0b1c2d3 which was not delivered".into(),
+        format!("context 5e6f7a8b reached session {SESSION}'s model"),
         "verdict: ok".into(),
     ];
     (s.chain.last_seq(), files, must_show)

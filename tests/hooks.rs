@@ -106,9 +106,9 @@ fn session_start_reinjects_the_checklist_for_every_source_and_records_the_start(
         assert_eq!(out.status.code(), Some(0));
         assert!(took < HOOK_DEADLINE);
         assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-        let expected_context = "abcd keeps this working copy's checklist (it survives compaction; change it with `abcd checklist add|set`):\n\
-abcd checklist: 1 open, 0 recently done\n\
-- [working] fix-the-login-bug — Fix the login bug\n    refs: feat/login\n";
+        let expected_context = "abcd keeps this checklist across compaction; edit: `abcd checklist add|set <id>`.\n\
+working (1):\n\
+1: Fix the login bug · refs: feat/login\n";
         let reply = stdout_json(&out).unwrap();
         assert_eq!(reply["hookSpecificOutput"]["hookEventName"], "SessionStart");
         assert_eq!(common::unmarked(reply["hookSpecificOutput"]["additionalContext"].as_str().unwrap()), expected_context);
@@ -147,7 +147,7 @@ fn compaction_stop_and_prompt_hooks_answer_as_the_host_expects() {
     let (out, _) = hook(&repo, "stop", &fixture("stop.json", &vars), &[]);
     assert_eq!(
         stdout_json(&out).unwrap(),
-        json!({"systemMessage": "abcd: stopped with work owed (1 item); next: checklist item ship-it is working."})
+        json!({"systemMessage": "abcd: stopped with work owed (1 item); next: checklist item 1 is working."})
     );
 
     // A branch this session created and no item names: the prompt hook says so.
@@ -161,7 +161,7 @@ fn compaction_stop_and_prompt_hooks_answer_as_the_host_expects() {
     let (out, _) = hook(&repo, "user-prompt-submit", &fixture("user-prompt-submit.json", &vars), &[]);
     let context = stdout_json(&out).unwrap()["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string();
     assert!(context.contains("no item names feat/x"), "{context}");
-    assert!(repo.abcd(&["checklist", "set", "ship-it", "--owner-ref", "feat/x"]).status.success());
+    assert!(repo.abcd(&["checklist", "set", "1", "--owner-ref", "feat/x"]).status.success());
     let (out, _) = hook(&repo, "user-prompt-submit", &fixture("user-prompt-submit.json", &vars), &[]);
     assert_eq!(stdout_json(&out), None, "once an item names the branch, the checklist is not behind");
 }
@@ -310,7 +310,7 @@ fn five_hundred_long_items_stay_within_the_hosts_cap_and_name_what_was_left_out(
     assert!(stdout.chars().count() <= 10_000, "the whole hook output is {} characters", stdout.chars().count());
     let context = serde_json::from_str::<Value>(&stdout).unwrap()["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string();
     let context = common::unmarked(&context);
-    let shown = context.lines().filter(|l| l.starts_with("- [")).count();
+    let shown = context.lines().filter(|l| l.starts_with("item-")).count();
     assert!(shown > 10, "{shown} items shown");
     assert!(context.ends_with(&format!("({} more items not shown; run `abcd checklist` to see them)\n", 500 - shown)), "{context}");
 }

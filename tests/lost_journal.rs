@@ -159,7 +159,7 @@ fn a_lost_journal_is_named_by_verify_refused_by_appends_and_shown_as_degraded() 
         assert_eq!(wc.titles(), ["one", "two"], "{loss:?}");
         let (context, stderr) = wc.session_start();
         assert!(context.contains("the plan is degraded") && context.contains(&old), "{loss:?}: {context}");
-        assert!(context.contains("- [working] one") && context.contains("- [working] two"), "{loss:?}: {context}");
+        assert!(context.contains("\n1: one\n") && context.contains("\n2: two\n"), "{loss:?}: {context}");
         assert!(stderr.contains("session.started event was not recorded"), "{loss:?}: {stderr}");
         assert_eq!(std::fs::read(wc.journal()).ok(), left, "{loss:?}: the hook wrote nothing there");
     }

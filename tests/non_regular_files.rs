@@ -124,7 +124,7 @@ fn session_start_answers_with_a_fifo_for_the_checklist_projection() {
     assert_eq!(out.status.code(), Some(0));
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     let context = answer["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
-    assert!(context.contains("- [working] one — one"), "{context}");
+    assert!(context.contains("\n1: one\n"), "{context}");
     assert!(repo.root.join(TIER).join("checklist.json").is_file(), "the projection is written again as a regular file");
 }
 
@@ -140,7 +140,7 @@ fn checklist_json_answers_with_a_fifo_for_the_checklist_projection() {
     let out = abcd(&repo, &["checklist", "--json"], b"");
     assert_lists_one(&out, "checklist --json");
     let items: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(items["items"][0]["id"], "one");
+    assert_eq!(items["items"][0]["id"], "1");
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn checklist_render_answers_with_a_fifo_for_the_checklist_projection() {
 #[test]
 fn checklist_show_answers_with_a_fifo_for_the_checklist_projection() {
     let repo = checklist_json_is_a_fifo();
-    assert_lists_one(&abcd(&repo, &["checklist", "show", "one"], b""), "checklist show");
+    assert_lists_one(&abcd(&repo, &["checklist", "show", "1"], b""), "checklist show");
 }
 
 #[test]
@@ -210,7 +210,8 @@ fn hooks_answer_with_a_fifo_for_the_root_commit_cache() {
     mkfifo(&cache);
     let out = abcd(&repo, &["hook", "session-start"], &fixture("session-start-startup.json", &repo.root));
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("- [working] one — one"), "{}", text(&out.stdout));
+    // The context as JSON, its newlines escaped.
+    assert!(text(&out.stdout).contains(r"\n1: one\n"), "{}", text(&out.stdout));
 }
 
 /// Found beyond the issue's list: the previous listing `resume` reads back.

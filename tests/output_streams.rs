@@ -222,11 +222,13 @@ const CHECKLIST: &[Verb] = &[
     reads(&["checklist"], an_item),
     reads(&["checklist", "--json"], an_item),
     writes(&["checklist", "add", "Write the tests"], nothing),
-    writes(&["checklist", "set", "fix-the-login-bug", "--state", "done"], an_item),
-    reads(&["checklist", "show", "fix-the-login-bug"], an_item),
-    reads(&["checklist", "show", "fix-the-login-bug", "--json"], an_item),
+    writes(&["checklist", "set", "1", "--state", "done"], an_item),
+    reads(&["checklist", "show", "1"], an_item),
+    reads(&["checklist", "show", "1", "--json"], an_item),
     reads(&["checklist", "render"], an_item),
     reads(&["checklist", "render", "--json"], an_item),
+    reads(&["checklist", "render", "--stats"], an_item),
+    reads(&["checklist", "render", "--stats", "--json"], an_item),
 ];
 
 const MODE_AND_DECIDE: &[Verb] = &[

@@ -48,7 +48,7 @@ const TIMING_BUDGETS_VAR: &str = "ABCD_TIMING_BUDGETS";
 /// How long a StopFailure hook the client left behind may take to land its record.
 const LATE_RECORD_WAIT: Duration = Duration::from_secs(3);
 
-const CHECKLIST_HEADER: &str = "abcd keeps this working copy's checklist";
+const CHECKLIST_HEADER: &str = "abcd keeps this checklist across compaction";
 /// The model server's compaction summary: the client asks again for one without the tags.
 const SUMMARY: &str = "<summary>The person asked for a parser; a review step was planned.</summary>";
 
@@ -544,7 +544,10 @@ fn a_session_start_puts_the_checklist_in_the_first_request() {
         assert_eq!(printed.len(), 1, "{who:?}: {}", run.summary());
         let context = additional_context(&printed[0]);
         assert!(common::unmarked(&context).starts_with(CHECKLIST_HEADER), "{who:?}: {context}");
-        assert!(context.contains("write-the-parser — Write the parser") && context.contains("document-the-format"), "{who:?}: {context}");
+        assert!(
+            context.contains("\n1: Write the parser · refs: feat/parser\n") && context.contains("\n2: Document the format\n"),
+            "{who:?}: {context}"
+        );
 
         // What the model received: that very text, in the first request.
         let main = run.main_requests();
@@ -684,8 +687,8 @@ fn check_compaction(lab: &Lab, run: &Run, session: &str, trigger: &str) {
     let printed = run.abcd_printed(lab, "SessionStart", "session-start");
     assert_eq!(printed.len(), 2, "{who:?}: startup and compact: {}", run.summary());
     let after = additional_context(&printed[1]);
-    assert!(common::unmarked(&after).starts_with(CHECKLIST_HEADER) && after.contains("review-the-grammar"), "{who:?}: {after}");
-    assert!(!additional_context(&printed[0]).contains("review-the-grammar"), "{who:?}: the item came later");
+    assert!(common::unmarked(&after).starts_with(CHECKLIST_HEADER) && after.contains("\n2: Review the grammar\n"), "{who:?}: {after}");
+    assert!(!additional_context(&printed[0]).contains("Review the grammar"), "{who:?}: the item came later");
 
     // What the model received: one compaction request; the next main request is the
     // compacted conversation (the summary) and carries the checklist, as printed.
@@ -696,7 +699,7 @@ fn check_compaction(lab: &Lab, run: &Run, session: &str, trigger: &str) {
     let carried = session_start_context(next).unwrap_or_else(|| panic!("{who:?}: no SessionStart context after the compaction"));
     assert!(carried.starts_with(&after), "{who:?}: the model got {carried:?}, the hook printed {after:?}");
     let first = run.main_requests()[0];
-    assert!(!all_text(first).contains("review-the-grammar"), "{who:?}: not in the first request");
+    assert!(!all_text(first).contains("2: Review the grammar"), "{who:?}: not in the first request");
 
     // Both injections reached the model, as the client's transcript shows.
     assert_receipts(&events, &[("session_start:startup", "context.delivered"), ("session_start:compact", "context.delivered")], who);
@@ -773,10 +776,7 @@ fn away_a_stop_with_work_owed_is_blocked_until_the_hosts_cap() {
         // What the hooks printed, and what the model received.
         let reasons = stop_reasons(&run, lab);
         assert_eq!(reasons.len(), 3, "{who:?}: {}", run.summary());
-        assert!(
-            reasons.iter().all(|r| r.contains("work is owed (1 item). Next: checklist item write-the-parser is working")),
-            "{reasons:#?}"
-        );
+        assert!(reasons.iter().all(|r| r.contains("work is owed (1 item). Next: checklist item 1 is working")), "{reasons:#?}");
         // The first two blocks reach the model; the client overrides the third (its cap).
         check_reasons_reach_the_model(&run, &reasons[..2]);
         let capped = run.events.iter().any(|e| e["subtype"] == "notification" && e["key"] == "stop-hook-block-cap");
@@ -846,9 +846,13 @@ fn a_write_to_the_local_tier_is_denied_with_the_verb_to_use() {
         let who = run.install;
         assert_eq!(run.code, Some(0), "{who:?}: {}", run.summary());
         let after = std::fs::read_to_string(&target).unwrap();
-        assert!(after.contains("write-the-parser") && !after.contains("\"items\": []"), "{who:?}: the Write did not happen: {after}");
+        assert!(after.contains("Write the parser") && !after.contains("\"items\": []"), "{who:?}: the Write did not happen: {after}");
         let kinds: Vec<Value> = lab.working_copy_events()[journal_before..].iter().map(|e| e["kind"].clone()).collect();
-        assert_eq!(kinds, [json!("session.started")], "{who:?}: only the start is journaled");
+        assert_eq!(
+            kinds,
+            [json!("session.started"), json!("context.injected"), json!("context.delivered")],
+            "{who:?}: only the start, its injection and its receipt are journaled"
+        );
 
         // What the hook printed, and what the model received: the same reason, as an error
         // result of the Write call.

@@ -106,7 +106,7 @@ fn s(v: &Value) -> String {
 }
 
 fn marker_of(text: &str) -> String {
-    text[6..16].to_string()
+    text[6..14].to_string()
 }
 
 // The transcript lines as the pinned client writes them (the fields read, and a few beside).

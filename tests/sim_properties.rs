@@ -46,7 +46,7 @@ use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use abcd::checklist::item::{self, ChangeSet, ItemFields, ItemState};
+use abcd::checklist::item::{ChangeSet, ItemFields, ItemState};
 use abcd::event::{self, ItemAdded, ItemChanged, Scope};
 use abcd::fold::{self, FoldedState};
 use abcd::journal::anchor::AnchorStore;
@@ -631,7 +631,7 @@ impl World {
         self.checklist_write("checklist add", move |state| {
             let title = format!("task {n}");
             let fields = ItemFields {
-                id: item::unique_id(&title, |id| state.checklist.get(id).is_some()),
+                id: state.checklist.next_id().expect("numbers left"),
                 title,
                 state: if waiting { ItemState::Waiting } else { ItemState::Working },
                 waits_on: waiting.then(|| "pr:12".to_string()),

@@ -210,11 +210,36 @@ fn the_away_block_states_the_terms_once_and_grants_nothing() {
     let mut s = AwayState::default();
     fold_set(&mut s, set_at(T0, 8, true)).unwrap();
     let block = text::away_block(s.window.as_ref().unwrap(), &show);
-    assert!(block.contains("grants no rights"));
-    assert!(block.contains("abcd mode queue") && block.contains("abcd decide"));
-    assert!(block.contains("pushes wait"));
-    assert_eq!(block.matches("grants no rights").count(), 1);
-    assert!(block.chars().count() < 3_000, "the block leaves the render most of the 9,500 characters");
+    assert!(block.starts_with("abcd: the person is away until 2026-12-02T02:00:00Z."), "{block}");
+    assert!(block.contains("nothing owed and a wake scheduled"), "{block}");
+    assert!(block.contains("no right to push, open or merge"), "{block}");
+    assert!(block.contains("abcd mode queue") && block.contains("abcd decide"), "{block}");
+    assert!(block.contains("Queue every push."), "{block}");
+    assert!(block.contains("`abcd mode back` only on their word"), "{block}");
+    assert!(block.ends_with("Full rules: `abcd mode`."), "the full text is one command away: {block}");
+    assert_eq!(block.matches("no right").count(), 1);
+    assert!(!block.contains("queued"), "nothing queued, nothing said: {block}");
+    let full = text::away_rules_full(s.window.as_ref().unwrap(), &show);
+    assert!(full.contains("set by Pat from /w/a") && full.contains("grants no rights") && full.contains("pushes wait for their return"));
+    assert!(full.contains(crate::verdict::stop::QUESTION_ROUTE), "{full}");
+}
+
+/// The longest block (pushes held, a full queue, the longest shown time) stays within
+/// its bound: the block goes into every session start while away.
+#[test]
+fn the_away_block_stays_within_its_bound() {
+    let mut s = AwayState::default();
+    fold_set(&mut s, set_at(T0, 8, true)).unwrap();
+    for n in 0..QUEUE_MAX_STEPS {
+        fold_queued(&mut s, queued(&format!("step {n}")), t(T0)).unwrap();
+    }
+    let longest_show = |_| "2026-12-02 02:00 +05:30".to_string();
+    let block = text::away_block(s.window.as_ref().unwrap(), &longest_show);
+    assert!(block.contains(&format!(" {QUEUE_MAX_STEPS} steps queued.")), "{block}");
+    let chars = block.chars().count();
+    assert!(chars <= text::AWAY_BLOCK_MAX_CHARS, "{chars} > {}: {block}", text::AWAY_BLOCK_MAX_CHARS);
+    let full = text::away_rules_full(s.window.as_ref().unwrap(), &longest_show).chars().count();
+    assert!(chars * 3 < full, "a fraction of the full text ({chars} of {full})");
 }
 
 #[test]

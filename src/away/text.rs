@@ -6,14 +6,38 @@
 use jiff::Timestamp;
 
 use super::{Status, Window};
-use crate::verdict::stop::QUESTION_ROUTE;
+use crate::verdict::stop::{QUESTION_ROUTE, QUESTION_ROUTE_SHORT};
+
+/// The away block's length at most, in characters: it goes into every session start.
+pub const AWAY_BLOCK_MAX_CHARS: usize = 450;
 
 /// Makes an instant readable (the CLI passes `crate::clock::show`; tests pass a fixed one).
 pub type Show<'a> = &'a dyn Fn(Timestamp) -> String;
 
 /// The away block: what the model reads at session start and beside every prompt while
-/// the person is away. Says each thing once.
+/// the person is away. The rules in short, each once; the full text is one command away
+/// (`abcd mode`, [`away_rules_full`]).
 pub fn away_block(w: &Window, show: Show<'_>) -> String {
+    let mut text = format!(
+        "abcd: the person is away until {}. Keep working; end a turn only with nothing owed and a wake scheduled. \
+         It grants no right to push, open or merge a PR.",
+        show(w.end)
+    );
+    if w.hold_pushes {
+        text.push_str(" Queue every push.");
+    }
+    text.push_str(" No question reaches them: ");
+    text.push_str(QUESTION_ROUTE_SHORT);
+    let queued = w.queue.len();
+    if queued > 0 {
+        text.push_str(&format!(" {} queued.", count(queued, "step", "steps")));
+    }
+    text.push_str(" `abcd mode back` only on their word. Full rules: `abcd mode`.");
+    text
+}
+
+/// The away rules in full, as bare `abcd mode` prints them while away.
+pub fn away_rules_full(w: &Window, show: Show<'_>) -> String {
     let mut text = format!(
         "abcd: the person is away until {} (set by {} from {}). While away, keep working: end a turn only when nothing you \
          can do is owed, and then only with a wake scheduled (a session cron); abcd's Stop hook holds you to it. The away mode \

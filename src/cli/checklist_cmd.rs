@@ -77,11 +77,14 @@ enum ChecklistAction {
         /// The item's id, as `abcd checklist` lists it
         id: String,
     },
-    /// The checklist as hooks inject it, within a character budget
+    /// What the session-start hook injects: the away block while away, then the checklist, within a character budget
     Render {
         /// Characters at most, 200 to 10000 (default 9500: the host's 10,000 minus a margin of 500)
         #[arg(long, default_value_t = DEFAULT_BUDGET_CHARS)]
         budget: usize,
+        /// Print the characters each part takes instead of the text (the away block counts its blank line)
+        #[arg(long)]
+        stats: bool,
     },
 }
 
@@ -161,9 +164,15 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
     match args.action {
         None => list(&store, json_out)?,
         Some(ChecklistAction::Show { id }) => show(&store, &id, json_out)?,
-        Some(ChecklistAction::Render { budget }) => {
-            let text = checklist::render_within(&store, budget, crate::clock::now()?)?;
-            if json_out {
+        Some(ChecklistAction::Render { budget, stats }) => {
+            let (context, warning) = checklist::render_within(&store, &cwd, budget, crate::clock::now()?)?;
+            if let Some(w) = warning {
+                errln!("abcd: {w}");
+            }
+            let text = context.text();
+            if stats {
+                print_stats(&context, budget, json_out);
+            } else if json_out {
                 outln!("{}", json!({"render": text, "chars": text.chars().count(), "budget": budget}));
             } else {
                 out!("{text}");
@@ -252,6 +261,33 @@ fn show(store: &Store, id: &str, json_out: bool) -> Result<(), CommandError> {
         outln!("    added {}, last changed {}", found.created_at, found.updated_at);
     }
     Ok(())
+}
+
+/// `render --stats`: characters per part, in the order the parts are printed.
+fn print_stats(context: &render::Context, budget: usize, json_out: bool) {
+    let r = &context.render;
+    let chars = |t: &str| t.chars().count();
+    let parts = [
+        ("away_block", chars(&context.away)),
+        ("header", chars(&r.header)),
+        ("notes", chars(&r.notes)),
+        ("working", chars(&r.working)),
+        ("waiting", chars(&r.waiting)),
+        ("done", chars(&r.done)),
+        ("footer", chars(&r.footer)),
+    ];
+    let total = chars(&context.text());
+    if json_out {
+        let mut map: serde_json::Map<String, serde_json::Value> = parts.iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect();
+        map.insert("total".into(), json!(total));
+        map.insert("budget".into(), json!(budget));
+        outln!("{}", serde_json::Value::Object(map));
+    } else {
+        for (name, n) in parts {
+            outln!("{:<10} {n:>5}", name.replace('_', " "));
+        }
+        outln!("{:<10} {total:>5} of {budget}", "total");
+    }
 }
 
 fn print_written(written: &ItemWritten, json_out: bool) {

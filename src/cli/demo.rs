@@ -168,7 +168,7 @@ pub fn run() -> anyhow::Result<i32> {
         .write_all(br#"{"v":1,"seq":8,"time":"2026-11-30T06:00:00.000Z","kind":"checkl"#)?;
     expect(demo.run(&["journal", "verify"])?, 0, "verify torn")?;
     outln!("   the next write copies the torn bytes to quarantine/ and cuts them:");
-    expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set")?;
+    expect(demo.run(&["checklist", "set", "1", "--state", "done"])?, 0, "set")?;
 
     step("6. A hand-edited checklist.json is never trusted: the reader rebuilds the list from the journal");
     let projection = demo.root.join(crate::places::LOCAL_TIER).join(crate::store::projection::CHECKLIST_FILE);
@@ -186,7 +186,7 @@ pub fn run() -> anyhow::Result<i32> {
     let damaged = lines - 2;
     let line = std::fs::read_to_string(demo.journal())?.lines().nth(damaged).map(str::to_owned).unwrap_or_default();
     anyhow::ensure!(line.contains("\"kind\":\"checklist.item_changed\""), "the demo's seq {damaged} is not step 5's change");
-    outln!("   (a bit flips in seq {damaged}, the line of step 5 that marked fix-the-login-bug done)");
+    outln!("   (a bit flips in seq {damaged}, the line of step 5 that marked item 1, Fix the login bug, done)");
     flip_a_bit_in_line(&demo.journal(), damaged)?;
     expect(demo.run(&["journal", "verify"])?, 1, "verify corrupt")?;
     expect(demo.run(&["checklist", "add", "Another item"])?, 2, "append refused")?;
@@ -195,10 +195,10 @@ pub fn run() -> anyhow::Result<i32> {
     expect(demo.run(&["journal", "repair"])?, 0, "repair")?;
     expect(demo.run(&["checklist"])?, 0, "list")?;
     outln!(
-        "   fix-the-login-bug is working again: the change that marked it done was the damaged line, now in quarantine/; \
+        "   item 1 is working again: the change that marked it done was the damaged line, now in quarantine/; \
 a journal.repaired record stands in for its seq, and the line after it (the one appended in step 7) is kept. The session marks it done again:"
     );
-    expect(demo.run(&["checklist", "set", "fix-the-login-bug", "--state", "done"])?, 0, "set again")?;
+    expect(demo.run(&["checklist", "set", "1", "--state", "done"])?, 0, "set again")?;
 
     step("10. A journal rolled back to an older copy of itself is named through the head anchor");
     let before = std::fs::read(demo.journal())?;
@@ -206,7 +206,7 @@ a journal.repaired record stands in for its seq, and the line after it (the one 
     std::fs::write(demo.journal(), &before)?;
     outln!("   (the journal file is put back to the copy taken just before that add, as a backup restore or a file sync can do)");
     expect(demo.run(&["checklist"])?, 0, "list after rollback")?;
-    outln!("   tag-the-release is gone, and nothing in the file says so; the head anchor in the home store remembers the add:");
+    outln!("   item 4 is gone, and nothing in the file says so; the head anchor in the home store remembers the add:");
     expect(demo.run(&["journal", "verify"])?, 1, "verify rollback")?;
     outln!("   accepting it records the loss on the chain (the item is gone unless added again):");
     expect(demo.run(&["journal", "repair"])?, 0, "accept")?;

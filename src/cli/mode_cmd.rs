@@ -18,7 +18,7 @@ with a wake it scheduled: abcd's Stop hook blocks a stop while work is owed, and
 is refused with a route (queue what only you may approve, decide the rest with `abcd decide`). \
 The mode grants no rights: your own standing instruction stays the only authority to push, open \
 or merge a pull request.\n\n\
-Bare `abcd mode` prints the state. Exit codes: 0 ok, 1 failure, 2 refused."
+Bare `abcd mode` prints the state and, while away, the rules the sessions work by in full. Exit codes: 0 ok, 1 failure, 2 refused."
 )]
 pub struct ModeArgs {
     #[command(subcommand)]
@@ -94,7 +94,12 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
             if json_out {
                 json!({"status": record.status(now), "window": record.window, "journal": repo.store.journal().paths().journal}).to_string()
             } else {
-                text::status_line(record.window.as_ref(), now, &show)
+                let status = text::status_line(record.window.as_ref(), now, &show);
+                // While away, the rules in full: the away block the sessions read points here.
+                match record.window.as_ref().filter(|w| w.status(now) == Status::Away) {
+                    Some(w) => format!("{status}\n{}", text::away_rules_full(w, &show)),
+                    None => status,
+                }
             }
         }
         Some(ModeAction::Autonomous { until, hold_pushes }) => {

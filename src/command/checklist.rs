@@ -3,7 +3,9 @@
 //! reads (`list`, `show`, `render`) come from the store's O(1) view. Nothing here prints.
 
 use crate::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState, check_item};
-use crate::checklist::render::{self, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
+use std::path::Path;
+
+use crate::checklist::render::{self, Context, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
 use crate::checklist::state::Item;
 use crate::checklist::time_input::{CHECKLIST_MAX_AHEAD, parse_time_input};
 use crate::event::{self, ItemAdded, ItemChanged, Scope, WriteRefused};
@@ -74,13 +76,17 @@ pub fn show(store: &Store, id: &str) -> Result<(Item, ChecklistView), CommandErr
     }
 }
 
-/// The checklist as the hooks inject it, within `budget` characters.
-pub fn render_within(store: &Store, budget: usize, now: jiff::Timestamp) -> Result<String, CommandError> {
+/// What the session-start hook injects in `cwd` (the away block while away, then the
+/// checklist), within `budget` characters, in its parts; and a warning when the away
+/// record could not be read (then no block, as the hook reads it).
+pub fn render_within(store: &Store, cwd: &Path, budget: usize, now: jiff::Timestamp) -> Result<(Context, Option<String>), CommandError> {
     if !(MIN_BUDGET_CHARS..=HOOK_OUTPUT_CAP_CHARS).contains(&budget) {
         return Err(CommandError::Refused(format!("--budget must be {MIN_BUDGET_CHARS} to {HOOK_OUTPUT_CAP_CHARS} characters")));
     }
     let view = store.checklist_view();
-    Ok(render::render(&view.checklist.items, &view.notes, budget, now))
+    let record = super::hook::away::read(cwd);
+    let block = record.holding(now).map(|w| crate::away::text::away_block(w, &|t| crate::clock::show(t)));
+    Ok((render::context_parts(block.as_deref(), &view.checklist.items, &view.notes, budget, now), record.warning))
 }
 
 fn unknown_id(id: &str) -> CommandError {
@@ -152,7 +158,8 @@ pub fn add(store: &Store, scope: &Scope, request: AddRequest, now: ZonedNow, ses
     };
     let written = store.append_with(Some(scope), |state| {
         let mut fields = template.clone();
-        fields.id = item::unique_id(&fields.title, |id| state.checklist.get(id).is_some());
+        // A short number (docs/decisions.md); a slug only once the numbers are used up.
+        fields.id = state.checklist.next_id().unwrap_or_else(|| item::unique_id(&fields.title, |id| state.checklist.get(id).is_some()));
         match judge("add", &fields, &session) {
             Ok(()) => {
                 let data = serde_json::to_value(ItemAdded { item: fields.clone() }).expect("plain data serializes");

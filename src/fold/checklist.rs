@@ -24,6 +24,7 @@ pub fn fold_added(state: &mut ChecklistState, event: &Event, added: &ItemAdded) 
         added_seq: event.seq,
         changed_seq: event.seq,
     });
+    state.count_id(&added.item.id);
     touch(state, event);
     Ok(())
 }

@@ -88,7 +88,7 @@ pub fn fold_injected(state: &mut ContextState, seq: u64, injected: ContextInject
         return Err(reject("session", "is not a session id ([A-Za-z0-9_-]{1,128})"));
     }
     if !marker_ok(&injected.marker) || injected.reinjects.as_deref().is_some_and(|m| !marker_ok(m)) {
-        return Err(reject("marker", "is not 10 lowercase hex digits"));
+        return Err(reject("marker", "is not 8 lowercase hex digits"));
     }
     if !source_ok(&injected.source) {
         return Err(reject("source", "is not a source abcd writes"));
@@ -131,7 +131,7 @@ pub fn receipt_checked(receipt: &ContextReceipt) -> Result<(), Rejection> {
         return Err(reject("session", "is not a session id ([A-Za-z0-9_-]{1,128})"));
     }
     if !marker_ok(&receipt.marker) {
-        return Err(reject("marker", "is not 10 lowercase hex digits"));
+        return Err(reject("marker", "is not 8 lowercase hex digits"));
     }
     if !reason_ok(&receipt.reason) {
         return Err(reject("reason", "is not one lowercase word"));
@@ -201,7 +201,7 @@ mod tests {
     }
 
     fn marker(n: u64) -> String {
-        format!("{n:010x}")
+        format!("{n:08x}")
     }
 
     #[test]

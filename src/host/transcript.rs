@@ -247,7 +247,7 @@ fn line_type(line: &[u8]) -> Option<LineType> {
 mod tests {
     use super::*;
 
-    const M: &str = "0123456789";
+    const M: &str = "01234567";
 
     fn tail(lines: &[String]) -> Tail {
         Tail { bytes: lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes(), whole: true }
@@ -296,7 +296,7 @@ mod tests {
         assert_eq!(judge(&tail(&[hook_stdout(&text), attached(&text), request()]), M), Finding::SentWithout);
         assert_eq!(judge(&tail(&[attached(&text), boundary(), request()]), M), Finding::Compacted);
         // Another injection's token proves nothing about this one.
-        let other = marked("the plan", "9999999999");
+        let other = marked("the plan", "99999999");
         assert_eq!(judge(&tail(&[attached(&text), blob(&other)]), M), Finding::NotYet);
     }
 

@@ -217,6 +217,9 @@ discarding someone else's work); anything that spends money; a release sign-off;
 instructions name as the person's. Every other question is the session's to decide: decide it, record it with \
 `abcd decide \"<decision>\" --grounds \"<why>\" --undo \"<how to reverse it>\"`, and carry on.";
 
+/// [`QUESTION_ROUTE`] in one sentence, for the away block that is injected on every start.
+pub const QUESTION_ROUTE_SHORT: &str = "queue what only they may approve (`abcd mode queue`), decide the rest (`abcd decide`).";
+
 /// Row 1's reason: the question reaches no one, and how to route it.
 pub fn question_reason() -> String {
     format!("abcd: the person is away, so the question your last message ends on reaches no one. {QUESTION_ROUTE}")

@@ -69,9 +69,9 @@ pub fn journal_with(n: usize) -> TempJournal {
 }
 
 /// An injected context without the receipt tokens abcd puts at its start and end
-/// (`[abcd:<10 hex>] ` and `\n[abcd:<10 hex>]`); a text without them is returned as it is.
+/// (`[abcd:<8 hex>] ` and `\n[abcd:<8 hex>]`); a text without them is returned as it is.
 pub fn unmarked(text: &str) -> String {
-    let token_len = "[abcd:]".len() + 10;
+    let token_len = "[abcd:]".len() + 8;
     let is_token = |t: &str| t.len() == token_len && t.starts_with("[abcd:") && t.ends_with(']');
     let Some(head) = text.get(..token_len).filter(|t| is_token(t)) else { return text.to_string() };
     let body = text[token_len..].strip_prefix(' ').unwrap_or(&text[token_len..]);

@@ -21,9 +21,8 @@ use crate::journal::storage::RealDisk;
 use crate::places::{self, PlaceError};
 use crate::store::Store;
 
-/// The first line of the re-injected context: factual, as the host's guidance asks.
-pub const CONTEXT_HEADER: &str =
-    "abcd keeps this working copy's checklist (it survives compaction; change it with `abcd checklist add|set`):";
+/// The first words of the checklist's one header line: factual, as the host's guidance asks.
+pub const CONTEXT_HEADER: &str = render::HEADER;
 /// Behind-note branches named, at most.
 const BEHIND_REFS_MAX: usize = 5;
 
@@ -132,17 +131,13 @@ fn append_warning(kind: &str, result: AppendResult) -> Option<String> {
     }
 }
 
-/// The context a session starts with: while away the away block first, then the header
-/// and the checklist, all within the budget (the host's 10,000 characters less a margin).
+/// The context a session starts with: while away the short away block first, then the
+/// checklist, all within the budget (the host's 10,000 characters less a margin).
 pub fn session_context(view: &crate::store::reader::ChecklistView, away_block: Option<&str>) -> String {
-    let block_chars = away_block.map_or(0, |b| b.chars().count() + 2) + crate::host::transcript::MARKED_EXTRA_CHARS;
-    let budget = DEFAULT_BUDGET_CHARS.saturating_sub(CONTEXT_HEADER.chars().count() + 1 + block_chars).max(render::MIN_BUDGET_CHARS);
     let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
-    let text = render::render(&view.checklist.items, &view.notes, budget, now);
-    match away_block {
-        Some(block) => format!("{block}\n\n{CONTEXT_HEADER}\n{text}"),
-        None => format!("{CONTEXT_HEADER}\n{text}"),
-    }
+    // The receipt's tokens go around this text: room is kept for them.
+    let budget = DEFAULT_BUDGET_CHARS - crate::host::transcript::MARKED_EXTRA_CHARS;
+    render::context_parts(away_block, &view.checklist.items, &view.notes, budget, now).text()
 }
 
 /// The away block while the person is away, what it shows the session, and a warning when

@@ -48,10 +48,21 @@ impl SessionContext {
         self.injections.iter().filter(|i| i.status == Delivery::Pending)
     }
 
-    /// The newest injection not delivered and not yet sent again: what a re-injection
-    /// would send once.
-    pub fn owed_reinjection(&self) -> Option<&Injection> {
-        self.injections.iter().rev().find(|i| i.status == Delivery::NotDelivered && !i.reinjected && i.reinjects.is_none())
+    /// The plan to send again, once: the newest injection that carried the plan (a session
+    /// start's or a re-injection), when it was not delivered, is not itself a re-injection
+    /// and was not sent again yet. `settled_now`: receipts made but not folded yet, by
+    /// marker. A newer plan makes an older loss moot; a prompt's one line does not.
+    pub fn owed_reinjection<'a>(&'a self, settled_now: &[(&str, Delivery)]) -> Option<&'a Injection> {
+        let status = |i: &Injection| settled_now.iter().find(|(m, _)| *m == i.marker).map_or(i.status, |(_, d)| *d);
+        let newest_plan = self.injections.iter().rev().find(|i| i.carries_plan())?;
+        (status(newest_plan) == Delivery::NotDelivered && newest_plan.reinjects.is_none() && !newest_plan.reinjected).then_some(newest_plan)
+    }
+}
+
+impl Injection {
+    /// Whether the text was the whole plan (what a re-injection sends again).
+    pub fn carries_plan(&self) -> bool {
+        self.source.starts_with("session_start") || self.source == "reinject"
     }
 }
 
@@ -212,7 +223,8 @@ mod tests {
         fold_receipt(&mut state, 2, ReceiptKind::NotDelivered, receipt("s1", &marker(1), "cut")).unwrap();
         let s = state.session("s1").unwrap();
         assert_eq!(s.injections[0].status, Delivery::NotDelivered);
-        assert_eq!(s.owed_reinjection().map(|i| i.marker.as_str()), Some(marker(1).as_str()));
+        assert_eq!(s.owed_reinjection(&[]).map(|i| i.marker.as_str()), Some(marker(1).as_str()));
+        assert_eq!(s.owed_reinjection(&[(&marker(1), Delivery::Delivered)]), None, "what a receipt just said counts");
         let again = fold_receipt(&mut state, 3, ReceiptKind::Delivered, receipt("s1", &marker(1), "sent"));
         assert!(again.unwrap_err().reason.contains("already settled"));
         assert!(fold_receipt(&mut state, 3, ReceiptKind::Delivered, receipt("s2", &marker(1), "sent")).is_err());
@@ -227,7 +239,23 @@ mod tests {
         let again = ContextInjected { reinjects: Some(marker(1)), source: "reinject".into(), ..injected("s1", &marker(2)) };
         fold_injected(&mut state, 3, again).unwrap();
         fold_receipt(&mut state, 4, ReceiptKind::NotDelivered, receipt("s1", &marker(2), "cut")).unwrap();
-        assert_eq!(state.session("s1").unwrap().owed_reinjection(), None, "a re-injection is never sent a third time");
+        assert_eq!(state.session("s1").unwrap().owed_reinjection(&[]), None, "a re-injection is never sent a third time");
+    }
+
+    #[test]
+    fn a_newer_plan_makes_an_older_loss_moot() {
+        let mut state = ContextState::default();
+        fold_injected(&mut state, 1, injected("s1", &marker(1))).unwrap();
+        fold_receipt(&mut state, 2, ReceiptKind::NotDelivered, receipt("s1", &marker(1), "compacted")).unwrap();
+        let compact = ContextInjected { source: "session_start:compact".into(), ..injected("s1", &marker(2)) };
+        fold_injected(&mut state, 3, compact).unwrap();
+        assert_eq!(state.session("s1").unwrap().owed_reinjection(&[]), None, "the newer plan is pending");
+        let line = ContextInjected { source: "user_prompt".into(), ..injected("s1", &marker(3)) };
+        fold_injected(&mut state, 4, line).unwrap();
+        let second = marker(2);
+        let lost = [(second.as_str(), Delivery::NotDelivered)];
+        let owed = state.session("s1").unwrap().owed_reinjection(&lost).map(|i| i.marker.clone());
+        assert_eq!(owed, Some(marker(2)), "a prompt's one line is no plan: the lost plan is still owed");
     }
 
     #[test]

@@ -126,6 +126,16 @@ pub fn receipt_kind(reason: &str) -> ReceiptKind {
     }
 }
 
+/// The status a reason settles an injection to.
+pub fn delivery_of(reason: &str) -> crate::fold::context::Delivery {
+    use crate::fold::context::Delivery;
+    match receipt_kind(reason) {
+        ReceiptKind::Delivered => Delivery::Delivered,
+        ReceiptKind::NotDelivered => Delivery::NotDelivered,
+        ReceiptKind::Unknown => Delivery::Unknown,
+    }
+}
+
 pub fn receipt_event(r: &ContextReceipt, actor: &Actor) -> NewEvent {
     NewEvent { kind: receipt_kind(&r.reason).event_kind().into(), actor: actor.clone(), data: json!(r) }
 }

@@ -12,7 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::json;
 
 use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
-use crate::event::{self, AwayShown, BranchCreated, CompactionRecorded, ContextReceipt, ReceiptKind, Scope, SessionStarted};
+use crate::event::{self, AwayShown, BranchCreated, CompactionRecorded, ContextReceipt, Scope, SessionStarted};
+use crate::fold::context::Delivery;
 use crate::git::branch as git;
 use crate::host::{HookEvent, HookReply, HookRequest, RequestDetail, ToolCall};
 use crate::journal::append::{AppendNotes, Appended, JournalError};
@@ -182,18 +183,10 @@ fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, act
     let session = req.session_id.as_deref().filter(|s| event::session_id_ok(s));
     let known = session.and_then(|id| state.as_ref().and_then(|s| s.context.session(id)));
     let receipts = known.map(|k| context::settle(k, req.transcript_path.as_deref(), context::Moment::Prompt)).unwrap_or_default();
-    // Owed a re-injection: one settled just now as not delivered, or one settled earlier
-    // and not yet sent again.
-    // A re-injection is never sent again itself: each text goes at most twice.
-    let first_sending = |marker: &str| {
-        known.and_then(|k| k.injections.iter().find(|i| i.marker == marker)).is_some_and(|i| i.reinjects.is_none() && !i.reinjected)
-    };
-    let lost_now = receipts
-        .iter()
-        .rev()
-        .find(|r| context::receipt_kind(&r.reason) == ReceiptKind::NotDelivered && first_sending(&r.marker))
-        .map(|r| r.marker.clone());
-    let lost = lost_now.or_else(|| known.and_then(|k| k.owed_reinjection()).map(|i| i.marker.clone()));
+    // The newest plan the session was sent, when the host did not deliver it (now or
+    // earlier), goes again once.
+    let settled_now: Vec<(&str, Delivery)> = receipts.iter().map(|r| (r.marker.as_str(), context::delivery_of(&r.reason))).collect();
+    let lost = known.and_then(|k| k.owed_reinjection(&settled_now)).map(|i| i.marker.clone());
     let shown = window.map(context::away_shown);
     let (text, source, covers_seq, reinjects) = match lost {
         Some(marker) => {

@@ -1,0 +1,653 @@
+//! Context benchmarks: what the session-start hook and the checklist verbs cost as the
+//! plan and its history grow. The machines this runs on are small, shared and noisy, so
+//! every benchmark runs its contenders side by side, interleaved (the order rotating every
+//! round), in one run, and reports the median of per-round RATIOS, each contender's time
+//! printed beside its floor's; absolute times are context only.
+//!
+//! 1. `abcd hook session-start` (the release binary, spawned with the host's SessionStart
+//!    payload on stdin) in a working copy of 20 open items (1a) and in one of 2,000 open
+//!    items (1b), each against a trivial process (`/usr/bin/true`, the same payload on
+//!    stdin); `abcd --version` for context (abcd's own start and exit). Each session-start
+//!    appends a durable `session.started` event, as the real hook does.
+//! 2. `abcd checklist add` (2a) and `abcd hook session-start` (2b) in a working copy that
+//!    has added 2,000 items and closed 1,980 of them against a fresh working copy holding
+//!    the same 20 open items. Both copies are built anew every round, so each round's adds
+//!    meet the same plan.
+//!
+//! Working copies are made by `abcd init` and filled through the store in batches, as the
+//! CLI leaves them (projections and checkpoints written by the store); before each round
+//! one untimed `checklist add` and one session-start run in every copy, so the files the
+//! CLI writes (`checklist.last-good.json` included) are there and the page cache is warm.
+//!
+//! `cargo bench --bench context` runs the full sizes. Run without `--bench` (as
+//! `cargo test --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises
+//! every path. `ABCD_BENCH_ONLY=2` runs only the benchmarks named; `ABCD_BENCH_KEEP=1`
+//! keeps the temp dir, with the working copies and the home store, for profiling by hand.
+
+use std::cell::{Cell, RefCell};
+use std::convert::Infallible;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use abcd::checklist::item::{ChangeSet, ItemFields, ItemState, slug_from_title};
+use abcd::event::{ItemAdded, ItemChanged, Scope};
+use abcd::journal::anchor::AnchorStore;
+use abcd::journal::format::{Actor, NewEvent};
+use abcd::journal::scan::Verdict;
+use abcd::journal::storage::RealDisk;
+use abcd::journal::{Journal, verify};
+use abcd::store::Store;
+
+const ONLY_ENV: &str = "ABCD_BENCH_ONLY";
+/// Set (to anything) to keep the temp dir and everything built in it, for profiling.
+const KEEP_ENV: &str = "ABCD_BENCH_KEEP";
+/// The host session id the spawned `abcd` sees (it goes into every event's actor).
+const BENCH_SESSION: &str = "bench-session-0123456789abcdef";
+/// Events per `Store::append` batch when building the working copies (under the batch's
+/// byte cap: an item line is under 500 bytes).
+const BUILD_BATCH: usize = 400;
+/// How far ahead of now the waiting items' next looks are: no look falls due during a run.
+const LOOK_AHEAD_DAYS: i64 = 30;
+
+/// Sizes and rounds of one run.
+struct Config {
+    full: bool,
+    only: Option<Vec<u32>>,
+    /// Open items of the small plan (1a) and of the fresh copy (2), and of the large plan (1b).
+    small_open: usize,
+    large_open: usize,
+    /// Items the long-lived copy of benchmark 2 added and closed, besides its open ones.
+    closed: usize,
+    /// Benchmark 1: rounds, and runs of each contender per round.
+    start_rounds: usize,
+    start_ops: usize,
+    /// Benchmark 2: rounds (each on copies built anew), and runs of each contender per round.
+    history_rounds: usize,
+    history_ops: usize,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        let full = std::env::args().any(|a| a == "--bench");
+        let only = std::env::var(ONLY_ENV)
+            .ok()
+            .map(|v| v.split(',').map(|n| n.trim().parse().unwrap_or_else(|_| panic!("{ONLY_ENV}={v:?}: expected e.g. 1,2"))).collect());
+        if full {
+            Config {
+                full,
+                only,
+                small_open: 20,
+                large_open: 2_000,
+                closed: 1_980,
+                start_rounds: 21,
+                start_ops: 10,
+                history_rounds: 21,
+                history_ops: 5,
+            }
+        } else {
+            Config {
+                full,
+                only,
+                small_open: 4,
+                large_open: 40,
+                closed: 36,
+                start_rounds: 1,
+                start_ops: 2,
+                history_rounds: 1,
+                history_ops: 2,
+            }
+        }
+    }
+
+    fn runs(&self, bench: u32) -> bool {
+        self.only.as_ref().is_none_or(|o| o.contains(&bench))
+    }
+}
+
+fn main() {
+    let cfg = Config::from_env();
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&base).expect("creating the crate's target/tmp");
+    let tmp = tempfile::Builder::new().prefix("abcd-bench-context-").tempdir_in(&base).expect("creating a temp dir");
+    let dir = tmp.path().canonicalize().expect("canonical temp dir");
+    let home = dir.join("home");
+    std::fs::create_dir(&home).expect("creating the home store");
+
+    println!(
+        "abcd context benchmarks: {}",
+        if cfg.full { "full run (cargo bench)" } else { "SMOKE mode (tiny sizes; numbers not meaningful)" }
+    );
+    println!("  temp dir:   {} (under the crate's target/tmp)", dir.display());
+    println!("  cpus:       {}", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!("  abcd:       {}", env!("CARGO_BIN_EXE_abcd"));
+    println!(
+        "  sizes:      {} and {} open items (benchmark 1); {} open items, fresh vs after {} added and {} closed (benchmark 2)",
+        cfg.small_open,
+        cfg.large_open,
+        cfg.small_open,
+        cfg.closed + cfg.small_open,
+        cfg.closed
+    );
+    println!();
+
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    let mut journals = Vec::new();
+    if cfg.runs(1) {
+        let (r, note, wcs) = bench_start(&cfg, &dir, &home);
+        rows.extend(r);
+        notes.push(note);
+        journals.extend(wcs);
+    }
+    if cfg.runs(2) {
+        let (r, note, wcs) = bench_history(&cfg, &dir, &home);
+        rows.extend(r);
+        notes.push(note);
+        journals.extend(wcs);
+    }
+    // Everything appended above must have left valid journals behind.
+    for path in &journals {
+        verify_clean(path, &home);
+    }
+
+    println!();
+    println!("| benchmark | contenders (median per round) | ratio (median of per-round ratios; min..max) | target | result |");
+    println!("|---|---|---|---|---|");
+    for r in &rows {
+        println!("{}", r.markdown(cfg.full));
+    }
+    println!();
+    for n in &notes {
+        println!("{n}");
+    }
+    println!("all journals verify clean after the run");
+    if std::env::var_os(KEEP_ENV).is_some() {
+        println!("kept the temp dir {} ({KEEP_ENV} is set): remove it by hand", tmp.keep().display());
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// Results
+
+#[derive(Clone, Copy)]
+enum Target {
+    AtMost(f64),
+    /// No target: reported for context.
+    Context,
+}
+
+struct Row {
+    name: String,
+    contenders: String,
+    /// e.g. "abcd/true latency"
+    ratio_label: String,
+    ratios: Vec<f64>,
+    target: Target,
+}
+
+impl Row {
+    fn markdown(&self, full: bool) -> String {
+        let mut sorted = self.ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let med = median(&self.ratios);
+        let (target, pass) = match self.target {
+            Target::AtMost(t) => (format!("<= {t}x"), Some(med <= t)),
+            Target::Context => ("none (context)".to_string(), None),
+        };
+        let result = match (full, pass) {
+            (false, _) => "smoke (not judged)",
+            (true, None) => "context",
+            (true, Some(true)) => "PASS",
+            (true, Some(false)) => "MISS",
+        };
+        format!(
+            "| {} | {} | {} = **{:.2}x** ({:.2}..{:.2}, {} rounds) | {} | {} |",
+            self.name,
+            self.contenders,
+            self.ratio_label,
+            med,
+            sorted[0],
+            sorted[sorted.len() - 1],
+            sorted.len(),
+            target,
+            result
+        )
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    assert!(!values.is_empty(), "a median needs values");
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+fn ms(secs: f64) -> String {
+    format!("{:.3} ms", secs * 1e3)
+}
+
+// ----------------------------------------------------------------------------------------
+// Processes
+
+/// The release binary cargo built beside this bench (`target/release/abcd`).
+fn abcd_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_abcd"))
+}
+
+/// The trivial process: starts and exits, reading nothing.
+fn true_bin() -> &'static Path {
+    [Path::new("/usr/bin/true"), Path::new("/bin/true")].into_iter().find(|p| p.is_file()).expect("a `true` binary")
+}
+
+/// `abcd <args>` in working copy `wc` with home store `home`.
+fn abcd_cmd(wc: &Path, home: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(abcd_bin());
+    cmd.args(args).current_dir(wc).env("ABCD_HOME", home).env("CLAUDE_CODE_SESSION_ID", BENCH_SESSION);
+    cmd
+}
+
+/// Writes `bytes` to a child's stdin; a child that exited without reading it (`true`)
+/// is not an error.
+fn write_ignoring_closed(pipe: &mut impl Write, bytes: &[u8]) {
+    match pipe.write_all(bytes) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => panic!("writing a child's stdin: {e}"),
+    }
+}
+
+/// Runs `cmd` with `payload` on stdin (none: `/dev/null`), stdout and stderr captured, to
+/// its exit: the seconds from spawn to reaped (the payload written and both outputs read
+/// to their end, as a host does), and its output. Panics unless it exits 0.
+fn timed(cmd: &mut Command, payload: Option<&[u8]>) -> (f64, std::process::Output) {
+    cmd.stdin(if payload.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let t = Instant::now();
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    if let Some(bytes) = payload {
+        let mut pipe = child.stdin.take().expect("a piped stdin");
+        write_ignoring_closed(&mut pipe, bytes);
+    }
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("waiting for {cmd:?}: {e}"));
+    let secs = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (secs, out)
+}
+
+/// Each contender once per op, in an order that rotates with the round; each contender
+/// times itself and returns seconds. The median per contender.
+fn rotate(round: usize, ops: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<f64> {
+    let n = contenders.len();
+    let mut times = vec![Vec::with_capacity(ops); n];
+    for _ in 0..ops {
+        for k in 0..n {
+            let c = (round + k) % n;
+            times[c].push(contenders[c]());
+        }
+    }
+    times.iter().map(|t| median(t)).collect()
+}
+
+/// The SessionStart payload the host sends, for a session in `wc` after a compaction.
+fn session_start_payload(wc: &Path) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "session_id": "bench",
+        "cwd": wc.to_str().expect("a UTF-8 path"),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }))
+    .expect("plain data serializes")
+}
+
+/// Checks `abcd hook session-start`'s output: nothing on stderr (the hook fails open
+/// loudly, there), and a SessionStart reply whose context holds the checklist's header and
+/// `newest`, the title of the newest open item (working, so shown first).
+fn check_session_start(stdout: &[u8], stderr: &[u8], newest: &str) {
+    assert!(stderr.is_empty(), "abcd hook session-start warned: {}", String::from_utf8_lossy(stderr));
+    let v: serde_json::Value = serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("abcd hook session-start printed no JSON ({e}): {}", String::from_utf8_lossy(stdout)));
+    let out = &v["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"].as_str(), Some("SessionStart"), "answered for another event: {v}");
+    let context = out["additionalContext"].as_str().unwrap_or_else(|| panic!("no additionalContext: {v}"));
+    assert!(context.contains(abcd::command::hook::CONTEXT_HEADER), "the context holds the checklist header: {context}");
+    assert!(context.contains(newest), "the context shows the newest open item {newest:?}: {context}");
+}
+
+/// `abcd hook session-start` in `wc`, checked: its seconds.
+fn session_start(wc: &Path, home: &Path, payload: &[u8], newest: &str) -> f64 {
+    let (secs, out) = timed(&mut abcd_cmd(wc, home, &["hook", "session-start"]), Some(payload));
+    check_session_start(&out.stdout, &out.stderr, newest);
+    secs
+}
+
+/// `abcd checklist add <title>` in `wc`, checked: its seconds.
+fn checklist_add(wc: &Path, home: &Path, title: &str) -> f64 {
+    let (secs, out) = timed(&mut abcd_cmd(wc, home, &["checklist", "add", title]), None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), slug_from_title(title), "abcd checklist add prints the new id");
+    assert!(out.stderr.is_empty(), "abcd checklist add warned: {}", String::from_utf8_lossy(&out.stderr));
+    secs
+}
+
+/// `true` with `payload` on stdin, in `wc`: its seconds.
+fn trivial(wc: &Path, payload: &[u8]) -> f64 {
+    let mut cmd = Command::new(true_bin());
+    cmd.current_dir(wc);
+    let (secs, out) = timed(&mut cmd, Some(payload));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "`true` printed something");
+    secs
+}
+
+// ----------------------------------------------------------------------------------------
+// Working copies
+
+fn actor() -> Actor {
+    Actor::this_process(Some(BENCH_SESSION.into()))
+}
+
+/// Verifies with the library's verifier; panics unless clean. Returns the event count.
+fn verify_clean(path: &Path, home: &Path) -> u64 {
+    let anchors = AnchorStore::new(home);
+    let report = verify::verify(&RealDisk, path, Some(&anchors), |_, _| Ok::<(), Infallible>(()))
+        .unwrap_or_else(|e| panic!("verifying {}: {e}", path.display()));
+    assert!(matches!(report.verdict, Verdict::Clean) && report.is_ok(), "{} does not verify clean: {report:?}", path.display());
+    report.events
+}
+
+/// A managed working copy at `wc`: a `.git/` folder, then `abcd init` run in it.
+fn managed_working_copy(wc: &Path, home: &Path) {
+    std::fs::create_dir_all(wc.join(".git")).expect("creating a working copy");
+    let (_, out) = timed(&mut abcd_cmd(wc, home, &["init"]), None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("abcd now manages"), "abcd init did not take {}: {text}", wc.display());
+}
+
+/// The working copy's journal, as `abcd` finds it.
+fn wc_journal(wc: &Path) -> PathBuf {
+    wc.join(abcd::places::LOCAL_TIER).join(abcd::places::JOURNAL_FILE)
+}
+
+/// The store the CLI opens in `wc`, and the scope it creates the journal with.
+fn wc_store(wc: &Path, home: &Path) -> (Store, Scope) {
+    let (paths, scope) = abcd::places::working_copy_journal(wc).expect("a managed working copy");
+    assert_eq!(paths.journal, wc_journal(wc));
+    (Store::new(Journal::new(RealDisk::shared(), paths, Some(AnchorStore::new(home)))), scope)
+}
+
+/// Appends through the store in batches, as the CLI does (projections refreshed,
+/// checkpoints every 1,000 events); panics if the projections could not be refreshed.
+fn store_append(store: &Store, scope: &Scope, events: &[NewEvent]) {
+    for batch in events.chunks(BUILD_BATCH) {
+        let (_, _, project_error) = store.append(batch, Some(scope)).expect("a durable store append");
+        assert!(project_error.is_none(), "refreshing the projections failed: {project_error:?}");
+    }
+}
+
+fn open_title(i: usize) -> String {
+    format!("Open item {i:04} of the context benchmark: keep the plan moving")
+}
+
+fn closed_title(i: usize) -> String {
+    format!("Closed item {i:04} of the context benchmark: done weeks ago")
+}
+
+/// Open item `i` of a plan: one in five waits on a pull request with a next look a month
+/// ahead, one in four carries a promise, the rest are plain working items.
+fn open_item(i: usize) -> ItemFields {
+    let title = open_title(i);
+    let mut item = ItemFields::working(&slug_from_title(&title), &title);
+    if i % 5 == 1 {
+        item.state = ItemState::Waiting;
+        item.waits_on = Some(format!("pr:{}", 100 + i));
+        let look =
+            abcd::clock::wall_now() + jiff::SignedDuration::from_hours(24 * LOOK_AHEAD_DAYS) + jiff::SignedDuration::from_mins(i as i64);
+        item.next_look = Some(look);
+    }
+    if i.is_multiple_of(4) {
+        item.promise = Some("the tests pass => open the pull request".into());
+    }
+    item
+}
+
+fn added(item: ItemFields) -> NewEvent {
+    NewEvent {
+        kind: abcd::event::CHECKLIST_ITEM_ADDED.into(),
+        actor: actor(),
+        data: serde_json::to_value(ItemAdded { item }).expect("plain data serializes"),
+    }
+}
+
+fn closed(id: String) -> NewEvent {
+    NewEvent {
+        kind: abcd::event::CHECKLIST_ITEM_CHANGED.into(),
+        actor: actor(),
+        data: serde_json::to_value(ItemChanged { id, changes: ChangeSet { state: Some(ItemState::Done), ..ChangeSet::default() } })
+            .expect("plain data serializes"),
+    }
+}
+
+/// A working copy at `wc` that added `closed` items and closed them (in batches, adds
+/// then closes, as weeks of work would leave them), then added the plan's `open` items.
+/// Returns its journal and the newest open item's title.
+fn build_copy(wc: &Path, home: &Path, open: usize, closed_items: usize) -> (PathBuf, String) {
+    managed_working_copy(wc, home);
+    let (store, scope) = wc_store(wc, home);
+    let mut events = Vec::with_capacity(2 * closed_items + open);
+    for start in (0..closed_items).step_by(BUILD_BATCH) {
+        let batch = start..(start + BUILD_BATCH).min(closed_items);
+        events.extend(batch.clone().map(|i| added(ItemFields::working(&slug_from_title(&closed_title(i)), &closed_title(i)))));
+        events.extend(batch.map(|i| closed(slug_from_title(&closed_title(i)))));
+    }
+    events.extend((0..open).map(|i| added(open_item(i))));
+    assert_eq!(open_item(open - 1).state, ItemState::Working, "the newest open item is working, so it is shown first");
+    store_append(&store, &scope, &events);
+    let journal = wc_journal(wc);
+    assert_eq!(verify_clean(&journal, home), 1 + events.len() as u64, "every built event is in the journal");
+    (journal, open_title(open - 1))
+}
+
+/// The sizes of the files beside `wc`'s journal, for the notes.
+fn tier_files(wc: &Path) -> String {
+    let tier = wc.join(abcd::places::LOCAL_TIER);
+    let mut files: Vec<(String, u64)> = std::fs::read_dir(&tier)
+        .expect("reading the local tier")
+        .flatten()
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            meta.is_file().then(|| (e.file_name().to_string_lossy().into_owned(), meta.len()))
+        })
+        .collect();
+    files.sort();
+    files.iter().map(|(name, len)| format!("{name} {len} B")).collect::<Vec<_>>().join(", ")
+}
+
+// ----------------------------------------------------------------------------------------
+// 1. Session-start at a small and a large plan vs a trivial process
+
+fn bench_start(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<PathBuf>) {
+    let t = Instant::now();
+    let small = dir.join("start-small");
+    let large = dir.join("start-large");
+    let (small_journal, small_newest) = build_copy(&small, home, cfg.small_open, 0);
+    let (large_journal, large_newest) = build_copy(&large, home, cfg.large_open, 0);
+    println!(
+        "[1] built the working copies through the store in {:.1} s: {} open items ({}); {} open items ({})",
+        t.elapsed().as_secs_f64(),
+        cfg.small_open,
+        tier_files(&small),
+        cfg.large_open,
+        tier_files(&large)
+    );
+    let (small_payload, large_payload) = (session_start_payload(&small), session_start_payload(&large));
+    let mut start_small = || session_start(&small, home, &small_payload, &small_newest);
+    let mut start_large = || session_start(&large, home, &large_payload, &large_newest);
+    let mut floor = || trivial(&small, &small_payload);
+    let mut version = || {
+        let (secs, out) = timed(&mut abcd_cmd(&small, home, &["--version"]), Some(&small_payload));
+        assert!(out.stdout.starts_with(b"abcd "), "abcd --version printed {}", String::from_utf8_lossy(&out.stdout));
+        secs
+    };
+    // Untimed: one of each, to warm the binaries, the page cache and whatever the first
+    // session-start writes.
+    start_small();
+    start_large();
+    floor();
+    version();
+    let (mut times, mut small_ratios, mut large_ratios, mut scale) = (vec![Vec::new(); 4], Vec::new(), Vec::new(), Vec::new());
+    for round in 0..cfg.start_rounds {
+        let m = rotate(round, cfg.start_ops, &mut [&mut start_small, &mut start_large, &mut floor, &mut version]);
+        for (k, v) in m.iter().enumerate() {
+            times[k].push(*v);
+        }
+        small_ratios.push(m[0] / m[2]);
+        large_ratios.push(m[1] / m[2]);
+        scale.push(m[1] / m[0]);
+    }
+    let [s, l, f, v] = [0, 1, 2, 3].map(|k| median(&times[k]));
+    let note = format!(
+        "benchmark 1: `abcd hook session-start` at {} open items {} and at {} open items {} vs `{}` {} vs `abcd --version` {} (medians of round medians; {} rounds x {} runs each, rotating); after the run: {} open items: {}; {} open items: {}",
+        cfg.small_open,
+        ms(s),
+        cfg.large_open,
+        ms(l),
+        true_bin().display(),
+        ms(f),
+        ms(v),
+        cfg.start_rounds,
+        cfg.start_ops,
+        cfg.small_open,
+        tier_files(&small),
+        cfg.large_open,
+        tier_files(&large)
+    );
+    println!("{note}");
+    let rows = vec![
+        Row {
+            name: format!("1a. `abcd hook session-start`, {} open items, vs a trivial process", cfg.small_open),
+            contenders: format!("`abcd hook session-start` {} vs `{}` {}", ms(s), true_bin().display(), ms(f)),
+            ratio_label: "abcd/true latency".into(),
+            ratios: small_ratios,
+            target: Target::AtMost(3.0),
+        },
+        Row {
+            name: format!("1b. `abcd hook session-start`, {} open items, vs a trivial process", cfg.large_open),
+            contenders: format!("`abcd hook session-start` {} vs `{}` {}", ms(l), true_bin().display(), ms(f)),
+            ratio_label: "abcd/true latency".into(),
+            ratios: large_ratios,
+            target: Target::AtMost(3.0),
+        },
+        Row {
+            name: format!("1c. `abcd hook session-start`, {} vs {} open items", cfg.large_open, cfg.small_open),
+            contenders: format!("{} items {} vs {} items {} (`abcd --version` {})", cfg.large_open, ms(l), cfg.small_open, ms(s), ms(v)),
+            ratio_label: "large/small latency".into(),
+            ratios: scale,
+            target: Target::Context,
+        },
+    ];
+    (rows, note, vec![small_journal, large_journal])
+}
+
+// ----------------------------------------------------------------------------------------
+// 2. Add and session-start after a long history vs a fresh copy with the same open items
+
+/// One working copy of benchmark 2 during a round: what its adds and session-starts need.
+struct Copy {
+    wc: PathBuf,
+    payload: Vec<u8>,
+    adds: Cell<usize>,
+    /// The title of its newest open item (working, so shown first).
+    newest: RefCell<String>,
+}
+
+impl Copy {
+    fn new(wc: PathBuf, newest: String) -> Copy {
+        Copy { payload: session_start_payload(&wc), wc, adds: Cell::new(0), newest: RefCell::new(newest) }
+    }
+
+    fn add(&self, home: &Path, round: usize) -> f64 {
+        let n = self.adds.replace(self.adds.get() + 1);
+        let title = format!("Round {round} add {n}: measure checklist add after a long history");
+        let secs = checklist_add(&self.wc, home, &title);
+        *self.newest.borrow_mut() = title;
+        secs
+    }
+
+    fn start(&self, home: &Path) -> f64 {
+        session_start(&self.wc, home, &self.payload, &self.newest.borrow())
+    }
+}
+
+fn bench_history(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<PathBuf>) {
+    let mut times = vec![Vec::new(); 4];
+    let (mut add_ratios, mut start_ratios) = (Vec::new(), Vec::new());
+    let mut journals = Vec::new();
+    let mut build_secs = Vec::new();
+    let mut files = String::new();
+    for round in 0..cfg.history_rounds {
+        let t = Instant::now();
+        let (old_wc, fresh_wc) = (dir.join(format!("history-old-{round:02}")), dir.join(format!("history-fresh-{round:02}")));
+        let (old_journal, old_newest) = build_copy(&old_wc, home, cfg.small_open, cfg.closed);
+        let (fresh_journal, fresh_newest) = build_copy(&fresh_wc, home, cfg.small_open, 0);
+        build_secs.push(t.elapsed().as_secs_f64());
+        let (old, fresh) = (Copy::new(old_wc, old_newest), Copy::new(fresh_wc, fresh_newest));
+        // Untimed: one add and one session-start in each copy (the add leaves last-good as
+        // the CLI does; both warm the page cache).
+        for copy in [&old, &fresh] {
+            copy.add(home, round);
+            copy.start(home);
+        }
+        let m = rotate(
+            round,
+            cfg.history_ops,
+            &mut [&mut || old.add(home, round), &mut || fresh.add(home, round), &mut || old.start(home), &mut || fresh.start(home)],
+        );
+        for (k, v) in m.iter().enumerate() {
+            times[k].push(*v);
+        }
+        add_ratios.push(m[0] / m[1]);
+        start_ratios.push(m[2] / m[3]);
+        if round == 0 {
+            files = format!("after {} closed: {}; fresh: {}", cfg.closed, tier_files(&old.wc), tier_files(&fresh.wc));
+        }
+        journals.extend([old_journal, fresh_journal]);
+    }
+    let [ao, af, so, sf] = [0, 1, 2, 3].map(|k| median(&times[k]));
+    let note = format!(
+        "benchmark 2: in a working copy that added {} items and closed {} of them vs a fresh one with the same {} open items: `abcd checklist add` {} vs {}, `abcd hook session-start` {} vs {} (medians of round medians; {} rounds x {} runs each, rotating, on copies built anew each round through the store in {:.1} s median); the files after round 0: {files}",
+        cfg.closed + cfg.small_open,
+        cfg.closed,
+        cfg.small_open,
+        ms(ao),
+        ms(af),
+        ms(so),
+        ms(sf),
+        cfg.history_rounds,
+        cfg.history_ops,
+        median(&build_secs),
+    );
+    println!("{note}");
+    let rows = vec![
+        Row {
+            name: format!("2a. `abcd checklist add` after {} closed items vs a fresh copy, {} open each", cfg.closed, cfg.small_open),
+            contenders: format!("after {} closed {} vs fresh {}", cfg.closed, ms(ao), ms(af)),
+            ratio_label: "old/fresh latency".into(),
+            ratios: add_ratios,
+            target: Target::AtMost(1.3),
+        },
+        Row {
+            name: format!("2b. `abcd hook session-start` after {} closed items vs a fresh copy, {} open each", cfg.closed, cfg.small_open),
+            contenders: format!("after {} closed {} vs fresh {}", cfg.closed, ms(so), ms(sf)),
+            ratio_label: "old/fresh latency".into(),
+            ratios: start_ratios,
+            target: Target::AtMost(1.3),
+        },
+    ];
+    (rows, note, journals)
+}

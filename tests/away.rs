@@ -297,14 +297,25 @@ fn session_start_carries_the_away_block_on_every_source() {
     let repo = Repo::new();
     assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
     assert!(repo.abcd(&["mode", "autonomous"]).status.success());
-    for source in ["startup", "resume", "clear", "compact"] {
+    let start = |source: &str| {
         let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "SessionStart", "source": source});
         let r = reply(&repo.hook("session-start", payload, &[])).unwrap();
-        let context = common::unmarked(r["hookSpecificOutput"]["additionalContext"].as_str().unwrap());
+        common::unmarked(r["hookSpecificOutput"]["additionalContext"].as_str().unwrap())
+    };
+    let mut last = String::new();
+    for source in ["startup", "resume", "clear", "compact"] {
+        let context = start(source);
         assert!(context.starts_with("abcd: the person is away until"), "{source}: {context}");
         assert!(context.contains("\n1: Write the parser\n"), "{source}: the checklist follows");
         assert!(context.chars().count() <= 9_500);
+        last = context;
     }
+    // The first start away rendered the checklist for the budget the away block leaves and
+    // kept that render: the next starts read it (and not `checklist.json`), the same text.
+    let checklist = repo.root.join(".abcd/.work.local/checklist.json");
+    std::fs::remove_file(&checklist).unwrap();
+    assert_eq!(start("startup"), last);
+    assert!(!checklist.exists(), "read from the render kept for the away budget");
 }
 
 #[test]

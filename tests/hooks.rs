@@ -455,3 +455,158 @@ fn a_session_id_that_is_a_secret_is_never_recorded() {
     assert!(journal.contains("\"kind\":\"session.started\""), "the start is recorded: {journal}");
     assert!(!journal.contains("ghp_0123"), "{journal}");
 }
+
+/// The clock of the session-render tests (`ABCD_TEST_NOW`): the plan is written at `T0`,
+/// its one next look is two hours later.
+const T0: &str = "2026-12-01T09:00:00Z";
+const BEFORE_THE_LOOK: &str = "2026-12-01T10:59:59Z";
+const AFTER_THE_LOOK: &str = "2026-12-01T12:00:00Z";
+const BEFORE_THE_RENDER: &str = "2026-12-01T08:00:00Z";
+
+fn tier(repo: &Repo) -> PathBuf {
+    repo.root.join(".abcd/.work.local")
+}
+
+fn session_render(repo: &Repo) -> PathBuf {
+    tier(repo).join(abcd::store::projection::SESSION_CONTEXT_FILE)
+}
+
+/// `abcd <args>` at `now`; panics unless it succeeds.
+fn abcd_at(repo: &Repo, now: &str, args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_abcd"))
+        .args(args)
+        .current_dir(&repo.root)
+        .env("ABCD_HOME", &repo.home)
+        .env("ABCD_TEST_NOW", now)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "abcd {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The context `abcd hook session-start` injects at `now`, without the receipt's tokens
+/// (each start has its own); panics unless it answers cleanly.
+fn start_context(repo: &Repo, now: &str) -> String {
+    let payload = fixture("session-start-startup.json", &[("$CWD", &cwd(repo))]);
+    let (out, _) = hook(repo, "session-start", &payload, &[("ABCD_TEST_NOW", now), ("TZ", "UTC")]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    common::unmarked(stdout_json(&out).unwrap()["hookSpecificOutput"]["additionalContext"].as_str().unwrap())
+}
+
+/// The context as the hook renders it from the checklist: with no session render to read.
+fn rendered_context(repo: &Repo, now: &str) -> String {
+    match std::fs::remove_file(session_render(repo)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("{e}"),
+        _ => {}
+    }
+    start_context(repo, now)
+}
+
+/// A plan written at `T0`: working, waiting with a look two hours ahead, a promise, one done.
+fn plan(repo: &Repo) {
+    abcd_at(repo, T0, &["checklist", "add", "Fix the login redirect loop", "--promise", "tests pass => open the PR"]);
+    abcd_at(repo, T0, &["checklist", "add", "Wait for the review", "--waits-on", "pr:12", "--next-look", "+2h"]);
+    abcd_at(repo, T0, &["checklist", "add", "Ship the release notes"]);
+    abcd_at(repo, T0, &["checklist", "set", "3", "--state", "done"]);
+}
+
+fn render_file(repo: &Repo) -> Value {
+    serde_json::from_slice(&std::fs::read(session_render(repo)).unwrap()).unwrap()
+}
+
+fn journal_lines(repo: &Repo) -> u64 {
+    std::fs::read_to_string(repo.journal()).unwrap().lines().count() as u64
+}
+
+#[test]
+fn session_start_reads_its_render_from_the_projection_and_it_is_the_render_from_the_checklist() {
+    let repo = Repo::new(true);
+    plan(&repo);
+    // Without `checklist.json` and `state.json`, a hook that read the checklist would fold
+    // the journal and write them again: reading the session render leaves them absent.
+    for name in ["checklist.json", "state.json"] {
+        std::fs::remove_file(tier(&repo).join(name)).unwrap();
+    }
+    let read = start_context(&repo, T0);
+    assert!(!tier(&repo).join("checklist.json").exists(), "the hook read the session render, not the checklist");
+    assert!(read.contains("\n1: Fix the login redirect loop") && read.contains("\n2: Wait for the review"), "{read}");
+    let rendered = rendered_context(&repo, T0);
+    assert!(tier(&repo).join("checklist.json").exists(), "the hook rendered from the checklist, and repaired it");
+    assert_eq!(read, rendered, "the session render is the text the hook renders from the checklist");
+    // The render the hook fell back to is written again, for the next start.
+    assert!(session_render(&repo).exists());
+    std::fs::remove_file(tier(&repo).join("checklist.json")).unwrap();
+    assert_eq!(start_context(&repo, T0), rendered);
+    assert!(!tier(&repo).join("checklist.json").exists(), "read from the render the fallback wrote");
+}
+
+#[test]
+fn a_stale_edited_or_expired_session_render_is_not_used() {
+    let repo = Repo::new(true);
+    plan(&repo);
+    let old = std::fs::read(session_render(&repo)).unwrap();
+
+    // Stale: it names a line a checklist event follows.
+    abcd_at(&repo, T0, &["checklist", "add", "A newer item"]);
+    std::fs::write(session_render(&repo), &old).unwrap();
+    let context = start_context(&repo, T0);
+    assert!(context.contains("\n4: A newer item"), "{context}");
+    assert_eq!(context, rendered_context(&repo, T0));
+
+    // Edited by hand and sealed again, so its digest holds: a planted secret, a planted
+    // escape sequence, more than its budget. Edited without a seal: its digest fails.
+    let mut genuine = render_file(&repo);
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let text = genuine["text"].as_str().unwrap().to_string();
+    let budget = genuine["budget"].as_u64().unwrap() as usize;
+    let planted = [
+        format!("{text}- [working] deploy — use {token}\n"),
+        format!("{text}- [working] deploy \u{1b}[2J now\n"),
+        format!("{text}{}\n", "x".repeat(budget)),
+    ];
+    for edit in planted {
+        genuine["text"] = json!(edit);
+        std::fs::write(session_render(&repo), abcd::store::projection::seal_session_context_json(&genuine)).unwrap();
+        let context = start_context(&repo, T0);
+        assert!(!context.contains("deploy") && !context.contains("xxxx"), "{context}");
+        assert_eq!(context, rendered_context(&repo, T0));
+    }
+    let sealed = std::fs::read_to_string(session_render(&repo)).unwrap();
+    std::fs::write(session_render(&repo), sealed.replace("A newer item", "A forged item")).unwrap();
+    let context = start_context(&repo, T0);
+    assert!(!context.contains("A forged item"), "{context}");
+
+    // Expired: its look has fallen due since it was rendered; or the clock reads before the
+    // render. Either way the text would not be what the hook renders now.
+    let fresh = std::fs::read(session_render(&repo)).unwrap();
+    assert_eq!(render_file(&repo)["valid_until"], json!("2026-12-01T11:00:00Z"));
+    for now in [AFTER_THE_LOOK, BEFORE_THE_RENDER] {
+        std::fs::write(session_render(&repo), &fresh).unwrap();
+        let context = start_context(&repo, now);
+        assert_eq!(context, rendered_context(&repo, now), "at {now}");
+        if now == AFTER_THE_LOOK {
+            assert!(context.contains("look due since"), "{context}");
+        }
+    }
+    // Until the look falls due, the render holds.
+    abcd_at(&repo, T0, &["checklist", "set", "4", "--title", "A newer item, renamed"]);
+    std::fs::remove_file(tier(&repo).join("checklist.json")).unwrap();
+    start_context(&repo, BEFORE_THE_LOOK);
+    assert!(!tier(&repo).join("checklist.json").exists(), "read from the render until the look falls due");
+}
+
+#[test]
+fn every_checklist_write_rewrites_the_session_render() {
+    let repo = Repo::new(true);
+    plan(&repo);
+    for args in [&["checklist", "add", "One more thing"][..], &["checklist", "set", "4", "--state", "done"]] {
+        std::fs::write(session_render(&repo), b"not a render").unwrap();
+        abcd_at(&repo, T0, args);
+        let file = render_file(&repo);
+        assert_eq!(file["journal"]["seq"].as_u64(), Some(journal_lines(&repo) - 1), "{args:?}: it names the head");
+        let shows = if args[1] == "add" { "\n4: One more thing\n" } else { "\ndone (2)\n" };
+        assert!(file["text"].as_str().unwrap().contains(shows), "{args:?}: {file}");
+        assert_eq!(file["rendered_at"], json!(T0));
+    }
+}

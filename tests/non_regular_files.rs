@@ -88,8 +88,12 @@ fn one_item() -> TestRepo {
 /// [`one_item`] with a FIFO where `checklist.json` is (the projection hooks and verbs read
 /// first).
 fn checklist_json_is_a_fifo() -> TestRepo {
-    let repo = one_item();
-    let projection = repo.root.join(TIER).join("checklist.json");
+    fifo_for(one_item(), "checklist.json")
+}
+
+/// `repo` with a FIFO where its projection `name` is.
+fn fifo_for(repo: TestRepo, name: &str) -> TestRepo {
+    let projection = repo.root.join(TIER).join(name);
     assert!(projection.is_file(), "the projection is where this test expects it");
     std::fs::remove_file(&projection).unwrap();
     mkfifo(&projection);
@@ -117,15 +121,28 @@ fn assert_lists_one(out: &Output, what: &str) {
     assert!(text(&out.stdout).contains("one"), "{what} shows the item: {}", text(&out.stdout));
 }
 
-#[test]
-fn session_start_answers_with_a_fifo_for_the_checklist_projection() {
-    let repo = checklist_json_is_a_fifo();
+/// The session-start hook with a FIFO for `name`: it answers, and writes `name` again as a
+/// regular file.
+fn session_start_answers_with_a_fifo_for(repo: TestRepo, name: &str) {
     let out = abcd(&repo, &["hook", "session-start"], &fixture("session-start-startup.json", &repo.root));
     assert_eq!(out.status.code(), Some(0));
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     let context = answer["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
     assert!(context.contains("\n1: one\n"), "{context}");
-    assert!(repo.root.join(TIER).join("checklist.json").is_file(), "the projection is written again as a regular file");
+    assert!(repo.root.join(TIER).join(name).is_file(), "the projection is written again as a regular file");
+}
+
+#[test]
+fn session_start_answers_with_a_fifo_for_the_checklist_projection() {
+    // Without its own render, which it would read instead, the hook reads the checklist.
+    let repo = checklist_json_is_a_fifo();
+    std::fs::remove_file(repo.root.join(TIER).join(abcd::store::projection::SESSION_CONTEXT_FILE)).unwrap();
+    session_start_answers_with_a_fifo_for(repo, "checklist.json");
+}
+
+#[test]
+fn session_start_answers_with_a_fifo_for_its_render() {
+    session_start_answers_with_a_fifo_for(fifo_for(one_item(), abcd::store::projection::SESSION_CONTEXT_FILE), "session-context.json");
 }
 
 #[test]

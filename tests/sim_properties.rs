@@ -1563,6 +1563,13 @@ fn g6_case(killed: bool, projection: bool, anchor_lost: bool, older: bool) -> Re
     if !view.checklist.items.is_empty() {
         return Err(format!("{case}: the checklist reader ({:?}) shows an item past the corruption at seq {}", view.source, last.seq + 1));
     }
+    // The session-start render written beside `checklist.json` is held to the same rule.
+    let budget = abcd::store::context::checklist_budget(None);
+    if let Some(cached) = w.p.stores[0].cached_session_context(budget, abcd::clock::wall_now())
+        && cached.text.contains("past-the-hole")
+    {
+        return Err(format!("{case}: the session render shows an item past the corruption at seq {}", last.seq + 1));
+    }
     Ok(())
 }
 

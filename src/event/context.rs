@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 /// A marker is this many lowercase hex digits; the injected text carries it at its start
 /// and at its end, so a transcript that holds it twice holds the whole text.
 pub const MARKER_HEX_LEN: usize = 8;
+/// The characters an injection's two tokens (`[abcd:<marker>]`, one before the text and a
+/// space, one after a newline) add to its text.
+pub const MARKED_EXTRA_CHARS: usize = 2 * ("[abcd:]".len() + MARKER_HEX_LEN) + 2;
 /// A source names where the text went in: `session_start:<host's word>`, `user_prompt`
 /// or `reinject`; at most this many bytes of `[a-z0-9_:-]`.
 pub const SOURCE_MAX_BYTES: usize = 64;

@@ -38,8 +38,7 @@ pub fn token(marker: &str) -> String {
     format!("[abcd:{marker}]")
 }
 
-/// The characters [`marked`] adds to a text.
-pub const MARKED_EXTRA_CHARS: usize = 2 * ("[abcd:]".len() + crate::event::context::MARKER_HEX_LEN) + 2;
+pub use crate::event::context::MARKED_EXTRA_CHARS;
 
 /// `text` with the injection's token first and last: a transcript holding the token twice
 /// in one request holds the whole text.

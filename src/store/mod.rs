@@ -4,6 +4,7 @@
 //! Data flows one way: command → journal append → fold → projection write.
 
 pub mod checkpoint;
+pub mod context;
 pub mod projection;
 pub mod reader;
 
@@ -193,10 +194,33 @@ impl Store {
                 let bytes = projection::ChecklistFile::render_from_state(&current.state, current.head);
                 self.write_files(vec![(projection::CHECKLIST_FILE, bytes.clone())])?;
                 *self.last_view.lock().unwrap_or_else(|p| p.into_inner()) = Some((current.head, bytes));
-                return Ok(());
+                // The session-start render, for a hook with no away block (the common case;
+                // a hook that frames one renders and writes its own). Its notes are the
+                // view's, as `checklist.json` read back gives them.
+                let items = &current.state.checklist.items;
+                let notes: Vec<String> = projection::checklist_skipped(&current.state).iter().map(ToString::to_string).collect();
+                let budget = context::checklist_budget(None);
+                let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
+                let text = crate::checklist::render::render(items, &notes, budget, now);
+                return self.write_session_context(current.head, items, budget, now, text);
             }
         };
         self.write_files(view.into_iter().collect())
+    }
+
+    /// Writes `session-context.json`: `text`, rendered at `now` for `budget` characters from
+    /// `items`, the checklist at `line` (a line the caller read from the journal, synced, or
+    /// one a trusted projection names).
+    pub fn write_session_context(
+        &self,
+        line: Head,
+        items: &[fold::checklist::Item],
+        budget: usize,
+        now: jiff::Timestamp,
+        text: String,
+    ) -> Result<(), JournalError> {
+        let file = projection::SessionContextFile::new(line, items, budget, now, text);
+        self.write_files(vec![(projection::SESSION_CONTEXT_FILE, file.render())])
     }
 
     fn write_files(&self, files: Vec<(&str, Vec<u8>)>) -> Result<(), JournalError> {

@@ -13,6 +13,9 @@
 //! - `state.json`: the whole folded state (a readable checkpoint; the read path's base).
 //! - `checklist.json` (`abcd/checklist/v1`) and `checklist.last-good.json`: the checklist
 //!   view that hooks and people read (SPEC §3).
+//! - `session-context.json` (`abcd/session-context/v1`): the checklist as the session-start
+//!   hook injects it, rendered once when the checklist is written, so the hook's cost does
+//!   not grow with the plan. Its text is scanned and checked again on every read.
 //! - `away.json` (`abcd/away/v1`), beside a repository journal: the away record (SPEC §6)
 //!   for people and other tools; abcd itself reads the record from `state.json` or the
 //!   journal, never from this file.
@@ -36,6 +39,12 @@ pub const CHECKLIST_SCHEMA: &str = "abcd/checklist/v1";
 /// The largest projection file read.
 pub const MAX_PROJECTION_BYTES: u64 = 16 << 20;
 const CHECKLIST_DIGEST_CONTEXT: &str = "abcd projection v1 checklist digest";
+pub const SESSION_CONTEXT_FILE: &str = "session-context.json";
+pub const SESSION_CONTEXT_SCHEMA: &str = "abcd/session-context/v1";
+const SESSION_CONTEXT_DIGEST_CONTEXT: &str = "abcd projection v1 session context digest";
+/// The largest `session-context.json` read: its text is at most the hook's cap in
+/// characters, each at most 4 bytes in UTF-8 and 6 as a JSON escape, with room for the rest.
+pub const MAX_SESSION_CONTEXT_BYTES: u64 = 64 << 10;
 pub const AWAY_FILE: &str = "away.json";
 pub const AWAY_SCHEMA: &str = "abcd/away/v1";
 const AWAY_DIGEST_CONTEXT: &str = "abcd projection v1 away digest";
@@ -198,6 +207,11 @@ pub fn changes_checklist_view(kind: &str) -> bool {
     kind.starts_with("checklist.")
 }
 
+/// The checklist events the fold skipped: what a checklist view names, after its items.
+pub fn checklist_skipped(state: &FoldedState) -> Vec<Skipped> {
+    state.journal.skipped.iter().filter(|s| s.kind.starts_with("checklist.")).cloned().collect()
+}
+
 /// The checklist as `checklist.json` and last-good carry it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -217,7 +231,7 @@ pub struct ChecklistFile {
 impl ChecklistFile {
     pub fn from_state(state: &FoldedState, head: Head) -> ChecklistFile {
         let c = &state.checklist;
-        let skipped: Vec<Skipped> = state.journal.skipped.iter().filter(|s| s.kind.starts_with("checklist.")).cloned().collect();
+        let skipped = checklist_skipped(state);
         let mut file = ChecklistFile {
             schema: CHECKLIST_SCHEMA.into(),
             updated_at: c.updated_at,
@@ -234,7 +248,7 @@ impl ChecklistFile {
     /// `from_state(state, head).render()`, rendered once.
     pub fn render_from_state(state: &FoldedState, head: Head) -> Vec<u8> {
         let c = &state.checklist;
-        let skipped: Vec<Skipped> = state.journal.skipped.iter().filter(|s| s.kind.starts_with("checklist.")).cloned().collect();
+        let skipped = checklist_skipped(state);
         /// `ChecklistFile`, borrowing the state's items.
         #[derive(Serialize)]
         struct ChecklistFileOut<'a> {
@@ -266,6 +280,110 @@ impl ChecklistFile {
     pub fn render(&self) -> Vec<u8> {
         pretty(self)
     }
+}
+
+/// The session-start hook's checklist text as `session-context.json` carries it: what
+/// `render::render` made of the checklist at `journal` for `budget` characters at
+/// `rendered_at`. The render reads the clock only to tell which next looks are due, so the
+/// text holds from `rendered_at` until `valid_until`, the earliest next look then still
+/// ahead (none: no look ahead, it holds until the checklist changes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionContextFile {
+    pub schema: String,
+    pub journal: JournalRef,
+    pub digest: String,
+    pub budget: usize,
+    #[serde(deserialize_with = "crate::utc_time::deserialize")]
+    pub rendered_at: jiff::Timestamp,
+    #[serde(deserialize_with = "crate::utc_time::deserialize_option")]
+    pub valid_until: Option<jiff::Timestamp>,
+    pub text: String,
+}
+
+impl SessionContextFile {
+    /// The file for `text`, rendered from `items` at `rendered_at` for `budget` characters.
+    pub fn new(head: Head, items: &[Item], budget: usize, rendered_at: jiff::Timestamp, text: String) -> SessionContextFile {
+        let mut file = SessionContextFile {
+            schema: SESSION_CONTEXT_SCHEMA.into(),
+            journal: head.into(),
+            digest: UNSEALED.into(),
+            budget,
+            rendered_at,
+            valid_until: next_look_after(items, rendered_at),
+            text,
+        };
+        file.digest = digest_when_rendered(SESSION_CONTEXT_DIGEST_CONTEXT, &file);
+        file
+    }
+
+    pub fn render(&self) -> Vec<u8> {
+        pretty(self)
+    }
+
+    /// Whether the text is what the hook would render for `budget` characters at `now`.
+    pub fn holds_for(&self, budget: usize, now: jiff::Timestamp) -> bool {
+        self.budget == budget && self.rendered_at <= now && self.valid_until.is_none_or(|until| now < until)
+    }
+}
+
+/// The earliest next look of any item that is after `now`: when one falls due its line
+/// changes, and the order, and so what fits the budget, may change with it (a done item
+/// shown among the recent ones shows its look too).
+fn next_look_after(items: &[Item], now: jiff::Timestamp) -> Option<jiff::Timestamp> {
+    items.iter().filter_map(|i| i.fields.next_look).filter(|t| *t > now).min()
+}
+
+/// A `session-context.json` forged from `file` (any content, any journal line): rendered
+/// and sealed as abcd seals one. For tests that prove a reader checks more than the
+/// digest, which has no key.
+pub fn seal_session_context_json(file: &serde_json::Value) -> Vec<u8> {
+    let mut file = file.clone();
+    file["digest"] = serde_json::json!(UNSEALED);
+    render_sealed(SESSION_CONTEXT_DIGEST_CONTEXT, &file)
+}
+
+/// Why a `session-context.json` is not used (the hook then renders from the checklist).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SessionContextRejected {
+    #[error("it cannot be read")]
+    Unreadable,
+    #[error("it is not an abcd/session-context/v1 file")]
+    NotASessionContext,
+    #[error("its digest does not match its content")]
+    DigestMismatch,
+    #[error("its text carries a secret")]
+    Secret,
+    #[error("its text holds characters a terminal acts on")]
+    TerminalUnsafe,
+    #[error("its text is over the budget it names")]
+    OverBudget,
+}
+
+/// Reads a `session-context.json` and checks its text as read: the digest, the secret scan,
+/// no control character but the newline (the fold refuses them in every field, so a
+/// render of a validated checklist has none; the CLI escapes the rest a terminal acts on,
+/// as in every reply) and no more characters than its budget. The digest has no key: the
+/// scan and the checks, not the digest, keep a hand-written text out of a session.
+pub fn load_session_context(storage: &dyn Storage, path: &Path) -> Result<SessionContextFile, SessionContextRejected> {
+    let bytes = read_small(storage, path, MAX_SESSION_CONTEXT_BYTES).map_err(|_| SessionContextRejected::Unreadable)?;
+    let file: SessionContextFile = serde_json::from_slice(&bytes).map_err(|_| SessionContextRejected::NotASessionContext)?;
+    if file.schema != SESSION_CONTEXT_SCHEMA {
+        return Err(SessionContextRejected::NotASessionContext);
+    }
+    if !digest_holds(SESSION_CONTEXT_DIGEST_CONTEXT, &bytes, &file.digest) {
+        return Err(SessionContextRejected::DigestMismatch);
+    }
+    if file.text.chars().any(|c| c.is_control() && c != '\n') {
+        return Err(SessionContextRejected::TerminalUnsafe);
+    }
+    if file.text.chars().count() > file.budget {
+        return Err(SessionContextRejected::OverBudget);
+    }
+    if crate::secrets::scan(&file.text).is_some() {
+        return Err(SessionContextRejected::Secret);
+    }
+    Ok(file)
 }
 
 /// Why a checklist file is not used.
@@ -424,6 +542,60 @@ mod tests {
         v.as_object_mut().unwrap().remove("updated_at");
         let read: ChecklistFile = serde_json::from_value(v).expect("a missing updated_at is None");
         assert_eq!(read.updated_at, None);
+    }
+
+    /// A sealed session render of `text` for `budget` characters, written to a temp file.
+    fn session_render_file(dir: &Path, budget: usize, text: &str) -> std::path::PathBuf {
+        let head = Head { seq: 9, hash: Hash([7; 32]), offset: 100, end: 300 };
+        let file = SessionContextFile::new(head, &items(), budget, at("2026-11-30T11:00:00Z"), text.into());
+        let path = dir.join(SESSION_CONTEXT_FILE);
+        std::fs::write(&path, file.render()).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_session_render_is_read_up_to_its_byte_cap_and_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = |path: &Path| load_session_context(&crate::journal::storage::RealDisk, path);
+        // The text fills the file to exactly the cap, then one byte more.
+        let empty = session_render_file(dir.path(), usize::MAX, "").metadata().unwrap().len() as usize;
+        let room = MAX_SESSION_CONTEXT_BYTES as usize - empty;
+        let path = session_render_file(dir.path(), usize::MAX, &"a".repeat(room));
+        assert_eq!(path.metadata().unwrap().len(), MAX_SESSION_CONTEXT_BYTES);
+        assert!(read(&path).is_ok());
+        session_render_file(dir.path(), usize::MAX, &"a".repeat(room + 1));
+        assert_eq!(read(&path), Err(SessionContextRejected::Unreadable));
+        // As many characters as its budget, then one more.
+        session_render_file(dir.path(), 10, "ä".repeat(10).as_str());
+        assert!(read(&path).is_ok());
+        session_render_file(dir.path(), 10, "ä".repeat(11).as_str());
+        assert_eq!(read(&path), Err(SessionContextRejected::OverBudget));
+        // A newline is the text's own; any other control character is refused.
+        session_render_file(dir.path(), 10, "a\nb");
+        assert!(read(&path).is_ok());
+        for c in ['\r', '\t', '\u{1b}', '\u{7f}', '\u{9b}'] {
+            session_render_file(dir.path(), 10, &format!("a{c}b"));
+            assert_eq!(read(&path), Err(SessionContextRejected::TerminalUnsafe), "{c:?}");
+        }
+        session_render_file(dir.path(), 100, "use ghp_0123456789abcdefghijklmnopqrstuvwxyzAB");
+        assert_eq!(read(&path), Err(SessionContextRejected::Secret));
+    }
+
+    #[test]
+    fn a_session_render_holds_from_its_render_until_the_next_look_ahead() {
+        // `items()` has one look, 2026-12-01T09:00:00Z; rendered after it, none is ahead.
+        let look = at("2026-12-01T09:00:00Z");
+        let head = Head { seq: 9, hash: Hash([7; 32]), offset: 100, end: 300 };
+        let rendered = at("2026-11-30T11:00:00Z");
+        let file = SessionContextFile::new(head, &items(), 500, rendered, String::new());
+        assert_eq!(file.valid_until, Some(look));
+        let nanosecond = jiff::SignedDuration::from_nanos(1);
+        assert!(file.holds_for(500, rendered) && file.holds_for(500, look - nanosecond));
+        assert!(!file.holds_for(500, look) && !file.holds_for(500, rendered - nanosecond));
+        assert!(!file.holds_for(499, rendered), "rendered for another budget");
+        let after = SessionContextFile::new(head, &items(), 500, look, String::new());
+        assert_eq!(after.valid_until, None, "a look that is due is no longer ahead");
+        assert!(after.holds_for(500, at("2030-01-01T00:00:00Z")));
     }
 
     #[test]

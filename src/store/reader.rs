@@ -38,6 +38,18 @@ pub struct ChecklistView {
     pub head_seq: Option<u64>,
     /// The seq `checklist.json` names, when the view was served from it.
     pub projection_seq: Option<u64>,
+    /// The journal line whose checklist this is, when it is the head's from the journal
+    /// (synced) or from a projection that shows the head: a cache of the view may name it.
+    /// `None` for a fallback or a damaged journal.
+    pub line: Option<Head>,
+}
+
+/// The session-start hook's checklist text from `session-context.json`.
+#[derive(Clone, Debug)]
+pub struct CachedContext {
+    pub text: String,
+    /// The seq the file names (the projections' line when the store wrote them together).
+    pub journal_seq: u64,
 }
 
 impl Store {
@@ -52,6 +64,7 @@ impl Store {
                 source: ViewSource::Empty,
                 head_seq: None,
                 projection_seq: None,
+                line: None,
             },
             // The loss is the reason: said as such, with what to run.
             Err(JournalError::Replaced { finding, .. }) => {
@@ -84,11 +97,13 @@ impl Store {
             return Ok(ChecklistView {
                 head_seq: Some(head.seq),
                 projection_seq: Some(f.journal.seq),
+                line: Some(f.journal.into()),
                 ..view_of(&f, ViewSource::Projection, vec![])
             });
         }
         let current = self.current_state()?;
         let mut notes = Vec::new();
+        let mut line = None;
         if let Some(c) = &current.degraded {
             notes.push(format!(
                 "the journal is damaged at seq {} (byte offset {}): {}; showing what came before it; run `abcd journal repair`",
@@ -102,10 +117,32 @@ impl Store {
             // believe such a cache anyway (`Durable`); a handle without one would.
             if file.sync_data().is_ok() {
                 let _ = self.write_projection(&current);
+                line = Some(current.head);
             }
         }
         let f = ChecklistFile::from_state(&current.state, current.head);
-        Ok(view_of(&f, ViewSource::Journal, notes))
+        Ok(ChecklistView { line, ..view_of(&f, ViewSource::Journal, notes) })
+    }
+
+    /// The session-start hook's checklist text from `session-context.json`, when the file
+    /// shows the journal's head by the rules `checklist.json` is held to (it names the head,
+    /// or a line before it followed only by events that cannot change the view, and no
+    /// crash can have left a hole before that line), was rendered for `budget` characters
+    /// and still holds at `now`, and its text passes the checks again. `None` for anything
+    /// else, a damaged or replaced journal included: the hook then renders from the view.
+    pub fn cached_session_context(&self, budget: usize, now: jiff::Timestamp) -> Option<CachedContext> {
+        let storage = &**self.journal.storage();
+        let paths = self.journal.paths();
+        let file = open_trusted(storage, &paths.journal).ok()?;
+        self.check_path_record(Some(file.as_ref()), None).ok()?;
+        let (tail, seen) = scan::read_tail_seen(file.as_ref()).ok()?;
+        let Tail::Good { head, .. } = tail else { return None };
+        let cached = projection::load_session_context(storage, &paths.dir().join(projection::SESSION_CONTEXT_FILE)).ok()?;
+        let named = Head::from(cached.journal);
+        let shows = cached.holds_for(budget, now)
+            && still_shows(file.as_ref(), named, head, &seen).ok()?
+            && self.no_hole_before(file.as_ref(), named).ok()?;
+        shows.then_some(CachedContext { journal_seq: cached.journal.seq, text: cached.text })
     }
 
     fn last_good_view(&self, why: &str) -> ChecklistView {
@@ -134,6 +171,7 @@ impl Store {
                 source: ViewSource::Nothing,
                 head_seq: None,
                 projection_seq: None,
+                line: None,
             },
         }
     }
@@ -203,5 +241,6 @@ fn view_of(f: &ChecklistFile, source: ViewSource, mut notes: Vec<String>) -> Che
         source,
         head_seq: Some(f.journal.seq),
         projection_seq: None,
+        line: None,
     }
 }

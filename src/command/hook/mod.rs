@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::json;
 
-use crate::checklist::render::{self, DEFAULT_BUDGET_CHARS};
+use crate::checklist::render;
 use crate::event::{self, AwayShown, BranchCreated, CompactionRecorded, ContextReceipt, Scope, SessionStarted};
 use crate::fold::context::Delivery;
 use crate::git::branch as git;
@@ -21,9 +21,9 @@ use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
 use crate::places::{self, PlaceError};
 use crate::store::Store;
+use crate::store::context as start_frame;
 
-/// The first words of the checklist's one header line: factual, as the host's guidance asks.
-pub const CONTEXT_HEADER: &str = render::HEADER;
+pub use crate::store::context::CONTEXT_HEADER;
 /// Behind-note branches named, at most.
 const BEHIND_REFS_MAX: usize = 5;
 
@@ -69,25 +69,23 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
                 source: source.name().to_string(),
                 working_copy: root.display().to_string(),
             };
-            // The checklist first: a session start cannot change it, and the view says which
+            // The checklist first: a session start cannot change it, and the read says which
             // line the projections name, so the append can leave them be without reading
             // the state (Store::append_unseen).
-            let view = store.checklist_view();
             let started = event(event::SESSION_STARTED, json!(started_data));
-            let mut warnings: Vec<String> = Vec::new();
             let AwayAtStart { block, shown, warning } = away_block(&root)?;
-            warnings.extend(warning);
-            let text = padded_for_tests(session_context(&view, block.as_deref()));
+            let start = start_context(&store, block.as_deref());
+            let mut warnings: Vec<String> = warning.into_iter().collect();
             let how = context::Injecting {
                 session: req.session_id.as_deref(),
                 source: &context::start_source(source.name()),
-                covers_seq: view.head_seq,
+                covers_seq: start.covers_seq,
                 away: shown,
                 reinjects: None,
             };
-            let made = context::inject(&text, how, &actor);
+            let made = context::inject(&padded_for_tests(start.text), how, &actor);
             let events: Vec<NewEvent> = std::iter::once(started).chain(made.event).collect();
-            warnings.extend(append_warning("session.started", store.append_unseen(&events, &scope, view.projection_seq)));
+            warnings.extend(append_warning("session.started", store.append_unseen(&events, &scope, start.projections_at)));
             let reply = HookReply { context: Some(made.text), ..Default::default() };
             Ok(HookOutcome { reply, warning: join(warnings) })
         }
@@ -133,12 +131,39 @@ fn append_warning(kind: &str, result: AppendResult) -> Option<String> {
 }
 
 /// The context a session starts with: while away the short away block first, then the
-/// checklist, all within the budget (the host's 10,000 characters less a margin).
+/// checklist, all within the budget (the host's 10,000 characters less a margin and the
+/// receipt's tokens).
 pub fn session_context(view: &crate::store::reader::ChecklistView, away_block: Option<&str>) -> String {
     let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
-    // The receipt's tokens go around this text: room is kept for them.
-    let budget = DEFAULT_BUDGET_CHARS - crate::host::transcript::MARKED_EXTRA_CHARS;
-    render::context_parts(away_block, &view.checklist.items, &view.notes, budget, now).text()
+    let text = render::render(&view.checklist.items, &view.notes, start_frame::checklist_budget(away_block), now);
+    start_frame::frame(&text, away_block)
+}
+
+/// A session start's context, the seq the projections name (when the read learned it) and
+/// the seq of the checklist it shows.
+struct StartContext {
+    text: String,
+    projections_at: Option<u64>,
+    covers_seq: Option<u64>,
+}
+
+/// The checklist is read from `session-context.json` when that still shows the journal's
+/// head (so the cost does not grow with the plan), else rendered from the checklist view
+/// and the file rewritten.
+fn start_context(store: &Store, away_block: Option<&str>) -> StartContext {
+    let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
+    let budget = start_frame::checklist_budget(away_block);
+    if let Some(cached) = store.cached_session_context(budget, now) {
+        let seq = Some(cached.journal_seq);
+        return StartContext { text: start_frame::frame(&cached.text, away_block), projections_at: seq, covers_seq: seq };
+    }
+    let view = store.checklist_view();
+    let text = render::render(&view.checklist.items, &view.notes, budget, now);
+    if let Some(line) = view.line {
+        // A cache: a failure to write it changes nothing for this start.
+        let _ = store.write_session_context(line, &view.checklist.items, budget, now, text.clone());
+    }
+    StartContext { text: start_frame::frame(&text, away_block), projections_at: view.projection_seq, covers_seq: view.head_seq }
 }
 
 /// The away block while the person is away, what it shows the session, and a warning when

@@ -468,6 +468,26 @@ fn tier_files(wc: &Path) -> String {
     files.iter().map(|(name, len)| format!("{name} {len} B")).collect::<Vec<_>>().join(", ")
 }
 
+/// The disk's part in a session-start, on this file system: the median microseconds of an
+/// `fdatasync` of a file with nothing unsynced (the pre-sync of a new process's first
+/// append), and of a 300-byte append and its `fdatasync` (a durable line). Each
+/// session-start pays about one of each, whatever the plan.
+fn sync_costs(dir: &Path, n: usize) -> (f64, f64) {
+    let path = dir.join("sync-costs");
+    let mut file = std::fs::OpenOptions::new().append(true).create_new(true).open(&path).expect("creating a scratch file");
+    file.write_all(&[b'x'; 300]).and_then(|()| file.sync_data()).expect("writing and syncing");
+    let time = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    let clean: Vec<f64> = (0..n).map(|_| time(&mut || file.sync_data().expect("fdatasync"))).collect();
+    let line: Vec<f64> =
+        (0..n).map(|_| time(&mut || file.write_all(&[b'x'; 300]).and_then(|()| file.sync_data()).expect("append"))).collect();
+    std::fs::remove_file(&path).expect("removing the scratch file");
+    (median(&clean) * 1e6, median(&line) * 1e6)
+}
+
 // ----------------------------------------------------------------------------------------
 // 1. Session-start at a small and a large plan vs a trivial process
 
@@ -500,6 +520,8 @@ fn bench_start(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
     start_large();
     floor();
     version();
+    let sync_runs = if cfg.full { 101 } else { 5 };
+    let sync_before = sync_costs(dir, sync_runs);
     let (mut times, mut small_ratios, mut large_ratios, mut scale) = (vec![Vec::new(); 4], Vec::new(), Vec::new(), Vec::new());
     for round in 0..cfg.start_rounds {
         let m = rotate(round, cfg.start_ops, &mut [&mut start_small, &mut start_large, &mut floor, &mut version]);
@@ -510,9 +532,10 @@ fn bench_start(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
         large_ratios.push(m[1] / m[2]);
         scale.push(m[1] / m[0]);
     }
+    let sync_after = sync_costs(dir, sync_runs);
     let [s, l, f, v] = [0, 1, 2, 3].map(|k| median(&times[k]));
     let note = format!(
-        "benchmark 1: `abcd hook session-start` at {} open items {} and at {} open items {} vs `{}` {} vs `abcd --version` {} (medians of round medians; {} rounds x {} runs each, rotating); after the run: {} open items: {}; {} open items: {}",
+        "benchmark 1: `abcd hook session-start` at {} open items {} and at {} open items {} vs `{}` {} vs `abcd --version` {} (medians of round medians; {} rounds x {} runs each, rotating); an fdatasync with nothing unsynced took {:.0} us before the rounds and {:.0} us after, a 300-byte append and its fdatasync {:.0} us and {:.0} us; after the run: {} open items: {}; {} open items: {}",
         cfg.small_open,
         ms(s),
         cfg.large_open,
@@ -522,6 +545,10 @@ fn bench_start(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
         ms(v),
         cfg.start_rounds,
         cfg.start_ops,
+        sync_before.0,
+        sync_after.0,
+        sync_before.1,
+        sync_after.1,
         cfg.small_open,
         tier_files(&small),
         cfg.large_open,

@@ -361,9 +361,21 @@ fn verify_clean(path: &Path, home: &Path) -> u64 {
     report.events
 }
 
-/// A managed working copy at `wc`: a `.git/` folder, then `abcd init` run in it.
+/// Git as this bench runs it: no user or system configuration of this machine.
+const GIT_ENV: [(&str, &str); 2] = [("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")];
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git").args(args).current_dir(dir).envs(GIT_ENV).output().expect("running git");
+    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+}
+
+/// A managed working copy at `wc`: a git repository with one commit (so abcd finds and
+/// caches its root commit, as in any real repository, instead of asking git on every
+/// hook), then `abcd init` run in it.
 fn managed_working_copy(wc: &Path, home: &Path) {
-    std::fs::create_dir_all(wc.join(".git")).expect("creating a working copy");
+    std::fs::create_dir_all(wc).expect("creating a working copy");
+    git(wc, &["init", "-q", "-b", "main"]);
+    git(wc, &["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "--allow-empty", "-m", "root"]);
     let (_, out) = timed(&mut abcd_cmd(wc, home, &["init"]), None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("abcd now manages"), "abcd init did not take {}: {text}", wc.display());

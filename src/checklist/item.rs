@@ -13,9 +13,15 @@ pub const REF_MAX_CHARS: usize = 200;
 pub const PROMISE_MAX_CHARS: usize = 400;
 /// Owner refs per item.
 pub const OWNER_REFS_MAX: usize = 32;
-/// Items per checklist (dropped and done ones included). A write is never refused for
-/// the list's size in render; this bounds memory of the fold.
+/// Items the working state holds: every open item and the newest [`CLOSED_ITEMS_KEPT`]
+/// closed ones (retired items are not counted: they live in the journal only). A write is
+/// never refused for the list's size in render; this bounds memory of the fold.
 pub const ITEMS_MAX: usize = 10_000;
+/// Closed (done or dropped) items the working state keeps. When one more closes, the one
+/// that closed longest ago is retired: it leaves the fold, so the projections and
+/// checkpoints, and stays in the journal (`abcd checklist --all`). docs/decisions.md says
+/// why 30.
+pub const CLOSED_ITEMS_KEPT: usize = 30;
 
 /// What kind of credential an item is about. Fixed list: nothing else is stored.
 pub const CREDENTIAL_KINDS: &[&str] =

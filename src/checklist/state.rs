@@ -85,7 +85,8 @@ pub struct RefusalRecord {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChecklistState {
-    /// In the order they were added.
+    /// The working state's items (open ones, and the newest closed ones up to
+    /// `CLOSED_ITEMS_KEPT`), in the order they were added.
     pub items: Vec<Item>,
     pub updated_at: Option<jiff::Timestamp>,
     pub updated_by: Option<String>,
@@ -96,6 +97,10 @@ pub struct ChecklistState {
     /// Left out while 0, so a state that never had a numeric id is written as before.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub next_number: u64,
+    /// Closed items retired from `items` (they live in the journal only). Not written while
+    /// zero, so a state that never retired one is written as before retirement existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retired_total: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -130,6 +135,11 @@ impl ChecklistState {
         if let Some(n) = id_number(id) {
             self.next_number = self.next_number.max(n + 1);
         }
+    }
+
+    /// Closed (done or dropped) items held.
+    pub fn closed_held(&self) -> usize {
+        self.items.iter().filter(|i| !i.fields.state.is_open()).count()
     }
 }
 

@@ -159,6 +159,13 @@ pub enum FoldNote {
 /// Applies one verified event. The journal guarantees order; the assertion catches a
 /// caller that folds out of order or twice.
 pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
+    fold_event_keeping_retired(state, event, &mut Vec::new())
+}
+
+/// [`fold_event`], handing every closed item it retires from the checklist (past
+/// [`checklist::CLOSED_ITEMS_KEPT`]) to `retired`, as it was when it left: what
+/// `abcd checklist --all` shows beside the working state.
+pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retired: &mut Vec<checklist::Item>) -> FoldNote {
     let summary = &mut state.journal;
     assert_eq!(event.seq, summary.events, "events are folded in seq order, each once");
     if let Some(prev) = summary.last_hash {
@@ -190,8 +197,8 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
             summary.repairs.push(RepairRecord { seq: event.seq, cause: r.cause, lines_moved: r.lines, quarantine_file: r.quarantine_file });
             Ok(())
         }
-        Ok(Known::ItemAdded(added)) => checklist::fold_added(&mut state.checklist, event, &added),
-        Ok(Known::ItemChanged(changed)) => checklist::fold_changed(&mut state.checklist, event, &changed),
+        Ok(Known::ItemAdded(added)) => checklist::fold_added(&mut state.checklist, event, &added, retired),
+        Ok(Known::ItemChanged(changed)) => checklist::fold_changed(&mut state.checklist, event, &changed, retired),
         Ok(Known::WriteRefused(refused)) => checklist::fold_refused(&mut state.checklist, event, &refused),
         Ok(Known::SessionStarted(s)) => {
             state.work.sessions_started += 1;
@@ -389,9 +396,13 @@ pub fn quarantine_name_ok(name: &str) -> bool {
 /// A cache must also account for every `loop.started` its journal summary counts: one
 /// written by a build that did not fold loops counts them with no record, and would show
 /// a journal's loops as absent (docs/decisions.md, "Loop records in the folded state").
+/// And it holds at most `CLOSED_ITEMS_KEPT` closed items: one written by a build that did
+/// not retire them holds every closed item, which this fold would not (docs/decisions.md,
+/// "Closed items leave the working state").
 pub fn cached_state_passes(state: &FoldedState) -> bool {
     let c = &state.checklist;
     checklist::shown_text_passes(&c.items, &c.updated_by, &state.journal.skipped, c.last_refusal.as_ref()).is_ok()
+        && c.closed_held() <= checklist::CLOSED_ITEMS_KEPT
         && state.away.shown_text_passes()
         && state.work.branches.iter().all(|b| crate::git::branch::branch_name_ok(b) && crate::secrets::scan(b).is_none())
         && state.ledger.shown_text_passes()

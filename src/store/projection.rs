@@ -226,6 +226,14 @@ pub struct ChecklistFile {
     pub items: Vec<Item>,
     /// Checklist events the fold skipped, named by seq, field and rule or kind.
     pub skipped: Vec<Skipped>,
+    /// Closed items retired from `items` (`ChecklistState::retired_total`); not written
+    /// while zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retired_total: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ChecklistFile {
@@ -240,6 +248,7 @@ impl ChecklistFile {
             digest: UNSEALED.into(),
             items: c.items.clone(),
             skipped,
+            retired_total: c.retired_total,
         };
         file.digest = digest_when_rendered(CHECKLIST_DIGEST_CONTEXT, &file);
         file
@@ -259,6 +268,8 @@ impl ChecklistFile {
             digest: &'a str,
             items: &'a [Item],
             skipped: Vec<Skipped>,
+            #[serde(skip_serializing_if = "is_zero")]
+            retired_total: u64,
         }
         let out = ChecklistFileOut {
             schema: CHECKLIST_SCHEMA,
@@ -268,13 +279,20 @@ impl ChecklistFile {
             digest: UNSEALED,
             items: &c.items,
             skipped,
+            retired_total: c.retired_total,
         };
         render_sealed(CHECKLIST_DIGEST_CONTEXT, &out)
     }
 
     /// The checklist state this file shows.
     pub fn to_state(&self) -> ChecklistState {
-        ChecklistState { items: self.items.clone(), updated_at: self.updated_at, updated_by: self.updated_by.clone(), ..Default::default() }
+        ChecklistState {
+            items: self.items.clone(),
+            updated_at: self.updated_at,
+            updated_by: self.updated_by.clone(),
+            retired_total: self.retired_total,
+            ..Default::default()
+        }
     }
 
     pub fn render(&self) -> Vec<u8> {
@@ -470,6 +488,7 @@ mod tests {
             digest: UNSEALED.into(),
             items: items(),
             skipped,
+            retired_total: 0,
         };
         file.digest = digest_when_rendered(CHECKLIST_DIGEST_CONTEXT, &file);
         file

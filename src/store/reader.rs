@@ -2,10 +2,10 @@
 //! fold, else `checklist.last-good.json` with one line saying why, else only that line.
 //! It never returns an item that was not validated and scanned.
 
-use crate::fold::Skipped;
-use crate::fold::checklist::ChecklistState;
+use crate::fold::checklist::{CLOSED_ITEMS_KEPT, ChecklistState, Item};
+use crate::fold::{self, FoldedState, Skipped};
 use crate::journal::append::JournalError;
-use crate::journal::scan::{self, Head, ScanError, SeenLine, StartPoint, Tail};
+use crate::journal::scan::{self, Corruption, Head, ScanError, SeenLine, StartPoint, Tail, Verdict};
 use crate::journal::storage::StorageFile;
 use crate::journal::verify::open_trusted;
 
@@ -90,6 +90,7 @@ impl Store {
         let (tail, seen) = scan::read_tail_seen(file.as_ref()).map_err(io_err)?;
         if let Tail::Good { head, .. } = tail
             && let Ok(f) = projection::load_checklist(storage, &checklist_path)
+            && shows_a_working_state(&f)
             && still_shows(file.as_ref(), f.journal.into(), head, &seen).map_err(io_err)?
             && self.no_hole_before(file.as_ref(), f.journal.into()).map_err(io_err)?
         {
@@ -105,10 +106,7 @@ impl Store {
         let mut notes = Vec::new();
         let mut line = None;
         if let Some(c) = &current.degraded {
-            notes.push(format!(
-                "the journal is damaged at seq {} (byte offset {}): {}; showing what came before it; run `abcd journal repair`",
-                c.seq, c.offset, c.problem
-            ));
+            notes.push(damage_note(c));
         } else {
             // A reader repairs a stale or untrusted projection as it goes; a failure to
             // write it changes nothing for this read.
@@ -145,6 +143,42 @@ impl Store {
         shows.then_some(CachedContext { journal_seq: cached.journal.seq, text: cached.text })
     }
 
+    /// Every item the checklist has held: the working state's, and each closed item the
+    /// fold retired, as it was when it left. Folds the whole journal from genesis without
+    /// a cache (an audit's cost): for `abcd checklist --all`, and to tell a retired id from
+    /// an unknown one on a refusal. No journal yet: no items.
+    pub fn checklist_history(&self) -> Result<ChecklistHistory, JournalError> {
+        let storage = &**self.journal.storage();
+        let path = &self.journal.paths().journal;
+        let file = match open_trusted(storage, path) {
+            Err(JournalError::Missing { .. }) => {
+                self.check_path_record(None, None)?;
+                return Ok(ChecklistHistory::default());
+            }
+            opened => opened?,
+        };
+        self.check_path_record(Some(file.as_ref()), None)?;
+        let (mut state, mut retired) = (FoldedState::default(), Vec::new());
+        let report = scan::scan(file.as_ref(), StartPoint::GENESIS, |event, _| {
+            fold::fold_event_keeping_retired(&mut state, event, &mut retired);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .map_err(|e| match e {
+            ScanError::Io(source) => JournalError::Io { what: "reading", path: path.clone(), source },
+            ScanError::Visitor(never) => match never {},
+        })?;
+        let mut notes = Vec::new();
+        if let Verdict::Corrupt(c) = &report.verdict {
+            notes.push(damage_note(c));
+            if let (Some(id), Some(head)) = (&state.journal.journal_id, report.head) {
+                // A reader's mark is best effort, as `current_state`'s.
+                let _ = self.journal.record_damage_found(id, head);
+            }
+        }
+        notes.extend(state.journal.skipped.iter().filter(|s| projection::changes_checklist_view(&s.kind)).map(|s| s.to_string()));
+        Ok(ChecklistHistory { working: state.checklist, retired, head_seq: report.head.map(|h| h.seq), notes })
+    }
+
     fn last_good_view(&self, why: &str) -> ChecklistView {
         self.fallback_view(&format!("the journal could not be read ({why})"), None)
     }
@@ -175,6 +209,32 @@ impl Store {
             },
         }
     }
+}
+
+/// What [`Store::checklist_history`] found.
+#[derive(Clone, Debug, Default)]
+pub struct ChecklistHistory {
+    /// The working state, as the fold at the head holds it.
+    pub working: ChecklistState,
+    /// The closed items retired from it, in the order they left.
+    pub retired: Vec<Item>,
+    pub head_seq: Option<u64>,
+    /// Damage found, skipped checklist events.
+    pub notes: Vec<String>,
+}
+
+impl ChecklistHistory {
+    /// A retired item by id (the latest to leave, should an id have been given twice).
+    pub fn retired(&self, id: &str) -> Option<&Item> {
+        self.retired.iter().rev().find(|i| i.fields.id == id)
+    }
+}
+
+fn damage_note(c: &Corruption) -> String {
+    format!(
+        "the journal is damaged at seq {} (byte offset {}): {}; showing what came before it; run `abcd journal repair`",
+        c.seq, c.offset, c.problem
+    )
 }
 
 /// Whether a `checklist.json` naming `named` shows the checklist at `head`: it names the
@@ -230,6 +290,13 @@ fn still_shows(file: &dyn StorageFile, named: Head, head: Head, seen: &[SeenLine
         Err(ScanError::Visitor(Stop::NotShown)) | Ok(_) => Ok(false),
         Err(ScanError::Io(e)) => Err(e),
     }
+}
+
+/// Whether `f` holds no more closed items than the fold keeps: one written by a build that
+/// did not retire closed items holds them all, and is not what this build's fold shows.
+/// (Last-good is still shown as the fallback it is.)
+fn shows_a_working_state(f: &ChecklistFile) -> bool {
+    f.items.iter().filter(|i| !i.fields.state.is_open()).count() <= CLOSED_ITEMS_KEPT
 }
 
 fn view_of(f: &ChecklistFile, source: ViewSource, mut notes: Vec<String>) -> ChecklistView {

@@ -589,3 +589,175 @@ fn the_host_session_in_the_environment_is_recorded_as_the_changes_author() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(updated_by(), Value::Null);
 }
+
+/// Appends `events` behind abcd in one write, each a correct line chained onto the last
+/// (the data abcd's own verbs write): a long history built in a moment, with every
+/// projection left to the binary.
+fn bulk_append(wc: &WorkingCopy, events: Vec<(&str, Value)>) {
+    let bytes = std::fs::read(wc.journal()).unwrap();
+    let last = std::str::from_utf8(&bytes).unwrap().lines().last().unwrap();
+    let last = format::verify_line(format!("{last}\n").as_bytes()).unwrap();
+    let (mut seq, mut prev, mut out) = (last.seq + 1, last.hash, Vec::new());
+    for (kind, data) in events {
+        let event = NewEvent { kind: kind.into(), actor: Actor::this_process(None), data };
+        let (line, hash) = format::encode_line(seq, format::now_ms(), &event, &prev).unwrap();
+        out.extend_from_slice(&line);
+        (seq, prev) = (seq + 1, hash);
+    }
+    RealDisk.open_rw(&wc.journal()).unwrap().append(&out).unwrap();
+}
+
+fn long_title(n: usize) -> String {
+    format!("Fix the parser edge case number {n:04} in the import path")
+}
+
+fn long_id(n: usize) -> String {
+    abcd::checklist::item::slug_from_title(&long_title(n))
+}
+
+fn added(n: usize) -> (&'static str, Value) {
+    let item = abcd::checklist::item::ItemFields::working(&long_id(n), &long_title(n));
+    ("checklist.item_added", json!({"item": item}))
+}
+
+fn closed(n: usize) -> (&'static str, Value) {
+    ("checklist.item_changed", json!({"id": long_id(n), "changes": {"state": "done"}}))
+}
+
+/// A working copy whose checklist had `total` items added (1 to `total`) and the first
+/// `closed` of them closed: the first add and the last close through the binary, the rest
+/// behind it. Its projections are then rewritten by a read at the head, as are a fresh
+/// copy's, so both are compared as of their heads.
+fn with_history(total: usize, closed_n: usize) -> WorkingCopy {
+    let wc = WorkingCopy::managed();
+    assert!(wc.abcd(&["checklist", "add", &long_title(1)]).status.success());
+    let mut events: Vec<(&str, Value)> = (2..=total).map(added).collect();
+    events.extend((1..closed_n).map(closed));
+    bulk_append(&wc, events);
+    let out = wc.abcd(&["checklist", "set", &long_id(closed_n), "--state", "done"]);
+    assert!(out.status.success(), "{}", text(&out));
+    wc
+}
+
+/// The three projections' sizes in bytes, each written at the head (state.json and
+/// checklist.json by a read after both are removed; last-good by the last write), and a
+/// checkpoint's.
+fn projection_sizes(wc: &WorkingCopy) -> [u64; 4] {
+    for name in ["state.json", "checklist.json"] {
+        std::fs::remove_file(wc.tier().join(name)).unwrap();
+    }
+    assert!(wc.abcd(&["checklist", "--json"]).status.success());
+    assert!(wc.abcd(&["journal", "checkpoint"]).status.success());
+    let checkpoint = std::fs::read_dir(wc.tier().join("checkpoints")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).max();
+    let size = |name: &str| std::fs::metadata(wc.tier().join(name)).unwrap().len();
+    [size("checklist.json"), size("checklist.last-good.json"), size("state.json"), checkpoint.unwrap()]
+}
+
+/// After 2,000 items added and 1,980 closed, the projections and a checkpoint hold the 20
+/// open items and the newest closed ones: each within a small factor of a fresh copy's
+/// with the same 20 open items, not the history. `--all` still lists all 2,000, and a
+/// `set` or `show` of a retired item is refused saying so and what to run.
+#[test]
+fn after_two_thousand_items_and_1980_closed_the_projections_are_the_size_of_the_open_ones() {
+    use abcd::checklist::item::CLOSED_ITEMS_KEPT;
+    let (total, closed_n) = (2_000, 1_980);
+    let wc = with_history(total, closed_n);
+    let fresh = WorkingCopy::managed();
+    for n in closed_n + 1..=total {
+        assert!(fresh.abcd(&["checklist", "add", &long_title(n)]).status.success());
+    }
+    let listed = wc.list();
+    let items = listed["items"].as_array().unwrap();
+    assert_eq!(items.len(), total - closed_n + CLOSED_ITEMS_KEPT, "20 open and the newest closed");
+    assert_eq!(listed["retired_total"], closed_n - CLOSED_ITEMS_KEPT);
+    let held_closed: Vec<&str> = items.iter().filter(|i| i["state"] == "done").map(|i| i["id"].as_str().unwrap()).collect();
+    let newest: Vec<String> = (closed_n - CLOSED_ITEMS_KEPT + 1..=closed_n).map(long_id).collect();
+    assert_eq!(held_closed, newest, "the newest closed stay, in the order added");
+
+    let (big, small) = (projection_sizes(&wc), projection_sizes(&fresh));
+    eprintln!("projection bytes [checklist.json, last-good, state.json, checkpoint]: 1,980 closed {big:?}, fresh {small:?}");
+    for (what, (b, s)) in ["checklist.json", "last-good", "state.json", "checkpoint"].iter().zip(big.iter().zip(small)) {
+        assert!(*b <= 3 * s, "{what}: {b} bytes against {s} for a fresh copy");
+    }
+
+    // --all: every item ever added, retired ones marked.
+    let out = wc.abcd(&["checklist", "--all", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all_items = all["items"].as_array().unwrap();
+    let ids: Vec<String> = all_items.iter().map(|i| i["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids, (1..=total).map(long_id).collect::<Vec<_>>(), "every item, in the order added");
+    let retired = all_items.iter().filter(|i| i["retired"] == true).count();
+    assert_eq!((retired, all["retired_total"].as_u64()), (closed_n - CLOSED_ITEMS_KEPT, Some(retired as u64)));
+    assert!(all_items.iter().filter(|i| i["retired"] == true).all(|i| i["state"] == "done"));
+    let out = wc.abcd(&["checklist", "--all"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let text_all = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text_all.lines().filter(|l| l.starts_with("- [")).count(), total);
+    assert!(text_all.contains(&format!("{} closed items retired from the working state", closed_n - CLOSED_ITEMS_KEPT)), "{text_all}");
+    let bare = String::from_utf8(wc.abcd(&["checklist"]).stdout).unwrap();
+    assert!(bare.contains("run `abcd checklist --all` to list every item"), "{bare}");
+    let out = wc.abcd(&["checklist", "--all", "show", &long_id(total)]);
+    assert_eq!(out.status.code(), Some(2), "--all goes with the listing only: {}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run `abcd checklist --all`"), "{}", text(&out));
+
+    // A retired item: refused, saying what, why and what to run; nothing written.
+    let before = wc.lines();
+    for args in [&["checklist", "set", &long_id(1), "--state", "working"][..], &["checklist", "show", &long_id(1)]] {
+        let out = wc.abcd(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let said = String::from_utf8_lossy(&out.stderr);
+        for part in [
+            format!("`{}` is done and was retired from the working state", long_id(1)),
+            format!("after {CLOSED_ITEMS_KEPT} newer closed items"),
+            "`abcd checklist --all`".into(),
+            "`abcd checklist add".into(),
+        ] {
+            assert!(said.contains(&part), "{args:?} does not say {part:?}: {said}");
+        }
+    }
+    assert_eq!(wc.lines(), before, "a refused set writes nothing");
+    // An id never added is still unknown; a closed item still held can be reopened.
+    let out = wc.abcd(&["checklist", "set", "never-added", "--state", "done"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no checklist item `never-added`"), "{}", text(&out));
+    let out = wc.abcd(&["checklist", "set", &long_id(closed_n), "--state", "working"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(wc.abcd(&["replay"]).status.success(), "every cache agrees with the fold");
+}
+
+/// Projections and checkpoints written by a build that kept every closed item are not
+/// believed: a reader folds instead, shows the working state and rewrites them, so every
+/// reader agrees with the fold.
+#[test]
+fn projections_holding_more_closed_items_than_the_bound_are_not_believed() {
+    use abcd::checklist::item::CLOSED_ITEMS_KEPT;
+    use abcd::store::projection::{ChecklistFile, render_state};
+    let n = CLOSED_ITEMS_KEPT + 5;
+    let wc = with_history(n + 2, n);
+    // The state such a build folds: every item, none retired.
+    let file = RealDisk.open_read(&wc.journal()).unwrap();
+    let (mut state, mut retired) = (abcd::fold::FoldedState::default(), vec![]);
+    let report = abcd::journal::scan::scan(file.as_ref(), abcd::journal::scan::StartPoint::GENESIS, |e, _| {
+        abcd::fold::fold_event_keeping_retired(&mut state, e, &mut retired);
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(retired.len(), 5);
+    state.checklist.items.extend(retired);
+    state.checklist.items.sort_by_key(|i| i.added_seq);
+    state.checklist.retired_total = 0;
+    let head = report.head.unwrap();
+    std::fs::write(wc.tier().join("state.json"), render_state(&state, head)).unwrap();
+    std::fs::write(wc.tier().join("checklist.json"), ChecklistFile::from_state(&state, head).render()).unwrap();
+    let listed = wc.list();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 2 + CLOSED_ITEMS_KEPT, "{listed}");
+    let rewritten: Value = serde_json::from_slice(&std::fs::read(wc.tier().join("checklist.json")).unwrap()).unwrap();
+    assert_eq!(rewritten["items"].as_array().unwrap().len(), 2 + CLOSED_ITEMS_KEPT, "the reader rewrote it");
+    // state.json alone (the write path's base) is not believed either.
+    std::fs::write(wc.tier().join("state.json"), render_state(&state, head)).unwrap();
+    assert!(wc.abcd(&["checklist", "add", "One more"]).status.success());
+    assert_eq!(wc.list()["items"].as_array().unwrap().len(), 3 + CLOSED_ITEMS_KEPT);
+    let out = wc.abcd(&["replay"]);
+    assert!(out.status.success(), "{}", text(&out));
+}

@@ -19,7 +19,9 @@ use crate::store::reader::ChecklistView;
     about = "The working copy's checklist: the plan that survives compaction and crashes",
     long_about = "The working copy's checklist: the plan that survives compaction and crashes.\n\n\
 Every change is an fsynced journal event; `checklist.json` is rebuilt from the journal. Bare \
-`abcd checklist` lists every item. Times accept RFC 3339 (2026-12-01T09:00:00Z), a local clock \
+`abcd checklist` lists the working state: every open item and the newest closed ones (closed \
+items past the newest 30 are retired from it and kept in the journal); `abcd checklist --all` \
+lists every item ever added, reading the whole journal. Times accept RFC 3339 (2026-12-01T09:00:00Z), a local clock \
 time (09:00, its next occurrence) or a duration from now (+2h, +1d, +1h30m).\n\n\
 A write that would store a secret (a token, a key, a password) is refused naming the field and \
 the kind of secret, never any part of it. Exit codes: 0 ok, 1 failure, 2 refused."
@@ -30,6 +32,10 @@ pub struct ChecklistArgs {
     /// Print JSON for scripts
     #[arg(long, global = true)]
     json: bool,
+    /// List every item ever added, closed items retired from the working state included
+    /// (reads the whole journal)
+    #[arg(long)]
+    all: bool,
 }
 
 /// The `checklist` command's definition with only `verb`'s subcommand when it is `add` or
@@ -37,9 +43,12 @@ pub struct ChecklistArgs {
 /// most of a parse's cost, and `cli::checklist_call` needs only the one named.
 pub(super) fn definition_for(verb: Option<&std::ffi::OsStr>) -> clap::Command {
     use clap::{Arg, ArgAction, Command};
-    // As the derive defines `ChecklistArgs::json`; a test pins that both parses agree.
+    // As the derive defines `ChecklistArgs::json` and `all`; a test pins that both parses agree.
     let only = |verb: Command| {
-        Command::new("checklist").arg(Arg::new("json").long("json").global(true).action(ArgAction::SetTrue)).subcommand(verb)
+        Command::new("checklist")
+            .arg(Arg::new("json").long("json").global(true).action(ArgAction::SetTrue))
+            .arg(Arg::new("all").long("all").action(ArgAction::SetTrue))
+            .subcommand(verb)
     };
     match verb.and_then(|v| v.to_str()) {
         Some("add") => only(AddArgs::augment_args(Command::new("add"))),
@@ -63,7 +72,7 @@ pub(super) fn plain_add(args: &[std::ffi::OsString]) -> Option<ChecklistArgs> {
     }
     let credential = CredentialArgs { credential_kind: None, credential_scope: None, credential_expiry: None };
     let add = AddArgs { title: title.to_owned(), waits_on: None, next_look: None, promise: None, owner_refs: vec![], credential };
-    Some(ChecklistArgs { action: Some(ChecklistAction::Add(add)), json: false })
+    Some(ChecklistArgs { action: Some(ChecklistAction::Add(add)), json: false, all: false })
 }
 
 #[derive(Subcommand, Debug)]
@@ -161,7 +170,14 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
     let (paths, scope) = places::working_copy_journal(&cwd)?;
     let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths.clone())?);
     let json_out = args.json;
+    if args.all && args.action.is_some() {
+        return Err(CommandError::Refused(
+            "refused: --all goes with the bare listing only; run `abcd checklist --all` (the item's id then works with `show` and `set` while it is in the working state)".into(),
+        )
+        .into());
+    }
     match args.action {
+        None if args.all => list_all(&store, json_out)?,
         None => list(&store, json_out)?,
         Some(ChecklistAction::Show { id }) => show(&store, &id, json_out)?,
         Some(ChecklistAction::Render { budget, stats }) => {
@@ -234,18 +250,74 @@ fn print_notes(view: &ChecklistView) {
 
 fn list(store: &Store, json_out: bool) -> anyhow::Result<()> {
     let view = checklist::view(store);
+    let retired = view.checklist.retired_total;
     if json_out {
-        outln!("{}", json!({"items": view.checklist.items, "notes": view.notes, "journal_seq": view.head_seq}));
+        let mut listing = json!({"items": view.checklist.items, "notes": view.notes, "journal_seq": view.head_seq});
+        if retired > 0 {
+            listing["retired_total"] = json!(retired);
+        }
+        outln!("{listing}");
     } else {
         print_notes(&view);
         let now = crate::clock::now()?;
         if view.checklist.items.is_empty() {
             outln!("(no items; add one with `abcd checklist add \"<title>\"`)");
         }
-        let mut items: Vec<_> = view.checklist.items.iter().collect();
-        items.sort_by_key(|i| (i.fields.state, std::cmp::Reverse(i.added_seq)));
-        for i in items {
-            out!("{}", render::render_item(i, now));
+        print_items(&view.checklist.items, now);
+        if retired > 0 {
+            outln!(
+                "({retired} closed item{} retired from the working state; run `abcd checklist --all` to list every item)",
+                plural(retired)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Items as the listing orders them: by state, newest first.
+fn print_items<'a>(items: impl IntoIterator<Item = &'a crate::fold::checklist::Item>, now: jiff::Timestamp) {
+    let mut items: Vec<_> = items.into_iter().collect();
+    items.sort_by_key(|i| (i.fields.state, std::cmp::Reverse(i.added_seq)));
+    for i in items {
+        out!("{}", render::render_item(i, now));
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `--all`: the working state as the bare listing shows it, then the retired items. In
+/// JSON, every item in the order added, each marked `retired` or not.
+fn list_all(store: &Store, json_out: bool) -> anyhow::Result<()> {
+    let history = checklist::all(store)?;
+    let (working, retired) = (&history.working.items, &history.retired);
+    if json_out {
+        let mut items: Vec<(&crate::fold::checklist::Item, bool)> =
+            working.iter().map(|i| (i, false)).chain(retired.iter().map(|i| (i, true))).collect();
+        items.sort_by_key(|(i, _)| i.added_seq);
+        let items: Vec<serde_json::Value> = items
+            .into_iter()
+            .map(|(i, retired)| {
+                let mut v = serde_json::to_value(i).expect("plain data serializes");
+                v["retired"] = json!(retired);
+                v
+            })
+            .collect();
+        outln!("{}", json!({"items": items, "notes": history.notes, "journal_seq": history.head_seq, "retired_total": retired.len()}));
+    } else {
+        for n in &history.notes {
+            errln!("abcd: {n}");
+        }
+        let now = crate::clock::now()?;
+        if working.is_empty() && retired.is_empty() {
+            outln!("(no items; add one with `abcd checklist add \"<title>\"`)");
+        }
+        print_items(working, now);
+        if !retired.is_empty() {
+            let n = retired.len() as u64;
+            outln!("{n} closed item{} retired from the working state (kept in the journal only):", plural(n));
+            print_items(retired, now);
         }
     }
     Ok(())

@@ -550,6 +550,7 @@ mod tests {
         let taken: &[&[&str]] = &[
             &["abcd", "checklist"],
             &["abcd", "checklist", "--json"],
+            &["abcd", "checklist", "--all", "--json"],
             &["abcd", "checklist", "add", "Measure it", "--owner-ref", "branch:fix", "--json"],
             &["abcd", "checklist", "set", "measure-it", "--state", "done"],
             &["abcd", "checklist", "render", "--budget", "500"],

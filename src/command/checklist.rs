@@ -2,7 +2,7 @@
 //! state (a fresh id, the item exists, a secret is refused and recorded) and append; the
 //! reads (`list`, `show`, `render`) come from the store's O(1) view. Nothing here prints.
 
-use crate::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState, check_item};
+use crate::checklist::item::{self, CLOSED_ITEMS_KEPT, ChangeSet, Credential, ItemFields, ItemState, check_item};
 use std::path::Path;
 
 use crate::checklist::render::{self, Context, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
@@ -11,7 +11,7 @@ use crate::checklist::time_input::{CHECKLIST_MAX_AHEAD, parse_time_input};
 use crate::event::{self, ItemAdded, ItemChanged, Scope, WriteRefused};
 use crate::journal::format::{Actor, NewEvent};
 use crate::store::Store;
-use crate::store::reader::ChecklistView;
+use crate::store::reader::{ChecklistHistory, ChecklistView};
 
 use super::CommandError;
 
@@ -72,8 +72,14 @@ pub fn show(store: &Store, id: &str) -> Result<(Item, ChecklistView), CommandErr
     let view = store.checklist_view();
     match view.checklist.get(id) {
         Some(found) => Ok((found.clone(), view)),
-        None => Err(unknown_id(id)),
+        None => Err(not_held(store, id, view.checklist.retired_total > 0, "")),
     }
+}
+
+/// `abcd checklist --all`: every item ever added, retired ones included. Reads the whole
+/// journal.
+pub fn all(store: &Store) -> Result<ChecklistHistory, CommandError> {
+    Ok(store.checklist_history()?)
 }
 
 /// What the session-start hook injects in `cwd` (the away block while away, then the
@@ -90,9 +96,27 @@ pub fn render_within(store: &Store, cwd: &Path, budget: usize, now: jiff::Timest
 }
 
 fn unknown_id(id: &str) -> CommandError {
-    // The id is echoed only when it is a clean slug, so a pasted secret is never repeated.
-    let named = if item::validate_id(id).is_ok() && crate::secrets::scan(id).is_none() { format!(" `{id}`") } else { String::new() };
-    CommandError::Refused(format!("no checklist item{named}; run `abcd checklist` to see the ids"))
+    CommandError::Refused(format!("no checklist item{}; run `abcd checklist` to see the ids", named_id(id)))
+}
+
+/// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
+fn named_id(id: &str) -> String {
+    if item::validate_id(id).is_ok() && crate::secrets::scan(id).is_none() { format!(" `{id}`") } else { String::new() }
+}
+
+/// The refusal for an id the working state does not hold: a retired item's says so and
+/// how to see it or start it again; else the id is unknown. The journal is read (whole)
+/// only when the working state has retired items. `then`: what the refusal adds at its end.
+fn not_held(store: &Store, id: &str, retired_any: bool, then: &str) -> CommandError {
+    let retired = if retired_any { store.checklist_history().ok().and_then(|h| h.retired(id).cloned()) } else { None };
+    match retired {
+        Some(found) => CommandError::Refused(format!(
+            "refused: checklist item{} is {} and was retired from the working state after {CLOSED_ITEMS_KEPT} newer closed items (it is kept in the journal only){then}; run `abcd checklist --all` to see it, or `abcd checklist add \"<title>\"` to start it again",
+            named_id(id),
+            found.fields.state.name(),
+        )),
+        None => unknown_id(id),
+    }
 }
 
 /// Now, in the machine's zone, read only when a time is given: learning the zone can walk
@@ -113,6 +137,11 @@ fn credential_from(input: &CredentialInput, now: ZonedNow) -> Result<Option<Cred
 enum Outcome {
     Written(String),
     Refused(String),
+    /// The working state holds no such item; whether it has retired any.
+    NotHeld {
+        id: String,
+        retired_any: bool,
+    },
 }
 
 fn refused_event(verb: &str, field: &str, kind: &str, session: Option<String>) -> NewEvent {
@@ -207,7 +236,7 @@ pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, ses
     let (id, owner_refs, clear_owner_refs) = (request.id, request.owner_refs, request.clear_owner_refs);
     let written = store.append_with(Some(scope), |folded| {
         let Some(current) = folded.checklist.get(&id) else {
-            return (vec![], Outcome::Refused(unknown_id(&id).to_string()));
+            return (vec![], Outcome::NotHeld { id: id.clone(), retired_any: folded.checklist.retired_total > 0 });
         };
         if clear_owner_refs || !owner_refs.is_empty() {
             let mut refs = if clear_owner_refs { vec![] } else { current.fields.owner_refs.clone() };
@@ -254,6 +283,11 @@ fn finish(
         Outcome::Refused(r) => {
             // A refusal recorded in the journal is still a refusal; its warnings go with it.
             Err(CommandError::Refused(with_warnings_first(r, &warnings)))
+        }
+        Outcome::NotHeld { id, retired_any } => {
+            // Told after the lock is let go: reading the whole journal holds up no writer.
+            let refusal = not_held(store, &id, retired_any, "; nothing was written").to_string();
+            Err(CommandError::Refused(with_warnings_first(refusal, &warnings)))
         }
         Outcome::Written(id) => {
             // Last-good is written only after a successful, validated and scanned write.

@@ -6,8 +6,10 @@
 //!   anchor agrees or is absent;
 //! - `abcd checklist --json` lists every item whose `add` exited 0 and printed its id, with
 //!   its title; an item from a killed add may or may not be there, nothing else may, and an
-//!   item once shown never goes away; states move only as acknowledged or killed `set`s
-//!   allow;
+//!   item once shown never goes away unless it is done and the list holds as many done
+//!   items as the working state keeps (`CLOSED_ITEMS_KEPT`: the one done longest ago is
+//!   retired); states move only as acknowledged or killed `set`s allow; at the end
+//!   `abcd checklist --all --json` still lists every item ever acknowledged or shown;
 //! - `abcd checklist render` prints a valid checklist, or the last-good fallback, or the one
 //!   "nothing to show" line;
 //! - no 8-character piece of any planted secret (fake tokens made at run time, offered to
@@ -785,15 +787,21 @@ impl Lab {
         if numbers.len() != items.len() || numbers.windows(2).any(|w| w[0] >= w[1]) {
             self.fail(format!("the ids are not numbers rising in the order of the adds: {numbers:?}"));
         }
+        // A done item may have been retired from the working state, once it holds as many
+        // done items as it keeps; an open one never is.
+        let bound_full = shown.values().filter(|(_, state)| state == "done").count() == abcd::checklist::item::CLOSED_ITEMS_KEPT;
+        let may_be_retired =
+            |lab: &Lab, id: &str| bound_full && (lab.done_acked.contains(id) || lab.done_maybe.contains(id) || lab.seen_done.contains(id));
         for (id, title) in self.acked.clone() {
             match shown.get(&id) {
+                None if may_be_retired(self, &id) => self.bump("list: done items retired from the working state"),
                 None => self.fail(format!("acknowledged item {id:?} ({title:?}) is missing from the list")),
                 Some((t, _)) if *t != title => self.fail(format!("acknowledged item {id:?} shows title {t:?}, not {title:?}")),
                 Some(_) => {}
             }
         }
         for (id, title) in self.seen.clone() {
-            if !shown.contains_key(&id) {
+            if !shown.contains_key(&id) && !may_be_retired(self, &id) {
                 self.fail(format!("item {id:?} ({title:?}) was shown before and is gone now"));
             }
         }
@@ -821,6 +829,33 @@ impl Lab {
             self.seen.insert(id.clone(), title.clone());
         }
         (open, done)
+    }
+
+    /// `--all` lists every item ever acknowledged or shown, under its title, and marks as
+    /// retired only done ones.
+    fn check_all(&mut self) {
+        let out = self.abcd(&["checklist", "--all", "--json"]);
+        let all: Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) if out.status.success() => v,
+            _ => self.fail(format!("abcd checklist --all --json failed: {}", text(&out))),
+        };
+        let mut listed: BTreeMap<String, String> = BTreeMap::new();
+        for item in all["items"].as_array().cloned().unwrap_or_default() {
+            let (Some(id), Some(title)) = (item["id"].as_str(), item["title"].as_str()) else {
+                self.fail(format!("--all lists an item without id or title: {item}"));
+            };
+            if item["retired"] == true && item["state"] != "done" {
+                self.fail(format!("--all lists an item retired while not done: {item}"));
+            }
+            listed.insert(id.to_string(), title.to_string());
+        }
+        for (id, title) in self.acked.clone().into_iter().chain(self.seen.clone()) {
+            if listed.get(&id) != Some(&title) {
+                self.fail(format!("item {id:?} ({title:?}) is not in `abcd checklist --all`"));
+            }
+        }
+        *self.counts.entry("items retired from the working state at the end".into()).or_default() =
+            all["retired_total"].as_u64().unwrap_or(0);
     }
 
     fn check_render(&mut self, shown: &str, open: usize, done: usize) {
@@ -888,6 +923,7 @@ impl Lab {
         if !out.status.success() {
             self.fail(format!("abcd replay does not agree: {}", text(&out)));
         }
+        self.check_all();
         if let Some((_, piece)) = self.secrets.find(&out.stdout) {
             self.fail(format!("replay shows {piece:?} of a planted secret"));
         }

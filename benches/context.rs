@@ -24,20 +24,21 @@
 //! every path. `ABCD_BENCH_ONLY=2` runs only the benchmarks named; `ABCD_BENCH_KEEP=1`
 //! keeps the temp dir, with the working copies and the home store, for profiling by hand.
 
+mod common;
+
+use common::{abcd_bin, median, ms, true_bin, verify_clean, write_ignoring_closed};
 use std::cell::{Cell, RefCell};
-use std::convert::Infallible;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use abcd::checklist::item::{ChangeSet, ItemFields, ItemState, slug_from_title};
 use abcd::event::{ItemAdded, ItemChanged, Scope};
+use abcd::journal::Journal;
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::format::{Actor, NewEvent};
-use abcd::journal::scan::Verdict;
 use abcd::journal::storage::RealDisk;
-use abcd::journal::{Journal, verify};
 use abcd::store::Store;
 
 const ONLY_ENV: &str = "ABCD_BENCH_ONLY";
@@ -217,46 +218,14 @@ impl Row {
     }
 }
 
-fn median(values: &[f64]) -> f64 {
-    assert!(!values.is_empty(), "a median needs values");
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
-}
-
-fn ms(secs: f64) -> String {
-    format!("{:.3} ms", secs * 1e3)
-}
-
 // ----------------------------------------------------------------------------------------
 // Processes
-
-/// The release binary cargo built beside this bench (`target/release/abcd`).
-fn abcd_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_abcd"))
-}
-
-/// The trivial process: starts and exits, reading nothing.
-fn true_bin() -> &'static Path {
-    [Path::new("/usr/bin/true"), Path::new("/bin/true")].into_iter().find(|p| p.is_file()).expect("a `true` binary")
-}
 
 /// `abcd <args>` in working copy `wc` with home store `home`.
 fn abcd_cmd(wc: &Path, home: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(abcd_bin());
     cmd.args(args).current_dir(wc).env("ABCD_HOME", home).env("CLAUDE_CODE_SESSION_ID", BENCH_SESSION);
     cmd
-}
-
-/// Writes `bytes` to a child's stdin; a child that exited without reading it (`true`)
-/// is not an error.
-fn write_ignoring_closed(pipe: &mut impl Write, bytes: &[u8]) {
-    match pipe.write_all(bytes) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => panic!("writing a child's stdin: {e}"),
-    }
 }
 
 /// Runs `cmd` with `payload` on stdin (none: `/dev/null`), stdout and stderr captured, to
@@ -351,15 +320,6 @@ fn trivial(wc: &Path, payload: &[u8]) -> f64 {
 
 fn actor() -> Actor {
     Actor::this_process(Some(BENCH_SESSION.into()))
-}
-
-/// Verifies with the library's verifier; panics unless clean. Returns the event count.
-fn verify_clean(path: &Path, home: &Path) -> u64 {
-    let anchors = AnchorStore::new(home);
-    let report = verify::verify(&RealDisk, path, Some(&anchors), |_, _| Ok::<(), Infallible>(()))
-        .unwrap_or_else(|e| panic!("verifying {}: {e}", path.display()));
-    assert!(matches!(report.verdict, Verdict::Clean) && report.is_ok(), "{} does not verify clean: {report:?}", path.display());
-    report.events
 }
 
 /// Git as this bench runs it: no user or system configuration of this machine.

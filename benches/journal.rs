@@ -58,7 +58,9 @@
 //! hook's, `ABCD_BENCH_ONLY=9` only the resume listing's); `ABCD_BENCH_KEEP=1` keeps the temp
 //! dir, with the working copies and home stores built in it, for profiling by hand.
 
-use std::convert::Infallible;
+mod common;
+
+use common::{abcd_bin, median, ms, true_bin, verify_clean, write_ignoring_closed};
 use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
 use std::hint::black_box;
@@ -78,15 +80,17 @@ use abcd::journal::append::MAX_BATCH_EVENTS;
 use abcd::journal::format::{self, Actor, Hash, NewEvent};
 use abcd::journal::group::{SharedJournal, gather_wait_after};
 use abcd::journal::group_sync::{GROUP_QUEUE_MAX, GroupCommit};
-use abcd::journal::scan::{self, MAX_BATCH_BYTES, Verdict};
+use abcd::journal::scan::{self, MAX_BATCH_BYTES};
 use abcd::journal::storage::{Delegate, DelegateFile, RealDisk, Storage, StorageFile};
-use abcd::journal::verify;
 use abcd::journal::{Appended, Journal, JournalPaths};
 use abcd::ledger::{Driver, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, ReceiptCollected, RunStarted};
 use abcd::platform::process::{self, Liveness, ProcessId};
 use abcd::store::checkpoint;
 use abcd::store::{StateBase, Store};
 
+/// What one `abcd hook session-start` with a session id appends: `session.started` and the
+/// `context.injected` that records what it injected.
+const EVENTS_PER_START: u64 = 2;
 const EVENTS_ENV: &str = "ABCD_BENCH_EVENTS";
 const LIST_EVENTS_ENV: &str = "ABCD_BENCH_LIST_EVENTS";
 const LOOP_EVENTS_ENV: &str = "ABCD_BENCH_LOOP_EVENTS";
@@ -478,18 +482,6 @@ fn bench_number(name: &str) -> u32 {
     name.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(u32::MAX)
 }
 
-fn median(values: &[f64]) -> f64 {
-    assert!(!values.is_empty(), "a median needs values");
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
-}
-
-fn ms(secs: f64) -> String {
-    format!("{:.3} ms", secs * 1e3)
-}
-
 // ----------------------------------------------------------------------------------------
 // Journals
 
@@ -547,15 +539,6 @@ fn build_journal(path: &Path, events: u64) -> u64 {
     File::open(path.parent().expect("a folder")).and_then(|d| d.sync_all()).expect("syncing the folder");
     assert_eq!(file.metadata().expect("stat").len(), len);
     len
-}
-
-/// Verifies with the library's verifier; panics unless clean. Returns the event count.
-fn verify_clean(path: &Path, home: &Path) -> u64 {
-    let anchors = AnchorStore::new(home);
-    let report = verify::verify(&RealDisk, path, Some(&anchors), |_, _| Ok::<(), Infallible>(()))
-        .unwrap_or_else(|e| panic!("verifying {}: {e}", path.display()));
-    assert!(matches!(report.verdict, Verdict::Clean) && report.is_ok(), "{} does not verify clean: {report:?}", path.display());
-    report.events
 }
 
 /// Appends `n` events through `journal`, checking each got the next seq.
@@ -1255,11 +1238,6 @@ fn helper() -> ! {
     }
 }
 
-/// The release binary cargo built beside this bench (`target/release/abcd`).
-fn abcd_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_abcd"))
-}
-
 /// `abcd <args>` in working copy `wc` with home store `home`, output captured.
 fn abcd_cmd(wc: &Path, home: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(abcd_bin());
@@ -1678,23 +1656,8 @@ titles = "\n".join(item["title"] for item in checklist["items"])
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": titles}}))
 "#;
 
-/// The trivial process of benchmarks 7 and 8.
-fn true_bin() -> &'static Path {
-    [Path::new("/usr/bin/true"), Path::new("/bin/true")].into_iter().find(|p| p.is_file()).expect("a `true` binary")
-}
-
 /// A named contender of benchmarks 7 and 8: one run, returning its seconds.
 type Contender<'a> = (&'static str, Box<dyn FnMut() -> f64 + 'a>);
-
-/// Writes `bytes` to a child's stdin; a child that exited without reading it (`true`)
-/// is not an error.
-fn write_ignoring_closed(pipe: &mut impl Write, bytes: &[u8]) {
-    match pipe.write_all(bytes) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Err(e) => panic!("writing a child's stdin: {e}"),
-    }
-}
 
 /// Runs `cmd` with `payload` on stdin, stdout and stderr captured, to its exit: the
 /// seconds from spawn to reaped (the payload written and both outputs read to their
@@ -1744,7 +1707,9 @@ fn session_context(stdout: &[u8], who: &str) -> String {
 fn check_session_start(stdout: &[u8], stderr: &[u8]) {
     assert!(stderr.is_empty(), "abcd hook session-start warned: {}", String::from_utf8_lossy(stderr));
     let context = session_context(stdout, "abcd hook session-start");
-    assert!(context.starts_with(abcd::command::hook::CONTEXT_HEADER), "the context starts with the checklist header: {context}");
+    // After the receipt's token (`[abcd:<marker>] `), the checklist header.
+    let after_token = context.split_once("] ").map_or("", |(_, rest)| rest);
+    assert!(after_token.starts_with(abcd::command::hook::CONTEXT_HEADER), "the context starts with the checklist header: {context}");
     let count = |state: &str| {
         let label = context.lines().find_map(|l| l.strip_prefix(&format!("{state} ("))?.strip_suffix("):")?.parse::<u64>().ok());
         label.unwrap_or(0)
@@ -1898,7 +1863,7 @@ fn bench_hook(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, PathB
     let at = |name: &str| names.iter().position(|n| *n == name);
     let med = |name: &str| at(name).map(|k| median(&t[k]));
     // Every session-start appended its `session.started` event.
-    assert_eq!(verify_clean(&journal, home), events + starts, "every session-start is in the journal");
+    assert_eq!(verify_clean(&journal, home), events + EVENTS_PER_START * starts, "every session-start is in the journal");
 
     // Peak memory, through the spawner (stdin: the payload).
     let rss = |program: &Path, args: &[&str]| run_child_with_stdin(Some(&wc), program, args, &[("ABCD_HOME", home)], Some(&payload));
@@ -1918,7 +1883,7 @@ fn bench_hook(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, PathB
     // one.
     let (store, scope) = wc_store(&wc, home);
     let checkpoint_dir = wc.join(abcd::places::LOCAL_TIER).join("checkpoints");
-    let mut head = events + starts - 1;
+    let mut head = events + EVENTS_PER_START * starts - 1;
     let mut change = 0u64;
     let mut crossing_t = Vec::new();
     for _ in 0..cfg.hook_checkpoint_runs {
@@ -1933,7 +1898,7 @@ fn bench_hook(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, PathB
             head = store_append(&store, &scope, &batch);
         }
         crossing_t.push(abcd_hook());
-        head += 1;
+        head += EVENTS_PER_START;
         let newest = checkpoint::list(&RealDisk, &checkpoint_dir).expect("listing checkpoints").first().map(|c| c.0);
         assert_eq!(newest, Some(head), "the crossing session-start wrote the checkpoint");
     }

@@ -26,7 +26,7 @@
 
 mod common;
 
-use common::{abcd_bin, median, ms, true_bin, verify_clean, write_ignoring_closed};
+use common::{abcd_bin, assert_succeeded, median, ms, rotate, true_bin, verify_clean, write_ignoring_closed};
 use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -241,28 +241,8 @@ fn timed(cmd: &mut Command, payload: Option<&[u8]>) -> (f64, std::process::Outpu
     }
     let out = child.wait_with_output().unwrap_or_else(|e| panic!("waiting for {cmd:?}: {e}"));
     let secs = t.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(cmd, &out);
     (secs, out)
-}
-
-/// Each contender once per op, in an order that rotates with the round; each contender
-/// times itself and returns seconds. The median per contender.
-fn rotate(round: usize, ops: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<f64> {
-    let n = contenders.len();
-    let mut times = vec![Vec::with_capacity(ops); n];
-    for _ in 0..ops {
-        for k in 0..n {
-            let c = (round + k) % n;
-            times[c].push(contenders[c]());
-        }
-    }
-    times.iter().map(|t| median(t)).collect()
 }
 
 /// The SessionStart payload the host sends, for a session in `wc` after a compaction.

@@ -60,7 +60,7 @@
 
 mod common;
 
-use common::{abcd_bin, median, ms, true_bin, verify_clean, write_ignoring_closed};
+use common::{abcd_bin, assert_succeeded, median, ms, rotate, true_bin, verify_clean, write_ignoring_closed};
 use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
 use std::hint::black_box;
@@ -1264,28 +1264,8 @@ fn timed_output(cmd: &mut Command) -> (f64, std::process::Output) {
     let t = Instant::now();
     let out = cmd.output().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
     let secs = t.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(cmd, &out);
     (secs, out)
-}
-
-/// Each contender once per op, in an order that rotates with the round; each contender
-/// times itself (so it can prepare untimed) and returns seconds. The median per contender.
-fn rotate(round: usize, ops: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<f64> {
-    let n = contenders.len();
-    let mut times = vec![Vec::with_capacity(ops); n];
-    for _ in 0..ops {
-        for k in 0..n {
-            let c = (round + k) % n;
-            times[c].push(contenders[c]());
-        }
-    }
-    times.iter().map(|t| median(t)).collect()
 }
 
 /// A managed working copy at `wc`: a `.git/` folder, then `abcd init` run in it.
@@ -1671,13 +1651,7 @@ fn timed_with_stdin(cmd: &mut Command, payload: &[u8]) -> (f64, std::process::Ou
     drop(pipe);
     let out = child.wait_with_output().unwrap_or_else(|e| panic!("waiting for {cmd:?}: {e}"));
     let secs = t.elapsed().as_secs_f64();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(cmd, &out);
     (secs, out)
 }
 

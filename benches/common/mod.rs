@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::io::{self, Write};
 use std::path::Path;
+use std::process::{Command, Output};
 
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::scan::Verdict;
@@ -49,4 +50,29 @@ pub fn verify_clean(path: &Path, home: &Path) -> u64 {
         .unwrap_or_else(|e| panic!("verifying {}: {e}", path.display()));
     assert!(matches!(report.verdict, Verdict::Clean) && report.is_ok(), "{} does not verify clean: {report:?}", path.display());
     report.events
+}
+
+/// Each contender once per op, in an order that rotates with the round; each contender
+/// times itself (so it can prepare untimed) and returns seconds. The median per contender.
+pub fn rotate(round: usize, ops: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<f64> {
+    let n = contenders.len();
+    let mut times = vec![Vec::with_capacity(ops); n];
+    for _ in 0..ops {
+        for k in 0..n {
+            let c = (round + k) % n;
+            times[c].push(contenders[c]());
+        }
+    }
+    times.iter().map(|t| median(t)).collect()
+}
+
+/// Panics, with what it printed, unless `cmd` exited 0.
+pub fn assert_succeeded(cmd: &Command, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

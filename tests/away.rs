@@ -149,7 +149,7 @@ fn away_the_stop_is_blocked_until_the_person_is_back() {
     let reason = block_reason(&repo.stop(false, "Done for now.", &[]));
     assert!(reason.contains("work is owed (2 items)"), "{reason}");
     assert!(reason.contains("Next: branch feat/x has commits not pushed"), "{reason}");
-    assert!(reason.contains("checklist item 1 is working"), "{reason}");
+    assert!(reason.contains("checklist item 1 (Write the parser) is working"), "{reason}");
     assert!(reason.contains("push if your standing instruction allows"), "{reason}");
     assert!(repo.gh_calls() >= 1, "while away the forge is listed");
 

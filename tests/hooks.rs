@@ -147,7 +147,7 @@ fn compaction_stop_and_prompt_hooks_answer_as_the_host_expects() {
     let (out, _) = hook(&repo, "stop", &fixture("stop.json", &vars), &[]);
     assert_eq!(
         stdout_json(&out).unwrap(),
-        json!({"systemMessage": "abcd: stopped with work owed (1 item); next: checklist item 1 is working."})
+        json!({"systemMessage": "abcd: stopped with work owed (1 item); next: checklist item 1 (Ship it) is working."})
     );
 
     // A branch this session created and no item names: the prompt hook says so.

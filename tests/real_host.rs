@@ -776,7 +776,10 @@ fn away_a_stop_with_work_owed_is_blocked_until_the_hosts_cap() {
         // What the hooks printed, and what the model received.
         let reasons = stop_reasons(&run, lab);
         assert_eq!(reasons.len(), 3, "{who:?}: {}", run.summary());
-        assert!(reasons.iter().all(|r| r.contains("work is owed (1 item). Next: checklist item 1 is working")), "{reasons:#?}");
+        assert!(
+            reasons.iter().all(|r| r.contains("work is owed (1 item). Next: checklist item 1 (Write the parser) is working")),
+            "{reasons:#?}"
+        );
         // The first two blocks reach the model; the client overrides the third (its cap).
         check_reasons_reach_the_model(&run, &reasons[..2]);
         let capped = run.events.iter().any(|e| e["subtype"] == "notification" && e["key"] == "stop-hook-block-cap");

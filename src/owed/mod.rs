@@ -142,12 +142,12 @@ pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timesta
     for item in items {
         let fields = &item.fields;
         match fields.state {
-            ItemState::Working => owed.push(Owed::Working { id: fields.id.clone() }),
+            ItemState::Working => owed.push(Owed::Working { id: fields.id.clone(), title: fields.title.clone() }),
             ItemState::Waiting => {
                 if let Some(look) = fields.next_look {
                     looks.push(look);
                     if look <= now {
-                        owed.push(Owed::LookDue { id: fields.id.clone() });
+                        owed.push(Owed::LookDue { id: fields.id.clone(), title: fields.title.clone() });
                     }
                 }
             }
@@ -238,10 +238,10 @@ mod tests {
         assert_eq!(
             owed,
             vec![
-                Owed::Working { id: "w".into() },
-                Owed::LookDue { id: "due-now".into() },
-                Owed::LookDue { id: "due-before".into() },
-                Owed::Working { id: "w-look".into() },
+                Owed::Working { id: "w".into(), title: "w".into() },
+                Owed::LookDue { id: "due-now".into(), title: "due-now".into() },
+                Owed::LookDue { id: "due-before".into(), title: "due-before".into() },
+                Owed::Working { id: "w-look".into(), title: "w-look".into() },
             ]
         );
         // Every waiting item's look, future or not; a working item's look is not a wait.

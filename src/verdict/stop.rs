@@ -35,6 +35,8 @@ pub const REASON_MAX_CHARS: usize = 4_000;
 pub const SYSTEM_MESSAGE_MAX_CHARS: usize = 500;
 /// One item's name (an id or a branch) as shown in a reason, at most, in characters.
 pub const ITEM_NAME_MAX_CHARS: usize = 200;
+/// An owed item's title is shown in a stop's words up to this many characters.
+pub const ITEM_TITLE_SHOWN_MAX_CHARS: usize = 80;
 /// Owed items named in a reason besides the next one; the rest are counted.
 pub const OTHERS_NAMED_MAX: usize = 4;
 /// Queued steps read (the newest) when the push wording asks whether a push is queued.
@@ -82,10 +84,19 @@ impl PrWhy {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Owed {
-    /// A checklist item in state `working`.
-    Working { id: String },
+    /// A checklist item in state `working`; its title only names it in words (the id is
+    /// its identity: a changed title is not a changed owed set).
+    Working {
+        id: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        title: String,
+    },
     /// A `waiting` checklist item whose `next_look` has passed.
-    LookDue { id: String },
+    LookDue {
+        id: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        title: String,
+    },
     /// An own branch with commits not pushed. `next_act_is_push` is false while local
     /// work comes first; the push wording goes with it only when true.
     Unpushed { branch: String, next_act_is_push: bool },
@@ -104,8 +115,8 @@ impl Owed {
     /// The item's identity, every field included, as one line: what the fingerprint hashes.
     pub fn key(&self) -> String {
         match self {
-            Owed::Working { id } => format!("working {id}"),
-            Owed::LookDue { id } => format!("look_due {id}"),
+            Owed::Working { id, .. } => format!("working {id}"),
+            Owed::LookDue { id, .. } => format!("look_due {id}"),
             Owed::Unpushed { branch, next_act_is_push } => {
                 format!("unpushed {} {branch}", if *next_act_is_push { "push" } else { "local" })
             }
@@ -116,8 +127,8 @@ impl Owed {
     /// The item in plain words, its name cleaned and bounded.
     pub fn describe(&self) -> String {
         match self {
-            Owed::Working { id } => format!("checklist item {} is working", shown(id)),
-            Owed::LookDue { id } => format!("checklist item {} is due a look (its next look has passed)", shown(id)),
+            Owed::Working { id, title } => format!("checklist item {} is working", named_item(id, title)),
+            Owed::LookDue { id, title } => format!("checklist item {} is due a look (its next look has passed)", named_item(id, title)),
             Owed::Unpushed { branch, .. } => format!("branch {} has commits not pushed", shown(branch)),
             Owed::PullRequest { number, why } => format!("pull request #{number} {}", why.phrase()),
         }
@@ -132,8 +143,8 @@ impl Owed {
             Owed::PullRequest { number, why: PrWhy::Failing } => (0, *number, "", 0),
             Owed::PullRequest { number, why } => (1, *number, "", *why as u8),
             Owed::Unpushed { branch, next_act_is_push } => (2, 0, branch, u8::from(*next_act_is_push)),
-            Owed::Working { id } => (3, 0, id, 0),
-            Owed::LookDue { id } => (4, 0, id, 0),
+            Owed::Working { id, .. } => (3, 0, id, 0),
+            Owed::LookDue { id, .. } => (4, 0, id, 0),
         }
     }
 
@@ -606,6 +617,11 @@ fn clock(at: Timestamp, zone_of: &ZonedDateTime) -> String {
 }
 
 /// A name as shown: control characters replaced, at most [`ITEM_NAME_MAX_CHARS`].
+/// An item by id, and by title when it has one: a short id alone says little.
+fn named_item(id: &str, title: &str) -> String {
+    if title.is_empty() { shown(id) } else { format!("{} ({})", shown(id), clip(shown(title), ITEM_TITLE_SHOWN_MAX_CHARS)) }
+}
+
 fn shown(name: &str) -> String {
     let cleaned: String = name.chars().map(|c| if c.is_control() { '\u{FFFD}' } else { c }).collect();
     clip(cleaned, ITEM_NAME_MAX_CHARS)
@@ -669,7 +685,7 @@ mod tests {
     }
 
     fn look_due(id: &str) -> Owed {
-        Owed::LookDue { id: id.into() }
+        Owed::LookDue { id: id.into(), title: String::new() }
     }
 
     /// The session state after rows 2–7 judged `owed`, with these counts.
@@ -928,7 +944,7 @@ mod tests {
             unpushed("feat/x"),
             Owed::PullRequest { number: 12, why: PrWhy::Behind },
             Owed::PullRequest { number: 12, why: PrWhy::Failing },
-            Owed::Working { id: "fix-login".into() },
+            Owed::Working { id: "fix-login".into(), title: String::new() },
         ];
         for item in capped_kinds {
             let owed = [item.clone(), look_due("ci-run")];
@@ -1101,7 +1117,8 @@ mod tests {
         let pr_queued = Stop { hold_pushes: true, queued: &queued_pr, ..stop(&pr, &fresh) }.judge();
         assert!(reason(&pr_queued).contains("stays owed until the pushed fix reaches the forge"));
 
-        let local = [Owed::Unpushed { branch: "feat/x".into(), next_act_is_push: false }, Owed::Working { id: "w".into() }];
+        let local =
+            [Owed::Unpushed { branch: "feat/x".into(), next_act_is_push: false }, Owed::Working { id: "w".into(), title: String::new() }];
         let no_push = stop(&local, &fresh).judge();
         assert!(!reason(&no_push).contains("push if"), "no push wording when the next act is not a push");
 
@@ -1121,7 +1138,8 @@ mod tests {
     #[test]
     fn the_reason_names_the_next_item_first_and_bounds_the_rest() {
         let fresh = SessionState::default();
-        let mut owed: Vec<Owed> = (0..100).map(|i| Owed::Working { id: format!("item-{i:03}-{}", "x".repeat(300)) }).collect();
+        let mut owed: Vec<Owed> =
+            (0..100).map(|i| Owed::Working { id: format!("item-{i:03}-{}", "x".repeat(300)), title: "t".repeat(300) }).collect();
         owed.push(unpushed("feat/y"));
         owed.push(Owed::PullRequest { number: 7, why: PrWhy::Behind });
         owed.push(Owed::PullRequest { number: 3, why: PrWhy::Failing });
@@ -1148,7 +1166,7 @@ mod tests {
         assert_ne!(fingerprint(&a), fingerprint(&moved));
         let local = [Owed::Unpushed { branch: "a".into(), next_act_is_push: false }, look_due("b"), a[2].clone()];
         assert_ne!(fingerprint(&a), fingerprint(&local));
-        assert_ne!(fingerprint(&[Owed::Working { id: "b".into() }]), fingerprint(&[look_due("b")]));
+        assert_ne!(fingerprint(&[Owed::Working { id: "b".into(), title: String::new() }]), fingerprint(&[look_due("b")]));
         assert_ne!(fingerprint(&[]), fingerprint(&[look_due("")]));
     }
 
@@ -1212,8 +1230,8 @@ mod tests {
             let item = |g: &mut Gen| {
                 let name = g.choose(&names).unwrap().to_string();
                 match u8::arbitrary(g) % 4 {
-                    0 => Owed::Working { id: name },
-                    1 => Owed::LookDue { id: name },
+                    0 => Owed::Working { id: name, title: String::new() },
+                    1 => Owed::LookDue { id: name, title: String::new() },
                     2 => Owed::Unpushed { branch: name, next_act_is_push: bool::arbitrary(g) },
                     _ => Owed::PullRequest {
                         number: u64::from(u8::arbitrary(g) % 3),
@@ -1335,5 +1353,20 @@ mod tests {
             let capped = a.owed.iter().any(Owed::is_capped);
             holds(j.judged.row != Row::WakeReleased || !capped || (1..=WAKE_RELEASES_MAX).contains(&j.judged.wake_count), &a)
         });
+    }
+
+    #[test]
+    fn an_owed_item_is_named_by_its_title_within_its_bound() {
+        let working = |title: &str| Owed::Working { id: "7".into(), title: title.into() };
+        assert_eq!(working("Write the parser").describe(), "checklist item 7 (Write the parser) is working");
+        assert_eq!(working("").describe(), "checklist item 7 is working", "an item from an older record has no title");
+        let at_bound = "t".repeat(ITEM_TITLE_SHOWN_MAX_CHARS);
+        assert!(working(&at_bound).describe().contains(&format!("({at_bound})")));
+        let past = working(&"t".repeat(ITEM_TITLE_SHOWN_MAX_CHARS + 1)).describe();
+        assert!(past.contains(&format!("({}…)", "t".repeat(ITEM_TITLE_SHOWN_MAX_CHARS - 1))), "{past}");
+        // The title names the item; only the id is its identity.
+        assert_eq!(working("old title").key(), working("new title").key());
+        let due = Owed::LookDue { id: "8".into(), title: "Read the review".into() };
+        assert_eq!(due.describe(), "checklist item 8 (Read the review) is due a look (its next look has passed)");
     }
 }

@@ -113,64 +113,79 @@ pub enum Finding {
     NotATranscript,
 }
 
-/// Judges one injection from the tail. Pure.
+/// Judges one injection from the tail. Pure, and linear in the tail: each line is searched
+/// once for the token and the two line kinds that matter after it, and parsed at most once.
 pub fn judge(tail: &Tail, marker: &str) -> Finding {
     let lines = complete_lines(tail);
     let token = token(marker);
     let token = token.as_bytes();
-    let mut attached_end = None;
-    let mut cut = false;
-    let mut seen_token = false;
-    let mut judged_until = 0;
-    for at in sub_positions(lines, token) {
-        if at < judged_until {
-            continue; // a second hit in a line already judged
+    let (mut sent, mut cut, mut attached, mut compacted, mut requested, mut seen_token) = (false, false, false, false, false, false);
+    for line in lines.split(|&b| b == b'\n') {
+        let holds_token = find_sub(line, token).is_some();
+        seen_token |= holds_token;
+        let after_attached = attached && (find_sub(line, b"compact_boundary").is_some() || find_sub(line, b"\"api-request\"").is_some());
+        if !holds_token && !after_attached {
+            continue;
         }
-        let (start, end) = line_around(lines, at);
-        judged_until = end;
-        seen_token = true;
-        let line = &lines[start..end];
         match line_type(line) {
-            Some(LineType::RequestBlob) => {
-                // Whole: the token twice, and no cut wrapper just before the first one (a
-                // preview that happened to hold both is still a preview).
-                let first = at - start;
-                let wrapped = find_sub(&line[first.saturating_sub(CUT_LOOKBACK_BYTES)..first], CUT_WRAPPER).is_some();
-                if sub_positions(line, token).count() >= 2 && !wrapped {
-                    return Finding::Sent;
-                }
-                cut |= find_sub(line, CUT_WRAPPER).is_some();
+            Some(LineType::RequestBlob) if holds_token => {
+                sent |= sent_whole(line, token);
+                cut |= inside_cut(line, token);
             }
-            Some(LineType::AttachedContext) => {
-                attached_end.get_or_insert(end);
-                cut |= find_sub(line, CUT_WRAPPER).is_some();
+            Some(LineType::AttachedContext) if holds_token => {
+                attached = true;
+                cut |= inside_cut(line, token);
             }
+            Some(LineType::CompactBoundary) if attached => compacted = true,
+            Some(LineType::Request) if attached => requested = true,
             _ => {}
         }
+    }
+    if sent {
+        return Finding::Sent;
     }
     if cut {
         return Finding::Cut;
     }
-    let Some(after) = attached_end else {
+    if !attached {
         if !seen_token && !lines.is_empty() && line_type(last_line(lines)).is_none() && !any_json_line(lines) {
             return Finding::NotATranscript;
         }
         return Finding::NotFound;
-    };
-    let rest = &lines[after..];
-    for at in sub_positions(rest, b"compact_boundary") {
-        let (start, end) = line_around(rest, at);
-        if line_type(&rest[start..end]) == Some(LineType::CompactBoundary) {
-            return Finding::Compacted;
-        }
     }
-    for at in sub_positions(rest, b"\"api-request\"") {
-        let (start, end) = line_around(rest, at);
-        if line_type(&rest[start..end]) == Some(LineType::Request) {
-            return Finding::SentWithout;
-        }
+    match (compacted, requested) {
+        (true, _) => Finding::Compacted,
+        (false, true) => Finding::SentWithout,
+        (false, false) => Finding::NotYet,
     }
-    Finding::NotYet
+}
+
+/// The host's words before a hook's text in a request (`SessionStart hook additional
+/// context: `, `UserPromptSubmit hook additional context: `).
+const HOST_PREFIX: &[u8] = b"hook additional context: ";
+/// The host's end of a cut preview.
+const CUT_WRAPPER_END: &[u8] = b"</persisted-output>";
+/// Token hits looked at per line, at most: abcd writes two per text.
+const TOKEN_HITS_MAX: usize = 16;
+
+/// Whether the request line holds the text whole, as the host put it: right after the
+/// host's prefix the token, and the token again later with no cut wrapper between. A tool
+/// result or a model reply that quotes the tokens is not the host's text.
+fn sent_whole(line: &[u8], token: &[u8]) -> bool {
+    let opening = [HOST_PREFIX, token].concat();
+    sub_positions(line, &opening).take(TOKEN_HITS_MAX).any(|p| {
+        let body = &line[p + opening.len()..];
+        find_sub(body, token).is_some_and(|end| find_sub(&body[..end], CUT_WRAPPER).is_none())
+    })
+}
+
+/// Whether a token in the line sits inside a cut preview: a wrapper opened before it (within
+/// [`CUT_LOOKBACK_BYTES`]) and not closed between.
+fn inside_cut(line: &[u8], token: &[u8]) -> bool {
+    sub_positions(line, token).take(TOKEN_HITS_MAX).any(|t| {
+        let before = &line[t.saturating_sub(CUT_LOOKBACK_BYTES)..t];
+        sub_positions(before, CUT_WRAPPER).last().is_some_and(|w| find_sub(&before[w..], CUT_WRAPPER_END).is_none())
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,16 +206,6 @@ fn complete_lines(tail: &Tail) -> &[u8] {
     &bytes[start..end]
 }
 
-/// The line holding byte `at`, without its newline.
-fn line_around(lines: &[u8], at: usize) -> (usize, usize) {
-    let start = rfind_byte(b'\n', &lines[..at]).map_or(0, |i| i + 1);
-    (start, line_end(lines, at))
-}
-
-fn line_end(lines: &[u8], at: usize) -> usize {
-    crate::byte_search::find_byte(b'\n', &lines[at..]).map_or(lines.len(), |i| at + i)
-}
-
 fn last_line(lines: &[u8]) -> &[u8] {
     let body = lines.strip_suffix(b"\n").unwrap_or(lines);
     &body[rfind_byte(b'\n', body).map_or(0, |i| i + 1)..]
@@ -214,7 +219,9 @@ fn any_json_line(lines: &[u8]) -> bool {
 /// The line's type as the host writes it; `None` when the line is not a JSON object.
 fn line_type(line: &[u8]) -> Option<LineType> {
     if line.len() > LINE_PARSE_MAX_BYTES {
-        return None;
+        // Too long to parse: a request blob is still told by its first key, as the host
+        // writes it; any other long line is no line this reader needs.
+        return line.starts_with(b"{\"type\":\"api-request-blob\"").then_some(LineType::RequestBlob);
     }
     #[derive(serde::Deserialize)]
     struct Head<'a> {
@@ -307,6 +314,40 @@ mod tests {
         assert_eq!(judge(&tail(&[attached(&cut)]), M), Finding::Cut);
         let short = marked("the plan", M);
         assert_eq!(judge(&tail(&[attached(&short), blob(&preview_whole(&short))]), M), Finding::Cut, "a preview holding both tokens");
+    }
+
+    #[test]
+    fn quoted_tokens_closed_previews_and_long_blobs_are_judged_by_where_the_host_put_the_text() {
+        let text = marked("the plan", M);
+        // A tool result quoting both tokens is no delivery; the host's prefix is.
+        let quoted =
+            serde_json::json!({"type": "api-request-blob", "message": {"content": [{"type": "tool_result", "content": text.clone()}]}})
+                .to_string();
+        assert_eq!(judge(&tail(&[attached(&text), quoted]), M), Finding::NotYet);
+        // A closed preview of something else just before the whole text is not a cut.
+        let other = "<persisted-output>\nOutput too large. Preview:\nxxx\n</persisted-output>";
+        let both = serde_json::json!({"type": "api-request-blob", "message": {"content": [
+            {"type": "text", "text": other}, {"type": "text", "text": format!("SessionStart hook additional context: {text}")}]}})
+        .to_string();
+        assert_eq!(judge(&tail(&[attached(&text), both, request()]), M), Finding::Sent);
+        // A blob too long to parse is still told by its first key.
+        let long = format!(
+            "{{\"type\":\"api-request-blob\",\"pad\":\"{}\",\"text\":\"SessionStart hook additional context: {}\"}}",
+            "p".repeat(LINE_PARSE_MAX_BYTES),
+            text.replace('\n', "\\n")
+        );
+        assert_eq!(judge(&tail(&[attached(&text), long, request()]), M), Finding::Sent);
+    }
+
+    #[test]
+    fn many_hits_of_the_words_looked_for_cost_one_pass() {
+        // Every line after the attachment names `compact_boundary` many times and none is
+        // one: each line is parsed once, so this ends at once (it took minutes when every
+        // hit parsed its line again).
+        let text = marked("the plan", M);
+        let noisy = serde_json::json!({"type": "api-request-blob", "message": {"content": "compact_boundary ".repeat(30_000)}}).to_string();
+        let lines: Vec<String> = std::iter::once(attached(&text)).chain(std::iter::repeat_n(noisy, 10)).chain([request()]).collect();
+        assert_eq!(judge(&tail(&lines), M), Finding::SentWithout);
     }
 
     #[test]

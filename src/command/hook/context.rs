@@ -103,11 +103,11 @@ pub fn settle(session: &SessionContext, transcript_path: Option<&std::path::Path
                 Finding::Compacted => Some("compacted"),
                 Finding::SentWithout => Some("sent_without"),
                 Finding::NotATranscript => Some("unreadable"),
+                // At a prompt the host may not have written the start yet: wait for the
+                // turn's end, when every request of the turn is written.
+                Finding::NotFound | Finding::NotYet if moment == Moment::Prompt => None,
                 Finding::NotFound if !tail.whole => Some("out_of_window"),
-                // By the turn's end every request of the turn is written: not shown sent
-                // by then, it cannot be told.
-                Finding::NotFound | Finding::NotYet if moment == Moment::TurnEnd => Some("not_found"),
-                Finding::NotFound | Finding::NotYet => None,
+                Finding::NotFound | Finding::NotYet => Some("not_found"),
             },
         };
         if let Some(reason) = reason {

@@ -214,13 +214,11 @@ fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, act
     let lost = known.and_then(|k| k.owed_reinjection(&settled_now)).map(|i| i.marker.clone());
     let shown = window.map(context::away_shown);
     let (text, source, covers_seq, reinjects) = match lost {
+        // The plan alone, within its budget: a note beside it could push it past the
+        // host's cap, and a re-injection is never sent a third time.
         Some(marker) => {
             let block = window.map(|w| crate::away::text::away_block(w, &show));
-            let mut text = session_context(&view, block.as_deref());
-            if let Some(b) = &behind {
-                text = format!("{text}\n{b}");
-            }
-            (Some(text), "reinject", view.head_seq, Some(marker))
+            (Some(session_context(&view, block.as_deref())), "reinject", view.head_seq, Some(marker))
         }
         None => {
             let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, &show);
@@ -235,7 +233,10 @@ fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, act
     let mut events: Vec<NewEvent> = receipts.iter().map(|r| context::receipt_event(r, actor)).collect();
     events.extend(made.as_ref().and_then(|m| m.event.clone()));
     let mut warnings: Vec<String> = record.warning.into_iter().collect();
-    warnings.extend(record_settled(store, scope, events));
+    let (warning, dropped) = record_settled(store, scope, events);
+    warnings.extend(warning);
+    // A re-injection another hook made or made moot meanwhile is not sent.
+    let made = made.filter(|m| !m.marker.as_ref().is_some_and(|marker| dropped.contains(marker)));
     let reply = HookReply { context: made.map(|m| m.text), system_message, ..Default::default() };
     Ok(HookOutcome { reply, warning: join(warnings) })
 }
@@ -247,29 +248,54 @@ fn settle_at_turn_end(store: &Store, scope: &Scope, req: &HookRequest, actor: &A
     let state = store.current_state().ok()?.state;
     let known = state.context.session(session)?;
     let receipts = context::settle(known, req.transcript_path.as_deref(), context::Moment::TurnEnd);
-    record_settled(store, scope, receipts.iter().map(|r| context::receipt_event(r, actor)).collect())
+    record_settled(store, scope, receipts.iter().map(|r| context::receipt_event(r, actor)).collect()).0
 }
 
-/// Appends receipts and injections; a receipt whose injection another hook settled in the
-/// meantime is dropped under the writer lock, so each injection is settled once.
-fn record_settled(store: &Store, scope: &Scope, events: Vec<NewEvent>) -> Option<String> {
+/// Appends receipts and injections under the writer lock, dropping a receipt whose
+/// injection another hook settled in the meantime (each injection is settled once) and a
+/// re-injection of a plan no longer owed once (another hook sent it again, or it was found
+/// delivered). Returns a warning and the markers of the injections dropped.
+fn record_settled(store: &Store, scope: &Scope, events: Vec<NewEvent>) -> (Option<String>, Vec<String>) {
     if events.is_empty() {
-        return None;
+        return (None, Vec::new());
     }
     let written = store.append_with(Some(scope), |state| {
-        let still_pending = |e: &NewEvent| match serde_json::from_value::<ContextReceipt>(e.data.clone()) {
-            Ok(r) if e.kind != event::CONTEXT_INJECTED => {
-                state.context.session(&r.session).is_some_and(|s| s.pending().any(|i| i.marker == r.marker))
+        let receipts: Vec<ContextReceipt> = events
+            .iter()
+            .filter(|e| e.kind != event::CONTEXT_INJECTED)
+            .filter_map(|e| serde_json::from_value(e.data.clone()).ok())
+            .collect();
+        let pending = |r: &ContextReceipt| state.context.session(&r.session).is_some_and(|s| s.pending().any(|i| i.marker == r.marker));
+        let settled_now: Vec<(&str, Delivery)> =
+            receipts.iter().filter(|r| pending(r)).map(|r| (r.marker.as_str(), context::delivery_of(&r.reason))).collect();
+        let mut dropped = Vec::new();
+        let mut kept = Vec::new();
+        for e in events {
+            if e.kind == event::CONTEXT_INJECTED {
+                let injected: Option<crate::event::ContextInjected> = serde_json::from_value(e.data.clone()).ok();
+                if let Some(i) = injected
+                    && let Some(lost) = &i.reinjects
+                {
+                    let owed =
+                        state.context.session(&i.session).and_then(|s| s.owed_reinjection(&settled_now)).is_some_and(|o| &o.marker == lost);
+                    if !owed {
+                        dropped.push(i.marker);
+                        continue;
+                    }
+                }
+                kept.push(e);
+            } else if serde_json::from_value::<ContextReceipt>(e.data.clone()).is_ok_and(|r| pending(&r)) {
+                kept.push(e);
             }
-            _ => true,
-        };
-        (events.into_iter().filter(still_pending).collect(), ())
+        }
+        (kept, dropped)
     });
     match written {
-        Ok(w) => {
-            w.after.err().map(|e| format!("the context record is saved but the files derived from the journal were not rewritten: {e}"))
-        }
-        Err(e) => Some(format!("the context record was not saved: {e}")),
+        Ok(w) => (
+            w.after.err().map(|e| format!("the context record is saved but the files derived from the journal were not rewritten: {e}")),
+            w.outcome,
+        ),
+        Err(e) => (Some(format!("the context record was not saved: {e}")), Vec::new()),
     }
 }
 

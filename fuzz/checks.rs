@@ -26,35 +26,11 @@ use serde_json::{Value, json};
 // In-memory storage: a read-only file and a one-file store, so no target touches a disk.
 // ---------------------------------------------------------------------------------------
 
-/// A read-only in-memory journal or projection file.
-pub struct MemFile(pub Arc<Vec<u8>>);
+/// A read-only in-memory journal or projection file: the library's own.
+pub use abcd::journal::storage::BytesFile as MemFile;
 
 fn read_only() -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, "the fuzz harness's files are read-only")
-}
-
-impl StorageFile for MemFile {
-    fn len(&self) -> io::Result<u64> {
-        Ok(self.0.len() as u64)
-    }
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let start = offset.min(self.0.len() as u64) as usize;
-        let n = buf.len().min(self.0.len() - start);
-        buf[..n].copy_from_slice(&self.0[start..start + n]);
-        Ok(n)
-    }
-    fn append(&self, _: &[u8]) -> io::Result<()> {
-        Err(read_only())
-    }
-    fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {
-        Err(read_only())
-    }
-    fn set_len(&self, _: u64) -> io::Result<()> {
-        Err(read_only())
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// A store holding exactly one file, at `MemStorage::PATH`.
@@ -64,7 +40,7 @@ impl MemStorage {
     pub const PATH: &'static str = "/fuzz/checklist.json";
 
     fn only(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
-        if path == Path::new(Self::PATH) { Ok(Box::new(MemFile(self.0.clone()))) } else { Err(io::ErrorKind::NotFound.into()) }
+        if path == Path::new(Self::PATH) { Ok(Box::new(MemFile(self.0.to_vec()))) } else { Err(io::ErrorKind::NotFound.into()) }
     }
 }
 
@@ -132,7 +108,7 @@ pub fn journal_reader(bytes: &[u8]) {
 
 /// Scans `bytes` as a journal, checks every reader invariant and folds what verified.
 pub fn check_journal(bytes: &[u8]) -> JournalOutcome {
-    let file = MemFile(Arc::new(bytes.to_vec()));
+    let file = MemFile(bytes.to_vec());
     let len = bytes.len() as u64;
     let mut events: Vec<Event> = Vec::new();
     let mut positions: Vec<LinePos> = Vec::new();

@@ -94,11 +94,11 @@ pub struct ChecklistState {
     pub last_refusal: Option<RefusalRecord>,
     /// One more than the largest all-digit id ever added (0 while none was): the next
     /// number `checklist add` may give, kept here because closed items may leave `items`.
-    /// Left out while 0, so a state that never had a numeric id is written as before.
+    /// Left out while 0, so a state that never had a numeric id is written without it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub next_number: u64,
     /// Closed items retired from `items` (they live in the journal only). Not written while
-    /// zero, so a state that never retired one is written as before retirement existed.
+    /// zero, so a state that never retired one is written without it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retired_total: u64,
 }

@@ -243,7 +243,7 @@ mod tests {
     }
 
     /// A change naming a retired item is skipped (the working state no longer holds it),
-    /// and says that closed items are retired; before any is, the reason is as it was.
+    /// and says that closed items are retired; while none is, the reason names only the id.
     #[test]
     fn a_change_to_a_retired_item_is_skipped_and_says_items_are_retired() {
         let mut j = Journal::new();

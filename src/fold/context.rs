@@ -90,16 +90,27 @@ pub enum Delivery {
     Unknown,
 }
 
+const MARKER_RULE: &str = "is not 8 lowercase hex digits";
+
+/// The two fields every context event carries, checked alike.
+fn session_and_marker(session: &str, marker: &str) -> Result<(), Rejection> {
+    if !crate::event::session_id_ok(session) {
+        return Err(reject("session", "is not a session id ([A-Za-z0-9_-]{1,128})"));
+    }
+    if !marker_ok(marker) {
+        return Err(reject("marker", MARKER_RULE));
+    }
+    Ok(())
+}
+
 fn reject(field: &str, reason: &str) -> Rejection {
     Rejection { field: Some(field.into()), reason: reason.into() }
 }
 
 pub fn fold_injected(state: &mut ContextState, seq: u64, injected: ContextInjected) -> Result<(), Rejection> {
-    if !crate::event::session_id_ok(&injected.session) {
-        return Err(reject("session", "is not a session id ([A-Za-z0-9_-]{1,128})"));
-    }
-    if !marker_ok(&injected.marker) || injected.reinjects.as_deref().is_some_and(|m| !marker_ok(m)) {
-        return Err(reject("marker", "is not 8 lowercase hex digits"));
+    session_and_marker(&injected.session, &injected.marker)?;
+    if injected.reinjects.as_deref().is_some_and(|m| !marker_ok(m)) {
+        return Err(reject("marker", MARKER_RULE));
     }
     if !source_ok(&injected.source) {
         return Err(reject("source", "is not a source abcd writes"));
@@ -138,12 +149,7 @@ pub fn fold_injected(state: &mut ContextState, seq: u64, injected: ContextInject
 
 /// A receipt's own fields, as the fold checks them before looking for its injection.
 pub fn receipt_checked(receipt: &ContextReceipt) -> Result<(), Rejection> {
-    if !crate::event::session_id_ok(&receipt.session) {
-        return Err(reject("session", "is not a session id ([A-Za-z0-9_-]{1,128})"));
-    }
-    if !marker_ok(&receipt.marker) {
-        return Err(reject("marker", "is not 8 lowercase hex digits"));
-    }
+    session_and_marker(&receipt.session, &receipt.marker)?;
     if !reason_ok(&receipt.reason) {
         return Err(reject("reason", "is not one lowercase word"));
     }

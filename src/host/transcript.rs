@@ -38,8 +38,6 @@ pub fn token(marker: &str) -> String {
     format!("[abcd:{marker}]")
 }
 
-pub use crate::event::context::MARKED_EXTRA_CHARS;
-
 /// `text` with the injection's token first and last: a transcript holding the token twice
 /// in one request holds the whole text.
 pub fn marked(text: &str, marker: &str) -> String {
@@ -292,6 +290,14 @@ mod tests {
     }
 
     #[test]
+    fn a_marked_text_is_longer_by_exactly_what_the_budgets_keep_for_it() {
+        for text in ["", "the plan", "é ✓ plan\nline"] {
+            let added = marked(text, M).chars().count() - text.chars().count();
+            assert_eq!(added, crate::event::context::MARKED_EXTRA_CHARS, "{text:?}");
+        }
+    }
+
+    #[test]
     fn only_a_request_holding_the_whole_text_is_delivered() {
         let text = marked(&"the plan ".repeat(10), M);
         let sent = tail(&[hook_stdout(&text), attached(&text), blob(&text), request()]);
@@ -342,8 +348,7 @@ mod tests {
     #[test]
     fn many_hits_of_the_words_looked_for_cost_one_pass() {
         // Every line after the attachment names `compact_boundary` many times and none is
-        // one: each line is parsed once, so this ends at once (it took minutes when every
-        // hit parsed its line again).
+        // one: each line is parsed once, whatever its hits, so the judgement is linear.
         let text = marked("the plan", M);
         let noisy = serde_json::json!({"type": "api-request-blob", "message": {"content": "compact_boundary ".repeat(30_000)}}).to_string();
         let lines: Vec<String> = std::iter::once(attached(&text)).chain(std::iter::repeat_n(noisy, 10)).chain([request()]).collect();

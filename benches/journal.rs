@@ -60,7 +60,9 @@
 
 mod common;
 
-use common::{abcd_bin, assert_succeeded, median, ms, rotate, true_bin, verify_clean, write_ignoring_closed};
+use common::{
+    Row, Target, abcd_bin, assert_succeeded, median, ms, rotate, session_start_payload, true_bin, verify_clean, write_ignoring_closed,
+};
 use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
 use std::hint::black_box;
@@ -425,57 +427,6 @@ fn main() {
 
 // ----------------------------------------------------------------------------------------
 // Results
-
-#[derive(Clone, Copy)]
-enum Target {
-    AtMost(f64),
-    AtLeast(f64),
-    /// Strictly below: "faster than".
-    Below(f64),
-    /// No target: reported for context.
-    Context,
-}
-
-struct Row {
-    name: String,
-    contenders: String,
-    /// e.g. "abcd/raw latency"
-    ratio_label: String,
-    ratios: Vec<f64>,
-    target: Target,
-}
-
-impl Row {
-    fn markdown(&self, full: bool) -> String {
-        let mut sorted = self.ratios.clone();
-        sorted.sort_by(f64::total_cmp);
-        let med = median(&self.ratios);
-        let (target, pass) = match self.target {
-            Target::AtMost(t) => (format!("<= {t}x"), Some(med <= t)),
-            Target::AtLeast(t) => (format!(">= {t}x"), Some(med >= t)),
-            Target::Below(t) => (format!("< {t}x"), Some(med < t)),
-            Target::Context => ("none (context)".to_string(), None),
-        };
-        let result = match (full, pass) {
-            (false, _) => "smoke (not judged)",
-            (true, None) => "context",
-            (true, Some(true)) => "PASS",
-            (true, Some(false)) => "MISS",
-        };
-        format!(
-            "| {} | {} | {} = **{:.2}x** ({:.2}..{:.2}, {} rounds) | {} | {} |",
-            self.name,
-            self.contenders,
-            self.ratio_label,
-            med,
-            sorted[0],
-            sorted[sorted.len() - 1],
-            sorted.len(),
-            target,
-            result
-        )
-    }
-}
 
 /// The number a row's name starts with.
 fn bench_number(name: &str) -> u32 {
@@ -1653,17 +1604,6 @@ fn timed_with_stdin(cmd: &mut Command, payload: &[u8]) -> (f64, std::process::Ou
     let secs = t.elapsed().as_secs_f64();
     assert_succeeded(cmd, &out);
     (secs, out)
-}
-
-/// The SessionStart payload the host sends, for a session in `wc` after a compaction.
-fn session_start_payload(wc: &Path) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "session_id": "bench",
-        "cwd": wc.to_str().expect("a UTF-8 path"),
-        "hook_event_name": "SessionStart",
-        "source": "compact",
-    }))
-    .expect("plain data serializes")
 }
 
 /// The `additionalContext` of a SessionStart reply; panics unless `stdout` is one such

@@ -76,3 +76,68 @@ pub fn assert_succeeded(cmd: &Command, out: &Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A row's target for the median of its ratios. Each bench sets the kinds it needs.
+#[allow(dead_code)]
+#[derive(Clone, Copy)]
+pub enum Target {
+    AtMost(f64),
+    AtLeast(f64),
+    /// Strictly below: "faster than".
+    Below(f64),
+    /// No target: reported for context.
+    Context,
+}
+
+/// One row of a bench's table: its contenders, its per-round ratios and its target.
+pub struct Row {
+    pub name: String,
+    pub contenders: String,
+    /// e.g. "abcd/true latency"
+    pub ratio_label: String,
+    pub ratios: Vec<f64>,
+    pub target: Target,
+}
+
+impl Row {
+    pub fn markdown(&self, full: bool) -> String {
+        let mut sorted = self.ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let med = median(&self.ratios);
+        let (target, pass) = match self.target {
+            Target::AtMost(t) => (format!("<= {t}x"), Some(med <= t)),
+            Target::AtLeast(t) => (format!(">= {t}x"), Some(med >= t)),
+            Target::Below(t) => (format!("< {t}x"), Some(med < t)),
+            Target::Context => ("none (context)".to_string(), None),
+        };
+        let result = match (full, pass) {
+            (false, _) => "smoke (not judged)",
+            (true, None) => "context",
+            (true, Some(true)) => "PASS",
+            (true, Some(false)) => "MISS",
+        };
+        format!(
+            "| {} | {} | {} = **{:.2}x** ({:.2}..{:.2}, {} rounds) | {} | {} |",
+            self.name,
+            self.contenders,
+            self.ratio_label,
+            med,
+            sorted[0],
+            sorted[sorted.len() - 1],
+            sorted.len(),
+            target,
+            result
+        )
+    }
+}
+
+/// The SessionStart payload the host sends, for a session in `wc` after a compaction.
+pub fn session_start_payload(wc: &Path) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "session_id": "bench",
+        "cwd": wc.to_str().expect("a UTF-8 path"),
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }))
+    .expect("plain data serializes")
+}

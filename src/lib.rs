@@ -16,6 +16,7 @@ pub mod git;
 pub mod host;
 pub mod journal;
 pub mod ledger;
+pub mod mirror;
 pub mod owed;
 pub mod phased;
 pub mod places;

@@ -175,3 +175,16 @@ pub fn open_journal(storage: SharedStorage, paths: JournalPaths) -> Result<Journ
 pub fn open_journal_for_verb(storage: SharedStorage, paths: JournalPaths) -> Result<Journal, PlaceError> {
     Ok(open_journal(storage, paths)?.with_lock_wait(VERB_LOCK_WAIT))
 }
+
+/// This machine's name as a mirror records it: `ABCD_MACHINE` when set, else the host
+/// name, kept to printable characters and `MACHINE_NAME_MAX` bytes.
+pub fn machine_name() -> String {
+    let raw = std::env::var("ABCD_MACHINE").ok().filter(|m| !m.is_empty()).or_else(crate::platform::process::host_name).unwrap_or_default();
+    let kept: String = raw.chars().filter(|c| c.is_ascii_graphic()).take(crate::mirror::MACHINE_NAME_MAX).collect();
+    if kept.is_empty() { "unnamed".to_string() } else { kept }
+}
+
+/// The home store's folder of one repository (`repos/<root-commit>`).
+pub fn repository_home(root_commit: &str) -> Result<PathBuf, PlaceError> {
+    Ok(home_dir()?.join("repos").join(root_commit))
+}

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("pure domains", &["away", "ledger"]),
     ("pure loop", &["phased"]),
     ("folds", &["fold"]),
+    ("the git-ref mirror", &["mirror"]),
     ("store and the world's readers", &["store", "places", "owed"]),
     ("host adapter", &["host"]),
     ("commands (the hooks' logic is one)", &["command"]),

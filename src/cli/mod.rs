@@ -26,6 +26,7 @@ mod journal_cmd;
 mod launch_cmd;
 mod loop_cmd;
 mod man;
+mod mirror_cmd;
 mod mode_cmd;
 mod replay;
 mod run_cmd;
@@ -110,6 +111,7 @@ enum Command {
     /// The phased checklist loop: an implementer and a reviewer agent, one phase at a time
     #[command(subcommand)]
     Loop(loop_cmd::LoopAction),
+    Mirror(mirror_cmd::MirrorArgs),
     /// (internal) one agent turn of `abcd loop`
     #[command(name = "__loop-turn", hide = true)]
     LoopTurn(loop_cmd::TurnArgs),
@@ -416,6 +418,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::WatchLaunch(a) => launch_cmd::run_watch(a),
         Command::Loop(a) => loop_cmd::run_loop(a),
         Command::LoopTurn(a) => loop_cmd::run_turn(a),
+        Command::Mirror(a) => mirror_cmd::run_mirror(a),
     }
 }
 

@@ -30,6 +30,7 @@ pub mod lane;
 pub mod launch;
 pub mod loop_driver;
 pub mod loops;
+pub mod mirror;
 pub mod replay;
 pub mod run;
 

@@ -11,6 +11,7 @@
 //!   path by path; the lane worktrees abcd adds and removes; base drift.
 
 pub mod branch;
+pub mod objects;
 pub mod refs;
 pub mod repo;
 pub mod worktree;

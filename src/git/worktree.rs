@@ -53,12 +53,12 @@ const SAVER_EMAIL: &str = "abcd@localhost";
 /// no fsmonitor (status then reads the disk itself), pathspecs taken literally (a file
 /// named `*.rs` is that file), and no optional locks, so `git status` never rewrites the
 /// real index while reading it.
-const GLOBAL_ARGS: &[&str] =
+pub(crate) const GLOBAL_ARGS: &[&str] =
     &["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "--literal-pathspecs", "--no-optional-locks"];
 /// Variables that would point a child at another repository, index or work tree than the
 /// lane's (they are set when abcd itself runs under a git hook), or change how pathspecs
 /// read.
-const GIT_LOCATION_ENV: &[&str] = &[
+pub(crate) const GIT_LOCATION_ENV: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",

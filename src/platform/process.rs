@@ -447,6 +447,18 @@ pub fn spawn_detached(
     Ok(id)
 }
 
+/// The host's name (`gethostname`), when it has one that is UTF-8.
+pub fn host_name() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length, and gethostname writes at most that.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok().filter(|n| !n.is_empty())
+}
+
 /// Whether any process holds `pid` (`kill(pid, 0)`): true while it runs or waits to be
 /// reaped, and when it runs as another user (`EPERM`); false when no process has the pid,
 /// and for a number beyond the OS's pid range. Says nothing of which process it is: see

@@ -1,0 +1,271 @@
+//! `abcd mirror push|fetch|status|auto`: parses, calls `command::mirror`, prints. Text from
+//! another machine (titles, paths, names) is printed through `terminal_safe`.
+
+use clap::{Args, Subcommand};
+
+use super::terminal::{Lines, terminal_safe};
+use super::{EXIT_FAILURE, EXIT_OK};
+use crate::command::mirror::{self as mirror_cmd, DEFAULT_REMOTE, FetchReport, JournalView, MirrorPlace, PushReport, StatusView};
+
+#[derive(Args, Debug)]
+#[command(
+    about = "Mirror this repository's journals to refs/abcd/ on its own git remote, fetch every machine's, and show them in one view",
+    long_about = "Mirror this repository's journals to refs/abcd/ on its own git remote, fetch every machine's, and show them in one view.\n\n\
+`abcd mirror push` sends every journal of this repository on this machine (each working copy's and the repository journal) and the saved-aside work under refs/abcd/saved/ to the remote, fast-forward only. `abcd mirror fetch` brings every machine's mirrors back and verifies each before it is shown: a mirror rewritten or moved back in the remote is named (exit 1) and its last verified copy kept. `abcd mirror status` shows every working copy's plan, runs and away record across machines. The layout is journal-format/MIRROR.md; docs/mirror.md is the guide."
+)]
+pub struct MirrorArgs {
+    #[command(subcommand)]
+    action: MirrorAction,
+}
+
+#[derive(Args, Debug)]
+struct RemoteArg {
+    /// The git remote to use
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_REMOTE)]
+    remote: String,
+    /// Print JSON for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum MirrorAction {
+    /// Push every journal of this repository on this machine, and the saved-aside refs, to
+    /// refs/abcd/ on the remote (fast-forward only; a refused ref changes nothing here)
+    Push {
+        #[command(flatten)]
+        remote: RemoteArg,
+        /// (internal) the push a hook starts: no wait for the lock, its outcome recorded
+        /// for `mirror status` and nothing printed
+        #[arg(long, hide = true)]
+        background: bool,
+    },
+    /// Fetch every mirrored journal of the repository and verify each against its last
+    /// verified copy (exit 1 naming any rewritten, rolled back or foreign mirror)
+    Fetch {
+        #[command(flatten)]
+        remote: RemoteArg,
+    },
+    /// One view across machines: each working copy's machine, path, head, verification,
+    /// open items and runs, and the away record (from the last fetch; no network)
+    Status {
+        #[command(flatten)]
+        remote: RemoteArg,
+    },
+    /// Turn background pushes from the hooks on or off (at most one per interval,
+    /// detached; failures shown by `mirror status`, never to the model)
+    Auto {
+        /// on or off
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+        /// The git remote background pushes go to
+        #[arg(long, value_name = "NAME", default_value = DEFAULT_REMOTE)]
+        remote: String,
+        /// Seconds between background pushes at least
+        #[arg(long, value_name = "SECONDS", default_value_t = mirror_cmd::AUTO_EVERY_DEFAULT_SECONDS)]
+        every: u64,
+    },
+}
+
+pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
+    let place = MirrorPlace::here()?;
+    let now = crate::clock::now()?;
+    match args.action {
+        MirrorAction::Push { remote, background: true } => {
+            let report = mirror_cmd::push_in_background(&place, &remote.remote, now)?;
+            Ok(if report.all_pushed() { EXIT_OK } else { EXIT_FAILURE })
+        }
+        MirrorAction::Push { remote, background: false } => {
+            let report = mirror_cmd::push(&place, &remote.remote, mirror_cmd::MIRROR_LOCK_WAIT)?;
+            if remote.json {
+                outln!("{}", serde_json::to_string(&report)?);
+            } else {
+                out!("{}", push_text(&report));
+            }
+            for j in report.journals.iter().filter(|j| j.outcome == "refused") {
+                errln!(
+                    "abcd: the journal at {} was not pushed: {}",
+                    terminal_safe(&j.path, Lines::One),
+                    terminal_safe(j.why.as_deref().unwrap_or(""), Lines::One)
+                );
+            }
+            for s in report.saved.iter().filter(|s| s.outcome == "refused") {
+                errln!("abcd: {} was not pushed: {}", s.ref_name, terminal_safe(s.why.as_deref().unwrap_or(""), Lines::One));
+            }
+            Ok(if report.all_pushed() { EXIT_OK } else { EXIT_FAILURE })
+        }
+        MirrorAction::Fetch { remote } => {
+            let report = mirror_cmd::fetch(&place, &remote.remote, now)?;
+            if remote.json {
+                outln!("{}", serde_json::to_string(&report)?);
+            } else {
+                out!("{}", fetch_text(&report));
+            }
+            Ok(if report.all_verified() { EXIT_OK } else { EXIT_FAILURE })
+        }
+        MirrorAction::Status { remote } => {
+            let view = mirror_cmd::status(&place, &remote.remote, now)?;
+            if remote.json {
+                outln!("{}", serde_json::to_string(&view)?);
+            } else {
+                out!("{}", status_text(&view));
+            }
+            Ok(EXIT_OK)
+        }
+        MirrorAction::Auto { state, remote, every } => {
+            let setting = mirror_cmd::set_auto(&place, state == "on", &remote, every)?;
+            if setting.on {
+                outln!(
+                    "background mirror pushes are on: to {} at most every {} s, started by the hooks",
+                    setting.remote,
+                    setting.every_seconds
+                );
+            } else {
+                outln!("background mirror pushes are off");
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn scope_words(scope: &Option<crate::event::Scope>) -> String {
+    match scope {
+        Some(crate::event::Scope::Repository { .. }) => "repository journal".into(),
+        Some(_) => "working copy".into(),
+        None => "journal".into(),
+    }
+}
+
+fn push_text(r: &PushReport) -> String {
+    let mut out = String::new();
+    for j in &r.journals {
+        let id = j.journal_id.as_deref().unwrap_or("(unknown id)");
+        let path = terminal_safe(&j.path, Lines::One);
+        let what = scope_words(&j.scope);
+        match j.outcome {
+            "pushed" => {
+                let events = if j.new_events == 1 { "event" } else { "events" };
+                out += &format!("pushed {id} {what} {path}: through seq {} ({} new {events})\n", j.head_seq.unwrap_or(0), j.new_events)
+            }
+            "up_to_date" => out += &format!("up to date {id} {what} {path}: seq {}\n", j.head_seq.unwrap_or(0)),
+            _ => out += &format!("refused {id} {what} {path}\n"),
+        }
+        if j.outcome != "refused"
+            && let Some(why) = &j.why
+        {
+            out += &format!("  note: {}\n", terminal_safe(why, Lines::One));
+        }
+    }
+    for s in &r.saved {
+        out += &format!("{} {}\n", s.outcome.replace('_', " "), s.ref_name);
+    }
+    if r.journals.is_empty() && r.saved.is_empty() {
+        out += "nothing to push: no journal of this repository has an event yet\n";
+    }
+    out
+}
+
+fn fetch_text(r: &FetchReport) -> String {
+    let mut out = String::new();
+    for j in &r.journals {
+        let machine = terminal_safe(j.machine.as_deref().unwrap_or("?"), Lines::One);
+        let path = terminal_safe(j.path.as_deref().unwrap_or("?"), Lines::One);
+        let seq = j.head_seq.map_or(String::new(), |s| format!(": seq {s}"));
+        out += &format!("{} {} {machine} {path}{seq}", j.verdict, j.journal_id);
+        if let Some(why) = &j.why {
+            out += &format!(" — {}", terminal_safe(why, Lines::One));
+        }
+        out += "\n";
+    }
+    if r.journals.is_empty() {
+        out += &format!("no mirrored journal on {}\n", r.remote);
+    }
+    out
+}
+
+fn journal_header(v: &JournalView, this_machine: &str) -> String {
+    let id8 = &v.journal_id[..v.journal_id.len().min(8)];
+    let head = match (v.head_seq, &v.head_time) {
+        (Some(s), Some(t)) => format!("seq {s} at {t}"),
+        (Some(s), None) => format!("seq {s}"),
+        _ => "no head".into(),
+    };
+    let state = match (v.source, v.verification.as_str()) {
+        ("local", "local") => "this machine".to_string(),
+        ("mirror", "verified" | "unchanged") => format!("verified; as of {}", v.head_time.as_deref().unwrap_or("?")),
+        (_, verdict) => match &v.why {
+            Some(why) => format!("{verdict}: {}; showing the last verified copy", terminal_safe(why, Lines::One)),
+            None => verdict.to_string(),
+        },
+    };
+    let machine = if v.source == "local" { this_machine } else { &v.machine };
+    format!("{} {} (journal {id8}) {head} [{state}]\n", terminal_safe(machine, Lines::One), terminal_safe(&v.path, Lines::One))
+}
+
+fn status_text(s: &StatusView) -> String {
+    let mut out = String::new();
+    match &s.fetched_at {
+        Some(t) => {
+            out += &format!("mirrors from {} as of the fetch at {t}; this machine is {}\n", s.remote, terminal_safe(&s.machine, Lines::One))
+        }
+        None => {
+            out += &format!(
+                "no fetch from {} yet (run `abcd mirror fetch`); this machine is {}\n",
+                s.remote,
+                terminal_safe(&s.machine, Lines::One)
+            )
+        }
+    }
+    out += "\nworking copies:\n";
+    for v in &s.working_copies {
+        out += &journal_header(v, &s.machine);
+        let items = v.open_items.as_deref().unwrap_or(&[]);
+        if v.open_items.is_some() && items.is_empty() {
+            out += "  no open items\n";
+        }
+        for i in items {
+            out += &format!("  {}: {} {}\n", terminal_safe(&i.id, Lines::One), i.state, terminal_safe(&i.title, Lines::One));
+        }
+        for r in v.runs.as_deref().unwrap_or(&[]) {
+            let halted = if r.halted { ", halted" } else { "" };
+            out += &format!("  run {} (driver {}{halted})\n", terminal_safe(&r.run, Lines::One), r.driver);
+            for l in &r.lanes {
+                out += &format!("    lane {}: {}\n", terminal_safe(&l.lane, Lines::One), terminal_safe(&l.agent, Lines::One));
+            }
+        }
+    }
+    out += "\nrepository journals:\n";
+    for v in &s.repositories {
+        out += &journal_header(v, &s.machine);
+        match &v.away {
+            Some(a) => {
+                out += &format!(
+                    "  away record: {:?} from {} to {}, set by {} in {}; {} queued steps, {} stops{}\n",
+                    a.status,
+                    a.start,
+                    a.end,
+                    terminal_safe(&a.set_by, Lines::One),
+                    terminal_safe(&a.from_working_copy, Lines::One),
+                    a.queued_steps,
+                    a.stops,
+                    if a.hold_pushes { ", pushes held" } else { "" }
+                )
+            }
+            None if v.source == "local" || v.verification == "verified" || v.verification == "unchanged" => {
+                out += "  away record: never set\n"
+            }
+            None => {}
+        }
+    }
+    out += "\n";
+    if s.auto.on {
+        out += &format!("background pushes: on, to {} at most every {} s\n", s.auto.remote, s.auto.every_seconds);
+    } else {
+        out += "background pushes: off (`abcd mirror auto on` turns them on)\n";
+    }
+    if let Some(p) = &s.last_push {
+        let ok = if p.ok { "ok" } else { "FAILED" };
+        out += &format!("last background push: {ok} at {} to {}: {}\n", p.at, p.remote, terminal_safe(&p.summary, Lines::One));
+    }
+    out
+}

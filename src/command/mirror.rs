@@ -1,0 +1,828 @@
+//! `abcd mirror push|fetch|status|auto` (SPEC §12, journal-format/MIRROR.md): this
+//! repository's journals carried to refs on its own remote and back, judged before they
+//! are shown. One lock per repository in the home store keeps a machine's pushes and
+//! fetches from moving the same refs at once.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::CommandError;
+use crate::event::Scope;
+use crate::git::objects::{PushOutcome, PushedRef, Repo, remote_name_ok};
+use crate::journal::lock::JournalLock;
+use crate::journal::storage::RealDisk;
+use crate::mirror::build::{Built, Claims, build};
+use crate::mirror::judge::{Verdict, judge};
+use crate::mirror::{self, JOURNALS_PREFIX, SAVED_PREFIX, incoming_prefix, journal_ref, verified_prefix};
+use crate::places;
+
+/// The remote a mirror verb uses when none is named.
+pub const DEFAULT_REMOTE: &str = "origin";
+/// A verb a person ran waits this long for another push or fetch of the repository.
+pub const MIRROR_LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The lock file, the auto setting and the records, in the repository's home folder.
+pub const MIRROR_LOCK_FILE: &str = "mirror.lock";
+pub const FETCH_RECORD_FILE: &str = "mirror-fetched.json";
+/// Records read back this far at most.
+pub const RECORD_MAX_BYTES: u64 = 4 << 20;
+
+/// The repository a mirror verb works on, learned from the folder it runs in.
+pub struct MirrorPlace {
+    pub repo: Repo,
+    pub main_root: PathBuf,
+    pub repository: String,
+    pub repository_journal: PathBuf,
+    pub home: PathBuf,
+    pub machine: String,
+}
+
+impl MirrorPlace {
+    pub fn here() -> Result<MirrorPlace, CommandError> {
+        let cwd = std::env::current_dir().map_err(CommandError::failed)?;
+        Self::at(&cwd)
+    }
+
+    pub fn at(cwd: &Path) -> Result<MirrorPlace, CommandError> {
+        // A managed working copy is required, as for every verb.
+        places::working_copy_journal(cwd)?;
+        let (_, main_root) = places::working_copy_root(cwd)?;
+        let (paths, scope) = places::repository_journal(cwd)?;
+        let Scope::Repository { root_commit } = scope else { unreachable!("the repository journal's scope names the repository") };
+        Ok(MirrorPlace {
+            repo: Repo::at(&main_root),
+            main_root,
+            home: places::repository_home(&root_commit)?,
+            repository: root_commit,
+            repository_journal: paths.journal,
+            machine: places::machine_name(),
+        })
+    }
+
+    /// The repository's mirror lock, waited for up to `wait`.
+    fn lock(&self, wait: Duration) -> Result<JournalLock, CommandError> {
+        crate::platform::fs::create_dir_all(&self.home, 0o700).map_err(CommandError::failed)?;
+        JournalLock::acquire(&self.home.join(MIRROR_LOCK_FILE), wait).map_err(|e| {
+            CommandError::Refused(format!(
+                "refused: another push or fetch of this repository's mirror is running ({e}); run this again when it ends"
+            ))
+        })
+    }
+
+    /// Checks `remote` names a remote of this repository.
+    fn remote(&self, remote: &str) -> Result<String, CommandError> {
+        if !remote_name_ok(remote) {
+            return Err(CommandError::Refused(format!(
+                "refused: {} is not a remote name abcd accepts (letters, digits, `.`, `_`, `-`, at most {} characters); name a remote from `git remote`",
+                crate::secrets::shown_name(remote),
+                crate::git::objects::REMOTE_NAME_MAX
+            )));
+        }
+        if !self.repo.has_remote(remote).map_err(CommandError::failed)? {
+            return Err(CommandError::Refused(format!(
+                "refused: this repository has no remote named {remote}; add one with `git remote add {remote} <url>`, or name another with --remote"
+            )));
+        }
+        Ok(remote.to_string())
+    }
+
+    /// Every journal of this repository on this machine: each managed worktree's that
+    /// exists, then the repository journal, with the path `mirror.json` records for it.
+    fn journals(&self) -> Result<Vec<(PathBuf, String)>, CommandError> {
+        let mut found = Vec::new();
+        let worktrees = self.repo.worktrees().map_err(CommandError::failed)?;
+        for root in worktrees {
+            if let Ok((paths, _)) = places::working_copy_journal(&root)
+                && paths.journal.exists()
+            {
+                found.push((paths.journal, root.display().to_string()));
+            }
+        }
+        if self.repository_journal.exists() {
+            found.push((self.repository_journal.clone(), self.main_root.display().to_string()));
+        }
+        Ok(found)
+    }
+}
+
+/// What a push did with one journal.
+#[derive(Clone, Debug, Serialize)]
+pub struct JournalPushed {
+    pub journal_id: Option<String>,
+    pub scope: Option<Scope>,
+    pub path: String,
+    pub outcome: &'static str,
+    pub head_seq: Option<u64>,
+    pub new_events: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RefPushed {
+    #[serde(rename = "ref")]
+    pub ref_name: String,
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PushReport {
+    pub remote: String,
+    pub journals: Vec<JournalPushed>,
+    pub saved: Vec<RefPushed>,
+}
+
+impl PushReport {
+    pub fn all_pushed(&self) -> bool {
+        self.journals.iter().all(|j| j.outcome != "refused") && self.saved.iter().all(|s| s.outcome != "refused")
+    }
+}
+
+/// `abcd mirror push`: builds each journal's next mirror commit, pushes them and the
+/// saved-aside refs in one `git push`, and moves a local ref only where the remote took it.
+pub fn push(place: &MirrorPlace, remote: &str, lock_wait: Duration) -> Result<PushReport, CommandError> {
+    let remote = place.remote(remote)?;
+    let _lock = place.lock(lock_wait)?;
+    let mut journals = Vec::new();
+    let mut built: Vec<(Built, PathBuf, String)> = Vec::new();
+    for (path, shown) in place.journals()? {
+        match build_one(place, &path, &shown) {
+            Ok(Some(b)) => built.push((b, path, shown)),
+            Ok(None) => {}
+            Err(why) => journals.push(JournalPushed {
+                journal_id: None,
+                scope: None,
+                path: shown,
+                outcome: "refused",
+                head_seq: None,
+                new_events: 0,
+                why: Some(why),
+            }),
+        }
+    }
+    let saved: Vec<String> = place.repo.refs_under(SAVED_PREFIX).map_err(CommandError::failed)?.into_iter().map(|(r, _)| r).collect();
+    let mut refspecs: Vec<String> = built.iter().map(|(b, _, _)| format!("{}:{}", b.commit, journal_ref(&b.journal_id))).collect();
+    refspecs.extend(saved.iter().map(|r| format!("{r}:{r}")));
+    let answers = if refspecs.is_empty() { Vec::new() } else { place.repo.push(&remote, &refspecs).map_err(CommandError::failed)? };
+    for (b, path, shown) in built {
+        let answer = answer_for(&answers, &journal_ref(&b.journal_id));
+        let (b, answer) = match answer.map(|a| a.outcome) {
+            Some(PushOutcome::NotFastForward) => match adopt_and_retry(place, &remote, &b, &path, &shown) {
+                Ok(Some(again)) => again,
+                Ok(None) => (b, answer.cloned()),
+                Err(why) => {
+                    journals.push(refused(&b, shown, why));
+                    continue;
+                }
+            },
+            _ => (b, answer.cloned()),
+        };
+        journals.push(settle(place, b, shown, answer.as_ref()));
+    }
+    let saved = saved
+        .into_iter()
+        .map(|r| {
+            let a = answer_for(&answers, &r);
+            let (outcome, why) = match a.map(|a| a.outcome) {
+                Some(PushOutcome::Updated) => ("pushed", None),
+                Some(PushOutcome::UpToDate) => ("up_to_date", None),
+                Some(_) => ("refused", a.map(|a| a.summary.clone())),
+                None => ("refused", Some("the remote said nothing of it".into())),
+            };
+            RefPushed { ref_name: r, outcome, why }
+        })
+        .collect();
+    Ok(PushReport { remote, journals, saved })
+}
+
+fn build_one(place: &MirrorPlace, path: &Path, shown: &str) -> Result<Option<Built>, String> {
+    let claims = Claims { repository: &place.repository, machine: &place.machine, path: shown };
+    build(&place.repo, &RealDisk, path, &claims).map_err(|e| e.to_string())
+}
+
+fn answer_for<'a>(answers: &'a [PushedRef], remote_ref: &str) -> Option<&'a PushedRef> {
+    answers.iter().find(|a| a.remote_ref == remote_ref)
+}
+
+fn refused(b: &Built, path: String, why: String) -> JournalPushed {
+    JournalPushed {
+        journal_id: Some(b.journal_id.clone()),
+        scope: Some(b.scope.clone()),
+        path,
+        outcome: "refused",
+        head_seq: Some(b.head_seq),
+        new_events: 0,
+        why: Some(why),
+    }
+}
+
+/// Moves the local ref to a commit the remote took; a refusal leaves it where it was.
+fn settle(place: &MirrorPlace, b: Built, path: String, answer: Option<&PushedRef>) -> JournalPushed {
+    let outcome = match answer.map(|a| a.outcome) {
+        Some(PushOutcome::Updated) => "pushed",
+        Some(PushOutcome::UpToDate) => "up_to_date",
+        Some(_) | None => {
+            let why = answer.map_or("the remote said nothing of it".to_string(), |a| format!("the remote refused it: {}", a.summary));
+            return refused(&b, path, why);
+        }
+    };
+    if b.parent.as_deref() != Some(b.commit.as_str())
+        && let Err(e) = place.repo.move_ref(&journal_ref(&b.journal_id), &b.commit, b.parent.as_deref())
+    {
+        return refused(&b, path, format!("the remote took it, but the local ref could not be moved ({e}); the next push puts it right"));
+    }
+    let outcome = if outcome == "up_to_date" && b.new_events > 0 { "pushed" } else { outcome };
+    JournalPushed {
+        journal_id: Some(b.journal_id),
+        scope: Some(b.scope),
+        path,
+        outcome,
+        head_seq: Some(b.head_seq),
+        new_events: b.new_events,
+        why: b.stopped_at,
+    }
+}
+
+/// A push refused as not a fast-forward: when the remote's commit is one this machine
+/// pushed and did not record (a push killed after the remote took it), it becomes the
+/// local ref and the push is made once more. None when it is someone else's history.
+fn adopt_and_retry(
+    place: &MirrorPlace,
+    remote: &str,
+    b: &Built,
+    path: &Path,
+    shown: &str,
+) -> Result<Option<(Built, Option<PushedRef>)>, String> {
+    let id = &b.journal_id;
+    let incoming = format!("{}{id}", incoming_prefix(remote));
+    place.repo.fetch(remote, &[format!("+{}:{incoming}", journal_ref(id))]).map_err(|e| e.to_string())?;
+    let Some(theirs) = place.repo.read_ref(&incoming).map_err(|e| e.to_string())? else { return Ok(None) };
+    let ours = mirror::read_commit(&place.repo, &b.commit).map_err(|e| e.to_string())?;
+    let descends = match &b.parent {
+        Some(p) => place.repo.is_ancestor(p, &theirs).map_err(|e| e.to_string())?,
+        None => true,
+    };
+    let not_ours = || {
+        format!(
+            "the remote's {} holds a history this machine's journal does not; it is left as it is (run `abcd mirror fetch` to see what it holds)",
+            journal_ref(id)
+        )
+    };
+    if !descends || !is_prefix_of(place, &theirs, &ours).map_err(|e| e.to_string())? {
+        return Err(not_ours());
+    }
+    place.repo.move_ref(&journal_ref(id), &theirs, b.parent.as_deref()).map_err(|e| e.to_string())?;
+    let Some(again) = build_one(place, path, shown)? else { return Ok(None) };
+    let answers = place.repo.push(remote, &[format!("{}:{}", again.commit, journal_ref(id))]).map_err(|e| e.to_string())?;
+    let answer = answer_for(&answers, &journal_ref(id)).cloned();
+    Ok(Some((again, answer)))
+}
+
+/// True when every segment of `theirs` is one of `ours` by id, or (its last) a byte
+/// prefix of ours of the same name: its lines are a prefix of our journal's.
+fn is_prefix_of(place: &MirrorPlace, theirs: &str, ours: &mirror::MirrorCommit) -> Result<bool, crate::git::objects::GitError> {
+    let Ok(t) = mirror::read_commit(&place.repo, theirs) else { return Ok(false) };
+    if t.meta.journal_id != ours.meta.journal_id || t.segments.len() > ours.segments.len() {
+        return Ok(false);
+    }
+    for (k, (a, b)) in t.segments.iter().zip(&ours.segments).enumerate() {
+        if a.name != b.name {
+            return Ok(false);
+        }
+        if a.id == b.id {
+            continue;
+        }
+        let last = k + 1 == t.segments.len();
+        let (theirs_bytes, ours_bytes) =
+            (place.repo.read_blob(&a.id, mirror::SEGMENT_MAX_BYTES)?, place.repo.read_blob(&b.id, mirror::SEGMENT_MAX_BYTES)?);
+        if !last || !ours_bytes.starts_with(&theirs_bytes) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// What a fetch found for one mirrored journal.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct JournalFetched {
+    pub journal_id: String,
+    pub verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_seq: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FetchReport {
+    pub remote: String,
+    /// When the fetch ran (RFC 3339, UTC).
+    pub fetched_at: String,
+    pub journals: Vec<JournalFetched>,
+}
+
+impl FetchReport {
+    pub fn all_verified(&self) -> bool {
+        self.journals.iter().all(|j| j.verdict == "verified" || j.verdict == "unchanged")
+    }
+}
+
+/// A journal id as a ref's last part: 32 lowercase hex digits.
+fn journal_id_ok(id: &str) -> bool {
+    id.len() == crate::journal::genesis::JOURNAL_ID_HEX_DIGITS && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `abcd mirror fetch`: fetches every mirror of the remote, judges each against its last
+/// verified copy, moves the verified ref of those that verify, and records what it found.
+pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<FetchReport, CommandError> {
+    let remote = place.remote(remote)?;
+    let _lock = place.lock(MIRROR_LOCK_WAIT)?;
+    let (incoming_p, verified_p) = (incoming_prefix(&remote), verified_prefix(&remote));
+    let refspecs =
+        vec![format!("+{JOURNALS_PREFIX}*:{incoming_p}*"), format!("+{SAVED_PREFIX}*:{}*", mirror::remote_saved_prefix(&remote))];
+    place.repo.fetch(&remote, &refspecs).map_err(|e| CommandError::Failed(format!("fetching from {remote} failed: {e}")))?;
+    let incoming = place.repo.refs_under(&incoming_p).map_err(CommandError::failed)?;
+    let verified = place.repo.refs_under(&verified_p).map_err(CommandError::failed)?;
+    let strip = |refs: Vec<(String, String)>, prefix: &str| -> std::collections::BTreeMap<String, String> {
+        refs.into_iter().filter_map(|(r, c)| r.strip_prefix(prefix).map(|id| (id.to_string(), c))).collect()
+    };
+    let (incoming, verified) = (strip(incoming, &incoming_p), strip(verified, &verified_p));
+    let ids: std::collections::BTreeSet<&String> = incoming.keys().chain(verified.keys()).collect();
+    let mut journals = Vec::new();
+    for id in ids {
+        if !journal_id_ok(id) {
+            journals.push(JournalFetched {
+                journal_id: crate::secrets::shown_name(id),
+                verdict: "rewritten".into(),
+                machine: None,
+                path: None,
+                head_seq: None,
+                why: Some("the ref's name is not a journal id (32 hex digits); it is not read".into()),
+            });
+            continue;
+        }
+        let v = verified.get(id).map(String::as_str);
+        let Some(c) = incoming.get(id) else {
+            journals.push(JournalFetched {
+                journal_id: id.clone(),
+                verdict: Verdict::Gone.word().into(),
+                machine: None,
+                path: None,
+                head_seq: None,
+                why: Verdict::Gone.why(),
+            });
+            continue;
+        };
+        let judged = judge(&place.repo, id, c, v, &place.repository)
+            .map_err(|e| CommandError::Failed(format!("judging the mirror of journal {id} failed: {e}")))?;
+        if judged.verdict == Verdict::Verified {
+            place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
+        }
+        // The claims of what is shown: the new commit when it verified, else the kept copy's.
+        let shown = match (&judged.verdict, v) {
+            (Verdict::Verified, _) => judged.mirror.clone(),
+            (_, Some(v)) => mirror::read_commit(&place.repo, v).ok(),
+            (_, None) => None,
+        };
+        journals.push(JournalFetched {
+            journal_id: id.clone(),
+            verdict: judged.verdict.word().into(),
+            machine: shown.as_ref().map(|m| m.meta.machine.clone()),
+            path: shown.as_ref().map(|m| m.meta.path.clone()),
+            head_seq: shown.as_ref().map(|m| m.meta.head_seq),
+            why: judged.verdict.why(),
+        });
+    }
+    let report = FetchReport { remote, fetched_at: crate::journal::format::format_time(now), journals };
+    write_record(&place.home.join(FETCH_RECORD_FILE), &report)?;
+    Ok(report)
+}
+
+/// Writes a record beside the repository journal, atomically.
+fn write_record<T: Serialize>(path: &Path, value: &T) -> Result<(), CommandError> {
+    let bytes = serde_json::to_vec_pretty(value).expect("records serialize");
+    crate::journal::storage::write_atomic(&RealDisk, path, &bytes, false)
+        .map_err(|e| CommandError::Failed(format!("writing {} failed: {e}", path.display())))
+}
+
+/// A record read back, or None when it is absent or not readable as one.
+fn read_record<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    let bytes = crate::platform::fs::read_regular(path, RECORD_MAX_BYTES).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// `abcd mirror auto`'s setting, in the repository's home folder.
+pub const AUTO_FILE: &str = "mirror-auto.json";
+/// When the last background push was started (its mtime is the time).
+pub const AUTO_STAMP_FILE: &str = "mirror-auto.stamp";
+/// What the last background push did.
+pub const LAST_PUSH_FILE: &str = "mirror-last-push.json";
+/// Background pushes start at most this often unless `--every` says otherwise...
+pub const AUTO_EVERY_DEFAULT_SECONDS: u64 = 300;
+/// ...and never more often than this, nor less often than once a day.
+pub const AUTO_EVERY_MIN_SECONDS: u64 = 10;
+pub const AUTO_EVERY_MAX_SECONDS: u64 = 86_400;
+/// A setting file is read this far at most.
+const AUTO_FILE_MAX_BYTES: u64 = 4096;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct AutoSetting {
+    pub on: bool,
+    pub remote: String,
+    pub every_seconds: u64,
+}
+
+impl Default for AutoSetting {
+    fn default() -> AutoSetting {
+        AutoSetting { on: false, remote: DEFAULT_REMOTE.to_string(), every_seconds: AUTO_EVERY_DEFAULT_SECONDS }
+    }
+}
+
+/// What the last background push did, as `mirror status` shows it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LastPush {
+    pub at: String,
+    pub remote: String,
+    pub ok: bool,
+    pub summary: String,
+}
+
+/// `abcd mirror auto on|off`: stores the setting (checking the remote when turning on).
+pub fn set_auto(place: &MirrorPlace, on: bool, remote: &str, every_seconds: u64) -> Result<AutoSetting, CommandError> {
+    if !(AUTO_EVERY_MIN_SECONDS..=AUTO_EVERY_MAX_SECONDS).contains(&every_seconds) {
+        return Err(CommandError::Refused(format!(
+            "refused: --every {every_seconds} is outside {AUTO_EVERY_MIN_SECONDS}..={AUTO_EVERY_MAX_SECONDS} seconds; name an interval inside it"
+        )));
+    }
+    let remote = if on { place.remote(remote)? } else { remote.to_string() };
+    let setting = AutoSetting { on, remote, every_seconds };
+    crate::platform::fs::create_dir_all(&place.home, 0o700).map_err(CommandError::failed)?;
+    write_record(&place.home.join(AUTO_FILE), &setting)?;
+    Ok(setting)
+}
+
+pub fn auto_setting(home: &Path) -> AutoSetting {
+    crate::platform::fs::read_regular(&home.join(AUTO_FILE), AUTO_FILE_MAX_BYTES)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// What a hook calls after it ran: when auto push is on and the interval has passed since
+/// the last one started, starts `abcd mirror push --background` detached and returns. It
+/// reads two small files and starts at most one process; it never waits for the push.
+pub fn push_in_background_if_due(cwd: &Path, now: std::time::SystemTime) -> Result<bool, String> {
+    let Ok((_, Scope::Repository { root_commit })) = places::repository_journal(cwd) else { return Ok(false) };
+    let home = places::repository_home(&root_commit).map_err(|e| e.to_string())?;
+    let setting = auto_setting(&home);
+    if !setting.on {
+        return Ok(false);
+    }
+    let stamp = home.join(AUTO_STAMP_FILE);
+    let last = std::fs::symlink_metadata(&stamp).and_then(|m| m.modified()).ok();
+    let due = last.is_none_or(|t| now.duration_since(t).is_ok_and(|d| d.as_secs() >= setting.every_seconds));
+    if !due {
+        return Ok(false);
+    }
+    crate::journal::storage::write_atomic(&RealDisk, &stamp, b"", false)
+        .map_err(|e| format!("the auto-push stamp cannot be written: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("abcd's own path is unknown: {e}"))?;
+    let args: Vec<std::ffi::OsString> =
+        ["mirror", "push", "--background", "--remote", setting.remote.as_str()].iter().map(Into::into).collect();
+    let null = Path::new("/dev/null");
+    crate::platform::process::spawn_detached(&exe, &args, cwd, null, null, &[])
+        .map_err(|e| format!("the background push could not start: {e}"))?;
+    Ok(true)
+}
+
+/// The background push: takes the lock only if free, pushes, and records what it did.
+pub fn push_in_background(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<PushReport, CommandError> {
+    let result = push(place, remote, Duration::ZERO);
+    let (ok, summary) = match &result {
+        Ok(r) => (r.all_pushed(), push_summary(r)),
+        Err(e) => (false, e.to_string()),
+    };
+    let record = LastPush { at: crate::journal::format::format_time(now), remote: remote.to_string(), ok, summary };
+    write_record(&place.home.join(LAST_PUSH_FILE), &record)?;
+    result
+}
+
+/// One line for a push: how many journals went, and the first refusal in words.
+pub fn push_summary(r: &PushReport) -> String {
+    let pushed = r.journals.iter().filter(|j| j.outcome == "pushed").count();
+    let current = r.journals.iter().filter(|j| j.outcome == "up_to_date").count();
+    let refused: Vec<&JournalPushed> = r.journals.iter().filter(|j| j.outcome == "refused").collect();
+    let saved_refused = r.saved.iter().filter(|s| s.outcome == "refused").count();
+    let mut line = format!("{pushed} journals pushed, {current} up to date, {} refused", refused.len());
+    if saved_refused > 0 {
+        line += &format!(", {saved_refused} saved-aside refs refused");
+    }
+    if let Some(why) = refused.first().and_then(|j| j.why.as_deref()) {
+        line += &format!(": {why}");
+    }
+    line
+}
+
+/// One open item as the cross-machine view shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ItemView {
+    pub id: String,
+    pub state: &'static str,
+    pub title: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LaneView {
+    pub lane: String,
+    pub agent: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunView {
+    pub run: String,
+    pub driver: String,
+    pub halted: bool,
+    pub lanes: Vec<LaneView>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AwayView {
+    pub status: crate::away::Status,
+    pub set_by: String,
+    pub from_working_copy: String,
+    pub start: String,
+    pub end: String,
+    pub hold_pushes: bool,
+    pub queued_steps: usize,
+    pub stops: usize,
+}
+
+/// One journal in the cross-machine view.
+#[derive(Clone, Debug, Serialize)]
+pub struct JournalView {
+    pub machine: String,
+    pub path: String,
+    pub journal_id: String,
+    /// `local` (read on this machine) or `mirror` (the last verified copy).
+    pub source: &'static str,
+    pub head_seq: Option<u64>,
+    pub head_time: Option<String>,
+    /// `local`, or the last fetch's verdict for a mirror.
+    pub verification: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_items: Option<Vec<ItemView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<RunView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub away: Option<AwayView>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StatusView {
+    pub remote: String,
+    pub machine: String,
+    pub fetched_at: Option<String>,
+    pub working_copies: Vec<JournalView>,
+    pub repositories: Vec<JournalView>,
+    pub auto: AutoSetting,
+    pub last_push: Option<LastPush>,
+}
+
+/// `abcd mirror status`: this machine's journals read here, and every mirror fetched from
+/// `remote` as its last verified copy, each folded as a local journal is (every text
+/// re-checked for secrets). No network: it shows what the last fetch brought.
+pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<StatusView, CommandError> {
+    let remote = place.remote(remote)?;
+    let remote = remote.as_str();
+    let mut views = Vec::new();
+    let mut local_ids = std::collections::BTreeSet::new();
+    for (path, shown) in place.journals()? {
+        let store =
+            crate::store::Store::new(places::open_journal_for_verb(RealDisk::shared(), crate::journal::JournalPaths::beside(&path))?);
+        let view = match store.current_state() {
+            Ok(current) => {
+                local_ids.insert(current.journal_id.clone());
+                let time = head_time(&path);
+                journal_view(
+                    &current.state,
+                    place.machine.clone(),
+                    shown,
+                    current.journal_id.clone(),
+                    "local",
+                    Some(current.head.seq),
+                    time,
+                    now,
+                )
+            }
+            Err(e) => JournalView {
+                machine: place.machine.clone(),
+                path: shown,
+                journal_id: String::new(),
+                source: "local",
+                head_seq: None,
+                head_time: None,
+                verification: "unreadable".into(),
+                why: Some(e.to_string()),
+                open_items: None,
+                runs: None,
+                away: None,
+            },
+        };
+        views.push((view, scope_kind(&store)));
+    }
+    let record: Option<FetchReport> = read_record::<FetchReport>(&place.home.join(FETCH_RECORD_FILE)).filter(|r| r.remote == remote);
+    let verdict_of = |id: &str| record.as_ref().and_then(|r| r.journals.iter().find(|j| j.journal_id == id));
+    let verified_p = verified_prefix(remote);
+    let verified = place.repo.refs_under(&verified_p).map_err(CommandError::failed)?;
+    let mut shown_ids = std::collections::BTreeSet::new();
+    for (r, commit) in verified {
+        let Some(id) = r.strip_prefix(&verified_p) else { continue };
+        if local_ids.contains(id) {
+            continue;
+        }
+        shown_ids.insert(id.to_string());
+        let (verification, why) = match verdict_of(id) {
+            Some(j) => (j.verdict.clone(), j.why.clone()),
+            None => ("verified".to_string(), None),
+        };
+        let view = match mirrored_state(place, &commit) {
+            Ok((meta, state)) => {
+                let kind = scope_name(&meta.scope);
+                let mut v = journal_view(
+                    &state,
+                    meta.machine.clone(),
+                    meta.path.clone(),
+                    id.to_string(),
+                    "mirror",
+                    Some(meta.head_seq),
+                    Some(meta.head_time.clone()),
+                    now,
+                );
+                v.verification = verification;
+                v.why = why;
+                (v, kind)
+            }
+            Err(e) => (
+                JournalView {
+                    machine: String::new(),
+                    path: String::new(),
+                    journal_id: id.to_string(),
+                    source: "mirror",
+                    head_seq: None,
+                    head_time: None,
+                    verification: "unreadable".into(),
+                    why: Some(e),
+                    open_items: None,
+                    runs: None,
+                    away: None,
+                },
+                "working_copy",
+            ),
+        };
+        views.push(view);
+    }
+    // Mirrors the last fetch named but never verified: shown by their verdict alone.
+    for j in record.iter().flat_map(|r| &r.journals) {
+        if shown_ids.contains(&j.journal_id) || local_ids.contains(&j.journal_id) || j.verdict == "verified" || j.verdict == "unchanged" {
+            continue;
+        }
+        let view = JournalView {
+            machine: j.machine.clone().unwrap_or_default(),
+            path: j.path.clone().unwrap_or_default(),
+            journal_id: j.journal_id.clone(),
+            source: "mirror",
+            head_seq: None,
+            head_time: None,
+            verification: j.verdict.clone(),
+            why: j.why.clone(),
+            open_items: None,
+            runs: None,
+            away: None,
+        };
+        views.push((view, "working_copy"));
+    }
+    let (repositories, working_copies): (Vec<_>, Vec<_>) = views.into_iter().partition(|(_, kind)| *kind == "repository");
+    Ok(StatusView {
+        remote: remote.to_string(),
+        machine: place.machine.clone(),
+        fetched_at: record.map(|r| r.fetched_at),
+        working_copies: working_copies.into_iter().map(|(v, _)| v).collect(),
+        repositories: repositories.into_iter().map(|(v, _)| v).collect(),
+        auto: auto_setting(&place.home),
+        last_push: read_record(&place.home.join(LAST_PUSH_FILE)),
+    })
+}
+
+fn scope_name(scope: &Scope) -> &'static str {
+    match scope {
+        Scope::WorkingCopy { .. } => "working_copy",
+        Scope::Repository { .. } => "repository",
+        Scope::Machine {} => "machine",
+    }
+}
+
+fn scope_kind(store: &crate::store::Store) -> &'static str {
+    if store.journal().paths().journal.parent().is_some_and(|d| d.ends_with(places::LOCAL_TIER)) { "working_copy" } else { "repository" }
+}
+
+/// A verified mirror commit folded from its segments, one at a time.
+fn mirrored_state(place: &MirrorPlace, commit: &str) -> Result<(mirror::MirrorMeta, crate::fold::FoldedState), String> {
+    let m = mirror::read_commit(&place.repo, commit).map_err(|e| e.to_string())?;
+    let mut state = crate::fold::FoldedState::default();
+    mirror::read::each_event(&place.repo, &m, &mut |event| {
+        crate::fold::fold_event(&mut state, event);
+    })
+    .map_err(|e| e.to_string())?;
+    Ok((m.meta, state))
+}
+
+/// The time of a local journal's last verified line, read from its tail.
+fn head_time(path: &Path) -> Option<String> {
+    let file = crate::journal::verify::open_trusted(&RealDisk, path).ok()?;
+    let crate::journal::scan::Tail::Good { head, .. } = crate::journal::scan::read_tail(file.as_ref()).ok()? else { return None };
+    let mut line = vec![0u8; (head.end - head.offset) as usize];
+    let n = file.read_at(&mut line, head.offset).ok()?;
+    let event = crate::journal::format::verify_line(&line[..n]).ok()?;
+    Some(crate::journal::format::format_time(event.time))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn journal_view(
+    state: &crate::fold::FoldedState,
+    machine: String,
+    path: String,
+    journal_id: String,
+    source: &'static str,
+    head_seq: Option<u64>,
+    head_time: Option<String>,
+    now: jiff::Timestamp,
+) -> JournalView {
+    let is_repository = matches!(state.journal.scope, Some(Scope::Repository { .. }));
+    let open_items = (!is_repository).then(|| {
+        state
+            .checklist
+            .items
+            .iter()
+            .filter(|i| i.fields.state.is_open())
+            .map(|i| ItemView { id: i.fields.id.clone(), state: i.fields.state.name(), title: i.fields.title.clone() })
+            .collect()
+    });
+    let runs = (!is_repository).then(|| {
+        state
+            .ledger
+            .runs
+            .iter()
+            .filter(|(_, r)| !r.finished)
+            .map(|(name, r)| RunView {
+                run: name.clone(),
+                driver: format!("pid {}", r.driver.process.pid),
+                halted: r.halted,
+                lanes: r.lanes.iter().map(|(lane, l)| LaneView { lane: lane.clone(), agent: agent_words(l) }).collect(),
+            })
+            .collect()
+    });
+    let away = state.away.window.as_ref().filter(|_| is_repository).map(|w| AwayView {
+        status: w.status(now),
+        set_by: w.set_by.clone(),
+        from_working_copy: w.working_copy.clone(),
+        start: crate::journal::format::format_time(w.start),
+        end: crate::journal::format::format_time(w.end),
+        hold_pushes: w.hold_pushes,
+        queued_steps: w.queue.len(),
+        stops: w.stops.len(),
+    });
+    JournalView {
+        machine,
+        path,
+        journal_id,
+        source,
+        head_seq,
+        head_time,
+        verification: source.to_string(),
+        why: None,
+        open_items,
+        runs,
+        away,
+    }
+}
+
+/// A lane's newest agent as the record last saw it (another machine's processes cannot be
+/// checked from here, so it says what was recorded, not whether it still runs).
+fn agent_words(lane: &crate::ledger::Lane) -> String {
+    let Some(l) = lane.launches.last() else { return "no agent launched".into() };
+    match (&l.started, &l.exited) {
+        (_, Some(status)) => format!("{} launch {} exited ({})", l.role, l.launch, crate::ledger::exit_words(*status)),
+        (Some(p), None) => format!("{} launch {} started (pid {}), no exit recorded", l.role, l.launch, p.pid),
+        (None, None) => format!("{} launch {} intended, not started", l.role, l.launch),
+    }
+}

@@ -1,0 +1,328 @@
+//! git's object store and refs through bounded plumbing children: blobs, trees and commits
+//! written and read, refs read and moved with compare-and-swap, and a remote pushed to and
+//! fetched from. The mirror (`src/mirror/`) builds on this; nothing here knows a journal.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::worktree::{GIT_LOCATION_ENV, GLOBAL_ARGS};
+use crate::platform::child::{self, ChildFail};
+
+/// A local plumbing command (hash-object, mktree, cat-file…) is killed past this.
+pub const PLUMBING_DEADLINE: Duration = Duration::from_secs(30);
+/// A push or a fetch talks to a remote, perhaps over a network: killed past this.
+pub const REMOTE_DEADLINE: Duration = Duration::from_secs(120);
+/// stdout kept from one child at most; an object read is capped lower by its caller.
+pub const PLUMBING_OUTPUT_MAX: usize = 64 << 20;
+/// stderr kept from one child, for the one line an error names.
+const STDERR_KEPT: usize = 8 << 10;
+/// A remote's name as a ref path part: git's config names, kept to safe characters.
+pub const REMOTE_NAME_MAX: usize = 64;
+/// abcd's own commits name abcd, so they need no identity of the person's.
+pub const COMMITTER: (&str, &str) = ("abcd", "abcd@mirror.invalid");
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("git {command} failed: {why}")]
+    Failed { command: String, why: String },
+    #[error("git {command} did not finish within {} s and was stopped", seconds)]
+    Deadline { command: String, seconds: u64 },
+    #[error("git {command} printed something abcd cannot read: {why}")]
+    Unreadable { command: String, why: String },
+}
+
+/// One entry of a tree as `git ls-tree` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeEntry {
+    pub mode: String,
+    pub kind: String,
+    pub id: String,
+    pub name: String,
+}
+
+/// What a remote said of one ref of a push.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushedRef {
+    pub remote_ref: String,
+    pub outcome: PushOutcome,
+    /// git's own words for a refusal (`[rejected] (non-fast-forward)`, a hook's reason).
+    pub summary: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushOutcome {
+    Updated,
+    UpToDate,
+    /// Refused because it is not a fast-forward of the remote's ref.
+    NotFastForward,
+    Refused,
+}
+
+/// True for a name abcd accepts as a remote (it becomes part of local ref names).
+pub fn remote_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= REMOTE_NAME_MAX
+        && !name.starts_with(['.', '-'])
+        && !name.contains("..")
+        && !name.ends_with(".lock")
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+/// The git repository a mirror works in: bounded children run in `dir`.
+#[derive(Clone, Debug)]
+pub struct Repo {
+    dir: PathBuf,
+}
+
+struct Ran {
+    code: Option<i32>,
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl Repo {
+    pub fn at(dir: &Path) -> Repo {
+        Repo { dir: dir.to_owned() }
+    }
+
+    fn run<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: Option<Vec<u8>>,
+        deadline: Duration,
+        out_cap: usize,
+        env: &[(&str, &str)],
+    ) -> Result<Ran, GitError> {
+        let command = args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
+        let mut cmd = Command::new("git");
+        cmd.args(GLOBAL_ARGS).args(args).current_dir(&self.dir);
+        for key in GIT_LOCATION_ENV {
+            cmd.env_remove(key);
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true");
+        cmd.envs(env.iter().copied());
+        match child::run(cmd, input, Instant::now() + deadline, out_cap, STDERR_KEPT) {
+            Ok(f) => Ok(Ran { code: f.code, out: f.out, err: f.err }),
+            Err(ChildFail::Deadline) => Err(GitError::Deadline { command, seconds: deadline.as_secs() }),
+            Err(ChildFail::Spawn(why)) => Err(GitError::Failed { command, why: format!("git could not be started: {why}") }),
+            Err(ChildFail::TooLong) => Err(GitError::Unreadable { command, why: format!("more than {out_cap} bytes") }),
+            Err(ChildFail::Read) => Err(GitError::Unreadable { command, why: "its output could not be read".into() }),
+        }
+    }
+
+    /// Runs a local plumbing command and takes its stdout when it exits 0.
+    fn ok<S: AsRef<OsStr>>(&self, args: &[S], input: Option<Vec<u8>>, out_cap: usize, env: &[(&str, &str)]) -> Result<Vec<u8>, GitError> {
+        let ran = self.run(args, input, PLUMBING_DEADLINE, out_cap, env)?;
+        if ran.code == Some(0) {
+            return Ok(ran.out);
+        }
+        Err(failed(args, &ran))
+    }
+
+    fn ok_text<S: AsRef<OsStr>>(&self, args: &[S], input: Option<Vec<u8>>) -> Result<String, GitError> {
+        let out = self.ok(args, input, PLUMBING_OUTPUT_MAX, &[])?;
+        String::from_utf8(out).map(|s| s.trim_end().to_string()).map_err(|_| GitError::Unreadable {
+            command: args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default(),
+            why: "not UTF-8".into(),
+        })
+    }
+
+    /// Stores `bytes` as a blob and returns its id.
+    pub fn write_blob(&self, bytes: Vec<u8>) -> Result<String, GitError> {
+        object_id(self.ok_text(&["hash-object", "-w", "--stdin"], Some(bytes))?, "hash-object")
+    }
+
+    /// A blob's bytes; a blob over `max` bytes is refused rather than read.
+    pub fn read_blob(&self, id: &str, max: usize) -> Result<Vec<u8>, GitError> {
+        self.ok(&["cat-file", "blob", id], None, max, &[])
+    }
+
+    /// The entries of a tree (`<commit>^{tree}` or `<commit>:<path>` are trees too).
+    pub fn ls_tree(&self, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
+        let out = self.ok(&["ls-tree", "-z", "--full-tree", tree], None, PLUMBING_OUTPUT_MAX, &[])?;
+        out.split(|b| *b == 0)
+            .filter(|r| !r.is_empty())
+            .map(|record| {
+                let bad =
+                    || GitError::Unreadable { command: "ls-tree".into(), why: "an entry not shaped `<mode> <type> <id>\\t<name>`".into() };
+                let text = std::str::from_utf8(record).map_err(|_| bad())?;
+                let (head, name) = text.split_once('\t').ok_or_else(bad)?;
+                let mut parts = head.split(' ');
+                let (Some(mode), Some(kind), Some(id), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+                    return Err(bad());
+                };
+                Ok(TreeEntry { mode: mode.into(), kind: kind.into(), id: id.into(), name: name.into() })
+            })
+            .collect()
+    }
+
+    /// Writes a tree of `entries` (mode, kind, id, name) and returns its id.
+    pub fn write_tree(&self, entries: &[TreeEntry]) -> Result<String, GitError> {
+        let mut input = Vec::new();
+        for e in entries {
+            input.extend_from_slice(format!("{} {} {}\t{}", e.mode, e.kind, e.id, e.name).as_bytes());
+            input.push(0);
+        }
+        object_id(self.ok_text(&["mktree", "-z"], Some(input))?, "mktree")
+    }
+
+    /// Writes a commit of `tree` with at most one parent, by abcd, dated `unix_seconds` for
+    /// both author and committer, so the same inputs always give the same commit.
+    pub fn write_commit(&self, tree: &str, parent: Option<&str>, message: &str, unix_seconds: i64) -> Result<String, GitError> {
+        let mut args = vec!["commit-tree", tree];
+        if let Some(p) = parent {
+            args.extend(["-p", p]);
+        }
+        let date = format!("@{unix_seconds} +0000");
+        let env = [
+            ("GIT_AUTHOR_NAME", COMMITTER.0),
+            ("GIT_AUTHOR_EMAIL", COMMITTER.1),
+            ("GIT_COMMITTER_NAME", COMMITTER.0),
+            ("GIT_COMMITTER_EMAIL", COMMITTER.1),
+            ("GIT_AUTHOR_DATE", date.as_str()),
+            ("GIT_COMMITTER_DATE", date.as_str()),
+        ];
+        let out = self.ok(&args, Some(message.as_bytes().to_vec()), PLUMBING_OUTPUT_MAX, &env)?;
+        object_id(String::from_utf8_lossy(&out).trim_end().to_string(), "commit-tree")
+    }
+
+    /// The commit a ref names, or None when there is no such ref.
+    pub fn read_ref(&self, name: &str) -> Result<Option<String>, GitError> {
+        let ran = self.run(&["rev-parse", "--verify", "--quiet", &format!("{name}^{{commit}}")], None, PLUMBING_DEADLINE, 4096, &[])?;
+        match ran.code {
+            Some(0) => Ok(Some(object_id(String::from_utf8_lossy(&ran.out).trim().to_string(), "rev-parse")?)),
+            Some(1) => Ok(None),
+            _ => Err(failed(&["rev-parse"], &ran)),
+        }
+    }
+
+    /// The first parent of a commit, if any.
+    pub fn parent_of(&self, commit: &str) -> Result<Option<String>, GitError> {
+        let out = self.ok_text(&["rev-list", "--parents", "-n", "1", commit], None)?;
+        Ok(out.split(' ').nth(1).map(str::to_string))
+    }
+
+    /// Every ref under `prefix` (ending in `/`) with the object it names.
+    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
+        let out = self.ok_text(&["for-each-ref", "--format=%(refname) %(objectname)", prefix], None)?;
+        Ok(out.lines().filter_map(|l| l.split_once(' ')).map(|(r, o)| (r.to_string(), o.to_string())).collect())
+    }
+
+    /// Moves `name` to `new` only while it still names `old` (None: only while it does not
+    /// exist), so two movers never lose each other's update.
+    pub fn move_ref(&self, name: &str, new: &str, old: Option<&str>) -> Result<(), GitError> {
+        let zero = "0".repeat(new.len());
+        self.ok(&["update-ref", "-m", "abcd mirror", name, new, old.unwrap_or(&zero)], None, 4096, &[]).map(|_| ())
+    }
+
+    /// True when `ancestor` is `descendant` or one of its ancestors.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
+        let ran = self.run(&["merge-base", "--is-ancestor", ancestor, descendant], None, PLUMBING_DEADLINE, 4096, &[])?;
+        match ran.code {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(failed(&["merge-base"], &ran)),
+        }
+    }
+
+    /// True when `remote` is a configured remote of this repository.
+    pub fn has_remote(&self, remote: &str) -> Result<bool, GitError> {
+        let ran = self.run(&["remote"], None, PLUMBING_DEADLINE, 1 << 20, &[])?;
+        Ok(ran.code == Some(0) && String::from_utf8_lossy(&ran.out).lines().any(|l| l == remote))
+    }
+
+    /// The main and linked worktrees' roots, as `git worktree list` names them.
+    pub fn worktrees(&self) -> Result<Vec<PathBuf>, GitError> {
+        let out = self.ok(&["worktree", "list", "--porcelain", "-z"], None, PLUMBING_OUTPUT_MAX, &[])?;
+        Ok(out.split(|b| *b == 0).filter_map(|f| f.strip_prefix(b"worktree ")).map(crate::platform::fs::path_from_bytes).collect())
+    }
+
+    /// Pushes `refspecs` (never forced) and returns what the remote said of each. A push
+    /// the remote refused in part exits nonzero; that is read from the per-ref lines.
+    pub fn push(&self, remote: &str, refspecs: &[String]) -> Result<Vec<PushedRef>, GitError> {
+        let mut args: Vec<&str> = vec!["push", "--porcelain", "--no-verify", remote];
+        args.extend(refspecs.iter().map(String::as_str));
+        let ran = self.run(&args, None, REMOTE_DEADLINE, 1 << 20, &[])?;
+        let text = String::from_utf8_lossy(&ran.out);
+        let mut pushed = Vec::new();
+        for line in text.lines() {
+            let mut parts = line.splitn(3, '\t');
+            let (Some(flag), Some(refs), summary) = (parts.next(), parts.next(), parts.next()) else { continue };
+            let Some((_, to)) = refs.split_once(':') else { continue };
+            let summary = summary.unwrap_or("").to_string();
+            let outcome = match flag {
+                " " | "*" | "+" => PushOutcome::Updated,
+                "=" => PushOutcome::UpToDate,
+                "!" if summary.contains("non-fast-forward") || summary.contains("fetch first") => PushOutcome::NotFastForward,
+                _ => PushOutcome::Refused,
+            };
+            pushed.push(PushedRef { remote_ref: to.to_string(), outcome, summary });
+        }
+        if pushed.is_empty() && ran.code != Some(0) {
+            return Err(failed(&["push"], &ran));
+        }
+        // A hook's refusal is told on stderr as `remote: …`; keep its words with the ref.
+        let hook_words: Vec<String> = String::from_utf8_lossy(&ran.err)
+            .lines()
+            .filter_map(|l| l.strip_prefix("remote: "))
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .take(3)
+            .collect();
+        if !hook_words.is_empty() {
+            for p in pushed.iter_mut().filter(|p| p.outcome == PushOutcome::Refused) {
+                p.summary = format!("{} ({})", p.summary, hook_words.join("; "));
+            }
+        }
+        Ok(pushed)
+    }
+
+    /// Fetches `refspecs` from `remote`, pruning refs gone from it under the refspecs'
+    /// destinations.
+    pub fn fetch(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
+        let mut args: Vec<&str> = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--no-auto-gc", remote];
+        args.extend(refspecs.iter().map(String::as_str));
+        let ran = self.run(&args, None, REMOTE_DEADLINE, 1 << 20, &[])?;
+        if ran.code == Some(0) { Ok(()) } else { Err(failed(&["fetch"], &ran)) }
+    }
+}
+
+fn failed<S: AsRef<OsStr>>(args: &[S], ran: &Ran) -> GitError {
+    let command = args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
+    let why = String::from_utf8_lossy(&ran.err)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| crate::secrets::shown_name(l).to_string())
+        .unwrap_or_else(|| match ran.code {
+            Some(code) => format!("it exited with {code}"),
+            None => "a signal ended it".into(),
+        });
+    GitError::Failed { command, why }
+}
+
+fn object_id(text: String, command: &str) -> Result<String, GitError> {
+    if super::repo::is_commit_id(&text) {
+        Ok(text)
+    } else {
+        Err(GitError::Unreadable { command: command.into(), why: "not an object id".into() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_names_that_would_make_bad_ref_paths_are_refused() {
+        assert!(remote_name_ok("origin"));
+        assert!(remote_name_ok("team-1.backup_2"));
+        for bad in ["", ".hidden", "-x", "a..b", "a/b", "x.lock", "a b", "ü"] {
+            assert!(!remote_name_ok(bad), "{bad}");
+        }
+        assert!(remote_name_ok(&"r".repeat(REMOTE_NAME_MAX)));
+        assert!(!remote_name_ok(&"r".repeat(REMOTE_NAME_MAX + 1)));
+    }
+}

@@ -1,0 +1,233 @@
+//! A local journal's next mirror commit (MIRROR.md §6 steps 1–3): the lines after what the
+//! last mirror commit holds, verified, put into segments, and written with a new
+//! `mirror.json`, trees and a commit into the local object store. The cost is the new
+//! lines, the last segment and the segment list, never the whole journal.
+
+use std::path::Path;
+
+use crate::event::Scope;
+use crate::git::objects::{GitError, Repo, TreeEntry};
+use crate::journal::format::{self, Event};
+use crate::journal::scan::{self, Head, StartPoint, Verdict};
+use crate::journal::storage::{Storage, StorageFile};
+use crate::journal::{JournalError, genesis};
+
+use super::segment::Fill;
+use super::{
+    MIRROR_FORMAT, MIRROR_JSON, MIRROR_MAX_SEGMENTS, MirrorMeta, SEGMENTS_DIR, ShapeError, journal_ref, read_commit, segment_name,
+};
+
+/// What the pusher says of its journal beside the lines: `mirror.json`'s claims.
+#[derive(Clone, Debug)]
+pub struct Claims<'a> {
+    pub repository: &'a str,
+    pub machine: &'a str,
+    pub path: &'a str,
+}
+
+/// A journal's mirror commit, ready to push.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Built {
+    pub journal_id: String,
+    pub scope: Scope,
+    pub commit: String,
+    /// The local ref's commit this one follows (None for a journal's first mirror).
+    pub parent: Option<String>,
+    pub head_seq: u64,
+    pub new_events: u64,
+    /// Damage after the last verified line, which is not mirrored.
+    pub stopped_at: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("{} cannot be mirrored: {why}", path.display())]
+    Unmirrorable { path: std::path::PathBuf, why: String },
+    #[error(
+        "{} no longer holds the lines its mirror {commit} holds ({why}); it was repaired or replaced since the last push, so its mirror is left as it is; `abcd journal verify` shows the journal's state",
+        path.display()
+    )]
+    Diverged { path: std::path::PathBuf, commit: String, why: String },
+}
+
+/// A segment being filled: its name's seq, its bytes so far, its line count.
+struct Open {
+    first_seq: u64,
+    bytes: Vec<u8>,
+    lines: usize,
+}
+
+/// Builds the next mirror commit of the journal at `path` onto the local ref
+/// `refs/abcd/journals/<id>`. None for a journal with no event yet.
+pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_>) -> Result<Option<Built>, BuildError> {
+    let unmirrorable = |why: String| BuildError::Unmirrorable { path: path.to_owned(), why };
+    let file = crate::journal::verify::open_trusted(storage, path)?;
+    let Some(genesis) = first_event(file.as_ref()).map_err(|e| unmirrorable(format!("reading it failed: {e}")))? else {
+        if file.len().map_err(|e| unmirrorable(format!("reading it failed: {e}")))? > 0 {
+            return Err(unmirrorable("its first line does not verify; `abcd journal verify` names the problem".into()));
+        }
+        return Ok(None);
+    };
+    let opened =
+        genesis::decode_opened(&genesis.data).map_err(|why| unmirrorable(format!("its first line is not journal.opened: {why}")))?;
+    let local_ref = journal_ref(&opened.journal_id);
+    let parent = repo.read_ref(&local_ref)?;
+
+    // Where the mirror stands, checked against the journal's bytes.
+    let mut segments: Vec<TreeEntry> = Vec::new();
+    let mut open: Option<Open> = None;
+    let mut start = StartPoint::GENESIS;
+    let mut last: Option<(u64, format::Hash, jiff::Timestamp)> = None;
+    let mut total_bytes = 0u64;
+    if let Some(p) = &parent {
+        let mirror = read_commit(repo, p).map_err(|e| match e {
+            ShapeError::Git(g) => BuildError::Git(g),
+            ShapeError::Bad(why) => unmirrorable(format!("its local mirror {p} is not a mirror commit: {why}")),
+        })?;
+        let diverged = |why: &str| BuildError::Diverged { path: path.to_owned(), commit: p.clone(), why: why.to_string() };
+        if mirror.meta.journal_id != opened.journal_id {
+            return Err(diverged("the mirror names another journal id"));
+        }
+        segments = mirror.segments;
+        let Some(tail_entry) = segments.pop() else { return Err(diverged("the mirror holds no segment")) };
+        let tail = super::read::read_segment(repo, &tail_entry.id).map_err(|e| unmirrorable(e.to_string()))?;
+        let tail_start = mirror.meta.bytes.checked_sub(tail.len() as u64).ok_or_else(|| diverged("its mirror.json is inconsistent"))?;
+        let mut here = vec![0u8; tail.len()];
+        let n = read_exact_at(file.as_ref(), &mut here, tail_start).map_err(|e| unmirrorable(format!("reading it failed: {e}")))?;
+        if n != tail.len() || here != tail {
+            return Err(diverged("the bytes of the last mirrored segment differ"));
+        }
+        let line_start = tail[..tail.len() - 1].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let head_line =
+            format::verify_line(&tail[line_start..]).map_err(|f| diverged(&format!("the last mirrored line does not verify: {f}")))?;
+        let (seq, hash) = head_line.chain_position();
+        start = StartPoint { after: Some(Head { seq, hash, offset: tail_start + line_start as u64, end: mirror.meta.bytes }) };
+        last = Some((head_line.seq, head_line.hash, head_line.time));
+        total_bytes = mirror.meta.bytes;
+        let lines = tail.iter().filter(|b| **b == b'\n').count();
+        open = Some(Open { first_seq: super::segment_seq(&tail_entry.name).unwrap_or(0), bytes: tail, lines });
+        // The last segment's entry comes back when it is written again, grown or not.
+    }
+
+    let mut new_events = 0u64;
+    let mut fault: Option<BuildError> = None;
+    let report = scan::scan(file.as_ref(), start, |event: &Event, pos| {
+        let mut line = vec![0u8; pos.len as usize];
+        match read_exact_at(file.as_ref(), &mut line, pos.offset) {
+            Ok(n) if n == line.len() => {}
+            Ok(_) | Err(_) => {
+                fault = Some(unmirrorable(format!("the line of seq {} could not be read again", event.seq)));
+                return Err(());
+            }
+        }
+        let fits = open.as_ref().is_some_and(|o| Fill { lines: o.lines, bytes: o.bytes.len() }.takes(line.len()));
+        if !fits {
+            if let Some(full) = open.take()
+                && let Err(e) = close_segment(repo, &mut segments, full)
+            {
+                fault = Some(e);
+                return Err(());
+            }
+            if segments.len() >= MIRROR_MAX_SEGMENTS {
+                fault = Some(unmirrorable(format!("it needs more than {MIRROR_MAX_SEGMENTS} segments")));
+                return Err(());
+            }
+            open = Some(Open { first_seq: event.seq, bytes: Vec::new(), lines: 0 });
+        }
+        let o = open.as_mut().expect("a segment is open");
+        o.bytes.extend_from_slice(&line);
+        o.lines += 1;
+        total_bytes += line.len() as u64;
+        last = Some((event.seq, event.hash, event.time));
+        new_events += 1;
+        Ok(())
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(scan::ScanError::Visitor(())) => return Err(fault.expect("a visitor stop names its fault")),
+        Err(scan::ScanError::Io(e)) => return Err(unmirrorable(format!("reading it failed: {e}"))),
+    };
+    let stopped_at = match report.verdict {
+        Verdict::Clean | Verdict::TornTail(_) => None,
+        Verdict::Corrupt(c) => Some(format!("damage at seq {} (byte {}) is not mirrored: {}", c.seq, c.offset, c.problem)),
+    };
+    let Some((head_seq, head_hash, head_time)) = last else { return Ok(None) };
+    if new_events == 0
+        && let Some(p) = &parent
+    {
+        let built = Built {
+            journal_id: opened.journal_id,
+            scope: opened.scope,
+            commit: p.clone(),
+            parent: parent.clone(),
+            head_seq,
+            new_events,
+            stopped_at,
+        };
+        return Ok(Some(built));
+    }
+    if let Some(o) = open.take() {
+        close_segment(repo, &mut segments, o)?;
+    }
+    let meta = MirrorMeta {
+        format: MIRROR_FORMAT.to_string(),
+        journal_id: opened.journal_id.clone(),
+        scope: opened.scope.clone(),
+        repository: claims.repository.to_string(),
+        machine: claims.machine.to_string(),
+        path: claims.path.to_string(),
+        head_seq,
+        head_hash: head_hash.to_hex(),
+        head_time: format::format_time(head_time),
+        bytes: total_bytes,
+    };
+    let meta_blob = repo.write_blob(serde_json::to_vec(&meta).expect("mirror.json serializes"))?;
+    let segments_tree = repo.write_tree(&segments)?;
+    let root = repo.write_tree(&[
+        TreeEntry { mode: "100644".into(), kind: "blob".into(), id: meta_blob, name: MIRROR_JSON.into() },
+        TreeEntry { mode: "040000".into(), kind: "tree".into(), id: segments_tree, name: SEGMENTS_DIR.into() },
+    ])?;
+    let message = format!("abcd mirror {} through seq {head_seq}\n", opened.journal_id);
+    let commit = repo.write_commit(&root, parent.as_deref(), &message, head_time.as_second())?;
+    Ok(Some(Built { journal_id: opened.journal_id, scope: opened.scope, commit, parent, head_seq, new_events, stopped_at }))
+}
+
+/// Writes a filled segment's blob and puts its entry in place (replacing the entry of the
+/// same name, the last segment grown).
+fn close_segment(repo: &Repo, segments: &mut Vec<TreeEntry>, open: Open) -> Result<(), BuildError> {
+    let name = segment_name(open.first_seq);
+    let id = repo.write_blob(open.bytes)?;
+    segments.retain(|e| e.name != name);
+    segments.push(TreeEntry { mode: "100644".into(), kind: "blob".into(), id, name });
+    Ok(())
+}
+
+/// The journal's first event, when its first line verifies.
+fn first_event(file: &dyn StorageFile) -> std::io::Result<Option<Event>> {
+    let mut first = None;
+    let scanned = scan::scan(file, StartPoint::GENESIS, |event, _| {
+        first = Some(event.clone());
+        Err(())
+    });
+    match scanned {
+        Ok(_) | Err(scan::ScanError::Visitor(())) => Ok(first),
+        Err(scan::ScanError::Io(e)) => Err(e),
+    }
+}
+
+/// Fills `buf` from `offset` as far as the file goes; returns how many bytes it read.
+fn read_exact_at(file: &dyn StorageFile, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = file.read_at(&mut buf[done..], offset + done as u64)?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(done)
+}

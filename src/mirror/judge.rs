@@ -1,0 +1,201 @@
+//! A fetched mirror commit judged (MIRROR.md §7–§8): its shape, its chain, its claims, its
+//! repository, and its history against the last verified copy. Only the bytes after the
+//! verified copy's head are verified again; the rest is compared by blob id.
+
+use crate::event::Scope;
+use crate::git::objects::{GitError, Repo};
+use crate::journal::format;
+use crate::journal::genesis;
+
+use super::read::{Walk, WalkError, read_segment, walk_segment};
+use super::{MirrorCommit, ShapeError, machine_name_ok, read_commit};
+
+/// What a fetch says of one mirrored journal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Verified,
+    Unchanged,
+    Rewritten(String),
+    RolledBack,
+    JournalChanged(String),
+    Foreign(String),
+    Gone,
+}
+
+impl Verdict {
+    /// The verdict's name as MIRROR.md §8 and `--json` give it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Verified => "verified",
+            Verdict::Unchanged => "unchanged",
+            Verdict::Rewritten(_) => "rewritten",
+            Verdict::RolledBack => "rolled_back",
+            Verdict::JournalChanged(_) => "journal_changed",
+            Verdict::Foreign(_) => "foreign",
+            Verdict::Gone => "gone",
+        }
+    }
+
+    /// What was found, in words, for the verdicts that need them.
+    pub fn why(&self) -> Option<String> {
+        match self {
+            Verdict::Rewritten(w) | Verdict::JournalChanged(w) | Verdict::Foreign(w) => Some(w.clone()),
+            Verdict::RolledBack => Some("the remote's ref was moved back to an older commit; the newer verified copy is kept".into()),
+            Verdict::Gone => Some("the remote no longer has this ref; the last verified copy is kept".into()),
+            Verdict::Verified | Verdict::Unchanged => None,
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Verdict::Verified | Verdict::Unchanged)
+    }
+}
+
+/// A verdict, and the commit's claims when its shape could be read.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    pub verdict: Verdict,
+    pub mirror: Option<MirrorCommit>,
+}
+
+/// Judges `incoming`, fetched for `refs/abcd/journals/<journal_id>`, against the verified
+/// copy `verified` (if this machine holds one) for the repository whose first root commit
+/// is `repository`. A git failure is an error, not a verdict: nothing was learned.
+pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&str>, repository: &str) -> Result<Judged, GitError> {
+    let verdict = |v: Verdict| Ok(Judged { verdict: v, mirror: None });
+    if verified == Some(incoming) {
+        return verdict(Verdict::Unchanged);
+    }
+    if let Some(v) = verified {
+        if repo.is_ancestor(incoming, v)? {
+            return verdict(Verdict::RolledBack);
+        }
+        if !repo.is_ancestor(v, incoming)? {
+            return verdict(Verdict::Rewritten(format!(
+                "its commit {} does not descend from the verified copy {}: the remote's history was rewritten",
+                short(incoming),
+                short(v)
+            )));
+        }
+    }
+    let mirror = match read_commit(repo, incoming) {
+        Ok(m) => m,
+        Err(ShapeError::Bad(why)) => {
+            return verdict(Verdict::Rewritten(format!("its commit {} is not a mirror commit: {why}", short(incoming))));
+        }
+        Err(ShapeError::Git(g)) => return Err(g),
+    };
+    let judged = |v: Verdict, mirror: MirrorCommit| Ok(Judged { verdict: v, mirror: Some(mirror) });
+    let meta = &mirror.meta;
+    if meta.journal_id != journal_id {
+        let why = format!("mirror.json names journal {}, the ref names {journal_id}", crate::secrets::shown_name(&meta.journal_id));
+        return judged(Verdict::JournalChanged(why), mirror);
+    }
+    if meta.repository != repository {
+        let why =
+            format!("it belongs to repository {}, not this one ({})", crate::secrets::shown_name(&meta.repository), short(repository));
+        return judged(Verdict::Foreign(why), mirror);
+    }
+    if !machine_name_ok(&meta.machine) {
+        return judged(Verdict::Rewritten("mirror.json's machine name is not 1 to 64 printable characters".into()), mirror);
+    }
+
+    // From the verified copy's head when there is one, else from genesis.
+    let mut walk = Walk::default();
+    let (mut index, mut from) = (0usize, 0usize);
+    if let Some(v) = verified {
+        match resume_point(repo, v, &mirror) {
+            Ok(Some((w, i, f))) => (walk, index, from) = (w, i, f),
+            Ok(None) => {}
+            Err(Resume::Changed(why)) => return judged(Verdict::Rewritten(why), mirror),
+            Err(Resume::Git(g)) => return Err(g),
+        }
+    }
+    let mut genesis_fault: Option<Verdict> = None;
+    let mut check_genesis = |event: &format::Event| {
+        if event.seq != 0 || genesis_fault.is_some() {
+            return;
+        }
+        genesis_fault = match genesis::decode_opened(&event.data) {
+            Err(why) => Some(Verdict::JournalChanged(format!("its first line is not a journal.opened this build reads: {why}"))),
+            Ok(o) if o.journal_id != journal_id => Some(Verdict::JournalChanged(format!(
+                "its journal.opened names journal {}, the ref names {journal_id}",
+                crate::secrets::shown_name(&o.journal_id)
+            ))),
+            Ok(o) if o.scope != meta.scope => {
+                Some(Verdict::JournalChanged("its journal.opened names another scope than mirror.json".into()))
+            }
+            Ok(genesis::JournalOpened { scope: Scope::Repository { root_commit }, .. }) if root_commit != repository => {
+                Some(Verdict::Foreign(format!("its journal.opened names repository {}", crate::secrets::shown_name(&root_commit))))
+            }
+            Ok(_) => None,
+        };
+    };
+    for (k, entry) in mirror.segments.iter().enumerate().skip(index) {
+        let start = if k == index { from } else { 0 };
+        let walked =
+            read_segment(repo, &entry.id).and_then(|bytes| walk_segment(&bytes, &entry.name, start, &mut walk, &mut check_genesis));
+        match walked {
+            Ok(()) => {}
+            Err(WalkError::Broken(why)) => return judged(Verdict::Rewritten(why), mirror),
+            Err(WalkError::Git(g)) => return Err(g),
+        }
+    }
+    if let Some(fault) = genesis_fault {
+        return judged(fault, mirror);
+    }
+    let claims_hold = walk.last.is_some_and(|(seq, hash, time)| {
+        seq == meta.head_seq && hash.to_hex() == meta.head_hash && format::format_time(time) == meta.head_time
+    }) && walk.bytes == meta.bytes;
+    if !claims_hold {
+        return judged(Verdict::Rewritten("mirror.json's head or length is not what its segments hold".into()), mirror);
+    }
+    judged(Verdict::Verified, mirror)
+}
+
+enum Resume {
+    Changed(String),
+    Git(GitError),
+}
+
+/// Where verifying a fast-forward of the verified copy `v` starts: every segment of `v`
+/// but its last unchanged by id, and its last a byte prefix of the same-named segment.
+/// None when `v` cannot be read as a mirror (the whole chain is then verified).
+fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<(Walk, usize, usize)>, Resume> {
+    let old = match read_commit(repo, v) {
+        Ok(m) => m,
+        Err(ShapeError::Git(g)) => return Err(Resume::Git(g)),
+        Err(ShapeError::Bad(_)) => return Ok(None),
+    };
+    let changed = |name: &str| Resume::Changed(format!("segment {name} differs from the verified copy's: a mirrored line was rewritten"));
+    let Some((old_last, old_full)) = old.segments.split_last() else { return Ok(None) };
+    for (i, e) in old_full.iter().enumerate() {
+        match new.segments.get(i) {
+            Some(n) if n.name == e.name && n.id == e.id => {}
+            _ => return Err(changed(&e.name)),
+        }
+    }
+    let index = old_full.len();
+    let Some(new_last) = new.segments.get(index).filter(|n| n.name == old_last.name) else { return Err(changed(&old_last.name)) };
+    let read = |id: &str| {
+        read_segment(repo, id).map_err(|e| match e {
+            WalkError::Git(g) => Resume::Git(g),
+            WalkError::Broken(why) => Resume::Changed(why),
+        })
+    };
+    let old_bytes = read(&old_last.id)?;
+    if new_last.id != old_last.id && !read(&new_last.id)?.starts_with(&old_bytes) {
+        return Err(changed(&old_last.name));
+    }
+    // The verified copy's last line gives the chain position to continue from.
+    let line_start = old_bytes[..old_bytes.len().saturating_sub(1)].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let Ok(head) = format::verify_line(&old_bytes[line_start..]) else { return Ok(None) };
+    let walk =
+        Walk { position: Some(head.chain_position()), last: Some((head.seq, head.hash, head.time)), bytes: old.meta.bytes, events: 0 };
+    Ok(Some((walk, index, old_bytes.len())))
+}
+
+/// The first 12 hex digits of a commit, for messages.
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}

@@ -1,0 +1,171 @@
+//! The journals of a repository mirrored in git refs on its own remote
+//! (`journal-format/MIRROR.md`): the mirror commit's layout and limits, the segment plan,
+//! building a mirror commit from a local journal, and judging a fetched one. It reads
+//! journals as bytes and talks to git through `git::objects`; finding the journals and
+//! pushing or fetching them is the command layer's.
+//!
+//! - [`segment`]: which new lines go into which segment (pure).
+//! - [`build`]: a local journal's next mirror commit, written to the local object store.
+//! - [`judge`]: a fetched mirror commit against the rules and the last verified copy.
+//! - [`read`]: a verified mirror's events, one segment at a time.
+
+pub mod build;
+pub mod judge;
+pub mod read;
+pub mod segment;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::Scope;
+use crate::git::objects::{GitError, Repo, TreeEntry};
+
+/// The `format` of every `mirror.json`.
+pub const MIRROR_FORMAT: &str = "abcd-mirror/1";
+/// A segment holds at most this many lines...
+pub const SEGMENT_MAX_LINES: usize = 1024;
+/// ...and at most this many bytes.
+pub const SEGMENT_MAX_BYTES: usize = 1 << 20;
+/// Segments of one mirror at most: 64 Mi events at full segments.
+pub const MIRROR_MAX_SEGMENTS: usize = 65_536;
+/// `mirror.json` is read this far at most.
+pub const MIRROR_JSON_MAX_BYTES: usize = 64 << 10;
+/// Digits of a segment's name (a seq with leading zeros), before `.jsonl`.
+pub const SEGMENT_NAME_DIGITS: usize = 20;
+/// A machine's name as a mirror records it, at most.
+pub const MACHINE_NAME_MAX: usize = 64;
+
+pub const JOURNALS_PREFIX: &str = "refs/abcd/journals/";
+pub const SAVED_PREFIX: &str = "refs/abcd/saved/";
+pub const MIRROR_JSON: &str = "mirror.json";
+pub const SEGMENTS_DIR: &str = "segments";
+
+/// The ref of a journal's mirror, here and on the remote.
+pub fn journal_ref(journal_id: &str) -> String {
+    format!("{JOURNALS_PREFIX}{journal_id}")
+}
+
+/// Where a fetch from `remote` puts what it found, not yet judged.
+pub fn incoming_prefix(remote: &str) -> String {
+    format!("refs/abcd/incoming/{remote}/journals/")
+}
+
+/// Where the last verified copy from `remote` stays.
+pub fn verified_prefix(remote: &str) -> String {
+    format!("refs/abcd/verified/{remote}/journals/")
+}
+
+/// Where saved-aside refs fetched from `remote` go.
+pub fn remote_saved_prefix(remote: &str) -> String {
+    format!("refs/abcd/remotes/{remote}/saved/")
+}
+
+/// A segment's blob name for the seq of its first line.
+pub fn segment_name(first_seq: u64) -> String {
+    format!("{first_seq:0width$}.jsonl", width = SEGMENT_NAME_DIGITS)
+}
+
+/// The first seq a segment name stands for, when it is shaped as §4 says.
+pub fn segment_seq(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".jsonl")?;
+    (digits.len() == SEGMENT_NAME_DIGITS && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+}
+
+/// `mirror.json`: the pusher's claims, each checked against the segments by a verifier.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MirrorMeta {
+    pub format: String,
+    pub journal_id: String,
+    pub scope: Scope,
+    pub repository: String,
+    pub machine: String,
+    pub path: String,
+    pub head_seq: u64,
+    pub head_hash: String,
+    pub head_time: String,
+    pub bytes: u64,
+}
+
+/// A machine name kept to printable characters and the limit: it is shown to people on
+/// other machines and is a claim, never trusted.
+pub fn machine_name_ok(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MACHINE_NAME_MAX && name.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// A mirror commit as read back: its claims and its segments in order.
+#[derive(Clone, Debug)]
+pub struct MirrorCommit {
+    pub commit: String,
+    pub meta: MirrorMeta,
+    pub segments: Vec<TreeEntry>,
+}
+
+/// Why a mirror commit's shape is not §3's.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("{0}")]
+    Bad(String),
+}
+
+/// Reads a mirror commit's `mirror.json` and segment list, holding them to §3–§5's shape.
+pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError> {
+    let bad = |why: String| ShapeError::Bad(why);
+    let root = repo.ls_tree(commit)?;
+    let names: Vec<(&str, &str)> = root.iter().map(|e| (e.name.as_str(), e.kind.as_str())).collect();
+    if names != [(MIRROR_JSON, "blob"), (SEGMENTS_DIR, "tree")] {
+        return Err(bad(format!("its tree holds {} entries other than mirror.json and segments/", root.len())));
+    }
+    let json = repo.read_blob(&root[0].id, MIRROR_JSON_MAX_BYTES).map_err(|e| match e {
+        GitError::Unreadable { .. } => bad(format!("mirror.json is over {MIRROR_JSON_MAX_BYTES} bytes")),
+        other => ShapeError::Git(other),
+    })?;
+    let meta: MirrorMeta = serde_json::from_slice(&json).map_err(|e| bad(format!("mirror.json is not §5's object: {e}")))?;
+    if meta.format != MIRROR_FORMAT {
+        return Err(bad(format!("mirror.json names format {:?}, not {MIRROR_FORMAT}", crate::secrets::shown_name(&meta.format))));
+    }
+    let segments = repo.ls_tree(&root[1].id)?;
+    if segments.is_empty() || segments.len() > MIRROR_MAX_SEGMENTS {
+        return Err(bad(format!("it holds {} segments; a mirror holds 1 to {MIRROR_MAX_SEGMENTS}", segments.len())));
+    }
+    if let Some(e) = segments.iter().find(|e| e.kind != "blob" || e.mode != "100644" || segment_seq(&e.name).is_none()) {
+        return Err(bad(format!("segments/ holds {}, not a segment named <20 digits>.jsonl", crate::secrets::shown_name(&e.name))));
+    }
+    Ok(MirrorCommit { commit: commit.to_string(), meta, segments })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_sort_as_their_seqs_and_read_back() {
+        assert_eq!(segment_name(0), "00000000000000000000.jsonl");
+        assert_eq!(segment_name(1024), "00000000000000001024.jsonl");
+        assert_eq!(segment_name(u64::MAX), "18446744073709551615.jsonl");
+        assert!(segment_name(999) < segment_name(1000));
+        for seq in [0, 7, 1024, u64::MAX] {
+            assert_eq!(segment_seq(&segment_name(seq)), Some(seq));
+        }
+        for bad in [
+            "0.jsonl",
+            "0000000000000000000a.jsonl",
+            "00000000000000000000.json",
+            "000000000000000000000.jsonl",
+            "99999999999999999999.jsonl",
+        ] {
+            assert_eq!(segment_seq(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn machine_names_are_printable_and_bounded() {
+        assert!(machine_name_ok("laptop-1"));
+        assert!(machine_name_ok(&"m".repeat(MACHINE_NAME_MAX)));
+        assert!(!machine_name_ok(&"m".repeat(MACHINE_NAME_MAX + 1)));
+        assert!(!machine_name_ok(""));
+        assert!(!machine_name_ok("a b"));
+        assert!(!machine_name_ok("a\x1b[31m"));
+    }
+}

@@ -1,0 +1,163 @@
+//! A mirror's segments read as one chain (MIRROR.md §7 rule 2), one segment in memory at a
+//! time: each segment's lines verified and chained onto the one before, and handed on.
+
+use crate::git::objects::{GitError, Repo};
+use crate::journal::format::{self, Event};
+use crate::journal::scan::{self, Head, StartPoint, Verdict};
+use crate::journal::storage::BytesFile;
+
+use super::{MirrorCommit, SEGMENT_MAX_BYTES, SEGMENT_MAX_LINES, segment_seq};
+
+/// Where a walk over segments stands: the chain position the next line must follow, the
+/// last line's own seq, hash and time, and the bytes walked.
+#[derive(Clone, Debug, Default)]
+pub struct Walk {
+    pub position: Option<(u64, format::Hash)>,
+    pub last: Option<(u64, format::Hash, jiff::Timestamp)>,
+    pub bytes: u64,
+    pub events: u64,
+}
+
+/// Why a segment breaks the rules; the words say where.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("{0}")]
+    Broken(String),
+}
+
+/// Verifies `segment` (named `name`) from byte `from` on, chained onto `walk`, handing each
+/// event to `visit`. Bytes before `from` are ones the caller already holds as verified.
+pub fn walk_segment(segment: &[u8], name: &str, from: usize, walk: &mut Walk, visit: &mut dyn FnMut(&Event)) -> Result<(), WalkError> {
+    let broken = |why: String| WalkError::Broken(format!("segment {name}: {why}"));
+    let first_seq = segment_seq(name).ok_or_else(|| broken("not a segment name".into()))?;
+    if segment.is_empty() || segment.last() != Some(&b'\n') {
+        return Err(broken("it is empty or does not end with a line feed".into()));
+    }
+    if segment.len() > SEGMENT_MAX_BYTES {
+        return Err(broken(format!("it is over {SEGMENT_MAX_BYTES} bytes")));
+    }
+    let mut lines = crate::byte_search::byte_positions(b'\n', &segment[..from]).count();
+    let after = walk.position.map(|(seq, hash)| Head { seq, hash, offset: 0, end: from as u64 });
+    if after.is_none() && from > 0 {
+        return Err(broken("a walk that starts inside a segment needs the chain position before it".into()));
+    }
+    let mut first = from == 0;
+    let mut fault = None;
+    let report = scan::scan(&BytesFile(segment.to_vec()), StartPoint { after }, |event, _| {
+        if first && event.seq != first_seq {
+            fault = Some(format!("its first line has seq {}, not the seq its name gives", event.seq));
+            return Err(());
+        }
+        first = false;
+        lines += 1;
+        if lines > SEGMENT_MAX_LINES {
+            fault = Some(format!("it holds more than {SEGMENT_MAX_LINES} lines"));
+            return Err(());
+        }
+        walk.last = Some((event.seq, event.hash, event.time));
+        walk.events += 1;
+        visit(event);
+        Ok(())
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(scan::ScanError::Visitor(())) => return Err(broken(fault.unwrap_or_default())),
+        Err(scan::ScanError::Io(e)) => return Err(broken(e.to_string())),
+    };
+    match report.verdict {
+        Verdict::Clean => {}
+        Verdict::TornTail(t) => return Err(broken(format!("the line at byte {} does not verify: {}", t.offset, t.fault))),
+        Verdict::Corrupt(c) => return Err(broken(format!("seq {} does not verify: {}", c.seq, c.problem))),
+    }
+    if let Some(h) = report.head {
+        walk.position = Some((h.seq, h.hash));
+    }
+    walk.bytes += (segment.len() - from) as u64;
+    Ok(())
+}
+
+/// Reads a segment's blob, held to the size limit.
+pub fn read_segment(repo: &Repo, id: &str) -> Result<Vec<u8>, WalkError> {
+    repo.read_blob(id, SEGMENT_MAX_BYTES).map_err(|e| match e {
+        GitError::Unreadable { .. } => WalkError::Broken(format!("segment blob {id} is over {SEGMENT_MAX_BYTES} bytes")),
+        other => WalkError::Git(other),
+    })
+}
+
+/// Every event of a mirror commit in order, verified as it goes.
+pub fn each_event(repo: &Repo, mirror: &MirrorCommit, visit: &mut dyn FnMut(&Event)) -> Result<Walk, WalkError> {
+    let mut walk = Walk::default();
+    for entry in &mirror.segments {
+        let bytes = read_segment(repo, &entry.id)?;
+        walk_segment(&bytes, &entry.name, 0, &mut walk, visit)?;
+    }
+    Ok(walk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::format::{Actor, NewEvent, encode_line};
+
+    fn chain(n: u64) -> Vec<Vec<u8>> {
+        let mut prev = format::Hash::genesis_prev();
+        let t = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        (0..n)
+            .map(|seq| {
+                let (kind, data) = if seq == 0 {
+                    ("journal.opened", serde_json::json!({"journal_id": "0".repeat(32), "scope": {"kind": "machine"}}))
+                } else {
+                    ("test.note", serde_json::json!({"n": seq}))
+                };
+                let actor = Actor { session: None, pid: 1, tool: "abcd/test".into() };
+                let (line, hash) = encode_line(seq, t, &NewEvent { kind: kind.into(), actor, data }, &prev).unwrap();
+                prev = hash;
+                line
+            })
+            .collect()
+    }
+
+    #[test]
+    fn segments_chain_onto_each_other_and_a_walk_may_resume_inside_one() {
+        let lines = chain(5);
+        let (a, b) = (lines[..3].concat(), lines[3..].concat());
+        let mut walk = Walk::default();
+        walk_segment(&a, &super::super::segment_name(0), 0, &mut walk, &mut |_| {}).unwrap();
+        walk_segment(&b, &super::super::segment_name(3), 0, &mut walk, &mut |_| {}).unwrap();
+        assert_eq!((walk.events, walk.last.unwrap().0, walk.bytes), (5, 4, (a.len() + b.len()) as u64));
+
+        // Resuming after the first two lines of `a` sees only the third.
+        let mut resumed = Walk::default();
+        walk_segment(&lines[..2].concat(), &super::super::segment_name(0), 0, &mut resumed, &mut |_| {}).unwrap();
+        let mut seen = Vec::new();
+        walk_segment(&a, &super::super::segment_name(0), lines[..2].concat().len(), &mut resumed, &mut |e| seen.push(e.seq)).unwrap();
+        assert_eq!(seen, vec![2]);
+    }
+
+    #[test]
+    fn a_segment_misnamed_cut_or_out_of_chain_is_broken() {
+        let lines = chain(4);
+        let mut walk = Walk::default();
+        let err = walk_segment(&lines[..2].concat(), &super::super::segment_name(1), 0, &mut walk, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("first line has seq 0"), "{err}");
+
+        let cut = &lines[..2].concat()[..lines[0].len() + 10];
+        let err = walk_segment(cut, &super::super::segment_name(0), 0, &mut Walk::default(), &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("line feed"), "{err}");
+
+        // Line 3 after line 1 skips seq 2.
+        let mut walk = Walk::default();
+        walk_segment(&lines[..2].concat(), &super::super::segment_name(0), 0, &mut walk, &mut |_| {}).unwrap();
+        let err = walk_segment(&lines[3], &super::super::segment_name(3), 0, &mut walk, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("does not verify"), "{err}");
+
+        // One byte of a line changed.
+        let mut flipped = lines[..2].concat();
+        let at = lines[0].len() + 40;
+        flipped[at] ^= 1;
+        let err = walk_segment(&flipped, &super::super::segment_name(0), 0, &mut Walk::default(), &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("does not verify"), "{err}");
+    }
+}

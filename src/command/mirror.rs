@@ -422,6 +422,9 @@ fn read_record<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
 pub const AUTO_FILE: &str = "mirror-auto.json";
 /// When the last background push was started (its mtime is the time).
 pub const AUTO_STAMP_FILE: &str = "mirror-auto.stamp";
+/// Where a background push's stderr goes, and the size past which it starts over.
+pub const BACKGROUND_LOG_FILE: &str = "mirror-push.log";
+pub const BACKGROUND_LOG_MAX_BYTES: u64 = 64 << 10;
 /// What the last background push did.
 pub const LAST_PUSH_FILE: &str = "mirror-last-push.json";
 /// Background pushes start at most this often unless `--every` says otherwise...
@@ -478,29 +481,43 @@ pub fn auto_setting(home: &Path) -> AutoSetting {
 
 /// What a hook calls after it ran: when auto push is on and the interval has passed since
 /// the last one started, starts `abcd mirror push --background` detached and returns. It
-/// reads two small files and starts at most one process; it never waits for the push.
-pub fn push_in_background_if_due(cwd: &Path, now: std::time::SystemTime) -> Result<bool, String> {
-    let Ok((_, Scope::Repository { root_commit })) = places::repository_journal(cwd) else { return Ok(false) };
-    let home = places::repository_home(&root_commit).map_err(|e| e.to_string())?;
+/// reads two small files and starts at most one process; it never waits for the push. A
+/// push that cannot start is recorded for `mirror status`, not told to the host.
+pub fn push_in_background_if_due(cwd: &Path, now: std::time::SystemTime) {
+    // Outside a managed checkout, or before the repository's record is known, nothing is due.
+    if places::working_copy_journal(cwd).is_err() {
+        return;
+    }
+    let Ok((_, Scope::Repository { root_commit })) = places::repository_journal(cwd) else { return };
+    let Ok(home) = places::repository_home(&root_commit) else { return };
     let setting = auto_setting(&home);
     if !setting.on {
-        return Ok(false);
+        return;
     }
     let stamp = home.join(AUTO_STAMP_FILE);
     let last = std::fs::symlink_metadata(&stamp).and_then(|m| m.modified()).ok();
     let due = last.is_none_or(|t| now.duration_since(t).is_ok_and(|d| d.as_secs() >= setting.every_seconds));
     if !due {
-        return Ok(false);
+        return;
     }
-    crate::journal::storage::write_atomic(&RealDisk, &stamp, b"", false)
-        .map_err(|e| format!("the auto-push stamp cannot be written: {e}"))?;
-    let exe = std::env::current_exe().map_err(|e| format!("abcd's own path is unknown: {e}"))?;
-    let args: Vec<std::ffi::OsString> =
-        ["mirror", "push", "--background", "--remote", setting.remote.as_str()].iter().map(Into::into).collect();
-    let null = Path::new("/dev/null");
-    crate::platform::process::spawn_detached(&exe, &args, cwd, null, null, &[])
-        .map_err(|e| format!("the background push could not start: {e}"))?;
-    Ok(true)
+    let started = crate::journal::storage::write_atomic(&RealDisk, &stamp, b"", false)
+        .map_err(|e| format!("the auto-push stamp cannot be written: {e}"))
+        .and_then(|()| std::env::current_exe().map_err(|e| format!("abcd's own path is unknown: {e}")))
+        .and_then(|exe| {
+            let args: Vec<std::ffi::OsString> =
+                ["mirror", "push", "--background", "--remote", setting.remote.as_str()].iter().map(Into::into).collect();
+            // The push prints nothing but a failure's one line; the log starts over past its cap.
+            let log = home.join(BACKGROUND_LOG_FILE);
+            if std::fs::symlink_metadata(&log).is_ok_and(|m| m.len() > BACKGROUND_LOG_MAX_BYTES) {
+                let _ = crate::journal::storage::write_atomic(&RealDisk, &log, b"", false);
+            }
+            crate::platform::process::spawn_detached(&exe, &args, cwd, &log, &log, &[])
+                .map_err(|e| format!("the background push could not start: {e}"))
+        });
+    if let Err(why) = started {
+        let at = jiff::Timestamp::try_from(now).map(crate::journal::format::format_time).unwrap_or_default();
+        let _ = write_record(&home.join(LAST_PUSH_FILE), &LastPush { at, remote: setting.remote, ok: false, summary: why });
+    }
 }
 
 /// The background push: takes the lock only if free, pushes, and records what it did.

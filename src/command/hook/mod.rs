@@ -48,6 +48,14 @@ pub struct HookOutcome {
 /// Handles one hook call; `started` is when the hook process began (the owed-work
 /// budget runs from it). `Ok` with an empty reply when the checkout is not managed.
 pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutcome, HookError> {
+    let outcome = handle_managed(req, started)?;
+    // After the hook's own work: a background mirror push when one is due (it never waits
+    // for the push, and what the push does is recorded for `abcd mirror status`).
+    crate::command::mirror::push_in_background_if_due(&req.cwd, std::time::SystemTime::now());
+    Ok(outcome)
+}
+
+fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<HookOutcome, HookError> {
     if !req.cwd.is_dir() {
         return Err(HookError::NoSuchCwd(req.cwd.clone()));
     }

@@ -483,7 +483,7 @@ pub fn auto_setting(home: &Path) -> AutoSetting {
 /// the last one started, starts `abcd mirror push --background` detached and returns. It
 /// reads two small files and starts at most one process; it never waits for the push. A
 /// push that cannot start is recorded for `mirror status`, not told to the host.
-pub fn push_in_background_if_due(cwd: &Path, now: std::time::SystemTime) {
+pub fn push_in_background_if_due(cwd: &Path, now: jiff::Timestamp) {
     // Outside a managed checkout, or before the repository's record is known, nothing is due.
     if places::working_copy_journal(cwd).is_err() {
         return;
@@ -495,8 +495,9 @@ pub fn push_in_background_if_due(cwd: &Path, now: std::time::SystemTime) {
         return;
     }
     let stamp = home.join(AUTO_STAMP_FILE);
-    let last = std::fs::symlink_metadata(&stamp).and_then(|m| m.modified()).ok();
-    let due = last.is_none_or(|t| now.duration_since(t).is_ok_and(|d| d.as_secs() >= setting.every_seconds));
+    let last = std::fs::symlink_metadata(&stamp).and_then(|m| m.modified()).ok().and_then(|t| jiff::Timestamp::try_from(t).ok());
+    // A stamp from the future (a clock set back) does not hold pushes off forever.
+    let due = last.is_none_or(|t| now.as_second() - t.as_second() >= setting.every_seconds as i64 || t > now);
     if !due {
         return;
     }
@@ -515,7 +516,7 @@ pub fn push_in_background_if_due(cwd: &Path, now: std::time::SystemTime) {
                 .map_err(|e| format!("the background push could not start: {e}"))
         });
     if let Err(why) = started {
-        let at = jiff::Timestamp::try_from(now).map(crate::journal::format::format_time).unwrap_or_default();
+        let at = crate::journal::format::format_time(now);
         let _ = write_record(&home.join(LAST_PUSH_FILE), &LastPush { at, remote: setting.remote, ok: false, summary: why });
     }
 }

@@ -51,7 +51,7 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
     let outcome = handle_managed(req, started)?;
     // After the hook's own work: a background mirror push when one is due (it never waits
     // for the push, and what the push does is recorded for `abcd mirror status`).
-    crate::command::mirror::push_in_background_if_due(&req.cwd, std::time::SystemTime::now());
+    crate::command::mirror::push_in_background_if_due(&req.cwd, crate::clock::wall_now());
     Ok(outcome)
 }
 

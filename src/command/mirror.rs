@@ -145,7 +145,12 @@ impl PushReport {
 /// saved-aside refs in one `git push`, and moves a local ref only where the remote took it.
 pub fn push(place: &MirrorPlace, remote: &str, lock_wait: Duration) -> Result<PushReport, CommandError> {
     let remote = place.remote(remote)?;
-    let _lock = place.lock(lock_wait)?;
+    let lock = place.lock(lock_wait)?;
+    push_locked(place, remote, &lock)
+}
+
+/// The push itself, with the repository's mirror lock held (the guard proves it).
+fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Result<PushReport, CommandError> {
     let mut journals = Vec::new();
     let mut built: Vec<(Built, PathBuf, String)> = Vec::new();
     for (path, shown) in place.journals()? {
@@ -334,6 +339,12 @@ impl FetchReport {
     }
 }
 
+/// Another machine's claim (its name, a path) as shown: re-scanned for secrets like every
+/// text folded from a mirror.
+fn claim_shown(text: &str) -> String {
+    if crate::secrets::scan(text).is_some() { "(not shown: it looks like a secret)".to_string() } else { text.to_string() }
+}
+
 /// A journal id as a ref's last part: 32 lowercase hex digits.
 fn journal_id_ok(id: &str) -> bool {
     id.len() == crate::journal::genesis::JOURNAL_ID_HEX_DIGITS && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -380,8 +391,20 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
             });
             continue;
         };
-        let judged = judge(&place.repo, id, c, v, &place.repository)
-            .map_err(|e| CommandError::Failed(format!("judging the mirror of journal {id} failed: {e}")))?;
+        let judged = match judge(&place.repo, id, c, v, &place.repository) {
+            Ok(j) => j,
+            Err(e) => {
+                journals.push(JournalFetched {
+                    journal_id: id.clone(),
+                    verdict: "unreadable".into(),
+                    machine: None,
+                    path: None,
+                    head_seq: None,
+                    why: Some(format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays")),
+                });
+                continue;
+            }
+        };
         if judged.verdict == Verdict::Verified {
             place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
         }
@@ -394,8 +417,8 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
         journals.push(JournalFetched {
             journal_id: id.clone(),
             verdict: judged.verdict.word().into(),
-            machine: shown.as_ref().map(|m| m.meta.machine.clone()),
-            path: shown.as_ref().map(|m| m.meta.path.clone()),
+            machine: shown.as_ref().map(|m| claim_shown(&m.meta.machine)),
+            path: shown.as_ref().map(|m| claim_shown(&m.meta.path)),
             head_seq: shown.as_ref().map(|m| m.meta.head_seq),
             why: judged.verdict.why(),
         });
@@ -523,7 +546,12 @@ pub fn push_in_background_if_due(cwd: &Path, now: jiff::Timestamp) {
 
 /// The background push: takes the lock only if free, pushes, and records what it did.
 pub fn push_in_background(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<PushReport, CommandError> {
-    let result = push(place, remote, Duration::ZERO);
+    // Another push or fetch holds the lock: it carries the same journals, so this one
+    // has nothing to add and records nothing.
+    let Ok(lock) = place.lock(Duration::ZERO) else {
+        return Ok(PushReport { remote: remote.to_string(), journals: Vec::new(), saved: Vec::new() });
+    };
+    let result = place.remote(remote).and_then(|remote| push_locked(place, remote, &lock));
     let (ok, summary) = match &result {
         Ok(r) => (r.all_pushed(), push_summary(r)),
         Err(e) => (false, e.to_string()),

@@ -99,6 +99,9 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
     if !machine_name_ok(&meta.machine) {
         return judged(Verdict::Rewritten("mirror.json's machine name is not 1 to 64 printable characters".into()), mirror);
     }
+    if meta.path.is_empty() || meta.path.len() > super::PATH_CLAIM_MAX_BYTES {
+        return judged(Verdict::Rewritten(format!("mirror.json's path is empty or over {} bytes", super::PATH_CLAIM_MAX_BYTES)), mirror);
+    }
 
     // From the verified copy's head when there is one, else from genesis.
     let mut walk = Walk::default();

@@ -34,6 +34,9 @@ pub const SEGMENT_NAME_DIGITS: usize = 20;
 /// A machine's name as a mirror records it, at most.
 pub const MACHINE_NAME_MAX: usize = 64;
 
+/// `mirror.json`'s path is at most this long.
+pub const PATH_CLAIM_MAX_BYTES: usize = 4096;
+
 pub const JOURNALS_PREFIX: &str = "refs/abcd/journals/";
 pub const SAVED_PREFIX: &str = "refs/abcd/saved/";
 pub const MIRROR_JSON: &str = "mirror.json";

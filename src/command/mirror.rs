@@ -365,67 +365,83 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
         refs.into_iter().filter_map(|(r, c)| r.strip_prefix(prefix).map(|id| (id.to_string(), c))).collect()
     };
     let (incoming, verified) = (strip(incoming, &incoming_p), strip(verified, &verified_p));
-    let ids: std::collections::BTreeSet<&String> = incoming.keys().chain(verified.keys()).collect();
-    let mut journals = Vec::new();
-    for id in ids {
-        if !journal_id_ok(id) {
-            journals.push(JournalFetched {
-                journal_id: crate::secrets::shown_name(id),
-                verdict: "rewritten".into(),
-                machine: None,
-                path: None,
-                head_seq: None,
-                why: Some("the ref's name is not a journal id (32 hex digits); it is not read".into()),
+    let ids: Vec<&String> = incoming.keys().chain(verified.keys()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    // Each mirror is judged on its own (its git children are the cost), a few at a time.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found: std::sync::Mutex<Vec<Option<Result<JournalFetched, CommandError>>>> =
+        std::sync::Mutex::new((0..ids.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..FETCH_PARALLEL.min(ids.len()) {
+            scope.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(id) = ids.get(k) else { break };
+                    let one = fetched_one(place, id, incoming.get(*id), verified.get(*id).map(String::as_str), &verified_p);
+                    found.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(one);
+                }
             });
-            continue;
         }
-        let v = verified.get(id).map(String::as_str);
-        let Some(c) = incoming.get(id) else {
-            journals.push(JournalFetched {
-                journal_id: id.clone(),
-                verdict: Verdict::Gone.word().into(),
-                machine: None,
-                path: None,
-                head_seq: None,
-                why: Verdict::Gone.why(),
-            });
-            continue;
-        };
-        let judged = match judge(&place.repo, id, c, v, &place.repository) {
-            Ok(j) => j,
-            Err(e) => {
-                journals.push(JournalFetched {
-                    journal_id: id.clone(),
-                    verdict: "unreadable".into(),
-                    machine: None,
-                    path: None,
-                    head_seq: None,
-                    why: Some(format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays")),
-                });
-                continue;
-            }
-        };
-        if judged.verdict == Verdict::Verified {
-            place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
-        }
-        // The claims of what is shown: the new commit when it verified, else the kept copy's.
-        let shown = match (&judged.verdict, v) {
-            (Verdict::Verified, _) => judged.mirror.clone(),
-            (_, Some(v)) => mirror::read_commit(&place.repo, v).ok(),
-            (_, None) => None,
-        };
-        journals.push(JournalFetched {
-            journal_id: id.clone(),
-            verdict: judged.verdict.word().into(),
-            machine: shown.as_ref().map(|m| claim_shown(&m.meta.machine)),
-            path: shown.as_ref().map(|m| claim_shown(&m.meta.path)),
-            head_seq: shown.as_ref().map(|m| m.meta.head_seq),
-            why: judged.verdict.why(),
-        });
-    }
+    });
+    let journals = found
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .map(|f| f.expect("every id was judged"))
+        .collect::<Result<Vec<_>, _>>()?;
     let report = FetchReport { remote, fetched_at: crate::journal::format::format_time(now), journals };
     write_record(&place.home.join(FETCH_RECORD_FILE), &report)?;
     Ok(report)
+}
+
+/// Mirrors judged at once by a fetch, each on a thread of its own with its git children.
+pub const FETCH_PARALLEL: usize = 4;
+
+/// One mirror judged, its verified ref moved when it verified, and what to say of it.
+fn fetched_one(
+    place: &MirrorPlace,
+    id: &str,
+    incoming: Option<&String>,
+    v: Option<&str>,
+    verified_p: &str,
+) -> Result<JournalFetched, CommandError> {
+    let entry = |verdict: &str, why: Option<String>| JournalFetched {
+        journal_id: id.to_string(),
+        verdict: verdict.into(),
+        machine: None,
+        path: None,
+        head_seq: None,
+        why,
+    };
+    if !journal_id_ok(id) {
+        let mut e = entry("rewritten", Some("the ref's name is not a journal id (32 hex digits); it is not read".into()));
+        e.journal_id = crate::secrets::shown_name(id);
+        return Ok(e);
+    }
+    let Some(c) = incoming else { return Ok(entry(Verdict::Gone.word(), Verdict::Gone.why())) };
+    let judged = match judge(&place.repo, id, c, v, &place.repository) {
+        Ok(j) => j,
+        Err(e) => {
+            let why = format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays");
+            return Ok(entry("unreadable", Some(why)));
+        }
+    };
+    if judged.verdict == Verdict::Verified {
+        place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
+    }
+    // The claims of what is shown: the new commit when it verified, else the kept copy's.
+    let shown = match (&judged.verdict, v) {
+        (Verdict::Verified, _) => judged.mirror.clone(),
+        (_, Some(v)) => mirror::read_commit(&place.repo, v).ok(),
+        (_, None) => None,
+    };
+    Ok(JournalFetched {
+        journal_id: id.to_string(),
+        verdict: judged.verdict.word().into(),
+        machine: shown.as_ref().map(|m| claim_shown(&m.meta.machine)),
+        path: shown.as_ref().map(|m| claim_shown(&m.meta.path)),
+        head_seq: shown.as_ref().map(|m| m.meta.head_seq),
+        why: judged.verdict.why(),
+    })
 }
 
 /// Writes a record beside the repository journal, atomically.

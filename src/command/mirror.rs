@@ -429,17 +429,18 @@ fn fetched_one(
         place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
     }
     // The claims of what is shown: the new commit when it verified, else the kept copy's.
-    let shown = match (&judged.verdict, v) {
-        (Verdict::Verified, _) => judged.mirror.clone(),
-        (_, Some(v)) => mirror::read_commit(&place.repo, v).ok(),
-        (_, None) => None,
+    // A mirror never verified still names who claims it (machine, path), never a head.
+    let (shown, head) = match (&judged.verdict, v) {
+        (Verdict::Verified, _) => (judged.mirror.clone(), true),
+        (_, Some(v)) => (mirror::read_commit(&place.repo, v).ok(), true),
+        (_, None) => (judged.mirror.clone(), false),
     };
     Ok(JournalFetched {
         journal_id: id.to_string(),
         verdict: judged.verdict.word().into(),
         machine: shown.as_ref().map(|m| claim_shown(&m.meta.machine)),
         path: shown.as_ref().map(|m| claim_shown(&m.meta.path)),
-        head_seq: shown.as_ref().map(|m| m.meta.head_seq),
+        head_seq: shown.as_ref().filter(|_| head).map(|m| m.meta.head_seq),
         why: judged.verdict.why(),
     })
 }

@@ -181,7 +181,8 @@ pub fn open_journal_for_verb(storage: SharedStorage, paths: JournalPaths) -> Res
 pub fn machine_name() -> String {
     let raw = std::env::var("ABCD_MACHINE").ok().filter(|m| !m.is_empty()).or_else(crate::platform::process::host_name).unwrap_or_default();
     let kept: String = raw.chars().filter(|c| c.is_ascii_graphic()).take(crate::mirror::MACHINE_NAME_MAX).collect();
-    if kept.is_empty() { "unnamed".to_string() } else { kept }
+    // The name leaves the machine in every mirror: one that looks like a secret never does.
+    if kept.is_empty() || crate::secrets::scan(&kept).is_some() { "unnamed".to_string() } else { kept }
 }
 
 /// The home store's folder of one repository (`repos/<root-commit>`).

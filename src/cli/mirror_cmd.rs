@@ -240,8 +240,12 @@ fn status_text(s: &StatusView) -> String {
         match &v.away {
             Some(a) => {
                 out += &format!(
-                    "  away record: {:?} from {} to {}, set by {} in {}; {} queued steps, {} stops{}\n",
-                    a.status,
+                    "  away record: {} from {} to {}, set by {} in {}; {} queued steps, {} stops{}\n",
+                    match a.status {
+                        crate::away::Status::Present => "present",
+                        crate::away::Status::Away => "away",
+                        crate::away::Status::Lapsed => "lapsed",
+                    },
                     a.start,
                     a.end,
                     terminal_safe(&a.set_by, Lines::One),

@@ -157,8 +157,8 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
         match build_one(place, &path, &shown) {
             Ok(Some(b)) => built.push((b, path, shown)),
             Ok(None) => {}
-            Err(why) => journals.push(JournalPushed {
-                journal_id: None,
+            Err((journal_id, why)) => journals.push(JournalPushed {
+                journal_id,
                 scope: None,
                 path: shown,
                 outcome: "refused",
@@ -203,9 +203,10 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
     Ok(PushReport { remote, journals, saved })
 }
 
-fn build_one(place: &MirrorPlace, path: &Path, shown: &str) -> Result<Option<Built>, String> {
+/// A journal's next mirror commit, or its id (when known) and why it cannot be pushed.
+fn build_one(place: &MirrorPlace, path: &Path, shown: &str) -> Result<Option<Built>, (Option<String>, String)> {
     let claims = Claims { repository: &place.repository, machine: &place.machine, path: shown };
-    build(&place.repo, &RealDisk, path, &claims).map_err(|e| e.to_string())
+    build(&place.repo, &RealDisk, path, &claims).map_err(|e| (e.journal_id().map(str::to_string), e.to_string()))
 }
 
 fn answer_for<'a>(answers: &'a [PushedRef], remote_ref: &str) -> Option<&'a PushedRef> {
@@ -280,7 +281,7 @@ fn adopt_and_retry(
         return Err(not_ours());
     }
     place.repo.move_ref(&journal_ref(id), &theirs, b.parent.as_deref()).map_err(|e| e.to_string())?;
-    let Some(again) = build_one(place, path, shown)? else { return Ok(None) };
+    let Some(again) = build_one(place, path, shown).map_err(|(_, why)| why)? else { return Ok(None) };
     let answers = place.repo.push(remote, &[format!("{}:{}", again.commit, journal_ref(id))]).map_err(|e| e.to_string())?;
     let answer = answer_for(&answers, &journal_ref(id)).cloned();
     Ok(Some((again, answer)))
@@ -417,7 +418,14 @@ fn fetched_one(
         e.journal_id = crate::secrets::shown_name(id);
         return Ok(e);
     }
-    let Some(c) = incoming else { return Ok(entry(Verdict::Gone.word(), Verdict::Gone.why())) };
+    let Some(c) = incoming else {
+        let mut gone = entry(Verdict::Gone.word(), Verdict::Gone.why());
+        if let Some(kept) = v.and_then(|v| mirror::read_commit(&place.repo, v).ok()) {
+            (gone.machine, gone.path, gone.head_seq) =
+                (Some(claim_shown(&kept.meta.machine)), Some(claim_shown(&kept.meta.path)), Some(kept.meta.head_seq));
+        }
+        return Ok(gone);
+    };
     let judged = match judge(&place.repo, id, c, v, &place.repository) {
         Ok(j) => j,
         Err(e) => {
@@ -584,9 +592,9 @@ pub fn push_summary(r: &PushReport) -> String {
     let current = r.journals.iter().filter(|j| j.outcome == "up_to_date").count();
     let refused: Vec<&JournalPushed> = r.journals.iter().filter(|j| j.outcome == "refused").collect();
     let saved_refused = r.saved.iter().filter(|s| s.outcome == "refused").count();
-    let mut line = format!("{pushed} journals pushed, {current} up to date, {} refused", refused.len());
+    let mut line = format!("journals pushed: {pushed}, up to date: {current}, refused: {}", refused.len());
     if saved_refused > 0 {
-        line += &format!(", {saved_refused} saved-aside refs refused");
+        line += &format!(", saved-aside refs refused: {saved_refused}");
     }
     if let Some(why) = refused.first().and_then(|j| j.why.as_deref()) {
         line += &format!(": {why}");
@@ -723,8 +731,8 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
                 let kind = scope_name(&meta.scope);
                 let mut v = journal_view(
                     &state,
-                    meta.machine.clone(),
-                    meta.path.clone(),
+                    claim_shown(&meta.machine),
+                    claim_shown(&meta.path),
                     id.to_string(),
                     "mirror",
                     Some(meta.head_seq),

@@ -141,7 +141,16 @@ impl Repo {
 
     /// The entries of a tree (`<commit>^{tree}` or `<commit>:<path>` are trees too).
     pub fn ls_tree(&self, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
-        let out = self.ok(&["ls-tree", "-z", "--full-tree", tree], None, PLUMBING_OUTPUT_MAX, &[])?;
+        self.list_tree(&["ls-tree", "-z", "--full-tree", tree])
+    }
+
+    /// Every entry of a tree and of the trees under it (trees named too), paths joined by `/`.
+    pub fn ls_tree_all(&self, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
+        self.list_tree(&["ls-tree", "-r", "-t", "-z", "--full-tree", tree])
+    }
+
+    fn list_tree(&self, args: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
+        let out = self.ok(args, None, PLUMBING_OUTPUT_MAX, &[])?;
         out.split(|b| *b == 0)
             .filter(|r| !r.is_empty())
             .map(|record| {
@@ -223,6 +232,17 @@ impl Repo {
         match ran.code {
             Some(0) => Ok(true),
             Some(1) => Ok(false),
+            _ => Err(failed(&["merge-base"], &ran)),
+        }
+    }
+
+    /// The best common ancestor of two commits (one `git merge-base`), None when they share
+    /// no history.
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>, GitError> {
+        let ran = self.run(&["merge-base", a, b], None, PLUMBING_DEADLINE, 4096, &[])?;
+        match ran.code {
+            Some(0) => Ok(Some(object_id(String::from_utf8_lossy(&ran.out).trim().to_string(), "merge-base")?)),
+            Some(1) => Ok(None),
             _ => Err(failed(&["merge-base"], &ran)),
         }
     }

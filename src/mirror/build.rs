@@ -51,7 +51,17 @@ pub enum BuildError {
         "{} no longer holds the lines its mirror {commit} holds ({why}); it was repaired or replaced since the last push, so its mirror is left as it is; `abcd journal verify` shows the journal's state",
         path.display()
     )]
-    Diverged { path: std::path::PathBuf, commit: String, why: String },
+    Diverged { path: std::path::PathBuf, journal_id: String, commit: String, why: String },
+}
+
+impl BuildError {
+    /// The journal's id, when the refusal came after it was read.
+    pub fn journal_id(&self) -> Option<&str> {
+        match self {
+            BuildError::Diverged { journal_id, .. } => Some(journal_id),
+            _ => None,
+        }
+    }
 }
 
 /// A segment being filled: its name's seq, its bytes so far, its line count.
@@ -88,7 +98,12 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
             ShapeError::Git(g) => BuildError::Git(g),
             ShapeError::Bad(why) => unmirrorable(format!("its local mirror {p} is not a mirror commit: {why}")),
         })?;
-        let diverged = |why: &str| BuildError::Diverged { path: path.to_owned(), commit: p.clone(), why: why.to_string() };
+        let diverged = |why: &str| BuildError::Diverged {
+            path: path.to_owned(),
+            journal_id: opened.journal_id.clone(),
+            commit: p.clone(),
+            why: why.to_string(),
+        };
         if mirror.meta.journal_id != opened.journal_id {
             return Err(diverged("the mirror names another journal id"));
         }

@@ -67,10 +67,11 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
         return verdict(Verdict::Unchanged);
     }
     if let Some(v) = verified {
-        if repo.is_ancestor(incoming, v)? {
+        let base = repo.merge_base(incoming, v)?;
+        if base.as_deref() == Some(incoming) {
             return verdict(Verdict::RolledBack);
         }
-        if !repo.is_ancestor(v, incoming)? {
+        if base.as_deref() != Some(v) {
             return verdict(Verdict::Rewritten(format!(
                 "its commit {} does not descend from the verified copy {}: the remote's history was rewritten",
                 short(incoming),
@@ -105,10 +106,10 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
 
     // From the verified copy's head when there is one, else from genesis.
     let mut walk = Walk::default();
-    let (mut index, mut from) = (0usize, 0usize);
+    let (mut index, mut from, mut first_bytes) = (0usize, 0usize, None);
     if let Some(v) = verified {
         match resume_point(repo, v, &mirror) {
-            Ok(Some((w, i, f))) => (walk, index, from) = (w, i, f),
+            Ok(Some((w, i, f, bytes))) => (walk, index, from, first_bytes) = (w, i, f, Some(bytes)),
             Ok(None) => {}
             Err(Resume::Changed(why)) => return judged(Verdict::Rewritten(why), mirror),
             Err(Resume::Git(g)) => return Err(g),
@@ -136,8 +137,11 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
     };
     for (k, entry) in mirror.segments.iter().enumerate().skip(index) {
         let start = if k == index { from } else { 0 };
-        let walked =
-            read_segment(repo, &entry.id).and_then(|bytes| walk_segment(&bytes, &entry.name, start, &mut walk, &mut check_genesis));
+        let bytes = match first_bytes.take().filter(|_| k == index) {
+            Some(b) => Ok(b),
+            None => read_segment(repo, &entry.id),
+        };
+        let walked = bytes.and_then(|bytes| walk_segment(&bytes, &entry.name, start, &mut walk, &mut check_genesis));
         match walked {
             Ok(()) => {}
             Err(WalkError::Broken(why)) => return judged(Verdict::Rewritten(why), mirror),
@@ -163,8 +167,9 @@ enum Resume {
 
 /// Where verifying a fast-forward of the verified copy `v` starts: every segment of `v`
 /// but its last unchanged by id, and its last a byte prefix of the same-named segment.
-/// None when `v` cannot be read as a mirror (the whole chain is then verified).
-fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<(Walk, usize, usize)>, Resume> {
+/// None when `v` cannot be read as a mirror (the whole chain is then verified). Also hands
+/// back the new commit's segment of that name, read for the comparison.
+fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<(Walk, usize, usize, Vec<u8>)>, Resume> {
     let old = match read_commit(repo, v) {
         Ok(m) => m,
         Err(ShapeError::Git(g)) => return Err(Resume::Git(g)),
@@ -187,7 +192,8 @@ fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<(Walk
         })
     };
     let old_bytes = read(&old_last.id)?;
-    if new_last.id != old_last.id && !read(&new_last.id)?.starts_with(&old_bytes) {
+    let new_bytes = if new_last.id == old_last.id { old_bytes.clone() } else { read(&new_last.id)? };
+    if !new_bytes.starts_with(&old_bytes) {
         return Err(changed(&old_last.name));
     }
     // The verified copy's last line gives the chain position to continue from.
@@ -195,7 +201,7 @@ fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<(Walk
     let Ok(head) = format::verify_line(&old_bytes[line_start..]) else { return Ok(None) };
     let walk =
         Walk { position: Some(head.chain_position()), last: Some((head.seq, head.hash, head.time)), bytes: old.meta.bytes, events: 0 };
-    Ok(Some((walk, index, old_bytes.len())))
+    Ok(Some((walk, index, old_bytes.len(), new_bytes)))
 }
 
 /// The first 12 hex digits of a commit, for messages.

@@ -115,10 +115,28 @@ pub enum ShapeError {
 /// Reads a mirror commit's `mirror.json` and segment list, holding them to §3–§5's shape.
 pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError> {
     let bad = |why: String| ShapeError::Bad(why);
-    let root = repo.ls_tree(commit)?;
+    // One listing of the whole tree: the two root entries, then the segments under `segments/`.
+    let all = repo.ls_tree_all(commit)?;
+    let (root, under): (Vec<TreeEntry>, Vec<TreeEntry>) = all.into_iter().partition(|e| !e.name.contains('/'));
     let names: Vec<(&str, &str)> = root.iter().map(|e| (e.name.as_str(), e.kind.as_str())).collect();
     if names != [(MIRROR_JSON, "blob"), (SEGMENTS_DIR, "tree")] {
         return Err(bad(format!("its tree holds {} entries other than mirror.json and segments/", root.len())));
+    }
+    let mut segments = Vec::with_capacity(under.len());
+    for mut e in under {
+        let name = e.name.strip_prefix("segments/").filter(|n| !n.contains('/')).map(str::to_string);
+        match name {
+            Some(n) if e.kind == "blob" && e.mode == "100644" && segment_seq(&n).is_some() => {
+                e.name = n;
+                segments.push(e);
+            }
+            _ => {
+                return Err(bad(format!("segments/ holds {}, not a segment named <20 digits>.jsonl", crate::secrets::shown_name(&e.name))));
+            }
+        }
+    }
+    if segments.is_empty() || segments.len() > MIRROR_MAX_SEGMENTS {
+        return Err(bad(format!("it holds {} segments; a mirror holds 1 to {MIRROR_MAX_SEGMENTS}", segments.len())));
     }
     let json = repo.read_blob(&root[0].id, MIRROR_JSON_MAX_BYTES).map_err(|e| match e {
         GitError::Unreadable { .. } => bad(format!("mirror.json is over {MIRROR_JSON_MAX_BYTES} bytes")),
@@ -126,14 +144,7 @@ pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError
     })?;
     let meta: MirrorMeta = serde_json::from_slice(&json).map_err(|e| bad(format!("mirror.json is not §5's object: {e}")))?;
     if meta.format != MIRROR_FORMAT {
-        return Err(bad(format!("mirror.json names format {:?}, not {MIRROR_FORMAT}", crate::secrets::shown_name(&meta.format))));
-    }
-    let segments = repo.ls_tree(&root[1].id)?;
-    if segments.is_empty() || segments.len() > MIRROR_MAX_SEGMENTS {
-        return Err(bad(format!("it holds {} segments; a mirror holds 1 to {MIRROR_MAX_SEGMENTS}", segments.len())));
-    }
-    if let Some(e) = segments.iter().find(|e| e.kind != "blob" || e.mode != "100644" || segment_seq(&e.name).is_none()) {
-        return Err(bad(format!("segments/ holds {}, not a segment named <20 digits>.jsonl", crate::secrets::shown_name(&e.name))));
+        return Err(bad(format!("mirror.json names format {}, not {MIRROR_FORMAT}", crate::secrets::shown_name(&meta.format))));
     }
     Ok(MirrorCommit { commit: commit.to_string(), meta, segments })
 }

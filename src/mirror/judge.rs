@@ -160,6 +160,10 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
     judged(Verdict::Verified, mirror)
 }
 
+/// Where a fast-forward's verification resumes: the walk so far, the segment's index, the
+/// byte in it, and that segment's bytes.
+type Resumed = (Walk, usize, usize, Vec<u8>);
+
 enum Resume {
     Changed(String),
     Git(GitError),
@@ -169,7 +173,7 @@ enum Resume {
 /// but its last unchanged by id, and its last a byte prefix of the same-named segment.
 /// None when `v` cannot be read as a mirror (the whole chain is then verified). Also hands
 /// back the new commit's segment of that name, read for the comparison.
-fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<(Walk, usize, usize, Vec<u8>)>, Resume> {
+fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<Resumed>, Resume> {
     let old = match read_commit(repo, v) {
         Ok(m) => m,
         Err(ShapeError::Git(g)) => return Err(Resume::Git(g)),

@@ -82,9 +82,10 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             } else {
                 out!("{}", push_text(&report));
             }
-            for j in report.journals.iter().filter(|j| j.outcome == "refused") {
+            for j in report.journals.iter().filter(|j| j.outcome == "refused" || j.outcome == "partial") {
+                let how = if j.outcome == "partial" { "was pushed only in part" } else { "was not pushed" };
                 errln!(
-                    "abcd: the journal at {} was not pushed: {}",
+                    "abcd: the journal at {} {how}: {}",
                     terminal_safe(&j.path, Lines::One),
                     terminal_safe(j.why.as_deref().unwrap_or(""), Lines::One)
                 );
@@ -148,6 +149,7 @@ fn push_text(r: &PushReport) -> String {
                 out += &format!("pushed {id} {what} {path}: through seq {} ({} new {events})\n", j.head_seq.unwrap_or(0), j.new_events)
             }
             "up_to_date" => out += &format!("up to date {id} {what} {path}: seq {}\n", j.head_seq.unwrap_or(0)),
+            "partial" => out += &format!("partly pushed {id} {what} {path}: through seq {}\n", j.head_seq.unwrap_or(0)),
             _ => out += &format!("refused {id} {what} {path}\n"),
         }
         if j.outcome != "refused"

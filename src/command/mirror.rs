@@ -137,7 +137,7 @@ pub struct PushReport {
 
 impl PushReport {
     pub fn all_pushed(&self) -> bool {
-        self.journals.iter().all(|j| j.outcome != "refused") && self.saved.iter().all(|s| s.outcome != "refused")
+        self.journals.iter().all(|j| j.outcome != "refused" && j.outcome != "partial") && self.saved.iter().all(|s| s.outcome != "refused")
     }
 }
 
@@ -241,6 +241,8 @@ fn settle(place: &MirrorPlace, b: Built, path: String, answer: Option<&PushedRef
         return refused(&b, path, format!("the remote took it, but the local ref could not be moved ({e}); the next push puts it right"));
     }
     let outcome = if outcome == "up_to_date" && b.new_events > 0 { "pushed" } else { outcome };
+    // Lines held back (damage, or what looks like a secret) make the push partial.
+    let outcome = if b.stopped_at.is_some() { "partial" } else { outcome };
     JournalPushed {
         journal_id: Some(b.journal_id),
         scope: Some(b.scope),
@@ -590,9 +592,9 @@ pub fn push_in_background(place: &MirrorPlace, remote: &str, now: jiff::Timestam
 pub fn push_summary(r: &PushReport) -> String {
     let pushed = r.journals.iter().filter(|j| j.outcome == "pushed").count();
     let current = r.journals.iter().filter(|j| j.outcome == "up_to_date").count();
-    let refused: Vec<&JournalPushed> = r.journals.iter().filter(|j| j.outcome == "refused").collect();
+    let refused: Vec<&JournalPushed> = r.journals.iter().filter(|j| j.outcome == "refused" || j.outcome == "partial").collect();
     let saved_refused = r.saved.iter().filter(|s| s.outcome == "refused").count();
-    let mut line = format!("journals pushed: {pushed}, up to date: {current}, refused: {}", refused.len());
+    let mut line = format!("journals pushed: {pushed}, up to date: {current}, refused or partial: {}", refused.len());
     if saved_refused > 0 {
         line += &format!(", saved-aside refs refused: {saved_refused}");
     }

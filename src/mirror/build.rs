@@ -35,7 +35,8 @@ pub struct Built {
     pub parent: Option<String>,
     pub head_seq: u64,
     pub new_events: u64,
-    /// Damage after the last verified line, which is not mirrored.
+    /// Why the mirror stops short of the journal's end: damage after the last verified
+    /// line, or a line holding what looks like a secret. Those lines are not mirrored.
     pub stopped_at: Option<String>,
 }
 
@@ -130,6 +131,7 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
 
     let mut new_events = 0u64;
     let mut fault: Option<BuildError> = None;
+    let mut held: Option<String> = None;
     let report = scan::scan(file.as_ref(), start, |event: &Event, pos| {
         let mut line = vec![0u8; pos.len as usize];
         match read_exact_at(file.as_ref(), &mut line, pos.offset) {
@@ -138,6 +140,16 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
                 fault = Some(unmirrorable(format!("the line of seq {} could not be read again", event.seq)));
                 return Err(());
             }
+        }
+        // A line abcd wrote never holds a secret (every text is scanned before it is
+        // journaled); one written behind its back may, and stays on this machine.
+        if let Some(kind) = std::str::from_utf8(&line).ok().and_then(crate::secrets::scan) {
+            held = Some(format!(
+                "the line of seq {} holds what looks like a {} (not written by abcd); it and the lines after it are not pushed",
+                event.seq,
+                kind.name()
+            ));
+            return Err(());
         }
         let fits = open.as_ref().is_some_and(|o| Fill { lines: o.lines, bytes: o.bytes.len() }.takes(line.len()));
         if !fits {
@@ -161,16 +173,21 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
         new_events += 1;
         Ok(())
     });
-    let report = match report {
-        Ok(r) => r,
+    let stopped_at = match report {
+        Err(scan::ScanError::Visitor(())) if held.is_some() => held,
         Err(scan::ScanError::Visitor(())) => return Err(fault.expect("a visitor stop names its fault")),
         Err(scan::ScanError::Io(e)) => return Err(unmirrorable(format!("reading it failed: {e}"))),
+        Ok(r) => match r.verdict {
+            Verdict::Clean | Verdict::TornTail(_) => None,
+            Verdict::Corrupt(c) => Some(format!("damage at seq {} (byte {}) is not mirrored: {}", c.seq, c.offset, c.problem)),
+        },
     };
-    let stopped_at = match report.verdict {
-        Verdict::Clean | Verdict::TornTail(_) => None,
-        Verdict::Corrupt(c) => Some(format!("damage at seq {} (byte {}) is not mirrored: {}", c.seq, c.offset, c.problem)),
+    let Some((head_seq, head_hash, head_time)) = last else {
+        return match stopped_at {
+            Some(why) => Err(unmirrorable(why)),
+            None => Ok(None),
+        };
     };
-    let Some((head_seq, head_hash, head_time)) = last else { return Ok(None) };
     if new_events == 0
         && let Some(p) = &parent
     {
@@ -245,4 +262,81 @@ fn read_exact_at(file: &dyn StorageFile, buf: &mut [u8], offset: u64) -> std::io
         done += n;
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::format::{Actor, NewEvent, encode_line};
+    use crate::journal::storage::RealDisk;
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git").args(args).current_dir(dir).output().unwrap().status.success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// A journal of `titles.len() + 1` lines (genesis, then one note per title).
+    fn journal(titles: &[&str]) -> Vec<u8> {
+        let mut prev = format::Hash::genesis_prev();
+        let t = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        let mut bytes = Vec::new();
+        let genesis = serde_json::json!({"journal_id": ID, "scope": {"kind": "machine"}});
+        let datas =
+            std::iter::once(("journal.opened", genesis)).chain(titles.iter().map(|t| ("test.note", serde_json::json!({"title": t}))));
+        for (seq, (kind, data)) in datas.enumerate() {
+            let actor = Actor { session: None, pid: 1, tool: "abcd/test".into() };
+            let (line, hash) = encode_line(seq as u64, t, &NewEvent { kind: kind.into(), actor, data }, &prev).unwrap();
+            prev = hash;
+            bytes.extend_from_slice(&line);
+        }
+        bytes
+    }
+
+    fn setup(bytes: &[u8]) -> (tempfile::TempDir, Repo, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q"]);
+        let path = dir.path().join("journal.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        let repo = Repo::at(dir.path());
+        (dir, repo, path)
+    }
+
+    const CLAIMS: Claims<'static> = Claims { repository: "1111111111111111111111111111111111111111", machine: "m", path: "/w" };
+
+    #[test]
+    fn a_line_holding_a_secret_and_those_after_it_stay_on_the_machine() {
+        let token = format!("ghp_{}", "Ab3".repeat(12));
+        let title = format!("deploy with {token}");
+        let (_dir, repo, path) = setup(&journal(&["first", &title, "after"]));
+        let built = build(&repo, &RealDisk, &path, &CLAIMS).unwrap().unwrap();
+        assert_eq!((built.head_seq, built.new_events), (1, 2));
+        let why = built.stopped_at.unwrap();
+        assert!(why.contains("seq 2") && why.contains("github_token") && !why.contains("ghp_"), "{why}");
+        let m = super::super::read_commit(&repo, &built.commit).unwrap();
+        let blob = repo.read_blob(&m.segments[0].id, super::super::SEGMENT_MAX_BYTES).unwrap();
+        assert!(!String::from_utf8_lossy(&blob).contains(&token));
+        assert!(String::from_utf8_lossy(&blob).contains("first"));
+    }
+
+    #[test]
+    fn a_journal_that_no_longer_holds_its_mirrored_lines_is_not_built_on() {
+        let (_dir, repo, path) = setup(&journal(&["first", "second"]));
+        let built = build(&repo, &RealDisk, &path, &CLAIMS).unwrap().unwrap();
+        repo.move_ref(&journal_ref(ID), &built.commit, None).unwrap();
+        // The same journal id, other lines: what a repair or a replacement leaves.
+        std::fs::write(&path, journal(&["first", "other", "third"])).unwrap();
+        match build(&repo, &RealDisk, &path, &CLAIMS) {
+            Err(BuildError::Diverged { journal_id, why, .. }) => {
+                assert_eq!(journal_id, ID);
+                assert!(why.contains("last mirrored segment differ"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The original lines and one more build on the mirror: only the new line is new.
+        std::fs::write(&path, journal(&["first", "second", "third"])).unwrap();
+        let next = build(&repo, &RealDisk, &path, &CLAIMS).unwrap().unwrap();
+        assert_eq!((next.head_seq, next.new_events, next.parent.as_deref()), (3, 1, Some(built.commit.as_str())));
+    }
 }

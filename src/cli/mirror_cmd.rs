@@ -90,7 +90,7 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
                     terminal_safe(j.why.as_deref().unwrap_or(""), Lines::One)
                 );
             }
-            for s in report.saved.iter().filter(|s| s.outcome == "refused") {
+            for s in report.saved.iter().filter(|s| s.outcome == "refused" || s.outcome == "held") {
                 errln!("abcd: {} was not pushed: {}", s.ref_name, terminal_safe(s.why.as_deref().unwrap_or(""), Lines::One));
             }
             Ok(if report.all_pushed() { EXIT_OK } else { EXIT_FAILURE })

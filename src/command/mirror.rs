@@ -25,6 +25,9 @@ pub const MIRROR_LOCK_WAIT: Duration = Duration::from_secs(30);
 /// The lock file, the auto setting and the records, in the repository's home folder.
 pub const MIRROR_LOCK_FILE: &str = "mirror.lock";
 pub const FETCH_RECORD_FILE: &str = "mirror-fetched.json";
+/// Saved-aside commits found clean by the scan, and how many are remembered at most.
+pub const SAVED_CLEAN_FILE: &str = "mirror-saved-clean.json";
+pub const SAVED_CLEAN_KEPT: usize = 10_000;
 /// Records read back this far at most.
 pub const RECORD_MAX_BYTES: u64 = 4 << 20;
 
@@ -137,7 +140,8 @@ pub struct PushReport {
 
 impl PushReport {
     pub fn all_pushed(&self) -> bool {
-        self.journals.iter().all(|j| j.outcome != "refused" && j.outcome != "partial") && self.saved.iter().all(|s| s.outcome != "refused")
+        self.journals.iter().all(|j| j.outcome != "refused" && j.outcome != "partial")
+            && self.saved.iter().all(|s| s.outcome != "refused" && s.outcome != "held")
     }
 }
 
@@ -168,7 +172,21 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
             }),
         }
     }
-    let saved: Vec<String> = place.repo.refs_under(SAVED_PREFIX).map_err(CommandError::failed)?.into_iter().map(|(r, _)| r).collect();
+    // Saved-aside work holds files nobody scanned when they were saved: one that looks like
+    // it holds a secret keeps its whole ref on this machine.
+    let mut saved = Vec::new();
+    let mut held_saved = Vec::new();
+    for (r, commit) in place.repo.refs_under(SAVED_PREFIX).map_err(CommandError::failed)? {
+        match saved_secret(place, &commit) {
+            Ok(None) => saved.push(r),
+            Ok(Some(why)) => held_saved.push(RefPushed { ref_name: r, outcome: "held", why: Some(why) }),
+            Err(e) => held_saved.push(RefPushed {
+                ref_name: r,
+                outcome: "held",
+                why: Some(format!("its files could not be read to scan them ({e})")),
+            }),
+        }
+    }
     let mut refspecs: Vec<String> = built.iter().map(|(b, _, _)| format!("{}:{}", b.commit, journal_ref(&b.journal_id))).collect();
     refspecs.extend(saved.iter().map(|r| format!("{r}:{r}")));
     let answers = if refspecs.is_empty() { Vec::new() } else { place.repo.push(&remote, &refspecs).map_err(CommandError::failed)? };
@@ -199,11 +217,44 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
             };
             RefPushed { ref_name: r, outcome, why }
         })
+        .chain(held_saved)
         .collect();
     Ok(PushReport { remote, journals, saved })
 }
 
 /// A journal's next mirror commit, or its id (when known) and why it cannot be pushed.
+/// A saved-aside file over this size is not scanned: secrets sit in small files (configs,
+/// `.env`), and reading every large data file on each push would cost more than it finds.
+pub const SAVED_FILE_SCAN_BYTES: usize = 4 << 20;
+
+/// The first file of a saved-aside commit that looks like it holds a secret, in words
+/// (its path and the kind, never the value). Commits found clean are remembered in the
+/// repository's home folder, so each is read once.
+fn saved_secret(place: &MirrorPlace, commit: &str) -> Result<Option<String>, crate::git::objects::GitError> {
+    let record = place.home.join(SAVED_CLEAN_FILE);
+    let mut clean: std::collections::BTreeSet<String> = read_record(&record).unwrap_or_default();
+    if clean.contains(commit) {
+        return Ok(None);
+    }
+    for (path, blob) in place.repo.changed_blobs(commit)? {
+        let bytes = match place.repo.read_blob(&blob, SAVED_FILE_SCAN_BYTES) {
+            Ok(b) => b,
+            // Over the scan bound: a data file or a build output, not where a secret is kept.
+            Err(crate::git::objects::GitError::Unreadable { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(kind) = crate::secrets::scan(&String::from_utf8_lossy(&bytes)) {
+            let shown = if crate::secrets::scan(&path).is_some() { "(a path that looks like a secret)".to_string() } else { path };
+            return Ok(Some(format!("its file {shown} looks like it holds a {}; the saved work stays on this machine", kind.name())));
+        }
+    }
+    if clean.len() < SAVED_CLEAN_KEPT {
+        clean.insert(commit.to_string());
+        let _ = write_record(&record, &clean);
+    }
+    Ok(None)
+}
+
 fn build_one(place: &MirrorPlace, path: &Path, shown: &str) -> Result<Option<Built>, (Option<String>, String)> {
     let claims = Claims { repository: &place.repository, machine: &place.machine, path: shown };
     build(&place.repo, &RealDisk, path, &claims).map_err(|e| (e.journal_id().map(str::to_string), e.to_string()))

@@ -247,6 +247,27 @@ impl Repo {
         }
     }
 
+    /// The blobs a commit adds or changes against its first parent (all of them for a root
+    /// commit), with their paths: deletions, submodules and mode-only changes left out.
+    pub fn changed_blobs(&self, commit: &str) -> Result<Vec<(String, String)>, GitError> {
+        let out =
+            self.ok(&["diff-tree", "-r", "-z", "--root", "--no-commit-id", "--no-renames", commit], None, PLUMBING_OUTPUT_MAX, &[])?;
+        let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
+        let mut changed = Vec::new();
+        while let (Some(head), Some(path)) = (fields.next(), fields.next()) {
+            // `:<old mode> <new mode> <old id> <new id> <status>`
+            let head = String::from_utf8_lossy(head);
+            let parts: Vec<&str> = head.trim_start_matches(':').split(' ').collect();
+            if let [_, new_mode, _, new_id, status] = parts[..]
+                && status != "D"
+                && (new_mode.starts_with("100") || new_mode == "120000")
+            {
+                changed.push((String::from_utf8_lossy(path).into_owned(), new_id.to_string()));
+            }
+        }
+        Ok(changed)
+    }
+
     /// True when `remote` is a configured remote of this repository.
     pub fn has_remote(&self, remote: &str) -> Result<bool, GitError> {
         let ran = self.run(&["remote"], None, PLUMBING_DEADLINE, 1 << 20, &[])?;

@@ -1,0 +1,53 @@
+//! Saved-aside work on the mirror (issue 22): a saved ref goes to the remote with the
+//! journals, unless one of its files looks like it holds a secret; then the whole ref stays
+//! on this machine and the push names the file and the kind, never the value.
+
+mod common;
+#[path = "common/remote.rs"]
+mod remote;
+
+use remote::{Lab, Machine, text};
+
+/// A saved-aside ref in `m`'s clone holding `files` on top of HEAD, made as abcd makes one
+/// (a commit whose one parent is HEAD), under `refs/abcd/saved/<run>/<lane>/<time>`.
+fn save_aside(m: &Machine, name: &str, files: &[(&str, &str)]) -> (String, String) {
+    let scratch = tempfile::tempdir().unwrap();
+    let index = scratch.path().join("index");
+    let env = [("GIT_INDEX_FILE", index.to_str().unwrap())];
+    common::repo::git_with(&m.root, &["read-tree", "HEAD"], &env);
+    for (k, (path, body)) in files.iter().enumerate() {
+        let f = scratch.path().join(format!("body-{k}"));
+        std::fs::write(&f, body).unwrap();
+        let blob = common::repo::git(&m.root, &["hash-object", "-w", f.to_str().unwrap()]).trim().to_string();
+        common::repo::git_with(&m.root, &["update-index", "--add", "--cacheinfo", &format!("100644,{blob},{path}")], &env);
+    }
+    let tree = common::repo::git_with(&m.root, &["write-tree"], &env).trim().to_string();
+    let commit = common::repo::git(&m.root, &["commit-tree", &tree, "-p", "HEAD", "-m", "saved aside"]).trim().to_string();
+    let name = format!("refs/abcd/saved/r1/impl/{name}");
+    common::repo::git(&m.root, &["update-ref", &name, &commit]);
+    (name, commit)
+}
+
+#[test]
+fn saved_work_goes_to_the_remote_unless_a_file_looks_like_it_holds_a_secret() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Port the parser");
+    let token = format!("ghp_{}", "Zq7".repeat(12));
+    let (clean_ref, clean_commit) = save_aside(&a, "20261202T070000Z", &[("src/lib.rs", "pub fn parse() {}\n")]);
+    let (secret_ref, _) = save_aside(&a, "20261202T070100Z", &[("notes.md", "ok\n"), (".env", &format!("GITHUB_TOKEN={token}\n"))]);
+
+    let out = a.run(&["mirror", "push"]);
+    assert_eq!(out.status.code(), Some(1), "a held ref makes the push exit 1: {}", text(&out));
+    let said = text(&out);
+    assert!(said.contains(&secret_ref) && said.contains(".env") && said.contains("github_token"), "{said}");
+    assert!(!said.contains(&token) && !said.contains("Zq7Zq7"), "the value is never shown: {said}");
+    assert_eq!(lab.git(&["rev-parse", &clean_ref]).trim(), clean_commit, "the clean save is on the remote");
+    assert!(lab.git(&["for-each-ref", &secret_ref]).trim().is_empty(), "the held save is not");
+
+    // The other machine gets the clean save under its remote's namespace.
+    let fetched = b.run(&["mirror", "fetch"]);
+    assert_eq!(fetched.status.code(), Some(0), "{}", text(&fetched));
+    let arrived = clean_ref.replace("refs/abcd/saved/", "refs/abcd/remotes/origin/saved/");
+    assert_eq!(b.git(&["rev-parse", &arrived]).trim(), clean_commit);
+}

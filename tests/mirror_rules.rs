@@ -1,0 +1,1349 @@
+//! The rules of journal-format/MIRROR.md §6–§8 that the acceptance tests (tests/mirror.rs)
+//! do not pin, one test per rule, through the built binary with real git: a bare
+//! repository as the remote and clones of it, each a "machine" with its own home store and
+//! `ABCD_MACHINE`. Every crafted remote state is made with git plumbing in the bare
+//! repository (hash-object, mktree, commit-tree, update-ref), as anyone who can push could.
+
+#[path = "common/chain.rs"]
+mod chain;
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use abcd::event::{COMPACTION_RECORDED, Scope};
+use abcd::journal::anchor::AnchorStore;
+use abcd::journal::format::{self, Actor, NewEvent};
+use abcd::journal::storage::RealDisk;
+use abcd::journal::{Journal, JournalPaths};
+use chain::Chain;
+use common::repo;
+use serde_json::{Value, json};
+
+// The values MIRROR.md §2, §4 and the auto setting name; each is checked against the
+// library's constant once, so a change to either side is seen.
+const SEGMENT_MAX_LINES: usize = 1024;
+const SEGMENT_MAX_BYTES: usize = 1_048_576;
+const MIRROR_JSON_MAX_BYTES: usize = 65_536;
+const REMOTE_NAME_MAX: usize = 64;
+const AUTO_EVERY_MIN_SECONDS: u64 = 10;
+const AUTO_EVERY_MAX_SECONDS: u64 = 86_400;
+
+/// The verdicts that leave `mirror fetch` at exit 0 (§8).
+const GOOD_VERDICTS: [&str; 2] = ["verified", "unchanged"];
+/// Events appended at once when a test fills a journal past one segment.
+const FILL_BATCH_EVENTS: usize = 256;
+/// How long a test waits for a background push to be seen, and how often it looks.
+const BACKGROUND_WAIT: Duration = Duration::from_secs(30);
+const BACKGROUND_POLL: Duration = Duration::from_millis(50);
+/// The interval of the auto tests that check the stamp: far longer than any test runs, so
+/// "within the interval" never depends on how fast the machine is.
+const LONG_EVERY_SECONDS: u64 = 3600;
+/// Characters of a secret that may never be shown together (as the golden replays check).
+const SECRET_WINDOW: usize = 8;
+
+/// Who commits what the tests commit with git (the stash of a saved-aside ref).
+const GIT_IDENTITY: [(&str, &str); 4] = [
+    ("GIT_AUTHOR_NAME", repo::USER_NAME),
+    ("GIT_AUTHOR_EMAIL", repo::USER_EMAIL),
+    ("GIT_COMMITTER_NAME", repo::USER_NAME),
+    ("GIT_COMMITTER_EMAIL", repo::USER_EMAIL),
+];
+
+#[test]
+fn the_spec_values_are_the_library_constants() {
+    assert_eq!(SEGMENT_MAX_LINES, abcd::mirror::SEGMENT_MAX_LINES);
+    assert_eq!(SEGMENT_MAX_BYTES, abcd::mirror::SEGMENT_MAX_BYTES);
+    assert_eq!(MIRROR_JSON_MAX_BYTES, abcd::mirror::MIRROR_JSON_MAX_BYTES);
+    assert_eq!(REMOTE_NAME_MAX, abcd::git::objects::REMOTE_NAME_MAX);
+    assert_eq!(AUTO_EVERY_MIN_SECONDS, abcd::command::mirror::AUTO_EVERY_MIN_SECONDS);
+    assert_eq!(AUTO_EVERY_MAX_SECONDS, abcd::command::mirror::AUTO_EVERY_MAX_SECONDS);
+}
+
+// ----- the fixture: a bare remote, machines cloned from it, plumbing in the remote --------
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// git in `dir` with no system or global config and the tests' identity; `input` on stdin.
+fn git_in(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    let mut cmd = Command::new("git");
+    cmd.args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .envs(GIT_IDENTITY)
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("git runs");
+    if let Some(bytes) = input {
+        use std::io::Write;
+        child.stdin.take().expect("stdin").write_all(bytes).expect("git reads its input");
+    }
+    let out = child.wait_with_output().expect("git runs");
+    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), text(&out));
+    out.stdout
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    String::from_utf8(git_in(dir, args, None)).expect("git prints UTF-8").trim_end().to_string()
+}
+
+/// One entry of a tree, as `git ls-tree` lists it and `git mktree` reads it.
+#[derive(Clone, Debug)]
+struct Entry {
+    mode: String,
+    kind: String,
+    id: String,
+    name: String,
+}
+
+impl Entry {
+    fn blob(id: &str, name: &str) -> Entry {
+        Entry { mode: "100644".into(), kind: "blob".into(), id: id.into(), name: name.into() }
+    }
+}
+
+/// A mirror commit taken apart, to be changed and written back as a forgery.
+#[derive(Clone, Debug)]
+struct Parts {
+    json: Vec<u8>,
+    segments: Vec<Entry>,
+    /// Root entries besides `mirror.json` and `segments/` (a rule-1 forgery adds some).
+    extra_root: Vec<Entry>,
+    /// False when a forgery leaves `segments/` out of the root tree.
+    with_segments: bool,
+}
+
+impl Parts {
+    fn meta(&self) -> Value {
+        serde_json::from_slice(&self.json).expect("mirror.json is JSON")
+    }
+
+    fn set_meta(&mut self, meta: &Value) {
+        self.json = serde_json::to_vec(meta).expect("JSON");
+    }
+
+    /// Changes one field of `mirror.json` (or adds it, or with None removes it).
+    fn edit_meta(&mut self, field: &str, value: Option<Value>) {
+        let mut meta = self.meta();
+        let object = meta.as_object_mut().expect("mirror.json is an object");
+        match value {
+            Some(v) => object.insert(field.into(), v),
+            None => object.remove(field),
+        };
+        self.set_meta(&meta);
+    }
+}
+
+struct Lab {
+    dir: tempfile::TempDir,
+    remote: PathBuf,
+    /// The repository's first root commit, as the home store keys it.
+    root_commit: String,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let seed = dir.path().join("seed");
+        repo::create(&seed, &[repo::README]);
+        let remote = dir.path().join("remote.git");
+        git(dir.path(), &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
+        git(&seed, &["push", "-q", remote.to_str().unwrap(), "main"]);
+        let root_commit = git(&seed, &["rev-parse", "HEAD"]);
+        Lab { dir, remote, root_commit }
+    }
+
+    /// A clone of the remote, managed by abcd, with its own home store and machine name.
+    fn machine(&self, name: &str) -> Machine {
+        let root = self.dir.path().join(name);
+        git(self.dir.path(), &["clone", "-q", self.remote.to_str().unwrap(), root.to_str().unwrap()]);
+        git(&root, &["config", "user.name", repo::USER_NAME]);
+        git(&root, &["config", "user.email", repo::USER_EMAIL]);
+        let m = Machine { name: name.into(), root, home: self.dir.path().join(format!("{name}-home")) };
+        let out = m.run(&["init"]);
+        assert_eq!(out.status.code(), Some(0), "abcd init on {name}: {}", text(&out));
+        m
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        git(&self.remote, args)
+    }
+
+    fn journal_ref(&self, journal_id: &str) -> Option<String> {
+        let r = format!("refs/abcd/journals/{journal_id}");
+        let listed = self.git(&["for-each-ref", "--format=%(objectname)", &r]);
+        (!listed.is_empty()).then_some(listed)
+    }
+
+    fn blob(&self, bytes: &[u8]) -> String {
+        String::from_utf8(git_in(&self.remote, &["hash-object", "-w", "--stdin"], Some(bytes))).unwrap().trim().to_string()
+    }
+
+    fn cat(&self, id: &str) -> Vec<u8> {
+        git_in(&self.remote, &["cat-file", "blob", id], None)
+    }
+
+    fn ls_tree(&self, tree: &str) -> Vec<Entry> {
+        let out = git_in(&self.remote, &["ls-tree", "-z", tree], None);
+        out.split(|b| *b == 0)
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                let line = std::str::from_utf8(r).unwrap();
+                let (head, name) = line.split_once('\t').unwrap();
+                let mut p = head.split(' ');
+                let (mode, kind, id) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap());
+                Entry { mode: mode.into(), kind: kind.into(), id: id.into(), name: name.into() }
+            })
+            .collect()
+    }
+
+    fn mktree(&self, entries: &[Entry]) -> String {
+        let input: String = entries.iter().map(|e| format!("{} {} {}\t{}\n", e.mode, e.kind, e.id, e.name)).collect();
+        String::from_utf8(git_in(&self.remote, &["mktree"], Some(input.as_bytes()))).unwrap().trim().to_string()
+    }
+
+    fn commit(&self, tree: &str, parent: Option<&str>, message: &str) -> String {
+        let mut args = vec!["commit-tree", tree, "-m", message];
+        if let Some(p) = parent {
+            args.extend(["-p", p]);
+        }
+        self.git(&args)
+    }
+
+    /// The mirror commit `commit`, taken apart.
+    fn parts(&self, commit: &str) -> Parts {
+        let root = self.ls_tree(commit);
+        let json = root.iter().find(|e| e.name == "mirror.json").expect("a mirror.json");
+        let segments = root.iter().find(|e| e.name == "segments").expect("a segments/ tree");
+        Parts { json: self.cat(&json.id), segments: self.ls_tree(&segments.id), extra_root: vec![], with_segments: true }
+    }
+
+    /// Writes `parts` as a commit on `parent`.
+    fn write(&self, parts: &Parts, parent: Option<&str>) -> String {
+        let mut root = vec![Entry::blob(&self.blob(&parts.json), "mirror.json")];
+        if parts.with_segments {
+            root.push(Entry { mode: "040000".into(), kind: "tree".into(), id: self.mktree(&parts.segments), name: "segments".into() });
+        }
+        root.extend(parts.extra_root.iter().cloned());
+        self.commit(&self.mktree(&root), parent, "a forged mirror commit")
+    }
+
+    /// Moves the remote's ref of `journal_id` to `commit` (creating it when absent).
+    fn set_ref(&self, journal_id: &str, commit: &str) {
+        self.git(&["update-ref", &format!("refs/abcd/journals/{journal_id}"), commit]);
+    }
+
+    /// The remote's current mirror of `journal_id`, changed by `change`, written as its
+    /// child (a fast-forward) and put under the ref. Returns the new commit.
+    fn forge_child(&self, journal_id: &str, change: impl FnOnce(&Lab, &mut Parts)) -> String {
+        let current = self.journal_ref(journal_id).expect("the journal is mirrored");
+        let mut parts = self.parts(&current);
+        change(self, &mut parts);
+        let forged = self.write(&parts, Some(&current));
+        self.set_ref(journal_id, &forged);
+        forged
+    }
+
+    /// What the remote's mirror of `journal_id` claims in its `mirror.json`.
+    fn remote_meta(&self, journal_id: &str) -> Option<Value> {
+        let commit = self.journal_ref(journal_id)?;
+        Some(self.parts(&commit).meta())
+    }
+}
+
+struct Machine {
+    name: String,
+    root: PathBuf,
+    home: PathBuf,
+}
+
+impl Machine {
+    fn abcd(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
+        cmd.current_dir(&self.root)
+            .env("ABCD_HOME", &self.home)
+            .env("ABCD_MACHINE", &self.name)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("ABCD_TEST_NOW")
+            .envs(GIT_IDENTITY);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.abcd().args(args).stdin(Stdio::null()).output().expect("abcd runs")
+    }
+
+    /// `abcd mirror <verb> --json` and more args: its exit code, its JSON and its output.
+    fn mirror_json(&self, verb: &str, more: &[&str]) -> (Option<i32>, Value, Output) {
+        let mut args = vec!["mirror", verb, "--json"];
+        args.extend(more);
+        let out = self.run(&args);
+        let json =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{}: mirror {verb} --json: {e}: {}", self.name, text(&out)));
+        (out.status.code(), json, out)
+    }
+
+    fn push_ok(&self) -> Value {
+        let (code, json, out) = self.mirror_json("push", &[]);
+        assert_eq!(code, Some(0), "{}: mirror push: {}", self.name, text(&out));
+        json
+    }
+
+    /// `mirror fetch`, every verdict good.
+    fn fetch_ok(&self) -> Value {
+        let (code, json, out) = self.mirror_json("fetch", &[]);
+        assert_eq!(code, Some(0), "{}: mirror fetch: {}", self.name, text(&out));
+        json
+    }
+
+    /// `mirror fetch`, which must exit 1 (some verdict is not good).
+    fn fetch_refused(&self) -> Value {
+        let (code, json, out) = self.mirror_json("fetch", &[]);
+        assert_eq!(code, Some(1), "{}: mirror fetch: {}", self.name, text(&out));
+        json
+    }
+
+    fn status(&self) -> Value {
+        let (code, json, out) = self.mirror_json("status", &[]);
+        assert_eq!(code, Some(0), "{}: mirror status: {}", self.name, text(&out));
+        json
+    }
+
+    fn status_text(&self) -> String {
+        let out = self.run(&["mirror", "status"]);
+        assert_eq!(out.status.code(), Some(0), "{}: mirror status: {}", self.name, text(&out));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Adds a checklist item through the CLI; its id.
+    fn add(&self, title: &str) -> String {
+        let out = self.run(&["checklist", "add", title]);
+        assert_eq!(out.status.code(), Some(0), "{}: checklist add: {}", self.name, text(&out));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.root.join(".abcd/.work.local/journal.jsonl")
+    }
+
+    fn journal_id(&self) -> String {
+        let bytes = std::fs::read(self.journal_path()).expect("the journal exists");
+        let first = bytes.split(|b| *b == b'\n').next().unwrap();
+        let genesis: Value = serde_json::from_slice(first).expect("the genesis is JSON");
+        genesis["data"]["journal_id"].as_str().unwrap().to_string()
+    }
+
+    /// The last verified line of the local journal.
+    fn head(&self) -> format::Event {
+        let bytes = std::fs::read(self.journal_path()).expect("the journal exists");
+        let line = bytes[..bytes.len() - 1].rsplit(|b| *b == b'\n').next().unwrap();
+        format::verify_line(&[line, b"\n"].concat()).expect("the last line verifies")
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        git(&self.root, args)
+    }
+
+    fn repo_home(&self, root_commit: &str) -> PathBuf {
+        self.home.join("repos").join(root_commit)
+    }
+
+    /// Appends `n` `compaction.recorded` events through the library, in batches.
+    fn append_compactions(&self, n: usize) {
+        let journal = Journal::new(RealDisk::shared(), JournalPaths::beside(&self.journal_path()), Some(AnchorStore::new(&self.home)));
+        let event = NewEvent {
+            kind: COMPACTION_RECORDED.to_string(),
+            actor: Actor::this_process(None),
+            data: json!({"session": null, "trigger": "manual"}),
+        };
+        let events = vec![event; n];
+        for chunk in events.chunks(FILL_BATCH_EVENTS) {
+            journal.append_batch(chunk, None).expect("the journal takes the events");
+        }
+    }
+}
+
+fn journal_entry<'a>(report: &'a Value, journal_id: &str) -> &'a Value {
+    report["journals"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no journals in {report}"))
+        .iter()
+        .find(|j| j["journal_id"] == journal_id)
+        .unwrap_or_else(|| panic!("no journal {journal_id} in {report}"))
+}
+
+fn verdict(fetch: &Value, journal_id: &str) -> String {
+    journal_entry(fetch, journal_id)["verdict"].as_str().unwrap().to_string()
+}
+
+fn why(fetch: &Value, journal_id: &str) -> String {
+    journal_entry(fetch, journal_id)["why"].as_str().unwrap_or("").to_string()
+}
+
+fn assert_good(fetch: &Value, journal_id: &str) {
+    let v = verdict(fetch, journal_id);
+    assert!(GOOD_VERDICTS.contains(&v.as_str()), "journal {journal_id} is {v}: {fetch}");
+}
+
+/// The status' working copy of `journal_id`.
+fn working_copy<'a>(status: &'a Value, journal_id: &str) -> &'a Value {
+    status["working_copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["journal_id"] == journal_id)
+        .unwrap_or_else(|| panic!("status shows no working copy {journal_id}: {status}"))
+}
+
+fn open_titles(wc: &Value) -> Vec<String> {
+    wc["open_items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no open items in {wc}"))
+        .iter()
+        .map(|i| i["title"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn verified_ref(m: &Machine, journal_id: &str) -> String {
+    m.git(&["for-each-ref", "--format=%(objectname)", &format!("refs/abcd/verified/origin/journals/{journal_id}")])
+}
+
+fn segment_name(first_seq: u64) -> String {
+    format!("{first_seq:020}.jsonl")
+}
+
+// ----- §7 rule 1: shape -------------------------------------------------------------------
+
+/// A forgery of A's mirror (a child of the commit B verified), the words its why must hold
+/// for a fetcher with a verified copy, and for one without.
+type Forgery = (&'static str, Box<dyn Fn(&Lab, &mut Parts)>, &'static str);
+
+#[test]
+fn a_mirror_commit_not_shaped_as_section_3_says_is_rewritten_and_names_the_rule() {
+    let lab = Lab::new();
+    let (a, b, c) = (lab.machine("machine-a"), lab.machine("machine-b"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    a.add("Alpha two");
+    b.add("Bravo one");
+    let (a_id, b_id) = (a.journal_id(), b.journal_id());
+    a.push_ok();
+    b.push_ok();
+    c.fetch_ok();
+    let pushed = lab.journal_ref(&a_id).unwrap();
+    let forgeries: Vec<Forgery> = vec![
+        (
+            "an extra entry in the root tree",
+            Box::new(|lab, p| p.extra_root.push(Entry::blob(&lab.blob(b"hello\n"), "README"))),
+            "other than mirror.json and segments",
+        ),
+        ("no segments/ tree", Box::new(|_, p| p.with_segments = false), "other than mirror.json and segments"),
+        (
+            "a segment name of 19 digits",
+            Box::new(|_, p| p.segments[0].name = format!("{:019}.jsonl", 0)),
+            "not a segment named <20 digits>.jsonl",
+        ),
+        ("a segment named .txt", Box::new(|_, p| p.segments[0].name = format!("{:020}.txt", 0)), "not a segment named <20 digits>.jsonl"),
+        (
+            "a file in segments/ that is not a segment",
+            Box::new(|lab, p| p.segments.push(Entry::blob(&lab.blob(b"note\n"), "notes.jsonl"))),
+            "not a segment named <20 digits>.jsonl",
+        ),
+        (
+            "a tree in segments/",
+            Box::new(|lab, p| {
+                let inner = lab.mktree(&p.segments.clone());
+                p.segments.push(Entry { mode: "040000".into(), kind: "tree".into(), id: inner, name: segment_name(99) });
+            }),
+            "not a segment named <20 digits>.jsonl",
+        ),
+        ("no segment at all", Box::new(|_, p| p.segments.clear()), "segments"),
+        ("mirror.json with an unknown field", Box::new(|_, p| p.edit_meta("signed_by", Some(json!("mallory")))), "unknown field"),
+        ("mirror.json missing a field", Box::new(|_, p| p.edit_meta("path", None)), "missing field"),
+        ("mirror.json of another format", Box::new(|_, p| p.edit_meta("format", Some(json!("abcd-mirror/2")))), "format"),
+        ("mirror.json that is not JSON", Box::new(|_, p| p.json = b"not json\n".to_vec()), "mirror.json"),
+        (
+            "mirror.json one byte over its limit",
+            Box::new(|_, p| p.json.resize(MIRROR_JSON_MAX_BYTES + 1, b' ')),
+            "mirror.json is over 65536 bytes",
+        ),
+    ];
+    // D never fetched A's journal: each forgery is judged from genesis there.
+    for (what, change, words) in &forgeries {
+        let forged = lab.forge_child(&a_id, |lab, p| change(lab, p));
+        let d = lab.machine(&format!("machine-d{}", forged.get(..8).unwrap()));
+        for m in [&c, &d] {
+            let fetched = m.fetch_refused();
+            assert_eq!(verdict(&fetched, &a_id), "rewritten", "{what} ({}): {fetched}", m.name);
+            let why = why(&fetched, &a_id);
+            assert!(why.contains("is not a mirror commit") && why.contains(words), "{what} ({}): the why names the rule: {why}", m.name);
+            assert_good(&fetched, &b_id);
+        }
+        assert_eq!(verified_ref(&c, &a_id), pushed, "{what}: the last verified copy stays");
+        assert_eq!(verified_ref(&d, &a_id), "", "{what}: nothing of the forgery is kept as verified");
+        lab.set_ref(&a_id, &pushed);
+    }
+
+    // A segment named with 20 digits, but not its first line's seq (rule 2's name rule).
+    lab.forge_child(&a_id, |_, p| p.segments[0].name = segment_name(1));
+    let d = lab.machine("machine-d-name");
+    let fetched = d.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "rewritten", "{fetched}");
+    assert!(why(&fetched, &a_id).contains("not the seq its name gives"), "{fetched}");
+    let fetched = c.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "rewritten", "{fetched}");
+    assert!(why(&fetched, &a_id).contains(&segment_name(0)), "the verified copy's segment is named: {fetched}");
+    lab.set_ref(&a_id, &pushed);
+
+    // The other side of the mirror.json limit: padded to exactly 64 KiB, it verifies.
+    let padded = lab.forge_child(&a_id, |_, p| p.json.resize(MIRROR_JSON_MAX_BYTES, b' '));
+    let fetched = c.fetch_ok();
+    assert_eq!(verdict(&fetched, &a_id), "verified", "{fetched}");
+    assert_eq!(verified_ref(&c, &a_id), padded);
+}
+
+// ----- §7 rule 1: a segment's byte limit, on both sides -----------------------------------
+
+/// A repository journal of this repository whose lines total exactly `total` bytes, each
+/// line under the journal's own line limit.
+fn chain_of_bytes(journal_id: &str, root_commit: &str, total: usize) -> Chain {
+    const LINE: usize = 60_000;
+    let scope = Scope::Repository { root_commit: root_commit.into() };
+    let t = chain::at("2026-12-01T09:00:00.000Z");
+    let mut c = Chain::open(journal_id, scope, t, 4100);
+    let rest = total - c.bytes().len();
+    let n = rest.div_ceil(LINE);
+    for i in 0..n {
+        let want = if i + 1 == n { rest - LINE * (n - 1) } else { LINE };
+        let time = chain::plus_ms(t, 1000 * (i as i64 + 1));
+        let actor = chain::actor(None, 4100);
+        let base = c.encode(time, &actor, "test.pad", json!({"pad": ""})).0.len();
+        c.push(time, &actor, "test.pad", json!({"pad": "x".repeat(want - base)}));
+    }
+    assert_eq!(c.bytes().len(), total);
+    c
+}
+
+#[test]
+fn a_segment_over_one_mebibyte_is_rewritten_and_one_of_exactly_that_verifies() {
+    let lab = Lab::new();
+    let c = lab.machine("machine-c");
+    let scope = Scope::Repository { root_commit: lab.root_commit.clone() };
+    let (at_limit, over) = ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+    for (id, total) in [(at_limit, SEGMENT_MAX_BYTES), (over, SEGMENT_MAX_BYTES + 1)] {
+        let chain = chain_of_bytes(id, &lab.root_commit, total);
+        lab.set_ref(id, &hand_built_mirror(&lab, &chain, id, &scope, &lab.root_commit));
+    }
+    let fetched = c.fetch_refused();
+    assert_eq!(verdict(&fetched, at_limit), "verified", "{fetched}");
+    assert_eq!(verdict(&fetched, over), "rewritten", "{fetched}");
+    assert!(why(&fetched, over).contains(&format!("over {SEGMENT_MAX_BYTES} bytes")), "{fetched}");
+    assert_eq!(verified_ref(&c, over), "");
+}
+
+// ----- §7 rule 2: new bytes of a fast-forward that do not chain ---------------------------
+
+/// What a forgery appends to the last segment, given that segment's bytes.
+type Grown = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+
+#[test]
+fn a_fast_forward_whose_new_bytes_do_not_chain_is_rewritten() {
+    let lab = Lab::new();
+    let (a, b, c) = (lab.machine("machine-a"), lab.machine("machine-b"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    b.add("Bravo one");
+    let (a_id, b_id) = (a.journal_id(), b.journal_id());
+    a.push_ok();
+    b.push_ok();
+    c.fetch_ok();
+    let pushed = lab.journal_ref(&a_id).unwrap();
+    // Each grows the last segment and claims the bytes it then holds, so only the chain fails.
+    let last_line = |seg: &[u8]| -> Vec<u8> {
+        let start = seg[..seg.len() - 1].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        seg[start..].to_vec()
+    };
+    let b_bytes = std::fs::read(b.journal_path()).unwrap();
+    let b_line = last_line(&b_bytes);
+    let cases: Vec<(&str, Grown, &str)> = vec![
+        ("half a line, no line feed", Box::new(|_| b"{\"seq\":".to_vec()), "does not end with a line feed"),
+        ("the last line again", Box::new(move |seg| last_line(seg)), "does not verify"),
+        ("a line of another journal", Box::new(move |_| b_line.clone()), "does not verify"),
+    ];
+    for (what, extra, words) in &cases {
+        lab.forge_child(&a_id, |lab, p| {
+            let last = p.segments.last_mut().unwrap();
+            let old = lab.cat(&last.id);
+            let grown = [old.clone(), extra(&old)].concat();
+            last.id = lab.blob(&grown);
+            let bytes = p.meta()["bytes"].as_u64().unwrap() + (grown.len() - old.len()) as u64;
+            p.edit_meta("bytes", Some(json!(bytes)));
+        });
+        let fetched = c.fetch_refused();
+        assert_eq!(verdict(&fetched, &a_id), "rewritten", "{what}: {fetched}");
+        assert!(why(&fetched, &a_id).contains(words), "{what}: {fetched}");
+        assert_good(&fetched, &b_id);
+        assert_eq!(verified_ref(&c, &a_id), pushed, "{what}");
+        lab.set_ref(&a_id, &pushed);
+    }
+}
+
+// ----- §7 rule 3: claims ------------------------------------------------------------------
+
+#[test]
+fn mirror_json_claims_that_its_segments_do_not_hold_are_rewritten() {
+    let lab = Lab::new();
+    let (a, b, c) = (lab.machine("machine-a"), lab.machine("machine-b"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    b.add("Bravo one");
+    let (a_id, b_id) = (a.journal_id(), b.journal_id());
+    a.push_ok();
+    b.push_ok();
+    c.fetch_ok();
+    let pushed = lab.journal_ref(&a_id).unwrap();
+    let meta = lab.remote_meta(&a_id).unwrap();
+    let other_hash = "ab".repeat(32);
+    let claims: Vec<(&str, Value)> = vec![
+        ("head_seq", json!(meta["head_seq"].as_u64().unwrap() + 1)),
+        ("head_seq", json!(meta["head_seq"].as_u64().unwrap() - 1)),
+        ("bytes", json!(meta["bytes"].as_u64().unwrap() + 1)),
+        ("bytes", json!(meta["bytes"].as_u64().unwrap() - 1)),
+        ("head_hash", json!(other_hash)),
+        ("head_time", json!("2000-01-01T00:00:00.000Z")),
+    ];
+    for (k, (field, value)) in claims.into_iter().enumerate() {
+        let what = format!("{field} = {value}");
+        lab.forge_child(&a_id, |_, p| p.edit_meta(field, Some(value.clone())));
+        let d = lab.machine(&format!("machine-d{k}"));
+        for m in [&c, &d] {
+            let fetched = m.fetch_refused();
+            assert_eq!(verdict(&fetched, &a_id), "rewritten", "{what} ({}): {fetched}", m.name);
+            assert!(why(&fetched, &a_id).contains("mirror.json's head or length"), "{what} ({}): {fetched}", m.name);
+            assert_good(&fetched, &b_id);
+        }
+        assert_eq!(verified_ref(&c, &a_id), pushed, "{what}: the last verified copy stays");
+        assert_eq!(verified_ref(&d, &a_id), "", "{what}");
+        lab.set_ref(&a_id, &pushed);
+    }
+    // The claims unchanged in a new commit: it verifies.
+    lab.forge_child(&a_id, |_, _| {});
+    assert_eq!(verdict(&c.fetch_ok(), &a_id), "verified");
+}
+
+// ----- §7 rule 3 and §8 journal_changed: the journal's id and scope -----------------------
+
+#[test]
+fn mirror_json_naming_another_journal_id_is_journal_changed() {
+    let lab = Lab::new();
+    let (a, c) = (lab.machine("machine-a"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    a.push_ok();
+    c.fetch_ok();
+    let pushed = lab.journal_ref(&a_id).unwrap();
+    lab.forge_child(&a_id, |_, p| p.edit_meta("journal_id", Some(json!("0".repeat(32)))));
+    let d = lab.machine("machine-d");
+    for m in [&c, &d] {
+        let fetched = m.fetch_refused();
+        assert_eq!(verdict(&fetched, &a_id), "journal_changed", "{}: {fetched}", m.name);
+        assert!(why(&fetched, &a_id).contains("mirror.json names journal"), "{fetched}");
+    }
+    assert_eq!(verified_ref(&c, &a_id), pushed);
+}
+
+/// mirror.json's scope is a claim rule 3 checks against journal.opened. A fast-forward
+/// changing it must not verify: the verified copy's genesis says what the scope is.
+fn scope_claim_changed(fresh_fetcher: bool) {
+    let lab = Lab::new();
+    let (a, c) = (lab.machine("machine-a"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    a.push_ok();
+    c.fetch_ok();
+    let pushed = lab.journal_ref(&a_id).unwrap();
+    let claimed = json!({"kind": "repository", "root_commit": lab.root_commit});
+    lab.forge_child(&a_id, |_, p| p.edit_meta("scope", Some(claimed.clone())));
+    let m = if fresh_fetcher { lab.machine("machine-d") } else { c };
+    let fetched = m.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "journal_changed", "{fetched}");
+    assert!(why(&fetched, &a_id).contains("scope"), "{fetched}");
+    if !fresh_fetcher {
+        assert_eq!(verified_ref(&m, &a_id), pushed);
+    }
+    let status = m.status();
+    let shown_as_repository = status["repositories"].as_array().unwrap().iter().any(|r| r["journal_id"] == a_id.as_str());
+    assert!(!shown_as_repository, "a working copy's journal is shown as a repository journal: {status}");
+}
+
+#[test]
+fn mirror_json_naming_another_scope_is_journal_changed_from_genesis() {
+    scope_claim_changed(true);
+}
+
+#[test]
+#[ignore = "FINDING: a fast-forward whose mirror.json names another scope than journal.opened verifies (MIRROR.md §7 rule 3, §8 journal_changed): judge() checks the scope claim only while walking seq 0, which the incremental path of rule 5 skips; the status then files the working copy's journal under repository journals, where `mirror status` prints none of its open items"]
+fn mirror_json_naming_another_scope_is_journal_changed_in_a_fast_forward() {
+    scope_claim_changed(false);
+}
+
+// ----- §7 rule 4: a repository journal's genesis names the repository ---------------------
+
+/// A whole mirror commit of `chain` built by hand: one segment, every claim as §5 says.
+fn hand_built_mirror(lab: &Lab, chain: &Chain, journal_id: &str, scope: &Scope, repository: &str) -> String {
+    let bytes = chain.bytes();
+    let last: Value = serde_json::from_slice(chain.lines().last().unwrap()).unwrap();
+    let meta = json!({
+        "format": "abcd-mirror/1",
+        "journal_id": journal_id,
+        "scope": scope,
+        "repository": repository,
+        "machine": "machine-x",
+        "path": "/home/x/wc",
+        "head_seq": chain.last_seq(),
+        "head_hash": chain.head_hash().to_hex(),
+        "head_time": last["time"],
+        "bytes": bytes.len(),
+    });
+    let parts = Parts {
+        json: serde_json::to_vec(&meta).unwrap(),
+        segments: vec![Entry::blob(&lab.blob(&bytes), &segment_name(0))],
+        extra_root: vec![],
+        with_segments: true,
+    };
+    lab.write(&parts, None)
+}
+
+fn repository_chain(journal_id: &str, root_commit: &str) -> (Chain, Scope) {
+    let scope = Scope::Repository { root_commit: root_commit.into() };
+    let t = chain::at("2026-12-01T09:00:00.000Z");
+    let mut c = Chain::open(journal_id, scope.clone(), t, 4100);
+    for i in 1..4 {
+        c.push(chain::plus_ms(t, i * 1000), &chain::actor(None, 4100), COMPACTION_RECORDED, json!({"session": null, "trigger": "manual"}));
+    }
+    (c, scope)
+}
+
+#[test]
+fn a_repository_journal_whose_genesis_names_another_repository_is_foreign() {
+    let lab = Lab::new();
+    let (a, c) = (lab.machine("machine-a"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    a.push_ok();
+
+    // The control: the same journal naming this repository verifies, so the hand-built
+    // mirror is well formed and only the genesis differs below.
+    let ours_id = "0123456789abcdef0123456789abcdef";
+    let (ours, ours_scope) = repository_chain(ours_id, &lab.root_commit);
+    lab.set_ref(ours_id, &hand_built_mirror(&lab, &ours, ours_id, &ours_scope, &lab.root_commit));
+    // mirror.json claims this repository; journal.opened names another root commit.
+    let other_root = "f".repeat(40);
+    let theirs_id = "fedcba9876543210fedcba9876543210";
+    let (theirs, theirs_scope) = repository_chain(theirs_id, &other_root);
+    lab.set_ref(theirs_id, &hand_built_mirror(&lab, &theirs, theirs_id, &theirs_scope, &lab.root_commit));
+
+    let fetched = c.fetch_refused();
+    assert_eq!(verdict(&fetched, ours_id), "verified", "{fetched}");
+    assert_eq!(verdict(&fetched, theirs_id), "foreign", "{fetched}");
+    assert!(why(&fetched, theirs_id).contains("journal.opened names repository"), "{fetched}");
+    assert_eq!(verdict(&fetched, &a_id), "verified", "{fetched}");
+    assert_eq!(verified_ref(&c, theirs_id), "", "a foreign journal is never kept as verified");
+    let status = c.status();
+    let repos = status["repositories"].as_array().unwrap();
+    assert!(repos.iter().any(|r| r["journal_id"] == ours_id && r["source"] == "mirror"), "{status}");
+    // The foreign journal is shown by its verdict alone: nothing of it is folded.
+    let shown: Vec<&Value> =
+        repos.iter().chain(status["working_copies"].as_array().unwrap()).filter(|v| v["journal_id"] == theirs_id).collect();
+    assert!(shown.iter().all(|v| v["verification"] == "foreign" && v["head_seq"].is_null() && v["open_items"].is_null()), "{status}");
+}
+
+// ----- §7 rule 5: a fast-forward that changes an old segment ------------------------------
+
+#[test]
+fn a_fast_forward_that_changes_an_old_segment_is_rewritten_and_the_verified_copy_stays() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Alpha one");
+    a.add("Alpha two");
+    a.append_compactions(SEGMENT_MAX_LINES + 100);
+    let a_id = a.journal_id();
+    a.push_ok();
+    let pushed = lab.journal_ref(&a_id).unwrap();
+    let segments = lab.parts(&pushed).segments;
+    let names: Vec<&str> = segments.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, [segment_name(0), segment_name(SEGMENT_MAX_LINES as u64)], "two segments, the first full");
+    assert_eq!(verdict(&b.fetch_ok(), &a_id), "verified");
+
+    // One byte of a line in the middle of the first (full) segment, in a child commit.
+    let forged = lab.forge_child(&a_id, |lab, p| {
+        let mut bytes = lab.cat(&p.segments[0].id);
+        let line_500 = bytes.split(|b| *b == b'\n').take(500).map(|l| l.len() + 1).sum::<usize>();
+        let at = line_500 + bytes[line_500..].windows(6).position(|w| w == b"manual").expect("a compaction line");
+        bytes[at] = b'M';
+        p.segments[0].id = lab.blob(&bytes);
+    });
+    assert_eq!(lab.git(&["rev-parse", &format!("{forged}^")]), pushed, "the forgery is a fast-forward");
+
+    let fetched = b.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "rewritten", "{fetched}");
+    assert!(why(&fetched, &a_id).contains(&segment_name(0)), "the changed segment is named: {fetched}");
+    assert_eq!(verified_ref(&b, &a_id), pushed, "the last verified copy stays");
+    let status = b.status();
+    let wc = working_copy(&status, &a_id);
+    assert_eq!(wc["verification"], "rewritten", "{wc}");
+    assert_eq!(open_titles(wc), ["Alpha one", "Alpha two"], "{wc}");
+    let shown = b.status_text();
+    assert!(shown.contains("Alpha one") && shown.contains("rewritten"), "{shown}");
+
+    // A fetcher from genesis names the line that does not verify.
+    let d = lab.machine("machine-d");
+    let fetched = d.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "rewritten", "{fetched}");
+    let named = why(&fetched, &a_id);
+    assert!(named.contains(&format!("segment {}: seq 500", segment_name(0))) && named.contains("does not verify"), "{fetched}");
+
+    // The line limit on both sides: the pushed first segment holds exactly 1,024 lines and
+    // verified; the same lines split 1,025 + the rest do not.
+    lab.set_ref(&a_id, &pushed);
+    let first = lab.cat(&segments[0].id);
+    assert_eq!(first.iter().filter(|b| **b == b'\n').count(), SEGMENT_MAX_LINES);
+    lab.forge_child(&a_id, |lab, p| {
+        let all = [first.clone(), lab.cat(&p.segments[1].id)].concat();
+        let cut = all.split(|b| *b == b'\n').take(SEGMENT_MAX_LINES + 1).map(|l| l.len() + 1).sum::<usize>();
+        p.segments = vec![
+            Entry::blob(&lab.blob(&all[..cut]), &segment_name(0)),
+            Entry::blob(&lab.blob(&all[cut..]), &segment_name(SEGMENT_MAX_LINES as u64 + 1)),
+        ];
+    });
+    let e = lab.machine("machine-e");
+    let fetched = e.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "rewritten", "{fetched}");
+    assert!(
+        why(&fetched, &a_id).contains(&format!("segment {}: it holds more than {SEGMENT_MAX_LINES} lines", segment_name(0))),
+        "{fetched}"
+    );
+}
+
+// ----- §8 gone ----------------------------------------------------------------------------
+
+#[test]
+fn a_ref_deleted_in_the_remote_is_gone_and_the_verified_copy_stays() {
+    let lab = Lab::new();
+    let (a, b, c) = (lab.machine("machine-a"), lab.machine("machine-b"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    b.add("Bravo one");
+    let (a_id, b_id) = (a.journal_id(), b.journal_id());
+    a.push_ok();
+    b.push_ok();
+    c.fetch_ok();
+    let kept = verified_ref(&c, &a_id);
+
+    lab.git(&["update-ref", "-d", &format!("refs/abcd/journals/{a_id}")]);
+    let fetched = c.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "gone", "{fetched}");
+    assert_good(&fetched, &b_id);
+    assert_eq!(verified_ref(&c, &a_id), kept, "the last verified copy stays");
+    let status = c.status();
+    let wc = working_copy(&status, &a_id);
+    assert_eq!((wc["verification"].as_str(), wc["source"].as_str()), (Some("gone"), Some("mirror")), "{wc}");
+    assert_eq!(open_titles(wc), ["Alpha one"], "{wc}");
+    // It stays gone on the next fetch too: the copy is never dropped silently.
+    assert_eq!(verdict(&c.fetch_refused(), &a_id), "gone");
+}
+
+// ----- §9: fetched lines re-scanned for secrets -------------------------------------------
+
+/// A GitHub token that is not one: `ghp_` and 36 letters and digits from a fixed seed.
+fn fake_token() -> String {
+    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut bytes = [0u8; 36];
+    blake3::Hasher::new_derive_key("abcd mirror rules fake token").update(b"not a real token").finalize_xof().fill(&mut bytes);
+    format!("ghp_{}", bytes.iter().map(|b| ALNUM[*b as usize % ALNUM.len()] as char).collect::<String>())
+}
+
+fn assert_no_part_of(secret: &str, shown: &str, what: &str) {
+    for w in (0..=secret.len() - SECRET_WINDOW).map(|i| &secret[i..i + SECRET_WINDOW]) {
+        assert!(!shown.contains(w), "{what} shows {SECRET_WINDOW} characters of the secret (at `{}`…)", &w[..2]);
+    }
+}
+
+#[test]
+fn a_mirrored_line_carrying_a_secret_is_not_shown_on_another_machine() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    let token = fake_token();
+    assert_eq!(abcd::secrets::scan(&token), Some(abcd::secrets::SecretKind::GithubToken), "the fake token looks real");
+    a.add("Alpha one");
+    // A shell, not abcd, appends a valid, chained item whose title holds the token.
+    let head = a.head();
+    let bytes = std::fs::read(a.journal_path()).unwrap();
+    let added_line = bytes.split(|b| *b == b'\n').find(|l| l.windows(22).any(|w| w == b"checklist.item_added\",")).unwrap();
+    let mut data = serde_json::from_slice::<Value>(added_line).unwrap()["data"].clone();
+    data["item"]["id"] = json!("deploy-with-token");
+    data["item"]["title"] = json!(format!("Deploy with {token}"));
+    let (seq, prev) = head.chain_position();
+    let shell = Actor { session: None, pid: 4242, tool: "sh".into() };
+    let event = NewEvent { kind: "checklist.item_added".into(), actor: shell, data };
+    let (line, _) = format::encode_line(seq + 1, chain::plus_ms(head.time, 1000), &event, &prev).unwrap();
+    {
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(a.journal_path()).unwrap().write_all(&line).unwrap();
+    }
+    let verified = a.run(&["journal", "verify"]);
+    assert!(String::from_utf8_lossy(&verified.stdout).contains(&format!("{} verified", seq + 2)), "{}", text(&verified));
+
+    let pushed = a.push_ok();
+    assert_eq!(journal_entry(&pushed, &a.journal_id())["head_seq"], seq + 1, "the secret line is mirrored: {pushed}");
+    let fetched = b.fetch_ok();
+    assert_eq!(verdict(&fetched, &a.journal_id()), "verified");
+    let status = b.status();
+    assert_eq!(open_titles(working_copy(&status, &a.journal_id())), ["Alpha one"], "{status}");
+    assert_no_part_of(&token, &status.to_string(), "mirror status --json on B");
+    assert_no_part_of(&token, &b.status_text(), "mirror status on B");
+    assert_no_part_of(&token, &fetched.to_string(), "mirror fetch on B");
+    // As the local fold on A does not show it either.
+    let local = a.run(&["checklist", "--all"]);
+    assert!(String::from_utf8_lossy(&local.stdout).contains("Alpha one"), "{}", text(&local));
+    assert_no_part_of(&token, &text(&local), "checklist --all on A");
+    assert_no_part_of(&token, &a.status_text(), "mirror status on A");
+}
+
+/// mirror.json's machine and path are the pusher's words (§9), shown by status and fetch
+/// on every machine: a secret-shaped one is not shown, as a secret-shaped title is not.
+#[test]
+#[ignore = "FINDING: mirror.json's machine and path are shown as the pusher wrote them: a secret-shaped one (a GitHub token) passes machine_name_ok (printable, at most 64 bytes), the commit verifies (they are claims, §9), and `mirror fetch`, `mirror fetch --json`, `mirror status` and `mirror status --json` on another machine all print it (and mirror-fetched.json stores it), while a secret-shaped title in the lines is skipped by the fold"]
+fn a_secret_shaped_machine_or_path_in_mirror_json_is_not_shown() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    let token = fake_token();
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    a.push_ok();
+    lab.forge_child(&a_id, |_, p| {
+        p.edit_meta("machine", Some(json!(token)));
+        p.edit_meta("path", Some(json!(format!("/home/{token}/wc"))));
+    });
+    let fetch = b.run(&["mirror", "fetch"]);
+    let fetched = b.run(&["mirror", "fetch", "--json"]);
+    assert_no_part_of(&token, &text(&fetch), "mirror fetch on B");
+    assert_no_part_of(&token, &text(&fetched), "mirror fetch --json on B");
+    let status = b.status();
+    assert!(status.to_string().contains("Alpha one") || status.to_string().contains(&a_id), "{status}");
+    assert_no_part_of(&token, &status.to_string(), "mirror status --json on B");
+    assert_no_part_of(&token, &b.status_text(), "mirror status on B");
+}
+
+// ----- §1/§2: saved-aside refs ------------------------------------------------------------
+
+#[test]
+fn saved_aside_refs_are_pushed_and_arrive_under_the_remotes_namespace() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Alpha one");
+    std::fs::write(a.root.join("README"), "work in progress\n").unwrap();
+    std::fs::write(a.root.join("notes.txt"), "untracked\n").unwrap();
+    a.git(&["add", "notes.txt"]);
+    let stash = a.git(&["stash", "create"]);
+    assert!(!stash.is_empty(), "the work is stashed");
+    let saved = "refs/abcd/saved/run-1/impl/20261201T090000000Z";
+    a.git(&["update-ref", saved, &stash]);
+
+    let pushed = a.push_ok();
+    let entry = pushed["saved"].as_array().unwrap().iter().find(|s| s["ref"] == saved).unwrap_or_else(|| panic!("{pushed}"));
+    assert_eq!(entry["outcome"], "pushed", "{pushed}");
+    assert_eq!(lab.git(&["rev-parse", saved]), stash, "the remote holds the saved-aside ref as it is");
+    let again = a.push_ok();
+    assert_eq!(again["saved"][0]["outcome"], "up_to_date", "{again}");
+
+    b.fetch_ok();
+    let arrived = "refs/abcd/remotes/origin/saved/run-1/impl/20261201T090000000Z";
+    assert_eq!(b.git(&["rev-parse", arrived]), stash, "machine B holds the same commit");
+    assert_eq!(b.git(&["show", &format!("{arrived}:README")]), "work in progress", "the work itself arrived");
+    assert_eq!(b.git(&["show", &format!("{arrived}:notes.txt")]), "untracked");
+    assert_eq!(b.git(&["for-each-ref", "--format=%(refname)", "refs/abcd/saved/"]), "", "B's own saved-aside refs are untouched");
+}
+
+// ----- §6 rule 1: a journal repaired after it was mirrored --------------------------------
+
+#[test]
+fn a_journal_repaired_after_it_was_mirrored_is_not_pushed_and_its_mirror_is_left() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Alpha one");
+    a.add("Alpha two");
+    // The repository journal too, which the repair does not touch.
+    let away = a.run(&["mode", "autonomous", "--until", "+1h"]);
+    assert_eq!(away.status.code(), Some(0), "{}", text(&away));
+    let a_id = a.journal_id();
+    let pushed = a.push_ok();
+    let repository_id = pushed["journals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["scope"]["kind"] == "repository")
+        .unwrap_or_else(|| panic!("{pushed}"))["journal_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mirrored = lab.journal_ref(&a_id).unwrap();
+    let local_ref = a.git(&["rev-parse", &format!("refs/abcd/journals/{a_id}")]);
+    assert_eq!(local_ref, mirrored);
+
+    // The last mirrored line damaged, then repaired away and the chain continued: the
+    // journal no longer holds what its mirror holds.
+    let path = a.journal_path();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - 20;
+    bytes[at] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let repaired = a.run(&["journal", "repair"]);
+    assert_eq!(repaired.status.code(), Some(0), "{}", text(&repaired));
+    a.add("Alpha three");
+    let back = a.run(&["mode", "back"]);
+    assert_eq!(back.status.code(), Some(0), "{}", text(&back));
+
+    let (code, json, out) = a.mirror_json("push", &[]);
+    assert_eq!(code, Some(1), "{}", text(&out));
+    let entry = json["journals"].as_array().unwrap().iter().find(|j| j["outcome"] == "refused").unwrap_or_else(|| panic!("{json}"));
+    let why = entry["why"].as_str().unwrap();
+    assert!(why.contains(&path.display().to_string()) && why.contains("its mirror is left as it is"), "{why}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&a.root.display().to_string()) && stderr.contains("its mirror is left as it is"), "{stderr}");
+    assert_eq!(lab.journal_ref(&a_id).unwrap(), mirrored, "the remote's ref is unchanged");
+    assert_eq!(a.git(&["rev-parse", &format!("refs/abcd/journals/{a_id}")]), mirrored, "the local ref is unchanged");
+    // The repository journal is not held back by the working copy's.
+    assert_eq!(journal_entry(&json, &repository_id)["outcome"], "pushed", "{json}");
+    assert_eq!(lab.remote_meta(&repository_id).unwrap()["head_seq"], journal_entry(&json, &repository_id)["head_seq"]);
+    let fetched = lab.machine("machine-c").fetch_ok();
+    assert_eq!(verdict(&fetched, &a_id), "verified", "what was mirrored before the repair still verifies");
+}
+
+// ----- §6 rule 2: only verified lines are mirrored ----------------------------------------
+
+#[test]
+fn a_torn_tail_or_damage_after_the_last_verified_line_is_not_mirrored() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    let path = a.journal_path();
+    let good = std::fs::read(&path).unwrap();
+    // Half of a line, as a crash leaves it.
+    let head = a.head();
+    let (seq, prev) = head.chain_position();
+    let event = NewEvent {
+        kind: COMPACTION_RECORDED.into(),
+        actor: Actor::this_process(None),
+        data: json!({"session": null, "trigger": "manual"}),
+    };
+    let (line, _) = format::encode_line(seq + 1, chain::plus_ms(head.time, 1), &event, &prev).unwrap();
+    std::fs::write(&path, [good.clone(), line[..line.len() / 2].to_vec()].concat()).unwrap();
+    a.push_ok();
+    let meta = lab.remote_meta(&a_id).unwrap();
+    assert_eq!((meta["head_seq"].as_u64(), meta["bytes"].as_u64()), (Some(seq), Some(good.len() as u64)), "{meta}");
+    assert_eq!(verdict(&b.fetch_ok(), &a_id), "verified");
+
+    // Three more lines, the first of them damaged: only the one before it is mirrored.
+    a.add("Alpha two");
+    a.add("Alpha three");
+    a.add("Alpha four");
+    let damaged = a.head().seq - 1;
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.windows(11).rposition(|w| w == b"Alpha three").unwrap();
+    bytes[at] = b'a';
+    std::fs::write(&path, &bytes).unwrap();
+    let out = a.run(&["mirror", "push"]);
+    let shown = text(&out);
+    assert_eq!(lab.remote_meta(&a_id).unwrap()["head_seq"], damaged - 1, "{shown}");
+    assert!(shown.contains(&format!("damage at seq {damaged}")) && shown.contains("not mirrored"), "the push names the damage: {shown}");
+    let fetched = b.fetch_ok();
+    assert_eq!(verdict(&fetched, &a_id), "verified");
+    let titles = open_titles(working_copy(&b.status(), &a_id));
+    assert_eq!(titles, ["Alpha one", "Alpha two"], "the lines up to the damage, no further");
+}
+
+// ----- §6 rule 6: a ref the remote holds ahead of this machine's --------------------------
+
+#[test]
+fn a_remote_commit_this_machine_pushed_and_did_not_record_is_adopted() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    a.push_ok();
+    let first = lab.journal_ref(&a_id).unwrap();
+    a.add("Alpha two");
+    a.push_ok();
+    let second = lab.journal_ref(&a_id).unwrap();
+    // As a push killed after the remote took it leaves it: the local ref one behind.
+    let local = format!("refs/abcd/journals/{a_id}");
+    a.git(&["update-ref", &local, &first, &second]);
+    a.add("Alpha three");
+    let pushed = a.push_ok();
+    assert_eq!(journal_entry(&pushed, &a_id)["outcome"], "pushed", "{pushed}");
+    let third = lab.journal_ref(&a_id).unwrap();
+    assert_eq!(lab.git(&["rev-parse", &format!("{third}^")]), second, "the new commit follows the adopted one (fast-forward)");
+    assert_eq!(a.git(&["rev-parse", &local]), third);
+    assert_eq!(lab.remote_meta(&a_id).unwrap()["head_seq"], a.head().seq);
+    let fetched = b.fetch_ok();
+    assert_eq!(verdict(&fetched, &a_id), "verified");
+    assert_eq!(open_titles(working_copy(&b.status(), &a_id)), ["Alpha one", "Alpha two", "Alpha three"]);
+}
+
+#[test]
+fn a_remote_commit_whose_lines_are_not_this_journals_is_named_and_left() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Alpha one");
+    a.add("Alpha two");
+    let a_id = a.journal_id();
+    a.push_ok();
+    let pushed = lab.journal_ref(&a_id).unwrap();
+    // Another writer's child commit: one byte of a title changed, its claims intact.
+    let theirs = lab.forge_child(&a_id, |lab, p| {
+        let mut bytes = lab.cat(&p.segments[0].id);
+        let at = bytes.windows(9).position(|w| w == b"Alpha one").unwrap();
+        bytes[at + 8] = b'E';
+        p.segments[0].id = lab.blob(&bytes);
+    });
+    a.add("Alpha three");
+    let (code, json, out) = a.mirror_json("push", &[]);
+    assert_eq!(code, Some(1), "{}", text(&out));
+    let entry = journal_entry(&json, &a_id);
+    assert_eq!(entry["outcome"], "refused", "{json}");
+    assert!(entry["why"].as_str().unwrap().contains("holds a history this machine's journal does not"), "{json}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was not pushed"), "{}", text(&out));
+    assert_eq!(lab.journal_ref(&a_id).unwrap(), theirs, "the remote's ref is left as it is");
+    assert_eq!(a.git(&["rev-parse", &format!("refs/abcd/journals/{a_id}")]), pushed, "the local ref stays");
+}
+
+// ----- §7 rule 2 with SPEC §5.4: a repaired journal's gap records -------------------------
+
+#[test]
+fn gap_records_verify_at_a_segments_end_and_as_a_verified_copys_head() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Alpha one");
+    // seqs 2..=1030: the line of seq 1023, the first segment's last, is damaged and repaired.
+    a.append_compactions(SEGMENT_MAX_LINES + 5);
+    let a_id = a.journal_id();
+    let path = a.journal_path();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let start = bytes.split(|b| *b == b'\n').take(SEGMENT_MAX_LINES - 1).map(|l| l.len() + 1).sum::<usize>();
+    let at = start + bytes[start..].windows(6).position(|w| w == b"manual").unwrap();
+    bytes[at] = b'M';
+    std::fs::write(&path, &bytes).unwrap();
+    let repaired = a.run(&["journal", "repair"]);
+    assert_eq!(repaired.status.code(), Some(0), "{}", text(&repaired));
+    let bytes = std::fs::read(&path).unwrap();
+    let gap: Value = serde_json::from_slice(bytes.split(|b| *b == b'\n').nth(SEGMENT_MAX_LINES - 1).unwrap()).unwrap();
+    assert_eq!(
+        (gap["kind"].as_str(), gap["data"]["lost_from"].as_u64()),
+        (Some("journal.repaired"), Some(SEGMENT_MAX_LINES as u64 - 1)),
+        "{gap}"
+    );
+    a.push_ok();
+    let names: Vec<String> = lab.parts(&lab.journal_ref(&a_id).unwrap()).segments.into_iter().map(|e| e.name).collect();
+    assert_eq!(names, [segment_name(0), segment_name(SEGMENT_MAX_LINES as u64)]);
+    assert_eq!(verdict(&b.fetch_ok(), &a_id), "verified");
+
+    // The acknowledged last line damaged and repaired: the mirror's head is a gap record.
+    a.add("Alpha two");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - 20;
+    bytes[at] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let repaired = a.run(&["journal", "repair"]);
+    assert_eq!(repaired.status.code(), Some(0), "{}", text(&repaired));
+    assert_eq!(a.head().kind, "journal.repaired");
+    a.push_ok();
+    assert_eq!(verdict(&b.fetch_ok(), &a_id), "verified");
+    // And the next push continues from it.
+    a.add("Alpha three");
+    a.push_ok();
+    assert_eq!(verdict(&b.fetch_ok(), &a_id), "verified");
+    assert_eq!(open_titles(working_copy(&b.status(), &a_id)), ["Alpha one", "Alpha three"]);
+}
+
+// ----- auto: background pushes from the hooks ---------------------------------------------
+
+fn hook(m: &Machine) -> Output {
+    let payload = json!({
+        "session_id": "s1",
+        "transcript_path": "/nonexistent",
+        "cwd": m.root,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "hi",
+    });
+    let mut child =
+        m.abcd().args(["hook", "user-prompt-submit"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn hook_ok(m: &Machine) {
+    let out = hook(m);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(out.stderr.is_empty(), "a hook says nothing of the mirror: {}", text(&out));
+}
+
+fn mtime(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+fn last_push(m: &Machine) -> Value {
+    m.status()["last_push"].clone()
+}
+
+/// Waits until the remote's mirror of `journal_id` reaches `seq` and the last push record
+/// is one other than `before`; the record.
+fn wait_for_background_push(lab: &Lab, m: &Machine, journal_id: &str, seq: u64, before: &Value) -> Value {
+    let deadline = Instant::now() + BACKGROUND_WAIT;
+    loop {
+        let reached = lab.remote_meta(journal_id).is_some_and(|meta| meta["head_seq"].as_u64() >= Some(seq));
+        let record = last_push(m);
+        if reached && !record.is_null() && record != *before {
+            return record;
+        }
+        assert!(Instant::now() < deadline, "no background push arrived: remote {:?}, record {record}", lab.remote_meta(journal_id));
+        std::thread::sleep(BACKGROUND_POLL);
+    }
+}
+
+#[test]
+fn a_hook_pushes_in_the_background_at_most_once_per_interval_and_never_when_off() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    let stamp = a.repo_home(&lab.root_commit).join("mirror-auto.stamp");
+
+    // Off (the default): a hook starts nothing.
+    hook_ok(&a);
+    assert_eq!(mtime(&stamp), None, "no push was started");
+    assert!(lab.journal_ref(&a_id).is_none());
+
+    let on = a.run(&["mirror", "auto", "on", "--every", "10"]);
+    assert_eq!(on.status.code(), Some(0), "{}", text(&on));
+    a.add("Alpha two");
+    let seq = a.head().seq;
+    hook_ok(&a);
+    let record = wait_for_background_push(&lab, &a, &a_id, seq, &Value::Null);
+    assert_eq!(record["ok"], true, "{record}");
+    assert_eq!(record["remote"], "origin", "{record}");
+    let started = mtime(&stamp).expect("the push's start is stamped");
+
+    // Within the interval a hook starts none: the stamp and the record stay.
+    let on = a.run(&["mirror", "auto", "on", "--every", &LONG_EVERY_SECONDS.to_string()]);
+    assert_eq!(on.status.code(), Some(0), "{}", text(&on));
+    a.add("Alpha three");
+    hook_ok(&a);
+    assert_eq!(mtime(&stamp), Some(started), "a hook within the interval starts no push");
+    assert_eq!(last_push(&a), record, "no new push record");
+
+    // The interval passed (the stamp made as old as it): the next hook pushes.
+    let aged = started - Duration::from_secs(LONG_EVERY_SECONDS);
+    std::fs::File::options().write(true).open(&stamp).unwrap().set_modified(aged).unwrap();
+    let seq = a.head().seq;
+    hook_ok(&a);
+    assert!(mtime(&stamp) > Some(aged), "the hook stamps a new push");
+    let second = wait_for_background_push(&lab, &a, &a_id, seq, &record);
+    assert_eq!(second["ok"], true, "{second}");
+
+    // Off: even with the interval passed, a hook starts none.
+    let off = a.run(&["mirror", "auto", "off"]);
+    assert_eq!(off.status.code(), Some(0), "{}", text(&off));
+    std::fs::File::options().write(true).open(&stamp).unwrap().set_modified(aged).unwrap();
+    a.add("Alpha four");
+    hook_ok(&a);
+    assert_eq!(mtime(&stamp), Some(aged), "auto off: no push started");
+    assert_eq!(last_push(&a), second);
+    assert_eq!(a.status()["auto"]["on"], false);
+}
+
+#[test]
+fn auto_on_names_git_remote_add_for_a_remote_that_does_not_exist() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    let out = a.run(&["mirror", "auto", "on", "--remote", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("git remote add nosuch"), "{}", text(&out));
+    assert_eq!(a.status()["auto"]["on"], false, "nothing was turned on");
+}
+
+// ----- limits, on both sides of each edge -------------------------------------------------
+
+#[test]
+fn the_auto_interval_is_held_to_its_limits_on_both_sides() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    for (every, accepted) in [
+        (AUTO_EVERY_MIN_SECONDS - 1, false),
+        (AUTO_EVERY_MIN_SECONDS, true),
+        (AUTO_EVERY_MAX_SECONDS, true),
+        (AUTO_EVERY_MAX_SECONDS + 1, false),
+    ] {
+        let out = a.run(&["mirror", "auto", "on", "--every", &every.to_string()]);
+        if accepted {
+            assert_eq!(out.status.code(), Some(0), "--every {every}: {}", text(&out));
+            assert_eq!(a.status()["auto"]["every_seconds"], every);
+        } else {
+            assert_eq!(out.status.code(), Some(2), "--every {every}: {}", text(&out));
+            assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("--every {every}")), "{}", text(&out));
+            assert_ne!(a.status()["auto"]["every_seconds"], every, "a refused interval is not stored");
+        }
+    }
+}
+
+#[test]
+fn a_remote_name_is_held_to_section_2_on_both_sides_of_its_length() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Alpha one");
+    let remote = lab.remote.to_str().unwrap();
+    let longest = "r".repeat(REMOTE_NAME_MAX);
+    let too_long = "r".repeat(REMOTE_NAME_MAX + 1);
+    a.git(&["remote", "add", &longest, remote]);
+    a.git(&["remote", "add", &too_long, remote]);
+
+    for verb in [&["push"][..], &["fetch"], &["status"], &["auto", "on"]] {
+        for bad in ["../x", too_long.as_str(), ".hidden", "-x"] {
+            let mut args = vec!["mirror"];
+            args.extend(verb);
+            let flag = format!("--remote={bad}");
+            args.push(&flag);
+            let out = a.run(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+            assert!(String::from_utf8_lossy(&out.stderr).contains("not a remote name abcd accepts"), "{args:?}: {}", text(&out));
+        }
+    }
+    let (code, json, out) = a.mirror_json("push", &["--remote", &longest]);
+    assert_eq!(code, Some(0), "{}", text(&out));
+    assert_eq!(json["remote"], longest.as_str());
+    assert!(lab.journal_ref(&a.journal_id()).is_some());
+    let (code, _, out) = a.mirror_json("fetch", &["--remote", &longest]);
+    assert_eq!(code, Some(0), "{}", text(&out));
+}
+
+#[test]
+#[ignore = "FINDING: `abcd mirror auto off --remote=../x` exits 0 and stores \"../x\" as the setting's remote in mirror-auto.json (shown by `mirror status`): set_auto checks the remote's name only when turning on, so a name MIRROR.md §2 does not accept is kept"]
+fn auto_off_refuses_a_bad_remote_name_too() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    let out = a.run(&["mirror", "auto", "off", "--remote=../x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a remote name abcd accepts"), "{}", text(&out));
+    assert_eq!(a.status()["auto"]["remote"], "origin", "nothing was stored");
+}

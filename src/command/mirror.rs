@@ -75,13 +75,7 @@ impl MirrorPlace {
 
     /// Checks `remote` names a remote of this repository.
     fn remote(&self, remote: &str) -> Result<String, CommandError> {
-        if !remote_name_ok(remote) {
-            return Err(CommandError::Refused(format!(
-                "refused: {} is not a remote name abcd accepts (letters, digits, `.`, `_`, `-`, at most {} characters); name a remote from `git remote`",
-                crate::secrets::shown_name(remote),
-                crate::git::objects::REMOTE_NAME_MAX
-            )));
-        }
+        checked_remote_name(remote)?;
         if !self.repo.has_remote(remote).map_err(CommandError::failed)? {
             return Err(CommandError::Refused(format!(
                 "refused: this repository has no remote named {remote}; add one with `git remote add {remote} <url>`, or name another with --remote"
@@ -107,6 +101,18 @@ impl MirrorPlace {
         }
         Ok(found)
     }
+}
+
+/// `remote` when abcd accepts it as a remote's name (it becomes part of local ref names).
+fn checked_remote_name(remote: &str) -> Result<String, CommandError> {
+    if remote_name_ok(remote) {
+        return Ok(remote.to_string());
+    }
+    Err(CommandError::Refused(format!(
+        "refused: {} is not a remote name abcd accepts (letters, digits, `.`, `_`, `-`, at most {} characters); name a remote from `git remote`",
+        crate::secrets::shown_name(remote),
+        crate::git::objects::REMOTE_NAME_MAX
+    )))
 }
 
 /// What a push did with one journal.
@@ -566,7 +572,8 @@ pub fn set_auto(place: &MirrorPlace, on: bool, remote: &str, every_seconds: u64)
             "refused: --every {every_seconds} is outside {AUTO_EVERY_MIN_SECONDS}..={AUTO_EVERY_MAX_SECONDS} seconds; name an interval inside it"
         )));
     }
-    let remote = if on { place.remote(remote)? } else { remote.to_string() };
+    // Turning off needs no remote to exist, but the name is held to the same rule.
+    let remote = if on { place.remote(remote)? } else { checked_remote_name(remote)? };
     let setting = AutoSetting { on, remote, every_seconds };
     crate::platform::fs::create_dir_all(&place.home, 0o700).map_err(CommandError::failed)?;
     write_record(&place.home.join(AUTO_FILE), &setting)?;

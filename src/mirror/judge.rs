@@ -112,6 +112,7 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
             Ok(Some((w, i, f, bytes))) => (walk, index, from, first_bytes) = (w, i, f, Some(bytes)),
             Ok(None) => {}
             Err(Resume::Changed(why)) => return judged(Verdict::Rewritten(why), mirror),
+            Err(Resume::Genesis(why)) => return judged(Verdict::JournalChanged(why), mirror),
             Err(Resume::Git(g)) => return Err(g),
         }
     }
@@ -166,6 +167,7 @@ type Resumed = (Walk, usize, usize, Vec<u8>);
 
 enum Resume {
     Changed(String),
+    Genesis(String),
     Git(GitError),
 }
 
@@ -179,6 +181,10 @@ fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<Resum
         Err(ShapeError::Git(g)) => return Err(Resume::Git(g)),
         Err(ShapeError::Bad(_)) => return Ok(None),
     };
+    // The genesis is not walked again, so the claims it was checked against must not move.
+    if old.meta.scope != new.meta.scope {
+        return Err(Resume::Genesis("mirror.json names another scope than the verified copy's journal.opened".into()));
+    }
     let changed = |name: &str| Resume::Changed(format!("segment {name} differs from the verified copy's: a mirrored line was rewritten"));
     let Some((old_last, old_full)) = old.segments.split_last() else { return Ok(None) };
     for (i, e) in old_full.iter().enumerate() {

@@ -61,7 +61,8 @@
 mod common;
 
 use common::{
-    Row, Target, abcd_bin, assert_succeeded, median, ms, rotate, session_start_payload, true_bin, verify_clean, write_ignoring_closed,
+    ChildRun, Row, Target, abcd_bin, assert_succeeded, median, ms, rotate, run_child_with_stdin, session_start_payload, true_bin,
+    verify_clean, write_ignoring_closed,
 };
 use std::ffi::{CString, OsString};
 use std::fs::{File, OpenOptions};
@@ -101,10 +102,6 @@ const ONLY_ENV: &str = "ABCD_BENCH_ONLY";
 const KEEP_ENV: &str = "ABCD_BENCH_KEEP";
 /// Set for the floor's process (benchmark 4): the journal to read.
 const FLOOR_CHILD_ENV: &str = "ABCD_BENCH_FLOOR_CHILD";
-/// Set for the spawner process (benchmark 4), which runs its arguments as a command.
-const SPAWNER_ENV: &str = "ABCD_BENCH_SPAWNER";
-/// The spawner's report, the last line of its output.
-const SPAWNER_TAG: &str = "abcd-bench-spawner:";
 /// First argument that makes this bench a helper process of benchmark 5:
 /// `abcd-bench-helper exit` exits at once; `abcd-bench-helper append <file> <bytes>`
 /// appends one line of that many bytes with `write` + `fdatasync`, then exits.
@@ -286,8 +283,8 @@ fn main() {
     if std::env::args_os().nth(1).is_some_and(|a| a == HELPER_ARG) {
         helper();
     }
-    if std::env::var_os(SPAWNER_ENV).is_some() {
-        spawner();
+    if common::is_spawner() {
+        common::spawner();
         return;
     }
     if let Ok(path) = std::env::var(FLOOR_CHILD_ENV) {
@@ -951,17 +948,7 @@ fn bench_group(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String) {
 // ----------------------------------------------------------------------------------------
 // 4. Verify vs the floor
 
-/// A child's wall time, peak RSS (KiB) and stdout.
-struct ChildRun {
-    wall: Duration,
-    max_rss_kib: u64,
-    stdout: String,
-}
-
-/// Runs `program args` through the spawner (a fresh, small process of this bench) and
-/// returns what it reports. Why not `wait4` here: on Linux a process's `ru_maxrss` also
-/// counts the address space it exec'd from, which for a child of this bench is this
-/// bench's own high-water mark; the spawner's is a few MiB (`/bin/true` shows how much).
+/// Runs `program args` through the spawner (`common::run_child_with_stdin`).
 fn run_child(program: &Path, args: &[&str], env: &[(&str, &Path)]) -> ChildRun {
     run_child_in(None, program, args, env)
 }
@@ -969,60 +956,6 @@ fn run_child(program: &Path, args: &[&str], env: &[(&str, &Path)]) -> ChildRun {
 /// `run_child`, in folder `cwd` when given.
 fn run_child_in(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)]) -> ChildRun {
     run_child_with_stdin(cwd, program, args, env, None)
-}
-
-/// `run_child_in`, with `stdin` (when given) as the command's standard input.
-fn run_child_with_stdin(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)], stdin: Option<&[u8]>) -> ChildRun {
-    let mut cmd = Command::new(std::env::current_exe().expect("this bench's path"));
-    cmd.env(SPAWNER_ENV, "1").arg(program).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit());
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
-    if let Some(dir) = cwd {
-        cmd.current_dir(dir);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("running the spawner");
-    if let Some(bytes) = stdin {
-        let mut pipe = child.stdin.take().expect("a piped stdin");
-        write_ignoring_closed(&mut pipe, bytes);
-    }
-    let out = child.wait_with_output().expect("running the spawner");
-    assert!(out.status.success(), "the spawner failed: {:?}", out.status);
-    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
-    let (stdout, report) = text.rsplit_once(SPAWNER_TAG).expect("the spawner's report");
-    let field = |name: &str| -> u64 {
-        report
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in the spawner's report {report:?}"))
-    };
-    assert_eq!(field("status"), 0, "{} {args:?} failed:\n{stdout}", program.display());
-    ChildRun { wall: Duration::from_nanos(field("wall_ns")), max_rss_kib: field("maxrss_kib"), stdout: stdout.to_string() }
-}
-
-/// The spawner: runs its arguments as a command, reaps it with `wait4` (whose rusage is
-/// that child's own) and prints its wall time, peak RSS and exit status.
-#[allow(clippy::zombie_processes)] // reaped by wait4 below, not by Child::wait
-fn spawner() {
-    let mut args = std::env::args_os().skip(1);
-    let program = args.next().expect("the spawner needs a program");
-    let rest: Vec<OsString> = args.collect();
-    let started = Instant::now();
-    // The spawner's own stdin: null, or the payload `run_child_with_stdin` pipes in.
-    let child = Command::new(&program).args(&rest).env_remove(SPAWNER_ENV).stdin(Stdio::inherit()).spawn().expect("spawning");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: rusage is plain data; all zero is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is this process's unreaped child; the pointers are to live locals.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = started.elapsed();
-    assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
-    // On Linux ru_maxrss is in KiB.
-    println!("{SPAWNER_TAG} maxrss_kib={} wall_ns={} status={code}", usage.ru_maxrss, wall.as_nanos());
 }
 
 fn run_verify(path: &Path, home: &Path, events: u64) -> ChildRun {

@@ -1,10 +1,13 @@
 //! What the benchmarks share: the median, the time shown, the binaries they time, a
-//! child's stdin written as a host writes it, and the clean-journal check.
+//! child's stdin written as a host writes it, the clean-journal check, and the spawner that
+//! reads a child's peak memory.
 
 use std::convert::Infallible;
+use std::ffi::OsString;
 use std::io::{self, Write};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::scan::Verdict;
@@ -29,6 +32,7 @@ pub fn abcd_bin() -> &'static Path {
 }
 
 /// The trivial process: starts and exits, reading nothing.
+#[allow(dead_code)]
 pub fn true_bin() -> &'static Path {
     [Path::new("/usr/bin/true"), Path::new("/bin/true")].into_iter().find(|p| p.is_file()).expect("a `true` binary")
 }
@@ -132,6 +136,7 @@ impl Row {
 }
 
 /// The SessionStart payload the host sends, for a session in `wc` after a compaction.
+#[allow(dead_code)]
 pub fn session_start_payload(wc: &Path) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
         "session_id": "bench",
@@ -140,4 +145,86 @@ pub fn session_start_payload(wc: &Path) -> Vec<u8> {
         "source": "compact",
     }))
     .expect("plain data serializes")
+}
+
+/// Set for the spawner process, which runs its arguments as a command.
+const SPAWNER_ENV: &str = "ABCD_BENCH_SPAWNER";
+/// The spawner's report, the last line of its output.
+const SPAWNER_TAG: &str = "abcd-bench-spawner:";
+
+/// A child's wall time, peak RSS (KiB) and stdout.
+#[allow(dead_code)]
+pub struct ChildRun {
+    pub wall: Duration,
+    pub max_rss_kib: u64,
+    pub stdout: String,
+}
+
+/// Whether this process is the spawner: a bench that times children through it calls
+/// [`spawner`] first thing in `main` when this holds.
+#[allow(dead_code)]
+pub fn is_spawner() -> bool {
+    std::env::var_os(SPAWNER_ENV).is_some()
+}
+
+/// Runs `program args` through the spawner (a fresh, small process of this bench), in
+/// folder `cwd` when given, with `stdin` (when given) as its standard input, and returns
+/// what it reports; panics unless the command exited 0. Why not `wait4` here: on Linux a
+/// process's `ru_maxrss` also counts the address space it exec'd from, which for a child of
+/// this bench is this bench's own high-water mark; the spawner's is a few MiB (`/bin/true`
+/// shows how much). The peak is the largest of the command and the children it reaped.
+#[allow(dead_code)]
+pub fn run_child_with_stdin(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)], stdin: Option<&[u8]>) -> ChildRun {
+    let mut cmd = Command::new(std::env::current_exe().expect("this bench's path"));
+    cmd.env(SPAWNER_ENV, "1").arg(program).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("running the spawner");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().expect("a piped stdin");
+        write_ignoring_closed(&mut pipe, bytes);
+    }
+    let out = child.wait_with_output().expect("running the spawner");
+    assert!(out.status.success(), "the spawner failed: {:?}", out.status);
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let (stdout, report) = text.rsplit_once(SPAWNER_TAG).expect("the spawner's report");
+    let field = |name: &str| -> u64 {
+        report
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in the spawner's report {report:?}"))
+    };
+    assert_eq!(field("status"), 0, "{} {args:?} failed:\n{stdout}", program.display());
+    ChildRun { wall: Duration::from_nanos(field("wall_ns")), max_rss_kib: field("maxrss_kib"), stdout: stdout.to_string() }
+}
+
+/// The spawner: runs its arguments as a command, reaps it with `wait4` (whose rusage is
+/// that child's own, and its reaped children's) and prints its wall time, peak RSS and exit
+/// status.
+#[allow(dead_code)]
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, not by Child::wait
+pub fn spawner() {
+    let mut args = std::env::args_os().skip(1);
+    let program = args.next().expect("the spawner needs a program");
+    let rest: Vec<OsString> = args.collect();
+    let started = Instant::now();
+    // The spawner's own stdin: null, or the payload `run_child_with_stdin` pipes in.
+    let child = Command::new(&program).args(&rest).env_remove(SPAWNER_ENV).stdin(Stdio::inherit()).spawn().expect("spawning");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; all zero is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is this process's unreaped child; the pointers are to live locals.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = started.elapsed();
+    assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+    // On Linux ru_maxrss is in KiB.
+    println!("{SPAWNER_TAG} maxrss_kib={} wall_ns={} status={code}", usage.ru_maxrss, wall.as_nanos());
 }

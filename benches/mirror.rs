@@ -12,20 +12,23 @@
 //!
 //! 1. `abcd mirror push` of 1 new event in a working copy whose journal holds 100,000
 //!    events vs one whose journal holds 1,000 (each its own clone, home store and remote),
-//!    both mirrored before the rounds (1a); the floor is a plain `git push` of one new small
-//!    commit to the 100,000 events' remote (1b). Each push follows one event appended,
+//!    both mirrored before the rounds (1a). The large size is moved up to the next one whose
+//!    last segment holds as many lines as the small one's (100,328), since every push
+//!    rewrites the last segment. The floor is a plain `git push` of one new small commit
+//!    to the large journal's remote (1b). Each push follows one event appended,
 //!    untimed, through the store, as a verb appends it. `abcd mirror fetch` of that 1 new
 //!    event by a second machine of each repository, which fetched and verified the whole
 //!    mirror before the rounds (1c); `abcd --version` for context (abcd's own start).
 //! 2. `abcd mirror fetch` of 50 mirrored working copies, 1 new event each, vs a plain
-//!    `git fetch` of the same refs (the same refspecs, into a throwaway namespace) by a clone
-//!    without abcd. The 50 are the main worktree and 49 linked worktrees (`git worktree
-//!    add`) of one clone, each with a journal of its own, all pushed by one `abcd mirror
-//!    push` per round.
+//!    `git fetch` of the same refs (the same refspecs, into a throwaway namespace, with the
+//!    flags `abcd mirror fetch` gives its own) by a clone without abcd. The 50 are the main
+//!    worktree and 49 linked worktrees (`git worktree add`) of one clone, each with a
+//!    journal of its own, all pushed by one `abcd mirror push` per round.
 //! 3. Peak memory, the max RSS that `wait4` reports in a small spawner process (the larger
 //!    of abcd and every git child it reaped), at 100,000 vs 1,000 events: of benchmark 1's
 //!    pushes and fetches of 1 new event (3a, 3b), and of a first push of the whole journal
-//!    to an empty remote and a first fetch of it by a new clone (3c, 3d).
+//!    to an empty remote and a first fetch of it by a new clone (3c, 3d), and abcd's own
+//!    peak in those (3e, 3f: its `VmHWM`, read every 2 ms while it runs).
 //!
 //! `cargo bench --bench mirror` runs the full sizes. Run without `--bench` (as `cargo test
 //! --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises every path.
@@ -38,7 +41,8 @@
 mod common;
 
 use common::{
-    ChildRun, Row, Target, abcd_bin, assert_succeeded, is_spawner, median, ms, rotate, run_child_with_stdin, spawner, verify_clean,
+    ChildRun, Row, Target, abcd_bin, assert_succeeded, is_spawner, median, ms, rotate, run_child_polled, run_child_with_stdin, spawner,
+    verify_clean,
 };
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -93,6 +97,15 @@ struct Config {
     fresh_runs: usize,
 }
 
+/// `large` moved up to the next size whose last mirror segment holds as many lines as
+/// `small`'s: a push rewrites the last segment (up to `SEGMENT_MAX_LINES` lines), so the two
+/// journals then differ in their length alone. Benchmark 1's lines (under 500 bytes) hit the
+/// segment's line limit long before its byte limit.
+fn segment_aligned(large: u64, small: u64) -> u64 {
+    let lines = abcd::mirror::SEGMENT_MAX_LINES as u64;
+    large + (small % lines + lines - large % lines) % lines
+}
+
 impl Config {
     fn from_env() -> Config {
         let full = std::env::args().any(|a| a == "--bench");
@@ -107,6 +120,7 @@ impl Config {
             Err(_) => 2_100,
         };
         assert!(large > small, "{EVENTS_ENV} must be more than {small}");
+        let large = segment_aligned(large, small);
         if full {
             Config { full, only, large, small, push_rounds: 21, push_ops: 3, copies: 50, copy_events: 100, fetch_rounds: 21, fresh_runs: 2 }
         } else {
@@ -255,6 +269,12 @@ impl Machine {
     /// unless it exits 0.
     fn abcd(&self, root: &Path, args: &[&str]) -> ChildRun {
         run_child_with_stdin(Some(root), abcd_bin(), args, &self.env(), None)
+    }
+
+    /// `abcd <args>` in `root`, through the polling spawner: its own peak too (for memory,
+    /// not timing).
+    fn abcd_polled(&self, root: &Path, args: &[&str]) -> ChildRun {
+        run_child_polled(Some(root), abcd_bin(), args, &self.env())
     }
 
     /// `git <args>` in `root`, through the spawner, as this machine runs it.
@@ -562,9 +582,10 @@ impl Mirrored {
             floor_commits: Cell::new(0),
         };
         let head = m.journal.head.get();
-        let (push, v) = m.push_machine.push(&m.pusher);
-        check_push_others(&v, &[(m.id.clone(), head, head + 1)], "pushed");
-        let (fetch, v) = m.fetch_machine.fetch(&m.fetcher);
+        let push = m.push_machine.abcd_polled(&m.pusher, &["mirror", "push", "--json"]);
+        check_push_others(&parse(&push.stdout, "abcd mirror push --json"), &[(m.id.clone(), head, head + 1)], "pushed");
+        let fetch = m.fetch_machine.abcd_polled(&m.fetcher, &["mirror", "fetch", "--json"]);
+        let v = parse(&fetch.stdout, "abcd mirror fetch --json");
         let fetched: Vec<(String, u64)> = v["journals"]
             .as_array()
             .expect("journals")
@@ -591,9 +612,15 @@ impl Mirrored {
         run
     }
 
-    /// `abcd mirror fetch` of 1 new event, checked: when everything pushed is fetched
-    /// already, one more event is appended and pushed first (untimed).
+    /// `abcd mirror fetch` of exactly 1 new event, checked. Untimed before it, as the
+    /// rotation left things: more than 1 pushed since the last fetch are fetched first,
+    /// and when none is left, one more event is appended and pushed.
     fn fetch(&self) -> ChildRun {
+        if self.journal.head.get() > self.fetched.get() + 1 {
+            let (_, v) = self.fetch_machine.fetch(&self.fetcher);
+            check_fetch(&v, &[(self.id.clone(), self.journal.head.get())]);
+            self.fetched.set(self.journal.head.get());
+        }
         if self.fetched.get() == self.journal.head.get() {
             self.push();
         }
@@ -779,14 +806,15 @@ fn first_push_and_fetch(dir: &Path, m: &Mirrored, run: usize) -> (ChildRun, Chil
         git(&m.pusher, &["update-ref", "-d", &format!("refs/abcd/journals/{name}")]);
     }
     let head = m.journal.head.get();
-    let push = m.push_machine.abcd(&m.pusher, &["mirror", "push", "--remote", &remote_name, "--json"]);
+    let push = m.push_machine.abcd_polled(&m.pusher, &["mirror", "push", "--remote", &remote_name, "--json"]);
     // The repository journal goes whole too.
     check_push_others(&parse(&push.stdout, "abcd mirror push --json"), &[(m.id.clone(), head, head + 1)], "pushed");
 
     let machine = Machine::new(dir, &format!("{}-{remote_name}-fetcher", m.name));
     let fetcher = dir.join(format!("{}-{remote_name}-fetcher", m.name));
     clone_of(&remote, &fetcher, Some(&machine));
-    let (fetch, v) = machine.fetch(&fetcher);
+    let fetch = machine.abcd_polled(&fetcher, &["mirror", "fetch", "--json"]);
+    let v = parse(&fetch.stdout, "abcd mirror fetch --json");
     assert_eq!(entry(&v, &m.id)["verdict"], "verified", "a new clone verifies the whole mirror: {v}");
     assert_eq!(entry(&v, &m.id)["head_seq"].as_u64(), Some(head), "through the journal's head: {v}");
     (push, fetch)
@@ -802,53 +830,69 @@ fn bench_first(cfg: &Config, dir: &Path, large: &Mirrored, small: &Mirrored) -> 
         }
     }
     let (l, s) = (large.first.borrow(), small.first.borrow());
-    let ratio = |f: &dyn Fn(&(ChildRun, ChildRun)) -> f64| -> Vec<f64> { l.iter().zip(s.iter()).map(|(a, b)| f(a) / f(b)).collect() };
-    let med = |v: &[(ChildRun, ChildRun)], f: &dyn Fn(&(ChildRun, ChildRun)) -> f64| median(&v.iter().map(f).collect::<Vec<_>>());
-    let push_rss = |p: &(ChildRun, ChildRun)| p.0.max_rss_kib as f64;
-    let fetch_rss = |p: &(ChildRun, ChildRun)| p.1.max_rss_kib as f64;
-    let push_t = |p: &(ChildRun, ChildRun)| p.0.wall.as_secs_f64();
-    let fetch_t = |p: &(ChildRun, ChildRun)| p.1.wall.as_secs_f64();
+    type Pick = fn(&(ChildRun, ChildRun)) -> f64;
+    let ratio = |f: Pick| -> Vec<f64> { l.iter().zip(s.iter()).map(|(a, b)| f(a) / f(b)).collect() };
+    let med = |v: &[(ChildRun, ChildRun)], f: Pick| median(&v.iter().map(f).collect::<Vec<_>>());
+    fn own(r: &ChildRun) -> f64 {
+        r.own_peak_kib.expect("a polled run reports its own peak") as f64
+    }
+    let push_rss: Pick = |p| p.0.max_rss_kib as f64;
+    let fetch_rss: Pick = |p| p.1.max_rss_kib as f64;
+    let push_own: Pick = |p| own(&p.0);
+    let fetch_own: Pick = |p| own(&p.1);
+    let push_t: Pick = |p| p.0.wall.as_secs_f64();
+    let fetch_t: Pick = |p| p.1.wall.as_secs_f64();
     let (big, little) = (cfg.large, cfg.small);
     let note = format!(
-        "benchmark 3: a first push of the whole journal to an empty remote at {big} events {} ({}) vs at {little} events {} ({}); a first fetch of it by a new clone at {big} events {} ({}) vs at {little} events {} ({}) (medians of {} runs each: the one that set up benchmark 1, then one per new remote)",
-        ms(med(&l, &push_t)),
-        rss(med(&l, &push_rss)),
-        ms(med(&s, &push_t)),
-        rss(med(&s, &push_rss)),
-        ms(med(&l, &fetch_t)),
-        rss(med(&l, &fetch_rss)),
-        ms(med(&s, &fetch_t)),
-        rss(med(&s, &fetch_rss)),
+        "benchmark 3: a first push of the whole journal to an empty remote at {big} events {} (peak RSS {}, abcd's own {}) vs at {little} events {} ({}, abcd's own {}); a first fetch of it by a new clone at {big} events {} ({}, abcd's own {}) vs at {little} events {} ({}, abcd's own {}) (medians of {} runs each: the one that set up benchmark 1, then one per new remote; abcd's own peak is its VmHWM read every 2 ms while it runs)",
+        ms(med(&l, push_t)),
+        rss(med(&l, push_rss)),
+        rss(med(&l, push_own)),
+        ms(med(&s, push_t)),
+        rss(med(&s, push_rss)),
+        rss(med(&s, push_own)),
+        ms(med(&l, fetch_t)),
+        rss(med(&l, fetch_rss)),
+        rss(med(&l, fetch_own)),
+        ms(med(&s, fetch_t)),
+        rss(med(&s, fetch_rss)),
+        rss(med(&s, fetch_own)),
         l.len(),
     );
     println!("[3] {note}");
+    let row = |name: String, what: &str, f: Pick, t: Pick| Row {
+        name,
+        contenders: format!(
+            "{big} events {} vs {little} events {} ({what}; {} vs {})",
+            rss(med(&l, f)),
+            rss(med(&s, f)),
+            ms(med(&l, t)),
+            ms(med(&s, t))
+        ),
+        ratio_label: "large/small peak RSS".into(),
+        ratios: ratio(f),
+        target: Target::AtMost(1.5),
+    };
     let rows = vec![
-        Row {
-            name: format!("3c. peak memory of a first `abcd mirror push` (the whole journal), {big} vs {little} events"),
-            contenders: format!(
-                "{big} events {} in {} vs {little} events {} in {}",
-                rss(med(&l, &push_rss)),
-                ms(med(&l, &push_t)),
-                rss(med(&s, &push_rss)),
-                ms(med(&s, &push_t))
-            ),
-            ratio_label: "large/small peak RSS".into(),
-            ratios: ratio(&push_rss),
-            target: Target::AtMost(1.5),
-        },
-        Row {
-            name: format!("3d. peak memory of a first `abcd mirror fetch` (the whole journal verified), {big} vs {little} events"),
-            contenders: format!(
-                "{big} events {} in {} vs {little} events {} in {}",
-                rss(med(&l, &fetch_rss)),
-                ms(med(&l, &fetch_t)),
-                rss(med(&s, &fetch_rss)),
-                ms(med(&s, &fetch_t))
-            ),
-            ratio_label: "large/small peak RSS".into(),
-            ratios: ratio(&fetch_rss),
-            target: Target::AtMost(1.5),
-        },
+        row(
+            format!("3c. peak memory of a first `abcd mirror push` (the whole journal), {big} vs {little} events"),
+            "abcd and its git children",
+            push_rss,
+            push_t,
+        ),
+        row(
+            format!("3d. peak memory of a first `abcd mirror fetch` (the whole journal verified), {big} vs {little} events"),
+            "abcd and its git children",
+            fetch_rss,
+            fetch_t,
+        ),
+        row(format!("3e. abcd's own peak memory in a first `abcd mirror push`, {big} vs {little} events"), "abcd alone", push_own, push_t),
+        row(
+            format!("3f. abcd's own peak memory in a first `abcd mirror fetch`, {big} vs {little} events"),
+            "abcd alone",
+            fetch_own,
+            fetch_t,
+        ),
     ];
     (rows, note)
 }
@@ -895,7 +939,8 @@ fn bench_fetch(cfg: &Config, dir: &Path) -> (Vec<Row>, String, Vec<(PathBuf, Pat
     assert_eq!(all.len(), mirrored, "the fetch verified every mirrored journal: {v}");
     clone_of(&remote, &plain, None);
     let refspecs = [format!("+refs/abcd/journals/*:{FLOOR_NAMESPACE}/journals/*"), format!("+refs/abcd/saved/*:{FLOOR_NAMESPACE}/saved/*")];
-    let mut floor_args = vec!["fetch", "-q", REMOTE];
+    // The flags `abcd mirror fetch` gives its own `git fetch`: the floor is that fetch alone.
+    let mut floor_args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--no-auto-gc", REMOTE];
     floor_args.extend(refspecs.iter().map(String::as_str));
     git(&plain, &floor_args);
     println!(

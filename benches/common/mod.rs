@@ -149,6 +149,10 @@ pub fn session_start_payload(wc: &Path) -> Vec<u8> {
 
 /// Set for the spawner process, which runs its arguments as a command.
 const SPAWNER_ENV: &str = "ABCD_BENCH_SPAWNER";
+/// `SPAWNER_ENV`'s value that has the spawner also sample the command's own peak.
+const SPAWNER_POLL: &str = "poll";
+/// How often a polling spawner reads the command's own `VmHWM`.
+const SPAWNER_POLL_EVERY: Duration = Duration::from_millis(2);
 /// The spawner's report, the last line of its output.
 const SPAWNER_TAG: &str = "abcd-bench-spawner:";
 
@@ -156,7 +160,11 @@ const SPAWNER_TAG: &str = "abcd-bench-spawner:";
 #[allow(dead_code)]
 pub struct ChildRun {
     pub wall: Duration,
+    /// The largest of the command and every child it reaped (`wait4`'s `ru_maxrss`).
     pub max_rss_kib: u64,
+    /// The command's own peak (`VmHWM`, read every `SPAWNER_POLL_EVERY` while it runs, so
+    /// growth in its last moments can be missed), from [`run_child_polled`] only.
+    pub own_peak_kib: Option<u64>,
     pub stdout: String,
 }
 
@@ -175,8 +183,20 @@ pub fn is_spawner() -> bool {
 /// shows how much). The peak is the largest of the command and the children it reaped.
 #[allow(dead_code)]
 pub fn run_child_with_stdin(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)], stdin: Option<&[u8]>) -> ChildRun {
+    run_spawner(cwd, program, args, env, stdin, false)
+}
+
+/// `run_child_with_stdin` with no stdin, also sampling the command's own peak (apart from
+/// the children it runs). The wall time is then up to `SPAWNER_POLL_EVERY` late: for
+/// memory, not for timing.
+#[allow(dead_code)]
+pub fn run_child_polled(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)]) -> ChildRun {
+    run_spawner(cwd, program, args, env, None, true)
+}
+
+fn run_spawner(cwd: Option<&Path>, program: &Path, args: &[&str], env: &[(&str, &Path)], stdin: Option<&[u8]>, poll: bool) -> ChildRun {
     let mut cmd = Command::new(std::env::current_exe().expect("this bench's path"));
-    cmd.env(SPAWNER_ENV, "1").arg(program).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd.env(SPAWNER_ENV, if poll { SPAWNER_POLL } else { "1" }).arg(program).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit());
     cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
@@ -193,23 +213,32 @@ pub fn run_child_with_stdin(cwd: Option<&Path>, program: &Path, args: &[&str], e
     assert!(out.status.success(), "the spawner failed: {:?}", out.status);
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
     let (stdout, report) = text.rsplit_once(SPAWNER_TAG).expect("the spawner's report");
-    let field = |name: &str| -> u64 {
-        report
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in the spawner's report {report:?}"))
+    let find = |name: &str| -> Option<u64> {
+        report.split_whitespace().find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('='))).and_then(|v| v.parse().ok())
     };
+    let field = |name: &str| find(name).unwrap_or_else(|| panic!("no {name} in the spawner's report {report:?}"));
     assert_eq!(field("status"), 0, "{} {args:?} failed:\n{stdout}", program.display());
-    ChildRun { wall: Duration::from_nanos(field("wall_ns")), max_rss_kib: field("maxrss_kib"), stdout: stdout.to_string() }
+    ChildRun {
+        wall: Duration::from_nanos(field("wall_ns")),
+        max_rss_kib: field("maxrss_kib"),
+        own_peak_kib: find("own_peak_kib"),
+        stdout: stdout.to_string(),
+    }
+}
+
+/// A process's own peak resident set (`VmHWM`, KiB), while it has one.
+fn vm_hwm_kib(pid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The spawner: runs its arguments as a command, reaps it with `wait4` (whose rusage is
 /// that child's own, and its reaped children's) and prints its wall time, peak RSS and exit
-/// status.
+/// status; asked to poll, also the command's own peak, read while it runs.
 #[allow(dead_code)]
 #[allow(clippy::zombie_processes)] // reaped by wait4 below, not by Child::wait
 pub fn spawner() {
+    let poll = std::env::var(SPAWNER_ENV).is_ok_and(|v| v == SPAWNER_POLL);
     let mut args = std::env::args_os().skip(1);
     let program = args.next().expect("the spawner needs a program");
     let rest: Vec<OsString> = args.collect();
@@ -220,11 +249,20 @@ pub fn spawner() {
     let mut status = 0;
     // SAFETY: rusage is plain data; all zero is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is this process's unreaped child; the pointers are to live locals.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let mut own_peak = 0;
+    let rc = loop {
+        // SAFETY: `pid` is this process's unreaped child; the pointers are to live locals.
+        let rc = unsafe { libc::wait4(pid, &mut status, if poll { libc::WNOHANG } else { 0 }, &mut usage) };
+        if rc != 0 {
+            break rc;
+        }
+        own_peak = own_peak.max(vm_hwm_kib(pid).unwrap_or(0));
+        std::thread::sleep(SPAWNER_POLL_EVERY);
+    };
     let wall = started.elapsed();
     assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
     let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+    let own = if poll { format!(" own_peak_kib={own_peak}") } else { String::new() };
     // On Linux ru_maxrss is in KiB.
-    println!("{SPAWNER_TAG} maxrss_kib={} wall_ns={} status={code}", usage.ru_maxrss, wall.as_nanos());
+    println!("{SPAWNER_TAG} maxrss_kib={} wall_ns={} status={code}{own}", usage.ru_maxrss, wall.as_nanos());
 }

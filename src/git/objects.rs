@@ -95,7 +95,7 @@ impl Repo {
         out_cap: usize,
         env: &[(&str, &str)],
     ) -> Result<Ran, GitError> {
-        let command = args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
+        let command = subcommand(args);
         let mut cmd = Command::new("git");
         cmd.args(GLOBAL_ARGS).args(args).current_dir(&self.dir);
         for key in GIT_LOCATION_ENV {
@@ -123,10 +123,9 @@ impl Repo {
 
     fn ok_text<S: AsRef<OsStr>>(&self, args: &[S], input: Option<Vec<u8>>) -> Result<String, GitError> {
         let out = self.ok(args, input, PLUMBING_OUTPUT_MAX, &[])?;
-        String::from_utf8(out).map(|s| s.trim_end().to_string()).map_err(|_| GitError::Unreadable {
-            command: args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default(),
-            why: "not UTF-8".into(),
-        })
+        String::from_utf8(out)
+            .map(|s| s.trim_end().to_string())
+            .map_err(|_| GitError::Unreadable { command: subcommand(args), why: "not UTF-8".into() })
     }
 
     /// Stores `bytes` as a blob and returns its id.
@@ -283,7 +282,9 @@ impl Repo {
     /// Pushes `refspecs` (never forced) and returns what the remote said of each. A push
     /// the remote refused in part exits nonzero; that is read from the per-ref lines.
     pub fn push(&self, remote: &str, refspecs: &[String]) -> Result<Vec<PushedRef>, GitError> {
-        let mut args: Vec<&str> = vec!["push", "--porcelain", "--no-verify", remote];
+        // No delta search: segments are distinct lines, so deltas between them save little
+        // while the search costs seconds and tens of MiB on a first push of a long journal.
+        let mut args: Vec<&str> = vec!["-c", "pack.window=0", "push", "--porcelain", "--no-verify", remote];
         args.extend(refspecs.iter().map(String::as_str));
         let ran = self.run(&args, None, REMOTE_DEADLINE, 1 << 20, &[])?;
         let text = String::from_utf8_lossy(&ran.out);
@@ -302,7 +303,7 @@ impl Repo {
             pushed.push(PushedRef { remote_ref: to.to_string(), outcome, summary });
         }
         if pushed.is_empty() && ran.code != Some(0) {
-            return Err(failed(&["push"], &ran));
+            return Err(failed(&args, &ran));
         }
         // A hook's refusal is told on stderr as `remote: …`; keep its words with the ref.
         let hook_words: Vec<String> = String::from_utf8_lossy(&ran.err)
@@ -330,8 +331,21 @@ impl Repo {
     }
 }
 
+/// The git subcommand an argument list runs (past any `-c name=value`), for messages.
+fn subcommand<S: AsRef<OsStr>>(args: &[S]) -> String {
+    let mut words = args.iter().map(|a| a.as_ref().to_string_lossy().into_owned());
+    while let Some(w) = words.next() {
+        if w == "-c" {
+            words.next();
+            continue;
+        }
+        return w;
+    }
+    String::new()
+}
+
 fn failed<S: AsRef<OsStr>>(args: &[S], ran: &Ran) -> GitError {
-    let command = args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default();
+    let command = subcommand(args);
     let why = String::from_utf8_lossy(&ran.err)
         .lines()
         .map(str::trim)
@@ -355,6 +369,13 @@ fn object_id(text: String, command: &str) -> Result<String, GitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_names_the_subcommand_past_any_config() {
+        assert_eq!(subcommand(&["-c", "pack.window=0", "push", "origin"]), "push");
+        assert_eq!(subcommand(&["fetch"]), "fetch");
+        assert_eq!(subcommand::<&str>(&[]), "");
+    }
 
     #[test]
     fn remote_names_that_would_make_bad_ref_paths_are_refused() {

@@ -916,7 +916,11 @@ fn journal_view(
             .filter(|(_, r)| !r.finished)
             .map(|(name, r)| RunView {
                 run: name.clone(),
-                driver: format!("pid {}", r.driver.process.pid),
+                // What the record says: another machine's process cannot be looked at here.
+                driver: match &r.driver.session {
+                    Some(session) => format!("pid {}, host session {session}", r.driver.process.pid),
+                    None => format!("pid {}", r.driver.process.pid),
+                },
                 halted: r.halted,
                 lanes: r.lanes.iter().map(|(lane, l)| LaneView { lane: lane.clone(), agent: agent_words(l) }).collect(),
             })

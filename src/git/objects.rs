@@ -55,7 +55,8 @@ pub struct PushedRef {
 pub enum PushOutcome {
     Updated,
     UpToDate,
-    /// Refused because it is not a fast-forward of the remote's ref.
+    /// Refused because it is not a fast-forward of the remote's ref, or because the ref was
+    /// being moved by another push at that moment.
     NotFastForward,
     Refused,
 }
@@ -297,7 +298,11 @@ impl Repo {
             let outcome = match flag {
                 " " | "*" | "+" => PushOutcome::Updated,
                 "=" => PushOutcome::UpToDate,
-                "!" if summary.contains("non-fast-forward") || summary.contains("fetch first") => PushOutcome::NotFastForward,
+                // Another writer moved the ref, or held its lock at that moment (an earlier
+                // push of this machine's, killed in abcd while its git push went on).
+                "!" if ["non-fast-forward", "fetch first", "lock", "failed to update ref"].iter().any(|w| summary.contains(w)) => {
+                    PushOutcome::NotFastForward
+                }
                 _ => PushOutcome::Refused,
             };
             pushed.push(PushedRef { remote_ref: to.to_string(), outcome, summary });

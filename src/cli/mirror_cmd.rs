@@ -186,7 +186,8 @@ fn fetch_text(r: &FetchReport) -> String {
 }
 
 fn journal_header(v: &JournalView, this_machine: &str) -> String {
-    let id8 = &v.journal_id[..v.journal_id.len().min(8)];
+    // By characters: an id taken from a remote's ref name need not be hex.
+    let id8: String = v.journal_id.chars().take(8).collect();
     let head = match (v.head_seq, &v.head_time) {
         (Some(s), Some(t)) => format!("seq {s} at {t}"),
         (Some(s), None) => format!("seq {s}"),
@@ -201,7 +202,12 @@ fn journal_header(v: &JournalView, this_machine: &str) -> String {
         },
     };
     let machine = if v.source == "local" { this_machine } else { &v.machine };
-    format!("{} {} (journal {id8}) {head} [{state}]\n", terminal_safe(machine, Lines::One), terminal_safe(&v.path, Lines::One))
+    format!(
+        "{} {} (journal {}) {head} [{state}]\n",
+        terminal_safe(machine, Lines::One),
+        terminal_safe(&v.path, Lines::One),
+        terminal_safe(&id8, Lines::One)
+    )
 }
 
 fn status_text(s: &StatusView) -> String {

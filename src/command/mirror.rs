@@ -24,7 +24,11 @@ pub const DEFAULT_REMOTE: &str = "origin";
 pub const MIRROR_LOCK_WAIT: Duration = Duration::from_secs(30);
 /// The lock file, the auto setting and the records, in the repository's home folder.
 pub const MIRROR_LOCK_FILE: &str = "mirror.lock";
-pub const FETCH_RECORD_FILE: &str = "mirror-fetched.json";
+/// What the last fetch from a remote found: `mirror-fetched-<remote>.json`.
+pub const FETCH_RECORD_PREFIX: &str = "mirror-fetched-";
+/// A saved-aside ref bringing more commits than this that no remote branch holds is not
+/// scanned commit by commit; it stays on the machine.
+pub const SAVED_COMMITS_SCANNED: usize = 64;
 /// Saved-aside commits found clean by the scan, and how many are remembered at most.
 pub const SAVED_CLEAN_FILE: &str = "mirror-saved-clean.json";
 pub const SAVED_CLEAN_KEPT: usize = 10_000;
@@ -242,7 +246,16 @@ fn saved_secret(place: &MirrorPlace, commit: &str) -> Result<Option<String>, cra
     if clean.contains(commit) {
         return Ok(None);
     }
-    for (path, blob) in place.repo.changed_blobs(commit)? {
+    // The saved commit and the lane's commits under it that no remote branch holds: all of
+    // them reach the remote with the ref.
+    let unpushed = place.repo.commits_not_on_remotes(commit, SAVED_COMMITS_SCANNED + 1)?;
+    if unpushed.len() > SAVED_COMMITS_SCANNED {
+        return Ok(Some(format!(
+            "it brings more than {SAVED_COMMITS_SCANNED} commits no remote branch holds, more than the scan reads; the saved work stays on this machine"
+        )));
+    }
+    let changed = unpushed.iter().map(|c| place.repo.changed_blobs(c)).collect::<Result<Vec<_>, _>>()?;
+    for (path, blob) in changed.into_iter().flatten() {
         let bytes = match place.repo.read_blob(&blob, SAVED_FILE_SCAN_BYTES) {
             Ok(b) => b,
             // Over the scan bound: a data file or a build output, not where a secret is kept.
@@ -339,6 +352,17 @@ fn adopt_and_retry(
     if !descends || !is_prefix_of(place, &theirs, &ours).map_err(|e| e.to_string())? {
         return Err(not_ours());
     }
+    // Held to MIRROR.md §7 as a fetcher would hold it, from the local ref as the verified copy:
+    // a forged child must not become the local ref.
+    let judged = judge(&place.repo, id, &theirs, b.parent.as_deref(), &place.repository).map_err(|e| e.to_string())?;
+    if !judged.verdict.is_ok() {
+        return Err(format!(
+            "the remote's {} does not verify ({}: {}); it is left as it is, and so is the local ref",
+            journal_ref(id),
+            judged.verdict.word(),
+            reason_shown(&judged.verdict.why().unwrap_or_default())
+        ));
+    }
     place.repo.move_ref(&journal_ref(id), &theirs, b.parent.as_deref()).map_err(|e| e.to_string())?;
     let Some(again) = build_one(place, path, shown).map_err(|(_, why)| why)? else { return Ok(None) };
     let answers = place.repo.push(remote, &[format!("{}:{}", again.commit, journal_ref(id))]).map_err(|e| e.to_string())?;
@@ -405,6 +429,17 @@ fn claim_shown(text: &str) -> String {
     if crate::secrets::scan(text).is_some() { "(not shown: it looks like a secret)".to_string() } else { text.to_string() }
 }
 
+/// A verdict's reason as shown: it may quote bytes of the mirror (a line's fault, a name),
+/// so one the secret scan flags is replaced whole.
+fn reason_shown(why: &str) -> String {
+    if crate::secrets::scan(why).is_some() {
+        "the mirror breaks a rule of MIRROR.md §7, and the words that say where quote what looks like a secret, so they are not shown"
+            .to_string()
+    } else {
+        why.to_string()
+    }
+}
+
 /// A journal id as a ref's last part: 32 lowercase hex digits.
 fn journal_id_ok(id: &str) -> bool {
     id.len() == crate::journal::genesis::JOURNAL_ID_HEX_DIGITS && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -419,12 +454,13 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
     let refspecs =
         vec![format!("+{JOURNALS_PREFIX}*:{incoming_p}*"), format!("+{SAVED_PREFIX}*:{}*", mirror::remote_saved_prefix(&remote))];
     place.repo.fetch(&remote, &refspecs).map_err(|e| CommandError::Failed(format!("fetching from {remote} failed: {e}")))?;
-    let incoming = place.repo.refs_under(&incoming_p).map_err(CommandError::failed)?;
+    let incoming = place.repo.typed_refs_under(&incoming_p).map_err(CommandError::failed)?;
     let verified = place.repo.refs_under(&verified_p).map_err(CommandError::failed)?;
-    let strip = |refs: Vec<(String, String)>, prefix: &str| -> std::collections::BTreeMap<String, String> {
-        refs.into_iter().filter_map(|(r, c)| r.strip_prefix(prefix).map(|id| (id.to_string(), c))).collect()
-    };
-    let (incoming, verified) = (strip(incoming, &incoming_p), strip(verified, &verified_p));
+    // A ref naming anything but a commit (a tree, a blob) is no mirror commit: named, not read.
+    let incoming: std::collections::BTreeMap<String, (String, String)> =
+        incoming.into_iter().filter_map(|(r, c, kind)| r.strip_prefix(&incoming_p).map(|id| (id.to_string(), (c, kind)))).collect();
+    let verified: std::collections::BTreeMap<String, String> =
+        verified.into_iter().filter_map(|(r, c)| r.strip_prefix(&verified_p).map(|id| (id.to_string(), c))).collect();
     let ids: Vec<&String> = incoming.keys().chain(verified.keys()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     // Each mirror is judged on its own (its git children are the cost), a few at a time.
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -449,7 +485,7 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
         .map(|f| f.expect("every id was judged"))
         .collect::<Result<Vec<_>, _>>()?;
     let report = FetchReport { remote, fetched_at: crate::journal::format::format_time(now), journals };
-    write_record(&place.home.join(FETCH_RECORD_FILE), &report)?;
+    write_record(&fetch_record_path(&place.home, &report.remote), &report)?;
     Ok(report)
 }
 
@@ -460,7 +496,7 @@ pub const FETCH_PARALLEL: usize = 4;
 fn fetched_one(
     place: &MirrorPlace,
     id: &str,
-    incoming: Option<&String>,
+    incoming: Option<&(String, String)>,
     v: Option<&str>,
     verified_p: &str,
 ) -> Result<JournalFetched, CommandError> {
@@ -477,7 +513,7 @@ fn fetched_one(
         e.journal_id = crate::secrets::shown_name(id);
         return Ok(e);
     }
-    let Some(c) = incoming else {
+    let Some((c, kind)) = incoming else {
         let mut gone = entry(Verdict::Gone.word(), Verdict::Gone.why());
         if let Some(kept) = v.and_then(|v| mirror::read_commit(&place.repo, v).ok()) {
             (gone.machine, gone.path, gone.head_seq) =
@@ -485,6 +521,10 @@ fn fetched_one(
         }
         return Ok(gone);
     };
+    if kind != "commit" {
+        let why = format!("the ref names a {}, not a mirror commit", crate::secrets::shown_name(kind));
+        return Ok(entry(Verdict::Rewritten(String::new()).word(), Some(why)));
+    }
     let judged = match judge(&place.repo, id, c, v, &place.repository) {
         Ok(j) => j,
         Err(e) => {
@@ -508,8 +548,13 @@ fn fetched_one(
         machine: shown.as_ref().map(|m| claim_shown(&m.meta.machine)),
         path: shown.as_ref().map(|m| claim_shown(&m.meta.path)),
         head_seq: shown.as_ref().filter(|_| head).map(|m| m.meta.head_seq),
-        why: judged.verdict.why(),
+        why: judged.verdict.why().map(|w| reason_shown(&w)),
     })
+}
+
+/// The record of the last fetch from `remote` (a name `remote_name_ok` accepted).
+fn fetch_record_path(home: &Path, remote: &str) -> PathBuf {
+    home.join(format!("{FETCH_RECORD_PREFIX}{remote}.json"))
 }
 
 /// Writes a record beside the repository journal, atomically.
@@ -631,12 +676,9 @@ pub fn push_in_background_if_due(cwd: &Path, now: jiff::Timestamp) {
 
 /// The background push: takes the lock only if free, pushes, and records what it did.
 pub fn push_in_background(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<PushReport, CommandError> {
-    // Another push or fetch holds the lock: it carries the same journals, so this one
-    // has nothing to add and records nothing.
-    let Ok(lock) = place.lock(Duration::ZERO) else {
-        return Ok(PushReport { remote: remote.to_string(), journals: Vec::new(), saved: Vec::new() });
-    };
-    let result = place.remote(remote).and_then(|remote| push_locked(place, remote, &lock));
+    // Detached from every hook, it may wait its turn behind another push or a fetch (which
+    // pushes nothing); a lock still held after the wait is recorded like any failure.
+    let result = place.lock(MIRROR_LOCK_WAIT).and_then(|lock| place.remote(remote).and_then(|remote| push_locked(place, remote, &lock)));
     let (ok, summary) = match &result {
         Ok(r) => (r.all_pushed(), push_summary(r)),
         Err(e) => (false, e.to_string()),
@@ -771,7 +813,7 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
         };
         views.push((view, scope_kind(&store)));
     }
-    let record: Option<FetchReport> = read_record::<FetchReport>(&place.home.join(FETCH_RECORD_FILE)).filter(|r| r.remote == remote);
+    let record: Option<FetchReport> = read_record::<FetchReport>(&fetch_record_path(&place.home, remote)).filter(|r| r.remote == remote);
     let verdict_of = |id: &str| record.as_ref().and_then(|r| r.journals.iter().find(|j| j.journal_id == id));
     let verified_p = verified_prefix(remote);
     let verified = place.repo.refs_under(&verified_p).map_err(CommandError::failed)?;
@@ -782,9 +824,11 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
             continue;
         }
         shown_ids.insert(id.to_string());
+        // A verified copy whose last verdict is not on record (the record lost or over its
+        // cap) is not called verified: the last fetch may have named it otherwise.
         let (verification, why) = match verdict_of(id) {
             Some(j) => (j.verdict.clone(), j.why.clone()),
-            None => ("verified".to_string(), None),
+            None => ("unknown".to_string(), Some("no record of the last fetch's verdict; run `abcd mirror fetch`".into())),
         };
         let view = match mirrored_state(place, &commit) {
             Ok((meta, state)) => {

@@ -141,16 +141,17 @@ impl Repo {
 
     /// The entries of a tree (`<commit>^{tree}` or `<commit>:<path>` are trees too).
     pub fn ls_tree(&self, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
-        self.list_tree(&["ls-tree", "-z", "--full-tree", tree])
+        self.list_tree(&["ls-tree", "-z", "--full-tree", tree], PLUMBING_OUTPUT_MAX)
     }
 
     /// Every entry of a tree and of the trees under it (trees named too), paths joined by `/`.
-    pub fn ls_tree_all(&self, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
-        self.list_tree(&["ls-tree", "-r", "-t", "-z", "--full-tree", tree])
+    /// A listing over `out_cap` bytes is refused (`Unreadable`) rather than read.
+    pub fn ls_tree_all(&self, tree: &str, out_cap: usize) -> Result<Vec<TreeEntry>, GitError> {
+        self.list_tree(&["ls-tree", "-r", "-t", "-z", "--full-tree", tree], out_cap)
     }
 
-    fn list_tree(&self, args: &[&str]) -> Result<Vec<TreeEntry>, GitError> {
-        let out = self.ok(args, None, PLUMBING_OUTPUT_MAX, &[])?;
+    fn list_tree(&self, args: &[&str], out_cap: usize) -> Result<Vec<TreeEntry>, GitError> {
+        let out = self.ok(args, None, out_cap, &[])?;
         out.split(|b| *b == 0)
             .filter(|r| !r.is_empty())
             .map(|record| {
@@ -215,8 +216,21 @@ impl Repo {
 
     /// Every ref under `prefix` (ending in `/`) with the object it names.
     pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
-        let out = self.ok_text(&["for-each-ref", "--format=%(refname) %(objectname)", prefix], None)?;
-        Ok(out.lines().filter_map(|l| l.split_once(' ')).map(|(r, o)| (r.to_string(), o.to_string())).collect())
+        Ok(self.typed_refs_under(prefix)?.into_iter().map(|(r, o, _)| (r, o)).collect())
+    }
+
+    /// Every ref under `prefix` with the object it names and that object's type (`commit`,
+    /// `tree`, `blob`, `tag`).
+    pub fn typed_refs_under(&self, prefix: &str) -> Result<Vec<(String, String, String)>, GitError> {
+        let out = self.ok_text(&["for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", prefix], None)?;
+        Ok(out
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.rsplitn(3, ' ');
+                let (kind, id, name) = (parts.next()?, parts.next()?, parts.next()?);
+                Some((name.to_string(), id.to_string(), kind.to_string()))
+            })
+            .collect())
     }
 
     /// Moves `name` to `new` only while it still names `old` (None: only while it does not
@@ -266,6 +280,32 @@ impl Repo {
             }
         }
         Ok(changed)
+    }
+
+    /// The type and size of each object `specs` name (`<id>`, `<commit>:<path>`), in one
+    /// `cat-file --batch-check`; None for one that does not exist.
+    pub fn object_sizes(&self, specs: &[&str]) -> Result<Vec<Option<(String, u64)>>, GitError> {
+        let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
+        let out = self.ok_text(&["cat-file", "--batch-check=%(objecttype) %(objectsize)"], Some(input.into_bytes()))?;
+        let answers: Vec<Option<(String, u64)>> = out
+            .lines()
+            .map(|l| {
+                let (kind, size) = l.split_once(' ')?;
+                Some((kind.to_string(), size.parse().ok()?))
+            })
+            .collect();
+        if answers.len() != specs.len() {
+            return Err(GitError::Unreadable { command: "cat-file".into(), why: "not one answer per object asked".into() });
+        }
+        Ok(answers)
+    }
+
+    /// `commit` and its ancestors that no remote-tracking ref holds, newest first, at most
+    /// `max` of them.
+    pub fn commits_not_on_remotes(&self, commit: &str, max: usize) -> Result<Vec<String>, GitError> {
+        let max = format!("--max-count={max}");
+        let out = self.ok_text(&["rev-list", &max, commit, "--not", "--remotes"], None)?;
+        Ok(out.lines().map(str::to_string).collect())
     }
 
     /// True when `remote` is a configured remote of this repository.

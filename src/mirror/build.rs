@@ -143,7 +143,7 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
         }
         // A line abcd wrote never holds a secret (every text is scanned before it is
         // journaled); one written behind its back may, and stays on this machine.
-        if let Some(kind) = std::str::from_utf8(&line).ok().and_then(crate::secrets::scan) {
+        if let Some(kind) = std::str::from_utf8(&line).ok().and_then(crate::secrets::scan).or_else(|| secret_in_event(event)) {
             held = Some(format!(
                 "the line of seq {} holds what looks like a {} (not written by abcd); it and the lines after it are not pushed",
                 event.seq,
@@ -226,6 +226,22 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
     let message = format!("abcd mirror {} through seq {head_seq}\n", opened.journal_id);
     let commit = repo.write_commit(&root, parent.as_deref(), &message, head_time.as_second())?;
     Ok(Some(Built { journal_id: opened.journal_id, scope: opened.scope, commit, parent, head_seq, new_events, stopped_at }))
+}
+
+/// A secret in the event's decoded texts (every string and key of `data`, the actor's
+/// session and tool): JSON escapes (`\u0067hp_…`) hide one from a scan of the raw line.
+fn secret_in_event(event: &Event) -> Option<crate::secrets::SecretKind> {
+    fn in_value(v: &serde_json::Value) -> Option<crate::secrets::SecretKind> {
+        match v {
+            serde_json::Value::String(s) => crate::secrets::scan(s),
+            serde_json::Value::Array(items) => items.iter().find_map(in_value),
+            serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| crate::secrets::scan(k).or_else(|| in_value(v))),
+            _ => None,
+        }
+    }
+    in_value(&event.data)
+        .or_else(|| event.actor.session.as_deref().and_then(crate::secrets::scan))
+        .or_else(|| crate::secrets::scan(&event.actor.tool))
 }
 
 /// Writes a filled segment's blob and puts its entry in place (replacing the entry of the

@@ -79,7 +79,7 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
             )));
         }
     }
-    let mirror = match read_commit(repo, incoming) {
+    let mirror = match super::check_sizes(repo, incoming).and_then(|()| read_commit(repo, incoming)) {
         Ok(m) => m,
         Err(ShapeError::Bad(why)) => {
             return verdict(Verdict::Rewritten(format!("its commit {} is not a mirror commit: {why}", short(incoming))));

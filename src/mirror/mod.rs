@@ -34,6 +34,16 @@ pub const SEGMENT_NAME_DIGITS: usize = 20;
 /// A machine's name as a mirror records it, at most.
 pub const MACHINE_NAME_MAX: usize = 64;
 
+/// A mirror commit's whole listing (`ls-tree -r -t`) is read this far at most: an entry is
+/// at most about 110 bytes (a SHA-256 id and a segment's name), so a listing past this holds
+/// more segments than a mirror may, and is refused before it is held in memory.
+pub const LISTING_MAX_BYTES: usize = (MIRROR_MAX_SEGMENTS + 2) * 128;
+
+/// The `segments/` tree object of a mirror is at most this many bytes (an entry is at most
+/// 66: mode, name, a SHA-256 id): checked before the tree is listed, so a forged tree of a
+/// million entries costs neither abcd nor its git child its size in memory.
+pub const SEGMENTS_TREE_MAX_BYTES: u64 = MIRROR_MAX_SEGMENTS as u64 * 72;
+
 /// `mirror.json`'s path is at most this long.
 pub const PATH_CLAIM_MAX_BYTES: usize = 4096;
 
@@ -112,11 +122,34 @@ pub enum ShapeError {
     Bad(String),
 }
 
+/// Checks a fetched commit's trees are small enough to list (`SEGMENTS_TREE_MAX_BYTES`)
+/// before [`read_commit`] lists them.
+pub fn check_sizes(repo: &Repo, commit: &str) -> Result<(), ShapeError> {
+    let segments = format!("{commit}:{SEGMENTS_DIR}");
+    let sizes = repo.object_sizes(&[&format!("{commit}^{{tree}}"), &segments])?;
+    match &sizes[..] {
+        [Some((root, root_size)), Some((kind, size))] if root == "tree" && kind == "tree" => {
+            if *size > SEGMENTS_TREE_MAX_BYTES || *root_size > 4096 {
+                return Err(ShapeError::Bad(format!(
+                    "its segments/ tree is over {SEGMENTS_TREE_MAX_BYTES} bytes: more segments than a mirror may hold"
+                )));
+            }
+            Ok(())
+        }
+        _ => Err(ShapeError::Bad(
+            "its tree holds no segments/ tree beside mirror.json, or entries other than mirror.json and segments/".into(),
+        )),
+    }
+}
+
 /// Reads a mirror commit's `mirror.json` and segment list, holding them to §3–§5's shape.
 pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError> {
     let bad = |why: String| ShapeError::Bad(why);
     // One listing of the whole tree: the two root entries, then the segments under `segments/`.
-    let all = repo.ls_tree_all(commit)?;
+    let all = repo.ls_tree_all(commit, LISTING_MAX_BYTES).map_err(|e| match e {
+        GitError::Unreadable { .. } => bad(format!("its tree lists more than {MIRROR_MAX_SEGMENTS} segments")),
+        other => ShapeError::Git(other),
+    })?;
     let (root, under): (Vec<TreeEntry>, Vec<TreeEntry>) = all.into_iter().partition(|e| !e.name.contains('/'));
     let names: Vec<(&str, &str)> = root.iter().map(|e| (e.name.as_str(), e.kind.as_str())).collect();
     if names != [(MIRROR_JSON, "blob"), (SEGMENTS_DIR, "tree")] {
@@ -142,7 +175,19 @@ pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError
         GitError::Unreadable { .. } => bad(format!("mirror.json is over {MIRROR_JSON_MAX_BYTES} bytes")),
         other => ShapeError::Git(other),
     })?;
-    let meta: MirrorMeta = serde_json::from_slice(&json).map_err(|e| bad(format!("mirror.json is not §5's object: {e}")))?;
+    // serde's own words can quote the forged value or field name: only a missing field (one
+    // of §5's own names) is named.
+    let meta: MirrorMeta = serde_json::from_slice(&json).map_err(|e| {
+        let said = e.to_string();
+        let what = if said.starts_with("missing field") {
+            said.split(" at line").next().unwrap_or("missing field").to_string()
+        } else if said.starts_with("unknown field") {
+            "an unknown field".to_string()
+        } else {
+            "not JSON, or a field of another type".to_string()
+        };
+        bad(format!("mirror.json is not §5's object: {what}"))
+    })?;
     if meta.format != MIRROR_FORMAT {
         return Err(bad(format!("mirror.json names format {}, not {MIRROR_FORMAT}", crate::secrets::shown_name(&meta.format))));
     }

@@ -496,6 +496,32 @@ fn a_remote_whose_hook_rejects_the_push_changes_nothing_locally() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("pre-receive hook declined"), "the reason is git's: {}", text(&out));
 }
 
+/// A remote that cannot store the ref whatever the pusher's rights (its `refs/abcd` is a
+/// file, so no ref can be made below it): the refusal a permission gives, which runs as
+/// root too (the chmod test below cannot).
+#[test]
+fn a_remote_that_cannot_store_the_ref_changes_nothing_locally() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Alpha one");
+    let blocked = lab.remote.join("refs/abcd");
+    std::fs::write(&blocked, "not a folder\n").unwrap();
+    // No push has reached the remote: the local ref is made by the first push that does.
+    let out = a.run(&["mirror", "push"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).lines().any(|l| l.contains("refused")), "{}", text(&out));
+    assert_eq!(a.abcd_refs(), "", "no local ref moved: {}", a.abcd_refs());
+    std::fs::remove_file(&blocked).unwrap();
+    push_ok(&a);
+    a.add("Alpha two");
+    std::fs::rename(lab.remote.join("refs/abcd"), lab.remote.join("refs/abcd-aside")).unwrap();
+    std::fs::write(&blocked, "not a folder\n").unwrap();
+    let (refs, journals) = (a.abcd_refs(), a.journal_files());
+    let out = a.run(&["mirror", "push"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!((a.abcd_refs(), a.journal_files()), (refs, journals), "nothing local changed");
+}
+
 /// `mode` on every directory at or below `dir`.
 fn chmod_dirs(dir: &Path, mode: u32) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {

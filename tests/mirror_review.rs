@@ -1,7 +1,6 @@
-//! Findings of an independent review of issue 22's mirror (journal-format/MIRROR.md,
-//! src/mirror/, src/command/mirror.rs), each a test that fails on the code as reviewed and
-//! is ignored with the finding's words, so main stays green. Run them with
-//! `cargo test --test mirror_review -- --ignored`. The fixture, shared with
+//! Rules of the mirror (journal-format/MIRROR.md, src/mirror/, src/command/mirror.rs) that
+//! an independent review found broken, one test each; docs/decisions.md and the commit that
+//! mended them say what was wrong. The fixture, shared with
 //! tests/mirror_rules.rs, is tests/common/mirror_lab.rs: a bare repository as the remote
 //! and clones of it, each a "machine" with its own home store and `ABCD_MACHINE`; forged
 //! remote states are made with git plumbing in the remote.
@@ -64,8 +63,8 @@ type Forgery = Box<dyn Fn(&mut Parts)>;
 
 /// §8 and the rules file: a shown text from another machine is scanned, and no message
 /// echoes a secret. A forged mirror.json whose value has the wrong type, or whose unknown
-/// field is named by a token, is refused (rewritten) with serde's own words, which quote the
-/// value or the name: `fetch`, `fetch --json`, the fetch record and `status` print the token.
+/// field is named by a token, is rewritten without serde's own words (they quote the value
+/// or the name): `fetch`, `fetch --json`, the fetch record and `status` never print it.
 #[test]
 fn a_secret_in_a_forged_mirror_json_is_never_shown() {
     let lab = Lab::new();
@@ -95,7 +94,7 @@ fn a_secret_in_a_forged_mirror_json_is_never_shown() {
 }
 
 /// The same through a segment: a line whose hash verifies but that is not an event object
-/// (its seq a string holding a token). The chain fault's words are serde's, and quote it.
+/// (its seq a string holding a token). A reason the secret scan flags is replaced whole.
 #[test]
 fn a_secret_in_a_forged_segment_line_is_never_shown() {
     let lab = Lab::new();
@@ -124,10 +123,9 @@ fn a_secret_in_a_forged_segment_line_is_never_shown() {
     assert_no_part_of(&token, &text(&c.run(&["mirror", "fetch"])), "mirror fetch from genesis");
 }
 
-/// `mirror status` shows each mirror's last fetch verdict from `mirror-fetched.json`, and a
-/// mirror it finds no verdict for is shown as verified. That file is one per repository,
-/// overwritten by a fetch from any remote: after `mirror fetch --remote backup`, status
-/// (for origin) shows a mirror origin's last fetch named rewritten as `verified`.
+/// `mirror status` shows each mirror's last fetch verdict from that remote's record: a fetch
+/// from another remote (`--remote backup`) does not turn a mirror origin's last fetch named
+/// rewritten into `verified`, and a verified copy with no verdict on record is `unknown`.
 #[test]
 fn a_fetch_from_another_remote_does_not_make_a_rewritten_mirror_verified() {
     let lab = Lab::new();
@@ -160,12 +158,9 @@ fn a_fetch_from_another_remote_does_not_make_a_rewritten_mirror_verified() {
     assert_ne!(shown, "verified", "origin's last fetch named this mirror rewritten: {status}");
 }
 
-/// §7 judges "a fetched commit"; §3 says what a mirror commit is. A ref naming a bare tree
-/// (or a tag of one) holding a valid mirror is read by `ls-tree` all the same and verified
-/// on a first fetch, and the verified ref then names a tree: no history rule can be applied
-/// to it again. Seen by hand: a forged tree after it, and the real commit put back and
-/// pushed on, are each `unreadable` ("object … is a tree, not a commit") on every later
-/// fetch; the journal never verifies again on that machine.
+/// §7: a fetched ref must name a commit. A ref naming a bare tree holding a valid mirror is
+/// rewritten and never becomes the verified copy (a verified ref naming a tree could never
+/// be judged against again).
 #[test]
 fn a_journal_ref_naming_a_tree_is_not_verified() {
     let lab = Lab::new();
@@ -181,9 +176,8 @@ fn a_journal_ref_naming_a_tree_is_not_verified() {
 }
 
 /// A ref under refs/abcd/journals/ whose last part is not a journal id is named by the fetch
-/// (its name quoted) and shown by status from the fetch record; status cuts every journal
-/// id to 8 bytes for its header, so a name with multi-byte characters there panics: anyone
-/// who can push one ref stops `mirror status` on every machine that fetches.
+/// (its name quoted) and shown by status from the fetch record; a name with multi-byte
+/// characters there does not stop `mirror status` (ids are shortened by characters).
 #[test]
 fn a_remote_ref_with_multibyte_characters_does_not_stop_status() {
     let lab = Lab::new();
@@ -200,11 +194,10 @@ fn a_remote_ref_with_multibyte_characters_does_not_stop_status() {
 
 // ----- 2. a push loses, corrupts, or sends what it should not ------------------------------
 
-/// §6 step 6 adopts a remote commit "when it descends from the local ref and its segments
-/// are a prefix of the local journal", but never checks it against §7: a child whose
-/// segments are the pushed ones and whose mirror.json lies (here `bytes` one too many) is
-/// made the local ref, the rebuild on it fails as "repaired or replaced", and every later
-/// push fails the same way, even after the remote is put back.
+/// §6 step 6 adopts a remote commit only when it also verifies from the local ref under §7:
+/// a child whose segments are the pushed ones and whose mirror.json lies (here `bytes` one
+/// too many) is named and left, the local ref stays, and the push goes on once the remote
+/// is put back.
 #[test]
 fn a_forged_child_is_not_adopted_as_the_local_ref() {
     let lab = Lab::new();
@@ -255,9 +248,8 @@ fn a_background_push_that_finds_the_lock_held_is_not_dropped_for_the_interval() 
     );
 }
 
-/// §6 step 2 scans a line's raw JSON text, not the strings it decodes to: a secret written
-/// behind abcd's back with a JSON escape (`\u0067hp_…` is `ghp_…`) is not flagged and is
-/// pushed, although every reader decodes it to the token.
+/// §6 step 2 scans a line's raw JSON text and the strings it decodes to: a secret written
+/// behind abcd's back with a JSON escape (`\u0067hp_…` is `ghp_…`) stays on the machine.
 #[test]
 fn a_secret_spelled_with_json_escapes_stays_on_its_machine() {
     let lab = Lab::new();
@@ -295,11 +287,9 @@ fn a_secret_spelled_with_json_escapes_stays_on_its_machine() {
     assert_no_part_of(&token[1..], &String::from_utf8_lossy(&all), "the remote's segments");
 }
 
-/// §6 step 4 scans what a saved-aside commit changes against its parent; git pushes the
-/// ref's history with it. The parent is the lane's last commit, made by an agent and never
-/// pushed anywhere by abcd otherwise: a token file committed there leaves the machine
-/// unscanned under refs/abcd/saved/, though docs/mirror.md's Secrets section says a saved
-/// ref with a flagged file stays on this machine.
+/// §6 step 4 scans what a saved-aside commit changes and what the lane's commits under it,
+/// which git pushes with the ref and no remote branch holds, change: a token file committed
+/// there by an agent keeps the saved ref on this machine.
 #[test]
 fn a_saved_ref_whose_lane_commit_holds_a_secret_stays_on_its_machine() {
     let lab = Lab::new();
@@ -351,9 +341,8 @@ fn a_machine_name_is_held_to_mirror_md_on_both_sides() {
     }
 }
 
-/// §8: `unreadable` is "a failure here, not a finding about the mirror"; docs/mirror.md says
-/// to fetch again and run `git fsck`. A ref in the remote naming a blob (or anything not a
-/// commit) is a finding about the mirror, yet it is named unreadable on every fetch.
+/// §8: `unreadable` is "a failure here, not a finding about the mirror". A ref in the remote
+/// naming a blob (or anything not a commit) is a finding about the mirror: `rewritten`.
 #[test]
 fn a_journal_ref_naming_a_blob_is_rewritten() {
     let lab = Lab::new();

@@ -76,8 +76,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use abcd::checklist::item::{ChangeSet, ItemFields, ItemState, slug_from_title};
-use abcd::event::{ItemAdded, ItemChanged, Scope};
+use abcd::checklist::item::slug_from_title;
+use abcd::event::Scope;
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::append::MAX_BATCH_EVENTS;
 use abcd::journal::format::{self, Actor, Hash, NewEvent};
@@ -1173,27 +1173,12 @@ fn wc_store(wc: &Path, home: &Path) -> (Store, Scope) {
 }
 
 fn item_added(title: &str) -> NewEvent {
-    let item = ItemFields::working(&slug_from_title(title), title);
-    NewEvent {
-        kind: abcd::event::CHECKLIST_ITEM_ADDED.into(),
-        actor: actor(),
-        data: serde_json::to_value(ItemAdded { item }).expect("plain data serializes"),
-    }
+    common::item_added_event(title, actor())
 }
 
-/// The `rev`th change of item `i` of the list benchmark: the title, then waiting on a
-/// pull request, then working again, as `abcd checklist set` writes them.
+/// The `rev`th change of item `i` of the list benchmark.
 fn item_changed(i: u64, rev: u64) -> NewEvent {
-    let changes = match rev % 3 {
-        0 => ChangeSet { title: Some(format!("Checklist item {i:02} of the list benchmark, revision {rev}")), ..ChangeSet::default() },
-        1 => ChangeSet { state: Some(ItemState::Waiting), waits_on: Some(Some(format!("pr:{}", 100 + i))), ..ChangeSet::default() },
-        _ => ChangeSet { state: Some(ItemState::Working), waits_on: Some(None), ..ChangeSet::default() },
-    };
-    NewEvent {
-        kind: abcd::event::CHECKLIST_ITEM_CHANGED.into(),
-        actor: actor(),
-        data: serde_json::to_value(ItemChanged { id: list_item_id(i), changes }).expect("plain data serializes"),
-    }
+    common::item_changed_event(list_item_id(i), i, rev, "list", actor())
 }
 
 fn list_item_title(i: u64) -> String {

@@ -50,8 +50,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use abcd::checklist::item::{ChangeSet, ItemFields, ItemState, slug_from_title};
-use abcd::event::{ItemAdded, ItemChanged, Scope};
+use abcd::checklist::item::slug_from_title;
+use abcd::event::Scope;
 use abcd::journal::Journal;
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::format::{Actor, NewEvent};
@@ -393,27 +393,12 @@ fn list_title(i: u64) -> String {
 }
 
 fn item_added(i: u64) -> NewEvent {
-    let item = ItemFields::working(&slug_from_title(&list_title(i)), &list_title(i));
-    NewEvent {
-        kind: abcd::event::CHECKLIST_ITEM_ADDED.into(),
-        actor: actor(),
-        data: serde_json::to_value(ItemAdded { item }).expect("plain data serializes"),
-    }
+    common::item_added_event(&list_title(i), actor())
 }
 
-/// The `rev`th change of item `i`: the title, then waiting on a pull request, then working
-/// again, as `abcd checklist set` writes them.
+/// The `rev`th change of item `i`.
 fn item_changed(i: u64, rev: u64) -> NewEvent {
-    let changes = match rev % 3 {
-        0 => ChangeSet { title: Some(format!("Checklist item {i:02} of the mirror benchmark, revision {rev}")), ..ChangeSet::default() },
-        1 => ChangeSet { state: Some(ItemState::Waiting), waits_on: Some(Some(format!("pr:{}", 100 + i))), ..ChangeSet::default() },
-        _ => ChangeSet { state: Some(ItemState::Working), waits_on: Some(None), ..ChangeSet::default() },
-    };
-    NewEvent {
-        kind: abcd::event::CHECKLIST_ITEM_CHANGED.into(),
-        actor: actor(),
-        data: serde_json::to_value(ItemChanged { id: slug_from_title(&list_title(i)), changes }).expect("plain data serializes"),
-    }
+    common::item_changed_event(slug_from_title(&list_title(i)), i, rev, "mirror", actor())
 }
 
 /// A working copy's journal written through the store, as the CLI writes it (projections

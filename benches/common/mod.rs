@@ -1,6 +1,6 @@
 //! What the benchmarks share: the median, the time shown, the binaries they time, a
-//! child's stdin written as a host writes it, the clean-journal check, and the spawner that
-//! reads a child's peak memory.
+//! child's stdin written as a host writes it, the clean-journal check, the spawner that
+//! reads a child's peak memory, and the checklist events their journals are built from.
 
 use std::convert::Infallible;
 use std::ffi::OsString;
@@ -9,10 +9,13 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use abcd::checklist::item::{ChangeSet, ItemFields, ItemState, slug_from_title};
+use abcd::event::{ItemAdded, ItemChanged};
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::scan::Verdict;
 use abcd::journal::storage::RealDisk;
 use abcd::journal::verify;
+use abcd::journal::{Actor, NewEvent};
 
 pub fn median(values: &[f64]) -> f64 {
     assert!(!values.is_empty(), "a median needs values");
@@ -265,4 +268,34 @@ pub fn spawner() {
     let own = if poll { format!(" own_peak_kib={own_peak}") } else { String::new() };
     // On Linux ru_maxrss is in KiB.
     println!("{SPAWNER_TAG} maxrss_kib={} wall_ns={} status={code}{own}", usage.ru_maxrss, wall.as_nanos());
+}
+
+/// `checklist.item_added` of a working item titled `title`, its id the title's slug, as
+/// `abcd checklist add` writes it (the benches that build journals through the store use it).
+#[allow(dead_code)]
+pub fn item_added_event(title: &str, actor: Actor) -> NewEvent {
+    let item = ItemFields::working(&slug_from_title(title), title);
+    NewEvent {
+        kind: abcd::event::CHECKLIST_ITEM_ADDED.into(),
+        actor,
+        data: serde_json::to_value(ItemAdded { item }).expect("plain data serializes"),
+    }
+}
+
+/// The `rev`th change of item `id` (number `i` of the `benchmark` bench's list): the title,
+/// then waiting on a pull request, then working again, as `abcd checklist set` writes them.
+#[allow(dead_code)]
+pub fn item_changed_event(id: String, i: u64, rev: u64, benchmark: &str, actor: Actor) -> NewEvent {
+    let changes = match rev % 3 {
+        0 => {
+            ChangeSet { title: Some(format!("Checklist item {i:02} of the {benchmark} benchmark, revision {rev}")), ..ChangeSet::default() }
+        }
+        1 => ChangeSet { state: Some(ItemState::Waiting), waits_on: Some(Some(format!("pr:{}", 100 + i))), ..ChangeSet::default() },
+        _ => ChangeSet { state: Some(ItemState::Working), waits_on: Some(None), ..ChangeSet::default() },
+    };
+    NewEvent {
+        kind: abcd::event::CHECKLIST_ITEM_CHANGED.into(),
+        actor,
+        data: serde_json::to_value(ItemChanged { id, changes }).expect("plain data serializes"),
+    }
 }

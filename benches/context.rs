@@ -155,17 +155,7 @@ fn main() {
         verify_clean(path, &home);
     }
 
-    println!();
-    println!("| benchmark | contenders (median per round) | ratio (median of per-round ratios; min..max) | target | result |");
-    println!("|---|---|---|---|---|");
-    for r in &rows {
-        println!("{}", r.markdown(cfg.full));
-    }
-    println!();
-    for n in &notes {
-        println!("{n}");
-    }
-    println!("all journals verify clean after the run");
+    common::print_report(&rows, cfg.full, &notes);
     if std::env::var_os(KEEP_ENV).is_some() {
         println!("kept the temp dir {} ({KEEP_ENV} is set): remove it by hand", tmp.keep().display());
     }

@@ -299,3 +299,19 @@ pub fn item_changed_event(id: String, i: u64, rev: u64, benchmark: &str, actor: 
         data: serde_json::to_value(ItemChanged { id, changes }).expect("plain data serializes"),
     }
 }
+
+/// The table of every row, the notes under it, and the clean-journal line a run ends with
+/// (the run has checked every journal it wrote before it prints this).
+pub fn print_report(rows: &[Row], full: bool, notes: &[String]) {
+    println!();
+    println!("| benchmark | contenders (median per round) | ratio (median of per-round ratios; min..max) | target | result |");
+    println!("|---|---|---|---|---|");
+    for r in rows {
+        println!("{}", r.markdown(full));
+    }
+    println!();
+    for n in notes {
+        println!("{n}");
+    }
+    println!("all journals verify clean after the run");
+}

@@ -186,8 +186,11 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
     // it holds a secret keeps its whole ref on this machine.
     let mut saved = Vec::new();
     let mut held_saved = Vec::new();
+    let clean_record = place.home.join(SAVED_CLEAN_FILE);
+    let mut clean: std::collections::BTreeSet<String> = read_record(&clean_record).unwrap_or_default();
+    let clean_before = clean.len();
     for (r, commit) in place.repo.refs_under(SAVED_PREFIX).map_err(CommandError::failed)? {
-        match saved_secret(place, &commit) {
+        match saved_secret(place, &commit, &mut clean) {
             Ok(None) => saved.push(r),
             Ok(Some(why)) => held_saved.push(RefPushed { ref_name: r, outcome: "held", why: Some(why) }),
             Err(e) => held_saved.push(RefPushed {
@@ -196,6 +199,10 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
                 why: Some(format!("its files could not be read to scan them ({e})")),
             }),
         }
+    }
+    if clean.len() != clean_before {
+        // A cache: a failed write only means the next push scans those commits again.
+        let _ = write_record(&clean_record, &clean);
     }
     let mut refspecs: Vec<String> = built.iter().map(|(b, _, _)| format!("{}:{}", b.commit, journal_ref(&b.journal_id))).collect();
     refspecs.extend(saved.iter().map(|r| format!("{r}:{r}")));
@@ -238,11 +245,13 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
 pub const SAVED_FILE_SCAN_BYTES: usize = 4 << 20;
 
 /// The first file of a saved-aside commit that looks like it holds a secret, in words
-/// (its path and the kind, never the value). Commits found clean are remembered in the
-/// repository's home folder, so each is read once.
-fn saved_secret(place: &MirrorPlace, commit: &str) -> Result<Option<String>, crate::git::objects::GitError> {
-    let record = place.home.join(SAVED_CLEAN_FILE);
-    let mut clean: std::collections::BTreeSet<String> = read_record(&record).unwrap_or_default();
+/// (its path and the kind, never the value). Commits found clean go into `clean` (kept in
+/// the repository's home folder by the caller), so each is read once.
+fn saved_secret(
+    place: &MirrorPlace,
+    commit: &str,
+    clean: &mut std::collections::BTreeSet<String>,
+) -> Result<Option<String>, crate::git::objects::GitError> {
     if clean.contains(commit) {
         return Ok(None);
     }
@@ -269,7 +278,6 @@ fn saved_secret(place: &MirrorPlace, commit: &str) -> Result<Option<String>, cra
     }
     if clean.len() < SAVED_CLEAN_KEPT {
         clean.insert(commit.to_string());
-        let _ = write_record(&record, &clean);
     }
     Ok(None)
 }
@@ -523,7 +531,7 @@ fn fetched_one(
     };
     if kind != "commit" {
         let why = format!("the ref names a {}, not a mirror commit", crate::secrets::shown_name(kind));
-        return Ok(entry(Verdict::Rewritten(String::new()).word(), Some(why)));
+        return Ok(entry("rewritten", Some(why)));
     }
     let judged = match judge(&place.repo, id, c, v, &place.repository) {
         Ok(j) => j,
@@ -811,7 +819,7 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
                 away: None,
             },
         };
-        views.push((view, scope_kind(&store)));
+        views.push((view, if path == place.repository_journal { "repository" } else { "working_copy" }));
     }
     let record: Option<FetchReport> = read_record::<FetchReport>(&fetch_record_path(&place.home, remote)).filter(|r| r.remote == remote);
     let verdict_of = |id: &str| record.as_ref().and_then(|r| r.journals.iter().find(|j| j.journal_id == id));
@@ -904,10 +912,6 @@ fn scope_name(scope: &Scope) -> &'static str {
         Scope::Repository { .. } => "repository",
         Scope::Machine {} => "machine",
     }
-}
-
-fn scope_kind(store: &crate::store::Store) -> &'static str {
-    if store.journal().paths().journal.parent().is_some_and(|d| d.ends_with(places::LOCAL_TIER)) { "working_copy" } else { "repository" }
 }
 
 /// A verified mirror commit folded from its segments, one at a time.

@@ -16,6 +16,14 @@ pub const PLUMBING_DEADLINE: Duration = Duration::from_secs(30);
 pub const REMOTE_DEADLINE: Duration = Duration::from_secs(120);
 /// stdout kept from one child at most; an object read is capped lower by its caller.
 pub const PLUMBING_OUTPUT_MAX: usize = 64 << 20;
+/// stdout kept from a child that prints one id or a short answer (rev-parse, update-ref,
+/// merge-base).
+const SHORT_OUTPUT_MAX: usize = 4096;
+/// stdout kept from `git remote`, `git push --porcelain` and `git fetch`: a line per remote
+/// or per ref pushed.
+const LISTING_OUTPUT_MAX: usize = 1 << 20;
+/// Lines of a remote hook's refusal kept with the refused ref.
+const HOOK_LINES_KEPT: usize = 3;
 /// stderr kept from one child, for the one line an error names.
 const STDERR_KEPT: usize = 8 << 10;
 /// A remote's name as a ref path part: git's config names, kept to safe characters.
@@ -200,7 +208,8 @@ impl Repo {
 
     /// The commit a ref names, or None when there is no such ref.
     pub fn read_ref(&self, name: &str) -> Result<Option<String>, GitError> {
-        let ran = self.run(&["rev-parse", "--verify", "--quiet", &format!("{name}^{{commit}}")], None, PLUMBING_DEADLINE, 4096, &[])?;
+        let ran =
+            self.run(&["rev-parse", "--verify", "--quiet", &format!("{name}^{{commit}}")], None, PLUMBING_DEADLINE, SHORT_OUTPUT_MAX, &[])?;
         match ran.code {
             Some(0) => Ok(Some(object_id(String::from_utf8_lossy(&ran.out).trim().to_string(), "rev-parse")?)),
             Some(1) => Ok(None),
@@ -237,12 +246,12 @@ impl Repo {
     /// exist), so two movers never lose each other's update.
     pub fn move_ref(&self, name: &str, new: &str, old: Option<&str>) -> Result<(), GitError> {
         let zero = "0".repeat(new.len());
-        self.ok(&["update-ref", "-m", "abcd mirror", name, new, old.unwrap_or(&zero)], None, 4096, &[]).map(|_| ())
+        self.ok(&["update-ref", "-m", "abcd mirror", name, new, old.unwrap_or(&zero)], None, SHORT_OUTPUT_MAX, &[]).map(|_| ())
     }
 
     /// True when `ancestor` is `descendant` or one of its ancestors.
     pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
-        let ran = self.run(&["merge-base", "--is-ancestor", ancestor, descendant], None, PLUMBING_DEADLINE, 4096, &[])?;
+        let ran = self.run(&["merge-base", "--is-ancestor", ancestor, descendant], None, PLUMBING_DEADLINE, SHORT_OUTPUT_MAX, &[])?;
         match ran.code {
             Some(0) => Ok(true),
             Some(1) => Ok(false),
@@ -253,7 +262,7 @@ impl Repo {
     /// The best common ancestor of two commits (one `git merge-base`), None when they share
     /// no history.
     pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>, GitError> {
-        let ran = self.run(&["merge-base", a, b], None, PLUMBING_DEADLINE, 4096, &[])?;
+        let ran = self.run(&["merge-base", a, b], None, PLUMBING_DEADLINE, SHORT_OUTPUT_MAX, &[])?;
         match ran.code {
             Some(0) => Ok(Some(object_id(String::from_utf8_lossy(&ran.out).trim().to_string(), "merge-base")?)),
             Some(1) => Ok(None),
@@ -310,7 +319,7 @@ impl Repo {
 
     /// True when `remote` is a configured remote of this repository.
     pub fn has_remote(&self, remote: &str) -> Result<bool, GitError> {
-        let ran = self.run(&["remote"], None, PLUMBING_DEADLINE, 1 << 20, &[])?;
+        let ran = self.run(&["remote"], None, PLUMBING_DEADLINE, LISTING_OUTPUT_MAX, &[])?;
         Ok(ran.code == Some(0) && String::from_utf8_lossy(&ran.out).lines().any(|l| l == remote))
     }
 
@@ -324,10 +333,10 @@ impl Repo {
     /// the remote refused in part exits nonzero; that is read from the per-ref lines.
     pub fn push(&self, remote: &str, refspecs: &[String]) -> Result<Vec<PushedRef>, GitError> {
         // No delta search: segments are distinct lines, so deltas between them save little
-        // while the search costs seconds and tens of MiB on a first push of a long journal.
+        // while the search's time and memory grow with every segment a first push sends.
         let mut args: Vec<&str> = vec!["-c", "pack.window=0", "push", "--porcelain", "--no-verify", remote];
         args.extend(refspecs.iter().map(String::as_str));
-        let ran = self.run(&args, None, REMOTE_DEADLINE, 1 << 20, &[])?;
+        let ran = self.run(&args, None, REMOTE_DEADLINE, LISTING_OUTPUT_MAX, &[])?;
         let text = String::from_utf8_lossy(&ran.out);
         let mut pushed = Vec::new();
         for line in text.lines() {
@@ -356,7 +365,7 @@ impl Repo {
             .filter_map(|l| l.strip_prefix("remote: "))
             .map(|l| l.trim().to_string())
             .filter(|l| !l.is_empty())
-            .take(3)
+            .take(HOOK_LINES_KEPT)
             .collect();
         if !hook_words.is_empty() {
             for p in pushed.iter_mut().filter(|p| p.outcome == PushOutcome::Refused) {
@@ -371,7 +380,7 @@ impl Repo {
     pub fn fetch(&self, remote: &str, refspecs: &[String]) -> Result<(), GitError> {
         let mut args: Vec<&str> = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--no-auto-gc", remote];
         args.extend(refspecs.iter().map(String::as_str));
-        let ran = self.run(&args, None, REMOTE_DEADLINE, 1 << 20, &[])?;
+        let ran = self.run(&args, None, REMOTE_DEADLINE, LISTING_OUTPUT_MAX, &[])?;
         if ran.code == Some(0) { Ok(()) } else { Err(failed(&["fetch"], &ran)) }
     }
 }

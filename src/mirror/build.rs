@@ -125,7 +125,8 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
         last = Some((head_line.seq, head_line.hash, head_line.time));
         total_bytes = mirror.meta.bytes;
         let lines = tail.iter().filter(|b| **b == b'\n').count();
-        open = Some(Open { first_seq: super::segment_seq(&tail_entry.name).unwrap_or(0), bytes: tail, lines });
+        let first_seq = super::segment_seq(&tail_entry.name).expect("read_commit holds every segment name to §4");
+        open = Some(Open { first_seq, bytes: tail, lines });
         // The last segment's entry comes back when it is written again, grown or not.
     }
 

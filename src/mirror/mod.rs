@@ -44,6 +44,9 @@ pub const LISTING_MAX_BYTES: usize = (MIRROR_MAX_SEGMENTS + 2) * 128;
 /// million entries costs neither abcd nor its git child its size in memory.
 pub const SEGMENTS_TREE_MAX_BYTES: u64 = MIRROR_MAX_SEGMENTS as u64 * 72;
 
+/// A mirror commit's root tree (two entries) is at most this many bytes.
+pub const ROOT_TREE_MAX_BYTES: u64 = 256;
+
 /// `mirror.json`'s path is at most this long.
 pub const PATH_CLAIM_MAX_BYTES: usize = 4096;
 
@@ -129,7 +132,7 @@ pub fn check_sizes(repo: &Repo, commit: &str) -> Result<(), ShapeError> {
     let sizes = repo.object_sizes(&[&format!("{commit}^{{tree}}"), &segments])?;
     match &sizes[..] {
         [Some((root, root_size)), Some((kind, size))] if root == "tree" && kind == "tree" => {
-            if *size > SEGMENTS_TREE_MAX_BYTES || *root_size > 4096 {
+            if *size > SEGMENTS_TREE_MAX_BYTES || *root_size > ROOT_TREE_MAX_BYTES {
                 return Err(ShapeError::Bad(format!(
                     "its segments/ tree is over {SEGMENTS_TREE_MAX_BYTES} bytes: more segments than a mirror may hold"
                 )));

@@ -42,14 +42,7 @@ pub const GIT_IDENTITY: [(&str, &str); 4] = [
     ("GIT_COMMITTER_EMAIL", repo::USER_EMAIL),
 ];
 
-pub fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+pub use crate::common::repo::text;
 
 /// git in `dir` with no system or global config and the tests' identity; `input` on stdin.
 pub fn git_in(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {

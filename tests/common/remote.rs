@@ -282,15 +282,7 @@ impl Machine {
     }
 }
 
-/// stdout then stderr, for failure messages.
-pub fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+pub use crate::common::repo::text;
 
 /// `git ls-tree` lines as (mode, type, oid, name).
 fn tree_entries(listing: &str) -> Vec<(String, String, String, String)> {

@@ -104,3 +104,13 @@ impl TestRepo {
         TestRepo { home: dir.path().join("home"), root, dir }
     }
 }
+
+/// A finished command's exit code, stdout and stderr, for failure messages.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

@@ -804,6 +804,7 @@ fn item(id: &str, state: ItemState, next_look: Option<Timestamp>) -> Item {
             promise: None,
             owner_refs: vec![],
             credential: None,
+            blocker: None,
         },
         created_at: at,
         updated_at: at,

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use abcd::away::{self, AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
-use abcd::checklist::item::{self, ChangeSet, Credential, ItemFields, ItemState};
+use abcd::checklist::item::{self, BlockerKind, ChangeSet, Credential, ItemFields, ItemState};
 use abcd::event::{
     self, BranchCreated, CompactionRecorded, ItemAdded, ItemChanged, JournalOpened, JournalRepaired, RepairCause, Scope, SessionJudged,
     SessionStarted, WriteRefused,
@@ -660,6 +660,7 @@ fn full_item() -> ItemFields {
         promise: Some("CI green => merge".into()),
         owner_refs: vec!["abcd/ship-the-parser".into(), "pr:12".into()],
         credential: Some(Credential { kind: "github_token".into(), scope: "repo".into(), expiry: Some(at("2027-01-31T00:00:00.25Z")) }),
+        blocker: Some(BlockerKind::Decision),
     }
 }
 
@@ -673,6 +674,7 @@ fn full_changes() -> ChangeSet {
         promise: Some(Some("review approved => merge".into())),
         owner_refs: Some(vec!["abcd/ship-the-parser".into()]),
         credential: Some(Some(Credential { kind: "api_key".into(), scope: "read".into(), expiry: None })),
+        blocker: Some(Some(BlockerKind::Hands)),
     }
 }
 
@@ -761,6 +763,8 @@ fn the_checklist_schemas_agree_with_the_code() {
     assert_eq!(strings(&props["state"]["enum"]), ItemState::ALL.map(ItemState::name), "states");
     assert_eq!(strings(&props["credential"]["properties"]["kind"]["enum"]), item::CREDENTIAL_KINDS, "credential kinds");
     assert_eq!(strings(&props["credential"]["properties"]["scope"]["enum"]), item::CREDENTIAL_SCOPES, "credential scopes");
+    let blockers: Vec<Value> = BlockerKind::ALL.iter().map(|k| json!(k.name())).chain([Value::Null]).collect();
+    assert_eq!(props["blocker"]["enum"], json!(blockers), "blocker kinds, and null");
     assert_eq!(props["owner_refs"]["maxItems"], json!(item::OWNER_REFS_MAX));
     assert_eq!(props["id"]["maxLength"], json!(item::ID_MAX_BYTES));
     assert_eq!(props["title"]["maxLength"], json!(item::TITLE_MAX_CHARS));
@@ -811,6 +815,9 @@ fn the_checklist_schemas_agree_with_the_code() {
         ("next_look", json!("2026-12-01T09:00:00.123456789Z")),
         ("credential", json!(null)),
         ("credential", json!({"kind": "other", "scope": "personal"})),
+        ("blocker", json!("session")),
+        ("blocker", json!("credential")),
+        ("blocker", json!(null)),
     ] {
         agree(&added, code_takes_added, &item_with(key, v), true);
     }
@@ -861,6 +868,10 @@ fn the_checklist_schemas_agree_with_the_code() {
         ("credential", json!({"kind": "api_key"})),
         ("credential", json!({"kind": "api_key", "scope": "read", "expiry": "soon"})),
         ("credential", json!("api_key")),
+        ("blocker", json!("person")),
+        ("blocker", json!("Decision")),
+        ("blocker", json!("")),
+        ("blocker", json!(["hands"])),
     ] {
         both_refuse.push(item_with(key, v));
     }
@@ -878,6 +889,8 @@ fn the_checklist_schemas_agree_with_the_code() {
         json!({"promise": null}),
         json!({"credential": null}),
         json!({"owner_refs": []}),
+        json!({"blocker": null}),
+        json!({"blocker": "hands"}),
     ] {
         agree(&changed, code_takes_changed, &json!({"id": "ship-the-parser", "changes": changes}), true);
     }
@@ -900,6 +913,7 @@ fn the_checklist_schemas_agree_with_the_code() {
         json!({"promise": "no arrow"}),
         json!({"owner_refs": ["a b"]}),
         json!({"credential": {"kind": "api_key", "scope": "read", "value": "x"}}),
+        json!({"blocker": "everything"}),
         json!([]),
     ] {
         both_refuse.push(with(&good, "changes", changes));

@@ -639,6 +639,7 @@ impl World {
                 promise: None,
                 owner_refs: vec![],
                 credential: None,
+                blocker: None,
             };
             let data = serde_json::to_value(ItemAdded { item: fields }).expect("plain data");
             Some(NewEvent { kind: event::CHECKLIST_ITEM_ADDED.into(), actor: actor(), data })

@@ -317,6 +317,7 @@ fn standard_event(seq: u64) -> (&'static str, Value) {
                 promise: Some("review approved => merge the new parser".into()),
                 owner_refs: vec!["abcd/parse-config".into()],
                 credential: None,
+                blocker: None,
             }),
         ),
         3 => (
@@ -334,6 +335,7 @@ fn standard_event(seq: u64) -> (&'static str, Value) {
                     scope: "repo".into(),
                     expiry: Some(at("2027-01-31T23:59:59.5Z")),
                 }),
+                blocker: None,
             }),
         ),
         // Done: waits_on and next_look cleared (a present null clears a field).

@@ -1,7 +1,7 @@
 //! Checklist items and the rules every field obeys (SPEC §3). Validation is pure and
 //! never echoes the value it refuses: a refusal names the field and the rule.
 
-pub use crate::event::checklist::{ChangeSet, Credential, ItemFields, ItemState};
+pub use crate::event::checklist::{BlockerKind, ChangeSet, Credential, ItemFields, ItemState};
 
 /// Title length in characters, inclusive bounds.
 pub const TITLE_MIN_CHARS: usize = 1;

@@ -85,6 +85,9 @@ fn details(item: &Item, look: impl Fn(Timestamp) -> String) -> Vec<String> {
         let expiry = c.expiry.map(|e| format!(", expires {}", e.strftime("%Y-%m-%d"))).unwrap_or_default();
         details.push(format!("needs credential: {} ({}{expiry})", c.kind, c.scope));
     }
+    if let Some(b) = f.blocker {
+        details.push(format!("blocked: {} ({})", b.name(), b.words()));
+    }
     details
 }
 
@@ -259,6 +262,7 @@ mod tests {
                 promise: None,
                 owner_refs: vec![],
                 credential: None,
+                blocker: None,
             },
             created_at: t,
             updated_at: t,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::checklist::item::{Credential, ItemFields, ItemState};
+use crate::checklist::item::{BlockerKind, Credential, ItemFields, ItemState};
 use crate::utc_time;
 
 /// An item as the checklist shows it: its fields and when they last changed.
@@ -40,6 +40,8 @@ struct ItemAsRead {
     owner_refs: Vec<String>,
     #[serde(default)]
     credential: Option<Credential>,
+    #[serde(default)]
+    blocker: Option<BlockerKind>,
     #[serde(deserialize_with = "utc_time::deserialize")]
     created_at: jiff::Timestamp,
     #[serde(deserialize_with = "utc_time::deserialize")]
@@ -59,13 +61,14 @@ impl From<ItemAsRead> for Item {
             promise,
             owner_refs,
             credential,
+            blocker,
             created_at,
             updated_at,
             added_seq,
             changed_seq,
         } = r;
         Item {
-            fields: ItemFields { id, title, state, waits_on, next_look, promise, owner_refs, credential },
+            fields: ItemFields { id, title, state, waits_on, next_look, promise, owner_refs, credential, blocker },
             created_at,
             updated_at,
             added_seq,

@@ -71,7 +71,8 @@ pub(super) fn plain_add(args: &[std::ffi::OsString]) -> Option<ChecklistArgs> {
         return None;
     }
     let credential = CredentialArgs { credential_kind: None, credential_scope: None, credential_expiry: None };
-    let add = AddArgs { title: title.to_owned(), waits_on: None, next_look: None, promise: None, owner_refs: vec![], credential };
+    let add =
+        AddArgs { title: title.to_owned(), waits_on: None, next_look: None, promise: None, owner_refs: vec![], credential, blocker: None };
     Some(ChecklistArgs { action: Some(ChecklistAction::Add(add)), json: false, all: false })
 }
 
@@ -120,6 +121,9 @@ struct AddArgs {
     owner_refs: Vec<String>,
     #[command(flatten)]
     credential: CredentialArgs,
+    /// What blocks it that the away sweep collects: decision (a design decision only the person can make), hands (a step only their hands can do), session (another session), credential (missing or expiring)
+    #[arg(long, allow_hyphen_values = true, value_name = "KIND")]
+    blocker: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -163,6 +167,9 @@ struct SetArgs {
     /// Remove the credential
     #[arg(long, conflicts_with = "credential_kind")]
     clear_credential: bool,
+    /// decision, hands, session or credential (what the away sweep collects); "" clears it
+    #[arg(long, allow_hyphen_values = true, value_name = "KIND")]
+    blocker: Option<String>,
 }
 
 pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
@@ -221,6 +228,7 @@ impl AddArgs {
             promise: self.promise,
             owner_refs: self.owner_refs,
             credential: self.credential.into_input(),
+            blocker: self.blocker,
         }
     }
 }
@@ -238,6 +246,7 @@ impl SetArgs {
             clear_owner_refs: self.clear_owner_refs,
             credential: self.credential.into_input(),
             clear_credential: self.clear_credential,
+            blocker: self.blocker,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! state (a fresh id, the item exists, a secret is refused and recorded) and append; the
 //! reads (`list`, `show`, `render`) come from the store's O(1) view. Nothing here prints.
 
-use crate::checklist::item::{self, CLOSED_ITEMS_KEPT, ChangeSet, Credential, ItemFields, ItemState, check_item};
+use crate::checklist::item::{self, BlockerKind, CLOSED_ITEMS_KEPT, ChangeSet, Credential, ItemFields, ItemState, check_item};
 use std::path::Path;
 
 use crate::checklist::render::{self, Context, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
@@ -32,6 +32,8 @@ pub struct AddRequest {
     pub promise: Option<String>,
     pub owner_refs: Vec<String>,
     pub credential: CredentialInput,
+    /// `decision`, `hands`, `session` or `credential` (docs/sweep.md).
+    pub blocker: Option<String>,
 }
 
 /// `abcd checklist set`: an empty text clears an optional field.
@@ -47,6 +49,8 @@ pub struct SetRequest {
     pub clear_owner_refs: bool,
     pub credential: CredentialInput,
     pub clear_credential: bool,
+    /// As `add`'s; "" clears it.
+    pub blocker: Option<String>,
 }
 
 /// A write that landed: the item's id, the seq of its event, and what could not be
@@ -133,6 +137,17 @@ fn credential_from(input: &CredentialInput, now: ZonedNow) -> Result<Option<Cred
     Ok(Some(Credential { kind: kind.clone(), scope: scope.clone(), expiry }))
 }
 
+/// `--blocker`'s word as a kind; anything else is refused naming the four.
+fn blocker_from(text: &str) -> Result<BlockerKind, CommandError> {
+    BlockerKind::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = BlockerKind::ALL.iter().map(|k| k.name()).collect();
+        CommandError::Refused(format!(
+            "refused: --blocker must be one of {} (a design decision, a step only the person's hands can do, another session, a credential); nothing was written",
+            names.join(", ")
+        ))
+    })
+}
+
 /// What a write decides once it holds the journal lock.
 enum Outcome {
     Written(String),
@@ -174,6 +189,7 @@ fn judge(verb: &str, fields: &ItemFields, session: &Option<String>) -> Result<()
 pub fn add(store: &Store, scope: &Scope, request: AddRequest, now: ZonedNow, session: Option<String>) -> Result<ItemWritten, CommandError> {
     let next_look = request.next_look.as_deref().map(|t| parse_time("next_look", t, now)).transpose()?;
     let credential = credential_from(&request.credential, now)?;
+    let blocker = request.blocker.as_deref().map(blocker_from).transpose()?;
     let state = if request.waits_on.is_some() { ItemState::Waiting } else { ItemState::Working };
     let template = ItemFields {
         id: String::new(),
@@ -184,6 +200,7 @@ pub fn add(store: &Store, scope: &Scope, request: AddRequest, now: ZonedNow, ses
         promise: request.promise,
         owner_refs: request.owner_refs,
         credential,
+        blocker,
     };
     let written = store.append_with(Some(scope), |state| {
         let mut fields = template.clone();
@@ -224,6 +241,11 @@ pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, ses
         })
         .transpose()?;
     let credential = if request.clear_credential { Some(None) } else { credential_from(&request.credential, now)?.map(Some) };
+    let blocker = match request.blocker.as_deref() {
+        None => None,
+        Some("") => Some(None),
+        Some(t) => Some(Some(blocker_from(t)?)),
+    };
     let mut changes = ChangeSet {
         title: request.title,
         state,
@@ -232,6 +254,7 @@ pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, ses
         promise: optional(request.promise),
         owner_refs: None,
         credential,
+        blocker,
     };
     let (id, owner_refs, clear_owner_refs) = (request.id, request.owner_refs, request.clear_owner_refs);
     let written = store.append_with(Some(scope), |folded| {

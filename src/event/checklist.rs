@@ -43,6 +43,52 @@ pub struct Credential {
     pub expiry: Option<jiff::Timestamp>,
 }
 
+/// What an item is blocked on that the away sweep collects (seed 000's four kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockerKind {
+    /// An undecided design decision.
+    Decision,
+    /// A step only the person's hands can do.
+    Hands,
+    /// A dependency on another session.
+    Session,
+    /// A credential missing or expiring.
+    Credential,
+}
+
+impl BlockerKind {
+    pub const ALL: [BlockerKind; 4] = [BlockerKind::Decision, BlockerKind::Hands, BlockerKind::Session, BlockerKind::Credential];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockerKind::Decision => "decision",
+            BlockerKind::Hands => "hands",
+            BlockerKind::Session => "session",
+            BlockerKind::Credential => "credential",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<BlockerKind> {
+        BlockerKind::ALL.into_iter().find(|k| k.name() == text)
+    }
+
+    /// What the kind means, in the person's words.
+    pub fn words(self) -> &'static str {
+        match self {
+            BlockerKind::Decision => "a design decision only the person can make",
+            BlockerKind::Hands => "a step only the person's hands can do",
+            BlockerKind::Session => "waits on another session",
+            BlockerKind::Credential => "a credential missing or expiring",
+        }
+    }
+
+    /// Whether the person must act on it (every kind but a dependency on another session).
+    pub fn is_the_persons(self) -> bool {
+        self != BlockerKind::Session
+    }
+}
+
 /// One checklist item as the journal carries it in `checklist.item_added`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +106,9 @@ pub struct ItemFields {
     pub owner_refs: Vec<String>,
     #[serde(default)]
     pub credential: Option<Credential>,
+    /// Left out while none, so an item without one is written as before blockers existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocker: Option<BlockerKind>,
 }
 
 impl ItemFields {
@@ -74,6 +123,7 @@ impl ItemFields {
             promise: None,
             owner_refs: vec![],
             credential: None,
+            blocker: None,
         }
     }
 }
@@ -122,6 +172,8 @@ pub struct ChangeSet {
     pub owner_refs: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub credential: Option<Option<Credential>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub blocker: Option<Option<BlockerKind>>,
 }
 
 /// Reads a field that is present (maybe `null`) as `Some`, so `null` means "clear".
@@ -157,6 +209,9 @@ impl ChangeSet {
         }
         if let Some(c) = &self.credential {
             out.credential = c.clone();
+        }
+        if let Some(b) = self.blocker {
+            out.blocker = b;
         }
         out
     }

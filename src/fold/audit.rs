@@ -68,7 +68,10 @@ pub fn audit_line(event: &Event) -> AuditLine {
             None => format!("repaired the journal ({}): accepted it as it is after: {}", cause_words(r.cause), r.problem),
         },
         Ok(Known::ItemAdded(a)) => match super::checklist::check_item(&a.item) {
-            Ok(()) => format!("added checklist item {} ({}): {}", a.item.id, a.item.state.name(), a.item.title),
+            Ok(()) => {
+                let blocked = a.item.blocker.map(|b| format!(", blocked: {}", b.name())).unwrap_or_default();
+                format!("added checklist item {} ({}{blocked}): {}", a.item.id, a.item.state.name(), a.item.title)
+            }
             Err(r) => format!("checklist.item_added skipped: {} {}", r.field.unwrap_or_default(), r.reason),
         },
         Ok(Known::ItemChanged(c)) => {

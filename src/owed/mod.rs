@@ -212,6 +212,7 @@ mod tests {
                 promise: None,
                 owner_refs: vec![],
                 credential: None,
+                blocker: None,
             },
             created_at: at,
             updated_at: at,

@@ -462,6 +462,7 @@ mod tests {
             promise: Some("back by noon".into()),
             owner_refs: vec!["branch:fix".into(), "pr:12".into()],
             credential: Some(Credential { kind: "token".into(), scope: "repo:read".into(), expiry: Some(at("2027-01-01T00:00:00Z")) }),
+            blocker: None,
         };
         let bare = ItemFields::working("bare", "Bare");
         [full, bare]

@@ -289,7 +289,11 @@ fn the_lapsed_window_line_shows_while_anything_is_unread() {
     assert_eq!(refused.status.code(), Some(2), "a lapsed window takes no step");
     let back = stdout(&repo.abcd(&["mode", "back"]));
     assert!(back.contains("queued: merge pull request 4") && back.contains("closed the away window that lapsed"), "{back}");
-    assert_eq!(reply(&repo.hook("user-prompt-submit", payload, &[])), None, "closed: no line");
+    // Closed: the first prompt carries the return lists once (issue 23), then nothing.
+    let first = reply(&repo.hook("user-prompt-submit", payload.clone(), &[])).unwrap();
+    let lists = first["systemMessage"].as_str().unwrap();
+    assert!(lists.contains("back from the away window") && lists.contains("merge pull request 4"), "{lists}");
+    assert_eq!(reply(&repo.hook("user-prompt-submit", payload, &[])), None, "closed and shown: no line");
 }
 
 #[test]

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use abcd::away::{self, AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
+use abcd::away::{AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, Tradeoff};
 use abcd::checklist::item::{self, BlockerKind, ChangeSet, Credential, ItemFields, ItemState};
 use abcd::event::{
     self, BranchCreated, CompactionRecorded, ItemAdded, ItemChanged, JournalOpened, JournalRepaired, RepairCause, Scope, SessionJudged,
@@ -1705,10 +1706,25 @@ fn the_away_schemas_agree_with_the_code() {
         grounds: "its tests pass: all 41 of them".into(),
         undo: "git revert HEAD".into(),
         working_copy: wc.into(),
+        tradeoff: None,
     })
     .unwrap();
-    assert_eq!(keys_of(&good), keys_of(&decision["properties"]), "decision.recorded keys");
+    // Every key, with the optional trade-off set; the trade-offs are the code's.
+    let full = with(&good, "tradeoff", json!("speed"));
+    assert_eq!(keys_of(&full), keys_of(&decision["properties"]), "decision.recorded keys");
+    assert_eq!(decision["properties"]["tradeoff"]["enum"], json!(Tradeoff::ALL.map(Tradeoff::name)), "trade-offs");
+    agree(&decision, &code, &full, true);
+    assert!(good.get("tradeoff").is_none(), "left out while none");
     agree(&decision, &code, &good, true);
+    for v in [json!("cost"), json!("Speed"), json!(null), json!(1)] {
+        let data = with(&good, "tradeoff", v);
+        // The code reads a null as none; the schema, stricter, refuses it (writers leave the key out).
+        if data["tradeoff"].is_null() {
+            assert!(!errors_of(&decision, &data).is_empty() && code(&data).is_ok(), "{data}");
+        } else {
+            agree(&decision, &code, &data, false);
+        }
+    }
     // Outside a window, a decision is counted, not skipped.
     assert!(folds(repository_scope(), &[], event::DECISION_RECORDED, &good).is_ok());
     let mut both_refuse = vec![with(&good, "extra", json!(1))];
@@ -2996,4 +3012,92 @@ fn the_loop_schemas_agree_with_the_code() {
         assert!(errors_of(&schemas[kind], &data).is_empty(), "{kind} {data}");
         assert_eq!(loop_folds(&before, kind, &data), Ok(()), "{kind} {data}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The blocker sweep and the return lists (issue 23)
+// ---------------------------------------------------------------------------------------
+
+/// `away.sweep_started`, `away.sweep_answered` and `away.return_shown`: the schemas name
+/// exactly the keys the code writes, and take what the fold takes and refuse what it
+/// refuses, the sweep's bounds met exactly included.
+#[test]
+fn the_sweep_schemas_agree_with_the_code() {
+    let started = schema("away.sweep_started.schema.json");
+    let answered = schema("away.sweep_answered.schema.json");
+    let shown = schema("away.return_shown.schema.json");
+    let wc = "/home/ana/src/shop";
+    let start = window().start;
+    let plus = |d: jiff::SignedDuration| start.checked_add(d).unwrap();
+    let sweep = |deadline| serde_json::to_value(AwaySweepStarted { start, deadline, working_copy: wc.into() }).unwrap();
+    let token = github_token();
+
+    // away.sweep_started, within the open window.
+    let code = in_repository(event::AWAY_SWEEP_STARTED);
+    let good = sweep(plus(away::SWEEP_DEADLINE_DEFAULT));
+    assert_eq!(keys_of(&good), keys_of(&started["properties"]), "away.sweep_started keys");
+    agree(&started, &code, &good, true);
+    for d in [away::SWEEP_DEADLINE_MIN, away::SWEEP_DEADLINE_MAX] {
+        assert!(code(&sweep(plus(d))).is_ok(), "{d:?} is within the bounds");
+    }
+    let second = jiff::SignedDuration::from_secs(1);
+    for d in [away::SWEEP_DEADLINE_MIN - second, away::SWEEP_DEADLINE_MAX + second, jiff::SignedDuration::ZERO] {
+        let data = sweep(plus(d));
+        assert!(errors_of(&started, &data).is_empty() && code(&data).is_err(), "the bounds are the fold's: {data}");
+    }
+    for data in [
+        without(&good, "deadline"),
+        without(&good, "start"),
+        without(&good, "working_copy"),
+        with(&good, "extra", json!(1)),
+        with(&good, "deadline", json!("soon")),
+        with(&good, "working_copy", json!("")),
+        with(&good, "working_copy", json!("a\nb")),
+    ] {
+        agree(&started, &code, &data, false);
+    }
+    assert!(folds(repository_scope(), &[], event::AWAY_SWEEP_STARTED, &good).is_err(), "a sweep needs an open window");
+    assert!(folds(working_copy_scope(), &[], event::AWAY_SWEEP_STARTED, &good).is_err(), "it belongs in a repository journal");
+
+    // away.sweep_answered, after the sweep it answers.
+    let set = (event::AWAY_SET, serde_json::to_value(window()).unwrap());
+    let swept = [set.clone(), (event::AWAY_SWEEP_STARTED, good.clone())];
+    let code = |data: &Value| folds(repository_scope(), &swept, event::AWAY_SWEEP_ANSWERED, data);
+    let good = serde_json::to_value(AwaySweepAnswered { sweep_start: start, working_copy: wc.into() }).unwrap();
+    assert_eq!(keys_of(&good), keys_of(&answered["properties"]), "away.sweep_answered keys");
+    agree(&answered, code, &good, true);
+    agree(&answered, code, &with(&good, "working_copy", json!("é".repeat(4096))), true);
+    for data in [
+        without(&good, "sweep_start"),
+        without(&good, "working_copy"),
+        with(&good, "extra", json!(1)),
+        with(&good, "working_copy", json!("é".repeat(4097))),
+        with(&good, "working_copy", json!(" ")),
+    ] {
+        agree(&answered, code, &data, false);
+    }
+    let other_sweep = with(&good, "sweep_start", json!("2026-11-30T06:00:01Z"));
+    assert!(errors_of(&answered, &other_sweep).is_empty() && code(&other_sweep).is_err(), "an answer to no sweep of the window");
+    let secret = with(&good, "working_copy", json!(format!("/home/{token}")));
+    assert!(errors_of(&answered, &secret).is_empty() && code(&secret).is_err(), "a secret is the fold's to refuse");
+
+    // away.return_shown, after the window closed.
+    let ended = (event::AWAY_ENDED, serde_json::to_value(AwayEnded { ended_by: "Ana Lima".into(), working_copy: wc.into() }).unwrap());
+    let closed = [set.clone(), ended];
+    let code = |data: &Value| folds(repository_scope(), &closed, event::AWAY_RETURN_SHOWN, data);
+    let good = serde_json::to_value(AwayReturnShown { window_start: start, working_copy: wc.into() }).unwrap();
+    assert_eq!(keys_of(&good), keys_of(&shown["properties"]), "away.return_shown keys");
+    agree(&shown, code, &good, true);
+    for data in [
+        without(&good, "window_start"),
+        without(&good, "working_copy"),
+        with(&good, "extra", json!(1)),
+        with(&good, "working_copy", json!("")),
+    ] {
+        agree(&shown, code, &data, false);
+    }
+    let open = [set];
+    assert!(folds(repository_scope(), &open, event::AWAY_RETURN_SHOWN, &good).is_err(), "the window must be closed");
+    let other = with(&good, "window_start", json!("2026-11-30T06:00:01Z"));
+    assert!(errors_of(&shown, &other).is_empty() && code(&other).is_err(), "it names the closed window");
 }

@@ -9,6 +9,7 @@
 //! shell appended (with a correct hash) that breaks a rule or carries a secret is skipped
 //! and named, and never reaches the away block or `abcd mode back`.
 
+pub mod sweep;
 pub mod text;
 
 use jiff::{SignedDuration, Timestamp};
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::checklist::item::Rejection;
 use crate::checklist::time_input::{ahead_rule, span_words};
 pub use crate::event::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
+pub use crate::event::away::{AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, Tradeoff};
 
 /// The longest window: without `--until` the mode lapses after this, and `--until` may
 /// name no later time (SPEC §6).
@@ -40,6 +42,17 @@ pub const PERSON_MAX_CHARS: usize = 200;
 pub const WORKING_COPY_MAX_CHARS: usize = 4_096;
 /// A next item's description in a recorded stop, at most, in characters.
 pub const STOP_NEXT_MAX_CHARS: usize = 400;
+/// How long the blocker sweep waits for the sessions' answers unless told otherwise
+/// (seed 000: "10 minutes by default").
+pub const SWEEP_DEADLINE_DEFAULT: SignedDuration = SignedDuration::from_mins(10);
+/// The sweep's deadline, at least and at most after its start: long enough for a session
+/// to reach its next hook, short enough that the person does not wait past their leaving.
+pub const SWEEP_DEADLINE_MIN: SignedDuration = SignedDuration::from_mins(1);
+pub const SWEEP_DEADLINE_MAX: SignedDuration = SignedDuration::from_hours(1);
+/// Working copies a sweep records answers from, and a window records its return lists
+/// shown in; past it, the next is skipped (a repository has far fewer worktrees).
+pub const SWEEP_ANSWERS_MAX: usize = 256;
+pub const RETURN_SHOWN_MAX: usize = 256;
 
 /// A queued step as the record keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +85,35 @@ pub struct Decision {
     pub undo: String,
     pub at: Timestamp,
     pub working_copy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tradeoff: Option<Tradeoff>,
+}
+
+/// The blocker sweep that setting the away mode started, and who answered it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub start: Timestamp,
+    pub deadline: Timestamp,
+    pub working_copy: String,
+    /// The working copies whose hook answered, each once, in the order they did.
+    pub answers: Vec<SweepAnswer>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepAnswer {
+    pub working_copy: String,
+    pub at: Timestamp,
+}
+
+impl Sweep {
+    /// Whether hooks are still asked at `now`.
+    pub fn open(&self, now: Timestamp) -> bool {
+        now < self.deadline
+    }
+
+    pub fn answer_of(&self, working_copy: &str) -> Option<&SweepAnswer> {
+        self.answers.iter().find(|a| a.working_copy == working_copy)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +143,13 @@ pub struct Window {
     pub dropped_decisions: u64,
     /// Set by `abcd mode back`; a closed window is kept only to say who ended it.
     pub ended: Option<Ended>,
+    /// The blocker sweep setting this window started. Left out while none, as are the
+    /// working copies the return lists were shown in, so a record without them is written
+    /// as before they existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub return_shown: Vec<String>,
 }
 
 /// Where the record stands at a given instant.
@@ -167,6 +216,11 @@ impl AwayState {
                     && line("undo", &d.undo, DECISION_FIELD_MAX_CHARS)
             })
             && w.ended.as_ref().is_none_or(|e| line("ended_by", &e.by, PERSON_MAX_CHARS))
+            && w.sweep.as_ref().is_none_or(|s| {
+                line("working_copy", &s.working_copy, WORKING_COPY_MAX_CHARS)
+                    && s.answers.iter().all(|a| line("working_copy", &a.working_copy, WORKING_COPY_MAX_CHARS))
+            })
+            && w.return_shown.iter().all(|c| line("working_copy", c, WORKING_COPY_MAX_CHARS))
     }
 
     pub fn status(&self, now: Timestamp) -> Status {
@@ -320,6 +374,8 @@ pub fn fold_set(state: &mut AwayState, set: AwaySet) -> Result<(), Rejection> {
         dropped_handed_back: 0,
         dropped_decisions: 0,
         ended: None,
+        sweep: None,
+        return_shown: Vec::new(),
     };
     if let Some(old) = carried {
         window.queue = old.queue;
@@ -407,7 +463,79 @@ pub fn fold_decision(state: &mut AwayState, d: DecisionRecorded, at: Timestamp) 
         window.decisions.remove(0);
         window.dropped_decisions += 1;
     }
-    window.decisions.push(Decision { text: d.text, grounds: d.grounds, undo: d.undo, at, working_copy: d.working_copy });
+    window.decisions.push(Decision {
+        text: d.text,
+        grounds: d.grounds,
+        undo: d.undo,
+        at,
+        working_copy: d.working_copy,
+        tradeoff: d.tradeoff,
+    });
+    Ok(())
+}
+
+/// The rules of `away.sweep_started`: a plain working copy, and a deadline from
+/// [`SWEEP_DEADLINE_MIN`] to [`SWEEP_DEADLINE_MAX`] after the start.
+pub fn check_sweep_started(s: &AwaySweepStarted) -> Result<(), Rejection> {
+    check_line("working_copy", &s.working_copy, WORKING_COPY_MAX_CHARS)?;
+    check_sweep_span(s.deadline.duration_since(s.start)).map_err(|why| reject("deadline", why))
+}
+
+/// A sweep's length against its bounds; `Err` says which, in words.
+pub fn check_sweep_span(span: SignedDuration) -> Result<(), String> {
+    if span < SWEEP_DEADLINE_MIN {
+        return Err(format!("is less than {} after the start", span_words(SWEEP_DEADLINE_MIN)));
+    }
+    if span > SWEEP_DEADLINE_MAX {
+        return Err(format!("is more than {} after the start", span_words(SWEEP_DEADLINE_MAX)));
+    }
+    Ok(())
+}
+
+/// `away.sweep_started`: the open window's sweep, replacing one a carried-over window had.
+pub fn fold_sweep_started(state: &mut AwayState, s: AwaySweepStarted) -> Result<(), Rejection> {
+    check_sweep_started(&s)?;
+    let window = open_mut(state, "a sweep started")?;
+    window.sweep = Some(Sweep { start: s.start, deadline: s.deadline, working_copy: s.working_copy, answers: Vec::new() });
+    Ok(())
+}
+
+/// `away.sweep_answered`: once per working copy, for the open window's sweep only.
+pub fn fold_sweep_answered(state: &mut AwayState, a: AwaySweepAnswered, at: Timestamp) -> Result<(), Rejection> {
+    check_line("working_copy", &a.working_copy, WORKING_COPY_MAX_CHARS)?;
+    let window = open_mut(state, "a sweep answered")?;
+    let Some(sweep) = window.sweep.as_mut().filter(|s| s.start == a.sweep_start) else {
+        return Err(reject("sweep_start", "names no sweep of the open window"));
+    };
+    if sweep.answer_of(&a.working_copy).is_some() {
+        return Ok(());
+    }
+    if sweep.answers.len() >= SWEEP_ANSWERS_MAX {
+        return Err(Rejection { field: None, reason: format!("the sweep already holds {SWEEP_ANSWERS_MAX} answers") });
+    }
+    sweep.answers.push(SweepAnswer { working_copy: a.working_copy, at });
+    Ok(())
+}
+
+/// Whether the return lists of the closed window are still to be shown in `working_copy`.
+pub fn return_owed<'a>(state: &'a AwayState, working_copy: &str) -> Option<&'a Window> {
+    let w = state.window.as_ref().filter(|w| w.ended.is_some())?;
+    (!w.return_shown.iter().any(|c| c == working_copy) && w.return_shown.len() < RETURN_SHOWN_MAX).then_some(w)
+}
+
+/// `away.return_shown`: once per working copy, for the closed window it names.
+pub fn fold_return_shown(state: &mut AwayState, r: AwayReturnShown) -> Result<(), Rejection> {
+    check_line("working_copy", &r.working_copy, WORKING_COPY_MAX_CHARS)?;
+    let Some(window) = state.window.as_mut().filter(|w| w.ended.is_some() && w.start == r.window_start) else {
+        return Err(reject("window_start", "names no closed away window"));
+    };
+    if window.return_shown.contains(&r.working_copy) {
+        return Ok(());
+    }
+    if window.return_shown.len() >= RETURN_SHOWN_MAX {
+        return Err(Rejection { field: None, reason: format!("the window already records {RETURN_SHOWN_MAX} working copies") });
+    }
+    window.return_shown.push(r.working_copy);
     Ok(())
 }
 

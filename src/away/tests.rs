@@ -28,7 +28,7 @@ fn ended() -> AwayEnded {
 }
 
 fn decision(text: &str) -> DecisionRecorded {
-    DecisionRecorded { text: text.into(), grounds: "g".into(), undo: "u".into(), working_copy: "/w/a".into() }
+    DecisionRecorded { text: text.into(), grounds: "g".into(), undo: "u".into(), working_copy: "/w/a".into(), tradeoff: None }
 }
 
 fn show(at: Timestamp) -> String {
@@ -294,4 +294,33 @@ fn a_lapsed_window_holding_only_a_decision_still_has_its_line() {
     let w = s.window.clone().unwrap();
     let line = text::lapsed_line(&w, t("2026-12-01T20:00:00Z"), &show).unwrap();
     assert!(line.contains("1 decision"), "{line}");
+}
+
+/// A sweep takes one answer per working copy up to its cap, and the window's return lists
+/// are recorded once per working copy up to theirs; one past either is skipped.
+#[test]
+fn sweep_answers_and_return_lists_shown_hold_their_caps_on_both_sides() {
+    let mut s = AwayState::default();
+    fold_set(&mut s, set_at(T0, 8, false)).unwrap();
+    let start = t(T0);
+    let sweep = AwaySweepStarted { start, deadline: start.checked_add(SWEEP_DEADLINE_DEFAULT).unwrap(), working_copy: "/w/a".into() };
+    fold_sweep_started(&mut s, sweep).unwrap();
+    let answer = |n: usize| AwaySweepAnswered { sweep_start: start, working_copy: format!("/w/{n}") };
+    for n in 0..SWEEP_ANSWERS_MAX {
+        fold_sweep_answered(&mut s, answer(n), start).unwrap();
+    }
+    fold_sweep_answered(&mut s, answer(0), start).unwrap();
+    assert_eq!(s.window.as_ref().unwrap().sweep.as_ref().unwrap().answers.len(), SWEEP_ANSWERS_MAX, "a second answer adds nothing");
+    assert!(fold_sweep_answered(&mut s, answer(SWEEP_ANSWERS_MAX), start).is_err());
+
+    assert!(return_owed(&s, "/w/0").is_none(), "nothing is owed while the window is open");
+    fold_ended(&mut s, ended(), start).unwrap();
+    let shown = |n: usize| AwayReturnShown { window_start: start, working_copy: format!("/w/{n}") };
+    for n in 0..RETURN_SHOWN_MAX {
+        assert!(return_owed(&s, &format!("/w/{n}")).is_some());
+        fold_return_shown(&mut s, shown(n)).unwrap();
+        assert!(return_owed(&s, &format!("/w/{n}")).is_none(), "shown once");
+    }
+    assert!(fold_return_shown(&mut s, shown(RETURN_SHOWN_MAX)).is_err());
+    assert!(return_owed(&s, "/w/new").is_none(), "past the cap nothing more is shown");
 }

@@ -5,9 +5,9 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::EXIT_OK;
-use crate::away::{MAX_WINDOW, Status, text};
+use crate::away::{MAX_WINDOW, SWEEP_DEADLINE_DEFAULT, SWEEP_DEADLINE_MAX, SWEEP_DEADLINE_MIN, Status, sweep, text};
 use crate::checklist::time_input::{ahead_rule, span_words};
-use crate::command::away::{self as away_cmd, Back, Decided, Queued, WindowSet};
+use crate::command::away::{self as away_cmd, Back, Decided, Queued, SweepView, WindowSet};
 
 #[derive(Args, Debug)]
 #[command(
@@ -45,6 +45,13 @@ enum ModeAction {
         /// Pushes wait for your return: sessions do the local work and queue each push
         #[arg(long)]
         hold_pushes: bool,
+        #[arg(long, allow_hyphen_values = true, value_name = "T", help = format!(
+            "Until when live sessions are asked to bring in what could stop them (+10m, 18:10 or an RFC 3339 time; {} to {} from now, {} when not given). The command does not wait: `abcd mode` shows the list with the answers",
+            span_words(SWEEP_DEADLINE_MIN),
+            span_words(SWEEP_DEADLINE_MAX),
+            span_words(SWEEP_DEADLINE_DEFAULT)
+        ))]
+        sweep_deadline: Option<String>,
     },
     /// End the mode: prints every queued step, handed-back item, recorded stop and
     /// decision of the window, one line each, and records who ended it
@@ -75,6 +82,9 @@ pub struct DecideArgs {
     /// How to reverse it
     #[arg(long, allow_hyphen_values = true)]
     undo: String,
+    /// The trade-off it settles: security, speed or compatibility (listed first on the person's return)
+    #[arg(long, allow_hyphen_values = true, value_name = "KIND")]
+    tradeoff: Option<String>,
     /// Print JSON for scripts
     #[arg(long)]
     json: bool,
@@ -91,27 +101,44 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
     let out = match args.action {
         None => {
             let record = away_cmd::read_record(&repo)?;
+            // While away, the sweep's list with the answers so far.
+            let swept = record.window.as_ref().filter(|w| w.status(now) == Status::Away).and_then(|w| away_cmd::sweep_view(&repo, w, now));
             if json_out {
-                json!({"status": record.status(now), "window": record.window, "journal": repo.store.journal().paths().journal}).to_string()
+                let mut out =
+                    json!({"status": record.status(now), "window": record.window, "journal": repo.store.journal().paths().journal});
+                if let Some(v) = &swept {
+                    out["sweep"] = sweep_json(v);
+                }
+                out.to_string()
             } else {
                 let status = text::status_line(record.window.as_ref(), now, &show);
                 // While away, the rules in full: the away block the sessions read points here.
-                match record.window.as_ref().filter(|w| w.status(now) == Status::Away) {
-                    Some(w) => format!("{status}\n{}", text::away_rules_full(w, &show)),
-                    None => status,
-                }
+                let mut lines = match record.window.as_ref().filter(|w| w.status(now) == Status::Away) {
+                    Some(w) => vec![status, text::away_rules_full(w, &show)],
+                    None => vec![status],
+                };
+                lines.extend(swept.as_ref().map(sweep_text));
+                lines.join("\n")
             }
         }
-        Some(ModeAction::Autonomous { until, hold_pushes }) => {
-            let WindowSet { window, carried } = away_cmd::set(&repo, now, until.as_deref(), hold_pushes)?;
+        Some(ModeAction::Autonomous { until, hold_pushes, sweep_deadline }) => {
+            let WindowSet { window, carried, sweep } = away_cmd::set(&repo, now, until.as_deref(), hold_pushes, sweep_deadline.as_deref())?;
             if json_out {
-                json!({"status": window.status(now), "window": window, "carried_over": carried}).to_string()
+                let mut out = json!({"status": window.status(now), "window": window, "carried_over": carried});
+                if let Some(v) = &sweep {
+                    out["sweep"] = sweep_json(v);
+                }
+                out.to_string()
             } else {
                 let mut lines = vec![text::status_line(Some(&window), now, &show)];
                 if carried > 0 {
                     lines.push(format!("carried over from the window before: {carried} unread item(s)."));
                 }
                 lines.push("The mode grants no rights: your own standing instruction stays the only authority to push, open or merge a pull request. `abcd mode back` ends it.".into());
+                if let Some(v) = &sweep {
+                    lines.push(sweep_text(v));
+                    lines.push("This command does not wait for the answers: `abcd mode` shows the list again with them.".into());
+                }
                 lines.join("\n")
             }
         }
@@ -129,6 +156,17 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
         outln!("{out}");
     }
     Ok(EXIT_OK)
+}
+
+/// The sweep's list as lines, a warning first when the copies could not be listed.
+fn sweep_text(v: &SweepView) -> String {
+    let mut lines: Vec<String> = v.warning.iter().map(|w| format!("abcd: {w}")).collect();
+    lines.extend(sweep::sweep_lines(&v.sweep, &v.copies, &show));
+    lines.join("\n")
+}
+
+fn sweep_json(v: &SweepView) -> serde_json::Value {
+    json!({"start": v.sweep.start, "deadline": v.sweep.deadline, "copies": v.copies, "warning": v.warning})
 }
 
 fn back_text(back: Option<Back>, json_out: bool) -> String {
@@ -162,7 +200,7 @@ fn back_text(back: Option<Back>, json_out: bool) -> String {
 
 pub fn run_decide(args: DecideArgs) -> anyhow::Result<i32> {
     let repo = away_cmd::open_repository(&std::env::current_dir()?)?;
-    let Decided { text, seq } = away_cmd::decide(&repo, &args.text, &args.grounds, &args.undo)?;
+    let Decided { text, seq } = away_cmd::decide(&repo, &args.text, &args.grounds, &args.undo, args.tradeoff.as_deref())?;
     outln!("{}", if args.json { json!({"recorded": true, "seq": seq}).to_string() } else { format!("decision recorded: {text}") });
     Ok(EXIT_OK)
 }

@@ -6,7 +6,8 @@
 use serde_json::json;
 
 use super::{CommandError, caller_event};
-use crate::away::{self, AwayEnded, AwayQueued, AwaySet, DecisionRecorded, Status, Window, text};
+use crate::away::sweep::CopyReport;
+use crate::away::{self, AwayEnded, AwayQueued, AwaySet, AwaySweepStarted, DecisionRecorded, Status, Sweep, Window, text};
 use crate::checklist::time_input::{parse_time_input, span_words};
 use crate::event::{self, Scope};
 use crate::journal::JournalError;
@@ -52,13 +53,39 @@ pub fn read_record(repo: &Repository) -> Result<away::AwayState, CommandError> {
     }
 }
 
-/// `abcd mode autonomous`: the window as folded, and how many unread items it carried over.
+/// `abcd mode autonomous`: the window as folded, how many unread items it carried over, and
+/// the blocker sweep's list as known when it was set.
 pub struct WindowSet {
     pub window: Window,
     pub carried: usize,
+    pub sweep: Option<SweepView>,
 }
 
-pub fn set(repo: &Repository, now: jiff::Timestamp, until: Option<&str>, hold_pushes: bool) -> Result<WindowSet, CommandError> {
+/// The sweep's list: every working copy with a journal, whether it answered, and its
+/// blocked items; `warning` when the copies could not be listed (then only the sweep).
+pub struct SweepView {
+    pub sweep: Sweep,
+    pub copies: Vec<CopyReport>,
+    pub warning: Option<String>,
+}
+
+/// The open window's sweep with what every working copy's checklist holds now.
+pub fn sweep_view(repo: &Repository, window: &Window, now: jiff::Timestamp) -> Option<SweepView> {
+    let sweep = window.sweep.clone()?;
+    let (copies, warning) = match super::sweep::collect(std::path::Path::new(&repo.working_copy)) {
+        Ok(found) => (found.iter().map(|f| f.report(&sweep, now)).collect(), None),
+        Err(e) => (Vec::new(), Some(format!("the working copies could not be listed ({e})"))),
+    };
+    Some(SweepView { sweep, copies, warning })
+}
+
+pub fn set(
+    repo: &Repository,
+    now: jiff::Timestamp,
+    until: Option<&str>,
+    hold_pushes: bool,
+    sweep_deadline: Option<&str>,
+) -> Result<WindowSet, CommandError> {
     // Whole seconds, cut down (never rounded up past now): the window's start reads
     // cleanly, and every limit below is measured from it.
     let start = jiff::Timestamp::from_second(now.as_second()).map_err(|e| CommandError::Failed(e.to_string()))?;
@@ -89,13 +116,38 @@ pub fn set(repo: &Repository, now: jiff::Timestamp, until: Option<&str>, hold_pu
     if let Err(r) = away::check_set(&set) {
         return Err(CommandError::Refused(format!("refused: {} {}; nothing was written", r.field.unwrap_or_default(), r.reason)));
     }
+    let deadline = sweep_deadline_from(start, sweep_deadline)?;
+    let sweep = AwaySweepStarted { start, deadline, working_copy: repo.working_copy.clone() };
     let written = repo.store.append_with(Some(&repo.scope), |state| {
         let carried = state.away.open_window().map_or(0, away::Window::unread);
-        (vec![caller_event(event::AWAY_SET, json!(set))], carried)
+        (vec![caller_event(event::AWAY_SET, json!(set)), caller_event(event::AWAY_SWEEP_STARTED, json!(sweep))], carried)
     })?;
     let after = written.after?;
     let window = after.state.away.window.expect("the set just folded");
-    Ok(WindowSet { window, carried: written.outcome })
+    let sweep = sweep_view(repo, &window, now);
+    Ok(WindowSet { window, carried: written.outcome, sweep })
+}
+
+/// The sweep's deadline: `--sweep-deadline` as a time (`+10m`, `18:10`, RFC 3339), else
+/// [`away::SWEEP_DEADLINE_DEFAULT`] after the start; within the sweep's bounds.
+fn sweep_deadline_from(start: jiff::Timestamp, text: Option<&str>) -> Result<jiff::Timestamp, CommandError> {
+    let deadline = match text {
+        Some(text) => {
+            let zoned = start.to_zoned_datetime(jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC));
+            parse_time_input("--sweep-deadline", text, &zoned, away::SWEEP_DEADLINE_MAX)
+                .map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
+        }
+        None => start.checked_add(away::SWEEP_DEADLINE_DEFAULT).map_err(|e| CommandError::Failed(e.to_string()))?,
+    };
+    away::check_sweep_span(deadline.duration_since(start)).map_err(|why| {
+        CommandError::Refused(format!(
+            "refused: --sweep-deadline {why}; nothing was written. Give a time {} to {} from now, or leave it out for {}",
+            span_words(away::SWEEP_DEADLINE_MIN),
+            span_words(away::SWEEP_DEADLINE_MAX),
+            span_words(away::SWEEP_DEADLINE_DEFAULT)
+        ))
+    })?;
+    Ok(deadline)
 }
 
 /// `abcd mode queue`: the step as queued and the queue's length after it.
@@ -160,12 +212,24 @@ pub struct Decided {
     pub seq: Option<u64>,
 }
 
-pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str) -> Result<Decided, CommandError> {
+pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str, tradeoff: Option<&str>) -> Result<Decided, CommandError> {
+    let tradeoff = tradeoff
+        .map(|t| {
+            away::Tradeoff::parse(t).ok_or_else(|| {
+                let names: Vec<&str> = away::Tradeoff::ALL.iter().map(|t| t.name()).collect();
+                CommandError::Refused(format!(
+                    "refused: --tradeoff must be one of {}; nothing was written. Leave it out for a decision that is not a trade-off",
+                    names.join(", ")
+                ))
+            })
+        })
+        .transpose()?;
     let data = DecisionRecorded {
         text: away::fold_whitespace(text),
         grounds: away::fold_whitespace(grounds),
         undo: away::fold_whitespace(undo),
         working_copy: repo.working_copy.clone(),
+        tradeoff,
     };
     if let Err(r) = away::check_decision(&data) {
         let field = match r.field.as_deref() {

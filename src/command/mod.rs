@@ -33,6 +33,7 @@ pub mod loops;
 pub mod mirror;
 pub mod replay;
 pub mod run;
+pub mod sweep;
 
 pub use error::{Blame, CommandError};
 

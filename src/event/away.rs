@@ -1,5 +1,6 @@
 //! The away family (repository journal): `away.set`, `queued`, `stop_recorded`,
-//! `handed_back`, `ended` and `decision.recorded`. Their limits and fold live in `away`.
+//! `handed_back`, `ended`, `sweep_started`, `sweep_answered`, `return_shown` and
+//! `decision.recorded`. Their limits and fold live in `away`.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -95,5 +96,63 @@ pub struct DecisionRecorded {
     pub text: String,
     pub grounds: String,
     pub undo: String,
+    pub working_copy: String,
+    /// The trade-off it settles, if it is one (`abcd decide --tradeoff`); left out while none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tradeoff: Option<Tradeoff>,
+}
+
+/// The kind of trade-off a decision settles (seed 000: decided overnight, listed first on
+/// the person's return).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tradeoff {
+    Security,
+    Speed,
+    Compatibility,
+}
+
+impl Tradeoff {
+    pub const ALL: [Tradeoff; 3] = [Tradeoff::Security, Tradeoff::Speed, Tradeoff::Compatibility];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tradeoff::Security => "security",
+            Tradeoff::Speed => "speed",
+            Tradeoff::Compatibility => "compatibility",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Tradeoff> {
+        Tradeoff::ALL.into_iter().find(|t| t.name() == text)
+    }
+}
+
+/// `data` of `away.sweep_started`: setting the away mode asks every working copy's live
+/// session, at its next hook, to bring in what could stop it, until `deadline`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwaySweepStarted {
+    pub start: Timestamp,
+    pub deadline: Timestamp,
+    /// Where the mode was set from.
+    pub working_copy: String,
+}
+
+/// `data` of `away.sweep_answered`: a hook in `working_copy` answered the sweep that began
+/// at `sweep_start` (its session is live and was asked to mark its blockers).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwaySweepAnswered {
+    pub sweep_start: Timestamp,
+    pub working_copy: String,
+}
+
+/// `data` of `away.return_shown`: the return lists of the window that began at
+/// `window_start` were shown on a prompt in `working_copy` (once per working copy).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwayReturnShown {
+    pub window_start: Timestamp,
     pub working_copy: String,
 }

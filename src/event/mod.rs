@@ -15,6 +15,7 @@ pub mod session;
 use serde::{Deserialize, Serialize};
 
 pub use self::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
+pub use self::away::{AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, Tradeoff};
 pub use self::checklist::{ItemAdded, ItemChanged, WriteRefused};
 pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
@@ -51,6 +52,9 @@ pub const CONTEXT_INJECTED: &str = "context.injected";
 pub const CONTEXT_DELIVERED: &str = "context.delivered";
 pub const CONTEXT_NOT_DELIVERED: &str = "context.not_delivered";
 pub const CONTEXT_UNKNOWN: &str = "context.unknown";
+pub const AWAY_SWEEP_STARTED: &str = "away.sweep_started";
+pub const AWAY_SWEEP_ANSWERED: &str = "away.sweep_answered";
+pub const AWAY_RETURN_SHOWN: &str = "away.return_shown";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -95,6 +99,10 @@ pub const V1_KINDS: &[&str] = &[
     loops::LOOP_RETRIED,
     loops::LOOP_SKIPPED,
     loops::LOOP_STOPPED,
+    // The blocker sweep and the return lists (issue 23, docs/sweep.md).
+    AWAY_SWEEP_STARTED,
+    AWAY_SWEEP_ANSWERED,
+    AWAY_RETURN_SHOWN,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -134,6 +142,9 @@ pub enum Known {
     ContextInjected(ContextInjected),
     /// `context.delivered`, `context.not_delivered` or `context.unknown`, with which.
     ContextReceipt(ReceiptKind, ContextReceipt),
+    AwaySweepStarted(AwaySweepStarted),
+    AwaySweepAnswered(AwaySweepAnswered),
+    AwayReturnShown(AwayReturnShown),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -212,6 +223,9 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         CONTEXT_DELIVERED => Ok(Known::ContextReceipt(ReceiptKind::Delivered, typed(kind, data)?)),
         CONTEXT_NOT_DELIVERED => Ok(Known::ContextReceipt(ReceiptKind::NotDelivered, typed(kind, data)?)),
         CONTEXT_UNKNOWN => Ok(Known::ContextReceipt(ReceiptKind::Unknown, typed(kind, data)?)),
+        AWAY_SWEEP_STARTED => Ok(Known::AwaySweepStarted(typed(kind, data)?)),
+        AWAY_SWEEP_ANSWERED => Ok(Known::AwaySweepAnswered(typed(kind, data)?)),
+        AWAY_RETURN_SHOWN => Ok(Known::AwayReturnShown(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

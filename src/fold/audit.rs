@@ -150,9 +150,28 @@ pub fn audit_line(event: &Event) -> AuditLine {
             Err(r) => skipped_line(&event.kind, r),
         },
         Ok(Known::DecisionRecorded(d)) => match crate::away::check_decision(&d) {
-            Ok(()) => format!("decided: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo),
+            Ok(()) => {
+                let tradeoff = d.tradeoff.map(|t| format!(" ({} trade-off)", t.name())).unwrap_or_default();
+                format!("decided{tradeoff}: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo)
+            }
             Err(r) => skipped_line(&event.kind, r),
         },
+        Ok(Known::AwaySweepStarted(s)) => match crate::away::check_sweep_started(&s) {
+            Ok(()) => format!("blocker sweep started from {}: answers until {}", s.working_copy, format_time(s.deadline)),
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::AwaySweepAnswered(a)) => {
+            match crate::away::check_line("working_copy", &a.working_copy, crate::away::WORKING_COPY_MAX_CHARS) {
+                Ok(()) => format!("blocker sweep of {} answered from {}", format_time(a.sweep_start), a.working_copy),
+                Err(r) => skipped_line(&event.kind, r),
+            }
+        }
+        Ok(Known::AwayReturnShown(r)) => {
+            match crate::away::check_line("working_copy", &r.working_copy, crate::away::WORKING_COPY_MAX_CHARS) {
+                Ok(()) => format!("return lists of the window from {} shown in {}", format_time(r.window_start), r.working_copy),
+                Err(rej) => skipped_line(&event.kind, rej),
+            }
+        }
         Ok(Known::RunStarted(r)) if ledger::name_passes(&r.run) && r.lanes.iter().all(|l| ledger::name_passes(l)) => format!(
             "run {} started with lane(s) {}, driven by pid {}{}",
             r.run,

@@ -9,7 +9,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde_json::json;
 
-use crate::away::{AwayHandedBack, AwayState, AwayStopRecorded, RecordedStop, Window};
+use crate::away::{AwayHandedBack, AwayReturnShown, AwayState, AwayStopRecorded, AwaySweepAnswered, RecordedStop, Window};
 use crate::event::{self, Scope};
 use crate::journal::append::JournalError;
 use crate::journal::format::{Actor, NewEvent};
@@ -42,6 +42,82 @@ impl AwayView {
     pub fn record_hand_back(&self, branch: &str, head: &str, working_copy: &Path, session: Option<&str>, now: Timestamp) -> Option<String> {
         let data = AwayHandedBack { branch: branch.into(), head: head.into(), working_copy: working_copy.display().to_string() };
         self.append_if_holding(event::AWAY_HANDED_BACK, json!(data), session, now, |w| !w.handed_back_already(branch, head))
+    }
+
+    /// The blocker sweep's ask for this working copy's session: its first hook while the
+    /// sweep is open answers it (recorded once per working copy, under the lock) and carries
+    /// the ask. `(ask, warning)`.
+    pub fn answer_sweep(&self, root: &Path, session: Option<&str>, now: Timestamp) -> (Option<String>, Option<String>) {
+        let key = crate::command::sweep::copy_key(root);
+        let owed = |w: &Window| w.sweep.as_ref().filter(|s| s.open(now) && s.answer_of(&key).is_none()).map(|s| s.start);
+        let Some(start) = self.holding(now).and_then(owed) else { return (None, None) };
+        let data = AwaySweepAnswered { sweep_start: start, working_copy: key.clone() };
+        let Some((store, scope)) = self.repository.as_ref() else { return (None, None) };
+        let event =
+            NewEvent { kind: event::AWAY_SWEEP_ANSWERED.into(), actor: Actor::this_process(session.map(String::from)), data: json!(data) };
+        let written =
+            store.append_with(Some(scope), |state| match state.away.holding(now).and_then(|w| Some((owed(w)?, w.sweep.clone()?))) {
+                Some((s, sweep)) if s == start => (vec![event.clone()], Some(sweep)),
+                _ => (vec![], None),
+            });
+        match written {
+            Ok(w) => {
+                let warning = w
+                    .after
+                    .err()
+                    .map(|e| format!("the {} event is saved but away.json was not refreshed: {e}", event::AWAY_SWEEP_ANSWERED));
+                (w.outcome.map(|sweep| crate::away::sweep::ask(&sweep, &|t| crate::clock::show(t))), warning)
+            }
+            Err(e) => (None, Some(format!("the {} event was not recorded: {e}", event::AWAY_SWEEP_ANSWERED))),
+        }
+    }
+
+    /// The return lists on this working copy's first prompt after the away window was
+    /// closed: recorded as shown once per working copy (under the lock), then returned as
+    /// `(for the model, for the person)`; `None` when shown before or when there is nothing
+    /// to show. The second value is a warning.
+    pub fn return_lists(&self, root: &Path, session: Option<&str>) -> (Option<(String, String)>, Option<String>) {
+        let key = crate::command::sweep::copy_key(root);
+        let Some(window) = crate::away::return_owed(&self.state, &key) else { return (None, None) };
+        let Some((store, scope)) = self.repository.as_ref() else { return (None, None) };
+        let mut warnings = Vec::new();
+        let copies: Vec<_> = match crate::command::sweep::collect(root) {
+            Ok(found) => found.iter().map(crate::command::sweep::Found::items_only).collect(),
+            Err(e) => {
+                warnings.push(format!("the other working copies' blocked items are not in the return lists: {e}"));
+                Vec::new()
+            }
+        };
+        let start = window.start;
+        let data = AwayReturnShown { window_start: start, working_copy: key.clone() };
+        let event =
+            NewEvent { kind: event::AWAY_RETURN_SHOWN.into(), actor: Actor::this_process(session.map(String::from)), data: json!(data) };
+        let written = store.append_with(Some(scope), |state| match crate::away::return_owed(&state.away, &key) {
+            Some(w) if w.start == start => (vec![event.clone()], Some(w.clone())),
+            _ => (vec![], None),
+        });
+        let window = match written {
+            Ok(w) => {
+                warnings.extend(
+                    w.after.err().map(|e| format!("the {} event is saved but away.json was not refreshed: {e}", event::AWAY_RETURN_SHOWN)),
+                );
+                w.outcome
+            }
+            Err(e) => {
+                warnings.push(format!(
+                    "the {} event was not recorded, so the return lists wait for the next prompt: {e}",
+                    event::AWAY_RETURN_SHOWN
+                ));
+                None
+            }
+        };
+        let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
+        let lists = window.and_then(|w| {
+            let model = crate::away::sweep::return_lists(&w, &copies, crate::away::sweep::RETURN_HEADING_MODEL)?;
+            let person = crate::away::sweep::return_lists(&w, &copies, crate::away::sweep::RETURN_HEADING_PERSON)?;
+            Some((model, person))
+        });
+        (lists, warning)
     }
 
     fn append_if_holding(

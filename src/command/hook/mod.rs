@@ -102,7 +102,20 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             let warning = record(&store, &scope, event(event::COMPACTION_RECORDED, json!(data)));
             Ok(HookOutcome { reply: HookReply::default(), warning })
         }
-        RequestDetail::PreToolUse { call } => pre_tool_use(&store, &scope, &root, call, &event),
+        RequestDetail::PreToolUse { call } => {
+            let mut outcome = pre_tool_use(&store, &scope, &root, call, &event)?;
+            // The blocker sweep's ask rides a tool call the hook lets through (docs/sweep.md).
+            if outcome.reply.deny.is_none() {
+                let (ask, warning) = away::read(&root).answer_sweep(
+                    &root,
+                    req.session_id.as_deref(),
+                    crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?,
+                );
+                outcome.reply.context = ask;
+                outcome.warning = join(outcome.warning.into_iter().chain(warning).collect());
+            }
+            Ok(outcome)
+        }
         RequestDetail::UserPromptSubmit => user_prompt(&store, &scope, &root, req, &actor),
         RequestDetail::Stop { stop_hook_active, last_assistant_message, session_crons } => {
             let payload = stop::StopPayload {
@@ -208,7 +221,8 @@ fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, act
     let record = away::read(root);
     let show = |t| crate::clock::show(t);
     let window = record.holding(now);
-    let system_message = match record.state.window.as_ref() {
+    let mut sweep_warnings: Vec<String> = Vec::new();
+    let mut system_message = match record.state.window.as_ref() {
         Some(w) if window.is_some() => Some(crate::away::text::person_line(w, &show)),
         Some(w) => crate::away::text::lapsed_line(w, now, &show),
         None => None,
@@ -230,17 +244,22 @@ fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, act
         }
         None => {
             let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, &show);
-            let text = match (news, behind) {
-                (Some(a), Some(b)) => Some(format!("{a}\n\n{b}")),
-                (a, b) => a.or(b),
-            };
-            (text, "user_prompt", None, None)
+            // The blocker sweep's ask while it is open, and the return lists once back
+            // (docs/sweep.md): each recorded once per working copy.
+            let (ask, asked) = record.answer_sweep(root, session, now);
+            let (lists, listed) = record.return_lists(root, session);
+            sweep_warnings.extend(asked.into_iter().chain(listed));
+            if let Some((_, person)) = &lists {
+                system_message = Some(system_message.map_or_else(|| person.clone(), |m| format!("{m}\n{person}")));
+            }
+            let parts: Vec<String> = [lists.map(|(model, _)| model), news, ask, behind].into_iter().flatten().collect();
+            ((!parts.is_empty()).then(|| parts.join("\n\n")), "user_prompt", None, None)
         }
     };
     let made = text.map(|t| context::inject(&t, context::Injecting { session, source, covers_seq, away: shown, reinjects }, actor));
     let mut events: Vec<NewEvent> = receipts.iter().map(|r| context::receipt_event(r, actor)).collect();
     events.extend(made.as_ref().and_then(|m| m.event.clone()));
-    let mut warnings: Vec<String> = record.warning.into_iter().collect();
+    let mut warnings: Vec<String> = record.warning.into_iter().chain(sweep_warnings).collect();
     let (warning, dropped) = record_settled(store, scope, events);
     warnings.extend(warning);
     // A re-injection another hook made or made moot meanwhile is not sent.

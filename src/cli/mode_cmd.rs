@@ -18,7 +18,10 @@ with a wake it scheduled: abcd's Stop hook blocks a stop while work is owed, and
 is refused with a route (queue what only you may approve, decide the rest with `abcd decide`). \
 The mode grants no rights: your own standing instruction stays the only authority to push, open \
 or merge a pull request.\n\n\
-Bare `abcd mode` prints the state and, while away, the rules the sessions work by in full. Exit codes: 0 ok, 1 failure, 2 refused."
+Setting it starts the blocker sweep: each working copy's live session is asked at its next prompt or tool call to mark \
+what could stop it (`abcd checklist set <id> --blocker KIND`), and the first prompt in each working copy after `abcd mode back` \
+shows the steps only you can do and what was decided (docs/sweep.md).\n\n\
+Bare `abcd mode` prints the state and, while away, the rules the sessions work by in full and the sweep's list. Exit codes: 0 ok, 1 failure, 2 refused."
 )]
 pub struct ModeArgs {
     #[command(subcommand)]

@@ -227,7 +227,9 @@ fn the_first_prompt_after_back_in_a_second_copy_shows_the_return_lists_and_the_s
     // While away, no return lists.
     assert!(!context(&repo.prompt(&b, "2026-12-01T18:20:00Z", "sb")).contains("Steps only the person can do"));
     let back = "2026-12-01T21:00:00Z";
-    repo.ok(&a, back, &["mode", "back"]);
+    let report = repo.ok(&a, back, &["mode", "back"]);
+    let tagged = report.find("decided (speed trade-off): Cache in memory").unwrap_or_else(|| panic!("{report}"));
+    assert!(tagged < report.find("decided: Keep the old parser").unwrap(), "trade-offs first: {report}");
 
     let first = repo.prompt(&b, back, "sb");
     let (model, shown) = (context(&first), person(&first));

@@ -115,8 +115,12 @@ pub fn back_report(w: &Window, show: Show<'_>) -> Vec<String> {
         line.push_str(&format!(" ({times}, last at {})", show(s.last_at)));
         lines.push(line);
     }
-    for d in &w.decisions {
-        lines.push(format!("decided: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo));
+    // Trade-offs first (stable), tagged with their kind.
+    let mut decisions: Vec<&super::Decision> = w.decisions.iter().collect();
+    decisions.sort_by_key(|d| d.tradeoff.is_none());
+    for d in decisions {
+        let tag = d.tradeoff.map(|t| format!(" ({} trade-off)", t.name())).unwrap_or_default();
+        lines.push(format!("decided{tag}: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo));
     }
     for (n, what) in [(w.dropped_stops, "recorded stops"), (w.dropped_handed_back, "hand-backs"), (w.dropped_decisions, "decisions")] {
         if n > 0 {

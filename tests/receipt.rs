@@ -227,7 +227,10 @@ fn while_away_a_prompt_carries_the_away_block_once_then_only_what_changed() {
     let start = repo.start("s1");
     assert!(common::unmarked(&start).starts_with("abcd: the person is away until"), "{start}");
     let context = |r: Option<Value>| r.map(|r| s(&r["hookSpecificOutput"]["additionalContext"])).filter(|c| !c.is_empty());
-    assert_eq!(context(repo.prompt("s1", None)), None, "told at the start: nothing new");
+    // Told at the start: nothing new but the blocker sweep's ask, once per working copy (issue 23).
+    let ask = common::unmarked(&context(repo.prompt("s1", None)).expect("the sweep's ask"));
+    assert!(ask.starts_with("abcd: the person is leaving") && ask.contains("--blocker KIND"), "{ask}");
+    assert_eq!(context(repo.prompt("s1", None)), None, "nothing new");
 
     assert!(repo.abcd(&["mode", "queue", "push feat/parser"]).status.success());
     let news = context(repo.prompt("s1", None)).expect("the change, in one line");
@@ -239,7 +242,11 @@ fn while_away_a_prompt_carries_the_away_block_once_then_only_what_changed() {
     let other = context(repo.prompt("s2", None)).unwrap();
     assert!(common::unmarked(&other).starts_with("abcd: the person is away until"), "{other}");
     assert!(repo.abcd(&["mode", "back"]).status.success());
+    // The first prompt after back carries the return lists once (issue 23), then the window's
+    // end in one line.
     let over = common::unmarked(&context(repo.prompt("s1", None)).unwrap());
-    assert!(over.contains("is over") && !over.contains('\n'), "{over}");
+    let (lists, end) = over.rsplit_once("\n\n").unwrap();
+    assert!(lists.contains("the person is back") && lists.contains("push feat/parser"), "{over}");
+    assert!(end.contains("is over") && !end.contains('\n'), "{over}");
     assert_eq!(context(repo.prompt("s1", None)), None);
 }

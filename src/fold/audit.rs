@@ -297,6 +297,7 @@ fn row_words(row: crate::verdict::stop::Row) -> String {
     match row.number() {
         Some(n) => format!("away row {n}"),
         None if row == crate::verdict::stop::Row::PresentOwed => "present, work owed".to_string(),
+        None if row == crate::verdict::stop::Row::Behind => "away, checklist behind".to_string(),
         None => "present, nothing owed".to_string(),
     }
 }

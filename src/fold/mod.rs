@@ -344,7 +344,7 @@ fn fold_judged(state: &mut FoldedState, j: crate::event::SessionJudged, seq: u64
     }
     let hex64 =
         |f: &Option<String>| f.as_deref().is_none_or(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
-    if !(hex64(&j.owed_fingerprint) && hex64(&j.capped_fingerprint) && hex64(&j.question_hash)) {
+    if !(hex64(&j.owed_fingerprint) && hex64(&j.capped_fingerprint) && hex64(&j.question_hash) && hex64(&j.behind_fingerprint)) {
         return Err(checklist::Rejection { field: None, reason: "a fingerprint is not 64 lowercase hex".into() });
     }
     let sessions = &mut state.sessions;

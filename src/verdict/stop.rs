@@ -49,6 +49,10 @@ pub const SESSION_CRONS_MAX: usize = 64;
 const FINGERPRINT_DOMAIN: &[u8] = b"abcd owed set v1\n";
 /// Domain separation for the question message's hash.
 const MESSAGE_DOMAIN: &[u8] = b"abcd last assistant message v1\n";
+/// Branches a behind note names, at most; the rest are counted.
+pub const BEHIND_NAMED_MAX: usize = 5;
+/// Domain separation for the behind set's fingerprint.
+const BEHIND_DOMAIN: &[u8] = b"abcd behind set v1\n";
 
 /// Why a pull request is owed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -157,6 +161,68 @@ impl Owed {
     }
 }
 
+/// Why the checklist is behind an own branch (SPEC §3 "Behind", docs/own-work.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BehindWhy {
+    /// No item's `owner_refs` names it.
+    Unlisted,
+    /// Its head was committed after the checklist's last write.
+    Changed,
+}
+
+/// An own branch the checklist is behind.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BehindRef {
+    pub branch: String,
+    pub why: BehindWhy,
+}
+
+/// The behind set's fingerprint (None for an empty set): BLAKE3 over the sorted,
+/// deduplicated `<why> <branch>` keys, as [`fingerprint`] does for the owed set.
+pub fn behind_fingerprint(refs: &[BehindRef]) -> Option<String> {
+    if refs.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<String> =
+        refs.iter().map(|r| format!("{} {}", if r.why == BehindWhy::Unlisted { "unlisted" } else { "changed" }, r.branch)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(BEHIND_DOMAIN);
+    for key in &keys {
+        hasher.update(&(key.len() as u64).to_le_bytes());
+        hasher.update(key.as_bytes());
+    }
+    Some(hasher.finalize().to_hex().to_string())
+}
+
+/// The behind note's words (no `abcd:` prefix): the unlisted branches, then those changed
+/// since the last write, at most [`BEHIND_NAMED_MAX`] named in all; empty for no refs.
+pub fn behind_text(refs: &[BehindRef]) -> String {
+    if refs.is_empty() {
+        return String::new();
+    }
+    let names = |why: BehindWhy, skip: usize, take: usize| -> Vec<String> {
+        refs.iter().filter(|r| r.why == why).skip(skip).take(take).map(|r| shown(&r.branch)).collect()
+    };
+    let unlisted = names(BehindWhy::Unlisted, 0, BEHIND_NAMED_MAX);
+    let changed = names(BehindWhy::Changed, 0, BEHIND_NAMED_MAX - unlisted.len());
+    let mut parts = Vec::new();
+    if !unlisted.is_empty() {
+        parts.push(format!("no item names {} in its owner refs", unlisted.join(", ")));
+    }
+    if !changed.is_empty() {
+        let has = if changed.len() == 1 { "has" } else { "have" };
+        parts.push(format!("{} {has} commits after the checklist's last write", changed.join(", ")));
+    }
+    let rest = refs.len() - unlisted.len() - changed.len();
+    let more = if rest > 0 { format!(" (and {rest} more)") } else { String::new() };
+    format!(
+        "the checklist is behind this session's work: {}{more}. Adding an item or an --owner-ref (`abcd checklist add|set`) keeps the plan in step with the work.",
+        parts.join("; ")
+    )
+}
+
 /// A stable, order-independent fingerprint of a set of owed items: BLAKE3 over the sorted,
 /// deduplicated keys, each length-prefixed, as 64 lowercase hex characters.
 pub fn fingerprint<'a>(items: impl IntoIterator<Item = &'a Owed>) -> String {
@@ -252,6 +318,8 @@ pub struct Judged {
     pub capped_fingerprint: Option<String>,
     #[serde(default)]
     pub question_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind_fingerprint: Option<String>,
 }
 
 impl Judged {
@@ -265,6 +333,7 @@ impl Judged {
             owed_fingerprint: after.owed_fingerprint,
             capped_fingerprint: after.capped_fingerprint,
             question_hash: after.question_hash,
+            behind_fingerprint: after.behind_fingerprint,
         }
     }
 
@@ -277,6 +346,7 @@ impl Judged {
             capped_fingerprint: self.capped_fingerprint.clone(),
             question_hash: self.question_hash.clone(),
             next_look: self.next_look,
+            behind_fingerprint: self.behind_fingerprint.clone(),
         }
     }
 }
@@ -358,6 +428,9 @@ pub struct StopInput<'a> {
     pub qualifying_wake: Option<Timestamp>,
     /// [`DEFAULT_BLOCK_CAP`] or the environment's override; 0 disables the cap.
     pub block_cap: u32,
+    /// The own branches the checklist is behind (read from git only); while away a set not
+    /// yet named blocks one stop.
+    pub behind: &'a [BehindRef],
 }
 
 /// The stop verdict. While away the first matching row of SPEC §6 decides; while present
@@ -406,24 +479,49 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
     let capped_owed = owed.items.iter().any(|i| i.is_capped());
     let changed = before.owed_fingerprint.as_deref() != Some(owed_fp.as_str());
     let wakes = if before.capped_fingerprint.as_deref() == Some(capped_fp.as_str()) { before.wake_count } else { 0 };
-    let seen = SessionState { owed_fingerprint: Some(owed_fp), capped_fingerprint: Some(capped_fp), wake_count: wakes, ..before.clone() };
+    // A behind set is named once, by the first stop that blocks within the host's cap (a
+    // block past it never reaches the session); a set that empties is forgotten, so the
+    // checklist falling behind again is named again.
+    let behind_fp = behind_fingerprint(input.behind);
+    let next_block_count = if input.stop_hook_active { before.block_count.saturating_add(1) } else { 1 };
+    let within_cap = input.block_cap == 0 || next_block_count <= input.block_cap;
+    let tell_behind = behind_fp.is_some() && before.behind_fingerprint != behind_fp && within_cap;
+    let behind_fingerprint = if tell_behind || behind_fp.is_none() { behind_fp } else { before.behind_fingerprint.clone() };
+    let seen = SessionState {
+        owed_fingerprint: Some(owed_fp),
+        capped_fingerprint: Some(capped_fp),
+        wake_count: wakes,
+        behind_fingerprint,
+        ..before.clone()
+    };
     let by = clock(input.deadline, input.now);
+    let with_behind = |reason: String| {
+        if tell_behind { clip(format!("{reason} Also, {}", behind_text(input.behind)), REASON_MAX_CHARS) } else { reason }
+    };
+    let owed_block = |row: Row, seen: SessionState| block(input, owed, row, with_behind(owed_reason(row, owed, away, &by)), seen);
+    // Rows 3 and 6 would allow: the behind set not yet named blocks this stop instead.
+    let behind_block = |seen: SessionState| {
+        let reason = format!("abcd: the person is away and {}", behind_text(input.behind));
+        block(input, owed, Row::Behind, clip(reason, REASON_MAX_CHARS), seen)
+    };
 
     match (owed.is_empty(), input.qualifying_wake) {
-        (false, _) if changed => block(input, owed, Row::OwedChanged, owed_reason(Row::OwedChanged, owed, away, &by), seen),
+        (false, _) if changed => owed_block(Row::OwedChanged, seen),
+        (false, Some(_)) if tell_behind && (!capped_owed || wakes < WAKE_RELEASES_MAX) => behind_block(seen),
         (false, Some(at)) if !capped_owed || wakes < WAKE_RELEASES_MAX => {
             let wake_count = wakes.saturating_add(u32::from(capped_owed));
             allow_waiting(Row::WakeReleased, SessionState { wake_count, next_look: Some(at), ..seen })
         }
-        (false, Some(_)) => block(input, owed, Row::WakesSpent, owed_reason(Row::WakesSpent, owed, away, &by), seen),
-        (false, None) => block(input, owed, Row::NoWake, owed_reason(Row::NoWake, owed, away, &by), seen),
+        (false, Some(_)) => owed_block(Row::WakesSpent, seen),
+        (false, None) => owed_block(Row::NoWake, seen),
+        (true, Some(_)) if tell_behind => behind_block(seen),
         (true, Some(at)) => allow_waiting(Row::NothingOwedWake, SessionState { next_look: Some(at), ..seen }),
         (true, None) => {
             let reason = format!(
                 "abcd: the person is away and nothing is owed. Take the next ready item first (`abcd checklist` lists the open ones); \
                  only if none can be taken, schedule a wake (a session cron) that fires before {by}."
             );
-            block(input, owed, Row::NothingOwedNoWake, clip(reason, REASON_MAX_CHARS), seen)
+            block(input, owed, Row::NothingOwedNoWake, with_behind(clip(reason, REASON_MAX_CHARS)), seen)
         }
     }
 }
@@ -651,6 +749,7 @@ impl SessionJudged {
             owed_fingerprint: j.owed_fingerprint,
             capped_fingerprint: j.capped_fingerprint,
             question_hash: j.question_hash,
+            behind_fingerprint: j.behind_fingerprint,
         }
     }
 
@@ -663,6 +762,7 @@ impl SessionJudged {
             capped_fingerprint: self.capped_fingerprint.clone(),
             question_hash: self.question_hash.clone(),
             next_look: self.next_look,
+            behind_fingerprint: self.behind_fingerprint.clone(),
         }
     }
 }
@@ -697,6 +797,7 @@ mod tests {
             capped_fingerprint: Some(fingerprint(owed.iter().filter(|i| i.is_capped()))),
             question_hash: None,
             next_look: None,
+            behind_fingerprint: None,
         }
     }
 
@@ -711,6 +812,7 @@ mod tests {
         session: &'a SessionState,
         wake: bool,
         cap: u32,
+        behind: &'a [BehindRef],
     }
 
     impl Stop<'_> {
@@ -728,6 +830,7 @@ mod tests {
                 deadline,
                 qualifying_wake: wake,
                 block_cap: self.cap,
+                behind: self.behind,
             })
         }
     }
@@ -743,6 +846,7 @@ mod tests {
             session,
             wake: false,
             cap: DEFAULT_BLOCK_CAP,
+            behind: &[],
         }
     }
 
@@ -924,6 +1028,7 @@ mod tests {
                 deadline,
                 qualifying_wake: qualifying_wake(crons, &now, deadline),
                 block_cap: self.cap,
+                behind: &[],
             });
             // The caller appends `judged` and folds it back: a round trip through JSON.
             let json = serde_json::to_string(&j.judged).unwrap();
@@ -1280,6 +1385,7 @@ mod tests {
                 session: &self.session,
                 wake: self.wake,
                 cap: self.cap,
+                behind: &[],
             }
             .judge()
         }

@@ -76,6 +76,8 @@ pub struct PendingStop {
     window: Option<crate::away::Window>,
     queued: Vec<String>,
     reading: owed::OwedReading,
+    /// The own branches the checklist is behind (git only, docs/own-work.md).
+    behind: Vec<stop::BehindRef>,
     note: Option<String>,
     warnings: Vec<String>,
     deadline: jiff::Timestamp,
@@ -131,6 +133,7 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         return Ok(StopRead::Answered(outcome(HookReply { system_message: Some(line), ..Default::default() }, warnings)));
     }
 
+    let behind = owed::behind(checklist, folded.checklist.updated_at, &reading.own);
     let before = session_state(folded, session, window.as_ref().map(|w| w.start));
     let deadline = stop::deadline(!reading.items.is_empty(), reading.waiting_next_looks.iter().copied(), now_ts);
     let wake = stop::qualifying_wake(p.session_crons, &now, deadline);
@@ -141,6 +144,7 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         window,
         queued,
         reading,
+        behind,
         note,
         warnings,
         deadline,
@@ -176,6 +180,7 @@ impl PendingStop {
             deadline: self.deadline,
             qualifying_wake: self.wake,
             block_cap: self.block_cap,
+            behind: &self.behind,
         })
     }
 

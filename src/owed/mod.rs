@@ -335,6 +335,38 @@ mod tests {
         assert_eq!(looks, vec![now, now - second, now + second]);
     }
 
+    fn own(name: &str, committed_at: Option<Timestamp>) -> OwnBranch {
+        OwnBranch { name: name.into(), head: "0".repeat(40), committed_at }
+    }
+
+    #[test]
+    fn behind_names_unlisted_branches_then_those_committed_after_the_last_write() {
+        let written: Timestamp = "2026-05-01T12:00:00.700Z".parse().unwrap();
+        let second = jiff::SignedDuration::from_secs(1);
+        let mut listed = item("1", ItemState::Working, None);
+        listed.fields.owner_refs = vec!["feat/same-second".into(), "feat/later".into(), "feat/earlier".into(), "feat/no-date".into()];
+        let whole = Timestamp::from_second(written.as_second()).unwrap();
+        let branches = [
+            own("feat/z-unlisted", None),
+            own("feat/a-unlisted", Some(whole + second)),
+            // Git keeps whole seconds: a commit in the write's second is not named.
+            own("feat/same-second", Some(whole)),
+            own("feat/later", Some(whole + second)),
+            own("feat/earlier", Some(whole - second)),
+            own("feat/no-date", None),
+        ];
+        let got = behind(std::slice::from_ref(&listed), Some(written), &branches);
+        let want = [
+            BehindRef { branch: "feat/a-unlisted".into(), why: BehindWhy::Unlisted },
+            BehindRef { branch: "feat/z-unlisted".into(), why: BehindWhy::Unlisted },
+            BehindRef { branch: "feat/later".into(), why: BehindWhy::Changed },
+        ];
+        assert_eq!(got, want);
+        // Before any write only the unlisted are named; with no own branch, nothing.
+        assert_eq!(behind(std::slice::from_ref(&listed), None, &branches).len(), 2);
+        assert!(behind(&[], Some(written), &[]).is_empty());
+    }
+
     #[test]
     fn checklist_owed_of_nothing_is_nothing() {
         let (owed, looks) = checklist_owed(&[], Timestamp::UNIX_EPOCH);

@@ -1008,11 +1008,12 @@ mod tests {
         cap: u32,
         hold_pushes: bool,
         queued: Vec<String>,
+        behind: Vec<BehindRef>,
     }
 
     impl Session {
         fn new() -> Session {
-            Session { state: SessionState::default(), cap: DEFAULT_BLOCK_CAP, hold_pushes: false, queued: Vec::new() }
+            Session { state: SessionState::default(), cap: DEFAULT_BLOCK_CAP, hold_pushes: false, queued: Vec::new(), behind: Vec::new() }
         }
 
         fn stop(&mut self, now: &str, owed: &[Owed], active: bool, crons: &[SessionCron], message: Option<&str>) -> Judgement {
@@ -1028,7 +1029,7 @@ mod tests {
                 deadline,
                 qualifying_wake: qualifying_wake(crons, &now, deadline),
                 block_cap: self.cap,
-                behind: &[],
+                behind: &self.behind,
             });
             // The caller appends `judged` and folds it back: a round trip through JSON.
             let json = serde_json::to_string(&j.judged).unwrap();
@@ -1071,6 +1072,157 @@ mod tests {
                 assert_eq!(later.judged.wake_count, 2);
             }
         }
+    }
+
+    fn unlisted(branch: &str) -> BehindRef {
+        BehindRef { branch: branch.into(), why: BehindWhy::Unlisted }
+    }
+
+    fn changed(branch: &str) -> BehindRef {
+        BehindRef { branch: branch.into(), why: BehindWhy::Changed }
+    }
+
+    fn reason_of(j: &Judgement) -> &str {
+        match &j.verdict {
+            Verdict::Block { reason } => reason,
+            Verdict::Allow { .. } => panic!("expected a block: {j:?}"),
+        }
+    }
+
+    /// Issue 23: a behind set blocks a stop a wake would allow once, then the wake allows;
+    /// a new set blocks once again, and a set that empties and comes back is named again.
+    #[test]
+    fn a_behind_set_blocks_one_stop_a_wake_would_allow() {
+        let crons = every_ten();
+        let mut s = Session::new();
+        s.behind = vec![unlisted("feat/a")];
+        let first = s.stop("2026-10-18T13:51:00Z", &[], false, &crons, None);
+        assert_eq!((first.judged.row, first.judged.state), (Row::Behind, StopState::Working));
+        let reason = reason_of(&first);
+        assert!(reason.starts_with("abcd: the person is away and the checklist is behind this session's work"), "{reason}");
+        assert!(reason.contains("no item names feat/a in its owner refs"), "{reason}");
+        assert_eq!(first.judged.behind_fingerprint, behind_fingerprint(&s.behind));
+        let second = s.stop("2026-10-18T13:52:00Z", &[], true, &crons, None);
+        assert_eq!(second.judged.row, Row::NothingOwedWake, "the same set is named once");
+        assert!(!second.verdict.is_block());
+        // A new set (a branch changed since the last write joins): named once more.
+        s.behind.push(changed("feat/b"));
+        let third = s.stop("2026-10-18T14:01:00Z", &[], false, &crons, None);
+        assert_eq!(third.judged.row, Row::Behind);
+        assert!(reason_of(&third).contains("feat/b has commits after the checklist's last write"), "{}", reason_of(&third));
+        assert_eq!(s.stop("2026-10-18T14:02:00Z", &[], true, &crons, None).judged.row, Row::NothingOwedWake);
+        // Caught up: the set is forgotten, so falling behind again is named again.
+        s.behind.clear();
+        let caught_up = s.stop("2026-10-18T14:11:00Z", &[], false, &crons, None);
+        assert_eq!((caught_up.judged.row, caught_up.judged.behind_fingerprint.clone()), (Row::NothingOwedWake, None));
+        s.behind = vec![unlisted("feat/a")];
+        assert_eq!(s.stop("2026-10-18T14:21:00Z", &[], false, &crons, None).judged.row, Row::Behind);
+    }
+
+    /// A block the stop gives anyway carries the behind note once; a released wake does not
+    /// count a behind block as a wake.
+    #[test]
+    fn a_behind_set_rides_a_block_given_anyway_and_spends_no_wake() {
+        let owed = [unpushed("feat/x")];
+        let mut s = Session::new();
+        s.behind = vec![changed("feat/x")];
+        let first = s.stop("2026-10-18T13:51:00Z", &owed, false, &[], None);
+        assert_eq!(first.judged.row, Row::OwedChanged);
+        assert!(reason_of(&first).contains("Also, the checklist is behind this session's work: feat/x has commits after"));
+        let second = s.stop("2026-10-18T13:52:00Z", &owed, true, &[], None);
+        assert_eq!(second.judged.row, Row::NoWake);
+        assert!(!reason_of(&second).contains("behind this session's work"), "{}", reason_of(&second));
+        // Nothing owed and no wake: row 7 carries it.
+        let mut s = Session::new();
+        s.behind = vec![unlisted("feat/a")];
+        let j = s.stop("2026-10-18T13:51:00Z", &[], false, &[], None);
+        assert_eq!(j.judged.row, Row::NothingOwedNoWake);
+        assert!(reason_of(&j).contains("Also, the checklist is behind this session's work: no item names feat/a"));
+        // Row 3 with a capped item: the behind block spends no wake.
+        let crons = every_ten();
+        let mut s = Session::new();
+        s.stop("2026-10-18T13:51:00Z", &owed, false, &crons, None);
+        s.behind = vec![unlisted("feat/a")];
+        let j = s.stop("2026-10-18T13:52:00Z", &owed, true, &crons, None);
+        assert_eq!((j.judged.row, j.judged.wake_count), (Row::Behind, 0));
+        let j = s.stop("2026-10-18T13:53:00Z", &owed, true, &crons, None);
+        assert_eq!((j.judged.row, j.judged.wake_count), (Row::WakeReleased, 1));
+    }
+
+    /// The behind block stays inside the host's cap: it is given only when its block count
+    /// is at most the cap, and a set not named keeps waiting for a stop that can name it.
+    #[test]
+    fn a_behind_block_is_given_only_within_the_cap() {
+        let crons = every_ten();
+        for (count_before, named) in [(1, true), (2, false)] {
+            let mut s = Session::new();
+            s.cap = 2;
+            s.state = SessionState { block_count: count_before, ..SessionState::default() };
+            s.behind = vec![unlisted("feat/a")];
+            let j = s.stop("2026-10-18T13:51:00Z", &[], true, &crons, None);
+            if named {
+                assert_eq!((j.judged.row, j.judged.block_count, j.record_stop.clone()), (Row::Behind, 2, None));
+            } else {
+                assert_eq!((j.judged.row, j.judged.behind_fingerprint.clone()), (Row::NothingOwedWake, None));
+                // After the allow (the host's count resets on a tool call) it is named.
+                assert_eq!(s.stop("2026-10-18T13:52:00Z", &[], false, &crons, None).judged.row, Row::Behind);
+            }
+        }
+        // Past the cap on a block given anyway, the note is kept for a later stop.
+        let mut s = Session::new();
+        s.cap = 1;
+        s.state = SessionState { block_count: 1, ..SessionState::default() };
+        s.behind = vec![unlisted("feat/a")];
+        let j = s.stop("2026-10-18T13:51:00Z", &[], true, &[], None);
+        assert!(j.record_stop.is_some() && !reason_of(&j).contains("behind this session's work"));
+        assert_eq!(j.judged.behind_fingerprint, None);
+    }
+
+    /// While present the behind set never blocks, and a question is blocked first without
+    /// taking the set as named.
+    #[test]
+    fn present_or_a_question_never_spends_the_behind_set() {
+        let now = at("2026-10-18T13:51:00Z");
+        let behind = [unlisted("feat/a")];
+        let state = SessionState::default();
+        let present = judge(&StopInput {
+            away: None,
+            owed: &[],
+            stop_hook_active: false,
+            last_assistant_message: None,
+            session: &state,
+            now: &now,
+            deadline: deadline(false, [], now.timestamp()),
+            qualifying_wake: None,
+            block_cap: DEFAULT_BLOCK_CAP,
+            behind: &behind,
+        });
+        assert_eq!(present.verdict, Verdict::Allow { state: StopState::Stopped, system_message: None });
+        let mut s = Session::new();
+        s.behind = behind.to_vec();
+        let q = s.stop("2026-10-18T13:51:00Z", &[], false, &every_ten(), Some("Shall I go on?"));
+        assert_eq!((q.judged.row, q.judged.behind_fingerprint.clone()), (Row::Question, None));
+        assert_eq!(s.stop("2026-10-18T13:52:00Z", &[], true, &every_ten(), Some("Shall I go on?")).judged.row, Row::Behind);
+    }
+
+    #[test]
+    fn the_behind_text_names_at_most_behind_named_max_branches() {
+        let refs = |n: usize| (0..n).map(|i| unlisted(&format!("b{i}"))).collect::<Vec<_>>();
+        let at_max = behind_text(&refs(BEHIND_NAMED_MAX));
+        assert!(at_max.contains(&format!("b{}", BEHIND_NAMED_MAX - 1)) && !at_max.contains("more)"), "{at_max}");
+        let past = behind_text(&refs(BEHIND_NAMED_MAX + 1));
+        assert!(!past.contains(&format!("b{BEHIND_NAMED_MAX}")) && past.contains("(and 1 more)"), "{past}");
+        // Unlisted first, then changed, within the one bound.
+        let mut mixed = refs(BEHIND_NAMED_MAX - 1);
+        mixed.extend([changed("c0"), changed("c1")]);
+        let text = behind_text(&mixed);
+        assert!(text.contains("; c0 has commits after the checklist's last write (and 1 more)."), "{text}");
+        assert_eq!(behind_text(&[]), "");
+        assert_eq!(behind_fingerprint(&[]), None);
+        // The fingerprint is the set's: order and duplicates aside, and the why counts.
+        let (a, b) = (unlisted("x"), changed("y"));
+        assert_eq!(behind_fingerprint(&[a.clone(), b.clone()]), behind_fingerprint(&[b.clone(), a.clone(), a.clone()]));
+        assert_ne!(behind_fingerprint(&[unlisted("y")]), behind_fingerprint(&[b]));
     }
 
     /// Acceptance 1: a set of only a waiting item (a look due) keeps releasing on a wake.

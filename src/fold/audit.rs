@@ -313,3 +313,18 @@ fn cause_words(cause: crate::event::RepairCause) -> &'static str {
 fn clean(text: &str) -> bool {
     text.len() <= 512 && crate::secrets::scan(text).is_none()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::stop::Row;
+
+    #[test]
+    fn every_row_has_its_own_words() {
+        assert_eq!(row_words(Row::Question), "away row 1");
+        assert_eq!(row_words(Row::NothingOwedNoWake), "away row 7");
+        assert_eq!(row_words(Row::PresentOwed), "present, work owed");
+        assert_eq!(row_words(Row::PresentNothingOwed), "present, nothing owed");
+        assert_eq!(row_words(Row::Behind), "away, checklist behind");
+    }
+}

@@ -203,7 +203,8 @@ fn user_prompt(
     let state = store.current_state().ok().map(|c| c.state);
     let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-    let behind = behind_note(&view.checklist, &work.branches, root, now, started);
+    // Read only where it can be sent: a re-injection goes alone.
+    let behind = || behind_note(&view.checklist, &work.branches, root, now, started);
     let record = away::read(root);
     let show = |t| crate::clock::show(t);
     let window = record.holding(now);
@@ -229,7 +230,7 @@ fn user_prompt(
         }
         None => {
             let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, &show);
-            let text = match (news, behind) {
+            let text = match (news, behind()) {
                 (Some(a), Some(b)) => Some(format!("{a}\n\n{b}")),
                 (a, b) => a.or(b),
             };

@@ -341,7 +341,7 @@ fn judge_all(git: &Git<'_>, cands: &mut [Cand<'_>], facts: &Facts<'_>, own_only:
     for (i, cand) in cands.iter_mut().enumerate() {
         match (cand.route, facts.email) {
             (Route::Created, _) => cand.own = true,
-            (Route::CheckedOut, Some(_)) if !matches!(cand.state, State::Failed(_)) => to_scan.push(i),
+            (Route::CheckedOut, Some(_)) => to_scan.push(i),
             (Route::CheckedOut, _) => {}
         }
     }
@@ -571,10 +571,15 @@ fn recent_own(
             Some(found) => Ok(found),
             None => has_recent_own_commit(git, &cand.refname, base, email, since),
         };
-        match for_one(cand, got)? {
-            Some(true) => own.push(i),
-            Some(false) => cand.state = State::NotOwed,
-            None => {}
+        // Own-ness is asked whatever the earlier reads found: a branch they could not judge
+        // keeps that note, and one they found pushed stays not owed.
+        match got {
+            Ok(true) => own.push(i),
+            Ok(false) if matches!(cand.state, State::Open) => cand.state = State::NotOwed,
+            Ok(false) => {}
+            Err(Stop::Failed(why)) if !matches!(cand.state, State::Failed(_)) => cand.state = State::Failed(why),
+            Err(Stop::Failed(_)) => {}
+            Err(Stop::Budget) => return Err(Stop::Budget),
         }
     }
     Ok(own)
@@ -1113,6 +1118,31 @@ mod tests {
             assert_eq!(logs.len(), 2, "{logs:#?}");
             assert!(logs[1].contains("refs/heads/co/deep1000"), "{logs:#?}");
         }
+    }
+
+    #[test]
+    fn the_own_only_reading_finds_the_same_own_branches_with_no_upstream_or_landing_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let wc = varied_lab(dir.path());
+        let (git, log) = logging_git(dir.path(), "git", false);
+        let created: Vec<String> = ["cr/pushed", "cr/fresh", "cr/never-made", "wt/held", "main"].map(String::from).to_vec();
+        let full = read_with(&query(&wc, &created, None), git.as_os_str(), Reads::Batched);
+        calls(&log);
+        let own_only = BranchQuery { own_only: true, ..query(&wc, &created, None) };
+        let only = read_with(&own_only, git.as_os_str(), Reads::Batched);
+        let names = |r: &BranchReading| r.own.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&only), names(&full));
+        assert!(names(&only).contains(&"co/pushed".to_string()) && names(&only).contains(&"wt/held".to_string()), "{:?}", names(&only));
+        assert!(only.items.is_empty() && only.notes.is_empty() && !only.incomplete, "{only:?}");
+        // Every own branch's head time comes from the one ref listing.
+        assert!(only.own.iter().all(|b| b.committed_at.is_some()), "{:?}", only.own);
+        let runs = calls(&log);
+        assert!(
+            !runs
+                .iter()
+                .any(|c| c.starts_with("rev-list") || c.starts_with("merge-tree") || c.contains("upstream") || c.contains("--contains")),
+            "{runs:#?}"
+        );
     }
 
     #[test]

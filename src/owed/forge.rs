@@ -180,7 +180,7 @@ struct HeadOf {
 
 /// The number and head branch of each of the first [`FORGE_LIST_MAX`] listed pull requests
 /// that names one; nothing when the output is not the listing's JSON.
-fn heads_of(bytes: &[u8]) -> Vec<(u64, String)> {
+pub(super) fn heads_of(bytes: &[u8]) -> Vec<(u64, String)> {
     let listed: Vec<HeadOf> = serde_json::from_slice(bytes).unwrap_or_default();
     listed.into_iter().take(FORGE_LIST_MAX).filter_map(|pr| Some((pr.number, pr.head_ref_name?))).collect()
 }

@@ -368,6 +368,27 @@ mod tests {
     }
 
     #[test]
+    fn only_pull_requests_whose_listed_head_is_an_own_branch_are_kept() {
+        use crate::verdict::stop::PrWhy;
+        let listing = br#"[{"number":1,"headRefName":"feat/own"},{"number":2,"headRefName":"feat/other"},{"number":3},
+            {"number":4,"headRefName":null}]"#;
+        let heads = forge::heads_of(listing);
+        assert_eq!(heads, [(1, "feat/own".to_string()), (2, "feat/other".to_string())]);
+        let pr = |number| Owed::PullRequest { number, why: PrWhy::Behind };
+        let working = Owed::Working { id: "w".into(), title: String::new() };
+        let items = vec![pr(1), pr(2), pr(3), pr(4), working.clone()];
+        assert_eq!(own_pull_requests(items.clone(), &heads, &[own("feat/own", None)]), [pr(1), working.clone()]);
+        assert_eq!(own_pull_requests(items, &heads, &[]), [working]);
+        // Not the listing's JSON: no heads, so no pull request is kept.
+        assert!(forge::heads_of(b"not json").is_empty());
+        // The first FORGE_LIST_MAX are read, as the owed rules read them.
+        let many =
+            |n: u64| format!("[{}]", (1..=n).map(|i| format!(r#"{{"number":{i},"headRefName":"b"}}"#)).collect::<Vec<_>>().join(","));
+        assert_eq!(forge::heads_of(many(FORGE_LIST_MAX as u64).as_bytes()).len(), FORGE_LIST_MAX);
+        assert_eq!(forge::heads_of(many(FORGE_LIST_MAX as u64 + 1).as_bytes()).len(), FORGE_LIST_MAX);
+    }
+
+    #[test]
     fn checklist_owed_of_nothing_is_nothing() {
         let (owed, looks) = checklist_owed(&[], Timestamp::UNIX_EPOCH);
         assert!(owed.is_empty() && looks.is_empty());

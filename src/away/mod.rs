@@ -9,6 +9,7 @@
 //! shell appended (with a correct hash) that breaks a rule or carries a secret is skipped
 //! and named, and never reaches the away block or `abcd mode back`.
 
+pub mod notify;
 pub mod text;
 
 use jiff::{SignedDuration, Timestamp};
@@ -101,6 +102,19 @@ pub struct Window {
     pub dropped_decisions: u64,
     /// Set by `abcd mode back`; a closed window is kept only to say who ended it.
     pub ended: Option<Ended>,
+    /// The person's notify command (docs/notify.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notified: Vec<notify::Notified>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<notify::NotificationSeen>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_notifications: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where the record stands at a given instant.
@@ -126,7 +140,7 @@ impl Window {
 
     /// Anything `abcd mode back` has still to print.
     pub fn unread(&self) -> usize {
-        self.queue.len() + self.stops.len() + self.handed_back.len() + self.decisions.len()
+        self.queue.len() + self.stops.len() + self.handed_back.len() + self.decisions.len() + self.notifications.len()
     }
 
     /// Whether a hand-back of this branch at this head was already recorded.
@@ -167,6 +181,7 @@ impl AwayState {
                     && line("undo", &d.undo, DECISION_FIELD_MAX_CHARS)
             })
             && w.ended.as_ref().is_none_or(|e| line("ended_by", &e.by, PERSON_MAX_CHARS))
+            && notify::shown_text_passes(w)
     }
 
     pub fn status(&self, now: Timestamp) -> Status {
@@ -218,6 +233,9 @@ pub fn fold_whitespace(text: &str) -> String {
 pub fn check_set(set: &AwaySet) -> Result<(), Rejection> {
     check_line("set_by", &set.set_by, PERSON_MAX_CHARS)?;
     check_line("working_copy", &set.working_copy, WORKING_COPY_MAX_CHARS)?;
+    if let Some(command) = &set.notify {
+        notify::check_notify_command(command)?;
+    }
     if set.end <= set.start {
         return Err(reject("end", "is not after the start"));
     }
@@ -320,6 +338,10 @@ pub fn fold_set(state: &mut AwayState, set: AwaySet) -> Result<(), Rejection> {
         dropped_handed_back: 0,
         dropped_decisions: 0,
         ended: None,
+        notify: set.notify,
+        notified: Vec::new(),
+        notifications: Vec::new(),
+        dropped_notifications: 0,
     };
     if let Some(old) = carried {
         window.queue = old.queue;
@@ -329,6 +351,9 @@ pub fn fold_set(state: &mut AwayState, set: AwaySet) -> Result<(), Rejection> {
         window.dropped_stops = old.dropped_stops;
         window.dropped_handed_back = old.dropped_handed_back;
         window.dropped_decisions = old.dropped_decisions;
+        window.notified = old.notified;
+        window.notifications = old.notifications;
+        window.dropped_notifications = old.dropped_notifications;
     }
     state.window = Some(window);
     Ok(())

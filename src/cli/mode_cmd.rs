@@ -45,6 +45,11 @@ enum ModeAction {
         /// Pushes wait for your return: sessions do the local work and queue each push
         #[arg(long)]
         hold_pushes: bool,
+        #[arg(long, allow_hyphen_values = true, value_name = "COMMAND", help = format!(
+            "A command run (through `sh -c`, with a one-line summary as \"$1\") when you must hear: a turn ended on a rate or usage limit, a stop forced by the host's cap, or every owed item waiting on a queued step; once per kind per hour, detached, killed after {} (docs/notify.md)",
+            format!("{} s", crate::away::notify::NOTIFY_RUN_BOUND.as_secs())
+        ))]
+        notify: Option<String>,
     },
     /// End the mode: prints every queued step, handed-back item, recorded stop and
     /// decision of the window, one line each, and records who ended it
@@ -102,14 +107,19 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                 }
             }
         }
-        Some(ModeAction::Autonomous { until, hold_pushes }) => {
-            let WindowSet { window, carried } = away_cmd::set(&repo, now, until.as_deref(), hold_pushes)?;
+        Some(ModeAction::Autonomous { until, hold_pushes, notify }) => {
+            let WindowSet { window, carried } = away_cmd::set(&repo, now, until.as_deref(), hold_pushes, notify.as_deref())?;
             if json_out {
                 json!({"status": window.status(now), "window": window, "carried_over": carried}).to_string()
             } else {
                 let mut lines = vec![text::status_line(Some(&window), now, &show)];
                 if carried > 0 {
                     lines.push(format!("carried over from the window before: {carried} unread item(s)."));
+                }
+                if let Some(command) = &window.notify {
+                    lines.push(format!(
+                        "when you must hear, abcd runs: sh -c '{command}' with a one-line summary as \"$1\" (once per kind per hour)."
+                    ));
                 }
                 lines.push("The mode grants no rights: your own standing instruction stays the only authority to push, open or merge a pull request. `abcd mode back` ends it.".into());
                 lines.join("\n")
@@ -164,5 +174,25 @@ pub fn run_decide(args: DecideArgs) -> anyhow::Result<i32> {
     let repo = away_cmd::open_repository(&std::env::current_dir()?)?;
     let Decided { text, seq } = away_cmd::decide(&repo, &args.text, &args.grounds, &args.undo)?;
     outln!("{}", if args.json { json!({"recorded": true, "seq": seq}).to_string() } else { format!("decision recorded: {text}") });
+    Ok(EXIT_OK)
+}
+
+#[derive(Args, Debug)]
+pub struct NotifyRunArgs {
+    /// The person's command, run as `sh -c <command> abcd-notify <summary>`
+    #[arg(allow_hyphen_values = true)]
+    command: String,
+    /// The one-line summary, `$1` to the command
+    #[arg(allow_hyphen_values = true)]
+    summary: String,
+}
+
+/// The supervisor a hook starts detached: runs the command within its bound and writes one
+/// line to its log (its stdout).
+pub fn run_notify(args: NotifyRunArgs) -> anyhow::Result<i32> {
+    use crate::command::notify;
+    let ended = notify::supervise(&args.command, &args.summary, notify::run_bound());
+    let at = crate::clock::now().map(crate::clock::show).unwrap_or_default();
+    outln!("{at}: {}", ended.words());
     Ok(EXIT_OK)
 }

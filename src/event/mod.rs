@@ -9,6 +9,7 @@ pub mod checklist;
 pub mod context;
 pub mod ids;
 pub mod loops;
+pub mod notify;
 pub mod run;
 pub mod session;
 
@@ -18,6 +19,7 @@ pub use self::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRec
 pub use self::checklist::{ItemAdded, ItemChanged, WriteRefused};
 pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
+pub use self::notify::{AwayNotificationRecorded, AwayNotified, NotifyKind};
 pub use self::session::{BranchCreated, CompactionRecorded, SessionJudged, SessionStarted};
 use crate::journal::genesis;
 pub use crate::journal::genesis::{JOURNAL_OPENED, JOURNAL_REPAIRED, JournalOpened, JournalRepaired, RepairCause, Scope, new_journal_id};
@@ -51,6 +53,8 @@ pub const CONTEXT_INJECTED: &str = "context.injected";
 pub const CONTEXT_DELIVERED: &str = "context.delivered";
 pub const CONTEXT_NOT_DELIVERED: &str = "context.not_delivered";
 pub const CONTEXT_UNKNOWN: &str = "context.unknown";
+pub const AWAY_NOTIFIED: &str = "away.notified";
+pub const AWAY_NOTIFICATION_RECORDED: &str = "away.notification_recorded";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -95,6 +99,8 @@ pub const V1_KINDS: &[&str] = &[
     loops::LOOP_RETRIED,
     loops::LOOP_SKIPPED,
     loops::LOOP_STOPPED,
+    AWAY_NOTIFIED,
+    AWAY_NOTIFICATION_RECORDED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -134,6 +140,8 @@ pub enum Known {
     ContextInjected(ContextInjected),
     /// `context.delivered`, `context.not_delivered` or `context.unknown`, with which.
     ContextReceipt(ReceiptKind, ContextReceipt),
+    AwayNotified(AwayNotified),
+    AwayNotificationRecorded(AwayNotificationRecorded),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -212,6 +220,8 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         CONTEXT_DELIVERED => Ok(Known::ContextReceipt(ReceiptKind::Delivered, typed(kind, data)?)),
         CONTEXT_NOT_DELIVERED => Ok(Known::ContextReceipt(ReceiptKind::NotDelivered, typed(kind, data)?)),
         CONTEXT_UNKNOWN => Ok(Known::ContextReceipt(ReceiptKind::Unknown, typed(kind, data)?)),
+        AWAY_NOTIFIED => Ok(Known::AwayNotified(typed(kind, data)?)),
+        AWAY_NOTIFICATION_RECORDED => Ok(Known::AwayNotificationRecorded(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -254,6 +254,14 @@ pub fn audit_line(event: &Event) -> AuditLine {
             | Known::LaneWorktreeCreated(_)
             | Known::LaneWorktreeRemoved(_),
         ) => format!("{} skipped: a name is not one abcd records", event.kind),
+        Ok(Known::AwayNotified(n)) => match crate::away::notify::check_notified(&n) {
+            Ok(()) => format!("the person's notify command was run ({}): {}", n.kind.words(), n.summary),
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::AwayNotificationRecorded(n)) => match crate::away::notify::check_notification(&n) {
+            Ok(()) => format!("host notification recorded while away: {}", n.notification_type),
+            Err(r) => skipped_line(&event.kind, r),
+        },
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),

@@ -237,6 +237,10 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
         Ok(Known::LaneWorktreeRemoved(x)) => in_ledger(state, false).and_then(|l| ledger::fold_worktree_removed(l, x)),
         Ok(Known::ContextInjected(x)) => in_working_copy(state).and_then(|c| context::fold_injected(c, event.seq, x)),
         Ok(Known::ContextReceipt(kind, x)) => in_working_copy(state).and_then(|c| context::fold_receipt(c, event.seq, kind, x)),
+        Ok(Known::AwayNotified(x)) => in_repository(state).and_then(|away| away::notify::fold_notified(away, x)),
+        Ok(Known::AwayNotificationRecorded(x)) => {
+            in_repository(state).and_then(|away| away::notify::fold_notification(away, x, event.time))
+        }
         Ok(Known::Unfolded) if event.kind.starts_with(LOOP_PREFIX) => fold_loop(state, event),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {

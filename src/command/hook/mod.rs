@@ -115,6 +115,9 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             Ok(outcome)
         }
         RequestDetail::StopFailure { error } => stop::stop_failure(&root, req.session_id.as_deref(), error),
+        RequestDetail::Notification { notification_type, message } => {
+            crate::command::notify::notification(&root, req.session_id.as_deref(), notification_type, message.as_deref())
+        }
         RequestDetail::Compact { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
     }
 }

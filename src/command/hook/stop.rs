@@ -12,7 +12,9 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{HookError, HookOutcome, away};
+use crate::away::notify::NotifyKind;
 use crate::away::{RecordedStop, StopLabel, error_type_ok};
+use crate::command::notify::notify_if_due;
 use crate::cron::SessionCron;
 use crate::event::{self, Scope, SessionJudged, session_id_ok};
 use crate::host::HookReply;
@@ -240,11 +242,22 @@ impl PendingStop {
                     .as_ref()
                     .map(|n| n.chars().take(crate::away::STOP_NEXT_MAX_CHARS).collect::<String>())
                     .filter(|n| crate::away::check_line("next", n, crate::away::STOP_NEXT_MAX_CHARS).is_ok());
-                let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next, error_type: None };
+                let forced = r.possibly_forced_by_cap && label == StopLabel::WorkOwed;
+                let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next: next.clone(), error_type: None };
                 warnings.extend(self.record.record_stop(stop, root, Some(session), now_ts));
+                if forced {
+                    warnings.extend(notify_if_due(&self.record, NotifyKind::CapForced, next.as_deref(), root, Some(session), now_ts));
+                }
             }
             for h in &self.reading.handed_back {
                 warnings.extend(self.record.record_hand_back(&h.branch, &h.head, root, Some(session), now_ts));
+            }
+            // Every item this session owed waits on a step queued for the person: nothing
+            // moves until they act (docs/notify.md, "blocks every item").
+            if self.reading.items.is_empty() && !self.reading.handed_back.is_empty() {
+                let branches: Vec<&str> = self.reading.handed_back.iter().map(|h| h.branch.as_str()).collect();
+                let detail = format!("{} handed back: {}", branches.len(), branches.join(", "));
+                warnings.extend(notify_if_due(&self.record, NotifyKind::AllBlocked, Some(&detail), root, Some(session), now_ts));
             }
         }
 
@@ -277,6 +290,9 @@ pub fn stop_failure(root: &Path, session_id: Option<&str>, error: &str) -> Resul
         let stop = RecordedStop { label: StopLabel::ApiError, possibly_forced_by_cap: false, next: None, error_type: Some(error_type) };
         let session = session_id.filter(|id| session_id_ok(id));
         warnings.extend(record.record_stop(stop, root, session, now));
+        if crate::away::notify::NOTIFY_ERROR_TYPES.contains(&error) {
+            warnings.extend(notify_if_due(&record, NotifyKind::StopFailure, Some(error), root, session, now));
+        }
     }
     Ok(outcome(HookReply::default(), warnings))
 }

@@ -778,6 +778,13 @@ fn the_hosts_notification_is_recorded_while_away_and_shown_by_mode_back() {
         "the message is left out: {back}"
     );
     assert!(lines[2].starts_with("host notification: unknown at "), "{back}");
+    // Present again, and a window that lapsed: nothing written.
+    notification("Claude is waiting for your input", "idle_prompt");
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+1h"]).status.success());
+    let lapsed = Repo { now: "2026-12-01T19:00:01Z".into(), ..repo };
+    let payload = json!({"session_id": "s1", "cwd": lapsed.root, "hook_event_name": "Notification", "message": "m", "notification_type": "idle_prompt"});
+    lapsed.hook("notification", payload, &[]);
+    assert_eq!(lapsed.data_of("away.notification_recorded").len(), 3, "recorded only while away");
 }
 
 #[test]

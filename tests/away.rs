@@ -656,6 +656,10 @@ fn the_notify_command_runs_once_for_a_stop_failure_while_away_and_never_while_pr
     // Present again: nothing.
     later.stop_failure("rate_limit", &[]);
     assert_eq!(later.notified().len(), 2);
+    let audit = stdout(&later.abcd(&["replay", "--repo"]));
+    assert!(audit.contains("with a notify command"), "{audit}");
+    let runs = audit.lines().filter(|l| l.contains("the person's notify command was run (a turn ended on a rate or usage limit)")).count();
+    assert_eq!(runs, 2, "{audit}");
 }
 
 #[test]
@@ -785,6 +789,8 @@ fn the_hosts_notification_is_recorded_while_away_and_shown_by_mode_back() {
     let payload = json!({"session_id": "s1", "cwd": lapsed.root, "hook_event_name": "Notification", "message": "m", "notification_type": "idle_prompt"});
     lapsed.hook("notification", payload, &[]);
     assert_eq!(lapsed.data_of("away.notification_recorded").len(), 3, "recorded only while away");
+    let audit = stdout(&lapsed.abcd(&["replay", "--repo"]));
+    assert!(audit.contains("host notification recorded while away: permission_prompt"), "{audit}");
 }
 
 #[test]

@@ -116,11 +116,12 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::SessionJudged(_)) => "session.judged skipped: not a session id abcd records".to_string(),
         Ok(Known::AwaySet(a)) => match crate::away::check_set(&a) {
             Ok(()) => format!(
-                "away mode set by {} from {} until {}{}",
+                "away mode set by {} from {} until {}{}{}",
                 a.set_by,
                 a.working_copy,
                 format_time(a.end),
-                if a.hold_pushes { ", pushes held" } else { "" }
+                if a.hold_pushes { ", pushes held" } else { "" },
+                if a.notify.is_some() { ", with a notify command" } else { "" }
             ),
             Err(r) => skipped_line(&event.kind, r),
         },

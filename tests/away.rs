@@ -805,3 +805,20 @@ fn the_notify_command_does_not_inherit_the_stop_failure_hooks_ignored_sigterm() 
     assert!(log.contains("ended by a signal") || log.contains("exited with 143"), "{log}");
     assert!(!repo.bin.join("survived").exists());
 }
+
+#[test]
+fn a_failing_notify_command_changes_nothing_for_the_hook() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", "/nonexistent/page-me \"$1\""]).status.success());
+    let out = repo.stop_failure("rate_limit", &[]);
+    assert_eq!(stderr(&out), "", "the hook does not wait to learn how the command ends");
+    wait_for("the supervisor's line", || !repo.notify_log().is_empty());
+    assert!(repo.notify_log().contains("exited with 127"), "{}", repo.notify_log());
+    // The Stop check's answer is the same with the command failing: blocked, work owed.
+    let env = [("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1")];
+    block_reason(&repo.stop(false, "working", &env));
+    let out = repo.stop(true, "working", &env);
+    assert!(block_reason(&out).contains("Write the parser"));
+    assert_eq!(repo.notified().len(), 2, "{:?}", repo.notified());
+}

@@ -187,7 +187,9 @@ fn every_fault_fails_open_loudly_before_the_hosts_timeout() {
         v.extend_from_slice(b"\"}");
         v
     };
-    for event in ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure"] {
+    for event in
+        ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure", "notification"]
+    {
         assert_fails_open(&repo, event, b"", &[], &format!("{event}: empty stdin"));
         assert_fails_open(&repo, event, b"{not json", &[], &format!("{event}: invalid JSON"));
         assert_fails_open(&repo, event, b"[1,2]", &[], &format!("{event}: a JSON array"));
@@ -246,6 +248,7 @@ fn outside_a_managed_checkout_every_hook_is_silent_and_writes_nothing() {
                 ("post-compact", "post-compact.json"),
                 ("stop", "stop.json"),
                 ("stop-failure", "stop-failure.json"),
+                ("notification", "notification.json"),
             ] {
                 let payload = fixture(file, &[("$CWD", &dir.display().to_string())]);
                 let (out, _) = hook(&plain_repo, event, &payload, &[]);

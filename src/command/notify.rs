@@ -16,6 +16,8 @@ use crate::command::hook::away::AwayView;
 pub const NOTIFY_LOG_FILE: &str = "notify.log";
 /// Past this size the log starts over.
 pub const NOTIFY_LOG_MAX_BYTES: u64 = 64 << 10;
+/// The shell the command line runs in.
+pub const SHELL: &str = "/bin/sh";
 /// The `$0` the command's shell sees.
 pub const SHELL_NAME_ARG: &str = "abcd-notify";
 /// The supervisor's hidden verb.
@@ -98,7 +100,7 @@ impl Supervised {
     }
 }
 
-/// The supervisor: `sh -c <command> abcd-notify <summary>` in its own process group, no
+/// The supervisor: `/bin/sh -c <command> abcd-notify <summary>` in its own process group, no
 /// input, its output discarded, killed with its group once `bound` has passed.
 pub fn supervise(command: &str, summary: &str, bound: Duration) -> Supervised {
     use std::os::unix::process::CommandExt;
@@ -106,7 +108,8 @@ pub fn supervise(command: &str, summary: &str, bound: Duration) -> Supervised {
     // command gets the default back.
     crate::platform::process::default_sigterm();
     let deadline = Instant::now() + bound;
-    let mut cmd = std::process::Command::new("sh");
+    // The shell by its POSIX path, not looked up on the hook's PATH.
+    let mut cmd = std::process::Command::new(SHELL);
     cmd.args(["-c", command, SHELL_NAME_ARG, summary])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

@@ -632,6 +632,8 @@ fn the_notify_command_runs_once_for_a_stop_failure_while_away_and_never_while_pr
     let out = repo.abcd(&["mode", "autonomous", "--notify", &command]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("when you must hear, abcd runs"), "{}", stdout(&out));
+    let shown = stdout(&repo.abcd(&["mode"]));
+    assert!(shown.contains(&format!("when you must hear, abcd runs: sh -c '{command}'")), "{shown}");
     let summary = format!("abcd: a turn ended on a rate or usage limit in {}: rate_limit", repo.place());
     repo.stop_failure("rate_limit", &[]);
     wait_for("the notify command's line", || std::fs::read_to_string(&calls).is_ok_and(|t| !t.is_empty()));

@@ -102,7 +102,10 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                 let status = text::status_line(record.window.as_ref(), now, &show);
                 // While away, the rules in full: the away block the sessions read points here.
                 match record.window.as_ref().filter(|w| w.status(now) == Status::Away) {
-                    Some(w) => format!("{status}\n{}", text::away_rules_full(w, &show)),
+                    Some(w) => {
+                        let notify = w.notify.as_deref().map(notify_line).map(|l| format!("\n{l}")).unwrap_or_default();
+                        format!("{status}{notify}\n{}", text::away_rules_full(w, &show))
+                    }
                     None => status,
                 }
             }
@@ -116,11 +119,7 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                 if carried > 0 {
                     lines.push(format!("carried over from the window before: {carried} unread item(s)."));
                 }
-                if let Some(command) = &window.notify {
-                    lines.push(format!(
-                        "when you must hear, abcd runs: sh -c '{command}' with a one-line summary as \"$1\" (once per kind per hour)."
-                    ));
-                }
+                lines.extend(window.notify.as_deref().map(notify_line));
                 lines.push("The mode grants no rights: your own standing instruction stays the only authority to push, open or merge a pull request. `abcd mode back` ends it.".into());
                 lines.join("\n")
             }
@@ -139,6 +138,11 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
         outln!("{out}");
     }
     Ok(EXIT_OK)
+}
+
+/// The notify command as bare `abcd mode` and `abcd mode autonomous` show it.
+fn notify_line(command: &str) -> String {
+    format!("when you must hear, abcd runs: sh -c '{command}' with a one-line summary as \"$1\" (once per kind per hour).")
 }
 
 fn back_text(back: Option<Back>, json_out: bool) -> String {

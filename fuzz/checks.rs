@@ -751,6 +751,12 @@ pub fn hook_payload(bytes: &[u8]) {
                 assert!(error.chars().count() <= 64);
                 texts.push(error.clone());
             }
+            RequestDetail::Notification { notification_type, message } => {
+                assert_eq!(event, HookEvent::Notification);
+                assert!(notification_type.chars().count() <= 64);
+                texts.push(notification_type.clone());
+                texts.extend(message.clone());
+            }
         }
         for text in &texts {
             let replies = [

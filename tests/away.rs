@@ -564,3 +564,267 @@ fn a_new_away_window_starts_the_sessions_counts_afresh() {
     let reason = block_reason(&with_cron(&repo, false));
     assert!(reason.contains("work is owed (1 item)"), "row 2 of the new window: {reason}");
 }
+
+// ---------------------------------------------------------------------------------------
+// When the person must hear (issue 23, acceptance 6; docs/notify.md)
+// ---------------------------------------------------------------------------------------
+
+/// Polls `done` until it holds, failing after a generous while (a rule, not a timing).
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < until, "still waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+impl Repo {
+    /// A notify script in the test's bin folder; `--notify` runs it with the summary.
+    fn notify_script(&self, body: &str) -> String {
+        let path = self.bin.join("notify.sh");
+        std::fs::write(&path, format!("#!/bin/sh\nd=\"$(dirname \"$0\")\"\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{} \"$1\"", path.display())
+    }
+
+    fn stop_failure(&self, error: &str, env: &[(&str, &str)]) -> Output {
+        let payload = json!({"session_id": "s1", "cwd": self.root, "hook_event_name": "StopFailure", "error": error});
+        let out = self.hook("stop-failure", payload, env);
+        assert_eq!(reply(&out), None, "StopFailure has no output");
+        out
+    }
+
+    /// The repository journal's events of `kind`'s data (none before the journal exists).
+    fn data_of(&self, kind: &str) -> Vec<Value> {
+        let Some(entry) = std::fs::read_dir(self.home.join("repos")).ok().and_then(|mut d| d.next()) else { return Vec::new() };
+        std::fs::read_to_string(entry.unwrap().path().join("journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["kind"] == kind)
+            .map(|e| e["data"].clone())
+            .collect()
+    }
+
+    fn notified(&self) -> Vec<Value> {
+        self.data_of("away.notified")
+    }
+
+    fn notify_log(&self) -> String {
+        std::fs::read_to_string(self.repository_journal().parent().unwrap().join("notify.log")).unwrap_or_default()
+    }
+
+    fn place(&self) -> String {
+        self.root.file_name().unwrap().to_string_lossy().into_owned()
+    }
+}
+
+#[test]
+fn the_notify_command_runs_once_for_a_stop_failure_while_away_and_never_while_present() {
+    let repo = Repo::new();
+    let command = repo.notify_script(r#"printf '%s\n' "$1" >> "$d/calls""#);
+    let calls = repo.bin.join("calls");
+    // Present: a rate limit notifies no one.
+    repo.stop_failure("rate_limit", &[]);
+    assert!(repo.notified().is_empty());
+    // Away without a command: recorded as before, nothing run.
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    repo.stop_failure("rate_limit", &[]);
+    assert!(repo.notified().is_empty());
+
+    let out = repo.abcd(&["mode", "autonomous", "--notify", &command]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("when you must hear, abcd runs"), "{}", stdout(&out));
+    let shown = stdout(&repo.abcd(&["mode"]));
+    assert!(shown.contains(&format!("when you must hear, abcd runs: sh -c '{command}'")), "{shown}");
+    let summary = format!("abcd: a turn ended on a rate or usage limit in {}: rate_limit", repo.place());
+    repo.stop_failure("rate_limit", &[]);
+    wait_for("the notify command's line", || std::fs::read_to_string(&calls).is_ok_and(|t| !t.is_empty()));
+    assert_eq!(std::fs::read_to_string(&calls).unwrap(), format!("{summary}\n"), "the summary is its one argument");
+    let recorded = json!({"kind": "stop_failure", "at": NOW, "summary": summary, "working_copy": repo.root.display().to_string()});
+    assert_eq!(repo.notified(), vec![recorded]);
+    // Within the hour (the test clock stands still): recorded as a stop, not notified again.
+    repo.stop_failure("rate_limit", &[]);
+    repo.stop_failure("billing_error", &[]);
+    // Not a limit: no notification.
+    repo.stop_failure("server_error", &[]);
+    assert_eq!(repo.notified().len(), 1, "once per kind per hour");
+    // An hour later it is due again.
+    let later = Repo { now: "2026-12-01T19:00:00Z".into(), ..repo };
+    later.stop_failure("billing_error", &[]);
+    assert_eq!(later.notified().len(), 2);
+    wait_for("the second run", || std::fs::read_to_string(&calls).is_ok_and(|t| t.lines().count() == 2));
+    assert!(std::fs::read_to_string(&calls).unwrap().ends_with(": billing_error\n"));
+
+    let back = stdout(&later.abcd(&["mode", "back"]));
+    assert!(back.contains(&format!("notified you at 2026-12-01 18:00 UTC: {summary}")), "{back}");
+    // Present again: nothing.
+    later.stop_failure("rate_limit", &[]);
+    assert_eq!(later.notified().len(), 2);
+    let audit = stdout(&later.abcd(&["replay", "--repo"]));
+    assert!(audit.contains("with a notify command"), "{audit}");
+    let runs = audit.lines().filter(|l| l.contains("the person's notify command was run (a turn ended on a rate or usage limit)")).count();
+    assert_eq!(runs, 2, "{audit}");
+}
+
+#[test]
+fn the_hook_does_not_wait_for_the_notify_command() {
+    let repo = Repo::new();
+    let command =
+        repo.notify_script(r#"touch "$d/started"; while [ ! -e "$d/release" ]; do sleep 0.02; done; printf '%s\n' "$1" > "$d/got""#);
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", &command]).status.success());
+    repo.stop_failure("rate_limit", &[]);
+    // The hook has answered; the command runs on and cannot end until released.
+    wait_for("the command to start", || repo.bin.join("started").exists());
+    assert!(!repo.bin.join("got").exists());
+    assert_eq!(repo.notify_log(), "", "its supervisor is still waiting on it");
+    std::fs::write(repo.bin.join("release"), "").unwrap();
+    wait_for("the command to finish", || repo.notify_log().contains("exited with 0"));
+    assert!(std::fs::read_to_string(repo.bin.join("got")).unwrap().contains("rate or usage limit"));
+}
+
+#[test]
+fn a_hanging_notify_command_is_killed_at_its_bound() {
+    let repo = Repo::new();
+    let command = repo.notify_script(r#"echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"; exec sleep 600"#);
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", &command]).status.success());
+    repo.stop_failure("rate_limit", &[("ABCD_TEST_NOTIFY_BOUND_MS", "300")]);
+    wait_for("the supervisor's line", || !repo.notify_log().is_empty());
+    assert!(repo.notify_log().contains("still running at its bound of 300 ms and was killed"), "{}", repo.notify_log());
+    let pid = std::fs::read_to_string(repo.bin.join("pid")).unwrap().trim().to_string();
+    let stat = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
+    // Killed: gone, or dead and waiting for init to reap it.
+    wait_for("the killed command to be gone", || {
+        std::fs::read_to_string(&stat)
+            .map_or(true, |s| s.rsplit(')').next().is_some_and(|rest| matches!(rest.trim_start().chars().next(), Some('Z' | 'X' | 'x'))))
+    });
+}
+
+#[test]
+fn a_stop_forced_by_the_cap_and_every_item_handed_back_notify_by_kind() {
+    let repo = Repo::new();
+    let command = repo.notify_script(r#"printf '%s\n' "$1" >> "$d/calls""#);
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", &command]).status.success());
+    let env = [("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "2")];
+    block_reason(&repo.stop(false, "working", &env));
+    block_reason(&repo.stop(true, "working", &env));
+    assert!(repo.notified().is_empty(), "blocks within the cap notify no one");
+    block_reason(&repo.stop(true, "working", &env));
+    let kinds: Vec<Value> = repo.notified().iter().map(|n| n["kind"].clone()).collect();
+    assert_eq!(kinds, [json!("cap_forced")]);
+    let summary = repo.notified()[0]["summary"].as_str().unwrap().to_string();
+    assert!(summary.contains("Write the parser"), "the item's title, no more: {summary}");
+    block_reason(&repo.stop(true, "working", &env));
+    assert_eq!(repo.notified().len(), 1, "once per kind per hour: {:?}", repo.notified());
+
+    // Every owed item handed back to the person: the third kind.
+    let repo = Repo::new();
+    let command = repo.notify_script(r#"printf '%s\n' "$1" >> "$d/calls""#);
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous", "--hold-pushes", "--notify", &command]).status.success());
+    block_reason(&repo.stop(false, "ok", &[]));
+    assert!(repo.notified().is_empty(), "an item the session can still move notifies no one");
+    assert!(repo.abcd(&["mode", "queue", "push feat/x"]).status.success());
+    repo.stop(true, "queued", &[]);
+    repo.stop(true, "queued", &[]);
+    let notified = repo.notified();
+    assert_eq!(notified.len(), 1, "{notified:?}");
+    assert_eq!(notified[0]["kind"], "all_blocked");
+    assert!(notified[0]["summary"].as_str().unwrap().ends_with("1 handed back: feat/x"), "{notified:?}");
+    wait_for("the command's line", || std::fs::read_to_string(repo.bin.join("calls")).is_ok_and(|t| t.contains("feat/x")));
+}
+
+#[test]
+fn a_notify_command_that_looks_like_a_secret_or_is_too_long_is_refused() {
+    let repo = Repo::new();
+    let token = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0".repeat(2).get(..36).unwrap());
+    for (command, says) in
+        [(format!("curl -H 'Authorization: token {token}' https://ntfy.example/abcd"), "script"), ("a".repeat(1001), "at most 1000")]
+    {
+        let out = repo.abcd(&["mode", "autonomous", "--notify", &command]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("--notify") && err.contains(says) && err.contains("nothing was written"), "{err}");
+        assert!(!err.contains(&token), "the secret is never echoed: {err}");
+    }
+    assert!(repo.data_of("away.set").is_empty());
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", &"a".repeat(1000)]).status.success(), "at the limit");
+}
+
+#[test]
+fn the_hosts_notification_is_recorded_while_away_and_shown_by_mode_back() {
+    let repo = Repo::new();
+    let notification = |message: &str, kind: &str| {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "Notification",
+            "transcript_path": "/nonexistent/t.jsonl", "message": message, "title": "Claude Code", "notification_type": kind});
+        let out = repo.hook("notification", payload, &[]);
+        assert_eq!(reply(&out), None, "a Notification hook has no output");
+        assert_eq!(stderr(&out), "");
+    };
+    let recorded = || repo.data_of("away.notification_recorded").len();
+    // Present: nothing written.
+    notification("Claude is waiting for your input", "idle_prompt");
+    assert_eq!(recorded(), 0);
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    notification("Claude is waiting\nfor your input", "idle_prompt");
+    let token = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0".repeat(2).get(..36).unwrap());
+    notification(&format!("Claude needs your permission to use {token}"), "permission_prompt");
+    notification("x", "Not A Type");
+    assert_eq!(recorded(), 3);
+    let journal = std::fs::read_to_string(repo.repository_journal()).unwrap();
+    assert!(!journal.contains(&token), "a message carrying a secret is not kept");
+    let back = stdout(&repo.abcd(&["mode", "back"]));
+    // The time shown is the line's own (wall clock), as for recorded stops.
+    let lines: Vec<&str> = back.lines().filter(|l| l.starts_with("host notification: ")).collect();
+    assert_eq!(lines.len(), 3, "{back}");
+    assert!(
+        lines[0].starts_with("host notification: idle_prompt at ") && lines[0].ends_with(" UTC: Claude is waiting for your input"),
+        "{back}"
+    );
+    assert!(
+        lines[1].starts_with("host notification: permission_prompt at ") && lines[1].ends_with(" UTC"),
+        "the message is left out: {back}"
+    );
+    assert!(lines[2].starts_with("host notification: unknown at "), "{back}");
+    // Present again, and a window that lapsed: nothing written.
+    notification("Claude is waiting for your input", "idle_prompt");
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+1h"]).status.success());
+    let lapsed = Repo { now: "2026-12-01T19:00:01Z".into(), ..repo };
+    let payload = json!({"session_id": "s1", "cwd": lapsed.root, "hook_event_name": "Notification", "message": "m", "notification_type": "idle_prompt"});
+    lapsed.hook("notification", payload, &[]);
+    assert_eq!(lapsed.data_of("away.notification_recorded").len(), 3, "recorded only while away");
+    let audit = stdout(&lapsed.abcd(&["replay", "--repo"]));
+    assert!(audit.contains("host notification recorded while away: permission_prompt"), "{audit}");
+}
+
+#[test]
+fn the_notify_command_does_not_inherit_the_stop_failure_hooks_ignored_sigterm() {
+    let repo = Repo::new();
+    let command = repo.notify_script(r#"kill -TERM $$; echo survived > "$d/survived""#);
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", &command]).status.success());
+    repo.stop_failure("rate_limit", &[]);
+    wait_for("the supervisor's line", || !repo.notify_log().is_empty());
+    // The script died of the signal (its shell reports 128 + 15, or the signal itself).
+    let log = repo.notify_log();
+    assert!(log.contains("ended by a signal") || log.contains("exited with 143"), "{log}");
+    assert!(!repo.bin.join("survived").exists());
+}
+
+#[test]
+fn a_failing_notify_command_changes_nothing_for_the_hook() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", "/nonexistent/page-me \"$1\""]).status.success());
+    let out = repo.stop_failure("rate_limit", &[]);
+    assert_eq!(stderr(&out), "", "the hook does not wait to learn how the command ends");
+    wait_for("the supervisor's line", || !repo.notify_log().is_empty());
+    assert!(repo.notify_log().contains("exited with 127"), "{}", repo.notify_log());
+    // The Stop check's answer is the same with the command failing: blocked, work owed.
+    let env = [("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", "1")];
+    block_reason(&repo.stop(false, "working", &env));
+    let out = repo.stop(true, "working", &env);
+    assert!(block_reason(&out).contains("Write the parser"));
+    assert_eq!(repo.notified().len(), 2, "{:?}", repo.notified());
+}

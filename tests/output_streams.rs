@@ -405,6 +405,7 @@ const HOOKS: &[(&str, &str, bool)] = &[
     ("post-compact", "post-compact.json", false),
     ("stop", "stop.json", true),
     ("stop-failure", "stop-failure.json", false),
+    ("notification", "notification.json", false),
 ];
 
 fn payload(fx: &Fixture, file: &str) -> Vec<u8> {

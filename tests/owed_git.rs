@@ -308,19 +308,35 @@ fn a_conflicting_branch_is_landed_only_when_git_cherry_finds_every_commit_upstre
 // 3. Held by another worktree.
 
 #[test]
-fn a_branch_another_worktree_holds_is_not_owed() {
+fn a_branch_cut_into_another_worktree_is_owed_by_the_copy_that_cut_it() {
     let lab = Lab::new();
     let wt = lab.dir.path().join("wt2");
     git(&lab.wc, &["worktree", "add", "-q", "-b", "feat/wt", wt.to_str().unwrap()]);
     lab.commit(&wt, "wt.txt", "wt\n", "in the worktree");
+    // Recorded as created here (the pre-tool-use hook saw `git worktree add -b`): this
+    // copy's, though another worktree holds it (seed 003's stacked drain branches).
     let ask = Ask::new().created(&["feat/wt"]);
-    let reading = ask.read(&lab.wc);
-    assert!(branches(&reading).is_empty(), "{:?}", reading.items);
-    // Read from the worktree that holds it, it is that copy's.
-    assert_eq!(branches(&ask.read(&wt)), ["feat/wt"]);
-    // Once no worktree holds it, it is owed here.
+    assert_eq!(branches(&ask.read(&lab.wc)), ["feat/wt"]);
+    assert_eq!(ask.read(&lab.wc).own.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), ["feat/wt"]);
+    // Read from the worktree that holds it (checked out there with a recent commit of this
+    // checkout's), it is that copy's too.
+    assert_eq!(branches(&Ask::new().read(&wt)), ["feat/wt"]);
+    // Once no worktree holds it, it is still owed here.
     git(&lab.wc, &["worktree", "remove", wt.to_str().unwrap()]);
     assert_eq!(branches(&ask.read(&lab.wc)), ["feat/wt"]);
+}
+
+#[test]
+fn a_branch_only_checked_out_here_is_not_own_while_another_worktree_holds_it() {
+    let lab = Lab::new();
+    branch_with_commit(&lab, "feat/visit", ME);
+    // Checked out here once (in this copy's reflog), with a recent commit of this checkout's.
+    assert_eq!(branches(&Ask::new().read(&lab.wc)), ["feat/visit"]);
+    let wt = lab.dir.path().join("wt3");
+    git(&lab.wc, &["worktree", "add", "-q", wt.to_str().unwrap(), "feat/visit"]);
+    let reading = Ask::new().read(&lab.wc);
+    assert!(branches(&reading).is_empty() && reading.own.is_empty(), "{:?}", reading);
+    assert_eq!(branches(&Ask::new().read(&wt)), ["feat/visit"]);
 }
 
 // 4. The default branch.
@@ -504,11 +520,16 @@ const LISTING: &str = r#"[
 fn the_forge_listing_gives_behind_dirty_and_failing_and_nothing_for_unknown() {
     let lab = Lab::new();
     branch_with_commit(&lab, "feat/disk", ME);
+    // The pull requests' heads are own branches (created here; nothing unpushed on them).
+    for b in ["b1", "b2", "b3", "b4", "b5"] {
+        git(&lab.wc, &["branch", b, "main"]);
+    }
     let answer = lab.dir.path().join("answer.json");
     std::fs::write(&answer, LISTING).unwrap();
     let stub = lab.stub_gh(&format!("cat '{}'", answer.display()));
     let queued = vec![];
-    let reading = Ask::new().created(&["feat/disk"]).away(away(false, &queued), Some(&stub.path)).read(&lab.wc);
+    let created = ["feat/disk", "b1", "b2", "b3", "b4", "b5"];
+    let reading = Ask::new().created(&created).away(away(false, &queued), Some(&stub.path)).read(&lab.wc);
     assert_eq!(
         pull_requests(&reading),
         [
@@ -558,7 +579,8 @@ fn the_forge_output_is_read_up_to_the_cap_and_refused_past_it() {
     let queued = vec![];
     let answer = lab.dir.path().join("answer.json");
     let stub = lab.stub_gh(&format!("cat '{}'", answer.display()));
-    let listing = r#"[{"number":9,"mergeStateStatus":"BEHIND"}]"#;
+    branch_with_commit(&lab, "feat/nine", ME);
+    let listing = r#"[{"number":9,"headRefName":"feat/nine","mergeStateStatus":"BEHIND"}]"#;
     for (size, read) in [(CHILD_OUTPUT_MAX, true), (CHILD_OUTPUT_MAX + 1, false)] {
         let mut file = std::fs::File::create(&answer).unwrap();
         file.write_all(listing.as_bytes()).unwrap();
@@ -576,6 +598,46 @@ fn the_forge_output_is_read_up_to_the_cap_and_refused_past_it() {
             );
         }
     }
+}
+
+#[test]
+fn only_pull_requests_whose_head_is_an_own_branch_are_owed() {
+    let lab = Lab::new();
+    // feat/cut: cut by this copy into another worktree (recorded as created here).
+    let wt = lab.dir.path().join("wt-cut");
+    git(&lab.wc, &["worktree", "add", "-q", "-b", "feat/cut", wt.to_str().unwrap()]);
+    lab.commit(&wt, "cut.txt", "cut\n", "cut");
+    git(&wt, &["push", "-q", "-u", "origin", "feat/cut"]);
+    // feat/sibling: a sibling worktree's own branch, never checked out or created here.
+    let sibling = lab.dir.path().join("wt-sibling");
+    git(&lab.origin, &["branch", "feat/sibling", "main"]);
+    git(&lab.wc, &["fetch", "-q", "origin"]);
+    git(&lab.wc, &["worktree", "add", "-q", sibling.to_str().unwrap(), "-b", "feat/sibling", "origin/feat/sibling"]);
+    lab.commit(&sibling, "sib.txt", "sib\n", "sibling");
+    // feat/mine: checked out here with a commit of this checkout's, pushed.
+    branch_with_commit(&lab, "feat/mine", ME);
+    git(&lab.wc, &["push", "-q", "-u", "origin", "feat/mine"]);
+    let listing = r#"[
+      {"number":11,"headRefName":"feat/cut","mergeStateStatus":"BEHIND"},
+      {"number":12,"headRefName":"feat/sibling","mergeStateStatus":"BEHIND"},
+      {"number":13,"headRefName":"feat/elsewhere","mergeStateStatus":"BEHIND"},
+      {"number":14,"headRefName":"feat/mine","mergeStateStatus":"DIRTY"},
+      {"number":15,"mergeStateStatus":"BEHIND"}
+    ]"#;
+    let answer = lab.dir.path().join("answer.json");
+    std::fs::write(&answer, listing).unwrap();
+    let stub = lab.stub_gh(&format!("cat '{}'", answer.display()));
+    let queued = vec![];
+    let reading = Ask::new().created(&["feat/cut"]).away(away(false, &queued), Some(&stub.path)).read(&lab.wc);
+    assert_eq!(
+        pull_requests(&reading),
+        [Owed::PullRequest { number: 11, why: PrWhy::Behind }, Owed::PullRequest { number: 14, why: PrWhy::Dirty }]
+    );
+    assert!(branches(&reading).is_empty(), "every own branch is pushed: {:?}", reading.items);
+    // Without the creation record feat/cut is only the other worktree's: its pull request
+    // is that copy's to move.
+    let reading = Ask::new().away(away(false, &queued), Some(&stub.path)).read(&lab.wc);
+    assert_eq!(pull_requests(&reading), [Owed::PullRequest { number: 14, why: PrWhy::Dirty }]);
 }
 
 // 7. Present: no forge.

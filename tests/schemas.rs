@@ -1139,6 +1139,7 @@ fn window() -> AwaySet {
         start: at("2026-11-30T06:00:00Z"),
         end: at("2026-12-07T05:59:59.5Z"),
         hold_pushes: true,
+        notify: None,
     }
 }
 
@@ -1176,6 +1177,7 @@ fn every_row() -> Vec<Row> {
         Row::NothingOwedNoWake => 6,
         Row::PresentOwed => 7,
         Row::PresentNothingOwed => 8,
+        Row::Behind => 9,
     };
     let all = [
         Row::Question,
@@ -1187,6 +1189,7 @@ fn every_row() -> Vec<Row> {
         Row::NothingOwedNoWake,
         Row::PresentOwed,
         Row::PresentNothingOwed,
+        Row::Behind,
     ];
     assert!(all.iter().enumerate().all(|(i, r)| index(*r) == i));
     all.to_vec()
@@ -1371,6 +1374,7 @@ fn the_session_schemas_agree_with_the_code() {
                 capped_fingerprint: fp(2),
                 question_hash: fp(3),
                 window_start: Some(at("2026-12-01T08:00:00Z")),
+                behind_fingerprint: fp(6),
             };
             let empty = SessionJudged {
                 next_look: None,
@@ -1380,11 +1384,17 @@ fn the_session_schemas_agree_with_the_code() {
                 question_hash: None,
                 block_count: 0,
                 wake_count: 0,
+                behind_fingerprint: None,
                 ..full.clone()
             };
             for j in [full, empty] {
                 let data = serde_json::to_value(&j).unwrap();
-                assert_eq!(keys_of(&data), keys_of(&judged["properties"]), "session.judged keys");
+                // behind_fingerprint is left out while none, so older verdicts are written as before.
+                let mut want = keys_of(&judged["properties"]);
+                if j.behind_fingerprint.is_none() {
+                    want.retain(|k| k != "behind_fingerprint");
+                }
+                assert_eq!(keys_of(&data), want, "session.judged keys");
                 agree(&judged, &judged_code, &data, true);
                 assert_eq!(serde_json::from_value::<SessionJudged>(data).unwrap(), j);
             }
@@ -1401,6 +1411,7 @@ fn the_session_schemas_agree_with_the_code() {
         capped_fingerprint: None,
         question_hash: None,
         window_start: None,
+        behind_fingerprint: None,
     })
     .unwrap();
     let mut sparse = good.clone();
@@ -1500,7 +1511,8 @@ fn the_away_schemas_agree_with_the_code() {
         [window(), AwaySet { start: at("2026-11-30T06:00:00.25Z"), end: at("2026-12-07T06:00:00.25Z"), hold_pushes: false, ..window() }]
     {
         let data = serde_json::to_value(&w).unwrap();
-        assert_eq!(keys_of(&data), keys_of(&set["properties"]), "away.set keys");
+        // `notify` is optional and left out when absent (the_notify_schemas_agree_with_the_code).
+        assert_eq!(keys_of(&data), keys_of(&without(&set["properties"], "notify")), "away.set keys");
         agree(&set, &code, &data, true);
     }
     let good = serde_json::to_value(window()).unwrap();
@@ -3100,4 +3112,113 @@ fn the_sweep_schemas_agree_with_the_code() {
     assert!(folds(repository_scope(), &open, event::AWAY_RETURN_SHOWN, &good).is_err(), "the window must be closed");
     let other = with(&good, "window_start", json!("2026-11-30T06:00:01Z"));
     assert!(errors_of(&shown, &other).is_empty() && code(&other).is_err(), "it names the closed window");
+}
+
+/// `away.set`'s optional `notify`, `away.notified` and `away.notification_recorded`
+/// (issue 23, docs/notify.md), as `the_away_schemas_agree_with_the_code` holds the away kinds.
+#[test]
+fn the_notify_schemas_agree_with_the_code() {
+    use abcd::away::notify::{self, AwayNotificationRecorded, AwayNotified, NotifyKind};
+    let set = schema("away.set.schema.json");
+    let notified = schema("away.notified.schema.json");
+    let seen = schema("away.notification_recorded.schema.json");
+    let wc = "/home/ana/src/shop";
+    let line = |n: usize| json!("é".repeat(n));
+    let p = |s: &Value, key: &str| s["properties"][key]["maxLength"].clone();
+    assert_eq!(p(&set, "notify"), json!(notify::NOTIFY_COMMAND_MAX_CHARS));
+    assert_eq!(p(&notified, "summary"), json!(notify::NOTIFY_SUMMARY_MAX_CHARS));
+    assert_eq!(p(&seen, "line"), json!(notify::NOTIFICATION_LINE_MAX_CHARS));
+    for s in [&notified, &seen] {
+        assert_eq!(p(s, "working_copy"), json!(away::WORKING_COPY_MAX_CHARS), "{}", s["title"]);
+    }
+    for (s, key) in [(&set, "notify"), (&notified, "summary"), (&seen, "line"), (&notified, "working_copy")] {
+        assert_eq!(s["properties"][key]["pattern"], json!(TEXT_LINE), "{key}");
+    }
+
+    // away.set with a notify command: every key written, and the command's rules.
+    let code = |data: &Value| folds(repository_scope(), &[], event::AWAY_SET, data);
+    let good = serde_json::to_value(AwaySet { notify: Some("notify-send abcd \"$1\"".into()), ..window() }).unwrap();
+    assert_eq!(keys_of(&good), keys_of(&set["properties"]), "away.set keys with notify");
+    agree(&set, code, &good, true);
+    agree(&set, code, &with(&good, "notify", line(1000)), true);
+    for v in [line(1001), json!(""), json!(" "), json!("a\nb"), json!(1)] {
+        agree(&set, code, &with(&good, "notify", v), false);
+    }
+    let secret = with(&good, "notify", json!(format!("curl -H 'Authorization: token {}' x", github_token())));
+    assert!(errors_of(&set, &secret).is_empty() && code(&secret).is_err(), "the fold refuses a secret the schema cannot see");
+
+    // away.notified: each kind, and the rules of each key.
+    let code = in_repository(event::AWAY_NOTIFIED);
+    for kind in [NotifyKind::StopFailure, NotifyKind::CapForced, NotifyKind::AllBlocked] {
+        let data = serde_json::to_value(AwayNotified {
+            kind,
+            at: at("2026-11-30T07:00:00Z"),
+            summary: "abcd: x in shop".into(),
+            working_copy: wc.into(),
+        })
+        .unwrap();
+        assert_eq!(keys_of(&data), keys_of(&notified["properties"]), "away.notified keys");
+        agree(&notified, &code, &data, true);
+    }
+    let good = serde_json::to_value(AwayNotified {
+        kind: NotifyKind::StopFailure,
+        at: at("2026-11-30T07:00:00.5Z"),
+        summary: "s".into(),
+        working_copy: wc.into(),
+    })
+    .unwrap();
+    assert_eq!(notified["properties"]["at"]["pattern"], json!(JIFF_INSTANT));
+    agree(&notified, &code, &with(&good, "summary", line(200)), true);
+    let mut both_refuse = vec![with(&good, "extra", json!(1))];
+    for key in ["kind", "at", "summary", "working_copy"] {
+        both_refuse.push(without(&good, key));
+    }
+    for (key, v) in [
+        ("kind", json!("other")),
+        ("at", json!("now")),
+        ("summary", line(201)),
+        ("summary", json!("")),
+        ("summary", json!("a\tb")),
+        ("working_copy", line(4097)),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&notified, &code, data, false);
+    }
+    let data = with(&good, "summary", json!(github_token()));
+    assert!(errors_of(&notified, &data).is_empty() && code(&data).is_err(), "a secret summary");
+    assert!(folds(repository_scope(), &[], event::AWAY_NOTIFIED, &good).is_err(), "no open window");
+    assert!(folds(working_copy_scope(), &[], event::AWAY_NOTIFIED, &good).is_err(), "not the repository journal");
+
+    // away.notification_recorded: with and without its line.
+    let code = in_repository(event::AWAY_NOTIFICATION_RECORDED);
+    let full = AwayNotificationRecorded {
+        notification_type: "idle_prompt".into(),
+        line: Some("Claude is waiting for your input".into()),
+        working_copy: wc.into(),
+    };
+    let good = serde_json::to_value(&full).unwrap();
+    assert_eq!(keys_of(&good), keys_of(&seen["properties"]), "away.notification_recorded keys");
+    agree(&seen, &code, &good, true);
+    agree(&seen, &code, &without(&good, "line"), true);
+    agree(&seen, &code, &with(&good, "line", line(200)), true);
+    agree(&seen, &code, &with(&good, "notification_type", json!("a".repeat(64))), true);
+    let mut both_refuse = vec![with(&good, "extra", json!(1)), without(&good, "notification_type"), without(&good, "working_copy")];
+    for (key, v) in [
+        ("notification_type", json!("Idle")),
+        ("notification_type", json!("")),
+        ("notification_type", json!("a".repeat(65))),
+        ("line", line(201)),
+        ("line", json!("")),
+        ("line", json!("a\nb")),
+    ] {
+        both_refuse.push(with(&good, key, v));
+    }
+    for data in &both_refuse {
+        agree(&seen, &code, data, false);
+    }
+    let data = with(&good, "line", json!(github_token()));
+    assert!(errors_of(&seen, &data).is_empty() && code(&data).is_err(), "a secret line");
+    assert!(folds(repository_scope(), &[], event::AWAY_NOTIFICATION_RECORDED, &good).is_err(), "no open window");
 }

@@ -9,6 +9,7 @@
 //! shell appended (with a correct hash) that breaks a rule or carries a secret is skipped
 //! and named, and never reaches the away block or `abcd mode back`.
 
+pub mod notify;
 pub mod sweep;
 pub mod text;
 
@@ -150,6 +151,19 @@ pub struct Window {
     pub sweep: Option<Sweep>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub return_shown: Vec<String>,
+    /// The person's notify command (docs/notify.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notified: Vec<notify::Notified>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<notify::NotificationSeen>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_notifications: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where the record stands at a given instant.
@@ -175,7 +189,7 @@ impl Window {
 
     /// Anything `abcd mode back` has still to print.
     pub fn unread(&self) -> usize {
-        self.queue.len() + self.stops.len() + self.handed_back.len() + self.decisions.len()
+        self.queue.len() + self.stops.len() + self.handed_back.len() + self.decisions.len() + self.notifications.len()
     }
 
     /// Whether a hand-back of this branch at this head was already recorded.
@@ -221,6 +235,7 @@ impl AwayState {
                     && s.answers.iter().all(|a| line("working_copy", &a.working_copy, WORKING_COPY_MAX_CHARS))
             })
             && w.return_shown.iter().all(|c| line("working_copy", c, WORKING_COPY_MAX_CHARS))
+            && notify::shown_text_passes(w)
     }
 
     pub fn status(&self, now: Timestamp) -> Status {
@@ -272,6 +287,9 @@ pub fn fold_whitespace(text: &str) -> String {
 pub fn check_set(set: &AwaySet) -> Result<(), Rejection> {
     check_line("set_by", &set.set_by, PERSON_MAX_CHARS)?;
     check_line("working_copy", &set.working_copy, WORKING_COPY_MAX_CHARS)?;
+    if let Some(command) = &set.notify {
+        notify::check_notify_command(command)?;
+    }
     if set.end <= set.start {
         return Err(reject("end", "is not after the start"));
     }
@@ -376,6 +394,10 @@ pub fn fold_set(state: &mut AwayState, set: AwaySet) -> Result<(), Rejection> {
         ended: None,
         sweep: None,
         return_shown: Vec::new(),
+        notify: set.notify,
+        notified: Vec::new(),
+        notifications: Vec::new(),
+        dropped_notifications: 0,
     };
     if let Some(old) = carried {
         window.queue = old.queue;
@@ -385,6 +407,9 @@ pub fn fold_set(state: &mut AwayState, set: AwaySet) -> Result<(), Rejection> {
         window.dropped_stops = old.dropped_stops;
         window.dropped_handed_back = old.dropped_handed_back;
         window.dropped_decisions = old.dropped_decisions;
+        window.notified = old.notified;
+        window.notifications = old.notifications;
+        window.dropped_notifications = old.dropped_notifications;
     }
     state.window = Some(window);
     Ok(())

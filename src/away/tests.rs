@@ -9,7 +9,14 @@ const T0: &str = "2026-12-01T18:00:00Z";
 
 fn set_at(start: &str, hours: i64, hold: bool) -> AwaySet {
     let start = t(start);
-    AwaySet { set_by: "Pat".into(), working_copy: "/w/a".into(), start, end: start.checked_add(hours.hours()).unwrap(), hold_pushes: hold }
+    AwaySet {
+        set_by: "Pat".into(),
+        working_copy: "/w/a".into(),
+        start,
+        end: start.checked_add(hours.hours()).unwrap(),
+        hold_pushes: hold,
+        notify: None,
+    }
 }
 
 fn queued(step: &str) -> AwayQueued {

@@ -122,7 +122,19 @@ pub fn back_report(w: &Window, show: Show<'_>) -> Vec<String> {
         let tag = d.tradeoff.map(|t| format!(" ({} trade-off)", t.name())).unwrap_or_default();
         lines.push(format!("decided{tag}: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo));
     }
-    for (n, what) in [(w.dropped_stops, "recorded stops"), (w.dropped_handed_back, "hand-backs"), (w.dropped_decisions, "decisions")] {
+    for n in &w.notifications {
+        let said = n.line.as_deref().map(|l| format!(": {l}")).unwrap_or_default();
+        lines.push(format!("host notification: {} at {}{said}", n.notification_type, show(n.at)));
+    }
+    for n in &w.notified {
+        lines.push(format!("notified you at {}: {}", show(n.at), n.summary));
+    }
+    for (n, what) in [
+        (w.dropped_stops, "recorded stops"),
+        (w.dropped_handed_back, "hand-backs"),
+        (w.dropped_decisions, "decisions"),
+        (w.dropped_notifications, "host notifications"),
+    ] {
         if n > 0 {
             lines.push(format!("dropped: {n} older {what} past the record's cap (the repository journal keeps every one)"));
         }

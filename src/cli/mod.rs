@@ -79,7 +79,7 @@ enum Command {
     /// on stderr)
     Hook {
         /// The host's hook event this call is for
-        #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure"])]
+        #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure", "notification"])]
         event: String,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
@@ -115,6 +115,9 @@ enum Command {
     /// (internal) one agent turn of `abcd loop`
     #[command(name = "__loop-turn", hide = true)]
     LoopTurn(loop_cmd::TurnArgs),
+    /// (internal) runs the person's notify command within its bound (docs/notify.md)
+    #[command(name = "__notify-run", hide = true)]
+    NotifyRun(mode_cmd::NotifyRunArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -418,6 +421,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::WatchLaunch(a) => launch_cmd::run_watch(a),
         Command::Loop(a) => loop_cmd::run_loop(a),
         Command::LoopTurn(a) => loop_cmd::run_turn(a),
+        Command::NotifyRun(a) => mode_cmd::run_notify(a),
         Command::Mirror(a) => mirror_cmd::run_mirror(a),
     }
 }

@@ -55,6 +55,11 @@ enum ModeAction {
             span_words(SWEEP_DEADLINE_DEFAULT)
         ))]
         sweep_deadline: Option<String>,
+        #[arg(long, allow_hyphen_values = true, value_name = "COMMAND", help = format!(
+            "A command run (through `sh -c`, with a one-line summary as \"$1\") when you must hear: a turn ended on a rate or usage limit, a stop forced by the host's cap, or every owed item waiting on a queued step; once per kind per hour, detached, killed after {} (docs/notify.md)",
+            format!("{} s", crate::away::notify::NOTIFY_RUN_BOUND.as_secs())
+        ))]
+        notify: Option<String>,
     },
     /// End the mode: prints every queued step, handed-back item, recorded stop and
     /// decision of the window, one line each, and records who ended it
@@ -117,15 +122,21 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                 let status = text::status_line(record.window.as_ref(), now, &show);
                 // While away, the rules in full: the away block the sessions read points here.
                 let mut lines = match record.window.as_ref().filter(|w| w.status(now) == Status::Away) {
-                    Some(w) => vec![status, text::away_rules_full(w, &show)],
+                    Some(w) => {
+                        let mut l = vec![status];
+                        l.extend(w.notify.as_deref().map(notify_line));
+                        l.push(text::away_rules_full(w, &show));
+                        l
+                    }
                     None => vec![status],
                 };
                 lines.extend(swept.as_ref().map(sweep_text));
                 lines.join("\n")
             }
         }
-        Some(ModeAction::Autonomous { until, hold_pushes, sweep_deadline }) => {
-            let WindowSet { window, carried, sweep } = away_cmd::set(&repo, now, until.as_deref(), hold_pushes, sweep_deadline.as_deref())?;
+        Some(ModeAction::Autonomous { until, hold_pushes, sweep_deadline, notify }) => {
+            let WindowSet { window, carried, sweep } =
+                away_cmd::set(&repo, now, until.as_deref(), hold_pushes, sweep_deadline.as_deref(), notify.as_deref())?;
             if json_out {
                 let mut out = json!({"status": window.status(now), "window": window, "carried_over": carried});
                 if let Some(v) = &sweep {
@@ -137,6 +148,7 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                 if carried > 0 {
                     lines.push(format!("carried over from the window before: {carried} unread item(s)."));
                 }
+                lines.extend(window.notify.as_deref().map(notify_line));
                 lines.push("The mode grants no rights: your own standing instruction stays the only authority to push, open or merge a pull request. `abcd mode back` ends it.".into());
                 if let Some(v) = &sweep {
                     lines.push(sweep_text(v));
@@ -172,6 +184,11 @@ fn sweep_json(v: &SweepView) -> serde_json::Value {
     json!({"start": v.sweep.start, "deadline": v.sweep.deadline, "copies": v.copies, "warning": v.warning})
 }
 
+/// The notify command as bare `abcd mode` and `abcd mode autonomous` show it.
+fn notify_line(command: &str) -> String {
+    format!("when you must hear, abcd runs: sh -c '{command}' with a one-line summary as \"$1\" (once per kind per hour).")
+}
+
 fn back_text(back: Option<Back>, json_out: bool) -> String {
     let Some(Back { lines, was, window, ended }) = back else {
         return if json_out {
@@ -205,5 +222,25 @@ pub fn run_decide(args: DecideArgs) -> anyhow::Result<i32> {
     let repo = away_cmd::open_repository(&std::env::current_dir()?)?;
     let Decided { text, seq } = away_cmd::decide(&repo, &args.text, &args.grounds, &args.undo, args.tradeoff.as_deref())?;
     outln!("{}", if args.json { json!({"recorded": true, "seq": seq}).to_string() } else { format!("decision recorded: {text}") });
+    Ok(EXIT_OK)
+}
+
+#[derive(Args, Debug)]
+pub struct NotifyRunArgs {
+    /// The person's command, run as `sh -c <command> abcd-notify <summary>`
+    #[arg(allow_hyphen_values = true)]
+    command: String,
+    /// The one-line summary, `$1` to the command
+    #[arg(allow_hyphen_values = true)]
+    summary: String,
+}
+
+/// The supervisor a hook starts detached: runs the command within its bound and writes one
+/// line to its log (its stdout).
+pub fn run_notify(args: NotifyRunArgs) -> anyhow::Result<i32> {
+    use crate::command::notify;
+    let ended = notify::supervise(&args.command, &args.summary, notify::run_bound());
+    let at = crate::clock::now().map(crate::clock::show).unwrap_or_default();
+    outln!("{at}: {}", ended.words());
     Ok(EXIT_OK)
 }

@@ -85,7 +85,12 @@ pub fn set(
     until: Option<&str>,
     hold_pushes: bool,
     sweep_deadline: Option<&str>,
+    notify: Option<&str>,
 ) -> Result<WindowSet, CommandError> {
+    let notify = notify.map(away::fold_whitespace);
+    if let Some(command) = &notify {
+        check_notify(command)?;
+    }
     // Whole seconds, cut down (never rounded up past now): the window's start reads
     // cleanly, and every limit below is measured from it.
     let start = jiff::Timestamp::from_second(now.as_second()).map_err(|e| CommandError::Failed(e.to_string()))?;
@@ -112,6 +117,7 @@ pub fn set(
         start,
         end,
         hold_pushes,
+        notify,
     };
     if let Err(r) = away::check_set(&set) {
         return Err(CommandError::Refused(format!("refused: {} {}; nothing was written", r.field.unwrap_or_default(), r.reason)));
@@ -241,4 +247,21 @@ pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str, tradeoff
     }
     let written = repo.store.append_with(Some(&repo.scope), |_| (vec![caller_event(event::DECISION_RECORDED, json!(data))], ()))?;
     Ok(Decided { text: data.text, seq: written.appended.first().map(|a| a.seq) })
+}
+
+/// `--notify`: the command is stored in the repository journal and shown by `abcd mode`,
+/// so one that looks like a secret is refused, as is one past the named length.
+fn check_notify(command: &str) -> Result<(), CommandError> {
+    let Err(r) = away::notify::check_notify_command(command) else { return Ok(()) };
+    let instead = if crate::secrets::scan(command).is_some() {
+        "keep the secret out of the command line: put the command in a script that reads the secret from a file or its environment, and give --notify the script's path"
+    } else if command.chars().count() > away::notify::NOTIFY_COMMAND_MAX_CHARS {
+        "put the command in a script and give --notify the script's path"
+    } else {
+        "give one command line, e.g. --notify 'notify-send abcd \"$1\"'"
+    };
+    Err(CommandError::Refused(format!(
+        "refused: --notify {}, and the command is kept in the repository journal and shown by `abcd mode`; nothing was written. Instead, {instead}",
+        r.reason
+    )))
 }

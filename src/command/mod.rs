@@ -31,6 +31,7 @@ pub mod launch;
 pub mod loop_driver;
 pub mod loops;
 pub mod mirror;
+pub mod notify;
 pub mod replay;
 pub mod run;
 pub mod sweep;

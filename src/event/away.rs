@@ -14,6 +14,9 @@ pub struct AwaySet {
     pub start: Timestamp,
     pub end: Timestamp,
     pub hold_pushes: bool,
+    /// The person's notify command (`--notify`); absent: none (docs/notify.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
 }
 
 /// `data` of `away.queued`: a step for the person.

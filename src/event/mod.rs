@@ -9,6 +9,7 @@ pub mod checklist;
 pub mod context;
 pub mod ids;
 pub mod loops;
+pub mod notify;
 pub mod run;
 pub mod session;
 
@@ -19,6 +20,7 @@ pub use self::away::{AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, Trade
 pub use self::checklist::{ItemAdded, ItemChanged, WriteRefused};
 pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
+pub use self::notify::{AwayNotificationRecorded, AwayNotified, NotifyKind};
 pub use self::session::{BranchCreated, CompactionRecorded, SessionJudged, SessionStarted};
 use crate::journal::genesis;
 pub use crate::journal::genesis::{JOURNAL_OPENED, JOURNAL_REPAIRED, JournalOpened, JournalRepaired, RepairCause, Scope, new_journal_id};
@@ -55,6 +57,8 @@ pub const CONTEXT_UNKNOWN: &str = "context.unknown";
 pub const AWAY_SWEEP_STARTED: &str = "away.sweep_started";
 pub const AWAY_SWEEP_ANSWERED: &str = "away.sweep_answered";
 pub const AWAY_RETURN_SHOWN: &str = "away.return_shown";
+pub const AWAY_NOTIFIED: &str = "away.notified";
+pub const AWAY_NOTIFICATION_RECORDED: &str = "away.notification_recorded";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -103,6 +107,8 @@ pub const V1_KINDS: &[&str] = &[
     AWAY_SWEEP_STARTED,
     AWAY_SWEEP_ANSWERED,
     AWAY_RETURN_SHOWN,
+    AWAY_NOTIFIED,
+    AWAY_NOTIFICATION_RECORDED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -145,6 +151,8 @@ pub enum Known {
     AwaySweepStarted(AwaySweepStarted),
     AwaySweepAnswered(AwaySweepAnswered),
     AwayReturnShown(AwayReturnShown),
+    AwayNotified(AwayNotified),
+    AwayNotificationRecorded(AwayNotificationRecorded),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -226,6 +234,8 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         AWAY_SWEEP_STARTED => Ok(Known::AwaySweepStarted(typed(kind, data)?)),
         AWAY_SWEEP_ANSWERED => Ok(Known::AwaySweepAnswered(typed(kind, data)?)),
         AWAY_RETURN_SHOWN => Ok(Known::AwayReturnShown(typed(kind, data)?)),
+        AWAY_NOTIFIED => Ok(Known::AwayNotified(typed(kind, data)?)),
+        AWAY_NOTIFICATION_RECORDED => Ok(Known::AwayNotificationRecorded(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -57,6 +57,10 @@ pub struct SessionJudged {
     /// window starts the session's counts afresh.
     #[serde(default)]
     pub window_start: Option<jiff::Timestamp>,
+    /// The set of references the checklist was behind when a stop last said so
+    /// (docs/own-work.md); absent while none was said or the checklist caught up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind_fingerprint: Option<String>,
 }
 
 /// The state a session is in after a verdict (`session.judged`'s `state`).
@@ -93,6 +97,9 @@ pub enum Row {
     PresentOwed,
     /// Present, nothing owed: allowed silently.
     PresentNothingOwed,
+    /// Away: a stop rows 3 or 6 would allow, blocked once for a checklist behind the
+    /// session's own work (docs/own-work.md).
+    Behind,
 }
 
 impl Row {
@@ -106,7 +113,7 @@ impl Row {
             Row::NoWake => Some(5),
             Row::NothingOwedWake => Some(6),
             Row::NothingOwedNoWake => Some(7),
-            Row::PresentOwed | Row::PresentNothingOwed => None,
+            Row::PresentOwed | Row::PresentNothingOwed | Row::Behind => None,
         }
     }
 }
@@ -134,4 +141,8 @@ pub struct SessionState {
     /// When the session looks again: the qualifying wake's next match, while waiting.
     #[serde(default)]
     pub next_look: Option<Timestamp>,
+    /// The behind set a stop last named ([`crate::verdict::stop::behind_fingerprint`]),
+    /// so the same set blocks once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind_fingerprint: Option<String>,
 }

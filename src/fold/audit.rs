@@ -119,11 +119,12 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::SessionJudged(_)) => "session.judged skipped: not a session id abcd records".to_string(),
         Ok(Known::AwaySet(a)) => match crate::away::check_set(&a) {
             Ok(()) => format!(
-                "away mode set by {} from {} until {}{}",
+                "away mode set by {} from {} until {}{}{}",
                 a.set_by,
                 a.working_copy,
                 format_time(a.end),
-                if a.hold_pushes { ", pushes held" } else { "" }
+                if a.hold_pushes { ", pushes held" } else { "" },
+                if a.notify.is_some() { ", with a notify command" } else { "" }
             ),
             Err(r) => skipped_line(&event.kind, r),
         },
@@ -276,6 +277,14 @@ pub fn audit_line(event: &Event) -> AuditLine {
             | Known::LaneWorktreeCreated(_)
             | Known::LaneWorktreeRemoved(_),
         ) => format!("{} skipped: a name is not one abcd records", event.kind),
+        Ok(Known::AwayNotified(n)) => match crate::away::notify::check_notified(&n) {
+            Ok(()) => format!("the person's notify command was run ({}): {}", n.kind.words(), n.summary),
+            Err(r) => skipped_line(&event.kind, r),
+        },
+        Ok(Known::AwayNotificationRecorded(n)) => match crate::away::notify::check_notification(&n) {
+            Ok(()) => format!("host notification recorded while away: {}", n.notification_type),
+            Err(r) => skipped_line(&event.kind, r),
+        },
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),
@@ -319,6 +328,7 @@ fn row_words(row: crate::verdict::stop::Row) -> String {
     match row.number() {
         Some(n) => format!("away row {n}"),
         None if row == crate::verdict::stop::Row::PresentOwed => "present, work owed".to_string(),
+        None if row == crate::verdict::stop::Row::Behind => "away, checklist behind".to_string(),
         None => "present, nothing owed".to_string(),
     }
 }
@@ -333,4 +343,19 @@ fn cause_words(cause: crate::event::RepairCause) -> &'static str {
 /// Text from the file that the audit may show: short and carrying no secret.
 fn clean(text: &str) -> bool {
     text.len() <= 512 && crate::secrets::scan(text).is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::stop::Row;
+
+    #[test]
+    fn every_row_has_its_own_words() {
+        assert_eq!(row_words(Row::Question), "away row 1");
+        assert_eq!(row_words(Row::NothingOwedNoWake), "away row 7");
+        assert_eq!(row_words(Row::PresentOwed), "present, work owed");
+        assert_eq!(row_words(Row::PresentNothingOwed), "present, nothing owed");
+        assert_eq!(row_words(Row::Behind), "away, checklist behind");
+    }
 }

@@ -240,6 +240,10 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
         Ok(Known::LaneWorktreeRemoved(x)) => in_ledger(state, false).and_then(|l| ledger::fold_worktree_removed(l, x)),
         Ok(Known::ContextInjected(x)) => in_working_copy(state).and_then(|c| context::fold_injected(c, event.seq, x)),
         Ok(Known::ContextReceipt(kind, x)) => in_working_copy(state).and_then(|c| context::fold_receipt(c, event.seq, kind, x)),
+        Ok(Known::AwayNotified(x)) => in_repository(state).and_then(|away| away::notify::fold_notified(away, x)),
+        Ok(Known::AwayNotificationRecorded(x)) => {
+            in_repository(state).and_then(|away| away::notify::fold_notification(away, x, event.time))
+        }
         Ok(Known::Unfolded) if event.kind.starts_with(LOOP_PREFIX) => fold_loop(state, event),
         Ok(Known::Unfolded) => Ok(()),
         Err(DecodeError::UnknownKind(kind)) => {
@@ -347,7 +351,7 @@ fn fold_judged(state: &mut FoldedState, j: crate::event::SessionJudged, seq: u64
     }
     let hex64 =
         |f: &Option<String>| f.as_deref().is_none_or(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
-    if !(hex64(&j.owed_fingerprint) && hex64(&j.capped_fingerprint) && hex64(&j.question_hash)) {
+    if !(hex64(&j.owed_fingerprint) && hex64(&j.capped_fingerprint) && hex64(&j.question_hash) && hex64(&j.behind_fingerprint)) {
         return Err(checklist::Rejection { field: None, reason: "a fingerprint is not 64 lowercase hex".into() });
     }
     let sessions = &mut state.sessions;

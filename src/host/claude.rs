@@ -17,6 +17,8 @@ pub const MAX_PAYLOAD_BYTES: usize = 4 << 20;
 const MAX_SESSION_ID_BYTES: usize = 128;
 /// A cron schedule longer than this is not a five-field expression: passed over.
 const MAX_CRON_SCHEDULE_BYTES: usize = 256;
+/// A Notification's message is cut to this many characters as it is read.
+const NOTIFICATION_MESSAGE_MAX_CHARS: usize = 1_000;
 
 /// The variable Claude Code sets, for hooks and for the commands its tools run, to the
 /// session's id (the payloads' `session_id`); it sets no `CLAUDE_SESSION_ID`
@@ -33,6 +35,7 @@ pub fn event_name(event: HookEvent) -> &'static str {
         HookEvent::PostCompact => "PostCompact",
         HookEvent::Stop => "Stop",
         HookEvent::StopFailure => "StopFailure",
+        HookEvent::Notification => "Notification",
     }
 }
 
@@ -97,6 +100,10 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
         HookEvent::StopFailure => {
             RequestDetail::StopFailure { error: text("error")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect() }
         }
+        HookEvent::Notification => RequestDetail::Notification {
+            notification_type: text("notification_type")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect(),
+            message: text("message")?.map(|m| m.chars().take(NOTIFICATION_MESSAGE_MAX_CHARS).collect()),
+        },
     };
     // Only a reader of whether context reached the model uses it: a value of another type
     // is no path, never a refusal.
@@ -189,10 +196,10 @@ pub fn render(event: HookEvent, reply: &HookReply) -> Option<String> {
         }
         // No decision control and no hookSpecificOutput for these (the host rejects it for
         // PostCompact); abcd only records on them.
-        HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure => {}
+        HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure | HookEvent::Notification => {}
     }
     if let Some(msg) = &reply.system_message
-        && !matches!(event, HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure)
+        && !matches!(event, HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure | HookEvent::Notification)
     {
         out.insert("systemMessage".into(), json!(msg));
     }

@@ -18,11 +18,15 @@ pub const PROJECT_SETTINGS: &str = ".claude/settings.json";
 /// kill must come well after it.
 pub const STOP_HOOK_TIMEOUT_SECS: u64 = 30;
 
+/// The host notifications abcd records while away: the session waits on a person.
+pub const NOTIFICATION_MATCHER: &str = "idle_prompt|agent_needs_input|permission_prompt|elicitation_dialog";
+
 /// The matcher each hook is installed with: the file and shell tools and the question
 /// tool for PreToolUse, every source or trigger elsewhere.
 fn matcher(event: HookEvent) -> &'static str {
     match event {
         HookEvent::PreToolUse => "Write|Edit|MultiEdit|NotebookEdit|Bash|AskUserQuestion",
+        HookEvent::Notification => NOTIFICATION_MATCHER,
         _ => "",
     }
 }

@@ -32,10 +32,11 @@ pub enum HookEvent {
     PostCompact,
     Stop,
     StopFailure,
+    Notification,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 7] = [
+    pub const ALL: [HookEvent; 8] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -43,6 +44,7 @@ impl HookEvent {
         HookEvent::PostCompact,
         HookEvent::Stop,
         HookEvent::StopFailure,
+        HookEvent::Notification,
     ];
 
     /// The name on abcd's command line: `abcd hook <cli-name>`.
@@ -55,6 +57,7 @@ impl HookEvent {
             HookEvent::PostCompact => "post-compact",
             HookEvent::Stop => "stop",
             HookEvent::StopFailure => "stop-failure",
+            HookEvent::Notification => "notification",
         }
     }
 
@@ -118,12 +121,30 @@ pub struct HookRequest {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RequestDetail {
-    SessionStart { source: StartSource },
+    SessionStart {
+        source: StartSource,
+    },
     UserPromptSubmit,
-    PreToolUse { call: ToolCall },
-    Compact { trigger: String },
-    Stop { stop_hook_active: bool, last_assistant_message: Option<String>, session_crons: Vec<crate::cron::SessionCron> },
-    StopFailure { error: String },
+    PreToolUse {
+        call: ToolCall,
+    },
+    Compact {
+        trigger: String,
+    },
+    Stop {
+        stop_hook_active: bool,
+        last_assistant_message: Option<String>,
+        session_crons: Vec<crate::cron::SessionCron>,
+    },
+    StopFailure {
+        error: String,
+    },
+    /// The host's Notification: its type and its message as sent (cut to a bound by the
+    /// adapter; the away record keeps one scanned line of it).
+    Notification {
+        notification_type: String,
+        message: Option<String>,
+    },
 }
 
 /// What abcd answers, host-neutral. Every field is optional: an empty reply allows

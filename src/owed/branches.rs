@@ -3,7 +3,9 @@
 //!
 //! Own: created here (`branch.created`), or checked out here (this worktree's HEAD reflog,
 //! or now) with a commit by this checkout's `user.email` made or rewritten in the last
-//! [`RECENT_OWN_COMMIT`]. Never the default branch, never a branch another worktree holds.
+//! [`RECENT_OWN_COMMIT`]. Never the default branch; a branch only checked out here is not
+//! own while another worktree holds it, but one created here stays own wherever it is checked
+//! out (a branch cut with `git worktree add -b` is the cutting copy's, docs/own-work.md).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
@@ -13,8 +15,8 @@ use std::time::Instant;
 use jiff::Timestamp;
 
 use super::{
-    AwayQuery, BRANCHES_EXAMINED_MAX, CHILD_OUTPUT_MAX, HandBack, OWN_COMMITS_SCANNED_MAX, RECENT_OWN_COMMIT, REFLOG_ENTRIES_MAX, RunFail,
-    run_bounded_with_input,
+    AwayQuery, BRANCHES_EXAMINED_MAX, CHILD_OUTPUT_MAX, HandBack, OWN_COMMITS_SCANNED_MAX, OwnBranch, RECENT_OWN_COMMIT,
+    REFLOG_ENTRIES_MAX, RunFail, run_bounded_with_input,
 };
 use crate::verdict::stop::{Owed, QUEUED_STEPS_SCANNED_MAX};
 
@@ -25,11 +27,15 @@ pub(super) struct BranchQuery<'a> {
     /// The budget's end: every git read is killed there.
     pub deadline: Instant,
     pub away: Option<&'a AwayQuery<'a>>,
+    /// Only which branches are own: no upstream, landing or base reads.
+    pub own_only: bool,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct BranchReading {
     pub items: Vec<Owed>,
+    /// Every own branch examined, owed or not.
+    pub own: Vec<OwnBranch>,
     pub handed_back: Vec<HandBack>,
     pub notes: Vec<String>,
     pub incomplete: bool,
@@ -117,10 +123,11 @@ impl Git<'_> {
     }
 }
 
-/// A local branch: its head and its head's tree.
+/// A local branch: its head, its head's tree and its head's committer time.
 struct Head {
     oid: String,
     tree: String,
+    committed: Option<jiff::Timestamp>,
 }
 
 /// The default branch's last-fetched tip: `origin/<default>`, else the local default.
@@ -166,14 +173,15 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
     for name in ["main", "master"].into_iter().chain(init_default.as_deref()) {
         patterns.push(format!("refs/remotes/origin/{name}"));
     }
-    let mut args = vec!["for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)"];
+    let mut args = vec!["for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(symref)%00%(committerdate:raw)"];
     args.extend(patterns.iter().map(String::as_str));
     let listing = git.ok(&args)?;
     let mut refs: HashMap<String, (Head, String)> = HashMap::new();
     for line in split_lines(&listing) {
         let mut f = line.split('\0');
         if let (Some(name), Some(oid), Some(tree), Some(symref)) = (f.next(), f.next(), f.next(), f.next()) {
-            refs.insert(name.to_string(), (Head { oid: oid.into(), tree: tree.into() }, symref.to_string()));
+            let committed = f.next().and_then(raw_date);
+            refs.insert(name.to_string(), (Head { oid: oid.into(), tree: tree.into(), committed }, symref.to_string()));
         }
     }
     let (default, base) = default_and_base(&refs, init_default);
@@ -190,7 +198,10 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
     let created = q.created_here.iter().map(|b| (b.as_str(), Route::Created));
     let here_names = current.iter().chain(checked_out.iter()).map(|b| (b.as_str(), Route::CheckedOut));
     for (name, route) in created.chain(here_names) {
-        let never = Some(name) == default.as_deref() || held_elsewhere.contains(name) || !heads.contains_key(name);
+        // A branch this copy created stays its own in whichever worktree holds it (seed 003's
+        // stacked drain branches); one only checked out here is the holding copy's.
+        let held = route == Route::CheckedOut && held_elsewhere.contains(name);
+        let never = Some(name) == default.as_deref() || held || !heads.contains_key(name);
         if !never && seen.insert(name) {
             candidates.push((name.to_string(), route));
         }
@@ -204,7 +215,7 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
         return Ok(());
     }
 
-    let tracking = read_tracking(git, candidates.iter().map(|(b, _)| b.as_str()))?;
+    let tracking = if q.own_only { HashMap::new() } else { read_tracking(git, candidates.iter().map(|(b, _)| b.as_str()))? };
     let email = config.get("user.email").map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
     let since = q.now.as_second().saturating_sub(RECENT_OWN_COMMIT.as_secs() as i64);
     let steps = q.away.filter(|a| a.hold_pushes).map(|a| &a.queued[a.queued.len().saturating_sub(QUEUED_STEPS_SCANNED_MAX)..]);
@@ -213,12 +224,17 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
         .iter()
         .filter_map(|(branch, route)| {
             let head = heads.get(branch.as_str())?;
-            Some(Cand { branch, refname: format!("refs/heads/{branch}"), head, route: *route, state: State::Open })
+            Some(Cand { branch, refname: format!("refs/heads/{branch}"), head, route: *route, state: State::Open, own: false })
         })
         .collect();
     let facts = Facts { tracking: &tracking, base: base.as_ref(), email: email.as_deref(), since };
     // What was judged stands even when the budget cuts the rest.
-    let judged = judge_all(git, &mut cands, &facts);
+    let judged = judge_all(git, &mut cands, &facts, q.own_only);
+    r.own = cands
+        .iter()
+        .filter(|c| c.own)
+        .map(|c| OwnBranch { name: c.branch.to_string(), head: c.head.oid.clone(), committed_at: c.head.committed })
+        .collect();
     for cand in &cands {
         let branch = cand.branch;
         let contains_base = match &cand.state {
@@ -265,6 +281,8 @@ struct Cand<'a> {
     head: &'a Head,
     route: Route,
     state: State,
+    /// Created here, or checked out here with a recent commit of this checkout's.
+    own: bool,
 }
 
 /// Where a candidate's judgment stands.
@@ -294,38 +312,48 @@ const BATCH_COMMITS_LISTED_MAX: usize = 10_000;
 
 /// Judges every candidate, in steps each of which puts one question to git for all the
 /// candidates still open (SPEC §6): unpushed (own upstream, else every commit in some
-/// remote-tracking ref, else landed in the base), then for a branch only checked out here a
-/// recent commit of this checkout's, then whether its head contains the base's tip. Only a
-/// budget cut is returned; a failure for one branch is that branch's `State::Failed`.
-fn judge_all(git: &Git<'_>, cands: &mut [Cand<'_>], facts: &Facts<'_>) -> Result<(), Stop> {
+/// remote-tracking ref, else landed in the base); own (created here, or for a branch only
+/// checked out here a recent commit of this checkout's, asked of every such branch, pushed
+/// or not, since an own branch's pull request and the behind check read it); then, for the
+/// own unpushed, whether the head contains the base's tip. With `own_only` only own is
+/// asked. Only a budget cut is returned; a failure for one branch is that branch's
+/// `State::Failed`.
+fn judge_all(git: &Git<'_>, cands: &mut [Cand<'_>], facts: &Facts<'_>, own_only: bool) -> Result<(), Stop> {
     let mut unpushed = Vec::new();
-    let mut to_remotes = Vec::new();
-    for (i, cand) in cands.iter_mut().enumerate() {
-        match by_own_upstream(facts.tracking.get(cand.branch), facts.base) {
-            Some(true) => unpushed.push(i),
-            Some(false) => cand.state = State::NotOwed,
-            None => to_remotes.push(i),
+    if !own_only {
+        let mut to_remotes = Vec::new();
+        for (i, cand) in cands.iter_mut().enumerate() {
+            match by_own_upstream(facts.tracking.get(cand.branch), facts.base) {
+                Some(true) => unpushed.push(i),
+                Some(false) => cand.state = State::NotOwed,
+                None => to_remotes.push(i),
+            }
         }
+        let beyond = beyond_remotes(git, cands, &to_remotes)?;
+        match facts.base {
+            None => unpushed.extend(beyond),
+            Some(base) => unpushed.extend(not_landed(git, cands, &beyond, base)?),
+        }
+        unpushed.sort_unstable();
     }
-    let beyond = beyond_remotes(git, cands, &to_remotes)?;
-    match facts.base {
-        None => unpushed.extend(beyond),
-        Some(base) => unpushed.extend(not_landed(git, cands, &beyond, base)?),
-    }
-    unpushed.sort_unstable();
 
-    let mut own = Vec::new();
     let mut to_scan = Vec::new();
-    for i in unpushed {
-        match (cands[i].route, facts.email) {
-            (Route::Created, _) => own.push(i),
-            (Route::CheckedOut, None) => cands[i].state = State::NotOwed,
+    for (i, cand) in cands.iter_mut().enumerate() {
+        match (cand.route, facts.email) {
+            (Route::Created, _) => cand.own = true,
             (Route::CheckedOut, Some(_)) => to_scan.push(i),
+            (Route::CheckedOut, _) => {}
         }
     }
     if let Some(email) = facts.email {
-        own.extend(recent_own(git, cands, &to_scan, facts.base, email, facts.since)?);
+        for i in recent_own(git, cands, &to_scan, facts.base, email, facts.since)? {
+            cands[i].own = true;
+        }
     }
+    if own_only {
+        return Ok(());
+    }
+    let own: Vec<usize> = unpushed.into_iter().filter(|&i| cands[i].own && matches!(cands[i].state, State::Open)).collect();
     match facts.base {
         None => own.into_iter().for_each(|i| cands[i].state = State::Owed { contains_base: false }),
         Some(base) => contains_base(git, cands, &own, base)?,
@@ -505,7 +533,7 @@ fn by_cherry(git: &Git<'_>, refname: &str, base: &Base) -> Result<bool, Stop> {
 
 /// Of `which` (branches only checked out here), the candidates holding a recent commit of
 /// this checkout's among their newest [`OWN_COMMITS_SCANNED_MAX`] beyond the default
-/// branch; the others are not owed.
+/// branch; the others are not own (so not owed).
 ///
 /// One `git log` lists every commit beyond the base of all their heads with its parents;
 /// a branch's commits are then exactly those reachable from its head within that listing
@@ -543,10 +571,15 @@ fn recent_own(
             Some(found) => Ok(found),
             None => has_recent_own_commit(git, &cand.refname, base, email, since),
         };
-        match for_one(cand, got)? {
-            Some(true) => own.push(i),
-            Some(false) => cand.state = State::NotOwed,
-            None => {}
+        // Own-ness is asked whatever the earlier reads found: a branch they could not judge
+        // keeps that note, and one they found pushed stays not owed.
+        match got {
+            Ok(true) => own.push(i),
+            Ok(false) if matches!(cand.state, State::Open) => cand.state = State::NotOwed,
+            Ok(false) => {}
+            Err(Stop::Failed(why)) if !matches!(cand.state, State::Failed(_)) => cand.state = State::Failed(why),
+            Err(Stop::Failed(_)) => {}
+            Err(Stop::Budget) => return Err(Stop::Budget),
         }
     }
     Ok(own)
@@ -642,6 +675,11 @@ fn contains_base_one(git: &Git<'_>, head: &str, base: &Base) -> Result<bool, Sto
         Some(1) => Ok(false),
         _ => Err(Stop::Failed("git merge-base failed".into())),
     }
+}
+
+/// A `%(committerdate:raw)` value (`<unix seconds> <zone>`) as an instant.
+fn raw_date(raw: &str) -> Option<jiff::Timestamp> {
+    jiff::Timestamp::from_second(raw.split_whitespace().next()?.parse().ok()?).ok()
 }
 
 /// `user.email` and `init.defaultBranch` (keys lowercased, the last value winning, as git
@@ -968,7 +1006,7 @@ mod tests {
 
     fn query<'a>(root: &'a Path, created: &'a [String], away: Option<&'a AwayQuery<'a>>) -> BranchQuery<'a> {
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        BranchQuery { root, created_here: created, now: crate::clock::wall_now(), deadline, away }
+        BranchQuery { root, created_here: created, now: crate::clock::wall_now(), deadline, away, own_only: false }
     }
 
     fn unpushed_of(r: &BranchReading) -> Vec<(String, bool)> {
@@ -1030,6 +1068,8 @@ mod tests {
             ("co/theirs-on-mine", false),
             ("cr/gone", false),
             ("co/deep999", true),
+            // Created here and cut into another worktree: still this copy's (seed 003).
+            ("wt/held", false),
         ];
         for away in [None, Some(&hold)] {
             let q = query(&wc, &created, away);
@@ -1046,6 +1086,15 @@ mod tests {
             got.sort();
             expected.sort();
             assert_eq!(got, expected);
+            // Own, owed or not: a pushed branch checked out here with a recent commit of this
+            // checkout's is own; an old, empty, never-made or default one is not.
+            let own: Vec<&str> = reading.own.iter().map(|b| b.name.as_str()).collect();
+            for b in ["co/pushed", "cr/pushed", "wt/held", "co/mine", "cr/clash"] {
+                assert!(own.contains(&b), "{b} not own: {own:?}");
+            }
+            for b in ["co/old", "co/empty", "co/landed", "cr/never-made", "main"] {
+                assert!(!own.contains(&b), "{b} own: {own:?}");
+            }
             // cr/clash conflicts with a patch not upstream: a note, not an item.
             assert_eq!(reading.notes.len(), 1, "{:?}", reading.notes);
             assert!(
@@ -1069,6 +1118,31 @@ mod tests {
             assert_eq!(logs.len(), 2, "{logs:#?}");
             assert!(logs[1].contains("refs/heads/co/deep1000"), "{logs:#?}");
         }
+    }
+
+    #[test]
+    fn the_own_only_reading_finds_the_same_own_branches_with_no_upstream_or_landing_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let wc = varied_lab(dir.path());
+        let (git, log) = logging_git(dir.path(), "git", false);
+        let created: Vec<String> = ["cr/pushed", "cr/fresh", "cr/never-made", "wt/held", "main"].map(String::from).to_vec();
+        let full = read_with(&query(&wc, &created, None), git.as_os_str(), Reads::Batched);
+        calls(&log);
+        let own_only = BranchQuery { own_only: true, ..query(&wc, &created, None) };
+        let only = read_with(&own_only, git.as_os_str(), Reads::Batched);
+        let names = |r: &BranchReading| r.own.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&only), names(&full));
+        assert!(names(&only).contains(&"co/pushed".to_string()) && names(&only).contains(&"wt/held".to_string()), "{:?}", names(&only));
+        assert!(only.items.is_empty() && only.notes.is_empty() && !only.incomplete, "{only:?}");
+        // Every own branch's head time comes from the one ref listing.
+        assert!(only.own.iter().all(|b| b.committed_at.is_some()), "{:?}", only.own);
+        let runs = calls(&log);
+        assert!(
+            !runs
+                .iter()
+                .any(|c| c.starts_with("rev-list") || c.starts_with("merge-tree") || c.contains("upstream") || c.contains("--contains")),
+            "{runs:#?}"
+        );
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub(super) struct Listing {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Listed {
     pub items: Vec<Owed>,
+    /// Each listed pull request's number and head branch, for the own-branch filter.
+    pub heads: Vec<(u64, String)>,
     pub note: Option<String>,
     pub called: bool,
     /// The budget, not the listing's own deadline, cut it (or left no time to start it).
@@ -92,7 +94,7 @@ fn list(gh: &Path, root: &Path, deadline: Instant, by_budget: bool) -> Listed {
     };
     match run_bounded(gh.as_os_str(), &args, root, deadline, CHILD_OUTPUT_MAX) {
         Ok(ran) if ran.code == Some(0) => match parse_listing(&ran.out) {
-            Ok(items) => Listed { items, called: true, ..Listed::default() },
+            Ok(items) => Listed { items, heads: heads_of(&ran.out), called: true, ..Listed::default() },
             Err(why) => failed(&why),
         },
         Ok(ran) => failed(&match ran.code {
@@ -165,6 +167,22 @@ pub(super) fn parse_listing(bytes: &[u8]) -> Result<Vec<Owed>, String> {
             Some(Owed::PullRequest { number: pr.number, why })
         })
         .collect())
+}
+
+/// A listed pull request's number and head branch.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeadOf {
+    number: u64,
+    #[serde(default)]
+    head_ref_name: Option<String>,
+}
+
+/// The number and head branch of each of the first [`FORGE_LIST_MAX`] listed pull requests
+/// that names one; nothing when the output is not the listing's JSON.
+pub(super) fn heads_of(bytes: &[u8]) -> Vec<(u64, String)> {
+    let listed: Vec<HeadOf> = serde_json::from_slice(bytes).unwrap_or_default();
+    listed.into_iter().take(FORGE_LIST_MAX).filter_map(|pr| Some((pr.number, pr.head_ref_name?))).collect()
 }
 
 #[cfg(test)]

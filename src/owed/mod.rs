@@ -1,6 +1,7 @@
 //! Reads the owed set for the stop hook (SPEC §6): checklist items from the fold, own
 //! unpushed branches from git, and, only while the person is away, one bounded forge
-//! listing, all under one budget from the hook's start.
+//! listing, all under one budget from the hook's start. Also this working copy's own
+//! branches, and which of them the checklist is behind (docs/own-work.md).
 //!
 //! Nothing here records anything or decides the verdict: the caller passes the reading to
 //! `verdict::stop::judge` and records what it accepts. Every child runs without a shell,
@@ -19,7 +20,7 @@ use jiff::Timestamp;
 
 use crate::checklist::item::ItemState;
 use crate::checklist::state::Item;
-use crate::verdict::stop::Owed;
+use crate::verdict::stop::{BehindRef, BehindWhy, Owed};
 
 pub use forge::find_on_path;
 
@@ -77,11 +78,24 @@ pub struct HandBack {
     pub head: String,
 }
 
+/// One of this working copy's own branches (docs/own-work.md): it exists, and was created
+/// here or is checked out here with a recent commit of this checkout's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnBranch {
+    pub name: String,
+    /// Its head, a full commit id.
+    pub head: String,
+    /// Its head's committer time, when git gave one.
+    pub committed_at: Option<Timestamp>,
+}
+
 /// What was read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OwedReading {
     /// The owed items, hand-backs already left out.
     pub items: Vec<Owed>,
+    /// This working copy's own branches, owed or not (empty when git could not tell).
+    pub own: Vec<OwnBranch>,
     /// The `next_look` of every `waiting` item, future or not; the caller filters.
     pub waiting_next_looks: Vec<Timestamp>,
     pub handed_back: Vec<HandBack>,
@@ -118,8 +132,10 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
         now: q.now,
         deadline: budget_end,
         away: q.away.as_ref(),
+        own_only: false,
     });
     reading.items.extend(disk.items);
+    reading.own = disk.own;
     reading.handed_back = disk.handed_back;
     reading.notes.extend(disk.notes);
     reading.incomplete |= disk.incomplete;
@@ -129,9 +145,80 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
         reading.forge_called = listed.called;
         reading.incomplete |= listed.cut_by_budget;
         reading.notes.extend(listed.note);
-        reading.items.extend(listed.items);
+        reading.items.extend(own_pull_requests(listed.items, &listed.heads, &reading.own));
     }
     reading
+}
+
+/// Of the listed pull requests, those whose head is one of this working copy's own branches
+/// (seed 003): another copy's pull request, or one whose branch is in no checkout here, is
+/// not this session's to move.
+fn own_pull_requests(items: Vec<Owed>, heads: &[(u64, String)], own: &[OwnBranch]) -> Vec<Owed> {
+    let own_head = |number: u64| heads.iter().any(|(n, head)| *n == number && own.iter().any(|b| &b.name == head));
+    items.into_iter().filter(|item| !matches!(item, Owed::PullRequest { number, .. } if !own_head(*number))).collect()
+}
+
+/// What the prompt hook asks: the own branches alone, from git only.
+#[derive(Clone, Copy, Debug)]
+pub struct OwnQuery<'a> {
+    pub root: &'a Path,
+    /// Branches this working copy created (from `branch.created` events).
+    pub created_here: &'a [String],
+    pub now: Timestamp,
+    /// The hook's start; [`OWED_BUDGET`] runs from here.
+    pub started: Instant,
+}
+
+/// The own branches and what kept them from being read whole.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnReading {
+    pub own: Vec<OwnBranch>,
+    pub notes: Vec<String>,
+    /// Cut by the budget: the set may lack branches.
+    pub incomplete: bool,
+}
+
+/// This working copy's own branches, read from git alone (no forge, no network), with the
+/// reads [`read_owed`] makes to tell them, and none of its upstream or landing reads.
+pub fn read_own(q: &OwnQuery<'_>) -> OwnReading {
+    let deadline = q.started.checked_add(OWED_BUDGET).unwrap_or_else(Instant::now);
+    let disk = branches::read(&branches::BranchQuery {
+        root: q.root,
+        created_here: q.created_here,
+        now: q.now,
+        deadline,
+        away: None,
+        own_only: true,
+    });
+    OwnReading { own: disk.own, notes: disk.notes, incomplete: disk.incomplete }
+}
+
+/// The own branches the checklist is behind (SPEC §3 "Behind"), by name: those no item's
+/// `owner_refs` names, then those whose head was committed after the checklist's last write
+/// (`updated_at`), compared in whole seconds as git keeps them, so a commit in the same
+/// second as the write is not named. Only branches that exist are ever named.
+pub fn behind(items: &[Item], updated_at: Option<Timestamp>, own: &[OwnBranch]) -> Vec<BehindRef> {
+    let named = |b: &str| items.iter().any(|i| i.fields.owner_refs.iter().any(|r| r == b));
+    let after_write = |b: &OwnBranch| match (b.committed_at, updated_at) {
+        (Some(at), Some(written)) => at.as_second() > written.as_second(),
+        _ => false,
+    };
+    let mut out: Vec<BehindRef> = own
+        .iter()
+        .filter_map(|b| {
+            let why = if !named(&b.name) {
+                BehindWhy::Unlisted
+            } else if after_write(b) {
+                BehindWhy::Changed
+            } else {
+                return None;
+            };
+            Some(BehindRef { branch: b.name.clone(), why })
+        })
+        .collect();
+    out.sort_by(|a, b| (a.why, &a.branch).cmp(&(b.why, &b.branch)));
+    out.dedup();
+    out
 }
 
 /// Working items, and waiting items whose `next_look` is at or before `now`; and the
@@ -247,6 +334,59 @@ mod tests {
         );
         // Every waiting item's look, future or not; a working item's look is not a wait.
         assert_eq!(looks, vec![now, now - second, now + second]);
+    }
+
+    fn own(name: &str, committed_at: Option<Timestamp>) -> OwnBranch {
+        OwnBranch { name: name.into(), head: "0".repeat(40), committed_at }
+    }
+
+    #[test]
+    fn behind_names_unlisted_branches_then_those_committed_after_the_last_write() {
+        let written: Timestamp = "2026-05-01T12:00:00.700Z".parse().unwrap();
+        let second = jiff::SignedDuration::from_secs(1);
+        let mut listed = item("1", ItemState::Working, None);
+        listed.fields.owner_refs = vec!["feat/same-second".into(), "feat/later".into(), "feat/earlier".into(), "feat/no-date".into()];
+        let whole = Timestamp::from_second(written.as_second()).unwrap();
+        let branches = [
+            own("feat/z-unlisted", None),
+            own("feat/a-unlisted", Some(whole + second)),
+            // Git keeps whole seconds: a commit in the write's second is not named.
+            own("feat/same-second", Some(whole)),
+            own("feat/later", Some(whole + second)),
+            own("feat/earlier", Some(whole - second)),
+            own("feat/no-date", None),
+        ];
+        let got = behind(std::slice::from_ref(&listed), Some(written), &branches);
+        let want = [
+            BehindRef { branch: "feat/a-unlisted".into(), why: BehindWhy::Unlisted },
+            BehindRef { branch: "feat/z-unlisted".into(), why: BehindWhy::Unlisted },
+            BehindRef { branch: "feat/later".into(), why: BehindWhy::Changed },
+        ];
+        assert_eq!(got, want);
+        // Before any write only the unlisted are named; with no own branch, nothing.
+        assert_eq!(behind(std::slice::from_ref(&listed), None, &branches).len(), 2);
+        assert!(behind(&[], Some(written), &[]).is_empty());
+    }
+
+    #[test]
+    fn only_pull_requests_whose_listed_head_is_an_own_branch_are_kept() {
+        use crate::verdict::stop::PrWhy;
+        let listing = br#"[{"number":1,"headRefName":"feat/own"},{"number":2,"headRefName":"feat/other"},{"number":3},
+            {"number":4,"headRefName":null}]"#;
+        let heads = forge::heads_of(listing);
+        assert_eq!(heads, [(1, "feat/own".to_string()), (2, "feat/other".to_string())]);
+        let pr = |number| Owed::PullRequest { number, why: PrWhy::Behind };
+        let working = Owed::Working { id: "w".into(), title: String::new() };
+        let items = vec![pr(1), pr(2), pr(3), pr(4), working.clone()];
+        assert_eq!(own_pull_requests(items.clone(), &heads, &[own("feat/own", None)]), [pr(1), working.clone()]);
+        assert_eq!(own_pull_requests(items, &heads, &[]), [working]);
+        // Not the listing's JSON: no heads, so no pull request is kept.
+        assert!(forge::heads_of(b"not json").is_empty());
+        // The first FORGE_LIST_MAX are read, as the owed rules read them.
+        let many =
+            |n: u64| format!("[{}]", (1..=n).map(|i| format!(r#"{{"number":{i},"headRefName":"b"}}"#)).collect::<Vec<_>>().join(","));
+        assert_eq!(forge::heads_of(many(FORGE_LIST_MAX as u64).as_bytes()).len(), FORGE_LIST_MAX);
+        assert_eq!(forge::heads_of(many(FORGE_LIST_MAX as u64 + 1).as_bytes()).len(), FORGE_LIST_MAX);
     }
 
     #[test]

@@ -489,6 +489,15 @@ pub fn kill_this_process() {
     }
 }
 
+/// Restores `SIGTERM`'s default action, for a process started by one that ignored it (a
+/// StopFailure hook's detached children inherit the ignore through exec).
+pub fn default_sigterm() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+}
+
 /// Ignores `SIGTERM` from here on, so this process finishes what it is doing when told to
 /// stop. Only for work that is bounded in time (a hook's append).
 pub fn ignore_sigterm() {

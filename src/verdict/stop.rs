@@ -49,6 +49,10 @@ pub const SESSION_CRONS_MAX: usize = 64;
 const FINGERPRINT_DOMAIN: &[u8] = b"abcd owed set v1\n";
 /// Domain separation for the question message's hash.
 const MESSAGE_DOMAIN: &[u8] = b"abcd last assistant message v1\n";
+/// Branches a behind note names, at most; the rest are counted.
+pub const BEHIND_NAMED_MAX: usize = 5;
+/// Domain separation for the behind set's fingerprint.
+const BEHIND_DOMAIN: &[u8] = b"abcd behind set v1\n";
 
 /// Why a pull request is owed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -157,6 +161,68 @@ impl Owed {
     }
 }
 
+/// Why the checklist is behind an own branch (SPEC §3 "Behind", docs/own-work.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BehindWhy {
+    /// No item's `owner_refs` names it.
+    Unlisted,
+    /// Its head was committed after the checklist's last write.
+    Changed,
+}
+
+/// An own branch the checklist is behind.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BehindRef {
+    pub branch: String,
+    pub why: BehindWhy,
+}
+
+/// The behind set's fingerprint (None for an empty set): BLAKE3 over the sorted,
+/// deduplicated `<why> <branch>` keys, as [`fingerprint`] does for the owed set.
+pub fn behind_fingerprint(refs: &[BehindRef]) -> Option<String> {
+    if refs.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<String> =
+        refs.iter().map(|r| format!("{} {}", if r.why == BehindWhy::Unlisted { "unlisted" } else { "changed" }, r.branch)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(BEHIND_DOMAIN);
+    for key in &keys {
+        hasher.update(&(key.len() as u64).to_le_bytes());
+        hasher.update(key.as_bytes());
+    }
+    Some(hasher.finalize().to_hex().to_string())
+}
+
+/// The behind note's words (no `abcd:` prefix): the unlisted branches, then those changed
+/// since the last write, at most [`BEHIND_NAMED_MAX`] named in all; empty for no refs.
+pub fn behind_text(refs: &[BehindRef]) -> String {
+    if refs.is_empty() {
+        return String::new();
+    }
+    let names = |why: BehindWhy, skip: usize, take: usize| -> Vec<String> {
+        refs.iter().filter(|r| r.why == why).skip(skip).take(take).map(|r| shown(&r.branch)).collect()
+    };
+    let unlisted = names(BehindWhy::Unlisted, 0, BEHIND_NAMED_MAX);
+    let changed = names(BehindWhy::Changed, 0, BEHIND_NAMED_MAX - unlisted.len());
+    let mut parts = Vec::new();
+    if !unlisted.is_empty() {
+        parts.push(format!("no item names {} in its owner refs", unlisted.join(", ")));
+    }
+    if !changed.is_empty() {
+        let has = if changed.len() == 1 { "has" } else { "have" };
+        parts.push(format!("{} {has} commits after the checklist's last write", changed.join(", ")));
+    }
+    let rest = refs.len() - unlisted.len() - changed.len();
+    let more = if rest > 0 { format!(" (and {rest} more)") } else { String::new() };
+    format!(
+        "the checklist is behind this session's work: {}{more}. Adding an item or an --owner-ref (`abcd checklist add|set`) keeps the plan in step with the work.",
+        parts.join("; ")
+    )
+}
+
 /// A stable, order-independent fingerprint of a set of owed items: BLAKE3 over the sorted,
 /// deduplicated keys, each length-prefixed, as 64 lowercase hex characters.
 pub fn fingerprint<'a>(items: impl IntoIterator<Item = &'a Owed>) -> String {
@@ -252,6 +318,8 @@ pub struct Judged {
     pub capped_fingerprint: Option<String>,
     #[serde(default)]
     pub question_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind_fingerprint: Option<String>,
 }
 
 impl Judged {
@@ -265,6 +333,7 @@ impl Judged {
             owed_fingerprint: after.owed_fingerprint,
             capped_fingerprint: after.capped_fingerprint,
             question_hash: after.question_hash,
+            behind_fingerprint: after.behind_fingerprint,
         }
     }
 
@@ -277,6 +346,7 @@ impl Judged {
             capped_fingerprint: self.capped_fingerprint.clone(),
             question_hash: self.question_hash.clone(),
             next_look: self.next_look,
+            behind_fingerprint: self.behind_fingerprint.clone(),
         }
     }
 }
@@ -358,6 +428,9 @@ pub struct StopInput<'a> {
     pub qualifying_wake: Option<Timestamp>,
     /// [`DEFAULT_BLOCK_CAP`] or the environment's override; 0 disables the cap.
     pub block_cap: u32,
+    /// The own branches the checklist is behind (read from git only); while away a set not
+    /// yet named blocks one stop.
+    pub behind: &'a [BehindRef],
 }
 
 /// The stop verdict. While away the first matching row of SPEC §6 decides; while present
@@ -406,24 +479,49 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
     let capped_owed = owed.items.iter().any(|i| i.is_capped());
     let changed = before.owed_fingerprint.as_deref() != Some(owed_fp.as_str());
     let wakes = if before.capped_fingerprint.as_deref() == Some(capped_fp.as_str()) { before.wake_count } else { 0 };
-    let seen = SessionState { owed_fingerprint: Some(owed_fp), capped_fingerprint: Some(capped_fp), wake_count: wakes, ..before.clone() };
+    // A behind set is named once, by the first stop that blocks within the host's cap (a
+    // block past it never reaches the session); a set that empties is forgotten, so the
+    // checklist falling behind again is named again.
+    let behind_fp = behind_fingerprint(input.behind);
+    let next_block_count = if input.stop_hook_active { before.block_count.saturating_add(1) } else { 1 };
+    let within_cap = input.block_cap == 0 || next_block_count <= input.block_cap;
+    let tell_behind = behind_fp.is_some() && before.behind_fingerprint != behind_fp && within_cap;
+    let behind_fingerprint = if tell_behind || behind_fp.is_none() { behind_fp } else { before.behind_fingerprint.clone() };
+    let seen = SessionState {
+        owed_fingerprint: Some(owed_fp),
+        capped_fingerprint: Some(capped_fp),
+        wake_count: wakes,
+        behind_fingerprint,
+        ..before.clone()
+    };
     let by = clock(input.deadline, input.now);
+    let with_behind = |reason: String| {
+        if tell_behind { clip(format!("{reason} Also, {}", behind_text(input.behind)), REASON_MAX_CHARS) } else { reason }
+    };
+    let owed_block = |row: Row, seen: SessionState| block(input, owed, row, with_behind(owed_reason(row, owed, away, &by)), seen);
+    // Rows 3 and 6 would allow: the behind set not yet named blocks this stop instead.
+    let behind_block = |seen: SessionState| {
+        let reason = format!("abcd: the person is away and {}", behind_text(input.behind));
+        block(input, owed, Row::Behind, clip(reason, REASON_MAX_CHARS), seen)
+    };
 
     match (owed.is_empty(), input.qualifying_wake) {
-        (false, _) if changed => block(input, owed, Row::OwedChanged, owed_reason(Row::OwedChanged, owed, away, &by), seen),
+        (false, _) if changed => owed_block(Row::OwedChanged, seen),
+        (false, Some(_)) if tell_behind && (!capped_owed || wakes < WAKE_RELEASES_MAX) => behind_block(seen),
         (false, Some(at)) if !capped_owed || wakes < WAKE_RELEASES_MAX => {
             let wake_count = wakes.saturating_add(u32::from(capped_owed));
             allow_waiting(Row::WakeReleased, SessionState { wake_count, next_look: Some(at), ..seen })
         }
-        (false, Some(_)) => block(input, owed, Row::WakesSpent, owed_reason(Row::WakesSpent, owed, away, &by), seen),
-        (false, None) => block(input, owed, Row::NoWake, owed_reason(Row::NoWake, owed, away, &by), seen),
+        (false, Some(_)) => owed_block(Row::WakesSpent, seen),
+        (false, None) => owed_block(Row::NoWake, seen),
+        (true, Some(_)) if tell_behind => behind_block(seen),
         (true, Some(at)) => allow_waiting(Row::NothingOwedWake, SessionState { next_look: Some(at), ..seen }),
         (true, None) => {
             let reason = format!(
                 "abcd: the person is away and nothing is owed. Take the next ready item first (`abcd checklist` lists the open ones); \
                  only if none can be taken, schedule a wake (a session cron) that fires before {by}."
             );
-            block(input, owed, Row::NothingOwedNoWake, clip(reason, REASON_MAX_CHARS), seen)
+            block(input, owed, Row::NothingOwedNoWake, with_behind(clip(reason, REASON_MAX_CHARS)), seen)
         }
     }
 }
@@ -651,6 +749,7 @@ impl SessionJudged {
             owed_fingerprint: j.owed_fingerprint,
             capped_fingerprint: j.capped_fingerprint,
             question_hash: j.question_hash,
+            behind_fingerprint: j.behind_fingerprint,
         }
     }
 
@@ -663,6 +762,7 @@ impl SessionJudged {
             capped_fingerprint: self.capped_fingerprint.clone(),
             question_hash: self.question_hash.clone(),
             next_look: self.next_look,
+            behind_fingerprint: self.behind_fingerprint.clone(),
         }
     }
 }
@@ -697,6 +797,7 @@ mod tests {
             capped_fingerprint: Some(fingerprint(owed.iter().filter(|i| i.is_capped()))),
             question_hash: None,
             next_look: None,
+            behind_fingerprint: None,
         }
     }
 
@@ -711,6 +812,7 @@ mod tests {
         session: &'a SessionState,
         wake: bool,
         cap: u32,
+        behind: &'a [BehindRef],
     }
 
     impl Stop<'_> {
@@ -728,6 +830,7 @@ mod tests {
                 deadline,
                 qualifying_wake: wake,
                 block_cap: self.cap,
+                behind: self.behind,
             })
         }
     }
@@ -743,6 +846,7 @@ mod tests {
             session,
             wake: false,
             cap: DEFAULT_BLOCK_CAP,
+            behind: &[],
         }
     }
 
@@ -904,11 +1008,12 @@ mod tests {
         cap: u32,
         hold_pushes: bool,
         queued: Vec<String>,
+        behind: Vec<BehindRef>,
     }
 
     impl Session {
         fn new() -> Session {
-            Session { state: SessionState::default(), cap: DEFAULT_BLOCK_CAP, hold_pushes: false, queued: Vec::new() }
+            Session { state: SessionState::default(), cap: DEFAULT_BLOCK_CAP, hold_pushes: false, queued: Vec::new(), behind: Vec::new() }
         }
 
         fn stop(&mut self, now: &str, owed: &[Owed], active: bool, crons: &[SessionCron], message: Option<&str>) -> Judgement {
@@ -924,6 +1029,7 @@ mod tests {
                 deadline,
                 qualifying_wake: qualifying_wake(crons, &now, deadline),
                 block_cap: self.cap,
+                behind: &self.behind,
             });
             // The caller appends `judged` and folds it back: a round trip through JSON.
             let json = serde_json::to_string(&j.judged).unwrap();
@@ -966,6 +1072,157 @@ mod tests {
                 assert_eq!(later.judged.wake_count, 2);
             }
         }
+    }
+
+    fn unlisted(branch: &str) -> BehindRef {
+        BehindRef { branch: branch.into(), why: BehindWhy::Unlisted }
+    }
+
+    fn changed(branch: &str) -> BehindRef {
+        BehindRef { branch: branch.into(), why: BehindWhy::Changed }
+    }
+
+    fn reason_of(j: &Judgement) -> &str {
+        match &j.verdict {
+            Verdict::Block { reason } => reason,
+            Verdict::Allow { .. } => panic!("expected a block: {j:?}"),
+        }
+    }
+
+    /// Issue 23: a behind set blocks a stop a wake would allow once, then the wake allows;
+    /// a new set blocks once again, and a set that empties and comes back is named again.
+    #[test]
+    fn a_behind_set_blocks_one_stop_a_wake_would_allow() {
+        let crons = every_ten();
+        let mut s = Session::new();
+        s.behind = vec![unlisted("feat/a")];
+        let first = s.stop("2026-10-18T13:51:00Z", &[], false, &crons, None);
+        assert_eq!((first.judged.row, first.judged.state), (Row::Behind, StopState::Working));
+        let reason = reason_of(&first);
+        assert!(reason.starts_with("abcd: the person is away and the checklist is behind this session's work"), "{reason}");
+        assert!(reason.contains("no item names feat/a in its owner refs"), "{reason}");
+        assert_eq!(first.judged.behind_fingerprint, behind_fingerprint(&s.behind));
+        let second = s.stop("2026-10-18T13:52:00Z", &[], true, &crons, None);
+        assert_eq!(second.judged.row, Row::NothingOwedWake, "the same set is named once");
+        assert!(!second.verdict.is_block());
+        // A new set (a branch changed since the last write joins): named once more.
+        s.behind.push(changed("feat/b"));
+        let third = s.stop("2026-10-18T14:01:00Z", &[], false, &crons, None);
+        assert_eq!(third.judged.row, Row::Behind);
+        assert!(reason_of(&third).contains("feat/b has commits after the checklist's last write"), "{}", reason_of(&third));
+        assert_eq!(s.stop("2026-10-18T14:02:00Z", &[], true, &crons, None).judged.row, Row::NothingOwedWake);
+        // Caught up: the set is forgotten, so falling behind again is named again.
+        s.behind.clear();
+        let caught_up = s.stop("2026-10-18T14:11:00Z", &[], false, &crons, None);
+        assert_eq!((caught_up.judged.row, caught_up.judged.behind_fingerprint.clone()), (Row::NothingOwedWake, None));
+        s.behind = vec![unlisted("feat/a")];
+        assert_eq!(s.stop("2026-10-18T14:21:00Z", &[], false, &crons, None).judged.row, Row::Behind);
+    }
+
+    /// A block the stop gives anyway carries the behind note once; a released wake does not
+    /// count a behind block as a wake.
+    #[test]
+    fn a_behind_set_rides_a_block_given_anyway_and_spends_no_wake() {
+        let owed = [unpushed("feat/x")];
+        let mut s = Session::new();
+        s.behind = vec![changed("feat/x")];
+        let first = s.stop("2026-10-18T13:51:00Z", &owed, false, &[], None);
+        assert_eq!(first.judged.row, Row::OwedChanged);
+        assert!(reason_of(&first).contains("Also, the checklist is behind this session's work: feat/x has commits after"));
+        let second = s.stop("2026-10-18T13:52:00Z", &owed, true, &[], None);
+        assert_eq!(second.judged.row, Row::NoWake);
+        assert!(!reason_of(&second).contains("behind this session's work"), "{}", reason_of(&second));
+        // Nothing owed and no wake: row 7 carries it.
+        let mut s = Session::new();
+        s.behind = vec![unlisted("feat/a")];
+        let j = s.stop("2026-10-18T13:51:00Z", &[], false, &[], None);
+        assert_eq!(j.judged.row, Row::NothingOwedNoWake);
+        assert!(reason_of(&j).contains("Also, the checklist is behind this session's work: no item names feat/a"));
+        // Row 3 with a capped item: the behind block spends no wake.
+        let crons = every_ten();
+        let mut s = Session::new();
+        s.stop("2026-10-18T13:51:00Z", &owed, false, &crons, None);
+        s.behind = vec![unlisted("feat/a")];
+        let j = s.stop("2026-10-18T13:52:00Z", &owed, true, &crons, None);
+        assert_eq!((j.judged.row, j.judged.wake_count), (Row::Behind, 0));
+        let j = s.stop("2026-10-18T13:53:00Z", &owed, true, &crons, None);
+        assert_eq!((j.judged.row, j.judged.wake_count), (Row::WakeReleased, 1));
+    }
+
+    /// The behind block stays inside the host's cap: it is given only when its block count
+    /// is at most the cap, and a set not named keeps waiting for a stop that can name it.
+    #[test]
+    fn a_behind_block_is_given_only_within_the_cap() {
+        let crons = every_ten();
+        for (count_before, named) in [(1, true), (2, false)] {
+            let mut s = Session::new();
+            s.cap = 2;
+            s.state = SessionState { block_count: count_before, ..SessionState::default() };
+            s.behind = vec![unlisted("feat/a")];
+            let j = s.stop("2026-10-18T13:51:00Z", &[], true, &crons, None);
+            if named {
+                assert_eq!((j.judged.row, j.judged.block_count, j.record_stop.clone()), (Row::Behind, 2, None));
+            } else {
+                assert_eq!((j.judged.row, j.judged.behind_fingerprint.clone()), (Row::NothingOwedWake, None));
+                // After the allow (the host's count resets on a tool call) it is named.
+                assert_eq!(s.stop("2026-10-18T13:52:00Z", &[], false, &crons, None).judged.row, Row::Behind);
+            }
+        }
+        // Past the cap on a block given anyway, the note is kept for a later stop.
+        let mut s = Session::new();
+        s.cap = 1;
+        s.state = SessionState { block_count: 1, ..SessionState::default() };
+        s.behind = vec![unlisted("feat/a")];
+        let j = s.stop("2026-10-18T13:51:00Z", &[], true, &[], None);
+        assert!(j.record_stop.is_some() && !reason_of(&j).contains("behind this session's work"));
+        assert_eq!(j.judged.behind_fingerprint, None);
+    }
+
+    /// While present the behind set never blocks, and a question is blocked first without
+    /// taking the set as named.
+    #[test]
+    fn present_or_a_question_never_spends_the_behind_set() {
+        let now = at("2026-10-18T13:51:00Z");
+        let behind = [unlisted("feat/a")];
+        let state = SessionState::default();
+        let present = judge(&StopInput {
+            away: None,
+            owed: &[],
+            stop_hook_active: false,
+            last_assistant_message: None,
+            session: &state,
+            now: &now,
+            deadline: deadline(false, [], now.timestamp()),
+            qualifying_wake: None,
+            block_cap: DEFAULT_BLOCK_CAP,
+            behind: &behind,
+        });
+        assert_eq!(present.verdict, Verdict::Allow { state: StopState::Stopped, system_message: None });
+        let mut s = Session::new();
+        s.behind = behind.to_vec();
+        let q = s.stop("2026-10-18T13:51:00Z", &[], false, &every_ten(), Some("Shall I go on?"));
+        assert_eq!((q.judged.row, q.judged.behind_fingerprint.clone()), (Row::Question, None));
+        assert_eq!(s.stop("2026-10-18T13:52:00Z", &[], true, &every_ten(), Some("Shall I go on?")).judged.row, Row::Behind);
+    }
+
+    #[test]
+    fn the_behind_text_names_at_most_behind_named_max_branches() {
+        let refs = |n: usize| (0..n).map(|i| unlisted(&format!("b{i}"))).collect::<Vec<_>>();
+        let at_max = behind_text(&refs(BEHIND_NAMED_MAX));
+        assert!(at_max.contains(&format!("b{}", BEHIND_NAMED_MAX - 1)) && !at_max.contains("more)"), "{at_max}");
+        let past = behind_text(&refs(BEHIND_NAMED_MAX + 1));
+        assert!(!past.contains(&format!("b{BEHIND_NAMED_MAX}")) && past.contains("(and 1 more)"), "{past}");
+        // Unlisted first, then changed, within the one bound.
+        let mut mixed = refs(BEHIND_NAMED_MAX - 1);
+        mixed.extend([changed("c0"), changed("c1")]);
+        let text = behind_text(&mixed);
+        assert!(text.contains("; c0 has commits after the checklist's last write (and 1 more)."), "{text}");
+        assert_eq!(behind_text(&[]), "");
+        assert_eq!(behind_fingerprint(&[]), None);
+        // The fingerprint is the set's: order and duplicates aside, and the why counts.
+        let (a, b) = (unlisted("x"), changed("y"));
+        assert_eq!(behind_fingerprint(&[a.clone(), b.clone()]), behind_fingerprint(&[b.clone(), a.clone(), a.clone()]));
+        assert_ne!(behind_fingerprint(&[unlisted("y")]), behind_fingerprint(&[b]));
     }
 
     /// Acceptance 1: a set of only a waiting item (a look due) keeps releasing on a wake.
@@ -1280,6 +1537,7 @@ mod tests {
                 session: &self.session,
                 wake: self.wake,
                 cap: self.cap,
+                behind: &[],
             }
             .judge()
         }

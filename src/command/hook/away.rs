@@ -9,6 +9,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde_json::json;
 
+use crate::away::notify::{AwayNotificationRecorded, AwayNotified, command_due};
 use crate::away::{AwayHandedBack, AwayReturnShown, AwayState, AwayStopRecorded, AwaySweepAnswered, RecordedStop, Window};
 use crate::event::{self, Scope};
 use crate::journal::append::JournalError;
@@ -118,6 +119,33 @@ impl AwayView {
             Some((model, person))
         });
         (lists, warning)
+    }
+
+    /// Records a host notification seen while away.
+    pub fn record_notification(&self, data: AwayNotificationRecorded, session: Option<&str>, now: Timestamp) -> Option<String> {
+        self.append_if_holding(event::AWAY_NOTIFICATION_RECORDED, json!(data), session, now, |_| true)
+    }
+
+    /// Records `away.notified` when, under the lock, the window still holds, has a notify
+    /// command and `kind` is due (docs/notify.md): the command to start, if it was recorded,
+    /// and a warning, if any.
+    pub fn record_notified(&self, data: AwayNotified, session: Option<&str>, now: Timestamp) -> (Option<String>, Option<String>) {
+        let Some((store, scope)) = self.repository.as_ref() else { return (None, None) };
+        let kind = data.kind;
+        let event =
+            NewEvent { kind: event::AWAY_NOTIFIED.into(), actor: Actor::this_process(session.map(String::from)), data: json!(data) };
+        let written = store.append_with(Some(scope), |state| match command_due(&state.away, kind, now) {
+            Some(command) => (vec![event.clone()], Some(command.to_string())),
+            None => (vec![], None),
+        });
+        match written {
+            Ok(w) => {
+                let warning =
+                    w.after.err().map(|e| format!("the {} event is saved but away.json was not refreshed: {e}", event::AWAY_NOTIFIED));
+                (w.outcome, warning)
+            }
+            Err(e) => (None, Some(format!("the {} event was not recorded, so the notify command was not run: {e}", event::AWAY_NOTIFIED))),
+        }
     }
 
     fn append_if_holding(

@@ -24,8 +24,6 @@ use crate::store::Store;
 use crate::store::context as start_frame;
 
 pub use crate::store::context::CONTEXT_HEADER;
-/// Behind-note branches named, at most.
-const BEHIND_REFS_MAX: usize = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
@@ -116,7 +114,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             }
             Ok(outcome)
         }
-        RequestDetail::UserPromptSubmit => user_prompt(&store, &scope, &root, req, &actor),
+        RequestDetail::UserPromptSubmit => user_prompt(&store, &scope, &root, req, &actor, started),
         RequestDetail::Stop { stop_hook_active, last_assistant_message, session_crons } => {
             let payload = stop::StopPayload {
                 session_id: req.session_id.as_deref(),
@@ -130,6 +128,9 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             Ok(outcome)
         }
         RequestDetail::StopFailure { error } => stop::stop_failure(&root, req.session_id.as_deref(), error),
+        RequestDetail::Notification { notification_type, message } => {
+            crate::command::notify::notification(&root, req.session_id.as_deref(), notification_type, message.as_deref())
+        }
         RequestDetail::Compact { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
     }
 }
@@ -206,18 +207,20 @@ fn away_block(root: &Path) -> Result<AwayAtStart, HookError> {
 /// The prompt hook: settles the session's injections it can, sends again (once) one the
 /// host did not deliver, tells the session what changed of the away window, and notes a
 /// checklist behind the session's own work.
-fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, actor: &Actor) -> Result<HookOutcome, HookError> {
+fn user_prompt(
+    store: &Store,
+    scope: &Scope,
+    root: &Path,
+    req: &HookRequest,
+    actor: &Actor,
+    started: std::time::Instant,
+) -> Result<HookOutcome, HookError> {
     let view = store.checklist_view();
     let state = store.current_state().ok().map(|c| c.state);
     let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
-    let unlisted = unlisted_refs(&view.checklist.items, &work.branches, git::current_branch(root).as_deref());
-    let behind = (!unlisted.is_empty()).then(|| {
-        format!(
-            "abcd: the checklist is behind this session's work: no item names {} in its owner refs. Adding an item or an --owner-ref keeps the plan in step with the work.",
-            unlisted.iter().take(BEHIND_REFS_MAX).cloned().collect::<Vec<_>>().join(", ")
-        )
-    });
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
+    // Read only where it can be sent: a re-injection goes alone.
+    let behind = || behind_note(&view.checklist, &work.branches, root, now, started);
     let record = away::read(root);
     let show = |t| crate::clock::show(t);
     let window = record.holding(now);
@@ -252,7 +255,7 @@ fn user_prompt(store: &Store, scope: &Scope, root: &Path, req: &HookRequest, act
             if let Some((_, person)) = &lists {
                 system_message = Some(system_message.map_or_else(|| person.clone(), |m| format!("{m}\n{person}")));
             }
-            let parts: Vec<String> = [lists.map(|(model, _)| model), news, ask, behind].into_iter().flatten().collect();
+            let parts: Vec<String> = [lists.map(|(model, _)| model), news, ask, behind()].into_iter().flatten().collect();
             ((!parts.is_empty()).then(|| parts.join("\n\n")), "user_prompt", None, None)
         }
     };
@@ -340,18 +343,22 @@ fn join(warnings: Vec<String>) -> Option<String> {
     (!warnings.is_empty()).then(|| warnings.join("; "))
 }
 
-/// Own branches and the current branch that no item's owner refs name.
-fn unlisted_refs(items: &[crate::fold::checklist::Item], own: &[String], current: Option<&str>) -> Vec<String> {
-    let named = |b: &str| items.iter().any(|i| i.fields.owner_refs.iter().any(|r| r == b));
-    let mut out: Vec<String> = own.iter().filter(|b| !named(b)).cloned().collect();
-    if let Some(c) = current
-        && own.iter().any(|b| b == c)
-        && !named(c)
-        && !out.iter().any(|b| b == c)
-    {
-        out.push(c.to_string());
+/// The note that the checklist is behind the session's own work: its own branches read from
+/// git alone (no network), so a branch that does not exist is never named. A read git
+/// could not finish names nothing.
+fn behind_note(
+    checklist: &crate::checklist::state::ChecklistState,
+    created: &[String],
+    root: &Path,
+    now: jiff::Timestamp,
+    started: std::time::Instant,
+) -> Option<String> {
+    let own = crate::owed::read_own(&crate::owed::OwnQuery { root, created_here: created, now, started });
+    if own.incomplete {
+        return None;
     }
-    out
+    let refs = crate::owed::behind(&checklist.items, checklist.updated_at, &own.own);
+    (!refs.is_empty()).then(|| format!("abcd: {}", crate::verdict::stop::behind_text(&refs)))
 }
 
 fn pre_tool_use(

@@ -12,7 +12,9 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{HookError, HookOutcome, away};
+use crate::away::notify::NotifyKind;
 use crate::away::{RecordedStop, StopLabel, error_type_ok};
+use crate::command::notify::notify_if_due;
 use crate::cron::SessionCron;
 use crate::event::{self, Scope, SessionJudged, session_id_ok};
 use crate::host::HookReply;
@@ -76,6 +78,8 @@ pub struct PendingStop {
     window: Option<crate::away::Window>,
     queued: Vec<String>,
     reading: owed::OwedReading,
+    /// The own branches the checklist is behind (git only, docs/own-work.md).
+    behind: Vec<stop::BehindRef>,
     note: Option<String>,
     warnings: Vec<String>,
     deadline: jiff::Timestamp,
@@ -131,6 +135,7 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         return Ok(StopRead::Answered(outcome(HookReply { system_message: Some(line), ..Default::default() }, warnings)));
     }
 
+    let behind = owed::behind(checklist, folded.checklist.updated_at, &reading.own);
     let before = session_state(folded, session, window.as_ref().map(|w| w.start));
     let deadline = stop::deadline(!reading.items.is_empty(), reading.waiting_next_looks.iter().copied(), now_ts);
     let wake = stop::qualifying_wake(p.session_crons, &now, deadline);
@@ -141,6 +146,7 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         window,
         queued,
         reading,
+        behind,
         note,
         warnings,
         deadline,
@@ -176,6 +182,7 @@ impl PendingStop {
             deadline: self.deadline,
             qualifying_wake: self.wake,
             block_cap: self.block_cap,
+            behind: &self.behind,
         })
     }
 
@@ -235,11 +242,22 @@ impl PendingStop {
                     .as_ref()
                     .map(|n| n.chars().take(crate::away::STOP_NEXT_MAX_CHARS).collect::<String>())
                     .filter(|n| crate::away::check_line("next", n, crate::away::STOP_NEXT_MAX_CHARS).is_ok());
-                let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next, error_type: None };
+                let forced = r.possibly_forced_by_cap && label == StopLabel::WorkOwed;
+                let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next: next.clone(), error_type: None };
                 warnings.extend(self.record.record_stop(stop, root, Some(session), now_ts));
+                if forced {
+                    warnings.extend(notify_if_due(&self.record, NotifyKind::CapForced, next.as_deref(), root, Some(session), now_ts));
+                }
             }
             for h in &self.reading.handed_back {
                 warnings.extend(self.record.record_hand_back(&h.branch, &h.head, root, Some(session), now_ts));
+            }
+            // Every item this session owed waits on a step queued for the person: nothing
+            // moves until they act (docs/notify.md, "blocks every item").
+            if self.reading.items.is_empty() && !self.reading.handed_back.is_empty() {
+                let branches: Vec<&str> = self.reading.handed_back.iter().map(|h| h.branch.as_str()).collect();
+                let detail = format!("{} handed back: {}", branches.len(), branches.join(", "));
+                warnings.extend(notify_if_due(&self.record, NotifyKind::AllBlocked, Some(&detail), root, Some(session), now_ts));
             }
         }
 
@@ -272,6 +290,9 @@ pub fn stop_failure(root: &Path, session_id: Option<&str>, error: &str) -> Resul
         let stop = RecordedStop { label: StopLabel::ApiError, possibly_forced_by_cap: false, next: None, error_type: Some(error_type) };
         let session = session_id.filter(|id| session_id_ok(id));
         warnings.extend(record.record_stop(stop, root, session, now));
+        if crate::away::notify::NOTIFY_ERROR_TYPES.contains(&error) {
+            warnings.extend(notify_if_due(&record, NotifyKind::StopFailure, Some(error), root, session, now));
+        }
     }
     Ok(outcome(HookReply::default(), warnings))
 }

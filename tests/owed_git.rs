@@ -871,6 +871,8 @@ fn item(id: &str, state: ItemState, next_look: Option<Timestamp>) -> Item {
         updated_at: at,
         added_seq: 1,
         changed_seq: 1,
+        promise_fired: None,
+        promised_by: None,
     }
 }
 

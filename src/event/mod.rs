@@ -16,7 +16,7 @@ pub mod session;
 use serde::{Deserialize, Serialize};
 
 pub use self::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
-pub use self::checklist::{ItemAdded, ItemChanged, WriteRefused};
+pub use self::checklist::{ItemAdded, ItemChanged, PromiseFired, WriteRefused};
 pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
 pub use self::notify::{AwayNotificationRecorded, AwayNotified, NotifyKind};
@@ -55,6 +55,7 @@ pub const CONTEXT_NOT_DELIVERED: &str = "context.not_delivered";
 pub const CONTEXT_UNKNOWN: &str = "context.unknown";
 pub const AWAY_NOTIFIED: &str = "away.notified";
 pub const AWAY_NOTIFICATION_RECORDED: &str = "away.notification_recorded";
+pub const CHECKLIST_PROMISE_FIRED: &str = "checklist.promise_fired";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -101,6 +102,7 @@ pub const V1_KINDS: &[&str] = &[
     loops::LOOP_STOPPED,
     AWAY_NOTIFIED,
     AWAY_NOTIFICATION_RECORDED,
+    CHECKLIST_PROMISE_FIRED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -142,6 +144,7 @@ pub enum Known {
     ContextReceipt(ReceiptKind, ContextReceipt),
     AwayNotified(AwayNotified),
     AwayNotificationRecorded(AwayNotificationRecorded),
+    PromiseFired(PromiseFired),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -222,6 +225,7 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         CONTEXT_UNKNOWN => Ok(Known::ContextReceipt(ReceiptKind::Unknown, typed(kind, data)?)),
         AWAY_NOTIFIED => Ok(Known::AwayNotified(typed(kind, data)?)),
         AWAY_NOTIFICATION_RECORDED => Ok(Known::AwayNotificationRecorded(typed(kind, data)?)),
+        CHECKLIST_PROMISE_FIRED => Ok(Known::PromiseFired(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

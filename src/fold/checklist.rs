@@ -5,8 +5,9 @@
 
 use crate::checklist::item::{self, refusal_words_are_clean};
 pub use crate::checklist::item::{CLOSED_ITEMS_KEPT, Rejection, check_item, refusal_is_clean};
+use crate::checklist::state::PromisedBy;
 pub use crate::checklist::state::{ChecklistState, Item, RefusalRecord};
-use crate::event::{ItemAdded, ItemChanged, WriteRefused};
+use crate::event::{ItemAdded, ItemChanged, PromiseFired, WriteRefused};
 use crate::journal::format::Event;
 
 /// Added to the reason of a change to an item the checklist does not hold, once closed
@@ -32,6 +33,8 @@ pub fn fold_added(state: &mut ChecklistState, event: &Event, added: &ItemAdded, 
         updated_at: event.time,
         added_seq: event.seq,
         changed_seq: event.seq,
+        promise_fired: None,
+        promised_by: None,
     });
     state.count_id(&added.item.id);
     touch(state, event);
@@ -57,6 +60,10 @@ pub fn fold_changed(state: &mut ChecklistState, event: &Event, changed: &ItemCha
     let next = changed.changes.apply_to(&state.items[index].fields);
     check_item(&next)?;
     let it = &mut state.items[index];
+    if changed.changes.promise.is_some() {
+        // A promise set again is armed again.
+        it.promise_fired = None;
+    }
     it.fields = next;
     it.updated_at = event.time;
     it.changed_seq = event.seq;
@@ -107,6 +114,54 @@ pub fn shown_text_passes(
     for (index, item) in items.iter().enumerate() {
         check_item(&item.fields).map_err(|r| (index, r))?;
     }
+    Ok(())
+}
+
+/// Folds a fired promise: the promising item is held, its promise reads the trigger named
+/// and has not fired since it was set; the next item is added (as an add is checked) and
+/// the promising item names it. A second record of the same firing is skipped.
+pub fn fold_promise_fired(
+    state: &mut ChecklistState,
+    event: &Event,
+    fired: &PromiseFired,
+    retired: &mut Vec<Item>,
+) -> Result<(), Rejection> {
+    let Some(index) = state.items.iter().position(|i| i.fields.id == fired.id) else {
+        let named = item::validate_id(&fired.id).is_ok() && crate::secrets::scan(&fired.id).is_none();
+        let reason = if named { format!("names no item `{}`", fired.id) } else { "names no item".to_string() };
+        return Err(Rejection { field: Some("id".into()), reason });
+    };
+    let promising = &state.items[index];
+    let parsed = promising.fields.promise.as_deref().and_then(|p| crate::checklist::promise::parse(p).ok());
+    if parsed.is_none_or(|p| p.trigger_text != fired.trigger) {
+        return Err(Rejection { field: Some("trigger".into()), reason: "is not the trigger of the item's promise".into() });
+    }
+    if promising.promise_fired.is_some() {
+        return Err(Rejection { field: Some("id".into()), reason: "names an item whose promise already fired".into() });
+    }
+    if fired.item.state != crate::checklist::item::ItemState::Working {
+        return Err(Rejection { field: Some("item.state".into()), reason: "must be working: a fired promise is work to do".into() });
+    }
+    check_item(&fired.item)?;
+    if state.get(&fired.item.id).is_some() {
+        return Err(Rejection { field: Some("item.id".into()), reason: "names an item that already exists".into() });
+    }
+    if state.items.len() >= item::ITEMS_MAX {
+        return Err(Rejection { field: None, reason: format!("the checklist already holds {} items", item::ITEMS_MAX) });
+    }
+    state.items[index].promise_fired = Some(fired.item.id.clone());
+    state.items.push(Item {
+        fields: fired.item.clone(),
+        created_at: event.time,
+        updated_at: event.time,
+        added_seq: event.seq,
+        changed_seq: event.seq,
+        promise_fired: None,
+        promised_by: Some(PromisedBy { id: fired.id.clone(), trigger: fired.trigger.clone() }),
+    });
+    state.count_id(&fired.item.id);
+    touch(state, event);
+    retire_closed(state, retired);
     Ok(())
 }
 
@@ -269,6 +324,8 @@ mod tests {
             updated_at: t,
             added_seq: n,
             changed_seq: changed,
+            promise_fired: None,
+            promised_by: None,
         };
         let mut items: Vec<Item> = (0..CLOSED_ITEMS_KEPT as u64 + 3).rev().map(|n| item(n, 100 + n.min(5))).collect();
         items.push(item(1_000, 1));
@@ -324,7 +381,15 @@ mod tests {
                         if j.add(&fields.id, state) != FoldNote::Folded {
                             return false;
                         }
-                        model.push(Item { fields, created_at: time, updated_at: time, added_seq: seq, changed_seq: seq });
+                        model.push(Item {
+                            fields,
+                            created_at: time,
+                            updated_at: time,
+                            added_seq: seq,
+                            changed_seq: seq,
+                            promise_fired: None,
+                            promised_by: None,
+                        });
                     }
                     Step::Set { pick, to } => {
                         if j.state.checklist.items.is_empty() {

@@ -222,11 +222,13 @@ pub fn behind(items: &[Item], updated_at: Option<Timestamp>, own: &[OwnBranch]) 
 }
 
 /// Working items, and waiting items whose `next_look` is at or before `now`; and the
-/// `next_look` of every waiting item. Done and dropped items are never owed.
+/// `next_look` of every waiting item. Done and dropped items are never owed. Items a fired
+/// promise became come first: they are the next work.
 pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timestamp>) {
     let mut owed = Vec::new();
     let mut looks = Vec::new();
-    for item in items {
+    let promised = items.iter().filter(|i| i.promised_by.is_some());
+    for item in promised.chain(items.iter().filter(|i| i.promised_by.is_none())) {
         let fields = &item.fields;
         match fields.state {
             ItemState::Working => owed.push(Owed::Working { id: fields.id.clone(), title: fields.title.clone() }),
@@ -304,6 +306,8 @@ mod tests {
             updated_at: at,
             added_seq: 1,
             changed_seq: 1,
+            promise_fired: None,
+            promised_by: None,
         }
     }
 

@@ -473,6 +473,8 @@ mod tests {
                 updated_at: at("2026-11-30T11:00:00Z"),
                 added_seq: 3 + n as u64,
                 changed_seq: 7,
+                promise_fired: None,
+                promised_by: None,
             })
             .collect()
     }

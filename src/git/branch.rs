@@ -51,6 +51,26 @@ pub fn branch_exists(root: &Path, branch: &str) -> bool {
         .is_some_and(|p| p.lines().any(|l| l.split_once(' ').is_some_and(|(_, r)| r == format!("refs/heads/{branch}"))))
 }
 
+/// True when a remote-tracking ref `refs/remotes/<remote>/<branch>` exists, loose or
+/// packed: git's record that the branch was pushed or fetched (no network).
+pub fn remote_tracking_exists(root: &Path, branch: &str) -> bool {
+    let Some(gd) = git_dir(root) else { return false };
+    let common = common_dir(&gd);
+    let remotes = common.join("refs/remotes");
+    let loose = std::fs::read_dir(&remotes)
+        .map(|dirs| dirs.filter_map(Result::ok).any(|remote| remote.path().join(branch).is_file()))
+        .unwrap_or(false);
+    loose
+        || read_bounded(&common.join("packed-refs")).is_some_and(|p| {
+            p.lines().any(|l| {
+                l.split_once(' ')
+                    .and_then(|(_, r)| r.strip_prefix("refs/remotes/"))
+                    .and_then(|r| r.split_once('/'))
+                    .is_some_and(|(_, b)| b == branch)
+            })
+        })
+}
+
 /// A branch-creating git command found in a shell command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BranchCreation {

@@ -10,6 +10,7 @@
 
 mod branches;
 mod forge;
+pub mod listing_cache;
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -106,6 +107,9 @@ pub struct OwedReading {
     pub incomplete: bool,
     /// The forge program was started.
     pub forge_called: bool,
+    /// Every listed pull request's state and checks, when the listing was read: what
+    /// promises fire from and the caller keeps in the listing's cache.
+    pub forge_facts: Option<crate::checklist::promise::ForgeFacts>,
 }
 
 /// Reads the owed set. Never panics on what git or the forge print, and returns within the
@@ -146,6 +150,7 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
         reading.incomplete |= listed.cut_by_budget;
         reading.notes.extend(listed.note);
         reading.items.extend(own_pull_requests(listed.items, &listed.heads, &reading.own));
+        reading.forge_facts = listed.facts.map(|pull_requests| crate::checklist::promise::ForgeFacts { listed_at: q.now, pull_requests });
     }
     reading
 }

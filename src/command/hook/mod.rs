@@ -5,6 +5,7 @@
 
 pub mod away;
 pub mod context;
+pub mod promises;
 pub mod stop;
 
 use std::path::{Component, Path, PathBuf};
@@ -79,9 +80,12 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             // line the projections name, so the append can leave them be without reading
             // the state (Store::append_unseen).
             let started = event(event::SESSION_STARTED, json!(started_data));
+            // Promises due now fire before the checklist is read, so the start shows them first.
+            let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
+            let fired_warning = promises::fire_due(&store, Some(&scope), &root, &actor, now, None).1;
             let AwayAtStart { block, shown, warning } = away_block(&root)?;
             let start = start_context(&store, block.as_deref());
-            let mut warnings: Vec<String> = warning.into_iter().collect();
+            let mut warnings: Vec<String> = warning.into_iter().chain(fired_warning).collect();
             let how = context::Injecting {
                 session: req.session_id.as_deref(),
                 source: &context::start_source(source.name()),
@@ -202,6 +206,9 @@ fn user_prompt(
     actor: &Actor,
     started: std::time::Instant,
 ) -> Result<HookOutcome, HookError> {
+    // A wake reaches the session as a prompt: promises due by now fire here.
+    let (fired, fired_warning) =
+        promises::fire_due(store, Some(scope), root, actor, crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?, None);
     let view = store.checklist_view();
     let state = store.current_state().ok().map(|c| c.state);
     let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
@@ -237,13 +244,17 @@ fn user_prompt(
                 (Some(a), Some(b)) => Some(format!("{a}\n\n{b}")),
                 (a, b) => a.or(b),
             };
+            let text = match (promises::fired_note(&fired), text) {
+                (Some(f), Some(t)) => Some(format!("{f}\n\n{t}")),
+                (f, t) => f.or(t),
+            };
             (text, "user_prompt", None, None)
         }
     };
     let made = text.map(|t| context::inject(&t, context::Injecting { session, source, covers_seq, away: shown, reinjects }, actor));
     let mut events: Vec<NewEvent> = receipts.iter().map(|r| context::receipt_event(r, actor)).collect();
     events.extend(made.as_ref().and_then(|m| m.event.clone()));
-    let mut warnings: Vec<String> = record.warning.into_iter().collect();
+    let mut warnings: Vec<String> = record.warning.into_iter().chain(fired_warning).collect();
     let (warning, dropped) = record_settled(store, scope, events);
     warnings.extend(warning);
     // A re-injection another hook made or made moot meanwhile is not sent.

@@ -297,6 +297,33 @@ mod tests {
         assert!(j.state.checklist.get("item-0").is_some() && j.state.checklist.get("late").is_some());
     }
 
+    /// A promise fires once: a second record of it is skipped, and setting the promise again
+    /// arms it again.
+    #[test]
+    fn a_promise_fires_once_until_it_is_set_again() {
+        let mut j = Journal::new();
+        let item = ItemFields { promise: Some("pr:7 merged => add the wrapper".into()), ..ItemFields::working("1", "Land pr 7") };
+        assert_eq!(j.append("checklist.item_added", json!(ItemAdded { item })), FoldNote::Folded);
+        let fired = |id: &str| {
+            json!(PromiseFired { id: "1".into(), trigger: "pr:7 merged".into(), item: ItemFields::working(id, "add the wrapper") })
+        };
+        assert_eq!(j.append("checklist.promise_fired", fired("2")), FoldNote::Folded);
+        assert_eq!(j.state.checklist.get("1").unwrap().promise_fired.as_deref(), Some("2"));
+        let by = j.state.checklist.get("2").unwrap().promised_by.clone().unwrap();
+        assert_eq!((by.id.as_str(), by.trigger.as_str()), ("1", "pr:7 merged"));
+        let FoldNote::Skipped(again) = j.append("checklist.promise_fired", fired("3")) else { panic!("a second firing folded") };
+        assert_eq!(again.reason, "names an item whose promise already fired");
+        assert!(j.state.checklist.get("3").is_none());
+
+        let changes = ChangeSet { promise: Some(Some("pr:7 merged => add the wrapper".into())), ..ChangeSet::default() };
+        assert_eq!(j.append("checklist.item_changed", json!(ItemChanged { id: "1".into(), changes })), FoldNote::Folded);
+        assert_eq!(j.state.checklist.get("1").unwrap().promise_fired, None, "set again: armed again");
+        assert_eq!(j.append("checklist.promise_fired", fired("3")), FoldNote::Folded);
+        // A change of another field leaves the mark.
+        assert_eq!(j.set("1", ItemState::Done), FoldNote::Folded);
+        assert_eq!(j.state.checklist.get("1").unwrap().promise_fired.as_deref(), Some("3"));
+    }
+
     /// A change naming a retired item is skipped (the working state no longer holds it),
     /// and says that closed items are retired; while none is, the reason names only the id.
     #[test]

@@ -225,6 +225,27 @@ fn creation_in(words: &[String]) -> Option<BranchCreation> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_remote_tracking_ref_is_found_loose_or_packed_for_any_remote() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        std::fs::create_dir_all(git.join("refs/remotes/origin/feat")).unwrap();
+        std::fs::create_dir_all(git.join("refs/heads/feat")).unwrap();
+        std::fs::write(git.join("refs/remotes/origin/feat/loose"), "0".repeat(40) + "\n").unwrap();
+        std::fs::write(git.join("refs/heads/feat/local"), "0".repeat(40) + "\n").unwrap();
+        let id = "1".repeat(40);
+        std::fs::write(
+            git.join("packed-refs"),
+            format!("# pack-refs with: peeled\n{id} refs/remotes/fork/feat/packed\n{id} refs/heads/feat/only-local\n"),
+        )
+        .unwrap();
+        assert!(remote_tracking_exists(dir.path(), "feat/loose"));
+        assert!(remote_tracking_exists(dir.path(), "feat/packed"));
+        for not in ["feat/local", "feat/only-local", "feat", "loose", "feat/nowhere"] {
+            assert!(!remote_tracking_exists(dir.path(), not), "{not}");
+        }
+    }
+
     fn branches(cmd: &str) -> Vec<String> {
         branch_creations(cmd).into_iter().map(|c| c.branch).collect()
     }

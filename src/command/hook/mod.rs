@@ -80,11 +80,19 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             // line the projections name, so the append can leave them be without reading
             // the state (Store::append_unseen).
             let started = event(event::SESSION_STARTED, json!(started_data));
-            // Promises due now fire before the checklist is read, so the start shows them first.
             let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-            let fired_warning = promises::fire_due(&store, Some(&scope), &root, &actor, now, None).1;
             let AwayAtStart { block, shown, warning } = away_block(&root)?;
-            let start = start_context(&store, block.as_deref());
+            let cached = store.cached_session_context(start_frame::checklist_budget(block.as_deref()), now);
+            // Promises due now fire before the checklist is shown, so the start shows them
+            // first. A kept render that shows no armed promise spares reading the state.
+            let (cached, fired_warning) = match cached {
+                Some(kept) if !kept.promises_armed => (Some(kept), None),
+                kept => match promises::fire_due(&store, Some(&scope), &root, &actor, now, None) {
+                    (fired, warning) if fired.is_empty() => (kept, warning),
+                    (_, warning) => (None, warning),
+                },
+            };
+            let start = start_context(&store, block.as_deref(), cached, now);
             let mut warnings: Vec<String> = warning.into_iter().chain(fired_warning).collect();
             let how = context::Injecting {
                 session: req.session_id.as_deref(),
@@ -160,13 +168,17 @@ struct StartContext {
     covers_seq: Option<u64>,
 }
 
-/// The checklist is read from `session-context.json` when that still shows the journal's
-/// head (so the cost does not grow with the plan), else rendered from the checklist view
-/// and the file rewritten.
-fn start_context(store: &Store, away_block: Option<&str>) -> StartContext {
-    let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
+/// The checklist is read from `session-context.json` (`cached`, when that still shows the
+/// journal's head, so the cost does not grow with the plan), else rendered from the
+/// checklist view and the file rewritten.
+fn start_context(
+    store: &Store,
+    away_block: Option<&str>,
+    cached: Option<crate::store::reader::CachedContext>,
+    now: jiff::Timestamp,
+) -> StartContext {
     let budget = start_frame::checklist_budget(away_block);
-    if let Some(cached) = store.cached_session_context(budget, now) {
+    if let Some(cached) = cached {
         let seq = Some(cached.journal_seq);
         return StartContext { text: start_frame::frame(&cached.text, away_block), projections_at: seq, covers_seq: seq };
     }

@@ -79,7 +79,7 @@ fn items_round_trip_through_the_verbs() {
         "add",
         "Ship the login fix",
         "--promise",
-        "CI green => merge",
+        "ci:feat/login green => merge",
         "--owner-ref",
         "feat/login",
         "--owner-ref",
@@ -100,7 +100,7 @@ fn items_round_trip_through_the_verbs() {
     let show: Value = serde_json::from_slice(&wc.abcd(&["checklist", "show", "1", "--json"]).stdout).unwrap();
     assert_eq!(show["title"], "Ship the login fix");
     assert_eq!(show["state"], "working");
-    assert_eq!(show["promise"], "CI green => merge");
+    assert_eq!(show["promise"], "ci:feat/login green => merge");
     assert_eq!(show["owner_refs"], json!(["feat/login", "pr:12"]));
     assert_eq!(show["next_look"], "2026-12-01T09:00:00Z");
     assert_eq!(show["credential"], json!({"kind": "github_token", "scope": "repo", "expiry": null}));
@@ -154,6 +154,8 @@ fn each_field_rule_is_refused_with_exit_2_naming_the_field_and_nothing_is_writte
         (&["checklist", "add", "two\nlines"], "title"),
         (&["checklist", "add", "x", "--waits-on", "team:x"], "waits_on"),
         (&["checklist", "add", "x", "--promise", "no arrow"], "promise"),
+        (&["checklist", "add", "x", "--promise", "CI green => merge"], "names no `pr:`, `branch:` or `ci:`"),
+        (&["checklist", "set", "1", "--promise", "pr:7 approved => merge"], "a promise reads `<trigger> => <title of the next item>`"),
         (&["checklist", "add", "x", "--owner-ref", "has space"], "owner_refs"),
         (&["checklist", "add", "x", "--next-look", "tomorrow"], "next_look"),
         (&["checklist", "add", "x", "--credential-kind", "magic", "--credential-scope", "repo"], "credential.kind"),

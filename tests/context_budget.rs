@@ -82,23 +82,23 @@ const fn done(title: &'static str) -> Planned {
 /// The typical plan: 10 working, 4 waiting with a look time, 6 done, 5 with promises;
 /// titles of 25 to 45 characters.
 const TYPICAL_PLAN: &[Planned] = &[
-    working("Fix the login redirect loop", &["--promise", "fix verified on staging => close issue 231"]),
+    working("Fix the login redirect loop", &["--promise", "ci:fix/login green => close issue 231"]),
     working("Add retry to the upload client", &[]),
     working("Write the migration for user settings", &[]),
-    working("Split the billing module into crates", &["--promise", "crates build alone => open the split PR"]),
+    working("Split the billing module into crates", &["--promise", "branch:split pushed => open the split PR"]),
     working("Cache the search index on disk", &[]),
     working("Remove the deprecated v1 endpoints", &[]),
     working("Document the release checklist", &[]),
-    working("Speed up the CI cache restore step", &["--promise", "restore under a minute => drop the old cache job"]),
+    working("Speed up the CI cache restore step", &["--promise", "ci:ci-cache green => drop the old cache job"]),
     working("Handle empty carts in the checkout flow", &[]),
     working("Add metrics for background job latency", &[]),
     working(
         "Review of the auth refactor PR",
-        &["--waits-on", "pr:412", "--next-look", "+3h", "--promise", "approved => merge and deploy to staging"],
+        &["--waits-on", "pr:412", "--next-look", "+3h", "--promise", "pr:412 merged => deploy to staging"],
     ),
     working(
         "Answer from design on the new header",
-        &["--waits-on", "person:designer", "--next-look", "+1d", "--promise", "answer in => build the chosen header"],
+        &["--waits-on", "person:designer", "--next-look", "+1d", "--promise", "pr:88 closed => build the chosen header"],
     ),
     working("Nightly benchmark run on the new runner", &["--waits-on", "slot:ci", "--next-look", "+8h"]),
     working("Upstream fix for the TLS timeout bug", &["--waits-on", "pr:87", "--next-look", "+2d"]),

@@ -507,7 +507,7 @@ fn rendered_context(repo: &Repo, now: &str) -> String {
 
 /// A plan written at `T0`: working, waiting with a look two hours ahead, a promise, one done.
 fn plan(repo: &Repo) {
-    abcd_at(repo, T0, &["checklist", "add", "Fix the login redirect loop", "--promise", "tests pass => open the PR"]);
+    abcd_at(repo, T0, &["checklist", "add", "Fix the login redirect loop", "--promise", "ci:fix/login green => open the PR"]);
     abcd_at(repo, T0, &["checklist", "add", "Wait for the review", "--waits-on", "pr:12", "--next-look", "+2h"]);
     abcd_at(repo, T0, &["checklist", "add", "Ship the release notes"]);
     abcd_at(repo, T0, &["checklist", "set", "3", "--state", "done"]);

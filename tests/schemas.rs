@@ -174,6 +174,25 @@ fn pattern_holds(pattern: &str, s: &str) -> bool {
         COMMAND_WORD => !s.chars().any(char::is_control),
         SAVED_REF => s.starts_with("refs/abcd/saved/") && !s.chars().any(char::is_control),
         LOOP_SIGNAL => !s.is_empty() && !s.chars().any(space_or_control),
+        // A promise's trigger as `checklist.promise_fired` records it (docs/promises.md).
+        "^(pr:[1-9][0-9]{0,11} (merged|closed)|at [^\\s]+|(branch|ci):[^\\s]{1,200} (pushed|green))$" => {
+            let word = |w: &str| !w.is_empty() && !w.chars().any(char::is_whitespace);
+            match s.split_once(' ') {
+                Some(("at", time)) => word(time),
+                Some((subject, verb)) => match subject.split_once(':') {
+                    Some(("pr", n)) => {
+                        matches!(verb, "merged" | "closed")
+                            && (1..=12).contains(&n.len())
+                            && n.bytes().all(|c| c.is_ascii_digit())
+                            && !n.starts_with('0')
+                    }
+                    Some(("branch", b)) => verb == "pushed" && word(b) && b.chars().count() <= 200,
+                    Some(("ci", b)) => verb == "green" && word(b) && b.chars().count() <= 200,
+                    _ => false,
+                },
+                None => false,
+            }
+        }
         "^[0-9a-f]{64}$" => hex(64),
         "^[0-9a-f]{32}$" => hex(32),
         // Dotted lowercase words; the 64-byte cap is the schema's maxLength.
@@ -1071,6 +1090,36 @@ fn the_field_patterns_are_the_codes_rules() {
 /// Every kind `event::decode` reads into a typed value (not `Known::Unfolded`) has its
 /// `<kind>.schema.json`. `Unfolded` does not look at the data, so an empty object tells
 /// the two apart: a typed kind refuses it (each has a required key) or reads it.
+/// `checklist.promise_fired`: after an item whose promise is `pr:7 merged => add the
+/// wrapper`, the schema and the fold take the same records and refuse the same.
+#[test]
+fn the_promise_fired_schema_agrees_with_the_code() {
+    let fired = schema("checklist.promise_fired.schema.json");
+    let promising = ItemFields { promise: Some("pr:7 merged => add the wrapper".into()), ..ItemFields::working("1", "Land pr 7") };
+    let before = [(event::CHECKLIST_ITEM_ADDED, json!(ItemAdded { item: promising }))];
+    let code = |data: &Value| folds(working_copy_scope(), &before, event::CHECKLIST_PROMISE_FIRED, data);
+    let next = ItemFields { owner_refs: vec!["pr:7".into()], ..ItemFields::working("2", "add the wrapper") };
+    let good = json!(event::PromiseFired { id: "1".into(), trigger: "pr:7 merged".into(), item: next });
+    assert_eq!(keys_of(&good), keys_of(&fired["properties"]), "checklist.promise_fired keys");
+    assert_eq!(keys_of(&good["item"]), keys_of(&fired["properties"]["item"]["properties"]), "the item's keys");
+    agree(&fired, code, &good, true);
+    for key in ["id", "trigger", "item"] {
+        agree(&fired, code, &without(&good, key), false);
+    }
+    agree(&fired, code, &with(&good, "extra", json!(1)), false);
+    agree(&fired, code, &with(&good, "id", json!("Not A Slug")), false);
+    agree(&fired, code, &with(&good, "trigger", json!("pr:7 approved")), false);
+    agree(&fired, code, &with(&good, "trigger", json!("pr:07 merged")), false);
+    agree(&fired, code, &set_at(&good, &["item", "state"], json!("waiting")), false);
+    agree(&fired, code, &set_at(&good, &["item", "id"], json!("Not A Slug")), false);
+    agree(&fired, code, &set_at(&good, &["item", "title"], json!("")), false);
+    // What the schema cannot say, the fold checks: the trigger is the promise's own.
+    assert!(errors_of(&fired, &with(&good, "trigger", json!("pr:8 merged"))).is_empty());
+    assert!(code(&with(&good, "trigger", json!("pr:8 merged"))).is_err());
+    assert!(code(&with(&good, "id", json!("9"))).is_err());
+    assert!(code(&set_at(&good, &["item", "id"], json!("1"))).is_err(), "the new item's id is the promising one's");
+}
+
 #[test]
 fn every_kind_the_fold_decodes_has_a_schema() {
     let schemas = kind_schemas();

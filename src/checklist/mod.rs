@@ -2,6 +2,7 @@
 //! the fold leaves (`state`), time input and the render. Pure: no I/O here.
 
 pub mod item;
+pub mod promise;
 pub mod render;
 pub mod state;
 pub mod time_input;

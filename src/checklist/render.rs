@@ -24,11 +24,12 @@ pub const HEADER: &str = "abcd keeps this checklist across compaction; edit: `ab
 /// Between an item's title and each of its details.
 const DETAIL_SEP: &str = " · ";
 
-/// Items in render order: working, then waiting, each newest first; then the most
-/// recently finished done items. Dropped items are not shown.
+/// Items in render order: working, then waiting, each with the items fired promises
+/// became first, then newest first; then the most recently finished done items. Dropped
+/// items are not shown.
 pub fn render_order(items: &[Item]) -> Vec<&Item> {
     let mut open: Vec<&Item> = items.iter().filter(|i| i.fields.state.is_open()).collect();
-    open.sort_by_key(|i| (i.fields.state != ItemState::Working, std::cmp::Reverse(i.added_seq)));
+    open.sort_by_key(|i| (i.fields.state != ItemState::Working, i.promised_by.is_none(), std::cmp::Reverse(i.added_seq)));
     let mut done: Vec<&Item> = items.iter().filter(|i| i.fields.state == ItemState::Done).collect();
     done.sort_by_key(|i| std::cmp::Reverse(i.changed_seq));
     done.truncate(RECENT_DONE_MAX);
@@ -75,8 +76,14 @@ fn details(item: &Item, look: impl Fn(Timestamp) -> String) -> Vec<String> {
     if let Some(t) = f.next_look {
         details.push(look(t));
     }
+    if let Some(by) = &item.promised_by {
+        details.push(format!("promised by {} ({} held)", by.id, by.trigger));
+    }
     if let Some(p) = &f.promise {
-        details.push(format!("promise: {p}"));
+        match &item.promise_fired {
+            Some(next) => details.push(format!("promise: {p} (fired: {next})")),
+            None => details.push(format!("promise: {p}")),
+        }
     }
     if !f.owner_refs.is_empty() {
         details.push(format!("refs: {}", f.owner_refs.join(", ")));
@@ -268,6 +275,8 @@ mod tests {
             updated_at: t,
             added_seq: n,
             changed_seq: n,
+            promise_fired: None,
+            promised_by: None,
         }
     }
 

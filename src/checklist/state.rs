@@ -17,6 +17,23 @@ pub struct Item {
     /// The seq of the event that added it, and of the last that changed it.
     pub added_seq: u64,
     pub changed_seq: u64,
+    /// The id of the item this item's promise became (`checklist.promise_fired`); cleared
+    /// when the promise is set again. Left out while none, so old states read and write
+    /// byte for byte as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promise_fired: Option<String>,
+    /// The item whose promise this item came from, and its trigger: such an item is
+    /// rendered first while it is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promised_by: Option<PromisedBy>,
+}
+
+/// Where an item that a promise became came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromisedBy {
+    pub id: String,
+    pub trigger: String,
 }
 
 /// `Item` as it is read from `checklist.json`, `state.json` and checkpoints: the same
@@ -48,6 +65,10 @@ struct ItemAsRead {
     updated_at: jiff::Timestamp,
     added_seq: u64,
     changed_seq: u64,
+    #[serde(default)]
+    promise_fired: Option<String>,
+    #[serde(default)]
+    promised_by: Option<PromisedBy>,
 }
 
 impl From<ItemAsRead> for Item {
@@ -66,6 +87,8 @@ impl From<ItemAsRead> for Item {
             updated_at,
             added_seq,
             changed_seq,
+            promise_fired,
+            promised_by,
         } = r;
         Item {
             fields: ItemFields { id, title, state, waits_on, next_look, promise, owner_refs, credential, blocker },
@@ -73,6 +96,8 @@ impl From<ItemAsRead> for Item {
             updated_at,
             added_seq,
             changed_seq,
+            promise_fired,
+            promised_by,
         }
     }
 }
@@ -161,6 +186,8 @@ mod tests {
                 updated_at: t,
                 added_seq: n as u64,
                 changed_seq: n as u64,
+                promise_fired: None,
+                promised_by: None,
             })
             .collect();
         ChecklistState { items, next_number, ..Default::default() }

@@ -113,7 +113,9 @@ struct AddArgs {
     waits_on: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "T", help = time_help("When to look again"))]
     next_look: Option<String>,
-    /// What you will do when something happens: "<trigger> => <act>"
+    /// A next item owed when something happens: "<trigger> => <title>", the trigger one of
+    /// pr:N merged, pr:N closed, at <RFC 3339 time>, branch:NAME pushed, ci:BRANCH green
+    /// (docs/promises.md)
     #[arg(long, allow_hyphen_values = true, value_name = "PROMISE")]
     promise: Option<String>,
     /// A branch, pull request (pr:<n>) or record this item is about; repeatable
@@ -153,7 +155,7 @@ struct SetArgs {
     waits_on: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "T", help = format!("{}; \"\" clears it", time_help("When to look again")))]
     next_look: Option<String>,
-    /// "<trigger> => <act>"; "" clears it
+    /// "<trigger> => <title of the next item>" (as `add --promise`); "" clears it
     #[arg(long, allow_hyphen_values = true)]
     promise: Option<String>,
     /// Add a ref; repeatable

@@ -144,7 +144,11 @@ pub fn run() -> anyhow::Result<i32> {
     expect(demo.run(&["init"])?, 0, "init")?;
 
     step("2. The session writes its plan; every change is an fsynced, hash-chained event");
-    expect(demo.run(&["checklist", "add", "Fix the login bug", "--promise", "CI green => merge", "--owner-ref", "feat/login"])?, 0, "add")?;
+    expect(
+        demo.run(&["checklist", "add", "Fix the login bug", "--promise", "ci:feat/login green => merge", "--owner-ref", "feat/login"])?,
+        0,
+        "add",
+    )?;
     expect(demo.run(&["checklist", "add", "Get PR 12 reviewed", "--waits-on", "pr:12", "--next-look", "+2h"])?, 0, "add")?;
     expect(demo.run(&["checklist", "add", "Write the release notes"])?, 0, "add")?;
 

@@ -193,6 +193,17 @@ fn print_listing(listings: &[RunListing]) {
             for s in &l.saved_aside {
                 line(format!("    saved aside: {s}"));
             }
+            for p in r.pull_requests.iter().filter(|p| p.lane == l.lane) {
+                let checks = serde_json::to_value(p.checks).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                line(format!("    pull request #{} waiting on {} (checks: {checks})", p.number, p.branch));
+            }
+        }
+        if let Some(at) = r.forge_listed_at {
+            let waiting = r.pull_requests.len();
+            line(format!(
+                "  pull requests waiting: {waiting}, as the forge listing of {} saw them (not listed again by resume)",
+                at.strftime("%Y-%m-%d %H:%M UTC")
+            ));
         }
     }
 }

@@ -169,8 +169,9 @@ fn refused_event(verb: &str, field: &str, kind: &str, session: Option<String>) -
 }
 
 /// Secrets first (refused and recorded, field and kind only), then the field rules
-/// (refused, nothing recorded).
-fn judge(verb: &str, fields: &ItemFields, session: &Option<String>) -> Result<(), Box<(Option<NewEvent>, String)>> {
+/// (refused, nothing recorded); with `promise_written`, the promise's grammar too (a
+/// promise kept from before the grammar is left as it is by a write that does not set it).
+fn judge(verb: &str, fields: &ItemFields, session: &Option<String>, promise_written: bool) -> Result<(), Box<(Option<NewEvent>, String)>> {
     if let Some((field, kind)) = item::scannable_fields(fields).into_iter().find_map(|(f, t)| crate::secrets::scan(t).map(|k| (f, k))) {
         let msg = format!(
             "refused: {field} carries {} ({}); secrets never go into the checklist. Keep the secret in your credential store and record only what the item needs with --credential-kind and --credential-scope",
@@ -180,6 +181,9 @@ fn judge(verb: &str, fields: &ItemFields, session: &Option<String>) -> Result<()
         return Err(Box::new((Some(refused_event(verb, field, kind.name(), session.clone())), msg)));
     }
     item::validate_item(fields).map_err(|e| Box::new((None, format!("refused: {e}; nothing was written"))))?;
+    if promise_written && let Some(p) = &fields.promise {
+        crate::checklist::promise::parse(p).map_err(|e| Box::new((None, format!("refused: promise: {e}; nothing was written"))))?;
+    }
     // The fold applies the same check; this keeps the two from drifting apart.
     debug_assert!(check_item(fields).is_ok());
     Ok(())
@@ -206,7 +210,7 @@ pub fn add(store: &Store, scope: &Scope, request: AddRequest, now: ZonedNow, ses
         let mut fields = template.clone();
         // A short number (docs/decisions.md); a slug only once the numbers are used up.
         fields.id = state.checklist.next_id().unwrap_or_else(|| item::unique_id(&fields.title, |id| state.checklist.get(id).is_some()));
-        match judge("add", &fields, &session) {
+        match judge("add", &fields, &session, true) {
             Ok(()) => {
                 let data = serde_json::to_value(ItemAdded { item: fields.clone() }).expect("plain data serializes");
                 (
@@ -256,6 +260,7 @@ pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, ses
         credential,
         blocker,
     };
+    let promise_written = matches!(changes.promise, Some(Some(_)));
     let (id, owner_refs, clear_owner_refs) = (request.id, request.owner_refs, request.clear_owner_refs);
     let written = store.append_with(Some(scope), |folded| {
         let Some(current) = folded.checklist.get(&id) else {
@@ -270,7 +275,7 @@ pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, ses
             return (vec![], Outcome::Refused("refused: nothing to change; name a field to set (see `abcd checklist set --help`)".into()));
         }
         let next = changes.apply_to(&current.fields);
-        match judge("set", &next, &session) {
+        match judge("set", &next, &session, promise_written) {
             Ok(()) => {
                 let data = serde_json::to_value(ItemChanged { id: id.clone(), changes: changes.clone() }).expect("plain data serializes");
                 (

@@ -316,6 +316,47 @@ pub struct RunListing {
     pub loop_record: Option<crate::phased::LoopListing>,
     /// Why the run could not be read, when it could not.
     pub problem: Option<String>,
+    /// Open pull requests whose head is one of the lanes' branches, from the last forge
+    /// listing's cache (docs/promises.md); `resume` itself calls no forge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pull_requests: Vec<WaitingPullRequest>,
+    /// When that listing was made; none without a cached listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forge_listed_at: Option<jiff::Timestamp>,
+}
+
+/// A pull request waiting on a lane's branch, as the last listing saw it.
+#[derive(Debug, Serialize)]
+pub struct WaitingPullRequest {
+    pub lane: String,
+    pub number: u64,
+    pub branch: String,
+    pub checks: crate::checklist::promise::Checks,
+}
+
+/// The newest cached forge listing of the run's working copy and its lanes' worktrees.
+fn cached_listing(run: &Run) -> Option<crate::checklist::promise::ForgeFacts> {
+    let lanes = run.lanes.values().filter_map(|l| l.last().map(|launch| launch.worktree.clone()));
+    std::iter::once(run.working_copy.clone())
+        .chain(lanes)
+        .filter_map(|root| crate::owed::listing_cache::read(&Path::new(&root).join(places::LOCAL_TIER)))
+        .max_by_key(|f| f.listed_at)
+}
+
+/// The pull requests of `listing` open on a lane's branch: the branch abcd made for the lane,
+/// else the one its worktree has checked out (read from git's files).
+fn waiting_pull_requests(run: &Run, listing: &crate::checklist::promise::ForgeFacts) -> Vec<WaitingPullRequest> {
+    let mut out = Vec::new();
+    for (name, lane) in &run.lanes {
+        let branch = match &lane.own_worktree {
+            Some(own) => Some(own.branch.clone()),
+            None => lane.last().and_then(|l| crate::git::branch::current_branch(Path::new(&l.worktree))),
+        };
+        let Some(branch) = branch else { continue };
+        let open = listing.pull_requests.iter().filter(|p| p.head == branch && p.state == crate::checklist::promise::PrState::Open);
+        out.extend(open.map(|p| WaitingPullRequest { lane: name.clone(), number: p.number, branch: branch.clone(), checks: p.checks }));
+    }
+    out
 }
 
 impl RunListing {
@@ -329,6 +370,8 @@ impl RunListing {
             lanes: vec![],
             loop_record: None,
             problem: Some(why.to_string()),
+            pull_requests: Vec::new(),
+            forge_listed_at: None,
         }
     }
 }
@@ -545,6 +588,7 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
 }
 
 fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts, loops: &crate::phased::LoopRecords) -> RunListing {
+    let listing = cached_listing(run);
     RunListing {
         loop_record: crate::phased::resume_listing(name, loops),
         run: name.to_string(),
@@ -554,6 +598,8 @@ fn run_listing(name: &str, run: &Run, facts: &WorktreeFacts, loops: &crate::phas
         halted: run.halted,
         lanes: run.lanes.iter().map(|(n, l)| lane_listing(n, l, facts)).collect(),
         problem: None,
+        pull_requests: listing.as_ref().map(|f| waiting_pull_requests(run, f)).unwrap_or_default(),
+        forge_listed_at: listing.map(|f| f.listed_at),
     }
 }
 

@@ -154,6 +154,16 @@ pub struct WriteRefused {
     pub kind: String,
 }
 
+/// `data` of `checklist.promise_fired`: the promise of item `id`, whose trigger reads
+/// `trigger`, held, and became `item` (a new working item).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromiseFired {
+    pub id: String,
+    pub trigger: String,
+    pub item: ItemFields,
+}
+
 /// The fields a `checklist set` changes; a present `None` clears an optional field.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

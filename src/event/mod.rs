@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
 pub use self::away::{AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, Tradeoff};
-pub use self::checklist::{ItemAdded, ItemChanged, WriteRefused};
+pub use self::checklist::{ItemAdded, ItemChanged, PromiseFired, WriteRefused};
 pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
 pub use self::notify::{AwayNotificationRecorded, AwayNotified, NotifyKind};
@@ -59,6 +59,7 @@ pub const AWAY_SWEEP_ANSWERED: &str = "away.sweep_answered";
 pub const AWAY_RETURN_SHOWN: &str = "away.return_shown";
 pub const AWAY_NOTIFIED: &str = "away.notified";
 pub const AWAY_NOTIFICATION_RECORDED: &str = "away.notification_recorded";
+pub const CHECKLIST_PROMISE_FIRED: &str = "checklist.promise_fired";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -109,6 +110,7 @@ pub const V1_KINDS: &[&str] = &[
     AWAY_RETURN_SHOWN,
     AWAY_NOTIFIED,
     AWAY_NOTIFICATION_RECORDED,
+    CHECKLIST_PROMISE_FIRED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -153,6 +155,7 @@ pub enum Known {
     AwayReturnShown(AwayReturnShown),
     AwayNotified(AwayNotified),
     AwayNotificationRecorded(AwayNotificationRecorded),
+    PromiseFired(PromiseFired),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -236,6 +239,7 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         AWAY_RETURN_SHOWN => Ok(Known::AwayReturnShown(typed(kind, data)?)),
         AWAY_NOTIFIED => Ok(Known::AwayNotified(typed(kind, data)?)),
         AWAY_NOTIFICATION_RECORDED => Ok(Known::AwayNotificationRecorded(typed(kind, data)?)),
+        CHECKLIST_PROMISE_FIRED => Ok(Known::PromiseFired(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

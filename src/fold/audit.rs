@@ -91,6 +91,18 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::WriteRefused(r)) if super::checklist::refusal_is_clean(&r) => {
             format!("refused a checklist {}: field {} carries a secret ({})", r.verb, r.field, r.kind)
         }
+        Ok(Known::PromiseFired(f)) => match super::checklist::check_item(&f.item) {
+            // The trigger is shown only as a parsed trigger: a value from the file never is.
+            Ok(())
+                if crate::checklist::item::validate_id(&f.id).is_ok()
+                    && crate::secrets::scan(&f.trigger).is_none()
+                    && crate::checklist::promise::parse(&format!("{} => x", f.trigger)).is_ok() =>
+            {
+                format!("promise of checklist item {} fired ({}): added item {}: {}", f.id, f.trigger, f.item.id, f.item.title)
+            }
+            Ok(()) => "checklist.promise_fired skipped: its id or trigger is malformed".to_string(),
+            Err(r) => format!("checklist.promise_fired skipped: item.{} {}", r.field.unwrap_or_default(), r.reason),
+        },
         Ok(Known::WriteRefused(_)) => "checklist.write_refused skipped: a refusal record must name a field and a kind only".to_string(),
         Ok(Known::SessionStarted(s)) if clean(&s.source) && clean(&s.working_copy) => {
             format!("session started ({}) in {}", s.source, s.working_copy)

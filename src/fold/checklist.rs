@@ -5,8 +5,9 @@
 
 use crate::checklist::item::{self, refusal_words_are_clean};
 pub use crate::checklist::item::{CLOSED_ITEMS_KEPT, Rejection, check_item, refusal_is_clean};
+use crate::checklist::state::PromisedBy;
 pub use crate::checklist::state::{ChecklistState, Item, RefusalRecord};
-use crate::event::{ItemAdded, ItemChanged, WriteRefused};
+use crate::event::{ItemAdded, ItemChanged, PromiseFired, WriteRefused};
 use crate::journal::format::Event;
 
 /// Added to the reason of a change to an item the checklist does not hold, once closed
@@ -32,6 +33,8 @@ pub fn fold_added(state: &mut ChecklistState, event: &Event, added: &ItemAdded, 
         updated_at: event.time,
         added_seq: event.seq,
         changed_seq: event.seq,
+        promise_fired: None,
+        promised_by: None,
     });
     state.count_id(&added.item.id);
     touch(state, event);
@@ -57,6 +60,10 @@ pub fn fold_changed(state: &mut ChecklistState, event: &Event, changed: &ItemCha
     let next = changed.changes.apply_to(&state.items[index].fields);
     check_item(&next)?;
     let it = &mut state.items[index];
+    if changed.changes.promise.is_some() {
+        // A promise set again is armed again.
+        it.promise_fired = None;
+    }
     it.fields = next;
     it.updated_at = event.time;
     it.changed_seq = event.seq;
@@ -107,6 +114,54 @@ pub fn shown_text_passes(
     for (index, item) in items.iter().enumerate() {
         check_item(&item.fields).map_err(|r| (index, r))?;
     }
+    Ok(())
+}
+
+/// Folds a fired promise: the promising item is held, its promise reads the trigger named
+/// and has not fired since it was set; the next item is added (as an add is checked) and
+/// the promising item names it. A second record of the same firing is skipped.
+pub fn fold_promise_fired(
+    state: &mut ChecklistState,
+    event: &Event,
+    fired: &PromiseFired,
+    retired: &mut Vec<Item>,
+) -> Result<(), Rejection> {
+    let Some(index) = state.items.iter().position(|i| i.fields.id == fired.id) else {
+        let named = item::validate_id(&fired.id).is_ok() && crate::secrets::scan(&fired.id).is_none();
+        let reason = if named { format!("names no item `{}`", fired.id) } else { "names no item".to_string() };
+        return Err(Rejection { field: Some("id".into()), reason });
+    };
+    let promising = &state.items[index];
+    let parsed = promising.fields.promise.as_deref().and_then(|p| crate::checklist::promise::parse(p).ok());
+    if parsed.is_none_or(|p| p.trigger_text != fired.trigger) {
+        return Err(Rejection { field: Some("trigger".into()), reason: "is not the trigger of the item's promise".into() });
+    }
+    if promising.promise_fired.is_some() {
+        return Err(Rejection { field: Some("id".into()), reason: "names an item whose promise already fired".into() });
+    }
+    if fired.item.state != crate::checklist::item::ItemState::Working {
+        return Err(Rejection { field: Some("item.state".into()), reason: "must be working: a fired promise is work to do".into() });
+    }
+    check_item(&fired.item)?;
+    if state.get(&fired.item.id).is_some() {
+        return Err(Rejection { field: Some("item.id".into()), reason: "names an item that already exists".into() });
+    }
+    if state.items.len() >= item::ITEMS_MAX {
+        return Err(Rejection { field: None, reason: format!("the checklist already holds {} items", item::ITEMS_MAX) });
+    }
+    state.items[index].promise_fired = Some(fired.item.id.clone());
+    state.items.push(Item {
+        fields: fired.item.clone(),
+        created_at: event.time,
+        updated_at: event.time,
+        added_seq: event.seq,
+        changed_seq: event.seq,
+        promise_fired: None,
+        promised_by: Some(PromisedBy { id: fired.id.clone(), trigger: fired.trigger.clone() }),
+    });
+    state.count_id(&fired.item.id);
+    touch(state, event);
+    retire_closed(state, retired);
     Ok(())
 }
 
@@ -242,6 +297,33 @@ mod tests {
         assert!(j.state.checklist.get("item-0").is_some() && j.state.checklist.get("late").is_some());
     }
 
+    /// A promise fires once: a second record of it is skipped, and setting the promise again
+    /// arms it again.
+    #[test]
+    fn a_promise_fires_once_until_it_is_set_again() {
+        let mut j = Journal::new();
+        let item = ItemFields { promise: Some("pr:7 merged => add the wrapper".into()), ..ItemFields::working("1", "Land pr 7") };
+        assert_eq!(j.append("checklist.item_added", json!(ItemAdded { item })), FoldNote::Folded);
+        let fired = |id: &str| {
+            json!(PromiseFired { id: "1".into(), trigger: "pr:7 merged".into(), item: ItemFields::working(id, "add the wrapper") })
+        };
+        assert_eq!(j.append("checklist.promise_fired", fired("2")), FoldNote::Folded);
+        assert_eq!(j.state.checklist.get("1").unwrap().promise_fired.as_deref(), Some("2"));
+        let by = j.state.checklist.get("2").unwrap().promised_by.clone().unwrap();
+        assert_eq!((by.id.as_str(), by.trigger.as_str()), ("1", "pr:7 merged"));
+        let FoldNote::Skipped(again) = j.append("checklist.promise_fired", fired("3")) else { panic!("a second firing folded") };
+        assert_eq!(again.reason, "names an item whose promise already fired");
+        assert!(j.state.checklist.get("3").is_none());
+
+        let changes = ChangeSet { promise: Some(Some("pr:7 merged => add the wrapper".into())), ..ChangeSet::default() };
+        assert_eq!(j.append("checklist.item_changed", json!(ItemChanged { id: "1".into(), changes })), FoldNote::Folded);
+        assert_eq!(j.state.checklist.get("1").unwrap().promise_fired, None, "set again: armed again");
+        assert_eq!(j.append("checklist.promise_fired", fired("3")), FoldNote::Folded);
+        // A change of another field leaves the mark.
+        assert_eq!(j.set("1", ItemState::Done), FoldNote::Folded);
+        assert_eq!(j.state.checklist.get("1").unwrap().promise_fired.as_deref(), Some("3"));
+    }
+
     /// A change naming a retired item is skipped (the working state no longer holds it),
     /// and says that closed items are retired; while none is, the reason names only the id.
     #[test]
@@ -269,6 +351,8 @@ mod tests {
             updated_at: t,
             added_seq: n,
             changed_seq: changed,
+            promise_fired: None,
+            promised_by: None,
         };
         let mut items: Vec<Item> = (0..CLOSED_ITEMS_KEPT as u64 + 3).rev().map(|n| item(n, 100 + n.min(5))).collect();
         items.push(item(1_000, 1));
@@ -324,7 +408,15 @@ mod tests {
                         if j.add(&fields.id, state) != FoldNote::Folded {
                             return false;
                         }
-                        model.push(Item { fields, created_at: time, updated_at: time, added_seq: seq, changed_seq: seq });
+                        model.push(Item {
+                            fields,
+                            created_at: time,
+                            updated_at: time,
+                            added_seq: seq,
+                            changed_seq: seq,
+                            promise_fired: None,
+                            promised_by: None,
+                        });
                     }
                     Step::Set { pick, to } => {
                         if j.state.checklist.items.is_empty() {

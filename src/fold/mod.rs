@@ -200,6 +200,7 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
         Ok(Known::ItemAdded(added)) => checklist::fold_added(&mut state.checklist, event, &added, retired),
         Ok(Known::ItemChanged(changed)) => checklist::fold_changed(&mut state.checklist, event, &changed, retired),
         Ok(Known::WriteRefused(refused)) => checklist::fold_refused(&mut state.checklist, event, &refused),
+        Ok(Known::PromiseFired(fired)) => checklist::fold_promise_fired(&mut state.checklist, event, &fired, retired),
         Ok(Known::SessionStarted(s)) => {
             state.work.sessions_started += 1;
             state.work.last_session = s.session.filter(|id| crate::event::session_id_ok(id) && crate::secrets::scan(id).is_none());
@@ -442,6 +443,8 @@ mod tests {
             updated_at: jiff::Timestamp::UNIX_EPOCH,
             added_seq: 1,
             changed_seq: 1,
+            promise_fired: None,
+            promised_by: None,
         });
         good.work.branches.push("fix/parser".into());
         good.checklist.last_refusal =

@@ -51,6 +51,26 @@ pub fn branch_exists(root: &Path, branch: &str) -> bool {
         .is_some_and(|p| p.lines().any(|l| l.split_once(' ').is_some_and(|(_, r)| r == format!("refs/heads/{branch}"))))
 }
 
+/// True when a remote-tracking ref `refs/remotes/<remote>/<branch>` exists, loose or
+/// packed: git's record that the branch was pushed or fetched (no network).
+pub fn remote_tracking_exists(root: &Path, branch: &str) -> bool {
+    let Some(gd) = git_dir(root) else { return false };
+    let common = common_dir(&gd);
+    let remotes = common.join("refs/remotes");
+    let loose = std::fs::read_dir(&remotes)
+        .map(|dirs| dirs.filter_map(Result::ok).any(|remote| remote.path().join(branch).is_file()))
+        .unwrap_or(false);
+    loose
+        || read_bounded(&common.join("packed-refs")).is_some_and(|p| {
+            p.lines().any(|l| {
+                l.split_once(' ')
+                    .and_then(|(_, r)| r.strip_prefix("refs/remotes/"))
+                    .and_then(|r| r.split_once('/'))
+                    .is_some_and(|(_, b)| b == branch)
+            })
+        })
+}
+
 /// A branch-creating git command found in a shell command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BranchCreation {
@@ -204,6 +224,27 @@ fn creation_in(words: &[String]) -> Option<BranchCreation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_tracking_ref_is_found_loose_or_packed_for_any_remote() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        std::fs::create_dir_all(git.join("refs/remotes/origin/feat")).unwrap();
+        std::fs::create_dir_all(git.join("refs/heads/feat")).unwrap();
+        std::fs::write(git.join("refs/remotes/origin/feat/loose"), "0".repeat(40) + "\n").unwrap();
+        std::fs::write(git.join("refs/heads/feat/local"), "0".repeat(40) + "\n").unwrap();
+        let id = "1".repeat(40);
+        std::fs::write(
+            git.join("packed-refs"),
+            format!("# pack-refs with: peeled\n{id} refs/remotes/fork/feat/packed\n{id} refs/heads/feat/only-local\n"),
+        )
+        .unwrap();
+        assert!(remote_tracking_exists(dir.path(), "feat/loose"));
+        assert!(remote_tracking_exists(dir.path(), "feat/packed"));
+        for not in ["feat/local", "feat/only-local", "feat", "loose", "feat/nowhere"] {
+            assert!(!remote_tracking_exists(dir.path(), not), "{not}");
+        }
+    }
 
     fn branches(cmd: &str) -> Vec<String> {
         branch_creations(cmd).into_iter().map(|c| c.branch).collect()

@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use super::{CHILD_OUTPUT_MAX, FORGE_DEADLINE, FORGE_LIST_MAX, RunFail, run_bounded};
+use crate::checklist::promise::{Checks, PrFact, PrState};
 use crate::verdict::stop::{Owed, PrWhy};
 
 /// Check-run conclusions that mean failing.
@@ -17,9 +18,13 @@ const FAILING_CONCLUSIONS: &[&str] = &["FAILURE", "TIMED_OUT", "CANCELLED", "ACT
 /// Status-context states that mean failing.
 const FAILING_STATES: &[&str] = &["FAILURE", "ERROR"];
 
-/// The listing's arguments, exactly.
+/// Check-run conclusions and status-context states that mean passed (for `ci:` promises).
+const PASSING: &[&str] = &["SUCCESS", "NEUTRAL", "SKIPPED"];
+
+/// The listing's arguments, exactly. Every state, so a promise on a merged or closed pull
+/// request can fire from the same listing; only open ones can be owed.
 pub(super) fn gh_args() -> Vec<String> {
-    ["pr", "list", "--state", "open", "--author", "@me", "--json", "number,headRefName,mergeStateStatus,statusCheckRollup", "--limit"]
+    ["pr", "list", "--state", "all", "--author", "@me", "--json", "number,headRefName,state,mergeStateStatus,statusCheckRollup", "--limit"]
         .into_iter()
         .map(str::to_owned)
         .chain([FORGE_LIST_MAX.to_string()])
@@ -50,6 +55,8 @@ pub(super) struct Listed {
     pub items: Vec<Owed>,
     /// Each listed pull request's number and head branch, for the own-branch filter.
     pub heads: Vec<(u64, String)>,
+    /// Every listed pull request's state and checks, when the listing was read.
+    pub facts: Option<Vec<PrFact>>,
     pub note: Option<String>,
     pub called: bool,
     /// The budget, not the listing's own deadline, cut it (or left no time to start it).
@@ -93,8 +100,8 @@ fn list(gh: &Path, root: &Path, deadline: Instant, by_budget: bool) -> Listed {
         ..Listed::default()
     };
     match run_bounded(gh.as_os_str(), &args, root, deadline, CHILD_OUTPUT_MAX) {
-        Ok(ran) if ran.code == Some(0) => match parse_listing(&ran.out) {
-            Ok(items) => Listed { items, heads: heads_of(&ran.out), called: true, ..Listed::default() },
+        Ok(ran) if ran.code == Some(0) => match parse_listing(&ran.out).and_then(|items| Ok((items, parse_facts(&ran.out)?))) {
+            Ok((items, facts)) => Listed { items, heads: heads_of(&ran.out), facts: Some(facts), called: true, ..Listed::default() },
             Err(why) => failed(&why),
         },
         Ok(ran) => failed(&match ran.code {
@@ -124,6 +131,11 @@ fn list(gh: &Path, root: &Path, deadline: Instant, by_budget: bool) -> Listed {
 struct PullRequest {
     number: u64,
     #[serde(default)]
+    head_ref_name: Option<String>,
+    /// `OPEN`, `MERGED` or `CLOSED`; absent reads as open (a listing of open ones).
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
     merge_state_status: Option<String>,
     #[serde(default)]
     status_check_rollup: Option<Vec<Check>>,
@@ -139,6 +151,10 @@ struct Check {
 }
 
 impl Check {
+    fn passed(&self) -> bool {
+        self.conclusion.as_deref().is_some_and(|c| PASSING.contains(&c)) || self.state.as_deref().is_some_and(|s| PASSING.contains(&s))
+    }
+
     fn failing(&self) -> bool {
         self.conclusion.as_deref().is_some_and(|c| FAILING_CONCLUSIONS.contains(&c))
             || self.state.as_deref().is_some_and(|s| FAILING_STATES.contains(&s))
@@ -156,6 +172,7 @@ pub(super) fn parse_listing(bytes: &[u8]) -> Result<Vec<Owed>, String> {
     Ok(listed
         .iter()
         .take(FORGE_LIST_MAX)
+        .filter(|pr| pr.state.as_deref().is_none_or(|s| s == "OPEN"))
         .filter_map(|pr| {
             let failing = pr.status_check_rollup.as_deref().unwrap_or_default().iter().any(Check::failing);
             let why = match pr.merge_state_status.as_deref() {
@@ -183,6 +200,34 @@ struct HeadOf {
 pub(super) fn heads_of(bytes: &[u8]) -> Vec<(u64, String)> {
     let listed: Vec<HeadOf> = serde_json::from_slice(bytes).unwrap_or_default();
     listed.into_iter().take(FORGE_LIST_MAX).filter_map(|pr| Some((pr.number, pr.head_ref_name?))).collect()
+}
+
+/// Every listed pull request (the first [`FORGE_LIST_MAX`]) as the promises read it: its
+/// state (an unknown one is left out) and its checks, green only when there is at least one
+/// and every one passed.
+pub(super) fn parse_facts(bytes: &[u8]) -> Result<Vec<PrFact>, String> {
+    let listed: Vec<PullRequest> = serde_json::from_slice(bytes)
+        .map_err(|e| format!("its output was not the listing's JSON (line {}, column {})", e.line(), e.column()))?;
+    Ok(listed
+        .iter()
+        .take(FORGE_LIST_MAX)
+        .filter_map(|pr| {
+            let state = match pr.state.as_deref() {
+                None | Some("OPEN") => PrState::Open,
+                Some("MERGED") => PrState::Merged,
+                Some("CLOSED") => PrState::Closed,
+                Some(_) => return None,
+            };
+            let checks = pr.status_check_rollup.as_deref().unwrap_or_default();
+            let checks = match () {
+                _ if checks.is_empty() => Checks::None,
+                _ if checks.iter().any(Check::failing) => Checks::Failing,
+                _ if checks.iter().all(Check::passed) => Checks::Green,
+                _ => Checks::Pending,
+            };
+            Some(PrFact { number: pr.number, head: pr.head_ref_name.clone().unwrap_or_default(), state, checks })
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -236,6 +281,37 @@ mod tests {
     }
 
     #[test]
+    fn merged_and_closed_pull_requests_are_never_owed_but_are_facts() {
+        let json = r#"[{"number":1,"headRefName":"a","state":"MERGED","mergeStateStatus":"BEHIND","statusCheckRollup":[{"conclusion":"FAILURE"}]},
+            {"number":2,"headRefName":"b","state":"CLOSED","mergeStateStatus":"DIRTY"},
+            {"number":3,"headRefName":"c","state":"OPEN","mergeStateStatus":"BEHIND","statusCheckRollup":[{"conclusion":"SUCCESS"},{"state":"SUCCESS"}]},
+            {"number":4,"headRefName":"d","state":"DRAFTISH"}]"#;
+        assert_eq!(parse_listing(json.as_bytes()).unwrap(), vec![owed(3, PrWhy::Behind)]);
+        let facts = parse_facts(json.as_bytes()).unwrap();
+        let fact = |number, head: &str, state, checks| PrFact { number, head: head.into(), state, checks };
+        assert_eq!(
+            facts,
+            vec![
+                fact(1, "a", PrState::Merged, Checks::Failing),
+                fact(2, "b", PrState::Closed, Checks::None),
+                fact(3, "c", PrState::Open, Checks::Green)
+            ]
+        );
+    }
+
+    #[test]
+    fn checks_are_green_only_when_every_one_passed() {
+        let one = |rollup: &str| parse_facts(format!("[{}]", pr(1, "CLEAN", rollup)).as_bytes()).unwrap()[0].checks;
+        assert_eq!(one(""), Checks::None);
+        assert_eq!(one(r#"{"conclusion":"SUCCESS"},{"conclusion":"SKIPPED"},{"state":"SUCCESS"},{"conclusion":"NEUTRAL"}"#), Checks::Green);
+        assert_eq!(one(r#"{"conclusion":"SUCCESS"},{"conclusion":null,"status":"IN_PROGRESS"}"#), Checks::Pending);
+        assert_eq!(one(r#"{"conclusion":"SUCCESS"},{"state":"PENDING"}"#), Checks::Pending);
+        assert_eq!(one(r#"{"state":"PENDING"},{"state":"ERROR"}"#), Checks::Failing);
+        // No state in the listing (the open-only listing's shape): open.
+        assert_eq!(parse_facts(br#"[{"number":9}]"#).unwrap()[0].state, PrState::Open);
+    }
+
+    #[test]
     fn garbage_is_an_error_never_a_panic() {
         for bad in [&b""[..], b"not json", b"{}", b"[{\"number\":-1}]", b"[{\"number\":\"x\"}]", b"[1,2]", b"\xff\xfe", b"[{\"number\":1}"]
         {
@@ -259,7 +335,7 @@ mod tests {
     fn the_listing_asks_for_the_persons_open_pull_requests_with_the_fields_read() {
         assert_eq!(
             gh_args().join(" "),
-            "pr list --state open --author @me --json number,headRefName,mergeStateStatus,statusCheckRollup --limit 200"
+            "pr list --state all --author @me --json number,headRefName,state,mergeStateStatus,statusCheckRollup --limit 200"
         );
     }
 

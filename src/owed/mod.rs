@@ -10,6 +10,7 @@
 
 mod branches;
 mod forge;
+pub mod listing_cache;
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -106,6 +107,9 @@ pub struct OwedReading {
     pub incomplete: bool,
     /// The forge program was started.
     pub forge_called: bool,
+    /// Every listed pull request's state and checks, when the listing was read: what
+    /// promises fire from and the caller keeps in the listing's cache.
+    pub forge_facts: Option<crate::checklist::promise::ForgeFacts>,
 }
 
 /// Reads the owed set. Never panics on what git or the forge print, and returns within the
@@ -146,6 +150,7 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
         reading.incomplete |= listed.cut_by_budget;
         reading.notes.extend(listed.note);
         reading.items.extend(own_pull_requests(listed.items, &listed.heads, &reading.own));
+        reading.forge_facts = listed.facts.map(|pull_requests| crate::checklist::promise::ForgeFacts { listed_at: q.now, pull_requests });
     }
     reading
 }
@@ -222,11 +227,13 @@ pub fn behind(items: &[Item], updated_at: Option<Timestamp>, own: &[OwnBranch]) 
 }
 
 /// Working items, and waiting items whose `next_look` is at or before `now`; and the
-/// `next_look` of every waiting item. Done and dropped items are never owed.
+/// `next_look` of every waiting item. Done and dropped items are never owed. Items a fired
+/// promise became come first: they are the next work.
 pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timestamp>) {
     let mut owed = Vec::new();
     let mut looks = Vec::new();
-    for item in items {
+    let promised = items.iter().filter(|i| i.promised_by.is_some());
+    for item in promised.chain(items.iter().filter(|i| i.promised_by.is_none())) {
         let fields = &item.fields;
         match fields.state {
             ItemState::Working => owed.push(Owed::Working { id: fields.id.clone(), title: fields.title.clone() }),
@@ -305,6 +312,8 @@ mod tests {
             updated_at: at,
             added_seq: 1,
             changed_seq: 1,
+            promise_fired: None,
+            promised_by: None,
         }
     }
 

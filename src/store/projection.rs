@@ -316,7 +316,16 @@ pub struct SessionContextFile {
     pub rendered_at: jiff::Timestamp,
     #[serde(deserialize_with = "crate::utc_time::deserialize_option")]
     pub valid_until: Option<jiff::Timestamp>,
+    /// Whether an item held a promise that may fire: the session-start hook reads the state
+    /// to check promises only then. A file without it was written before promises fired,
+    /// so it reads as armed and the hook checks.
+    #[serde(default = "armed_unless_said")]
+    pub promises_armed: bool,
     pub text: String,
+}
+
+fn armed_unless_said() -> bool {
+    true
 }
 
 impl SessionContextFile {
@@ -329,6 +338,7 @@ impl SessionContextFile {
             budget,
             rendered_at,
             valid_until: next_look_after(items, rendered_at),
+            promises_armed: crate::checklist::promise::any_armed(items),
             text,
         };
         file.digest = digest_when_rendered(SESSION_CONTEXT_DIGEST_CONTEXT, &file);
@@ -474,6 +484,8 @@ mod tests {
                 updated_at: at("2026-11-30T11:00:00Z"),
                 added_seq: 3 + n as u64,
                 changed_seq: 7,
+                promise_fired: None,
+                promised_by: None,
             })
             .collect()
     }
@@ -616,6 +628,27 @@ mod tests {
         let after = SessionContextFile::new(head, &items(), 500, look, String::new());
         assert_eq!(after.valid_until, None, "a look that is due is no longer ahead");
         assert!(after.holds_for(500, at("2030-01-01T00:00:00Z")));
+    }
+
+    #[test]
+    fn a_session_render_says_whether_a_promise_may_fire_and_an_older_one_reads_as_armed() {
+        let head = Head { seq: 9, hash: Hash([7; 32]), offset: 100, end: 300 };
+        let rendered = at("2026-11-30T11:00:00Z");
+        // `items()`'s promise is free text written before the grammar: it never fires.
+        assert!(!SessionContextFile::new(head, &items(), 500, rendered, String::new()).promises_armed);
+        let mut promising = items();
+        promising[1].fields.promise = Some("pr:7 merged => add the wrapper".into());
+        let file = SessionContextFile::new(head, &promising, 500, rendered, String::new());
+        assert!(file.promises_armed);
+        promising[1].promise_fired = Some("3".into());
+        assert!(!SessionContextFile::new(head, &promising, 500, rendered, String::new()).promises_armed, "fired");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SESSION_CONTEXT_FILE);
+        let mut older = serde_json::to_value(SessionContextFile::new(head, &items(), 500, rendered, String::new())).unwrap();
+        older.as_object_mut().unwrap().remove("promises_armed");
+        std::fs::write(&path, seal_session_context_json(&older)).unwrap();
+        let read = load_session_context(&crate::journal::storage::RealDisk, &path).expect("a file without the field reads");
+        assert!(read.promises_armed, "a render that does not say is checked");
     }
 
     #[test]

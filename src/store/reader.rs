@@ -50,6 +50,8 @@ pub struct CachedContext {
     pub text: String,
     /// The seq the file names (the projections' line when the store wrote them together).
     pub journal_seq: u64,
+    /// Whether a promise may fire (`SessionContextFile::promises_armed`).
+    pub promises_armed: bool,
 }
 
 impl Store {
@@ -140,7 +142,7 @@ impl Store {
         let shows = cached.holds_for(budget, now)
             && still_shows(file.as_ref(), named, head, &seen).ok()?
             && self.no_hole_before(file.as_ref(), named).ok()?;
-        shows.then_some(CachedContext { journal_seq: cached.journal.seq, text: cached.text })
+        shows.then_some(CachedContext { journal_seq: cached.journal.seq, promises_armed: cached.promises_armed, text: cached.text })
     }
 
     /// Every item the checklist has held: the working state's, and each closed item the

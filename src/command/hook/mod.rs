@@ -5,6 +5,7 @@
 
 pub mod away;
 pub mod context;
+pub mod promises;
 pub mod stop;
 
 use std::path::{Component, Path, PathBuf};
@@ -79,9 +80,20 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             // line the projections name, so the append can leave them be without reading
             // the state (Store::append_unseen).
             let started = event(event::SESSION_STARTED, json!(started_data));
+            let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
             let AwayAtStart { block, shown, warning } = away_block(&root)?;
-            let start = start_context(&store, block.as_deref());
-            let mut warnings: Vec<String> = warning.into_iter().collect();
+            let cached = store.cached_session_context(start_frame::checklist_budget(block.as_deref()), now);
+            // Promises due now fire before the checklist is shown, so the start shows them
+            // first. A kept render that shows no armed promise spares reading the state.
+            let (cached, fired_warning) = match cached {
+                Some(kept) if !kept.promises_armed => (Some(kept), None),
+                kept => match promises::fire_due(&store, Some(&scope), &root, &actor, now, None) {
+                    (fired, warning) if fired.is_empty() => (kept, warning),
+                    (_, warning) => (None, warning),
+                },
+            };
+            let start = start_context(&store, block.as_deref(), cached, now);
+            let mut warnings: Vec<String> = warning.into_iter().chain(fired_warning).collect();
             let how = context::Injecting {
                 session: req.session_id.as_deref(),
                 source: &context::start_source(source.name()),
@@ -169,13 +181,17 @@ struct StartContext {
     covers_seq: Option<u64>,
 }
 
-/// The checklist is read from `session-context.json` when that still shows the journal's
-/// head (so the cost does not grow with the plan), else rendered from the checklist view
-/// and the file rewritten.
-fn start_context(store: &Store, away_block: Option<&str>) -> StartContext {
-    let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
+/// The checklist is read from `session-context.json` (`cached`, when that still shows the
+/// journal's head, so the cost does not grow with the plan), else rendered from the
+/// checklist view and the file rewritten.
+fn start_context(
+    store: &Store,
+    away_block: Option<&str>,
+    cached: Option<crate::store::reader::CachedContext>,
+    now: jiff::Timestamp,
+) -> StartContext {
     let budget = start_frame::checklist_budget(away_block);
-    if let Some(cached) = store.cached_session_context(budget, now) {
+    if let Some(cached) = cached {
         let seq = Some(cached.journal_seq);
         return StartContext { text: start_frame::frame(&cached.text, away_block), projections_at: seq, covers_seq: seq };
     }
@@ -215,6 +231,9 @@ fn user_prompt(
     actor: &Actor,
     started: std::time::Instant,
 ) -> Result<HookOutcome, HookError> {
+    // A wake reaches the session as a prompt: promises due by now fire here.
+    let (fired, fired_warning) =
+        promises::fire_due(store, Some(scope), root, actor, crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?, None);
     let view = store.checklist_view();
     let state = store.current_state().ok().map(|c| c.state);
     let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
@@ -255,14 +274,15 @@ fn user_prompt(
             if let Some((_, person)) = &lists {
                 system_message = Some(system_message.map_or_else(|| person.clone(), |m| format!("{m}\n{person}")));
             }
-            let parts: Vec<String> = [lists.map(|(model, _)| model), news, ask, behind()].into_iter().flatten().collect();
+            let parts: Vec<String> =
+                [promises::fired_note(&fired), lists.map(|(model, _)| model), news, ask, behind()].into_iter().flatten().collect();
             ((!parts.is_empty()).then(|| parts.join("\n\n")), "user_prompt", None, None)
         }
     };
     let made = text.map(|t| context::inject(&t, context::Injecting { session, source, covers_seq, away: shown, reinjects }, actor));
     let mut events: Vec<NewEvent> = receipts.iter().map(|r| context::receipt_event(r, actor)).collect();
     events.extend(made.as_ref().and_then(|m| m.event.clone()));
-    let mut warnings: Vec<String> = record.warning.into_iter().chain(sweep_warnings).collect();
+    let mut warnings: Vec<String> = record.warning.into_iter().chain(fired_warning).chain(sweep_warnings).collect();
     let (warning, dropped) = record_settled(store, scope, events);
     warnings.extend(warning);
     // A re-injection another hook made or made moot meanwhile is not sent.

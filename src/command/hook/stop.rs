@@ -111,7 +111,7 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
     let folded = current.as_ref().map_or(&empty, |c| &c.state);
     let checklist = &folded.checklist.items;
     let forge_program = std::env::var_os(FORGE_PROGRAM_VAR).map(std::path::PathBuf::from);
-    let reading = owed::read_owed(&OwedQuery {
+    let mut reading = owed::read_owed(&OwedQuery {
         root,
         checklist,
         created_here: &folded.work.branches,
@@ -120,6 +120,11 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         started,
         gh: forge_program.as_deref(),
     });
+    // Promises fire from the listing just made (or its cache); what they became is owed first.
+    let actor = Actor::this_process(Some(session.to_string()));
+    let (fired, fired_warning) = super::promises::fire_due(store, None, root, &actor, now_ts, reading.forge_facts.as_ref());
+    warnings.extend(fired_warning);
+    reading.items.splice(0..0, fired.into_iter().map(|f| stop::Owed::Working { id: f.id, title: f.title }));
     let note = (!reading.notes.is_empty()).then(|| reading.notes.join("; "));
 
     if reading.incomplete {

@@ -329,6 +329,7 @@ fn scan_bytes(text: &[u8]) -> Option<SecretKind> {
     let mut best: Option<SecretKind> = None;
     let mut i = 0;
     while i < text.len() {
+        examined(1);
         let b = text[i];
         let found = if is_word(b) {
             let found = if WORD_START_TRIGGERS[b as usize] { at_word_start(text, i) } else { None };
@@ -515,6 +516,7 @@ fn aws_secret_near(text: &[u8], id_at: usize) -> bool {
     let hi = (id_at + AWS_KEY_ID_BYTES + AWS_PAIR_WINDOW_BYTES).min(text.len());
     let mut j = lo;
     while j < hi {
+        examined(1);
         if !is_aws_secret_byte(text[j]) {
             j += 1;
             continue;
@@ -758,6 +760,7 @@ fn value_after(text: &[u8], from: usize) -> Assigned<'_> {
         let limit = rest.len().min(MAX_VALUE_BYTES);
         let end = (0..limit)
             .find(|&k| matches!(rest[k], b'\n' | b'\r') || rest[k] == quote || (rest[k] == b'\\' && rest.get(k + 1) == Some(&quote)));
+        examined(end.map_or(limit, |k| k + 1));
         // Quoted only when the quote closes on the line: an unclosed one (the backtick that
         // closes a Markdown code span, "`secret=`-style") is read like a bare value.
         let closed = end.is_some_and(|k| rest[k] != b'\n' && rest[k] != b'\r');
@@ -784,6 +787,7 @@ fn assigned_secret(value: &Assigned<'_>, equals: bool) -> bool {
 /// digits, and is not a hex literal (`0x8004400a`) or an upper-case name with a numeric
 /// suffix (`PULONG64`), the shapes that code puts after `key:` and `key =`.
 fn looks_like_credential(v: &[u8]) -> bool {
+    examined(v.len());
     v.split(|&b| matches!(b, b'-' | b'_' | b'.' | b'/' | b':') || b.is_ascii_whitespace()).any(|piece| {
         let mix = Mix::of(piece);
         let hex_literal = piece.len() > 2 && piece[..2].eq_ignore_ascii_case(b"0x") && piece[2..].iter().all(u8::is_ascii_hexdigit);
@@ -902,6 +906,7 @@ const REFERENCE_PREFIXES: [&[u8]; 16] = [
 ];
 
 fn is_placeholder(v: &[u8]) -> bool {
+    examined(v.len());
     let Some(&first) = v.first() else {
         return true;
     };
@@ -928,6 +933,7 @@ fn is_placeholder(v: &[u8]) -> bool {
 /// `os.getenv(…)`, `get_password()`, `Secret::load(…)`, `creds[1]`, `DB_PASSWORD`, a URL, or
 /// a name that itself names a secret (`token=refresh_token`, `private_key: "_RSAPrivateKey"`).
 fn is_reference(v: &[u8]) -> bool {
+    examined(v.len());
     if REFERENCE_PREFIXES.iter().any(|p| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p)) {
         return true;
     }
@@ -1001,14 +1007,38 @@ fn is_authority_byte(b: u8) -> bool {
     !b.is_ascii_whitespace() && !b.is_ascii_control() && !matches!(b, b'/' | b'?' | b'#' | b'"' | b'\'' | b'`' | b'<' | b'>' | b'\\')
 }
 
+// The work counter: the linearity test counts the bytes the scanner reads instead of timing
+// it. It exists only in the crate's own unit tests; elsewhere `examined` is an empty inline
+// function and the counts passed to it are dead code.
+
+#[cfg(test)]
+thread_local! {
+    static EXAMINED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `bytes` read. Called where the length read is decided by the text: the main
+/// loop, every run, and each pass over a delimited value.
+#[cfg(test)]
+fn examined(bytes: usize) {
+    EXAMINED.with(|c| c.set(c.get() + bytes as u64));
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn examined(_bytes: usize) {}
+
 /// How many bytes from `from` are in `class`, counting at most `cap`.
 fn run_len(text: &[u8], from: usize, class: impl Fn(u8) -> bool, cap: usize) -> usize {
-    text.get(from..).map_or(0, |rest| rest.iter().take(cap).take_while(|&&b| class(b)).count())
+    let len = text.get(from..).map_or(0, |rest| rest.iter().take(cap).take_while(|&&b| class(b)).count());
+    examined(len + 1);
+    len
 }
 
 /// How many bytes before `end` are in `class`, counting at most `cap`.
 fn run_len_back(text: &[u8], end: usize, class: impl Fn(u8) -> bool, cap: usize) -> usize {
-    text[..end].iter().rev().take(cap).take_while(|&&b| class(b)).count()
+    let len = text[..end].iter().rev().take(cap).take_while(|&&b| class(b)).count();
+    examined(len + 1);
+    len
 }
 
 #[derive(Clone, Copy, Default)]
@@ -1020,6 +1050,7 @@ struct Mix {
 
 impl Mix {
     fn of(bytes: &[u8]) -> Mix {
+        examined(bytes.len());
         bytes.iter().fold(Mix::default(), |m, &b| Mix {
             upper: m.upper || b.is_ascii_uppercase(),
             lower: m.lower || b.is_ascii_lowercase(),
@@ -1029,6 +1060,7 @@ impl Mix {
 }
 
 fn has_repeat_run(bytes: &[u8], n: usize) -> bool {
+    examined(bytes.len());
     let mut run = 0;
     for (k, &b) in bytes.iter().enumerate() {
         run = if k > 0 && bytes[k - 1] == b { run + 1 } else { 1 };
@@ -1040,11 +1072,13 @@ fn has_repeat_run(bytes: &[u8], n: usize) -> bool {
 }
 
 fn contains_ignore_case(hay: &[u8], lower_needle: &[u8]) -> bool {
+    examined(hay.len());
     hay.windows(lower_needle.len()).any(|w| w.eq_ignore_ascii_case(lower_needle))
 }
 
 /// The ASCII letters and digits of `v`, lower-cased, as far as `buffer` holds.
 fn squash_lower<'b>(v: &[u8], buffer: &'b mut [u8]) -> &'b [u8] {
+    examined(v.len());
     let mut len = 0;
     for &b in v.iter().filter(|b| b.is_ascii_alphanumeric()) {
         if len == buffer.len() {
@@ -1702,29 +1736,45 @@ mod tests {
         }
     }
 
+    /// The bytes `scan` reads in `text`, by the work counter.
+    fn work(text: &str) -> u64 {
+        EXAMINED.with(|c| c.set(0));
+        let _ = scan(text);
+        EXAMINED.with(|c| c.get())
+    }
+
+    /// Each, repeated to fill the input, would cost quadratic work if a matcher rescanned a
+    /// run per candidate.
+    const PATHOLOGICAL_UNITS: [&str; 13] =
+        ["sk-", "eyJa-", "glpat-", "=", ":", "-", "a:", "x=", "://", "-----BEGIN ", "Bearer ", "@", "AKIA"];
+    /// Bytes read per input byte: a few passes. A matcher rereading a capped run per
+    /// candidate reads up to `MAX_TOKEN_BYTES` per byte.
+    const MAX_WORK_PER_BYTE: u64 = 8;
+    /// From n/4 to n, linear work grows 4x and quadratic 16x; this allows for the ends.
+    const LINEAR_GROWTH: std::ops::RangeInclusive<f64> = 3.75..=4.25;
+    /// The n probed: its quarter is far above every cap on a look, so a rescan up to a cap
+    /// shows as work per byte and an uncapped one as growth, and a quadratic matcher fails
+    /// in seconds.
+    const LINEAR_PROBE_BYTES: usize = 1 << 16;
+
     #[test]
     fn pathological_input_stays_linear() {
-        // Each of these would take quadratic time if a matcher rescanned a run per candidate.
-        // Judged by growth, not by a clock bound the machine's load could break: a quarter of
-        // the input must cost about a quarter (linear: 4x from n/4 to n; quadratic: 16x).
-        // The fastest of a few tries stands for each size, so a pause of the machine does not.
-        let fastest = |text: &str| {
-            (0..3)
-                .map(|_| {
-                    let started = std::time::Instant::now();
-                    let _ = scan(text);
-                    started.elapsed()
-                })
-                .min()
-                .unwrap()
-        };
-        let n = MAX_SCAN_BYTES;
-        for unit in ["sk-", "eyJa-", "glpat-", "=", ":", "-", "a:", "x=", "://", "-----BEGIN ", "Bearer ", "@", "AKIA"] {
-            let quarter = fastest(&unit.repeat(n / 4 / unit.len()));
-            let whole = fastest(&unit.repeat(n / unit.len()));
-            // A floor keeps a scan too fast to time from reading as growth.
-            let floor = std::time::Duration::from_millis(2);
-            assert!(whole <= (quarter * 4).max(floor) * 2, "{unit:?}: n/4 took {quarter:?}, n took {whole:?}");
+        // Counted, not timed: the bound holds whatever the machine's load.
+        let n = LINEAR_PROBE_BYTES;
+        let longest_look = [MAX_TOKEN_BYTES, MAX_VALUE_BYTES, MAX_AUTHORITY_BYTES, 2 * AWS_PAIR_WINDOW_BYTES + AWS_KEY_ID_BYTES];
+        assert!(longest_look.iter().all(|&cap| n / 4 >= 16 * cap) && n <= MAX_SCAN_BYTES);
+        for unit in PATHOLOGICAL_UNITS {
+            let quarter_text = unit.repeat(n / 4 / unit.len());
+            let whole_text = unit.repeat(n / unit.len());
+            let (quarter, whole) = (work(&quarter_text), work(&whole_text));
+            // Every byte is read at least once, so the counter sees the scan.
+            assert!(whole >= whole_text.len() as u64, "{unit:?}: counted {whole} for {} bytes", whole_text.len());
+            let growth = whole as f64 / quarter as f64;
+            assert!(LINEAR_GROWTH.contains(&growth), "{unit:?}: n/4 read {quarter}, n read {whole}: {growth:.2}x, not linear");
+            for (text, counted) in [(&quarter_text, quarter), (&whole_text, whole)] {
+                let most = MAX_WORK_PER_BYTE * text.len() as u64;
+                assert!(counted <= most, "{unit:?}: {counted} bytes read for {} (at most {most})", text.len());
+            }
         }
     }
 }

@@ -108,7 +108,7 @@ pub struct SweepAnswer {
 
 impl Sweep {
     /// Whether hooks are still asked at `now`.
-    pub fn open(&self, now: Timestamp) -> bool {
+    pub fn is_open(&self, now: Timestamp) -> bool {
         now < self.deadline
     }
 

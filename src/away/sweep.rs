@@ -58,7 +58,7 @@ pub fn reporting(sweep: &Sweep, key: &str, checklist_updated: Option<Timestamp>,
     }
     match checklist_updated.filter(|t| *t >= sweep.start) {
         Some(t) => Reporting::Answered(t),
-        None if sweep.open(now) => Reporting::Waiting,
+        None if sweep.is_open(now) => Reporting::Waiting,
         None => Reporting::NotReporting,
     }
 }

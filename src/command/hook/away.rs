@@ -50,7 +50,7 @@ impl AwayView {
     /// the ask. `(ask, warning)`.
     pub fn answer_sweep(&self, root: &Path, session: Option<&str>, now: Timestamp) -> (Option<String>, Option<String>) {
         let key = crate::command::sweep::copy_key(root);
-        let owed = |w: &Window| w.sweep.as_ref().filter(|s| s.open(now) && s.answer_of(&key).is_none()).map(|s| s.start);
+        let owed = |w: &Window| w.sweep.as_ref().filter(|s| s.is_open(now) && s.answer_of(&key).is_none()).map(|s| s.start);
         let Some(start) = self.holding(now).and_then(owed) else { return (None, None) };
         let data = AwaySweepAnswered { sweep_start: start, working_copy: key.clone() };
         let Some((store, scope)) = self.repository.as_ref() else { return (None, None) };

@@ -901,3 +901,29 @@ fn checklist_items_join_the_branch_items_and_every_waiting_look_is_reported() {
     );
     assert_eq!(reading.waiting_next_looks, [past, future]);
 }
+
+/// The prompt hook reads the own branches (the behind note) under the host's 10 s timeout
+/// for a hook other than Stop (`HOOK_TIMEOUT_SECS`), not under the Stop hook's 14 s
+/// `OWED_BUDGET`: a read still running at the host's timeout is killed with the hook, and
+/// with it the prompt's context. The budget holds on both sides of its edge.
+#[test]
+fn the_prompt_hooks_own_reading_is_cut_inside_the_hosts_hook_timeout() {
+    use abcd::host::claude_settings::HOOK_TIMEOUT_SECS;
+    use abcd::owed::{OWN_BUDGET, OwnQuery, read_own};
+    let lab = Lab::new();
+    branch_with_commit(&lab, "feat/disk", ME);
+    let created = vec!["feat/disk".to_string()];
+    let read = |ago: Duration| {
+        read_own(&OwnQuery { root: &lab.wc, created_here: &created, now: abcd::clock::wall_now(), started: Instant::now() - ago })
+    };
+    // A hook the host would already have killed starts no read.
+    let at_timeout = read(Duration::from_secs(HOOK_TIMEOUT_SECS));
+    assert!(at_timeout.incomplete && at_timeout.own.is_empty(), "{at_timeout:?}");
+    // The budget's edge: spent, nothing is read; 5 s short of it, the branch is read whole.
+    let spent = read(OWN_BUDGET);
+    assert!(spent.incomplete && spent.own.is_empty(), "{spent:?}");
+    let left = read(OWN_BUDGET.saturating_sub(Duration::from_secs(5)));
+    assert!(!left.incomplete, "{left:?}");
+    assert_eq!(left.own.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), ["feat/disk"]);
+    assert!(OWN_BUDGET < Duration::from_secs(HOOK_TIMEOUT_SECS), "the reads end before the host's timeout");
+}

@@ -27,6 +27,10 @@ pub use forge::find_on_path;
 
 /// All git and forge reads share this budget from the hook's start (SPEC §6).
 pub const OWED_BUDGET: Duration = Duration::from_secs(14);
+/// The prompt hook's own-branch reads (the behind note) end this long after the hook's
+/// start: well inside the host's 10 s timeout for a hook other than Stop, which would kill
+/// the hook and its whole context with it.
+pub const OWN_BUDGET: Duration = Duration::from_secs(6);
 /// The one forge listing's deadline.
 pub const FORGE_DEADLINE: Duration = Duration::from_secs(10);
 /// A commit by this checkout's user.email this recent makes a checked-out branch own.
@@ -170,7 +174,7 @@ pub struct OwnQuery<'a> {
     /// Branches this working copy created (from `branch.created` events).
     pub created_here: &'a [String],
     pub now: Timestamp,
-    /// The hook's start; [`OWED_BUDGET`] runs from here.
+    /// The hook's start; [`OWN_BUDGET`] runs from here.
     pub started: Instant,
 }
 
@@ -186,7 +190,7 @@ pub struct OwnReading {
 /// This working copy's own branches, read from git alone (no forge, no network), with the
 /// reads [`read_owed`] makes to tell them, and none of its upstream or landing reads.
 pub fn read_own(q: &OwnQuery<'_>) -> OwnReading {
-    let deadline = q.started.checked_add(OWED_BUDGET).unwrap_or_else(Instant::now);
+    let deadline = q.started.checked_add(OWN_BUDGET).unwrap_or_else(Instant::now);
     let disk = branches::read(&branches::BranchQuery {
         root: q.root,
         created_here: q.created_here,

@@ -94,11 +94,18 @@ impl Repo {
     }
 
     /// The pre-tool-use hook sees the session run `command` (the recorder records a branch
-    /// it creates); the command itself is not run.
+    /// it creates) and lets it through; the command itself is not run. While the away
+    /// mode's blocker sweep is open, the first tool call carries its ask (docs/sweep.md).
     fn session_runs(&self, command: &str) {
         let payload = json!({"session_id": "s1", "cwd": self.root, "hook_event_name": "PreToolUse", "tool_name": "Bash",
             "tool_input": {"command": command}});
-        assert_eq!(reply(&self.hook("pre-tool-use", payload)), None);
+        if let Some(r) = reply(&self.hook("pre-tool-use", payload)) {
+            let ask = r["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+            assert!(
+                ask.starts_with("abcd: the person is leaving and collects") && r["hookSpecificOutput"].get("permissionDecision").is_none(),
+                "{r}"
+            );
+        }
     }
 
     /// A Stop; with `wake`, a `*/5` session cron that qualifies as a wake.

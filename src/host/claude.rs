@@ -19,6 +19,9 @@ const MAX_SESSION_ID_BYTES: usize = 128;
 const MAX_CRON_SCHEDULE_BYTES: usize = 256;
 /// A Notification's message is cut to this many characters as it is read.
 const NOTIFICATION_MESSAGE_MAX_CHARS: usize = 1_000;
+/// A Notification's type is cut to this many characters as it is read (the away record
+/// keeps a type of at most 64, else `unknown`).
+const NOTIFICATION_TYPE_MAX_CHARS: usize = 64;
 
 /// The variable Claude Code sets, for hooks and for the commands its tools run, to the
 /// session's id (the payloads' `session_id`); it sets no `CLAUDE_SESSION_ID`
@@ -101,7 +104,11 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
             RequestDetail::StopFailure { error: text("error")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect() }
         }
         HookEvent::Notification => RequestDetail::Notification {
-            notification_type: text("notification_type")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect(),
+            notification_type: text("notification_type")?
+                .unwrap_or_else(|| "unknown".into())
+                .chars()
+                .take(NOTIFICATION_TYPE_MAX_CHARS)
+                .collect(),
             message: text("message")?.map(|m| m.chars().take(NOTIFICATION_MESSAGE_MAX_CHARS).collect()),
         },
     };
@@ -220,6 +227,25 @@ mod tests {
             parse(HookEvent::Stop, minimal).unwrap().detail,
             RequestDetail::Stop { stop_hook_active: false, last_assistant_message: None, session_crons: vec![] }
         );
+    }
+
+    /// A Notification's type and message are cut as they are read, each at its bound and
+    /// not before.
+    #[test]
+    fn a_notifications_type_and_message_are_cut_at_their_bounds() {
+        let read = |kind: &str, message: &str| {
+            let payload = json!({"cwd": "/w", "hook_event_name": "Notification", "notification_type": kind, "message": message});
+            match parse(HookEvent::Notification, payload.to_string().as_bytes()).unwrap().detail {
+                RequestDetail::Notification { notification_type, message } => (notification_type, message.unwrap()),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (kind, message) = read(&"t".repeat(NOTIFICATION_TYPE_MAX_CHARS), &"é".repeat(NOTIFICATION_MESSAGE_MAX_CHARS));
+        assert_eq!((kind.chars().count(), message.chars().count()), (NOTIFICATION_TYPE_MAX_CHARS, NOTIFICATION_MESSAGE_MAX_CHARS));
+        let (kind, message) = read(&"t".repeat(NOTIFICATION_TYPE_MAX_CHARS + 1), &"é".repeat(NOTIFICATION_MESSAGE_MAX_CHARS + 1));
+        assert_eq!((kind.chars().count(), message.chars().count()), (NOTIFICATION_TYPE_MAX_CHARS, NOTIFICATION_MESSAGE_MAX_CHARS));
+        let minimal = parse(HookEvent::Notification, br#"{"cwd":"/w"}"#).unwrap().detail;
+        assert_eq!(minimal, RequestDetail::Notification { notification_type: "unknown".into(), message: None });
     }
 
     #[test]

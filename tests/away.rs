@@ -828,3 +828,26 @@ fn a_failing_notify_command_changes_nothing_for_the_hook() {
     assert!(block_reason(&out).contains("Write the parser"));
     assert_eq!(repo.notified().len(), 2, "{:?}", repo.notified());
 }
+
+/// The supervisor's log starts over once it is past `NOTIFY_LOG_MAX_BYTES`, and not at it.
+#[test]
+fn the_notify_log_starts_over_past_its_bound_and_not_at_it() {
+    use abcd::command::notify::NOTIFY_LOG_MAX_BYTES;
+    let repo = Repo::new();
+    let command = repo.notify_script("true");
+    assert!(repo.abcd(&["mode", "autonomous", "--notify", &command]).status.success());
+    let log = repo.repository_journal().parent().unwrap().join("notify.log");
+    let old_line = |n: u64| format!("{}\n", "x".repeat(n as usize - 1));
+    // At the bound: kept, and the run's line follows it.
+    std::fs::write(&log, old_line(NOTIFY_LOG_MAX_BYTES)).unwrap();
+    repo.stop_failure("rate_limit", &[]);
+    wait_for("the first run's line", || repo.notify_log().contains("exited with 0"));
+    assert!(repo.notify_log().starts_with(&old_line(NOTIFY_LOG_MAX_BYTES)), "kept at the bound");
+    // One byte past it: started over, so only the new run's line is there.
+    std::fs::write(&log, old_line(NOTIFY_LOG_MAX_BYTES + 1)).unwrap();
+    let later = Repo { now: "2026-12-01T19:00:00Z".into(), ..repo };
+    later.stop_failure("rate_limit", &[]);
+    wait_for("the second run's line", || later.notify_log().contains("exited with 0"));
+    let text = later.notify_log();
+    assert!(!text.contains("xxx") && text.lines().count() == 1, "started over: {} bytes", text.len());
+}

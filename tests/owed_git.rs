@@ -545,7 +545,7 @@ fn the_forge_listing_gives_behind_dirty_and_failing_and_nothing_for_unknown() {
     assert_eq!(
         stub.calls(),
         [format!(
-            "pr list --state all --author @me --json number,headRefName,state,mergeStateStatus,statusCheckRollup --limit 200|{}",
+            "pr list --state open --author @me --json number,headRefName,state,mergeStateStatus,statusCheckRollup --limit 200|{}",
             root.display()
         )]
     );

@@ -31,10 +31,16 @@ impl Repo {
         repo
     }
 
-    /// A `gh` that prints `answer`.
+    /// A `gh` that lists the pull requests in `answer` as the forge would: every one for
+    /// `--state all`, the open ones otherwise.
     fn stub_gh(&self, answer: &str) {
         let path = self.bin.join("gh");
-        std::fs::write(&path, format!("#!/bin/sh\ncat <<'EOF'\n{answer}\nEOF\n")).unwrap();
+        let every: Vec<Value> = serde_json::from_str(answer).expect("a listing");
+        let open: Vec<&Value> = every.iter().filter(|pr| pr["state"].as_str().is_none_or(|s| s == "OPEN")).collect();
+        let open = serde_json::to_string(&open).unwrap();
+        let script =
+            format!("#!/bin/sh\ncase \"$*\" in\n*'--state all'*) cat <<'EOF'\n{answer}\nEOF\n;;\n*) cat <<'EOF'\n{open}\nEOF\n;;\nesac\n");
+        std::fs::write(&path, script).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }

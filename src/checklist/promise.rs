@@ -194,6 +194,13 @@ pub fn branches_asked(items: &[Item]) -> Vec<String> {
     armed(items).filter_map(|(_, p)| if let Trigger::BranchPushed(b) = p.trigger { Some(b) } else { None }).collect()
 }
 
+/// Whether an armed promise waits on a pull request merged or closed: only then does the
+/// forge listing ask for every state, since a listing of every state can leave older open
+/// pull requests past its cap.
+pub fn asks_closed_states(items: &[Item]) -> bool {
+    armed(items).any(|(_, p)| matches!(p.trigger, Trigger::PrMerged(_) | Trigger::PrClosed(_)))
+}
+
 /// Whether any item holds a promise that could still fire (the callers skip their reads
 /// when none does).
 pub fn any_armed(items: &[Item]) -> bool {
@@ -306,6 +313,24 @@ mod tests {
 
     fn pr(number: u64, head: &str, state: PrState, checks: Checks) -> PrFact {
         PrFact { number, head: head.into(), state, checks }
+    }
+
+    #[test]
+    fn only_a_promise_on_a_merged_or_closed_pull_request_asks_for_every_state() {
+        for (promise, asks) in [
+            ("pr:7 merged => x", true),
+            ("pr:7 closed => x", true),
+            ("ci:feat green => x", false),
+            ("branch:feat pushed => x", false),
+            ("at 2026-12-03T09:00:00Z => x", false),
+            ("back by noon", false),
+        ] {
+            assert_eq!(asks_closed_states(&[item("1", promise, ItemState::Working)]), asks, "{promise}");
+        }
+        assert!(!asks_closed_states(&[item("1", "pr:7 merged => x", ItemState::Dropped)]), "a dropped item's never fires");
+        let mut fired = item("1", "pr:7 merged => x", ItemState::Working);
+        fired.promise_fired = Some("2".into());
+        assert!(!asks_closed_states(&[fired]), "fired");
     }
 
     #[test]

@@ -21,10 +21,12 @@ const FAILING_STATES: &[&str] = &["FAILURE", "ERROR"];
 /// Check-run conclusions and status-context states that mean passed (for `ci:` promises).
 const PASSING: &[&str] = &["SUCCESS", "NEUTRAL", "SKIPPED"];
 
-/// The listing's arguments, exactly. Every state, so a promise on a merged or closed pull
-/// request can fire from the same listing; only open ones can be owed.
-pub(super) fn gh_args() -> Vec<String> {
-    ["pr", "list", "--state", "all", "--author", "@me", "--json", "number,headRefName,state,mergeStateStatus,statusCheckRollup", "--limit"]
+/// The listing's arguments, exactly. Open pull requests, which alone can be owed; every
+/// state only when a promise waits on one merged or closed (`all_states`), since the
+/// newest [`FORGE_LIST_MAX`] of every state can leave an older open one out.
+pub(super) fn gh_args(all_states: bool) -> Vec<String> {
+    let state = if all_states { "all" } else { "open" };
+    ["pr", "list", "--state", state, "--author", "@me", "--json", "number,headRefName,state,mergeStateStatus,statusCheckRollup", "--limit"]
         .into_iter()
         .map(str::to_owned)
         .chain([FORGE_LIST_MAX.to_string()])
@@ -65,7 +67,7 @@ pub(super) struct Listed {
 
 /// Starts the listing; its deadline is [`FORGE_DEADLINE`] from now or the budget's end,
 /// whichever comes first.
-pub(super) fn start(gh: PathBuf, root: PathBuf, budget_end: Instant) -> Listing {
+pub(super) fn start(gh: PathBuf, root: PathBuf, budget_end: Instant, all_states: bool) -> Listing {
     let now = Instant::now();
     if now >= budget_end {
         let note = "the forge listing was not made: the 14 s budget was spent; decided from disk".to_string();
@@ -73,7 +75,7 @@ pub(super) fn start(gh: PathBuf, root: PathBuf, budget_end: Instant) -> Listing 
     }
     let own_end = now.checked_add(FORGE_DEADLINE).unwrap_or(budget_end);
     let (deadline, by_budget) = if budget_end < own_end { (budget_end, true) } else { (own_end, false) };
-    let thread = std::thread::spawn(move || list(&gh, &root, deadline, by_budget));
+    let thread = std::thread::spawn(move || list(&gh, &root, deadline, by_budget, all_states));
     Listing { thread: Some(thread), not_started: None }
 }
 
@@ -92,8 +94,8 @@ impl Listing {
     }
 }
 
-fn list(gh: &Path, root: &Path, deadline: Instant, by_budget: bool) -> Listed {
-    let args: Vec<OsString> = gh_args().into_iter().map(OsString::from).collect();
+fn list(gh: &Path, root: &Path, deadline: Instant, by_budget: bool, all_states: bool) -> Listed {
+    let args: Vec<OsString> = gh_args(all_states).into_iter().map(OsString::from).collect();
     let failed = |why: &str| Listed {
         note: Some(format!("the forge listing failed ({why}); decided from disk")),
         called: true,
@@ -334,8 +336,13 @@ mod tests {
     #[test]
     fn the_listing_asks_for_the_persons_open_pull_requests_with_the_fields_read() {
         assert_eq!(
-            gh_args().join(" "),
-            "pr list --state all --author @me --json number,headRefName,state,mergeStateStatus,statusCheckRollup --limit 200"
+            gh_args(false).join(" "),
+            "pr list --state open --author @me --json number,headRefName,state,mergeStateStatus,statusCheckRollup --limit 200"
+        );
+        assert_eq!(
+            gh_args(true).join(" "),
+            "pr list --state all --author @me --json number,headRefName,state,mergeStateStatus,statusCheckRollup --limit 200",
+            "every state only for a promise on a merged or closed pull request"
         );
     }
 

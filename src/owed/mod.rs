@@ -131,7 +131,7 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
             Some(gh) => gh.to_path_buf(),
             None => find_on_path("gh", std::env::var_os("PATH").as_deref())?,
         };
-        Some(forge::start(gh, q.root.to_path_buf(), budget_end))
+        Some(forge::start(gh, q.root.to_path_buf(), budget_end, crate::checklist::promise::asks_closed_states(q.checklist)))
     });
 
     let disk = branches::read(&branches::BranchQuery {

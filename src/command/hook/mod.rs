@@ -87,7 +87,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             // first. A kept render that shows no armed promise spares reading the state.
             let (cached, fired_warning) = match cached {
                 Some(kept) if !kept.promises_armed => (Some(kept), None),
-                kept => match promises::fire_due(&store, Some(&scope), &root, &actor, now, None) {
+                kept => match promises::fire_due(&store, Some(&scope), &root, &actor, now, None, None) {
                     (fired, warning) if fired.is_empty() => (kept, warning),
                     (_, warning) => (None, warning),
                 },
@@ -232,10 +232,14 @@ fn user_prompt(
     started: std::time::Instant,
 ) -> Result<HookOutcome, HookError> {
     // A wake reaches the session as a prompt: promises due by now fire here.
+    let mut state = store.current_state().ok().map(|c| c.state);
+    let known = state.as_ref().map(|s| s.checklist.items.as_slice());
     let (fired, fired_warning) =
-        promises::fire_due(store, Some(scope), root, actor, crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?, None);
+        promises::fire_due(store, Some(scope), root, actor, crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?, None, known);
+    if !fired.is_empty() {
+        state = store.current_state().ok().map(|c| c.state);
+    }
     let view = store.checklist_view();
-    let state = store.current_state().ok().map(|c| c.state);
     let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
     // Read only where it can be sent: a re-injection goes alone.

@@ -37,13 +37,24 @@ pub fn fire_due(
     actor: &Actor,
     now: jiff::Timestamp,
     fresh: Option<&ForgeFacts>,
+    known: Option<&[crate::checklist::state::Item]>,
 ) -> (Vec<Fired>, Option<String>) {
     let tier = store.journal().paths().dir().to_path_buf();
     let mut warning = fresh.and_then(|f| listing_cache::write(&tier, f).err().map(|e| e.to_string()));
-    // The folded state, not the checklist view: reading it writes no projection, so a
-    // session start that reads its kept render stays a read.
-    let Ok(current) = store.current_state() else { return (Vec::new(), warning) };
-    let items = &current.state.checklist.items;
+    // The items the caller already read (the lock decides again below), else the folded
+    // state, not the checklist view: reading it writes no projection, so a session start
+    // that reads its kept render stays a read.
+    let current;
+    let items = match known {
+        Some(items) => items,
+        None => match store.current_state() {
+            Ok(read) => {
+                current = read;
+                &current.state.checklist.items
+            }
+            Err(_) => return (Vec::new(), warning),
+        },
+    };
     if !promise::any_armed(items) {
         return (Vec::new(), warning);
     }

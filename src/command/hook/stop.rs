@@ -122,7 +122,8 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
     });
     // Promises fire from the listing just made (or its cache); what they became is owed first.
     let actor = Actor::this_process(Some(session.to_string()));
-    let (fired, fired_warning) = super::promises::fire_due(store, None, root, &actor, now_ts, reading.forge_facts.as_ref());
+    let (fired, fired_warning) =
+        super::promises::fire_due(store, None, root, &actor, now_ts, reading.forge_facts.as_ref(), Some(checklist));
     warnings.extend(fired_warning);
     reading.items.splice(0..0, fired.into_iter().map(|f| stop::Owed::Working { id: f.id, title: f.title }));
     let note = (!reading.notes.is_empty()).then(|| reading.notes.join("; "));

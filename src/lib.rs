@@ -21,6 +21,7 @@ pub mod owed;
 pub mod phased;
 pub mod places;
 pub mod platform;
+pub mod ref_name;
 pub mod secrets;
 pub mod store;
 pub mod utc_time;

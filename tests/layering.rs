@@ -15,7 +15,7 @@ use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
 /// The layer order, lowest first. A module may import only modules of lower layers. The
 /// first `LEAF_LAYERS` are the leaf utilities.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("primitives", &["byte_search", "utc_time", "clock", "cron", "platform"]),
+    ("primitives", &["byte_search", "utc_time", "clock", "cron", "platform", "ref_name"]),
     ("secret scanner", &["secrets"]),
     ("journal: bytes", &["journal"]),
     ("wire types", &["event"]),

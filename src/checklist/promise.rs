@@ -14,7 +14,7 @@ pub const GRAMMAR: &str = "a promise reads `<trigger> => <title of the next item
 /// A pull request number has at most this many digits (as `waits_on`'s `pr:<n>`).
 pub const PR_DIGITS_MAX: usize = 12;
 /// A branch a trigger names: at most this many bytes (as the branches abcd records).
-pub const BRANCH_MAX_BYTES: usize = 200;
+pub const BRANCH_MAX_BYTES: usize = crate::ref_name::MAX_BRANCH_BYTES;
 
 /// What makes a promise due.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,23 +103,10 @@ fn branch(name: &str) -> Result<String, PromiseError> {
     if name.len() > BRANCH_MAX_BYTES {
         return Err(wrong(format!("a branch name is at most {BRANCH_MAX_BYTES} bytes")));
     }
-    if !branch_name_ok(name) {
+    if !crate::ref_name::branch_name_ok(name) {
         return Err(wrong("the branch is not a name git accepts"));
     }
     Ok(name.to_string())
-}
-
-/// A name git would accept for a branch, roughly (`git check-ref-format --branch`), as the
-/// hooks' reader of git's files judges one.
-fn branch_name_ok(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('-')
-        && !name.starts_with('/')
-        && !name.ends_with('/')
-        && !name.ends_with(".lock")
-        && !name.contains("..")
-        && !name.contains("@{")
-        && !name.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
 }
 
 /// A pull request's state as the forge listed it.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// HEAD, a loose ref or packed-refs is read up to this many bytes.
 const MAX_REF_FILE_BYTES: u64 = 1 << 20;
 /// A branch name longer than this is not recorded.
-pub const MAX_BRANCH_BYTES: usize = 200;
+pub use crate::ref_name::MAX_BRANCH_BYTES;
 /// Commands longer than this are not parsed for branch creation.
 pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
 
@@ -81,18 +81,7 @@ pub struct BranchCreation {
     pub renamed_from: Option<String>,
 }
 
-/// A branch name git would accept, roughly (`git check-ref-format --branch`), bounded.
-pub fn branch_name_ok(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_BRANCH_BYTES
-        && !name.starts_with('-')
-        && !name.starts_with('/')
-        && !name.ends_with('/')
-        && !name.ends_with(".lock")
-        && !name.contains("..")
-        && !name.contains("@{")
-        && !name.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
-}
+pub use crate::ref_name::branch_name_ok;
 
 /// Splits a shell command into simple commands at `;`, `&&`, `||`, `|` and newlines,
 /// and each into words (quotes removed; no expansion). Good enough to find git calls.

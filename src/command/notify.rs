@@ -103,7 +103,6 @@ impl Supervised {
 /// The supervisor: `/bin/sh -c <command> abcd-notify <summary>` in its own process group, no
 /// input, its output discarded, killed with its group once `bound` has passed.
 pub fn supervise(command: &str, summary: &str, bound: Duration) -> Supervised {
-    use std::os::unix::process::CommandExt;
     // Started from a StopFailure hook, this process inherited SIGTERM ignored; the person's
     // command gets the default back.
     crate::platform::process::default_sigterm();
@@ -113,8 +112,8 @@ pub fn supervise(command: &str, summary: &str, bound: Duration) -> Supervised {
     cmd.args(["-c", command, SHELL_NAME_ARG, summary])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0);
+        .stderr(std::process::Stdio::null());
+    crate::platform::child::in_own_group(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return Supervised::NotStarted(e.to_string()),

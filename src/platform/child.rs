@@ -52,10 +52,7 @@ pub fn run(mut cmd: Command, input: Option<Vec<u8>>, deadline: Instant, out_cap:
     } else {
         Stdio::null()
     });
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
+    in_own_group(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| ChildFail::Spawn(e.to_string()))?;
     let Some(mut stdout) = child.stdout.take() else {
         kill_group(&mut child);
@@ -129,6 +126,13 @@ pub fn run(mut cmd: Command, input: Option<Vec<u8>>, deadline: Instant, out_cap:
     let err =
         err_rx.map(|erx| erx.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap_or_default()).unwrap_or_default();
     Ok(Finished { code, out, err })
+}
+
+/// Starts `cmd`'s child as the leader of a process group of its own, so [`kill_group`]
+/// reaches whatever it starts.
+pub fn in_own_group(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0)
 }
 
 /// Kills the child's process group (and the child), then reaps it, waiting at most

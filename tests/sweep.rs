@@ -186,7 +186,7 @@ fn the_sweep_lists_every_working_copy_and_names_the_stale_one_not_reporting() {
 /// plan `abcd checklist render` shows); a deadline outside the bounds is refused and nothing
 /// is written.
 #[test]
-fn the_ask_rides_a_tool_call_or_a_session_start_and_the_deadline_is_bounded() {
+fn the_ask_rides_a_tool_call_not_a_session_start_and_the_deadline_is_bounded() {
     let repo = Repo::new();
     let root = repo.root.clone();
     for (flag, ok) in [("+59s", false), ("+1m", true), ("+60m", true), ("+61m", false)] {

@@ -153,10 +153,24 @@ fn describe_salvage(salvage: &Salvage) -> (String, serde_json::Value) {
     let bytes: u64 = salvage.regions.iter().map(|r| r.len).sum();
     let lost = salvage.lost();
     let mut text = format!(
-        "salvaged: moved {bytes} damaged bytes in {} region(s) to quarantine and kept all {} intact lines",
-        salvage.regions.len(),
+        "salvaged: moved {bytes} damaged bytes in {} region(s) to quarantine and kept all {} provable lines",
+        salvage.regions.iter().filter(|r| r.len > 0).count(),
         salvage.kept_lines
     );
+    if salvage.restored_lines > 0 {
+        text.push_str(&format!(" ({} of them restored from this machine's mirror)", salvage.restored_lines));
+    }
+    if let (Some(first), Some(last)) = (salvage.moved.first(), salvage.moved.last()) {
+        text.push_str(&format!(
+            "\n  {} line(s) (seqs {first} to {last}) were out of chain order in the file and are written back in chain order",
+            salvage.moved.len()
+        ));
+    }
+    if let Some(seq) = salvage.rewritten {
+        text.push_str(&format!(
+            "\n  the head anchor vouched for a line the file no longer holds in its place: the journal was rewritten or replaced there; recorded as journal.repaired (anchor mismatch) at seq {seq}"
+        ));
+    }
     for r in &salvage.regions {
         let at = match r.lost {
             Some((from, to)) if from == to => format!("seq {from} lost"),
@@ -186,7 +200,8 @@ fn describe_salvage(salvage: &Salvage) -> (String, serde_json::Value) {
                 "lost": r.lost.map(|(a, b)| json!([a, b])), "repaired_seq": r.record_seq})
         })
         .collect();
-    let value = json!({"type": "repair", "outcome": "salvaged", "bytes": bytes, "kept_lines": salvage.kept_lines, "regions": regions,
+    let value = json!({"type": "repair", "outcome": "salvaged", "bytes": bytes, "kept_lines": salvage.kept_lines,
+        "restored_lines": salvage.restored_lines, "moved": salvage.moved, "rewritten_seq": salvage.rewritten, "regions": regions,
         "lost": lost.iter().map(|&(a, b)| json!([a, b])).collect::<Vec<_>>(),
         "torn": salvage.torn.as_ref().map(|(q, len)| json!({"bytes": len, "quarantine": q.display().to_string()}))});
     (text, value)

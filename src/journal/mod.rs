@@ -13,6 +13,7 @@ pub mod genesis;
 pub mod group;
 pub mod group_sync;
 pub mod lock;
+pub mod proof;
 pub mod repair;
 pub mod scan;
 #[cfg(feature = "test-support")]

@@ -13,9 +13,10 @@ use super::anchor::{Anchor, PathReplaced};
 use super::append::{
     Appended, Journal, JournalError, WriterLock, poison, quarantine_range, read_genesis, sync_before_reading, truncate_durably,
 };
-use super::format::{self, Actor, Hash, LineFault, NewEvent};
+use super::format::{self, Actor, Hash, NewEvent};
 use super::genesis::{self, JournalRepaired, RepairCause, Scope};
-use super::scan::{self, Head, MAX_TORN_TAIL_BYTES, Piece, ScanError, StartPoint, Verdict};
+use super::proof::{self, CollectError, Collected, Fate, Plan, PlannedGap, Source, Step};
+use super::scan::{self, Head, MAX_TORN_TAIL_BYTES, StartPoint, Verdict};
 use super::storage::{self, StorageFile};
 use super::verify::{self, AnchorCheck, VerifyReport};
 
@@ -54,8 +55,14 @@ pub enum RepairOutcome {
 pub struct Salvage {
     /// The damaged regions, in file order, as they were in the journal before the repair.
     pub regions: Vec<SalvagedRegion>,
-    /// Verified lines kept from the old file (the genesis included).
+    /// Provable lines kept (the genesis included), those restored from elsewhere among them.
     pub kept_lines: u64,
+    /// Lines restored from the extra lines handed in (this machine's mirror).
+    pub restored_lines: u64,
+    /// Seqs of lines that were out of chain order in the file and were moved, not lost.
+    pub moved: Vec<u64>,
+    /// The seq of the `anchor_mismatch` record of a rewrite the damage hid, if any.
+    pub rewritten: Option<u64>,
     /// A torn tail after the last intact line (never acknowledged), moved aside too.
     pub torn: Option<(PathBuf, u64)>,
     /// The `journal.repaired` lines written, in file order.
@@ -75,7 +82,8 @@ pub struct SalvagedRegion {
     /// Where the bytes were in the journal before the repair.
     pub offset: u64,
     pub len: u64,
-    /// Their copy; `None` for a region of no bytes (lines a tool removed: only seqs lost).
+    /// Their copy; `None` for a region of no bytes (lines a tool removed, or an
+    /// acknowledged tail that is gone: only seqs lost).
     pub quarantine: Option<PathBuf>,
     /// The seqs lost with it (inclusive); `None` when the chain lost nothing there.
     pub lost: Option<(u64, u64)>,
@@ -98,6 +106,17 @@ pub enum RepairError {
 /// `create`: the scope a new journal gets when the path's journal was lost and repair
 /// starts afresh (`None` when unknown, as for a journal named by path).
 pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>) -> Result<RepairOutcome, RepairError> {
+    repair_with_lines(journal, create, session, &[])
+}
+
+/// [`repair`], with `extra`: lines of this journal kept elsewhere (this machine's own
+/// mirror), verbatim with their `LF`; a salvage writes back each one the chain proves fits.
+pub fn repair_with_lines(
+    journal: &Journal,
+    create: Option<&Scope>,
+    session: Option<String>,
+    extra: &[Vec<u8>],
+) -> Result<RepairOutcome, RepairError> {
     let lock = journal.lock()?;
     let storage = journal.storage().clone();
     let paths = journal.paths().clone();
@@ -128,13 +147,15 @@ pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>
     let anchor = journal.anchors().and_then(|a| a.load(&*storage, &genesis.journal_id).ok().flatten());
     let acknowledged_past_head = anchor.filter(|a| a.seq > head.seq);
     let repaired_event = |data: JournalRepaired| repaired_event(session.clone(), data);
+    let salvaged = |file: &dyn StorageFile| -> Result<RepairOutcome, RepairError> {
+        Ok(RepairOutcome::Salvaged(salvage(journal, file, &genesis.journal_id, anchor, extra, &repaired_event)?))
+    };
     match report.verdict {
-        Verdict::Corrupt(_) => Ok(RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?)),
-        // A damaged last line that was acknowledged reads as a torn tail; the anchor
-        // says otherwise, so its seqs are named lost, in one repair.
-        Verdict::TornTail(_) if acknowledged_past_head.is_some() => {
-            Ok(RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?))
-        }
+        Verdict::Corrupt(_) => salvaged(file.as_ref()),
+        // A damaged last line that was acknowledged reads as a torn tail, and a file cut
+        // short at a line boundary reads clean; the anchor says otherwise, so the seqs it
+        // vouched for are restored (from `extra`) or named lost, in one repair.
+        Verdict::TornTail(_) | Verdict::Clean if acknowledged_past_head.is_some() => salvaged(file.as_ref()),
         Verdict::TornTail(t) => {
             let q = quarantine_range(&*storage, file.as_ref(), &paths, "torn", head.seq + 1, t.offset, t.len)?;
             truncate_durably(file.as_ref(), path, t.offset)?;
@@ -209,301 +230,291 @@ fn repaired_event(session: Option<String>, data: JournalRepaired) -> NewEvent {
     }
 }
 
-/// A stretch of the old file the new one holds, or a record written in its place.
-enum Part {
-    Keep {
-        offset: u64,
-        len: u64,
-    },
-    /// The gap record of region `region` (at its first lost seq), chained onto `prev`.
-    Gap {
-        region: usize,
-        prev: Hash,
-    },
-}
-
-/// A damaged region as the walk finds it.
-struct Damage {
+/// A run of the old file's bytes that no kept line holds.
+struct Region {
     offset: u64,
     len: u64,
-    /// The first bad line's problem, in words.
-    problem: String,
-    /// The seq the chain expected at its first byte.
+    /// One past the seq of the line kept just before it in the file.
     seq: u64,
-    /// Some piece in it was written whole (its hash verifies, or it holds an embedded
-    /// line): not what a crashed append leaves.
-    whole_line_inside: bool,
-    lost: Option<(u64, u64, Hash)>,
-    /// For a tail lost after the last intact line: the anchor that names it acknowledged.
-    anchor: Option<Anchor>,
+    /// The first thing wrong in it, in words.
+    problem: String,
+    /// Some of it was written whole: not what a crashed append leaves.
+    written_whole: bool,
 }
 
-/// The walk over the old file: which lines stay, which bytes go, which seqs were lost.
-struct SalvagePlan {
-    parts: Vec<Part>,
-    regions: Vec<Damage>,
-    /// Regions that lost no seq, recorded after the last line.
-    at_end: Vec<usize>,
-    /// A torn tail (never acknowledged), moved aside without a record.
-    torn: Option<usize>,
-    kept_lines: u64,
-    /// Where the chain stands after the last kept line or gap record.
-    next_seq: u64,
-    next_prev: Hash,
-}
-
-struct Walk {
-    plan: SalvagePlan,
-    pending: Option<Damage>,
-}
-
-impl Walk {
-    fn damage(&mut self, offset: u64, len: u64, problem: String, whole_line: bool) {
-        match &mut self.pending {
-            Some(d) => {
-                assert_eq!(d.offset + d.len, offset, "a damaged region is one run of bytes");
-                d.len += len;
-                d.whole_line_inside |= whole_line;
-            }
-            None => {
-                self.pending =
-                    Some(Damage { offset, len, problem, seq: self.plan.next_seq, whole_line_inside: whole_line, lost: None, anchor: None })
-            }
-        }
-    }
-
-    fn keep(&mut self, offset: u64, len: u64) {
-        match self.plan.parts.last_mut() {
-            Some(Part::Keep { offset: o, len: l }) if *o + *l == offset => *l += len,
-            _ => self.plan.parts.push(Part::Keep { offset, len }),
-        }
-        self.plan.kept_lines += 1;
-    }
-
-    /// Ends the pending damage (if any) before a kept line; `lost` when seqs are missing.
-    fn close(&mut self, at: u64, lost: Option<(u64, u64, Hash)>) -> Result<(), TooMany> {
-        let damage = match self.pending.take() {
-            Some(d) => Some(d),
-            // Lines a tool removed without leaving bytes: only the seqs are lost.
-            None if lost.is_some() => Some(Damage {
-                offset: at,
-                len: 0,
-                problem: "lines are missing here".into(),
-                seq: self.plan.next_seq,
-                whole_line_inside: false,
-                lost: None,
-                anchor: None,
-            }),
-            None => None,
-        };
-        let Some(mut damage) = damage else { return Ok(()) };
-        if self.plan.regions.len() == MAX_DAMAGED_REGIONS {
-            return Err(TooMany);
-        }
-        damage.lost = lost;
-        let region = self.plan.regions.len();
-        match lost {
-            Some((from, to, next_prev)) => {
-                assert_eq!(from, self.plan.next_seq, "a gap starts where the chain stands");
-                self.plan.parts.push(Part::Gap { region, prev: self.plan.next_prev });
-                (self.plan.next_seq, self.plan.next_prev) = (to + 1, next_prev);
-            }
-            None => self.plan.at_end.push(region),
-        }
-        self.plan.regions.push(damage);
-        Ok(())
-    }
-
-    fn verified(&mut self, event: format::Event, offset: u64, len: u64) -> Result<(), TooMany> {
-        let (want_seq, want_prev) = (self.plan.next_seq, self.plan.next_prev);
-        if event.seq == want_seq && event.prev == want_prev {
-            self.close(offset, None)?;
-        } else if event.seq > want_seq && want_seq > 0 {
-            // The line names the seqs before it and the hash the last of them had: the
-            // gap record attests exactly that.
-            self.close(offset, Some((want_seq, event.seq - 1, event.prev)))?;
-        } else {
-            // A line written whole that does not belong here: a repeat, another journal's.
-            let problem =
-                if event.seq == want_seq { scan::Problem::PrevMismatch } else { scan::Problem::SeqOutOfOrder { found: event.seq } };
-            self.damage(offset, len, problem.to_string(), true);
-            return Ok(());
-        }
-        self.keep(offset, len);
-        (self.plan.next_seq, self.plan.next_prev) = {
-            let (seq, hash) = event.chain_position();
-            (seq + 1, hash)
-        };
-        Ok(())
-    }
-
-    fn piece(&mut self, piece: Piece<'_>) -> Result<(), TooMany> {
-        let fault = if piece.too_long { Err(LineFault::TooLong) } else { format::verify_line(piece.bytes) };
-        let fault = match fault {
-            Ok(event) => return self.verified(event, piece.offset, piece.len),
-            Err(fault) => fault,
-        };
-        // Of an over-long piece only its end is kept: the longest line that can be embedded.
-        let kept_from = piece.offset + piece.len - piece.bytes.len() as u64;
-        if let Some(at) = format::embedded_line_at(piece.bytes) {
-            // Two lines merged by a damaged newline, or garbage over the start of a line:
-            // only the bytes before the embedded line are damage.
-            let at_file = kept_from + at as u64;
-            self.damage(piece.offset, at_file - piece.offset, fault.to_string(), true);
-            let rest = &piece.bytes[at..];
-            let (offset, len) = (at_file, piece.offset + piece.len - at_file);
-            return match format::verify_line(rest) {
-                Ok(event) => self.verified(event, offset, len),
-                Err(f) => {
-                    self.damage(offset, len, f.to_string(), true);
-                    Ok(())
-                }
+/// The file's bytes no kept line holds, as runs in file order, each with the first thing
+/// wrong in it.
+fn damaged_regions(collected: &Collected, plan: &Plan) -> Vec<Region> {
+    let candidates = &collected.candidates;
+    let mut kept: Vec<(u64, u64, u64)> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match *s {
+            Step::Line(i) => match candidates[i].source {
+                Source::File { offset, len } => Some((offset, len, candidates[i].position.0)),
+                Source::Extra(_) => None,
+            },
+            Step::Gap(_) => None,
+        })
+        .collect();
+    kept.sort_unstable();
+    // Why each unkept piece is out, by offset.
+    let mut why: Vec<(u64, String, bool)> = collected.bad.iter().map(|b| (b.offset, b.problem.clone(), b.written_whole)).collect();
+    for (c, fate) in candidates.iter().zip(&plan.fates) {
+        if let (Source::File { offset, .. }, Fate::Repeat | Fate::Unproven) = (c.source, fate) {
+            let words = match fate {
+                Fate::Repeat => format!("a repeat of seq {}, which is kept once", c.seq),
+                _ => format!("a line of seq {} that neither chain reaches and no hole it alone fits", c.seq),
             };
+            why.push((offset, words, true));
         }
-        let whole = !piece.too_long && format::hash_verifies(piece.bytes);
-        self.damage(piece.offset, piece.len, fault.to_string(), whole);
-        Ok(())
     }
-
-    /// Ends the walk: damage after the last intact line is a lost tail when the anchor
-    /// names seqs past it, a torn tail when it is what a crashed append leaves, and
-    /// otherwise damage that cost no seq.
-    fn finish(mut self, anchor: Option<Anchor>, file_len: u64) -> Result<SalvagePlan, TooMany> {
-        let Some(tail) = self.pending.take() else { return Ok(self.plan) };
-        let next_seq = self.plan.next_seq;
-        match anchor.filter(|a| a.seq >= next_seq) {
-            Some(a) => {
-                self.pending = Some(Damage { anchor: Some(a), ..tail });
-                self.close(file_len, Some((next_seq, a.seq, a.hash)))?;
-            }
-            None if !tail.whole_line_inside && tail.len <= MAX_TORN_TAIL_BYTES => {
-                self.plan.regions.push(tail);
-                self.plan.torn = Some(self.plan.regions.len() - 1);
-            }
-            None => {
-                self.pending = Some(tail);
-                self.close(file_len, None)?;
-            }
+    why.sort_by_key(|w| w.0);
+    let mut regions = vec![];
+    let (mut at, mut seq_before) = (0u64, 0u64);
+    let mut push = |from: u64, to: u64, seq: u64| {
+        if to > from {
+            let inside = |w: &&(u64, String, bool)| w.0 >= from && w.0 < to;
+            let problem = why.iter().find(inside).map_or_else(|| "damaged bytes".to_string(), |w| w.1.clone());
+            let written_whole = why.iter().filter(inside).any(|w| w.2);
+            regions.push(Region { offset: from, len: to - from, seq, problem, written_whole });
         }
-        Ok(self.plan)
-    }
-}
-
-struct TooMany;
-
-fn plan_salvage(file: &dyn StorageFile, path: &std::path::Path, anchor: Option<Anchor>) -> Result<SalvagePlan, RepairError> {
-    let plan = SalvagePlan {
-        parts: vec![],
-        regions: vec![],
-        at_end: vec![],
-        torn: None,
-        kept_lines: 0,
-        next_seq: 0,
-        next_prev: Hash::genesis_prev(),
     };
-    let mut walk = Walk { plan, pending: None };
-    let too_many = || RepairError::TooDamaged { path: path.to_owned() };
-    match scan::for_each_piece(file, 0, |piece| walk.piece(piece)) {
-        Ok(()) => {}
-        Err(ScanError::Io(source)) => return Err(JournalError::Io { what: "reading", path: path.to_owned(), source }.into()),
-        Err(ScanError::Visitor(TooMany)) => return Err(too_many()),
+    for &(offset, len, seq) in &kept {
+        push(at, offset, seq_before);
+        at = at.max(offset + len);
+        seq_before = seq_before.max(seq + 1);
     }
-    let file_len = file.len().map_err(|source| JournalError::Io { what: "inspecting", path: path.to_owned(), source })?;
-    let plan = walk.finish(anchor, file_len).map_err(|TooMany| too_many())?;
-    assert!(plan.kept_lines > 0 && matches!(plan.parts.first(), Some(Part::Keep { offset: 0, .. })), "the genesis verified, so it is kept");
-    Ok(plan)
+    push(at, collected.file_len, seq_before);
+    regions
 }
 
-/// Moves every damaged region to quarantine, writes the kept lines and the records into a
-/// new file beside the journal, and renames it over the journal (format §10).
+/// A `journal.repaired` the salvage writes.
+enum RecordOf {
+    /// A gap, for the region right after the line kept before it (if one starts there).
+    Gap { gap: PlannedGap, region: Option<usize>, at: u64 },
+    /// A region no gap names: it cost no seq.
+    Region(usize),
+    /// Lines moved into chain order.
+    Moved { at: u64 },
+    /// A rewrite the damage hid (rule 6).
+    Rewritten,
+}
+
+/// Moves every damaged region to quarantine, writes the provable lines in chain order and
+/// the records into a new file beside the journal, and renames it over the journal (format
+/// §10). `extra` lines (this machine's mirror) fill holes they fit.
 fn salvage(
     journal: &Journal,
     file: &dyn StorageFile,
     journal_id: &str,
     anchor: Option<Anchor>,
+    extra: &[Vec<u8>],
     repaired_event: &dyn Fn(JournalRepaired) -> NewEvent,
 ) -> Result<Salvage, RepairError> {
     let storage = journal.storage().clone();
     let paths = journal.paths().clone();
     let path = &paths.journal;
-    let plan = plan_salvage(file, path, anchor)?;
-    // Quarantine first: nothing leaves the journal without a synced copy.
-    let mut copies: Vec<Option<super::append::Quarantined>> = Vec::with_capacity(plan.regions.len());
-    for (i, region) in plan.regions.iter().enumerate() {
-        let label = if plan.torn == Some(i) { "torn" } else { "corrupt" };
-        let copy = (region.len > 0)
-            .then(|| quarantine_range(&*storage, file, &paths, label, region.seq, region.offset, region.len))
-            .transpose()?;
-        copies.push(copy);
+    let too_large = |e: CollectError| match e {
+        CollectError::Journal(e) => RepairError::Journal(e),
+        CollectError::TooManyLines => RepairError::TooDamaged { path: path.clone() },
+    };
+    let mut collected = Collected::from_file(file, path).map_err(too_large)?;
+    collected.add_extra(extra).map_err(too_large)?;
+    let candidates = &collected.candidates;
+    let plan = proof::plan(candidates, anchor.map(|a| (a.seq, a.hash)));
+    let regions = damaged_regions(&collected, &plan);
+    if regions.len() > MAX_DAMAGED_REGIONS {
+        return Err(RepairError::TooDamaged { path: path.clone() });
     }
-    let record = |i: usize| {
-        let (region, copy) = (&plan.regions[i], copies[i].as_ref());
-        JournalRepaired {
+
+    // Which record names which region: a gap takes the region that starts right after the
+    // line kept before it; the rest are recorded at the end, but for a torn tail.
+    let mut named = vec![false; regions.len()];
+    let mut records: Vec<RecordOf> = vec![];
+    let mut end_of_previous = 0u64;
+    for step in &plan.steps {
+        match *step {
+            Step::Line(i) => {
+                if let Source::File { offset, len } = candidates[i].source {
+                    end_of_previous = offset + len;
+                }
+            }
+            Step::Gap(gap) => {
+                let region = regions.iter().position(|r| r.offset == end_of_previous).filter(|&r| !named[r]);
+                if let Some(r) = region {
+                    named[r] = true;
+                }
+                records.push(RecordOf::Gap { gap, region, at: end_of_previous });
+            }
+        }
+    }
+    let torn = regions.len().checked_sub(1).filter(|&last| {
+        let r = &regions[last];
+        !named[last] && r.offset + r.len == collected.file_len && !r.written_whole && r.len <= MAX_TORN_TAIL_BYTES
+    });
+    for (r, _) in regions.iter().enumerate().filter(|(r, _)| !named[*r] && torn != Some(*r)) {
+        records.push(RecordOf::Region(r));
+    }
+    if let Some(&first) = plan.moved.first() {
+        let at = plan.steps.iter().find_map(|s| match *s {
+            Step::Line(i) if candidates[i].seq == first => match candidates[i].source {
+                Source::File { offset, .. } => Some(offset),
+                Source::Extra(_) => None,
+            },
+            _ => None,
+        });
+        records.push(RecordOf::Moved { at: at.expect("a moved line is in the file") });
+    }
+    if plan.rewritten {
+        records.push(RecordOf::Rewritten);
+    }
+
+    // Quarantine first: nothing leaves the journal without a synced copy.
+    let mut copies: Vec<super::append::Quarantined> = Vec::with_capacity(regions.len());
+    for (i, region) in regions.iter().enumerate() {
+        let label = if torn == Some(i) { "torn" } else { "corrupt" };
+        copies.push(quarantine_range(&*storage, file, &paths, label, region.seq, region.offset, region.len)?);
+    }
+    let file_len = collected.file_len;
+    let data_of = |record: &RecordOf| -> JournalRepaired {
+        let of_region = |r: usize, lost: Option<PlannedGap>| {
+            let (region, copy) = (&regions[r], &copies[r]);
+            JournalRepaired {
+                cause: RepairCause::Corruption,
+                from_offset: region.offset,
+                to_offset: region.offset + region.len,
+                lines: copy.lines,
+                quarantine_file: copy.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                quarantine_blake3: Some(copy.blake3.clone()),
+                anchor_seq: None,
+                anchor_hash: None,
+                problem: format!("seq {} at byte {}: {}", region.seq, region.offset, region.problem),
+                lost_from: lost.map(|g| g.from),
+                lost_to: lost.map(|g| g.to),
+                next_prev: lost.map(|g| g.next_prev.to_hex()),
+            }
+        };
+        let no_bytes = |at: u64, problem: String| JournalRepaired {
             cause: RepairCause::Corruption,
-            from_offset: region.offset,
-            to_offset: region.offset + region.len,
-            lines: copy.map_or(0, |q| q.lines),
-            quarantine_file: copy.and_then(|q| q.path.file_name()).map(|n| n.to_string_lossy().into_owned()),
-            quarantine_blake3: copy.map(|q| q.blake3.clone()),
-            anchor_seq: region.anchor.map(|a| a.seq),
-            anchor_hash: region.anchor.map(|a| a.hash.to_hex()),
-            problem: format!("seq {} at byte {}: {}", region.seq, region.offset, region.problem),
-            lost_from: region.lost.map(|l| l.0),
-            lost_to: region.lost.map(|l| l.1),
-            next_prev: region.lost.map(|l| l.2.to_hex()),
+            from_offset: at,
+            to_offset: at,
+            lines: 0,
+            quarantine_file: None,
+            quarantine_blake3: None,
+            anchor_seq: None,
+            anchor_hash: None,
+            problem,
+            lost_from: None,
+            lost_to: None,
+            next_prev: None,
+        };
+        match *record {
+            RecordOf::Gap { gap, region, at } => {
+                let mut data = match region {
+                    Some(r) => of_region(r, Some(gap)),
+                    None => {
+                        let words = if gap.lost_tail {
+                            format!(
+                                "seq {} at byte {at}: acknowledged (the head anchor names seq {}) and in no line of the file",
+                                gap.from, gap.to
+                            )
+                        } else {
+                            format!("seq {} at byte {at}: lines are missing here", gap.from)
+                        };
+                        JournalRepaired {
+                            lost_from: Some(gap.from),
+                            lost_to: Some(gap.to),
+                            next_prev: Some(gap.next_prev.to_hex()),
+                            ..no_bytes(at, words)
+                        }
+                    }
+                };
+                if gap.lost_tail {
+                    (data.anchor_seq, data.anchor_hash) = (Some(gap.to), Some(gap.next_prev.to_hex()));
+                }
+                data
+            }
+            RecordOf::Region(r) => of_region(r, None),
+            RecordOf::Moved { at } => {
+                let (first, last) = (plan.moved[0], plan.moved[plan.moved.len() - 1]);
+                no_bytes(
+                    at,
+                    format!(
+                        "seq {first} at byte {at}: {} line(s) (seqs {first} to {last}) were out of chain order in the file and are written back in chain order",
+                        plan.moved.len()
+                    ),
+                )
+            }
+            RecordOf::Rewritten => {
+                let a = anchor.expect("a rewrite is found against the anchor");
+                JournalRepaired::accepted(
+                    file_len,
+                    Some((a.seq, a.hash.to_hex())),
+                    format!(
+                        "the head anchor names seq {} with hash {}, which no line of the file holds, while the file holds another line at that seq or reaches past it: the journal was rewritten or replaced there",
+                        a.seq,
+                        a.hash.to_hex()
+                    ),
+                )
+            }
         }
     };
+
     let dir = paths.dir();
     let tmp = storage::temp_path(path);
     let out = storage.create_new(&tmp).map_err(JournalError::io("creating", &tmp))?;
-    // The seq of the record written for each region (none for the torn tail).
-    let mut record_seq = vec![None; plan.regions.len()];
     let written = (|| -> Result<(Vec<Appended>, Head), JournalError> {
         let mut at = 0u64;
-        let mut records = vec![];
-        let mut last: Option<Head> = None;
+        let mut appended = vec![];
+        let mut head: Option<Head> = None;
+        let mut position = (0u64, Hash::genesis_prev());
         let time = format::now_ms();
-        let mut write_record = |at: &mut u64, region: usize, seq: u64, prev: Hash| -> Result<Head, JournalError> {
-            let (line, hash) = format::encode_line(seq, time, &repaired_event(record(region)), &prev).expect("a repair record fits a line");
+        let mut write_record = |at: &mut u64, seq: u64, prev: Hash, data: JournalRepaired| -> Result<Head, JournalError> {
+            let (line, hash) = format::encode_line(seq, time, &repaired_event(data), &prev).expect("a repair record fits a line");
             out.write_at(&line, *at).map_err(JournalError::io("writing", &tmp))?;
-            let appended = Appended { seq, hash, offset: *at, end: *at + line.len() as u64 };
-            records.push(appended);
-            record_seq[region] = Some(seq);
+            let record = Appended { seq, hash, offset: *at, end: *at + line.len() as u64 };
+            appended.push(record);
             *at += line.len() as u64;
             let event = format::verify_line(&line).expect("abcd writes lines that verify");
             let (chain_seq, chain_hash) = event.chain_position();
-            Ok(Head { seq: chain_seq, hash: chain_hash, offset: appended.offset, end: appended.end })
+            Ok(Head { seq: chain_seq, hash: chain_hash, offset: record.offset, end: record.end })
         };
-        for part in &plan.parts {
-            match *part {
-                Part::Keep { offset, len } => {
-                    storage::copy_range(file, out.as_ref(), offset, len, at).map_err(JournalError::io("copying", path))?;
+        let mut gaps = records.iter().filter(|r| matches!(r, RecordOf::Gap { .. }));
+        for step in &plan.steps {
+            let written = match *step {
+                Step::Line(i) => {
+                    let c = &candidates[i];
+                    let len = match c.source {
+                        Source::File { offset, len } => {
+                            storage::copy_range(file, out.as_ref(), offset, len, at).map_err(JournalError::io("copying", path))?;
+                            len
+                        }
+                        Source::Extra(n) => {
+                            out.write_at(&extra[n], at).map_err(JournalError::io("writing", &tmp))?;
+                            extra[n].len() as u64
+                        }
+                    };
                     at += len;
-                    last = None;
+                    Head { seq: c.position.0, hash: c.position.1, offset: at - len, end: at }
                 }
-                Part::Gap { region, prev } => {
-                    let seq = plan.regions[region].lost.expect("a gap record's region lost seqs").0;
-                    last = Some(write_record(&mut at, region, seq, prev)?);
+                Step::Gap(gap) => {
+                    let record = gaps.next().expect("one record per gap");
+                    write_record(&mut at, gap.from, position.1, data_of(record))?
                 }
-            }
+            };
+            position = (written.seq, written.hash);
+            head = Some(written);
         }
-        let (mut seq, mut prev) = (plan.next_seq, plan.next_prev);
-        for &region in &plan.at_end {
-            let head = write_record(&mut at, region, seq, prev)?;
-            (seq, prev) = (head.seq + 1, head.hash);
-            last = Some(head);
+        for record in records.iter().filter(|r| !matches!(r, RecordOf::Gap { .. })) {
+            let written = write_record(&mut at, position.0 + 1, position.1, data_of(record))?;
+            position = (written.seq, written.hash);
+            head = Some(written);
         }
         out.sync_data().map_err(|source| JournalError::SyncFailed { path: tmp.clone(), source })?;
-        let head = match last {
-            Some(head) => head,
-            None => match scan::read_tail(out.as_ref()).map_err(JournalError::io("reading", &tmp))? {
-                scan::Tail::Good { head, torn: None } => head,
-                other => panic!("a salvaged journal ends in an intact line: {other:?}"),
-            },
-        };
-        Ok((records, head))
+        Ok((appended, head.expect("the genesis is kept")))
     })();
-    let (records, head) = match written {
+    let (appended, head) = match written {
         Ok(done) => done,
         Err(e) => {
             let _ = storage.remove_cache_file(&tmp);
@@ -524,23 +535,38 @@ fn salvage(
         // offsets that moved, and must not come back after a crash.
         let _ = anchors.store_durably(&*storage, journal_id, Anchor::from(head));
     }
-    let regions = plan
-        .regions
-        .iter()
-        .zip(&copies)
-        .zip(&record_seq)
-        .filter_map(|((r, copy), seq)| {
-            // The torn tail is the one region without a record.
-            Some(SalvagedRegion {
-                offset: r.offset,
-                len: r.len,
-                quarantine: copy.as_ref().map(|q| q.path.clone()),
-                lost: r.lost.map(|l| (l.0, l.1)),
-                record_seq: (*seq)?,
-            })
-        })
-        .collect::<Vec<_>>();
-    assert_eq!(regions.len(), records.len(), "one record per region but the torn tail");
-    let torn = plan.torn.map(|i| (copies[i].as_ref().expect("a torn tail has bytes").path.clone(), plan.regions[i].len));
-    Ok(Salvage { regions, kept_lines: plan.kept_lines, torn, records })
+    let mut out_regions = vec![];
+    let mut rewritten = None;
+    for (record, written) in records.iter().zip(&appended) {
+        match *record {
+            RecordOf::Gap { gap, region, at } => out_regions.push(SalvagedRegion {
+                offset: region.map_or(at, |r| regions[r].offset),
+                len: region.map_or(0, |r| regions[r].len),
+                quarantine: region.map(|r| copies[r].path.clone()),
+                lost: Some((gap.from, gap.to)),
+                record_seq: written.seq,
+            }),
+            RecordOf::Region(r) => out_regions.push(SalvagedRegion {
+                offset: regions[r].offset,
+                len: regions[r].len,
+                quarantine: Some(copies[r].path.clone()),
+                lost: None,
+                record_seq: written.seq,
+            }),
+            RecordOf::Moved { .. } => {}
+            RecordOf::Rewritten => rewritten = Some(written.seq),
+        }
+    }
+    let restored_lines =
+        plan.steps.iter().filter(|s| matches!(s, Step::Line(i) if matches!(candidates[*i].source, Source::Extra(_)))).count() as u64;
+    let torn = torn.map(|i| (copies[i].path.clone(), regions[i].len));
+    Ok(Salvage {
+        regions: out_regions,
+        kept_lines: plan.kept_lines() as u64,
+        restored_lines,
+        moved: plan.moved.clone(),
+        rewritten,
+        torn,
+        records: appended,
+    })
 }

@@ -192,3 +192,63 @@ fn a_rewrite_from_seq_2_hidden_by_damage_is_recorded_against_the_anchor() {
     let replay = ok(&repo, &["replay"]);
     assert!(replay.contains("LOST seqs 4-6"), "{replay}");
 }
+
+fn hook(repo: &TestRepo, event: &str, payload: &str) -> Output {
+    use std::io::Write;
+    let mut child = abcd(&repo.root, &repo.home)
+        .args(["hook", event])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Readers fold what repair would keep, without writing: one byte changed in seq 2's title
+/// of five items, and the session start, `abcd checklist` and `checklist --all` show items 1,
+/// 3, 4 and 5 with one line naming the damaged seq and the repair; the journal is untouched
+/// and appends stay refused until the repair.
+#[test]
+fn readers_of_mid_file_damage_show_every_provable_item() {
+    let repo = managed_with(5, "shown");
+    let path = journal_path(&repo);
+    let clean = std::fs::read(&path).unwrap();
+    let starts = line_starts(&clean);
+    let line2 = &clean[starts[2]..starts[3]];
+    let at = starts[2] + line2.windows(12).position(|w| w == b"shown item 2").expect("seq 2 adds item 2") + 1;
+    let mut damaged = clean.clone();
+    damaged[at] ^= 0x01;
+    std::fs::write(&path, &damaged).unwrap();
+
+    let cwd = repo.root.display().to_string();
+    let payload = format!(r#"{{"session_id":"abc123","cwd":"{cwd}","hook_event_name":"SessionStart","source":"compact"}}"#);
+    let out = hook(&repo, "session-start", &payload);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let injected = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    for i in [1, 3, 4, 5] {
+        assert!(injected.contains(&format!("shown item {i}")), "item {i} is provable and injected: {injected}");
+    }
+    assert!(!injected.contains("shown item 2"), "{injected}");
+    assert!(
+        injected.contains("damaged or missing seqs: 2") && injected.contains("abcd journal repair"),
+        "one line names the damaged seq and the repair: {injected}"
+    );
+
+    let listed = run(&repo, &["checklist"]);
+    let all = format!("{}{}", String::from_utf8_lossy(&listed.stdout), String::from_utf8_lossy(&listed.stderr));
+    for i in [1, 3, 4, 5] {
+        assert!(all.contains(&format!("shown item {i}")), "abcd checklist shows item {i}: {all}");
+    }
+    assert!(all.contains("damaged or missing seqs: 2"), "{all}");
+    let history = run(&repo, &["checklist", "--all"]);
+    let history = format!("{}{}", String::from_utf8_lossy(&history.stdout), String::from_utf8_lossy(&history.stderr));
+    assert!(history.contains("shown item 5") && history.contains("damaged or missing seqs: 2"), "{history}");
+
+    assert_eq!(std::fs::read(&path).unwrap(), damaged, "a reader writes nothing to the journal");
+    let refused = run(&repo, &["checklist", "add", "while damaged"]);
+    assert_ne!(refused.status.code(), Some(0), "appends stay refused until repair");
+    repair_once(&repo);
+    assert_eq!(items(&repo), ["shown item 1", "shown item 3", "shown item 4", "shown item 5"]);
+}

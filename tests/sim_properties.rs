@@ -51,8 +51,9 @@ use abcd::event::{self, ItemAdded, ItemChanged, Scope};
 use abcd::fold::{self, FoldedState};
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::append::Appended;
-use abcd::journal::format::{Actor, Event, Hash, NewEvent};
+use abcd::journal::format::{self, Actor, Event, Hash, NewEvent};
 use abcd::journal::group::SharedJournal;
+use abcd::journal::proof;
 use abcd::journal::repair::{self, RepairError, RepairOutcome};
 use abcd::journal::scan::{Head, Verdict};
 use abcd::journal::simdisk::{FailedSync, Faults, Keep, SimDisk, SimRng};
@@ -257,6 +258,9 @@ struct Seen {
     anchor: AnchorCheck,
     journal_id: Option<String>,
     file_len: u64,
+    /// For a corrupt journal: the fold of every line the rule of proof keeps (format §10),
+    /// which readers show; the anchor read as a reader reads it, after its damage mark.
+    provable: Option<FoldedState>,
 }
 
 impl Seen {
@@ -287,6 +291,10 @@ fn read_journal(storage: &dyn Storage, paths: &JournalPaths, anchors: &AnchorSto
         fold::fold_event(&mut state, e);
         states.push(state.clone());
     }
+    let provable = match (&report.verdict, &report.journal_id) {
+        (Verdict::Corrupt(_), Some(id)) => Some(fold_of_plan(storage, &paths.journal, anchors, id)?),
+        _ => None,
+    };
     Ok(Some(Seen {
         events,
         heads,
@@ -295,7 +303,32 @@ fn read_journal(storage: &dyn Storage, paths: &JournalPaths, anchors: &AnchorSto
         anchor: report.anchor,
         journal_id: report.journal_id,
         file_len: report.file_len,
+        provable,
     }))
+}
+
+/// The fold of the lines the rule of proof keeps, in chain order, with the lost seqs
+/// stepped over: what a reader of a damaged journal shows.
+fn fold_of_plan(storage: &dyn Storage, path: &Path, anchors: &AnchorStore, journal_id: &str) -> Result<FoldedState, String> {
+    let file = verify::open_trusted(storage, path).map_err(|e| e.to_string())?;
+    let collected = proof::Collected::from_file(file.as_ref(), path).map_err(|e| e.to_string())?;
+    // A reader marks the anchor before it plans; the mark keeps its fields.
+    let anchor = anchors.load(storage, journal_id).map_err(|e| e.to_string())?.map(|a| proof::HeadAnchor { marked: true, ..a.into() });
+    let plan = proof::plan(&collected.candidates, anchor);
+    let mut state = FoldedState::default();
+    for step in &plan.steps {
+        match *step {
+            proof::Step::Gap(g) => fold::fold_lost(&mut state, g.from, g.to, g.next_prev),
+            proof::Step::Line(i) => {
+                let proof::Source::File { offset, len } = collected.candidates[i].source else { unreachable!("no extra lines") };
+                let mut line = vec![0u8; len as usize];
+                let n = file.read_at(&mut line, offset).map_err(|e| e.to_string())?;
+                assert_eq!(n, line.len(), "a candidate line is read whole");
+                fold::fold_event(&mut state, &format::verify_line(&line).map_err(|e| e.to_string())?);
+            }
+        }
+    }
+    Ok(state)
 }
 
 /// Which kinds of operation a scenario draws. Power losses, between operations and inside
@@ -883,8 +916,9 @@ impl World {
         // 4 and 5. Caches equal the fold of the prefix they name; last-good is valid and
         // names a line the journal holds, or it is not used.
         self.check_caches(&seen)?;
-        // The read path equals the fold of the verified prefix.
-        let last = seen.states.last().expect("not empty");
+        // The read path equals the fold of the verified prefix, and of a corrupt journal the
+        // fold of what the rule of proof keeps (format §10).
+        let last = seen.provable.as_ref().unwrap_or(seen.states.last().expect("not empty"));
         let head = *seen.heads.last().expect("not empty");
         let store = &self.p.stores[0];
         let current = store.current_state().map_err(|e| format!("after the crash the state cannot be read: {e}"))?;
@@ -1551,7 +1585,8 @@ fn g6_case(killed: bool, projection: bool, anchor_lost: bool, older: bool) -> Re
     if older && read.base != (StateBase::Checkpoint { seq: last.seq }) {
         return Err(format!("{case}: the read path started from {:?}, not the checkpoint at seq {}", read.base, last.seq));
     }
-    if &read.state != seen.states.last().unwrap() || read.degraded.is_none() {
+    let shown = seen.provable.as_ref().expect("the journal is corrupt");
+    if &read.state != shown || read.degraded.is_none() {
         return Err(format!(
             "{case}: the read path ({:?}, head seq {}, degraded {:?}) folded events past the corruption at seq {}",
             read.base,
@@ -1561,8 +1596,12 @@ fn g6_case(killed: bool, projection: bool, anchor_lost: bool, older: bool) -> Re
         ));
     }
     let view = w.p.stores[0].checklist_view();
-    if !view.checklist.items.is_empty() {
-        return Err(format!("{case}: the checklist reader ({:?}) shows an item past the corruption at seq {}", view.source, last.seq + 1));
+    if view.checklist.items != shown.checklist.items {
+        return Err(format!(
+            "{case}: the checklist reader ({:?}) shows other items than the lines the rule of proof keeps past the corruption at seq {}",
+            view.source,
+            last.seq + 1
+        ));
     }
     // The session-start render written beside `checklist.json` is held to the same rule.
     let budget = abcd::store::context::checklist_budget(None);

@@ -162,6 +162,22 @@ pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
     fold_event_keeping_retired(state, event, &mut Vec::new())
 }
 
+/// Steps the fold over seqs `from..=to` that no provable line holds, as a gap record would
+/// (a reader of a damaged journal folds the plan repair would write, without writing it):
+/// the next event must carry seq `to + 1` and chain onto `next_prev`.
+pub fn fold_lost(state: &mut FoldedState, from: u64, to: u64, next_prev: Hash) {
+    let summary = &mut state.journal;
+    assert_eq!(from, summary.events, "lost seqs start where the fold stands");
+    assert!(to >= from && to < u64::MAX, "a lost range names at least one seq, and a seq after it");
+    summary.events = to + 1;
+    summary.last_hash = Some(next_prev);
+    if summary.lost.len() < MAX_LOST_RANGES_KEPT {
+        summary.lost.push(LostSeqs { from, to });
+    } else {
+        summary.lost_ranges_not_kept += 1;
+    }
+}
+
 /// [`fold_event`], handing every closed item it retires from the checklist (past
 /// [`checklist::CLOSED_ITEMS_KEPT`]) to `retired`, as it was when it left: what
 /// `abcd checklist --all` shows beside the working state.

@@ -312,7 +312,17 @@ impl Journal {
         if anchor.is_some_and(|a| a.damage_found) {
             return Ok(());
         }
-        let marked = Anchor { damage_found: true, ..anchor.unwrap_or(Anchor::from(before_damage)) };
+        let marked = match anchor {
+            Some(anchor) => Anchor { damage_found: true, ..anchor },
+            // No head was acknowledged here that the home store knows of: the mark names the
+            // genesis, which bounds nothing for the rule of proof (format §10, §11), and not
+            // `before_damage`, which would read as an acknowledged head.
+            None => {
+                let file = super::verify::open_trusted(&*self.storage, path)?;
+                let genesis = read_genesis(file.as_ref(), path).map(|g| g.head).unwrap_or(before_damage);
+                Anchor { damage_found: true, ..Anchor::from(genesis) }
+            }
+        };
         anchors.store(&*self.storage, journal_id, marked).map_err(JournalError::io("writing the head anchor of", path))
     }
 

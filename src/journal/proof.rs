@@ -18,6 +18,12 @@ use super::storage::StorageFile;
 /// sizes); past it a salvage or a reader refuses rather than exhaust memory.
 pub const MAX_PLAN_LINES: usize = 1 << 22;
 
+/// The highest chain position a kept line may have, and the highest seq an anchor may name
+/// for a plan to use it: far past any journal's reach (a journal of `MAX_JOURNAL_BYTES`
+/// holds fewer lines), so a line or anchor beyond it is forged, and a plan never keeps a
+/// line after which no seq is left for the records it writes or the next append.
+pub const MAX_SALVAGE_SEQ: u64 = 1 << 48;
+
 /// Where a candidate line's bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -84,10 +90,12 @@ impl Collected {
     }
 
     /// Adds lines from elsewhere (verbatim, each with its `LF`); a line that is not valid on
-    /// its own is ignored, since it cannot be written back.
+    /// its own, or lies past [`MAX_SALVAGE_SEQ`], is ignored, since it cannot be written back.
     pub fn add_extra(&mut self, lines: &[Vec<u8>]) -> Result<(), CollectError> {
         for (i, line) in lines.iter().enumerate() {
-            if let Ok(event) = format::verify_line(line) {
+            if let Ok(event) = format::verify_line(line)
+                && event.chain_position().0 < MAX_SALVAGE_SEQ
+            {
                 self.push(&event, Source::Extra(i)).map_err(|TooManyLines| CollectError::TooManyLines)?;
             }
         }
@@ -102,10 +110,33 @@ impl Collected {
         Ok(())
     }
 
+    /// A line of the file valid on its own: a candidate, unless its position is past
+    /// [`MAX_SALVAGE_SEQ`] (then it is damage, written whole).
+    fn push_file_line(&mut self, event: &format::Event, offset: u64, len: u64) -> Result<(), TooManyLines> {
+        if event.chain_position().0 >= MAX_SALVAGE_SEQ {
+            let problem = format!("a line of seq {} lies past any journal's reach", event.chain_position().0);
+            self.push_bad(BadSpan { offset, len, problem, written_whole: true });
+            return Ok(());
+        }
+        self.push(event, Source::File { offset, len })
+    }
+
+    /// Adds a bad piece, merged into the one before it when they touch: a run of damage is
+    /// held as one span, however many pieces it splits into.
+    fn push_bad(&mut self, bad: BadSpan) {
+        match self.bad.last_mut() {
+            Some(last) if last.offset + last.len == bad.offset => {
+                last.len += bad.len;
+                last.written_whole |= bad.written_whole;
+            }
+            _ => self.bad.push(bad),
+        }
+    }
+
     fn piece(&mut self, piece: Piece<'_>) -> Result<(), TooManyLines> {
         let fault = if piece.too_long { Err(LineFault::TooLong) } else { format::verify_line(piece.bytes) };
         let fault = match fault {
-            Ok(event) => return self.push(&event, Source::File { offset: piece.offset, len: piece.len }),
+            Ok(event) => return self.push_file_line(&event, piece.offset, piece.len),
             Err(fault) => fault,
         };
         // Of an over-long piece only its end is at hand: the longest line that can be embedded.
@@ -114,18 +145,18 @@ impl Collected {
             // Two lines merged by a damaged newline, or garbage over the start of a line:
             // the bytes before the embedded line are damage, the embedded line is judged alone.
             let at_file = kept_from + at as u64;
-            self.bad.push(BadSpan { offset: piece.offset, len: at_file - piece.offset, problem: fault.to_string(), written_whole: true });
+            self.push_bad(BadSpan { offset: piece.offset, len: at_file - piece.offset, problem: fault.to_string(), written_whole: true });
             let (offset, len) = (at_file, piece.offset + piece.len - at_file);
             return match format::verify_line(&piece.bytes[at..]) {
-                Ok(event) => self.push(&event, Source::File { offset, len }),
+                Ok(event) => self.push_file_line(&event, offset, len),
                 Err(f) => {
-                    self.bad.push(BadSpan { offset, len, problem: f.to_string(), written_whole: true });
+                    self.push_bad(BadSpan { offset, len, problem: f.to_string(), written_whole: true });
                     Ok(())
                 }
             };
         }
         let written_whole = !piece.too_long && format::hash_verifies(piece.bytes);
-        self.bad.push(BadSpan { offset: piece.offset, len: piece.len, problem: fault.to_string(), written_whole });
+        self.push_bad(BadSpan { offset: piece.offset, len: piece.len, problem: fault.to_string(), written_whole });
         Ok(())
     }
 }
@@ -201,9 +232,26 @@ enum Range {
     Unbounded,
 }
 
-/// The rule of proof over `candidates`, whose first is the genesis at offset 0; `anchor` is
-/// the head anchor's chain position, when the home store has one.
-pub fn plan(candidates: &[Candidate], anchor: Option<(u64, Hash)>) -> Plan {
+/// The head anchor as a plan reads it (journal-format §11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadAnchor {
+    pub seq: u64,
+    pub hash: Hash,
+    /// It carries the damage mark. A reader that found damage where the home store had no
+    /// anchor marks the genesis, which is no acknowledged head: a marked anchor at seq 0
+    /// bounds nothing (the plan reads it as no anchor).
+    pub marked: bool,
+}
+
+impl From<super::anchor::Anchor> for HeadAnchor {
+    fn from(a: super::anchor::Anchor) -> HeadAnchor {
+        HeadAnchor { seq: a.seq, hash: a.hash, marked: a.damage_found }
+    }
+}
+
+/// The rule of proof over `candidates`, whose first is the genesis at offset 0; `head` is
+/// the head anchor, when the home store has one.
+pub fn plan(candidates: &[Candidate], head: Option<HeadAnchor>) -> Plan {
     assert!(
         matches!(candidates.first(), Some(c) if c.seq == 0 && c.prev == Hash::genesis_prev() && matches!(c.source, Source::File { offset: 0, .. })),
         "a plan starts from the genesis at offset 0"
@@ -227,6 +275,14 @@ pub fn plan(candidates: &[Candidate], anchor: Option<(u64, Hash)>) -> Plan {
         let l = line(n);
         by_seq_prev.entry((l.seq, l.prev)).or_default().push(n);
         by_position.entry(l.position).or_default().push(n);
+    }
+    // A gap record beside the real lines it stands for (an earlier salvage's, with the lines
+    // back from elsewhere) is no fork: the real lines continue the chain, the record is left.
+    let is_gap = |n: usize| line(n).position != (line(n).seq, line(n).hash);
+    for nodes in by_seq_prev.values_mut().chain(by_position.values_mut()) {
+        if nodes.len() > 1 && nodes.iter().any(|&n| is_gap(n)) && nodes.iter().any(|&n| !is_gap(n)) {
+            nodes.retain(|&n| !is_gap(n));
+        }
     }
     const EMPTY: &[usize] = &[];
     let successors =
@@ -262,6 +318,7 @@ pub fn plan(candidates: &[Candidate], anchor: Option<(u64, Hash)>) -> Plan {
     let (f_seq, f_hash) = line(*forward.last().expect("the genesis")).position;
 
     // 2. The backward chain from the anchor's line, then forward from it.
+    let anchor = head.filter(|a| !(a.marked && a.seq == 0) && a.seq < MAX_SALVAGE_SEQ).map(|a| (a.seq, a.hash));
     let anchor_node = anchor.and_then(|pos| by_position.get(&pos)).and_then(|v| v.first().copied());
     let anchor_on_forward = anchor_node.is_some_and(|n| role[n] == Role::Forward);
     let mut backward = vec![];
@@ -290,14 +347,32 @@ pub fn plan(candidates: &[Candidate], anchor: Option<(u64, Hash)>) -> Plan {
     }
     let anchor_kept = anchor_on_forward || !backward.is_empty();
 
-    // 3. The range a hole may take.
+    // 3. The range a hole may take. An anchor behind the forward chain's end is stale (the
+    // lines after it chain, so they were appended after it was stored): it says less, and
+    // bounds nothing past F. One at F's end names the head: nothing past it is proven.
     let mut lost_tail = None;
+    let mut after_tail = vec![];
     let range = match anchor {
         None => Range::Unbounded,
-        Some(_) if anchor_on_forward => Range::None,
+        Some((a_seq, _)) if anchor_on_forward => {
+            if a_seq < f_seq {
+                Range::Unbounded
+            } else {
+                Range::None
+            }
+        }
         Some(_) if !backward.is_empty() => Range::Below(line(backward[0]).seq),
-        Some((a_seq, a_hash)) if a_seq > f_seq && a_seq < u64::MAX => {
+        Some((a_seq, a_hash)) if a_seq > f_seq => {
             lost_tail = Some((a_seq, a_hash));
+            // Lines that chain onto the lost anchor line were appended after it: they follow
+            // the lost tail's gap record.
+            if let [next] = successors((a_seq, a_hash))
+                && role[*next] == Role::Free
+            {
+                role[*next] = Role::Backward;
+                after_tail.push(*next);
+                extend(&mut after_tail, &mut role, Role::Backward);
+            }
             Range::Below(a_seq + 1)
         }
         Some(_) => Range::None,
@@ -383,6 +458,10 @@ pub fn plan(candidates: &[Candidate], anchor: Option<(u64, Hash)>) -> Plan {
         assert!(a_seq > at.0, "a lost tail lies past every kept line");
         chain.push(Err(PlannedGap { from: at.0 + 1, to: a_seq, next_prev: a_hash, lost_tail: true }));
         at = (a_seq, a_hash);
+        chain.extend(after_tail.iter().map(|&n| Ok(n)));
+        if let Some(&last) = after_tail.last() {
+            at = line(last).position;
+        }
     }
 
     // The copy of each line to keep: the first after the previous kept line in the file,
@@ -434,6 +513,9 @@ pub fn plan(candidates: &[Candidate], anchor: Option<(u64, Hash)>) -> Plan {
     // 6. A rewrite hidden by damage: the anchor's line is not kept and its place is taken.
     let rewritten = match anchor {
         Some((a_seq, _)) if !anchor_kept => a_seq <= f_seq || candidates.iter().any(|c| c.seq == a_seq),
+        // An anchor past any journal's reach is forged or damaged: nothing it names can be
+        // kept, and it is put on record rather than dropped in silence.
+        None => head.is_some_and(|a| !a.marked && a.seq >= MAX_SALVAGE_SEQ),
         _ => false,
     };
     Plan { steps, fates, moved, rewritten, end: at }

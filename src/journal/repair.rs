@@ -159,6 +159,16 @@ pub fn repair_with_lines(
         Verdict::TornTail(t) => {
             let q = quarantine_range(&*storage, file.as_ref(), &paths, "torn", head.seq + 1, t.offset, t.len)?;
             truncate_durably(file.as_ref(), path, t.offset)?;
+            // A journal that also disagrees with its anchor is accepted in the same repair:
+            // one repair, one answer.
+            if let AnchorCheck::Disagrees(detail) = &report.anchor {
+                let data = JournalRepaired::accepted(t.offset, anchor.map(|a| (a.seq, a.hash.to_hex())), detail.clone());
+                let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
+                return Ok(RepairOutcome::AnchorAccepted {
+                    detail: format!("{detail}; a torn tail of {} bytes was cut first, copy in {}", t.len, q.path.display()),
+                    repaired,
+                });
+            }
             Ok(RepairOutcome::TornTailCut { quarantine: q.path, bytes: t.len })
         }
         Verdict::Clean => {
@@ -272,18 +282,28 @@ fn damaged_regions(collected: &Collected, plan: &Plan) -> Vec<Region> {
     why.sort_by_key(|w| w.0);
     let mut regions = vec![];
     let (mut at, mut seq_before) = (0u64, 0u64);
+    // Regions and reasons both go in file order: one walk over each.
+    let mut next_why = 0usize;
     let mut push = |from: u64, to: u64, seq: u64| {
         if to > from {
-            let inside = |w: &&(u64, String, bool)| w.0 >= from && w.0 < to;
-            let problem = why.iter().find(inside).map_or_else(|| "damaged bytes".to_string(), |w| w.1.clone());
-            let written_whole = why.iter().filter(inside).any(|w| w.2);
+            while why.get(next_why).is_some_and(|w| w.0 < from) {
+                next_why += 1;
+            }
+            let first = next_why;
+            let mut written_whole = false;
+            while let Some(w) = why.get(next_why).filter(|w| w.0 < to) {
+                written_whole |= w.2;
+                next_why += 1;
+            }
+            let problem = why[first..next_why].first().map_or_else(|| "damaged bytes".to_string(), |w| w.1.clone());
             regions.push(Region { offset: from, len: to - from, seq, problem, written_whole });
         }
     };
     for &(offset, len, seq) in &kept {
         push(at, offset, seq_before);
         at = at.max(offset + len);
-        seq_before = seq_before.max(seq + 1);
+        // One past the line kept just before the next region in the file (§10).
+        seq_before = seq + 1;
     }
     push(at, collected.file_len, seq_before);
     regions
@@ -322,7 +342,7 @@ fn salvage(
     let mut collected = Collected::from_file(file, path).map_err(too_large)?;
     collected.add_extra(extra).map_err(too_large)?;
     let candidates = &collected.candidates;
-    let plan = proof::plan(candidates, anchor.map(|a| (a.seq, a.hash)));
+    let plan = proof::plan(candidates, anchor.map(proof::HeadAnchor::from));
     let regions = damaged_regions(&collected, &plan);
     if regions.len() > MAX_DAMAGED_REGIONS {
         return Err(RepairError::TooDamaged { path: path.clone() });
@@ -452,7 +472,7 @@ fn salvage(
                     file_len,
                     Some((a.seq, a.hash.to_hex())),
                     format!(
-                        "the head anchor names seq {} with hash {}, which no line of the file holds, while the file holds another line at that seq or reaches past it: the journal was rewritten or replaced there",
+                        "the head anchor names seq {} with hash {}, which no kept line holds, while the file (or this machine's mirror) holds another line at that seq, reaches past it, or the seq is past any journal's reach: the journal was rewritten or replaced there, or the anchor is not this journal's head",
                         a.seq,
                         a.hash.to_hex()
                     ),

@@ -15,6 +15,7 @@ use crate::fold::{self, FoldNote, FoldedState};
 use crate::journal::anchor::Holds;
 use crate::journal::append::{AppendNotes, Appended, Genesis, Journal, JournalError, read_genesis};
 use crate::journal::format::NewEvent;
+use crate::journal::proof;
 use crate::journal::scan::{self, Corruption, Head, ScanError, StartPoint, Tail, Verdict};
 use crate::journal::storage::StorageFile;
 use crate::journal::verify::open_trusted;
@@ -53,10 +54,30 @@ pub struct CurrentState {
     pub head: Head,
     pub journal_id: String,
     pub base: StateBase,
-    /// Set when the journal is corrupt: the state is the fold of the valid prefix.
+    /// Set when the journal is corrupt: the state is the fold of the valid prefix, and of
+    /// every later line the rule of proof keeps when `provable` is set.
     pub degraded: Option<Corruption>,
+    /// For a corrupt journal read by a reader: what the rule of proof found past the
+    /// corruption (journal-format §10), folded without writing.
+    pub provable: Option<Provable>,
     /// Notes from folding (unknown kinds, skipped events).
     pub notes: Vec<FoldNote>,
+}
+
+/// What a reader folded of a damaged journal past its valid prefix, by the plan repair
+/// would write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provable {
+    /// Lines folded past the valid prefix.
+    pub lines_past_damage: u64,
+    /// Seqs no provable line holds, as inclusive ranges.
+    pub lost: Vec<(u64, u64)>,
+}
+
+/// One step of the plan a reader folds past the valid prefix.
+pub(crate) enum ProvableStep<'a> {
+    Line(&'a crate::journal::format::Event),
+    Lost { from: u64, to: u64, next_prev: crate::journal::format::Hash },
 }
 
 pub struct Store {
@@ -334,18 +355,82 @@ impl Store {
             }
         };
         self.check_path_record(Some(file.as_ref()), Some(&genesis))?;
-        match scan::read_tail(file.as_ref()).map_err(io_err)? {
+        let mut current = match scan::read_tail(file.as_ref()).map_err(io_err)? {
             Tail::Good { head, .. } => self.state_at(file.as_ref(), head, genesis.journal_id),
             // Corrupt (or emptied under us): fold what verifies from the best base, and
             // let the scan name the damage.
             _ => self.fold_from_best_base(file.as_ref(), genesis.journal_id),
+        }?;
+        if current.degraded.is_some() {
+            // A reader's mark is best effort: the next full read makes it again.
+            let _ = self.journal.record_damage_found(&current.journal_id, current.head);
+            let state = &mut current.state;
+            let provable = self
+                .fold_provable(file.as_ref(), current.head, &current.journal_id, |step| match step {
+                    ProvableStep::Line(event) => {
+                        fold::fold_event(state, event);
+                    }
+                    ProvableStep::Lost { from, to, next_prev } => fold::fold_lost(state, from, to, next_prev),
+                })
+                .map_err(io_err)?;
+            current.provable = Some(provable);
         }
-        .inspect(|current| {
-            if current.degraded.is_some() {
-                // A reader's mark is best effort: the next full read makes it again.
-                let _ = self.journal.record_damage_found(&current.journal_id, current.head);
+        Ok(current)
+    }
+
+    /// Hands `fold` every step past the valid prefix (which ends at the line `prefix`) that
+    /// the rule of proof keeps, in chain order, as repair would write them (journal-format
+    /// §10), without writing anything: a reader shows every provable item of a damaged
+    /// journal, and appends stay refused until repair. When the plan does not keep `prefix`
+    /// itself (a fork inside it), nothing past it is handed on: the prefix is what is shown.
+    pub(crate) fn fold_provable(
+        &self,
+        file: &dyn StorageFile,
+        prefix: Head,
+        journal_id: &str,
+        mut fold: impl FnMut(ProvableStep<'_>),
+    ) -> std::io::Result<Provable> {
+        let path = &self.journal.paths().journal;
+        let collected = match proof::Collected::from_file(file, path) {
+            Ok(c) => c,
+            Err(proof::CollectError::Journal(JournalError::Io { source, .. })) => return Err(source),
+            // Too large to plan in memory, or not readable as a plan: show the prefix only.
+            Err(_) => return Ok(Provable { lines_past_damage: 0, lost: vec![] }),
+        };
+        let anchor = self.journal.anchors().and_then(|a| a.load(&**self.journal.storage(), journal_id).ok().flatten());
+        let plan = proof::plan(&collected.candidates, anchor.map(proof::HeadAnchor::from));
+        let candidates = &collected.candidates;
+        let Some(at_prefix) =
+            plan.steps.iter().position(|s| matches!(*s, proof::Step::Line(i) if candidates[i].position == (prefix.seq, prefix.hash)))
+        else {
+            return Ok(Provable { lines_past_damage: 0, lost: vec![] });
+        };
+        let mut folded = 0u64;
+        for step in &plan.steps[at_prefix + 1..] {
+            let i = match *step {
+                proof::Step::Gap(g) => {
+                    fold(ProvableStep::Lost { from: g.from, to: g.to, next_prev: g.next_prev });
+                    continue;
+                }
+                proof::Step::Line(i) => i,
+            };
+            let proof::Source::File { offset, len } = candidates[i].source else {
+                unreachable!("a reader's plan holds only the file's lines")
+            };
+            let mut line = vec![0u8; len as usize];
+            let mut done = 0;
+            while done < line.len() {
+                match file.read_at(&mut line[done..], offset + done as u64)? {
+                    0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                    n => done += n,
+                }
             }
-        })
+            let event = crate::journal::format::verify_line(&line)
+                .map_err(|fault| std::io::Error::new(std::io::ErrorKind::InvalidData, fault.to_string()))?;
+            fold(ProvableStep::Line(&event));
+            folded += 1;
+        }
+        Ok(Provable { lines_past_damage: folded, lost: plan.lost() })
     }
 
     /// Refuses, as [`JournalError::Replaced`], a journal at a path the home store records
@@ -395,7 +480,15 @@ impl Store {
         let projection = projection::load_state_any(storage, &self.projection_path());
         if let Some((state, named)) = projection {
             if named == head && durable.vouches_for(file, head).map_err(io_err)? {
-                return Ok(CurrentState { state, head, journal_id, base: StateBase::ProjectionCurrent, degraded: None, notes: vec![] });
+                return Ok(CurrentState {
+                    state,
+                    head,
+                    journal_id,
+                    base: StateBase::ProjectionCurrent,
+                    degraded: None,
+                    provable: None,
+                    notes: vec![],
+                });
             }
             return self.fold_from_base(file, journal_id, Some((state, named)), durable);
         }
@@ -546,5 +639,5 @@ pub fn fold_from(
         Verdict::Corrupt(c) => Some(c),
         _ => None,
     };
-    Ok(CurrentState { state, head, journal_id, base, degraded, notes })
+    Ok(CurrentState { state, head, journal_id, base, degraded, provable: None, notes })
 }

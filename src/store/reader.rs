@@ -108,7 +108,7 @@ impl Store {
         let mut notes = Vec::new();
         let mut line = None;
         if let Some(c) = &current.degraded {
-            notes.push(damage_note(c));
+            notes.push(damage_note(c, current.provable.as_ref()));
         } else {
             // A reader repairs a stale or untrusted projection as it goes; a failure to
             // write it changes nothing for this read.
@@ -171,11 +171,21 @@ impl Store {
         })?;
         let mut notes = Vec::new();
         if let Verdict::Corrupt(c) = &report.verdict {
-            notes.push(damage_note(c));
-            if let (Some(id), Some(head)) = (&state.journal.journal_id, report.head) {
+            let mut provable = None;
+            if let (Some(id), Some(head)) = (state.journal.journal_id.clone(), report.head) {
                 // A reader's mark is best effort, as `current_state`'s.
-                let _ = self.journal.record_damage_found(id, head);
+                let _ = self.journal.record_damage_found(&id, head);
+                let found = self
+                    .fold_provable(file.as_ref(), head, &id, |step| match step {
+                        crate::store::ProvableStep::Line(event) => {
+                            fold::fold_event_keeping_retired(&mut state, event, &mut retired);
+                        }
+                        crate::store::ProvableStep::Lost { from, to, next_prev } => fold::fold_lost(&mut state, from, to, next_prev),
+                    })
+                    .map_err(|source| JournalError::Io { what: "reading", path: path.clone(), source })?;
+                provable = Some(found);
             }
+            notes.push(damage_note(c, provable.as_ref()));
         }
         notes.extend(state.journal.skipped.iter().filter(|s| projection::changes_checklist_view(&s.kind)).map(|s| s.to_string()));
         Ok(ChecklistHistory { working: state.checklist, retired, head_seq: report.head.map(|h| h.seq), notes })
@@ -232,11 +242,24 @@ impl ChecklistHistory {
     }
 }
 
-fn damage_note(c: &Corruption) -> String {
-    format!(
-        "the journal is damaged at seq {} (byte offset {}): {}; showing what came before it; run `abcd journal repair`",
-        c.seq, c.offset, c.problem
-    )
+/// The one line a reader of a damaged journal shows: where the damage is, what it shows
+/// (every line the chain proves, when the plan found any past the damage), which seqs are
+/// lost, and what to run.
+fn damage_note(c: &Corruption, provable: Option<&crate::store::Provable>) -> String {
+    let shown = match provable {
+        Some(p) if p.lines_past_damage > 0 => {
+            format!("showing every line the chain proves, {} of them after the damage", p.lines_past_damage)
+        }
+        _ => "showing what came before it".to_string(),
+    };
+    let lost = match provable {
+        Some(p) if !p.lost.is_empty() => {
+            let named: Vec<String> = p.lost.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+            format!("; damaged or missing seqs: {}", named.join(", "))
+        }
+        _ => String::new(),
+    };
+    format!("the journal is damaged at seq {} (byte offset {}): {}; {shown}{lost}; run `abcd journal repair`", c.seq, c.offset, c.problem)
 }
 
 /// Whether a `checklist.json` naming `named` shows the checklist at `head`: it names the

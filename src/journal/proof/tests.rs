@@ -46,8 +46,8 @@ fn kept_seqs(plan: &Plan, c: &[Candidate]) -> Vec<u64> {
         .collect()
 }
 
-fn anchor_at(l: &(u64, Hash, Hash)) -> Option<(u64, Hash)> {
-    Some((l.0, l.2))
+fn anchor_at(l: &(u64, Hash, Hash)) -> Option<HeadAnchor> {
+    Some(HeadAnchor { seq: l.0, hash: l.2, marked: false })
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn another_journals_lines_appended_are_never_adopted() {
     assert_eq!(kept_seqs(&plan_of(&c, anchor_at(&own[5])), &c), [0, 1, 2, 3, 4, 5]);
 }
 
-fn plan_of(c: &[Candidate], anchor: Option<(u64, Hash)>) -> Plan {
+fn plan_of(c: &[Candidate], anchor: Option<HeadAnchor>) -> Plan {
     plan(c, anchor)
 }
 
@@ -203,4 +203,22 @@ fn lines_from_elsewhere_fill_a_hole() {
     let plan = plan(&c, anchor_at(&own[8]));
     assert_eq!(kept_seqs(&plan, &c), (0..=8).collect::<Vec<_>>());
     assert!(plan.lost().is_empty() && plan.moved.is_empty());
+}
+
+#[test]
+fn a_damage_mark_at_the_genesis_bounds_nothing() {
+    // A reader found the damage at seq 3 with no anchor in the home store and marked the
+    // genesis: that is no acknowledged head, so the run past the hole counts.
+    let own = chain("a", 9);
+    let mut lines = own.clone();
+    lines.remove(3);
+    let c = file(&lines);
+    let marked = Some(HeadAnchor { seq: 0, hash: own[0].2, marked: true });
+    assert_eq!(kept_seqs(&plan_of(&c, marked), &c), [0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    // A marked anchor anywhere else is an acknowledged head the mark kept: nothing past it
+    // on the forward chain is proven, and a marked anchor past the damage keeps its place.
+    let marked_at_2 = Some(HeadAnchor { seq: 2, hash: own[2].2, marked: true });
+    assert_eq!(kept_seqs(&plan_of(&c, marked_at_2), &c), [0, 1, 2]);
+    let marked_past = Some(HeadAnchor { seq: 9, hash: own[9].2, marked: true });
+    assert_eq!(kept_seqs(&plan_of(&c, marked_past), &c), [0, 1, 2, 4, 5, 6, 7, 8, 9]);
 }

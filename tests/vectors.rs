@@ -473,6 +473,16 @@ fn all_vectors() -> Vec<Vector> {
         salvaged(&a6, &[(5, 5)], Some(5)),
         Expected::clean(6),
     ));
+
+    // --- the rule of proof (SPEC §10): each shape of issue 31, damaged and salvaged ----
+
+    for case in proof_cases() {
+        if let Some(about) = case.input_about {
+            v.push(vector(case.input, about, case.damaged, case.input_expected));
+        }
+        let events = case.salvaged.iter().filter(|&&b| b == b'\n').count() as u64;
+        v.push(vector(case.name, case.about, case.salvaged, Expected::clean(events)));
+    }
     let mut genesis_flip = journal_a(5).bytes();
     genesis_flip[60] ^= 0x01;
     v.push(vector(
@@ -966,6 +976,470 @@ fn salvaged(chain: &Chain, lost: &[(usize, usize)], last_acknowledged: Option<u6
     out
 }
 
+// ---------------------------------------------------------------------------------------
+// The rule of proof (SPEC §10): a damaged file, the plan §10 proves for it, and what a
+// salvage writes from that plan
+// ---------------------------------------------------------------------------------------
+
+/// One step of a salvage plan, in chain order (§10 rule 5), written down by hand from the
+/// rule for each vector.
+enum Keep {
+    /// Piece `n` of the damaged file, kept byte for byte.
+    Line(usize),
+    /// A gap record (§5.4) for seqs `from..=to`, the line after it naming `next_prev`;
+    /// `lost_tail`: the seqs up to the head anchor's (rule 3), and the record names the anchor.
+    Gap { from: u64, to: u64, next_prev: Hash, lost_tail: bool },
+}
+
+/// A damaged file as pieces (lines, or damaged bytes), and what §10 proves for it.
+struct ProofPlan {
+    pieces: Vec<Vec<u8>>,
+    steps: Vec<Keep>,
+    /// The first bad line's problem in words, for each damaged region in file order.
+    problems: Vec<String>,
+    /// Seqs of kept lines that were out of chain order in the file.
+    moved: Vec<u64>,
+    /// Rule 6: the anchor (seq, hash) a rewrite hidden by damage disagrees with.
+    rewritten: Option<(u64, Hash)>,
+    /// The time the salvage's records carry.
+    time: jiff::Timestamp,
+}
+
+/// A `journal.repaired` a salvage writes.
+enum Record {
+    Gap { from: u64, to: u64, next_prev: Hash, lost_tail: bool, region: Option<usize>, at: u64 },
+    Region(usize),
+    Moved,
+    Rewritten((u64, Hash)),
+}
+
+/// The journal `abcd journal repair` writes from `plan`, by the writing half of §10: every
+/// byte in no kept line is damage, damaged bytes that run together are one region (copied to
+/// `quarantine/corrupt-<S>-<stamp>.bin`, S one past the seq of the line kept just before it
+/// in the file); each gap record names the region that starts right after the line kept
+/// before the gap in the file, or a region of no bytes there; then, after the last line,
+/// one record for each region no gap names, one for the lines moved into chain order, and
+/// one for a rewrite hidden by damage, in that order. None of these plans leaves a torn tail.
+fn salvage_by_plan(plan: &ProofPlan) -> Vec<u8> {
+    let offsets: Vec<u64> = plan.pieces.iter().scan(0u64, |at, p| Some(std::mem::replace(at, *at + p.len() as u64))).collect();
+    let file_len: u64 = plan.pieces.iter().map(|p| p.len() as u64).sum();
+    let mut kept = vec![false; plan.pieces.len()];
+    for step in &plan.steps {
+        if let Keep::Line(n) = step {
+            assert!(!kept[*n], "a piece is kept once");
+            kept[*n] = true;
+        }
+    }
+    let event_of = |n: usize| format::verify_line(&plan.pieces[n]).expect("a kept piece is a line valid on its own");
+    // Regions: (offset, len, S).
+    let mut regions: Vec<(u64, u64, u64)> = vec![];
+    let mut seq_before = 0u64;
+    let mut open: Option<(u64, u64)> = None;
+    for (n, piece) in plan.pieces.iter().enumerate() {
+        if kept[n] {
+            if let Some((from, to)) = open.take() {
+                regions.push((from, to - from, seq_before));
+            }
+            seq_before = event_of(n).seq + 1;
+        } else {
+            let (from, _) = open.unwrap_or((offsets[n], offsets[n]));
+            open = Some((from, offsets[n] + piece.len() as u64));
+        }
+    }
+    if let Some((from, to)) = open {
+        regions.push((from, to - from, seq_before));
+    }
+    assert_eq!(regions.len(), plan.problems.len(), "one problem for each damaged region");
+
+    let mut named = vec![false; regions.len()];
+    let mut records = vec![];
+    let mut end_of_previous = 0u64;
+    for step in &plan.steps {
+        match *step {
+            Keep::Line(n) => end_of_previous = offsets[n] + plan.pieces[n].len() as u64,
+            Keep::Gap { from, to, next_prev, lost_tail } => {
+                let region = regions.iter().position(|r| r.0 == end_of_previous).filter(|&r| !named[r]);
+                if let Some(r) = region {
+                    named[r] = true;
+                }
+                records.push(Record::Gap { from, to, next_prev, lost_tail, region, at: end_of_previous });
+            }
+        }
+    }
+    records.extend((0..regions.len()).filter(|&r| !named[r]).map(Record::Region));
+    if !plan.moved.is_empty() {
+        records.push(Record::Moved);
+    }
+    if let Some(anchor) = plan.rewritten {
+        records.push(Record::Rewritten(anchor));
+    }
+
+    let stamp = plan.time.strftime("%Y%m%dT%H%M%S%3fZ").to_string();
+    let mut names: Vec<String> = vec![];
+    for &(_, _, seq) in &regions {
+        let base = format!("corrupt-{seq}-{stamp}");
+        let taken = names.iter().filter(|n| n.starts_with(&base)).count();
+        names.push(if taken == 0 { format!("{base}.bin") } else { format!("{base}-{taken}.bin") });
+    }
+    let bytes = plan.pieces.concat();
+    let of_region = |r: usize| {
+        let (offset, len, seq) = regions[r];
+        let moved = &bytes[offset as usize..(offset + len) as usize];
+        let lines = moved.iter().filter(|&&b| b == b'\n').count() as u64 + u64::from(moved.last() != Some(&b'\n'));
+        JournalRepaired {
+            cause: RepairCause::Corruption,
+            from_offset: offset,
+            to_offset: offset + len,
+            lines,
+            quarantine_file: Some(names[r].clone()),
+            quarantine_blake3: Some(blake3::hash(moved).to_hex().to_string()),
+            anchor_seq: None,
+            anchor_hash: None,
+            problem: format!("seq {seq} at byte {offset}: {}", plan.problems[r]),
+            lost_from: None,
+            lost_to: None,
+            next_prev: None,
+        }
+    };
+    let no_bytes = |at: u64, problem: String| JournalRepaired {
+        cause: RepairCause::Corruption,
+        from_offset: at,
+        to_offset: at,
+        lines: 0,
+        quarantine_file: None,
+        quarantine_blake3: None,
+        anchor_seq: None,
+        anchor_hash: None,
+        problem,
+        lost_from: None,
+        lost_to: None,
+        next_prev: None,
+    };
+    let data_of = |record: &Record| -> JournalRepaired {
+        match *record {
+            Record::Gap { from, to, next_prev, lost_tail, region, at } => {
+                let mut data = match region {
+                    Some(r) => of_region(r),
+                    None if lost_tail => no_bytes(
+                        at,
+                        format!("seq {from} at byte {at}: acknowledged (the head anchor names seq {to}) and in no line of the file"),
+                    ),
+                    None => no_bytes(at, format!("seq {from} at byte {at}: lines are missing here")),
+                };
+                (data.lost_from, data.lost_to, data.next_prev) = (Some(from), Some(to), Some(next_prev.to_hex()));
+                if lost_tail {
+                    (data.anchor_seq, data.anchor_hash) = (Some(to), Some(next_prev.to_hex()));
+                }
+                data
+            }
+            Record::Region(r) => of_region(r),
+            Record::Moved => {
+                let (first, last) = (plan.moved[0], plan.moved[plan.moved.len() - 1]);
+                let at = plan
+                    .steps
+                    .iter()
+                    .find_map(|s| match *s {
+                        Keep::Line(n) if event_of(n).seq == first => Some(offsets[n]),
+                        _ => None,
+                    })
+                    .expect("a moved line is kept");
+                no_bytes(
+                    at,
+                    format!(
+                        "seq {first} at byte {at}: {} line(s) (seqs {first} to {last}) were out of chain order in the file and are written back in chain order",
+                        plan.moved.len()
+                    ),
+                )
+            }
+            Record::Rewritten((seq, hash)) => JournalRepaired::accepted(
+                file_len,
+                Some((seq, hash.to_hex())),
+                format!(
+                    "the head anchor names seq {seq} with hash {hash}, which no line of the file holds, while the file holds another line at that seq or reaches past it: the journal was rewritten or replaced there"
+                ),
+            ),
+        }
+    };
+    // The person ran the repair in a terminal: no session, another pid.
+    let encode = |seq: u64, prev: &Hash, data: JournalRepaired| {
+        let event = NewEvent { kind: "journal.repaired".into(), actor: actor(false, OTHER_PID), data: serde_json::to_value(data).unwrap() };
+        format::encode_line(seq, plan.time, &event, prev).unwrap()
+    };
+    let mut out = Vec::new();
+    let mut position = (0u64, Hash::genesis_prev());
+    let mut gaps = records.iter().filter(|r| matches!(r, Record::Gap { .. }));
+    for step in &plan.steps {
+        match *step {
+            Keep::Line(n) => {
+                let event = event_of(n);
+                assert!(out.is_empty() || (event.seq == position.0 + 1 && event.prev == position.1), "the plan is in chain order");
+                out.extend_from_slice(&plan.pieces[n]);
+                position = event.chain_position();
+            }
+            Keep::Gap { from, to, next_prev, .. } => {
+                assert_eq!(from, position.0 + 1, "a gap starts right after the position before it");
+                let (line, _) = encode(from, &position.1, data_of(gaps.next().unwrap()));
+                out.extend(line);
+                position = (to, next_prev);
+            }
+        }
+    }
+    for record in records.iter().filter(|r| !matches!(r, Record::Gap { .. })) {
+        let (line, hash) = encode(position.0 + 1, &position.1, data_of(record));
+        out.extend(line);
+        position = (position.0 + 1, hash);
+    }
+    out
+}
+
+/// A shape of damage §10 names (issue 31), and its salvage.
+struct ProofCase {
+    /// The salvaged vector.
+    name: &'static str,
+    about: String,
+    /// The damaged vector it is the repair of, and, when this case adds that vector (no
+    /// earlier one holds the shape), what it is.
+    input: &'static str,
+    input_about: Option<String>,
+    input_expected: Expected,
+    damaged: Vec<u8>,
+    /// The head anchor the home store holds when repair runs.
+    anchor: Option<scan::Head>,
+    salvaged: Vec<u8>,
+}
+
+fn head_of(chain: &Chain, seq: usize) -> scan::Head {
+    scan::Head { seq: seq as u64, hash: chain.hashes[seq], offset: chain.offset(seq), end: chain.offset(seq + 1) }
+}
+
+fn lines_of(kept: std::ops::Range<usize>) -> impl Iterator<Item = Keep> {
+    kept.map(Keep::Line)
+}
+
+fn proof_cases() -> Vec<ProofCase> {
+    let mut cases = vec![];
+    let count = |bytes: &[u8]| bytes.iter().filter(|&&b| b == b'\n').count();
+    let hex = |h: &Hash| h.to_hex();
+
+    // A line written twice in a row (the vector `corrupt-duplicate-line`).
+    let a = journal_a(6);
+    let pieces = [&a.lines[..4], &a.lines[3..4], &a.lines[4..]].concat();
+    let plan = ProofPlan {
+        steps: lines_of(0..4).chain(lines_of(5..7)).collect(),
+        problems: vec!["a repeat of seq 3, which is kept once".into()],
+        moved: vec![],
+        rewritten: None,
+        time: time_of(a.next_seq()),
+        pieces,
+    };
+    let salvaged = salvage_by_plan(&plan);
+    cases.push(ProofCase {
+        name: "salvaged-duplicate",
+        about: format!(
+            "`corrupt-duplicate-line` after one repair, the head anchor at seq 5: the chain from genesis reaches seqs 0-5 (copies of the same bytes are one line), so all six are kept byte for byte; the second copy of seq 3 (bytes {} to {}, as `from_offset` and `to_offset` say; the copy kept is the first after seq 2) went to quarantine as `corrupt-4-…` and is recorded by a `journal.repaired` at seq 6 without gap keys (`problem`: a repeat of seq 3). No seq is lost: a reader must conclude that a repeated line is damage, never a reason to skip what follows it.",
+            a.offset(4),
+            a.offset(5)
+        ),
+        input: "corrupt-duplicate-line",
+        input_about: None,
+        input_expected: Expected::corrupt(4, a.offset(4), "seq_out_of_order"),
+        damaged: plan.pieces.concat(),
+        anchor: Some(head_of(&a, 5)),
+        salvaged,
+    });
+
+    // Two adjacent lines swapped.
+    let a = journal_a(8);
+    let pieces = [&a.lines[..4], &a.lines[5..6], &a.lines[4..5], &a.lines[6..]].concat();
+    let plan = ProofPlan {
+        steps: lines_of(0..4).chain([Keep::Line(5), Keep::Line(4)]).chain(lines_of(6..8)).collect(),
+        problems: vec![],
+        moved: vec![5],
+        rewritten: None,
+        time: time_of(a.next_seq()),
+        pieces,
+    };
+    let salvaged = salvage_by_plan(&plan);
+    cases.push(ProofCase {
+        name: "salvaged-swapped-pair",
+        about: format!(
+            "`corrupt-swapped-pair` after one repair, the head anchor at seq 7: every line is on the chain from genesis, so the file is written back in chain order (it is `valid`'s eight lines byte for byte) and nothing goes to quarantine; one `journal.repaired` at seq 8, without gap keys and without bytes (`from_offset` = `to_offset` = {}, where seq 5 was, `lines` 0, `quarantine_file` null), names seq 5 as moved. A reader must conclude that a line's place in the file proves nothing: its chain position does, and nothing was lost.",
+            a.offset(4)
+        ),
+        input: "corrupt-swapped-pair",
+        input_about: Some(
+            "Eight events with events 4 and 5 swapped in the file (5 written before 4): each line verifies on its own and chains, out of order. The first line out of place carries seq 5 where seq 4 belongs.".into(),
+        ),
+        input_expected: Expected::corrupt(4, a.offset(4), "seq_out_of_order"),
+        damaged: plan.pieces.concat(),
+        anchor: Some(head_of(&a, 7)),
+        salvaged,
+    });
+
+    // Another journal appended (the vector `corrupt-concatenated`).
+    let a = journal_a(6);
+    let mut other = Chain::new(ID_B, working_copy(), OTHER_PID);
+    other.fill_to(4);
+    let pieces = [&a.lines[..], &other.lines[..]].concat();
+    let plan = ProofPlan {
+        steps: lines_of(0..6).collect(),
+        problems: vec!["a line of seq 0 that neither chain reaches and no hole it alone fits".into()],
+        moved: vec![],
+        rewritten: None,
+        time: time_of(a.next_seq()),
+        pieces,
+    };
+    let salvaged = salvage_by_plan(&plan);
+    cases.push(ProofCase {
+        name: "salvaged-foreign-tail",
+        about: format!(
+            "`corrupt-concatenated` after one repair, the head anchor at seq 5: journal A's seqs 0-5 are kept; all of the other journal (bytes {} to the end, {} lines, its genesis first) went to quarantine as one region `corrupt-6-…`, recorded by a `journal.repaired` at seq 6 without gap keys. No seq is lost (seq 6 was never acknowledged in A) and no line of the other journal is adopted: a reader must conclude that lines past the anchor that do not chain onto it are damage, whatever seqs they carry.",
+            a.offset(6),
+            other.lines.len()
+        ),
+        input: "corrupt-concatenated",
+        input_about: None,
+        input_expected: Expected::corrupt(6, a.offset(6), "seq_out_of_order"),
+        damaged: plan.pieces.concat(),
+        anchor: Some(head_of(&a, 5)),
+        salvaged,
+    });
+
+    // Another journal's line spliced in (the vector `corrupt-spliced-line`).
+    let a = journal_a(6);
+    let pieces = [&a.lines[..3], &other.lines[3..4], &a.lines[4..]].concat();
+    let plan = ProofPlan {
+        steps: lines_of(0..3)
+            .chain([Keep::Gap { from: 3, to: 3, next_prev: a.hashes[3], lost_tail: false }])
+            .chain(lines_of(4..6))
+            .collect(),
+        problems: vec!["a line of seq 3 that neither chain reaches and no hole it alone fits".into()],
+        moved: vec![],
+        rewritten: None,
+        time: time_of(a.next_seq()),
+        pieces,
+    };
+    let salvaged = salvage_by_plan(&plan);
+    cases.push(ProofCase {
+        name: "salvaged-foreign-splice",
+        about: format!(
+            "`corrupt-spliced-line` after one repair, the head anchor at seq 5: the chain from genesis ends at seq 2, the chain back from the anchor's line holds seqs 4-5, so the one seq between them, 3, is a gap: the other journal's seq 3 (bytes {} to {}) went to quarantine as `corrupt-3-…` and the gap record at seq 3 (`lost_from` = `lost_to` = 3, `next_prev` {}, the `prev` of seq 4) names it. A reader must conclude that a line that verifies on its own but does not chain is not A's seq 3, and that A's seq 3 is lost.",
+            a.offset(3),
+            a.offset(3) + other.lines[3].len() as u64,
+            hex(&a.hashes[3])
+        ),
+        input: "corrupt-spliced-line",
+        input_about: None,
+        input_expected: Expected::corrupt(3, a.offset(3), "prev_mismatch"),
+        damaged: plan.pieces.concat(),
+        anchor: Some(head_of(&a, 5)),
+        salvaged,
+    });
+
+    // A block of later lines written again in the middle (a misdirected write). The copies
+    // lie inside the appender's first 4 KiB window (§8.2 step 4), so the appender, too,
+    // refuses to build on the damaged file.
+    let a = journal_a(12);
+    let pieces = [&a.lines[..8], &a.lines[10..12], &a.lines[8..]].concat();
+    let copied = (a.lines[10].len() + a.lines[11].len()) as u64;
+    let plan = ProofPlan {
+        steps: lines_of(0..8).chain(lines_of(10..14)).collect(),
+        problems: vec!["a repeat of seq 10, which is kept once".into()],
+        moved: vec![],
+        rewritten: None,
+        time: time_of(a.next_seq()),
+        pieces,
+    };
+    let salvaged = salvage_by_plan(&plan);
+    cases.push(ProofCase {
+        name: "salvaged-misdirected-block",
+        about: format!(
+            "`corrupt-misdirected-block` after one repair, the head anchor at seq 11: the chain from genesis reaches seqs 0-11, each kept once where it belongs (for seqs 10 and 11 the copy after seq 9 in the file, the first after the line kept before it); the misplaced copies (bytes {} to {}, one region of 2 lines) went to quarantine as `corrupt-8-…`, recorded by a `journal.repaired` at seq 12 without gap keys. No seq is lost: a reader must conclude that a line with a higher seq is no reason to jump forward; seqs 8-9 after the copies are proven by the chain.",
+            a.offset(8),
+            a.offset(8) + copied
+        ),
+        input: "corrupt-misdirected-block",
+        input_about: Some(
+            "Twelve events, with a copy of the last two (seqs 10 and 11) written between seq 7 and seq 8: a misdirected write. Every line verifies on its own; the copy of seq 10 stands where seq 8 belongs.".into(),
+        ),
+        input_expected: Expected::corrupt(8, a.offset(8), "seq_out_of_order"),
+        damaged: plan.pieces.concat(),
+        anchor: Some(head_of(&a, 11)),
+        salvaged,
+    });
+
+    // Damage plus a cut: `corrupt-bit-flip`, whose acknowledged last line (seq 8) is gone.
+    let a9 = journal_a(9);
+    let mut pieces = a9.lines[..8].to_vec();
+    pieces[3][120] ^= 0x04;
+    let plan = ProofPlan {
+        steps: lines_of(0..3)
+            .chain([Keep::Gap { from: 3, to: 3, next_prev: a9.hashes[3], lost_tail: false }])
+            .chain(lines_of(4..8))
+            .chain([Keep::Gap { from: 8, to: 8, next_prev: a9.hashes[8], lost_tail: true }])
+            .collect(),
+        problems: vec![LineFault::HashMismatch.to_string()],
+        moved: vec![],
+        rewritten: None,
+        time: time_of(a9.next_seq()),
+        pieces,
+    };
+    let salvaged = salvage_by_plan(&plan);
+    cases.push(ProofCase {
+        name: "salvaged-damage-and-cut",
+        about: format!(
+            "`corrupt-bit-flip` repaired with a head anchor naming seq 8 (hash {}, the line journal A would have next): the file was also cut at a line boundary after an acknowledged append. The chain from genesis ends at seq 2 and the anchor's line is in no candidate, so the gap may take seqs 3-8; the run 4-7 alone fits inside it and is kept. Two gap records: at seq 3 for the damaged line (`corrupt-3-…`), and at seq 8, the lost tail, for a region of no bytes (`from_offset` = `to_offset` = {}, `quarantine_file` and `quarantine_blake3` null) with `anchor_seq` 8 and `anchor_hash` the anchor's hash. A reader must conclude that seq 8 was acknowledged and is lost, not that the journal ends at seq 7: the next append takes seq 9 and names seq 8's hash as prev.",
+            hex(&a9.hashes[8]),
+            a9.offset(8)
+        ),
+        input: "corrupt-bit-flip",
+        input_about: None,
+        input_expected: Expected::corrupt(3, a9.offset(3), "hash_mismatch"),
+        damaged: plan.pieces.concat(),
+        anchor: Some(head_of(&a9, 8)),
+        salvaged,
+    });
+
+    // Damage plus a rewrite: seqs 2-6 written anew by another process, then seq 4 damaged.
+    let acknowledged = journal_a(7);
+    let mut rewrite = journal_a(2);
+    rewrite.pid = OTHER_PID;
+    rewrite.fill_to(7);
+    let mut pieces = rewrite.lines.clone();
+    pieces[4][100] ^= 0x02;
+    let anchor = (6, acknowledged.hashes[6]);
+    let plan = ProofPlan {
+        steps: lines_of(0..4).chain([Keep::Gap { from: 4, to: 6, next_prev: anchor.1, lost_tail: true }]).collect(),
+        problems: vec![LineFault::HashMismatch.to_string()],
+        moved: vec![],
+        rewritten: Some(anchor),
+        time: time_of(acknowledged.next_seq()),
+        pieces,
+    };
+    let salvaged = salvage_by_plan(&plan);
+    let file_len = rewrite.offset(7);
+    cases.push(ProofCase {
+        name: "salvaged-damage-and-rewrite",
+        about: format!(
+            "`corrupt-rewrite-with-damage` repaired with the head anchor at seq 6 of the acknowledged history (hash {}): the chain from genesis ends at seq 3 (the rewrite's seqs 2-3 chain onto seq 1, so they are kept); the anchor's line is in no candidate, so seqs 4-6 are a lost tail; the rewrite's run 5-6 ends at the anchor's seq, so it does not fit and is damage. One region, bytes {} to {} (the damaged seq 4 and seqs 5-6, {} lines), went to quarantine as `corrupt-4-…`, named by the gap record at seq 4 (`lost_to` 6, `next_prev` and `anchor_hash` the anchor's hash). The file holds another line with seq 6, so a `journal.repaired` at seq 7 with `cause` `anchor_mismatch` (`from_offset` = `to_offset` = {file_len}, the file's length before the repair, `anchor_seq` 6) records the rewrite. A reader must conclude that the kept seqs 2-3 are not the lines the anchor vouched for: only the genesis chain proves them.",
+            hex(&anchor.1),
+            rewrite.offset(4),
+            file_len,
+            count(&plan.pieces[4..].concat()),
+        ),
+        input: "corrupt-rewrite-with-damage",
+        input_about: Some(format!(
+            "Journal A acknowledged to seq 6, then seqs 2-6 written anew by another process (pid {OTHER_PID}) onto seq 1, and one bit of the new seq 4 flipped: corrupt at the flipped line, with the rewritten seqs 5-6 verifying after it. The acknowledged seq 6's hash is {}.",
+            hex(&anchor.1)
+        )),
+        input_expected: Expected::corrupt(4, rewrite.offset(4), "hash_mismatch"),
+        damaged: plan.pieces.concat(),
+        anchor: Some(head_of(&acknowledged, 6)),
+        salvaged,
+    });
+    cases
+}
+
 fn repaired_journal() -> Chain {
     // The journal before the first repair: events 0-5, one bit flipped in event 3.
     let before = journal_a(6);
@@ -1060,6 +1534,17 @@ Notes on vectors whose verdict follows from the code and deserves a second look:
 - `nesting-127` / `corrupt-nesting-128`: the limit is serde_json's default recursion limit,
   which the verifier inherits; the writer (`format::encode_line`) verifies every line it
   encodes and refuses one it could not read back.
+- `salvaged-duplicate`, `salvaged-swapped-pair`, `salvaged-foreign-tail`,
+  `salvaged-foreign-splice`, `salvaged-misdirected-block`, `salvaged-damage-and-cut`,
+  `salvaged-damage-and-rewrite` (the rule of proof, `../SPEC.md` §10): each is the repair of
+  the damaged vector its row names, with the head anchor its row names in the home store
+  (that line of journal A: its seq, hash and offsets). The test runs `repair::repair` on the
+  damaged vector with that anchor and compares line by line: kept lines byte for byte, each
+  `journal.repaired` by seq, prev and data, but for its time and pid (a repair writes its
+  own; here the records carry a fixed time and pid 31337), the time stamp in
+  `quarantine_file`, and the prev of a record that follows a record without gap keys (it
+  names that record's hash). Byte ranges in these rows are `from_offset` to `to_offset`:
+  the first byte and one past the last, in the file before the repair.
 ";
 
 fn readme(vectors: &[Vector]) -> String {
@@ -1231,7 +1716,7 @@ fn the_spec_quotes_what_the_code_computes() {
 #[test]
 fn the_appender_agrees_with_every_vector() {
     use abcd::journal::{Journal, JournalError, JournalPaths};
-    for (name, bytes, expected) in read_folder(&vectors_dir()) {
+    for (name, bytes, expected) in read_folder(&prepared_vectors_dir()) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.jsonl");
         std::fs::write(&path, &bytes).unwrap();
@@ -1255,14 +1740,12 @@ fn the_appender_agrees_with_every_vector() {
     }
 }
 
-/// The salvaged vectors are what `abcd journal repair` writes: the same lines kept, and gap
+/// The salvaged vectors are what `abcd journal repair` writes: the same lines kept, and
 /// records with the same seq, prev and data (but the time stamp in the quarantine file's
-/// name, and the record's own time and pid).
+/// name, and the record's own time and pid: so the prev of a record that follows a record
+/// which is no gap record is not compared, the scan of the repaired file checks it).
 #[test]
 fn the_salvaged_vectors_are_what_repair_writes() {
-    use abcd::journal::anchor::{Anchor, AnchorStore};
-    use abcd::journal::repair::{self, RepairOutcome};
-    use abcd::journal::{Journal, JournalPaths};
     /// Name, events, lost ranges, the anchor's seq.
     type Case = (&'static str, u64, &'static [(usize, usize)], Option<u64>);
     let cases: [Case; 4] = [
@@ -1279,36 +1762,110 @@ fn the_salvaged_vectors_are_what_repair_writes() {
                 damaged[chain.offset(line) as usize + 100] ^= 0x02;
             }
         }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("journal.jsonl");
-        std::fs::write(&path, &damaged).unwrap();
-        let anchors = AnchorStore::new(&dir.path().join("home"));
-        if let Some(seq) = acknowledged {
-            let s = seq as usize;
-            let head = scan::Head { seq, hash: chain.hashes[s], offset: chain.offset(s), end: chain.offset(s + 1) };
-            anchors.store(&RealDisk, ID_A, Anchor::from(head)).unwrap();
+        let anchor = acknowledged.map(|seq| head_of(&chain, seq as usize));
+        check_repair_writes(name, &damaged, anchor);
+    }
+}
+
+/// Each shape of the rule of proof (SPEC §10): repair of the damaged vector, with the head
+/// anchor the case names, writes the salvaged vector.
+#[test]
+fn the_rule_of_proof_vectors_are_what_repair_writes() {
+    let dir = prepared_vectors_dir();
+    let spec = std::fs::read_to_string(format_dir().join("SPEC.md")).expect("journal-format/SPEC.md exists");
+    for case in proof_cases() {
+        let input = std::fs::read(dir.join(format!("{}.jsonl", case.input))).unwrap();
+        assert!(input == case.damaged, "{}: the damaged file is the vector {}", case.name, case.input);
+        let text = std::fs::read_to_string(dir.join(format!("{}.expected.json", case.input))).unwrap();
+        let expected: Expected = serde_json::from_str(&text).unwrap();
+        assert_eq!(expected, case.input_expected, "{}: {}'s verdict", case.name, case.input);
+        check_repair_writes(case.name, &case.damaged, case.anchor);
+        for vector in [case.name, case.input] {
+            assert!(spec.contains(&format!("`{vector}`")), "SPEC.md §10 does not list the vector {vector}");
         }
-        let journal = Journal::new(RealDisk::shared(), JournalPaths::beside(&path), Some(anchors));
-        let outcome = repair::repair(&journal, None, None).unwrap();
-        assert!(matches!(outcome, RepairOutcome::Salvaged(_)), "{name}: {outcome:?}");
-        let ours = std::fs::read(&path).unwrap();
-        let vector = std::fs::read(vectors_dir().join(format!("{name}.jsonl"))).unwrap();
-        let lines = |b: &[u8]| -> Vec<Vec<u8>> { b.split_inclusive(|&c| c == b'\n').map(<[u8]>::to_vec).collect() };
-        let (ours, vector) = (lines(&ours), lines(&vector));
-        assert_eq!(ours.len(), vector.len(), "{name}");
-        for (i, (o, v)) in ours.iter().zip(&vector).enumerate() {
-            let (eo, ev) = (format::verify_line(o).unwrap(), format::verify_line(v).unwrap());
-            if ev.kind != "journal.repaired" {
-                assert_eq!(o, v, "{name}: line {i} is kept byte for byte");
-                continue;
-            }
-            let without_stamp = |mut d: Value| {
-                let q = d["quarantine_file"].as_str().unwrap().to_string();
+    }
+}
+
+/// Runs `abcd journal repair` on `damaged` in a temp folder, with `anchor` in the home store,
+/// and compares what it writes with the vector `name` line by line.
+fn check_repair_writes(name: &str, damaged: &[u8], anchor: Option<scan::Head>) {
+    use abcd::journal::anchor::{Anchor, AnchorStore};
+    use abcd::journal::repair::{self, RepairOutcome};
+    use abcd::journal::{Journal, JournalPaths};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    std::fs::write(&path, damaged).unwrap();
+    let anchors = AnchorStore::new(&dir.path().join("home"));
+    if let Some(head) = anchor {
+        anchors.store(&RealDisk, ID_A, Anchor::from(head)).unwrap();
+    }
+    let journal = Journal::new(RealDisk::shared(), JournalPaths::beside(&path), Some(anchors));
+    let outcome = repair::repair(&journal, None, None).unwrap();
+    assert!(matches!(outcome, RepairOutcome::Salvaged(_)), "{name}: {outcome:?}");
+    let ours = std::fs::read(&path).unwrap();
+    assert_eq!(scan_bytes(&ours).0.verdict, Verdict::Clean, "{name}: the repaired journal verifies");
+    let vector = std::fs::read(prepared_vectors_dir().join(format!("{name}.jsonl"))).unwrap();
+    let lines = |b: &[u8]| -> Vec<Vec<u8>> { b.split_inclusive(|&c| c == b'\n').map(<[u8]>::to_vec).collect() };
+    let (ours, vector) = (lines(&ours), lines(&vector));
+    assert_eq!(ours.len(), vector.len(), "{name}");
+    let mut record_before = false;
+    for (i, (o, v)) in ours.iter().zip(&vector).enumerate() {
+        let (eo, ev) = (format::verify_line(o).unwrap(), format::verify_line(v).unwrap());
+        if ev.kind != "journal.repaired" {
+            assert_eq!(o, v, "{name}: line {i} is kept byte for byte");
+            record_before = false;
+            continue;
+        }
+        let without_stamp = |mut d: Value| {
+            if let Some(q) = d["quarantine_file"].as_str().map(str::to_string) {
                 d["quarantine_file"] = json!(q.split('-').take(2).collect::<Vec<_>>().join("-"));
-                d
-            };
-            assert_eq!((eo.seq, eo.prev, &eo.kind), (ev.seq, ev.prev, &ev.kind), "{name}: line {i}");
-            assert_eq!(without_stamp(eo.data), without_stamp(ev.data), "{name}: line {i}'s data");
+            }
+            d
+        };
+        assert_eq!((eo.seq, &eo.kind), (ev.seq, &ev.kind), "{name}: line {i}");
+        if !record_before {
+            assert_eq!(eo.prev, ev.prev, "{name}: line {i}'s prev");
         }
+        // Each quarantine file named holds the bytes the record's hash names.
+        if let (Some(file), Some(hash)) = (eo.data["quarantine_file"].as_str(), eo.data["quarantine_blake3"].as_str()) {
+            let copy = std::fs::read(dir.path().join("quarantine").join(file)).unwrap();
+            assert_eq!(blake3::hash(&copy).to_hex().as_str(), hash, "{name}: {file}");
+        }
+        record_before = ev.gap().is_none();
+        assert_eq!(without_stamp(eo.data), without_stamp(ev.data), "{name}: line {i}'s data");
+    }
+}
+
+/// The writer of the rule-of-proof vectors (`salvage_by_plan`) is the writer of the first
+/// salvaged vectors: given their plans, it builds them byte for byte.
+#[test]
+fn the_plan_writer_rebuilds_the_first_salvaged_vectors() {
+    /// Events, lost ranges, the anchor's seq.
+    type Case = (u64, &'static [(usize, usize)], Option<u64>);
+    let cases: [Case; 4] = [(8, &[(3, 3)], None), (10, &[(3, 3), (6, 6)], None), (9, &[(4, 5)], None), (6, &[(5, 5)], Some(5))];
+    for (n, lost, acknowledged) in cases {
+        let chain = journal_a(n);
+        let mut pieces = chain.lines.clone();
+        let mut steps = vec![];
+        let mut next = 0;
+        for &(from, to) in lost {
+            for line in &mut pieces[from..=to] {
+                line[100] ^= 0x02;
+            }
+            steps.extend(lines_of(next..from));
+            let lost_tail = acknowledged.is_some() && to + 1 == chain.lines.len();
+            steps.push(Keep::Gap { from: from as u64, to: to as u64, next_prev: chain.hashes[to], lost_tail });
+            next = to + 1;
+        }
+        steps.extend(lines_of(next..chain.lines.len()));
+        let plan = ProofPlan {
+            pieces,
+            steps,
+            problems: lost.iter().map(|_| LineFault::HashMismatch.to_string()).collect(),
+            moved: vec![],
+            rewritten: None,
+            time: time_of(chain.next_seq()),
+        };
+        assert!(salvage_by_plan(&plan) == salvaged(&chain, lost, acknowledged), "journal_a({n}) salvaged of {lost:?}");
     }
 }

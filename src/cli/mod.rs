@@ -62,7 +62,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Verify, repair or checkpoint a journal
+    /// Verify, repair, restore or checkpoint a journal
     #[command(subcommand)]
     Journal(JournalCommand),
     /// Verify a journal from its first event, print one audit line per event, and check
@@ -133,6 +133,12 @@ enum JournalCommand {
     /// anchor or its path's record; or, where the journal was lost, start a new one whose
     /// first event records the loss. Nothing is deleted without a copy.
     Repair(JournalArgs),
+    /// Rebuild a journal that was deleted, emptied, replaced or cut short from this
+    /// machine's own mirror ref (refs/abcd/journals/<id>, written by `abcd mirror push`; no
+    /// network), byte for byte. What the path held is first copied to quarantine/. Refused
+    /// when the mirror holds nothing for it, or when the journal is intact or damaged in
+    /// place (`abcd journal repair` is for damage).
+    Restore(RestoreArgs),
     /// Write a checkpoint: the state the journal gives now, so later reads start from it
     /// (checkpoints are caches: deleting them changes only speed)
     Checkpoint(JournalArgs),
@@ -156,6 +162,19 @@ pub struct JournalChoice {
 struct JournalArgs {
     #[command(flatten)]
     choice: JournalChoice,
+    /// Print newline-delimited JSON for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct RestoreArgs {
+    #[command(flatten)]
+    choice: JournalChoice,
+    /// The journal to restore (32 hex digits), when the home store records none at the path
+    /// or records another one (`git for-each-ref refs/abcd/journals/` lists the mirrors)
+    #[arg(long, value_name = "JOURNAL_ID")]
+    id: Option<String>,
     /// Print newline-delimited JSON for scripts
     #[arg(long)]
     json: bool,
@@ -402,6 +421,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Journal(JournalCommand::Verify(a)) => journal_cmd::verify(&a.choice, a.json),
         Command::Journal(JournalCommand::Repair(a)) => journal_cmd::repair(&a.choice, a.json),
         Command::Journal(JournalCommand::Checkpoint(a)) => journal_cmd::checkpoint(&a.choice, a.json),
+        Command::Journal(JournalCommand::Restore(a)) => journal_cmd::restore(&a.choice, a.id.as_deref(), a.json),
         Command::Replay(a) => replay::run(&a),
         Command::Demo => demo::run(),
         Command::Init(a) => init::run(&a),

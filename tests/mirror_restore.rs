@@ -301,3 +301,43 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// What the lead's repair takes back from the mirror (`command::journal::mirror_lines_for_repair`):
+/// every mirrored line verbatim, found by the journal's genesis, or by the path's record
+/// when the file is gone; nothing when there is no mirror or no repository.
+#[test]
+fn mirror_lines_for_repair_hands_back_every_mirrored_line_verbatim() {
+    use abcd::command::journal::mirror_lines_for_repair;
+    use abcd::journal::anchor::AnchorStore;
+    use abcd::journal::storage::RealDisk;
+    use abcd::journal::{Journal, JournalPaths};
+
+    let lab = Lab::new();
+    let (a, before) = pushed_machine(&lab, "machine-a");
+    let id = a.journal_id();
+    let journal_of =
+        |m: &Machine| Journal::new(RealDisk::shared(), JournalPaths::beside(&m.journal_path()), Some(AnchorStore::new(&m.home)));
+    let got = mirror_lines_for_repair(&journal_of(&a), &a.root).unwrap();
+    assert_eq!(got.lines, lines(&before));
+    assert_eq!(got.journal_id.as_deref(), Some(id.as_str()));
+    assert_eq!(got.commit, Some(a.git(&["rev-parse", "--verify", &format!("refs/abcd/journals/{id}")])));
+    assert_eq!(got.stopped, None);
+
+    // Damage in the file changes nothing the mirror holds.
+    let mut damaged = before.clone();
+    damaged[lines(&before)[..3].concat().len() + 40] ^= 1;
+    std::fs::write(a.journal_path(), &damaged).unwrap();
+    assert_eq!(mirror_lines_for_repair(&journal_of(&a), &a.root).unwrap().lines, lines(&before));
+    // A file gone: the path's record names the journal.
+    std::fs::remove_file(a.journal_path()).unwrap();
+    assert_eq!(mirror_lines_for_repair(&journal_of(&a), &a.root).unwrap().lines, lines(&before));
+
+    // Never pushed: no lines, not an error.
+    let b = lab.machine("machine-b");
+    b.add("Bravo one");
+    let none = mirror_lines_for_repair(&journal_of(&b), &b.root).unwrap();
+    assert!(none.lines.is_empty() && none.commit.is_none(), "{none:?}");
+    // Outside any repository: no lines.
+    let elsewhere = tempfile::tempdir().unwrap();
+    assert!(mirror_lines_for_repair(&journal_of(&a), elsewhere.path()).unwrap().lines.is_empty());
+}

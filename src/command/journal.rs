@@ -414,8 +414,10 @@ pub fn mirror_lines_for_repair(journal: &Journal, cwd: &std::path::Path) -> Resu
             None => return Ok(MirrorLines::default()),
         },
     };
-    let Ok(place) = super::mirror::MirrorPlace::at(cwd) else { return Ok(MirrorLines::default()) };
-    let own = crate::mirror::own::own_lines(&place.repo, &id, crate::mirror::own::Limits::DEFAULT)
+    // The mirror refs live in the repository's main worktree; no home store is read.
+    let Ok((_, main_root)) = crate::places::working_copy_root(cwd) else { return Ok(MirrorLines::default()) };
+    let repo = crate::git::objects::Repo::at(&main_root);
+    let own = crate::mirror::own::own_lines(&repo, &id, crate::mirror::own::Limits::DEFAULT)
         .map_err(|e| CommandError::Failed(format!("reading this machine's mirror of journal {id} failed: {e}")))?;
     Ok(MirrorLines { journal_id: Some(id), commit: own.walked.commit, lines: own.lines, stopped: own.walked.stopped })
 }

@@ -31,6 +31,9 @@ impl Limits {
     pub const DEFAULT: Limits = Limits { max_lines: OWN_LINES_MAX, max_bytes: OWN_BYTES_MAX };
 }
 
+/// What [`walk_own`] hands each line to: its event and its bytes; Err(why) stops the walk.
+pub type LineVisitor<'a> = dyn FnMut(&Event, &[u8]) -> Result<(), String> + 'a;
+
 /// What a walk over this machine's mirror of one journal found.
 #[derive(Clone, Debug, Default)]
 pub struct Walked {
@@ -62,7 +65,7 @@ impl Walked {
 /// to `visit` in chain order from the genesis, with its event. `visit` returns Err(why) to
 /// stop the walk; the why becomes [`Walked::stopped`]. A git failure is an error (nothing
 /// was learned); a mirror that breaks a rule is not: the walk stops there and says so.
-pub fn walk_own(repo: &Repo, journal_id: &str, visit: &mut dyn FnMut(&Event, &[u8]) -> Result<(), String>) -> Result<Walked, GitError> {
+pub fn walk_own(repo: &Repo, journal_id: &str, visit: &mut LineVisitor<'_>) -> Result<Walked, GitError> {
     let mut walked = Walked { commit: repo.read_ref(&journal_ref(journal_id))?, ..Walked::default() };
     let Some(commit) = walked.commit.clone() else { return Ok(walked) };
     let mirror = match check_sizes(repo, &commit).and_then(|()| read_commit(repo, &commit)) {
@@ -95,7 +98,7 @@ fn walk_segments(
     journal_id: &str,
     mirror: &MirrorCommit,
     walked: &mut Walked,
-    visit: &mut dyn FnMut(&Event, &[u8]) -> Result<(), String>,
+    visit: &mut LineVisitor<'_>,
 ) -> Result<(), GitError> {
     let mut walk = Walk::default();
     for entry in &mirror.segments {

@@ -341,3 +341,25 @@ fn mirror_lines_for_repair_hands_back_every_mirrored_line_verbatim() {
     let elsewhere = tempfile::tempdir().unwrap();
     assert!(mirror_lines_for_repair(&journal_of(&a), elsewhere.path()).unwrap().lines.is_empty());
 }
+
+/// MIRROR.md §10 states the reader's limits the code uses.
+#[test]
+fn mirror_md_states_the_limits_the_code_uses() {
+    let spec = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("journal-format/MIRROR.md")).unwrap();
+    let flat = spec.split_whitespace().collect::<Vec<_>>().join(" ");
+    let with_commas = |n: u64| {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let lines = format!("`OWN_LINES_MAX` ({}) lines", with_commas(abcd::mirror::own::OWN_LINES_MAX as u64));
+    let bytes = format!("`OWN_BYTES_MAX` ({}) bytes", with_commas(abcd::mirror::own::OWN_BYTES_MAX));
+    assert!(flat.contains(&lines), "MIRROR.md §10 does not say: {lines}");
+    assert!(flat.contains(&bytes), "MIRROR.md §10 does not say: {bytes}");
+}

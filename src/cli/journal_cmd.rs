@@ -213,8 +213,10 @@ pub fn restore(choice: &JournalChoice, id: Option<&str>, json_out: bool) -> anyh
         )
         .into());
     }
-    let (paths, scope) = choice.resolve()?;
+    // The mirror refs are the repository's: outside a managed checkout there is nothing to
+    // restore from, whatever journal is named.
     let place = crate::command::mirror::MirrorPlace::here()?;
+    let (paths, scope) = choice.resolve()?;
     let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
     let restored = journal_cmd::restore(&journal, scope.as_ref(), &place.repo, id, crate::host::session_from_env())?;
     journal_cmd::rebuild_projections(journal)?;

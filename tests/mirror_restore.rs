@@ -363,3 +363,45 @@ fn mirror_md_states_the_limits_the_code_uses() {
     assert!(flat.contains(&lines), "MIRROR.md §10 does not say: {lines}");
     assert!(flat.contains(&bytes), "MIRROR.md §10 does not say: {bytes}");
 }
+
+#[test]
+fn the_repository_journal_is_restored_with_repo() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    let away = a.run(&["mode", "autonomous", "--until", "+1h"]);
+    assert_eq!(away.status.code(), Some(0), "{}", text(&away));
+    let pushed = a.push_ok();
+    let repo_entry = pushed["journals"].as_array().unwrap().iter().find(|j| j["scope"]["kind"] == "repository").cloned().unwrap();
+    let id = repo_entry["journal_id"].as_str().unwrap().to_string();
+    let path = a.repo_home(&lab.root_commit).join("journal.jsonl");
+    let before = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let restored = restore_ok(&a, &["--repo"]);
+    assert_eq!(restored["journal_id"], id.as_str(), "{restored}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let verify = a.run(&["journal", "verify", "--repo"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+    let mode = a.run(&["mode"]);
+    assert_eq!(mode.status.code(), Some(0), "{}", text(&mode));
+}
+
+#[test]
+fn a_restart_whose_remote_ref_is_already_gone_still_keeps_the_lost_lines_and_pushes() {
+    let lab = Lab::new();
+    let (a, before) = pushed_machine(&lab, "machine-a");
+    let id = a.journal_id();
+    let mut damaged = before.clone();
+    damaged[lines(&before)[..2].concat().len() + 40] ^= 1;
+    std::fs::write(a.journal_path(), &damaged).unwrap();
+    let repaired = a.run(&["journal", "repair"]);
+    assert_eq!(repaired.status.code(), Some(0), "{}", text(&repaired));
+    // A restart that got as far as the remote's delete before it was stopped.
+    lab.git(&["update-ref", "-d", &format!("refs/abcd/journals/{id}")]);
+    let (code, restarted, out) = a.mirror_json("restart", &[]);
+    assert_eq!(code, Some(0), "{}", text(&out));
+    assert_eq!(restarted["remote_ref"], "absent", "{restarted}");
+    let kept = quarantined(&a, "mirror-2-");
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(std::fs::read(&kept[0]).unwrap(), lines(&before)[2], "the line the repair lost, byte for byte");
+    assert_eq!(local_mirror_bytes(&a, &id), std::fs::read(a.journal_path()).unwrap());
+}

@@ -207,12 +207,6 @@ pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32>
 }
 
 pub fn restore(choice: &JournalChoice, id: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
-    if choice.machine {
-        return Err(crate::command::CommandError::Refused(
-            "refused: the machine journal is not mirrored (journal-format/MIRROR.md §1), so there is no mirror to restore it from; `abcd journal repair --machine` starts a new one on the record".into(),
-        )
-        .into());
-    }
     // The mirror refs are the repository's: outside a managed checkout there is nothing to
     // restore from, whatever journal is named.
     let place = crate::command::mirror::MirrorPlace::here()?;

@@ -54,11 +54,12 @@ enum MirrorAction {
         #[command(flatten)]
         remote: RemoteArg,
     },
-    /// Start a journal's mirror again when pushes refuse it because the journal was repaired
-    /// since it was mirrored: first copies every line of the old mirror the journal no
-    /// longer holds into quarantine/ (synced), then drops the old mirror on the remote (only
-    /// while it still names what this machine pushed) and here, and pushes the journal from
-    /// its start
+    /// Start a journal's mirror again after a repair, keeping every line the journal lost
+    ///
+    /// For a journal whose pushes are refused because it was repaired since it was mirrored:
+    /// first copies every line of the old mirror the journal no longer holds into
+    /// quarantine/ (synced), then drops the old mirror on the remote (only while it still
+    /// names what this machine pushed) and here, and pushes the journal from its start
     Restart {
         #[command(flatten)]
         remote: RemoteArg,
@@ -96,17 +97,7 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             } else {
                 out!("{}", push_text(&report));
             }
-            for j in report.journals.iter().filter(|j| j.outcome == "refused" || j.outcome == "partial") {
-                let how = if j.outcome == "partial" { "was pushed only in part" } else { "was not pushed" };
-                errln!(
-                    "abcd: the journal at {} {how}: {}",
-                    terminal_safe(&j.path, Lines::One),
-                    terminal_safe(j.why.as_deref().unwrap_or(""), Lines::One)
-                );
-            }
-            for s in report.saved.iter().filter(|s| s.outcome == "refused" || s.outcome == "held") {
-                errln!("abcd: {} was not pushed: {}", s.ref_name, terminal_safe(s.why.as_deref().unwrap_or(""), Lines::One));
-            }
+            tell_refusals(&report);
             Ok(if report.all_pushed() { EXIT_OK } else { EXIT_FAILURE })
         }
         MirrorAction::Fetch { remote } => {
@@ -137,6 +128,7 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             } else {
                 out!("{}", restart_text(&restarted));
             }
+            tell_refusals(&restarted.push);
             Ok(if restarted.push.all_pushed() { EXIT_OK } else { EXIT_FAILURE })
         }
         MirrorAction::Auto { state, remote, every } => {
@@ -152,6 +144,21 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             }
             Ok(EXIT_OK)
         }
+    }
+}
+
+/// Each journal or saved-aside ref a push left out, on stderr with why.
+fn tell_refusals(report: &PushReport) {
+    for j in report.journals.iter().filter(|j| j.outcome == "refused" || j.outcome == "partial") {
+        let how = if j.outcome == "partial" { "was pushed only in part" } else { "was not pushed" };
+        errln!(
+            "abcd: the journal at {} {how}: {}",
+            terminal_safe(&j.path, Lines::One),
+            terminal_safe(j.why.as_deref().unwrap_or(""), Lines::One)
+        );
+    }
+    for s in report.saved.iter().filter(|s| s.outcome == "refused" || s.outcome == "held") {
+        errln!("abcd: {} was not pushed: {}", s.ref_name, terminal_safe(s.why.as_deref().unwrap_or(""), Lines::One));
     }
 }
 

@@ -405,3 +405,44 @@ fn a_restart_whose_remote_ref_is_already_gone_still_keeps_the_lost_lines_and_pus
     assert_eq!(std::fs::read(&kept[0]).unwrap(), lines(&before)[2], "the line the repair lost, byte for byte");
     assert_eq!(local_mirror_bytes(&a, &id), std::fs::read(a.journal_path()).unwrap());
 }
+
+/// Writes `n` refs under `refs/abcd/journals/` that name `commit` under ids no journal has.
+fn extra_journal_refs(m: &Machine, commit: &str, n: usize) {
+    let input: String = (0..n).map(|i| format!("create refs/abcd/journals/{i:032x} {commit}\n")).collect();
+    mirror_lab::git_in(&m.root, &["update-ref", "--stdin"], Some(input.as_bytes()));
+}
+
+/// With the home store's records gone, restore finds the journal as the one mirror of the
+/// working copy's scope, reading at most `SCOPE_SEARCH_MAX_REFS` refs to find it.
+#[test]
+fn without_the_home_store_records_the_journal_is_found_by_its_scope_within_the_search_limit() {
+    let max = abcd::command::journal::SCOPE_SEARCH_MAX_REFS;
+    let lab = Lab::new();
+    let (a, before) = pushed_machine(&lab, "machine-a");
+    let id = a.journal_id();
+    let commit = a.git(&["rev-parse", "--verify", &format!("refs/abcd/journals/{id}")]);
+    // The repository journal's mirror and this one: two refs already.
+    let held = a.git(&["for-each-ref", "refs/abcd/journals/"]).lines().count();
+    extra_journal_refs(&a, &commit, max - held);
+    std::fs::remove_file(a.journal_path()).unwrap();
+    std::fs::remove_dir_all(a.home.join("anchors")).unwrap();
+    // At the limit: found.
+    let restored = restore_ok(&a, &[]);
+    assert_eq!(restored["journal_id"], id.as_str(), "{restored}");
+    assert_eq!(std::fs::read(a.journal_path()).unwrap(), before);
+    // One past it: refused, naming --id; with --id it is restored.
+    std::fs::remove_file(a.journal_path()).unwrap();
+    std::fs::remove_dir_all(a.home.join("anchors")).unwrap();
+    a.git(&["update-ref", &format!("refs/abcd/journals/{:032x}", max + 1), &commit]);
+    refused_with(&a, &["journal", "restore"], &[&format!("more than {max} journal mirrors"), "--id"]);
+    assert!(!a.journal_path().exists());
+    restore_ok(&a, &["--id", &id]);
+    assert_eq!(std::fs::read(a.journal_path()).unwrap(), before);
+    verifies_without_anchor(&a);
+}
+
+/// `abcd journal verify` exits 0 (with no anchor to compare when the home store lost it).
+fn verifies_without_anchor(m: &Machine) {
+    let out = m.run(&["journal", "verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}: journal verify: {}", m.name, text(&out));
+}

@@ -220,3 +220,61 @@ pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32>
     }
     Ok(EXIT_OK)
 }
+
+pub fn restore(choice: &JournalChoice, id: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
+    // The mirror refs are the repository's: outside a managed checkout there is nothing to
+    // restore from, whatever journal is named.
+    let place = crate::command::mirror::MirrorPlace::here()?;
+    let (paths, scope) = choice.resolve()?;
+    let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
+    let restored = journal_cmd::restore(&journal, scope.as_ref(), &place.repo, id, crate::host::session_from_env())?;
+    journal_cmd::rebuild_projections(journal)?;
+    let (text, value) = describe_restore(&restored);
+    if json_out {
+        outln!("{value}");
+    } else {
+        outln!("{text}");
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn describe_restore(r: &journal_cmd::Restored) -> (String, serde_json::Value) {
+    use super::terminal::{Lines, terminal_safe};
+    let short = &r.commit[..r.commit.len().min(12)];
+    let mut text = format!(
+        "restored journal {} at {} ({}) from this machine's mirror {short}: {} lines through seq {}, byte for byte",
+        r.journal_id,
+        r.path.display(),
+        r.found.word(),
+        r.lines,
+        r.head_seq
+    );
+    if let Some(q) = &r.quarantine {
+        text.push_str(&format!("\n  what the path held is in {}", q.display()));
+    }
+    if let Some(why) = &r.mirror_stopped {
+        text.push_str(&format!("\n  the mirror's lines stop early: {}", terminal_safe(why, Lines::One)));
+    }
+    if let (Some((from, to)), Some(seq)) = (r.lost, r.record_seq) {
+        text.push_str(&format!(
+            "\n  seqs {} were acknowledged but neither the file nor the mirror holds them: recorded by journal.repaired at seq {seq}",
+            seq_range(from, to)
+        ));
+    } else {
+        text.push_str("\nno acknowledged event was lost");
+    }
+    let value = json!({
+        "type": "restore",
+        "journal_id": r.journal_id,
+        "path": r.path.display().to_string(),
+        "found": r.found,
+        "commit": r.commit,
+        "lines": r.lines,
+        "head_seq": r.head_seq,
+        "quarantine": r.quarantine.as_ref().map(|q| q.display().to_string()),
+        "mirror_stopped": r.mirror_stopped,
+        "lost": r.lost.map(|(a, b)| json!([a, b])),
+        "repaired_seq": r.record_seq,
+    });
+    (text, value)
+}

@@ -5,13 +5,15 @@ use clap::{Args, Subcommand};
 
 use super::terminal::{Lines, terminal_safe};
 use super::{EXIT_FAILURE, EXIT_OK};
-use crate::command::mirror::{self as mirror_cmd, DEFAULT_REMOTE, FetchReport, JournalView, MirrorPlace, PushReport, StatusView};
+use crate::command::mirror::{
+    self as mirror_cmd, DEFAULT_REMOTE, FetchReport, JournalView, MirrorPlace, PushReport, Restarted, StatusView,
+};
 
 #[derive(Args, Debug)]
 #[command(
     about = "Mirror this repository's journals to refs/abcd/ on its own git remote, fetch every machine's, and show them in one view",
     long_about = "Mirror this repository's journals to refs/abcd/ on its own git remote, fetch every machine's, and show them in one view.\n\n\
-`abcd mirror push` sends every journal of this repository on this machine (each working copy's and the repository journal) and the saved-aside work under refs/abcd/saved/ to the remote, fast-forward only. `abcd mirror fetch` brings every machine's mirrors back and verifies each before it is shown: a mirror rewritten or moved back in the remote is named (exit 1) and its last verified copy kept. `abcd mirror status` shows every working copy's plan, runs and away record across machines. The layout is journal-format/MIRROR.md; docs/mirror.md is the guide."
+`abcd mirror push` sends every journal of this repository on this machine (each working copy's and the repository journal) and the saved-aside work under refs/abcd/saved/ to the remote, fast-forward only. `abcd mirror fetch` brings every machine's mirrors back and verifies each before it is shown: a mirror rewritten or moved back in the remote is named (exit 1) and its last verified copy kept. `abcd mirror status` shows every working copy's plan, runs and away record across machines. `abcd mirror restart` starts a journal's mirror again after a repair, keeping every line the journal lost. The layout is journal-format/MIRROR.md; docs/mirror.md is the guide."
 )]
 pub struct MirrorArgs {
     #[command(subcommand)]
@@ -52,6 +54,19 @@ enum MirrorAction {
         #[command(flatten)]
         remote: RemoteArg,
     },
+    /// Start a journal's mirror again after a repair, keeping every line the journal lost
+    ///
+    /// For a journal whose pushes are refused because it was repaired since it was mirrored:
+    /// first copies every line of the old mirror the journal no longer holds into
+    /// quarantine/ (synced), then drops the old mirror on the remote (only while it still
+    /// names what this machine pushed) and here, and pushes the journal from its start
+    Restart {
+        #[command(flatten)]
+        remote: RemoteArg,
+        /// The repository journal's mirror instead of this working copy's
+        #[arg(long)]
+        repo: bool,
+    },
     /// Turn background pushes from the hooks on or off (at most one per interval,
     /// detached; failures shown by `mirror status`, never to the model)
     Auto {
@@ -82,17 +97,7 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             } else {
                 out!("{}", push_text(&report));
             }
-            for j in report.journals.iter().filter(|j| j.outcome == "refused" || j.outcome == "partial") {
-                let how = if j.outcome == "partial" { "was pushed only in part" } else { "was not pushed" };
-                errln!(
-                    "abcd: the journal at {} {how}: {}",
-                    terminal_safe(&j.path, Lines::One),
-                    terminal_safe(j.why.as_deref().unwrap_or(""), Lines::One)
-                );
-            }
-            for s in report.saved.iter().filter(|s| s.outcome == "refused" || s.outcome == "held") {
-                errln!("abcd: {} was not pushed: {}", s.ref_name, terminal_safe(s.why.as_deref().unwrap_or(""), Lines::One));
-            }
+            tell_refusals(&report);
             Ok(if report.all_pushed() { EXIT_OK } else { EXIT_FAILURE })
         }
         MirrorAction::Fetch { remote } => {
@@ -113,6 +118,19 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             }
             Ok(EXIT_OK)
         }
+        MirrorAction::Restart { remote, repo } => {
+            let cwd = std::env::current_dir()?;
+            let (paths, _) = if repo { crate::places::repository_journal(&cwd)? } else { crate::places::working_copy_journal(&cwd)? };
+            let journal = crate::places::open_journal_for_verb(crate::journal::storage::RealDisk::shared(), paths)?;
+            let restarted = mirror_cmd::restart(&place, &journal, &remote.remote)?;
+            if remote.json {
+                outln!("{}", serde_json::to_string(&restarted)?);
+            } else {
+                out!("{}", restart_text(&restarted));
+            }
+            tell_refusals(&restarted.push);
+            Ok(if restarted.push.all_pushed() { EXIT_OK } else { EXIT_FAILURE })
+        }
         MirrorAction::Auto { state, remote, every } => {
             let setting = mirror_cmd::set_auto(&place, state == "on", &remote, every)?;
             if setting.on {
@@ -126,6 +144,21 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             }
             Ok(EXIT_OK)
         }
+    }
+}
+
+/// Each journal or saved-aside ref a push left out, on stderr with why.
+fn tell_refusals(report: &PushReport) {
+    for j in report.journals.iter().filter(|j| j.outcome == "refused" || j.outcome == "partial") {
+        let how = if j.outcome == "partial" { "was pushed only in part" } else { "was not pushed" };
+        errln!(
+            "abcd: the journal at {} {how}: {}",
+            terminal_safe(&j.path, Lines::One),
+            terminal_safe(j.why.as_deref().unwrap_or(""), Lines::One)
+        );
+    }
+    for s in report.saved.iter().filter(|s| s.outcome == "refused" || s.outcome == "held") {
+        errln!("abcd: {} was not pushed: {}", s.ref_name, terminal_safe(s.why.as_deref().unwrap_or(""), Lines::One));
     }
 }
 
@@ -164,6 +197,29 @@ fn push_text(r: &PushReport) -> String {
     if r.journals.is_empty() && r.saved.is_empty() {
         out += "nothing to push: no journal of this repository has an event yet\n";
     }
+    out
+}
+
+fn restart_text(r: &Restarted) -> String {
+    let old = &r.old_commit[..r.old_commit.len().min(12)];
+    let mut out = match (&r.quarantine, r.lost_seqs) {
+        (Some(q), Some((from, to))) => format!(
+            "kept {} line(s) of the old mirror {old} the journal no longer holds (seqs {from} to {to}) in {}\n",
+            r.lost_lines,
+            terminal_safe(q, Lines::One)
+        ),
+        _ => format!("the journal lost no line of the old mirror {old}\n"),
+    };
+    let remote = if r.remote_ref == "deleted" { "dropped on the remote and here" } else { "dropped here (the remote held none)" };
+    out += &format!(
+        "restarted the mirror of journal {} at {}: the old mirror was {remote}\n",
+        r.journal_id,
+        terminal_safe(&r.path, Lines::One)
+    );
+    if r.verified_dropped {
+        out += "dropped this machine's verified copy of the old mirror\n";
+    }
+    out += &push_text(&r.push);
     out
 }
 

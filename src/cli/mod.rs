@@ -62,7 +62,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Verify, repair or checkpoint a journal
+    /// Verify, repair, restore or checkpoint a journal
     #[command(subcommand)]
     Journal(JournalCommand),
     /// Verify a journal from its first event, print one audit line per event, and check
@@ -133,6 +133,15 @@ enum JournalCommand {
     /// anchor or its path's record; or, where the journal was lost, start a new one whose
     /// first event records the loss. Nothing is deleted without a copy.
     Repair(JournalArgs),
+    /// Rebuild a lost journal from this machine's own mirror, byte for byte
+    ///
+    /// For a journal deleted, emptied, replaced by another file or cut short: its lines come
+    /// back from this machine's own mirror ref (refs/abcd/journals/<id>, left by `abcd mirror
+    /// push`; no network). What the path held is first copied to quarantine/. Events
+    /// acknowledged after the last push are named lost by a journal.repaired. Refused when
+    /// there is no mirror of the journal here, or when the journal is intact or damaged in
+    /// place (`abcd journal repair` is for damage).
+    Restore(RestoreArgs),
     /// Write a checkpoint: the state the journal gives now, so later reads start from it
     /// (checkpoints are caches: deleting them changes only speed)
     Checkpoint(JournalArgs),
@@ -156,6 +165,24 @@ pub struct JournalChoice {
 struct JournalArgs {
     #[command(flatten)]
     choice: JournalChoice,
+    /// Print newline-delimited JSON for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct RestoreArgs {
+    /// A journal file of this repository named by its path
+    #[arg(long, value_name = "PATH", conflicts_with = "repo")]
+    journal: Option<PathBuf>,
+    /// The repository journal in the home store (away mode); the machine journal is not
+    /// mirrored
+    #[arg(long)]
+    repo: bool,
+    /// The journal to restore (32 hex digits), when the home store records none at the path
+    /// or records another one (`git for-each-ref refs/abcd/journals/` lists the mirrors)
+    #[arg(long, value_name = "JOURNAL_ID")]
+    id: Option<String>,
     /// Print newline-delimited JSON for scripts
     #[arg(long)]
     json: bool,
@@ -402,6 +429,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Journal(JournalCommand::Verify(a)) => journal_cmd::verify(&a.choice, a.json),
         Command::Journal(JournalCommand::Repair(a)) => journal_cmd::repair(&a.choice, a.json),
         Command::Journal(JournalCommand::Checkpoint(a)) => journal_cmd::checkpoint(&a.choice, a.json),
+        Command::Journal(JournalCommand::Restore(a)) => {
+            journal_cmd::restore(&JournalChoice { journal: a.journal, repo: a.repo, machine: false }, a.id.as_deref(), a.json)
+        }
         Command::Replay(a) => replay::run(&a),
         Command::Demo => demo::run(),
         Command::Init(a) => init::run(&a),

@@ -1009,3 +1009,175 @@ fn agent_words(lane: &crate::ledger::Lane) -> String {
         (None, None) => format!("{} launch {} intended, not started", l.role, l.launch),
     }
 }
+
+/// What `abcd mirror restart` did for one journal.
+#[derive(Clone, Debug, Serialize)]
+pub struct Restarted {
+    pub journal_id: String,
+    pub path: String,
+    /// The mirror commit that was dropped, here and on the remote.
+    pub old_commit: String,
+    /// Lines of the old mirror the journal does not hold, each kept before the mirror was
+    /// dropped: their seqs (first and last) and the synced quarantine file holding them.
+    pub lost_lines: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_seqs: Option<(u64, u64)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<String>,
+    /// `deleted` (the remote's ref named the old commit and is gone) or `absent`.
+    pub remote_ref: &'static str,
+    /// This machine's verified copy of its own old mirror, dropped (a fetch would read the
+    /// restarted mirror as `rewritten` against it otherwise).
+    pub verified_dropped: bool,
+    pub push: PushReport,
+}
+
+/// `abcd mirror restart`: for a journal whose mirror a push refuses because the journal no
+/// longer holds the mirrored lines (a repair since the last push, MIRROR.md §6 step 1),
+/// first copies every line of the old mirror that the journal does not hold into
+/// `quarantine/mirror-<seq>-<stamp>.bin` (synced), then drops the old mirror on the remote
+/// (only while the remote's ref still names it) and here, and pushes the journal from its
+/// genesis. Nothing a push would refuse for other reasons is restarted.
+pub fn restart(place: &MirrorPlace, journal: &crate::journal::Journal, remote: &str) -> Result<Restarted, CommandError> {
+    let remote = place.remote(remote)?;
+    let mirror_lock = place.lock(MIRROR_LOCK_WAIT)?;
+    let lock = journal.lock()?;
+    let storage = journal.storage().clone();
+    let paths = journal.paths().clone();
+    let path = &paths.journal;
+    let shown = path.display().to_string();
+    let report = crate::journal::verify::verify_chain(&*storage, path, journal.anchors())?;
+    let Some(id) = report.journal_id.clone() else {
+        return Err(CommandError::Refused(format!(
+            "refused: {shown} holds no journal whose first line verifies, so there is no journal to mirror; `abcd journal restore` rebuilds it from its mirror"
+        )));
+    };
+    if !report.is_ok() {
+        return Err(CommandError::Refused(format!(
+            "refused: journal {id} at {shown} does not verify clean (`abcd journal verify` names the finding); its mirror is restarted only from a journal that does: run `abcd journal repair` (or `abcd journal restore` for a journal that was lost) first"
+        )));
+    }
+    let local_ref = journal_ref(&id);
+    let Some(old) = place.repo.read_ref(&local_ref).map_err(CommandError::failed)? else {
+        return Err(CommandError::Refused(format!(
+            "refused: this machine holds no mirror of journal {id} ({local_ref}), so there is nothing to restart; `abcd mirror push` starts one"
+        )));
+    };
+    // Only a mirror a push refuses as no longer held by the journal is restarted.
+    let claims = Claims { repository: &place.repository, machine: &place.machine, path: &place.main_root.display().to_string() };
+    match build(&place.repo, &*storage, path, &claims) {
+        Err(crate::mirror::build::BuildError::Diverged { .. }) => {}
+        Ok(_) => {
+            return Err(CommandError::Refused(format!(
+                "refused: journal {id} still holds every line its mirror {} holds, so its mirror needs no restart; `abcd mirror push` sends what is new",
+                short(&old)
+            )));
+        }
+        Err(e) => return Err(CommandError::Failed(e.to_string())),
+    }
+
+    // The old mirror's lines, and which of them the journal does not hold.
+    let own = crate::mirror::own::own_lines(&place.repo, &id, crate::mirror::own::Limits::DEFAULT)
+        .map_err(|e| CommandError::Failed(format!("reading this machine's mirror of journal {id} failed: {e}")))?;
+    if let Some(why) = &own.walked.stopped {
+        return Err(CommandError::Refused(format!(
+            "refused: this machine's mirror {} of journal {id} cannot be read whole ({why}), so the lines the journal lost could not all be kept; the mirror is left as it is",
+            short(&old)
+        )));
+    }
+    let mirror_head = own.walked.last_line.map_or(0, |(seq, _)| seq);
+    let file = crate::journal::verify::open_trusted(&*storage, path)?;
+    let mut held: std::collections::HashSet<crate::journal::format::Hash> = std::collections::HashSet::new();
+    let scanned = crate::journal::scan::scan(file.as_ref(), crate::journal::scan::StartPoint::GENESIS, |event, _| {
+        if event.seq > mirror_head {
+            return Err(());
+        }
+        held.insert(event.hash);
+        Ok(())
+    });
+    if let Err(crate::journal::scan::ScanError::Io(e)) = scanned {
+        return Err(CommandError::Failed(format!("reading {shown} failed: {e}")));
+    }
+    let mut lost_bytes = Vec::new();
+    let mut lost_seqs: Option<(u64, u64)> = None;
+    let mut lost_lines = 0u64;
+    for line in &own.lines {
+        let event = crate::journal::format::verify_line(line).map_err(|f| CommandError::Failed(f.to_string()))?;
+        if !held.contains(&event.hash) {
+            lost_bytes.extend_from_slice(line);
+            lost_lines += 1;
+            lost_seqs = Some((lost_seqs.map_or(event.seq, |(a, _)| a), event.seq));
+        }
+    }
+    // A journal that holds only the mirror's first lines was cut short: restore puts the
+    // rest back into it, where they fit the chain, and the mirror goes on from there.
+    let k = held.len();
+    let journal_is_prefix = lost_lines > 0
+        && report.events == k as u64
+        && own.lines.iter().take(k).all(|l| crate::journal::format::verify_line(l).is_ok_and(|e| held.contains(&e.hash)));
+    if journal_is_prefix {
+        return Err(CommandError::Refused(format!(
+            "refused: journal {id} at {shown} holds the first {k} lines of its mirror and lacks the {lost_lines} after them, which fit its chain: `abcd journal restore` puts them back, then `abcd mirror push` goes on from there"
+        )));
+    }
+    let mut quarantine = None;
+    if let Some((first, _)) = lost_seqs {
+        let q = crate::journal::append::quarantine_range(
+            &*storage,
+            &crate::journal::storage::BytesFile(lost_bytes.clone()),
+            &paths,
+            "mirror",
+            first,
+            0,
+            lost_bytes.len() as u64,
+        )?;
+        quarantine = Some(q.path.display().to_string());
+    }
+    drop(lock);
+
+    // The old mirror dropped: on the remote only while its ref still names the old commit.
+    let remote_ref = match place.repo.push_delete(&remote, &local_ref, &old).map_err(CommandError::failed)? {
+        PushedRef { outcome: PushOutcome::Updated, .. } => "deleted",
+        PushedRef { outcome: PushOutcome::UpToDate, .. } => "absent",
+        PushedRef { outcome: PushOutcome::NotFastForward, summary, .. } => {
+            if remote_holds(place, &remote, &local_ref)? {
+                return Err(CommandError::Refused(format!(
+                    "refused: the remote {remote}'s {local_ref} no longer names this machine's last pushed mirror {} ({summary}); it is left as it is, and so is the local ref (the lost lines are kept in {}); run `abcd mirror fetch` to see what it holds",
+                    short(&old),
+                    quarantine.as_deref().unwrap_or("no quarantine file: the journal lost none")
+                )));
+            }
+            "absent"
+        }
+        PushedRef { summary, .. } => {
+            return Err(CommandError::Refused(format!(
+                "refused: the remote {remote} would not delete {local_ref} ({summary}); the old mirror is left there and here (the lost lines are kept in {}); a remote that refuses deletions needs its owner to remove the ref",
+                quarantine.as_deref().unwrap_or("no quarantine file: the journal lost none")
+            )));
+        }
+    };
+    place.repo.delete_ref(&local_ref, &old).map_err(CommandError::failed)?;
+    let verified = format!("{}{id}", verified_prefix(&remote));
+    let verified_dropped = match place.repo.read_ref(&verified).map_err(CommandError::failed)? {
+        Some(v) => place.repo.delete_ref(&verified, &v).is_ok(),
+        None => false,
+    };
+    let push = push_locked(place, remote, &mirror_lock)?;
+    Ok(Restarted { journal_id: id, path: shown, old_commit: old, lost_lines, lost_seqs, quarantine, remote_ref, verified_dropped, push })
+}
+
+/// True when `remote` has `remote_ref` (fetched into the incoming refs to look).
+fn remote_holds(place: &MirrorPlace, remote: &str, remote_ref: &str) -> Result<bool, CommandError> {
+    let Some(id) = remote_ref.strip_prefix(JOURNALS_PREFIX) else { return Ok(true) };
+    let incoming = format!("{}{id}", incoming_prefix(remote));
+    match place.repo.fetch(remote, &[format!("+{remote_ref}:{incoming}")]) {
+        Ok(()) => Ok(true),
+        Err(e) if e.to_string().contains("couldn't find remote ref") => Ok(false),
+        Err(e) => Err(CommandError::Failed(format!("asking {remote} for {remote_ref} failed: {e}"))),
+    }
+}
+
+/// The first 12 hex digits of a commit, for messages.
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}

@@ -249,6 +249,12 @@ impl Repo {
         self.ok(&["update-ref", "-m", "abcd mirror", name, new, old.unwrap_or(&zero)], None, SHORT_OUTPUT_MAX, &[]).map(|_| ())
     }
 
+    /// Deletes `name` only while it still names `old`, so a ref another writer moved since
+    /// it was read is left as it is.
+    pub fn delete_ref(&self, name: &str, old: &str) -> Result<(), GitError> {
+        self.ok(&["update-ref", "-m", "abcd mirror", "-d", name, old], None, SHORT_OUTPUT_MAX, &[]).map(|_| ())
+    }
+
     /// True when `ancestor` is `descendant` or one of its ancestors.
     pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
         let ran = self.run(&["merge-base", "--is-ancestor", ancestor, descendant], None, PLUMBING_DEADLINE, SHORT_OUTPUT_MAX, &[])?;
@@ -373,6 +379,32 @@ impl Repo {
             }
         }
         Ok(pushed)
+    }
+
+    /// Deletes `remote_ref` on `remote` only while the remote's ref still names `expected`
+    /// (a lease: a ref another writer moved since it was read is left as it is), and says
+    /// what the remote answered. Nothing else is pushed.
+    pub fn push_delete(&self, remote: &str, remote_ref: &str, expected: &str) -> Result<PushedRef, GitError> {
+        let lease = format!("--force-with-lease={remote_ref}:{expected}");
+        let spec = format!(":{remote_ref}");
+        let args = ["push", "--porcelain", "--no-verify", lease.as_str(), remote, spec.as_str()];
+        let ran = self.run(&args, None, REMOTE_DEADLINE, LISTING_OUTPUT_MAX, &[])?;
+        let text = String::from_utf8_lossy(&ran.out);
+        for line in text.lines() {
+            let mut parts = line.splitn(3, '\t');
+            let (Some(flag), Some(refs), summary) = (parts.next(), parts.next(), parts.next()) else { continue };
+            if refs.split_once(':').is_none_or(|(_, to)| to != remote_ref) {
+                continue;
+            }
+            let outcome = match flag {
+                "-" => PushOutcome::Updated,
+                "=" => PushOutcome::UpToDate,
+                "!" if summary.is_some_and(|s| s.contains("stale info")) => PushOutcome::NotFastForward,
+                _ => PushOutcome::Refused,
+            };
+            return Ok(PushedRef { remote_ref: remote_ref.to_string(), outcome, summary: summary.unwrap_or("").to_string() });
+        }
+        Err(failed(&args, &ran))
     }
 
     /// Fetches `refspecs` from `remote`, pruning refs gone from it under the refspecs'

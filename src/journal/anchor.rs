@@ -245,7 +245,10 @@ impl PathReplaced {
                     .into()
             }
         };
-        format!("put journal {} back if a copy of it exists, or, {accept}", self.recorded)
+        format!(
+            "put journal {} back if a copy of it exists (`abcd journal restore` rebuilds it from this machine's mirror, if it was pushed), or, {accept}",
+            self.recorded
+        )
     }
 }
 

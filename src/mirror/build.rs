@@ -49,7 +49,7 @@ pub enum BuildError {
     #[error("{} cannot be mirrored: {why}", path.display())]
     Unmirrorable { path: std::path::PathBuf, why: String },
     #[error(
-        "{} no longer holds the lines its mirror {commit} holds ({why}); it was repaired or replaced since the last push, so its mirror is left as it is; `abcd journal verify` shows the journal's state",
+        "{} no longer holds the lines its mirror {commit} holds ({why}); it was repaired or replaced since the last push, so its mirror is left as it is; `abcd journal verify` shows the journal's state, and `abcd mirror restart` keeps every line it lost and starts its mirror again",
         path.display()
     )]
     Diverged { path: std::path::PathBuf, journal_id: String, commit: String, why: String },

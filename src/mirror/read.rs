@@ -30,6 +30,18 @@ pub enum WalkError {
 /// Verifies `segment` (named `name`) from byte `from` on, chained onto `walk`, handing each
 /// event to `visit`. Bytes before `from` are ones the caller already holds as verified.
 pub fn walk_segment(segment: &[u8], name: &str, from: usize, walk: &mut Walk, visit: &mut dyn FnMut(&Event)) -> Result<(), WalkError> {
+    walk_segment_lines(segment, name, from, walk, &mut |event, _| visit(event))
+}
+
+/// [`walk_segment`], handing each event with its line's own bytes (its `LF` included), as
+/// a restore copies them.
+pub fn walk_segment_lines(
+    segment: &[u8],
+    name: &str,
+    from: usize,
+    walk: &mut Walk,
+    visit: &mut dyn FnMut(&Event, &[u8]),
+) -> Result<(), WalkError> {
     let broken = |why: String| WalkError::Broken(format!("segment {name}: {why}"));
     let first_seq = segment_seq(name).ok_or_else(|| broken("not a segment name".into()))?;
     if segment.is_empty() || segment.last() != Some(&b'\n') {
@@ -45,7 +57,7 @@ pub fn walk_segment(segment: &[u8], name: &str, from: usize, walk: &mut Walk, vi
     }
     let mut first = from == 0;
     let mut fault = None;
-    let report = scan::scan(&BytesFile(segment.to_vec()), StartPoint { after }, |event, _| {
+    let report = scan::scan(&BytesFile(segment.to_vec()), StartPoint { after }, |event, pos| {
         if first && event.seq != first_seq {
             fault = Some(format!("its first line has seq {}, not the seq its name gives", event.seq));
             return Err(());
@@ -58,7 +70,7 @@ pub fn walk_segment(segment: &[u8], name: &str, from: usize, walk: &mut Walk, vi
         }
         walk.last = Some((event.seq, event.hash, event.time));
         walk.events += 1;
-        visit(event);
+        visit(event, &segment[pos.offset as usize..(pos.offset + pos.len) as usize]);
         Ok(())
     });
     let report = match report {

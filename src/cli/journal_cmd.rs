@@ -114,7 +114,11 @@ pub fn verify_details(r: &VerifyReport) -> String {
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let (paths, scope) = choice.resolve()?;
     let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
-    let repaired = journal_cmd::repair(&journal, scope.as_ref(), crate::host::session_from_env())?;
+    let cwd = std::env::current_dir()?;
+    let repaired = journal_cmd::repair(&journal, scope.as_ref(), crate::host::session_from_env(), &cwd)?;
+    if let Some(why) = &repaired.mirror_unread {
+        errln!("abcd: repaired without this machine's mirror: {why}");
+    }
     if repaired.temp_files_removed > 0 {
         errln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }

@@ -16,15 +16,24 @@ use crate::store::Store;
 pub struct Repaired {
     pub outcome: RepairOutcome,
     pub temp_files_removed: usize,
+    /// Why this machine's mirror was not read for the repair, when it could not be.
+    pub mirror_unread: Option<String>,
 }
 
 /// Repairs the journal and sweeps the temp files killed writers left; the caches are
 /// rebuilt next, by [`rebuild_caches`]. `create`: the scope of a new journal, when the
-/// path's journal was lost and repair starts afresh.
-pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>) -> Result<Repaired, CommandError> {
-    let outcome = repair::repair(journal, create, session)?;
+/// path's journal was lost and repair starts afresh. `cwd`: where the person ran it, to find
+/// this machine's own mirror of the journal, whose lines fill every hole they fit
+/// (journal-format §10): with a mirror pushed before the damage, the damage costs no line.
+pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>, cwd: &std::path::Path) -> Result<Repaired, CommandError> {
+    let (lines, mirror_unread) = match mirror_lines_for_repair(journal, cwd) {
+        Ok(found) => (found.lines, None),
+        // The mirror is a backup: a repair without it keeps what the file proves, as before.
+        Err(e) => (vec![], Some(e.to_string())),
+    };
+    let outcome = repair::repair_with_lines(journal, create, session, &lines)?;
     let temp_files_removed = storage::remove_stale_temp_files(&RealDisk, journal.paths().dir()).unwrap_or(0);
-    Ok(Repaired { outcome, temp_files_removed })
+    Ok(Repaired { outcome, temp_files_removed, mirror_unread })
 }
 
 /// Projections and last-good may name lines a repair moved aside: rebuilds them from the
@@ -397,9 +406,8 @@ fn only_mirror_of(repo: &crate::git::objects::Repo, scope: &Scope, shown: &str) 
 /// mirror: no managed checkout at `cwd` (a journal named by path elsewhere, the machine
 /// journal, which is not mirrored), no genesis to name the journal, or no local ref.
 ///
-/// FOR THE LEAD (issue 31): call it in `repair` below, before `repair::repair`, and hand
-/// `MirrorLines::lines` in as the new `extra: &[Vec<u8>]`. It reads git objects only (no
-/// network) and never changes anything.
+/// [`repair`] hands them to the salvage. It reads git objects only (no network) and never
+/// changes anything.
 pub fn mirror_lines_for_repair(journal: &Journal, cwd: &std::path::Path) -> Result<MirrorLines, CommandError> {
     let path = &journal.paths().journal;
     let storage = journal.storage();

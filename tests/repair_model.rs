@@ -911,7 +911,23 @@ fn run_case(seed: u64, stats: &mut Stats) -> Outcome {
         if m.moved { ", lines moved into chain order" } else { "" },
         if m.anchor_mismatch { ", anchor_mismatch" } else { "" },
     ));
-    match classify(&damaged, &sc, &truth) {
+    let class = classify(&damaged, &sc, &truth);
+    // The model's §6 verdict is the verifier's (read without the home store, so the anchor
+    // carries no damage mark into the repair).
+    let verdict = verify::verify_chain(&RealDisk, tj.path(), None).expect("verify runs").verdict;
+    let agree = match (&class, &verdict) {
+        (Class::Clean, Verdict::Clean) | (Class::Corrupt, Verdict::Corrupt(_)) => true,
+        (Class::Torn(at, _), Verdict::TornTail(t)) => t.offset == *at as u64,
+        _ => false,
+    };
+    if !agree {
+        return Outcome {
+            case,
+            model_notes: notes,
+            problems: vec![format!("the model reads the damaged file as {class:?}, verify as {verdict:?}")],
+        };
+    }
+    match class {
         Class::Clean => stats.clean += 1,
         Class::Torn(_, head) if anchor.seq <= head => stats.torn += 1,
         _ => stats.salvaged += 1,

@@ -937,6 +937,9 @@ fn run_case(seed: u64, stats: &mut Stats) -> Outcome {
     stats.moved += m.moved as u64;
     stats.anchor_mismatch += m.anchor_mismatch as u64;
     stats.foreign_kept_by_rule += (m.foreign_kept > 0) as u64;
+    if m.foreign_kept > 0 && std::env::var_os(STATS_VAR).is_some() {
+        eprintln!("the rule keeps {} lines of the other journal here:\n{}", m.foreign_kept, case.shape());
+    }
 
     QUIET.with(|q| q.set(true));
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| repair::repair(&tj.journal(), Some(&tj.scope()), None)));
@@ -1262,4 +1265,29 @@ fn the_model_reads_the_issues_shapes_as_the_rule_does() {
     let (kept, gaps, _) = run(overlap);
     assert_eq!(kept, [0, 1, 2, 9, 10, 11, 12].map(Id::Own));
     assert_eq!(gaps, [(3, 8)]);
+    // Seqs 3 to 8 zeroed (a lost page) and the other journal's seqs 5 and 6 spliced in
+    // there: nothing of this journal fits 4..=7 any more, so the rule keeps the foreign
+    // run, which fits alone. The rule cannot tell it from the journal's own lines (the
+    // issue's "no foreign line is kept" does not hold for this shape; told to the lead).
+    let mut zeroed = lines.concat();
+    let (from, to) = (lines[..3].concat().len(), lines[..9].concat().len());
+    zeroed[from..to - 1].fill(0);
+    zeroed.splice(to..to, foreign().lines[5..7].concat());
+    let (kept, gaps, m) = run(zeroed);
+    assert_eq!(
+        kept,
+        [Id::Own(0), Id::Own(1), Id::Own(2), Id::Foreign(5), Id::Foreign(6), Id::Own(9), Id::Own(10), Id::Own(11), Id::Own(12)]
+    );
+    assert_eq!(gaps, [(3, 4), (7, 8)]);
+    assert_eq!(m.foreign_kept, 2);
+    // The anchor's line damaged and a line of the other journal with its seq in the file:
+    // a lost tail, and the rewrite hidden by damage is recorded (step 6).
+    let mut hidden = lines.clone();
+    hidden[12][40] ^= 1;
+    let mut hidden = hidden.concat();
+    hidden.extend_from_slice(&foreign().lines[12]);
+    let (kept, gaps, m) = run(hidden);
+    assert_eq!((kept, gaps), (all[..12].to_vec(), vec![(12, 12)]));
+    assert!(m.gaps[0].anchor && m.anchor_mismatch);
+    assert_eq!(m.regions.len(), 1, "the damaged line and the foreign one run together");
 }

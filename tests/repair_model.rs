@@ -84,6 +84,8 @@ const EVENTS_MIN: u64 = 20;
 const EVENTS_MAX: u64 = 2_000;
 /// The other journal, whose lines are spliced and appended.
 const FOREIGN_EVENTS: u64 = 2_000;
+/// The pid the events carry (`event` would give this process's, whose digits vary).
+const FIXED_PID: u32 = 4242;
 /// Events per append while building (well under `MAX_BATCH` bytes).
 const BATCH: u64 = 500;
 /// SPEC §1.
@@ -190,7 +192,15 @@ fn build_journal(events: u64) -> TempJournal {
     let mut n = 0;
     while n < events {
         let k = (events - n).min(BATCH);
-        let batch: Vec<_> = (n..n + k).map(|i| event("compaction.recorded", i)).collect();
+        let batch: Vec<_> = (n..n + k)
+            .map(|i| {
+                // One pid for every run, so a seed replays the same bytes in another process
+                // (only the genesis, written by the library, carries this process's pid).
+                let mut e = event("compaction.recorded", i);
+                e.actor.pid = FIXED_PID;
+                e
+            })
+            .collect();
         j.append_batch(&batch, Some(&tj.scope())).expect("append");
         n += k;
     }
@@ -292,14 +302,19 @@ fn apply(kind: Kind, rng: &mut Rng, buf: &mut Vec<u8>, len0: usize, truth: &Trut
     let whole_after0: Vec<(usize, usize)> = whole.iter().copied().filter(|&(s, _)| s >= len0).collect();
     let boundaries: Vec<usize> = (len0..=buf.len()).filter(|&p| buf[p - 1] == LF).collect();
     let name = |buf: &[u8], (s, e): (usize, usize)| truth.describe(&buf[s..e]);
+    // A byte after the genesis: a piece, then a byte in it (offsets relative to the pieces,
+    // so a seed replays the same damage whatever the genesis's length in this process).
+    let pick_byte = |rng: &mut Rng| {
+        let (s, e) = after0[rng.index(after0.len())];
+        (s + rng.index(e - s), (s, e))
+    };
     match kind {
         Kind::BitFlip => {
-            if buf.len() == len0 {
+            if after0.is_empty() {
                 return None;
             }
-            let at = rng.between(len0 as u64, buf.len() as u64 - 1) as usize;
+            let (at, piece) = pick_byte(rng);
             let bit = rng.below(8);
-            let piece = ps.iter().copied().find(|&(s, e)| s <= at && at < e).unwrap();
             let what = name(buf, piece);
             buf[at] ^= 1 << bit;
             Some(format!("bit flip: bit {bit} of byte {at} (in {what})"))
@@ -344,27 +359,27 @@ fn apply(kind: Kind, rng: &mut Rng, buf: &mut Vec<u8>, len0: usize, truth: &Trut
         }
         Kind::MisdirectedBlock if rng.chance(1, 2) => {
             // A block written over another block of the same file (a misdirected write).
+            // Blocks are counted from the genesis's end, so a seed replays the same damage
+            // whatever the genesis's length.
             let bs = if rng.chance(1, 2) { 512 } else { 4096 };
-            let blocks = buf.len().div_ceil(bs);
-            let targets: Vec<usize> = (0..blocks).filter(|&t| t * bs >= len0).collect();
-            if blocks < 2 || targets.is_empty() {
+            let blocks = (buf.len() - len0).div_ceil(bs);
+            if blocks < 2 {
                 return None;
             }
-            let t = targets[rng.index(targets.len())];
+            let t = rng.index(blocks);
             let s = loop {
                 let s = rng.index(blocks);
                 if s != t {
                     break s;
                 }
             };
-            let src = buf[s * bs..((s + 1) * bs).min(buf.len())].to_vec();
-            let room = buf.len() - t * bs;
-            let n = src.len().min(room);
-            buf[t * bs..t * bs + n].copy_from_slice(&src[..n]);
+            let (from, to) = (len0 + s * bs, len0 + t * bs);
+            let src = buf[from..(from + bs).min(buf.len())].to_vec();
+            let n = src.len().min(buf.len() - to);
+            buf[to..to + n].copy_from_slice(&src[..n]);
             Some(format!(
-                "misdirected block: {n} bytes of block {s} written over block {t} ({bs}-byte blocks, bytes {}..{})",
-                t * bs,
-                t * bs + n
+                "misdirected block: {n} bytes of block {s} written over block {t} ({bs}-byte blocks from byte {len0}, bytes {to}..{})",
+                to + n
             ))
         }
         Kind::MisdirectedBlock => {
@@ -401,15 +416,15 @@ fn apply(kind: Kind, rng: &mut Rng, buf: &mut Vec<u8>, len0: usize, truth: &Trut
         }
         Kind::NulRun => {
             let most = if rng.chance(1, 2) { 200 } else { 4096 };
-            if rng.chance(1, 3) || buf.len() == len0 {
+            if rng.chance(1, 3) || after0.is_empty() {
                 let n = rng.between(1, most) as usize;
                 let at = buf.len();
                 buf.resize(at + n, 0);
                 Some(format!("NUL run: {n} NUL bytes appended at byte {at}"))
             } else {
-                let at = rng.between(len0 as u64, buf.len() as u64 - 1) as usize;
+                let (at, piece) = pick_byte(rng);
                 let n = rng.between(1, most.min((buf.len() - at) as u64)) as usize;
-                let what = name(buf, ps.iter().copied().find(|&(s, e)| s <= at && at < e).unwrap());
+                let what = name(buf, piece);
                 buf[at..at + n].fill(0);
                 Some(format!("NUL run: {n} bytes zeroed at byte {at} (from inside {what})"))
             }

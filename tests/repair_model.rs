@@ -40,8 +40,10 @@
 //!   genesis is always the piece at offset 0.
 //! - A run that fits uniquely is kept whatever journal it came from: the rule cannot tell a
 //!   run of another journal whose seqs fall in a gap from the journal's own lines, and this
-//!   test follows the rule (it counts such cases under `ABCD_REPAIR_MODEL_STATS=1`); the
-//!   issue's "no foreign line is kept" holds for every other shape.
+//!   test follows the rule (it counts and shows such cases under `ABCD_REPAIR_MODEL_STATS=1`);
+//!   the issue's "no foreign line is kept" holds for every other shape. In the random cases
+//!   they all sit in a lost tail, whose range (f + 1 .. A) is as wide as the cut: a journal
+//!   cut short, with another journal's lines whose seqs fall below the anchor's.
 //! - A clean journal cut short at a line boundary (a clean cut of the last lines, nothing
 //!   else) is not salvaged: §10's clean case accepts it with an `anchor_mismatch` record
 //!   naming the anchor, and no gap record.
@@ -1295,6 +1297,15 @@ fn the_model_reads_the_issues_shapes_as_the_rule_does() {
     );
     assert_eq!(gaps, [(3, 4), (7, 8)]);
     assert_eq!(m.foreign_kept, 2);
+    // The same in a lost tail, the shape every such random case had: the journal cut after
+    // seq 7 (the anchor's line 12 gone with the rest) and the other journal's seqs 9 and 10
+    // appended. They fit 8..=12 alone and are kept between two gaps.
+    let mut cut_short = lines[..8].concat();
+    cut_short.extend_from_slice(&foreign().lines[9..11].concat());
+    let (kept, gaps, m) = run(cut_short);
+    assert_eq!(kept, [(0..8).map(Id::Own).collect::<Vec<_>>(), vec![Id::Foreign(9), Id::Foreign(10)]].concat());
+    assert_eq!(gaps, [(8, 8), (11, 12)]);
+    assert!(m.gaps[1].anchor && m.regions.is_empty());
     // The anchor's line damaged and a line of the other journal with its seq in the file:
     // a lost tail, and the rewrite hidden by damage is recorded (step 6).
     let mut hidden = lines.clone();

@@ -45,8 +45,11 @@
 //!   they all sit in a lost tail, whose range (f + 1 .. A) is as wide as the cut: a journal
 //!   cut short, with another journal's lines whose seqs fall below the anchor's.
 //! - A clean journal cut short at a line boundary (a clean cut of the last lines, nothing
-//!   else) is not salvaged: §10's clean case accepts it with an `anchor_mismatch` record
-//!   naming the anchor, and no gap record.
+//!   else) is salvaged like a damaged one: its lost tail gets a gap record up to the anchor's
+//!   seq, so no acknowledged seq is given again. That is the issue's "a lost-tail gap record
+//!   even when its bytes are gone" and what the repair on main does; SPEC §10's text still
+//!   lists such a journal under "Clean, but the journal disagrees with its head anchor"
+//!   (accepted with an `anchor_mismatch` record and no gap), which should follow.
 //! - The record of moved lines is checked for existence (one, of no bytes, no gap keys)
 //!   when the kept lines are out of file order, not for which offset it names.
 //! - When B does not fit after F (b ≤ f + 1, only reachable with a fork), the case is not
@@ -573,9 +576,17 @@ fn model(bytes: &[u8], s: &Scan, truth: &Truth, anchor: (u64, &str)) -> Model {
     let mut m = Model::default();
     match class {
         Class::Clean => {
+            let head = s.pieces.last().map(|p| truth.line(&bytes[p.start..p.end]).unwrap().clone()).unwrap();
+            if head.seq < a_seq {
+                // Cut short at a line boundary: salvaged like a damaged file, so the seqs
+                // the anchor vouched for get a lost-tail gap record (issue 31: "a lost-tail
+                // gap record even when its bytes are gone"; the repair on main does this,
+                // SPEC §10's clean case still reads as an anchor_mismatch acceptance).
+                m.notes.push(format!("clean, cut short before the anchor's seq {a_seq}: salvage"));
+                return salvage_model(bytes, s, anchor, m);
+            }
             m.notes.push("clean".into());
             m.kept = s.pieces.iter().map(|p| (p.line.expect("a clean file is lines").1, (p.start, p.end))).collect();
-            let head = s.pieces.last().map(|p| truth.line(&bytes[p.start..p.end]).unwrap().clone()).unwrap();
             m.anchor_mismatch = head.seq != a_seq || head.hash != a_hash;
             return m;
         }
@@ -1267,6 +1278,11 @@ fn the_model_reads_the_issues_shapes_as_the_rule_does() {
     assert_eq!(kept, [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11].map(Id::Own));
     assert_eq!(gaps, [(3, 3), (12, 12)]);
     assert!(m.gaps[1].anchor && !m.anchor_mismatch);
+    // Only cut short at a line boundary (the file verifies clean): the anchor's seqs past
+    // the cut are a lost tail, recorded with no bytes.
+    let (kept, gaps, m) = run(lines[..8].concat());
+    assert_eq!((kept, gaps), (all[..8].to_vec(), vec![(8, 12)]));
+    assert!(m.gaps[0].anchor && m.regions.is_empty() && !m.anchor_mismatch);
     // Two damaged lines: F to 2, a run 4..=7, B from 9 to the anchor.
     let mut two = lines.clone();
     two[3][40] ^= 1;

@@ -118,12 +118,16 @@ pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     if repaired.temp_files_removed > 0 {
         errln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }
-    journal_cmd::rebuild_caches(journal, &repaired)?;
+    // What the repair did is said first: it is done and durable whatever the caches do.
     let (text, value) = describe_repair(&repaired.outcome);
     if json_out {
         outln!("{value}");
     } else {
         outln!("{text}");
+    }
+    if let Err(e) = journal_cmd::rebuild_caches(journal, &repaired) {
+        // Projections and last-good are caches the next read rebuilds; the repair stands.
+        errln!("abcd: the repair is done, but its caches were not rebuilt ({e}); the next read rebuilds them");
     }
     Ok(EXIT_OK)
 }
@@ -142,6 +146,21 @@ pub fn describe_repair(outcome: &RepairOutcome) -> (String, serde_json::Value) {
             format!("started a new journal here: {detail}; the loss is recorded as journal.repaired at seq {}", repaired.seq),
             json!({"type": "repair", "outcome": "started_afresh", "detail": detail, "journal_id": journal_id, "quarantine": quarantine.as_ref().map(|q| q.display().to_string()), "repaired_seq": repaired.seq}),
         ),
+        RepairOutcome::RepairedAndAccepted { salvage, torn, detail, repaired } => {
+            let (mut text, mut value) = match (salvage, torn) {
+                (Some(s), _) => describe_salvage(s),
+                (None, Some((quarantine, bytes))) => {
+                    describe_repair(&RepairOutcome::TornTailCut { quarantine: quarantine.clone(), bytes: *bytes })
+                }
+                (None, None) => (String::new(), json!({"type": "repair"})),
+            };
+            text.push_str(&format!(
+                "\nand accepted the journal as this path's own ({detail}); recorded as journal.repaired at seq {}",
+                repaired.seq
+            ));
+            value["accepted"] = json!({"detail": detail, "repaired_seq": repaired.seq});
+            (text, value)
+        }
         RepairOutcome::AnchorAccepted { detail, repaired } => (
             format!("accepted the journal as it is ({detail}); recorded as journal.repaired at seq {}", repaired.seq),
             json!({"type": "repair", "outcome": "anchor_accepted", "detail": detail, "repaired_seq": repaired.seq}),

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use super::anchor::{Anchor, PathReplaced};
+use super::anchor::{Anchor, Holds, PathReplaced};
 use super::append::{
     Appended, Journal, JournalError, WriterLock, poison, quarantine_range, read_genesis, sync_before_reading, truncate_durably,
 };
@@ -34,6 +34,15 @@ pub enum RepairOutcome {
     /// Damaged bytes were moved to quarantine, every intact line was kept, and each region
     /// is recorded by a `journal.repaired` (in place of lost seqs, or at the end).
     Salvaged(Salvage),
+    /// Damaged bytes were salvaged (or a torn tail cut: `salvage` is then `None`) from a
+    /// journal at a path whose record named another journal, and in the same repair the
+    /// journal was accepted as this path's, the finding on record (`detail`, `repaired`).
+    RepairedAndAccepted {
+        salvage: Option<Salvage>,
+        torn: Option<(PathBuf, u64)>,
+        detail: String,
+        repaired: Appended,
+    },
     /// The journal disagreed with its anchor (or the path's record) and was accepted.
     AnchorAccepted {
         detail: String,
@@ -128,17 +137,21 @@ pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>
     let anchor = journal.anchors().and_then(|a| a.load(&*storage, &genesis.journal_id).ok().flatten());
     let acknowledged_past_head = anchor.filter(|a| a.seq > head.seq);
     let repaired_event = |data: JournalRepaired| repaired_event(session.clone(), data);
-    match report.verdict {
-        Verdict::Corrupt(_) => Ok(RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?)),
+    // A path whose record names another journal: the repair that mends the bytes also
+    // accepts the journal as this path's, so one run leaves a journal every reader takes
+    // (docs/decisions.md, "One repair, one answer").
+    let path_finding = report.replaced.as_ref().filter(|r| matches!(r.now, Holds::Journal(_))).map(ToString::to_string);
+    let outcome = match report.verdict {
+        Verdict::Corrupt(_) => RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?),
         // A damaged last line that was acknowledged reads as a torn tail; the anchor
         // says otherwise, so its seqs are named lost, in one repair.
         Verdict::TornTail(_) if acknowledged_past_head.is_some() => {
-            Ok(RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?))
+            RepairOutcome::Salvaged(salvage(journal, file.as_ref(), &genesis.journal_id, anchor, &repaired_event)?)
         }
         Verdict::TornTail(t) => {
             let q = quarantine_range(&*storage, file.as_ref(), &paths, "torn", head.seq + 1, t.offset, t.len)?;
             truncate_durably(file.as_ref(), path, t.offset)?;
-            Ok(RepairOutcome::TornTailCut { quarantine: q.path, bytes: t.len })
+            RepairOutcome::TornTailCut { quarantine: q.path, bytes: t.len }
         }
         Verdict::Clean => {
             let detail = match (&report.anchor, &report.replaced) {
@@ -151,9 +164,38 @@ pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>
             if let Some(anchors) = journal.anchors() {
                 let _ = anchors.set_id_at_path(&*storage, path, &genesis.journal_id);
             }
-            Ok(RepairOutcome::AnchorAccepted { detail, repaired })
+            return Ok(RepairOutcome::AnchorAccepted { detail, repaired });
         }
+    };
+    let Some(detail) = path_finding else { return Ok(outcome) };
+    // The file was rewritten (salvage) or cut: its head is read again, under the same lock.
+    let file = storage.open_rw(path).map_err(JournalError::io("opening", path))?;
+    let head = match scan::read_tail(file.as_ref()).map_err(JournalError::io("reading the tail of", path))? {
+        scan::Tail::Good { head, torn: None } => head,
+        // Checked clean before the rename (salvage) or cut to its last line, under this
+        // lock: another tail is bytes written past the lock, which nothing is built on.
+        _ => {
+            return Err(JournalError::Io {
+                what: "reading the repaired tail of",
+                path: path.clone(),
+                source: std::io::Error::other("it does not end with the line the repair left; run `abcd journal repair` again"),
+            }
+            .into());
+        }
+    };
+    let anchor = journal.anchors().and_then(|a| a.load(&*storage, &genesis.journal_id).ok().flatten());
+    let data = JournalRepaired::accepted(head.end, anchor.map(|a| (a.seq, a.hash.to_hex())), detail.clone());
+    let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
+    // Only with the finding on record does the path name this journal.
+    if let Some(anchors) = journal.anchors() {
+        let _ = anchors.set_id_at_path(&*storage, path, &genesis.journal_id);
     }
+    let (salvage, torn) = match outcome {
+        RepairOutcome::Salvaged(s) => (Some(s), None),
+        RepairOutcome::TornTailCut { quarantine, bytes } => (None, Some((quarantine, bytes))),
+        _ => (None, None),
+    };
+    Ok(RepairOutcome::RepairedAndAccepted { salvage, torn, detail, repaired })
 }
 
 /// The path holds no journal (no file, an empty one, or only a first line cut short) and

@@ -114,18 +114,46 @@ pub fn verify_details(r: &VerifyReport) -> String {
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let (paths, scope) = choice.resolve()?;
     let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
-    let repaired = journal_cmd::repair(&journal, scope.as_ref(), crate::host::session_from_env())?;
+    let journal = match &scope {
+        Some(scope) => journal.expecting(scope.clone()),
+        None => journal,
+    };
+    let store = crate::store::Store::new(journal);
+    let repaired = journal_cmd::repair(&store, scope.as_ref(), crate::host::session_from_env())?;
     if repaired.temp_files_removed > 0 {
         errln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }
     // What the repair did is said first: it is done and durable whatever the caches do.
-    let (text, value) = describe_repair(&repaired.outcome);
+    let (mut text, mut value) = describe_repair(&repaired.outcome);
+    if let Some(set) = &repaired.set_aside {
+        // Said first: it is why the rest happened.
+        let then = match repaired.outcome {
+            RepairOutcome::NothingToRepair => "nothing else to repair: the next write here starts this path's journal".to_string(),
+            _ => text.clone(),
+        };
+        text = format!(
+            "set aside {}: {}; it is in {}, whole, with nothing deleted; {}\n{then}",
+            store.journal().paths().journal.display(),
+            set.finding,
+            set.aside.display(),
+            set.finding.way_back(&set.aside)
+        );
+        value["set_aside"] = json!({"finding": set.finding.to_string(), "journal_id": set.finding.journal_id,
+            "quarantine": set.aside.display().to_string(), "belongs_at": set.finding.home.as_ref().map(|h| h.display().to_string())});
+    }
+    if let Some(m) = &repaired.moved {
+        text.push_str(&format!(
+            "\nthe working copy moved from {} to {}: its journal is kept here, the move recorded as journal.moved",
+            m.from, m.to
+        ));
+        value["moved"] = json!({"from": m.from, "to": m.to});
+    }
     if json_out {
         outln!("{value}");
     } else {
         outln!("{text}");
     }
-    if let Err(e) = journal_cmd::rebuild_caches(journal, &repaired) {
+    if let Err(e) = journal_cmd::rebuild_caches(&store, &repaired) {
         // Projections and last-good are caches the next read rebuilds; the repair stands.
         errln!("abcd: the repair is done, but its caches were not rebuilt ({e}); the next read rebuilds them");
     }

@@ -5,32 +5,64 @@
 use std::path::PathBuf;
 
 use super::CommandError;
-use crate::event::Scope;
-use crate::journal::Journal;
-use crate::journal::repair::{self, RepairOutcome};
+use crate::event::{JournalMoved, Scope};
+use crate::journal::repair::{self, RepairError, RepairOutcome};
+use crate::journal::scope::{ForeignJournal, ScopeFinding};
 use crate::journal::storage::{self, RealDisk, Storage};
+use crate::journal::{Journal, JournalError};
 use crate::store::Store;
 
 /// A repair's outcome, and how many temp files killed writers had left.
 pub struct Repaired {
     pub outcome: RepairOutcome,
+    /// A journal of another scope found at the path, moved whole to quarantine first.
+    pub set_aside: Option<SetAside>,
+    /// A working copy's journal found at the root its checkout was moved to: the move,
+    /// recorded after the repair.
+    pub moved: Option<JournalMoved>,
     pub temp_files_removed: usize,
+}
+
+/// A journal of another scope set aside: what it is, and where it went.
+pub struct SetAside {
+    pub finding: ForeignJournal,
+    pub aside: PathBuf,
 }
 
 /// Repairs the journal and sweeps the temp files killed writers left; the caches are
 /// rebuilt next, by [`rebuild_caches`]. `create`: the scope of a new journal, when the
 /// path's journal was lost and repair starts afresh.
-pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>) -> Result<Repaired, CommandError> {
-    let outcome = repair::repair(journal, create, session)?;
+///
+/// A journal whose genesis names another scope than `store`'s handle expects is never
+/// repaired or accepted: it is moved whole to quarantine first, and then the path is
+/// repaired as one holding nothing (a new journal on the record when the home store
+/// recorded one here, else nothing until the next append creates one). A working copy's
+/// journal moved here with its checkout is repaired as usual and its move recorded.
+pub fn repair(store: &Store, create: Option<&Scope>, session: Option<String>) -> Result<Repaired, CommandError> {
+    let journal = store.journal();
+    let set_aside = match store.scope_finding()? {
+        ScopeFinding::Foreign(finding) => {
+            let aside = store.set_aside(&finding)?;
+            Some(SetAside { finding, aside })
+        }
+        _ => None,
+    };
+    let outcome = match repair::repair(journal, create, session) {
+        Ok(outcome) => outcome,
+        // Set aside where the home store recorded no journal: the path is simply free.
+        Err(RepairError::Journal(JournalError::Missing { .. })) if set_aside.is_some() => RepairOutcome::NothingToRepair,
+        Err(e) => return Err(e.into()),
+    };
+    let moved = if set_aside.is_none() { store.settle_scope()? } else { None };
     let temp_files_removed = storage::remove_stale_temp_files(&RealDisk, journal.paths().dir()).unwrap_or(0);
-    Ok(Repaired { outcome, temp_files_removed })
+    Ok(Repaired { outcome, set_aside, moved, temp_files_removed })
 }
 
 /// Projections and last-good may name lines a repair moved aside: rebuilds them from the
 /// repaired journal so every cache agrees with it again.
-pub fn rebuild_caches(journal: Journal, repaired: &Repaired) -> Result<(), CommandError> {
-    if repaired.outcome != RepairOutcome::NothingToRepair {
-        let store = Store::new(journal);
+pub fn rebuild_caches(store: &Store, repaired: &Repaired) -> Result<(), CommandError> {
+    let journal_there = store.journal().paths().journal.exists();
+    if repaired.outcome != RepairOutcome::NothingToRepair || (repaired.moved.is_some() && journal_there) {
         let current = store.current_state()?;
         store.write_projection(&current)?;
         store.write_last_good(&current)?;

@@ -15,6 +15,7 @@ pub mod group_sync;
 pub mod lock;
 pub mod repair;
 pub mod scan;
+pub mod scope;
 #[cfg(feature = "test-support")]
 pub mod simdisk;
 pub mod storage;

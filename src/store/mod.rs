@@ -458,6 +458,11 @@ impl Store {
         let path = &self.journal.paths().journal;
         let Ok(file) = open_trusted(&**self.journal.storage(), path) else { return Ok(None) };
         let Ok(genesis) = read_genesis(file.as_ref(), path) else { return Ok(None) };
+        // The path record's finding comes first, as for readers: a journal at a path that
+        // recorded another one is refused as replaced, foreign or not.
+        if let Err(JournalError::Replaced { path, finding, .. }) = self.check_path_record(Some(file.as_ref()), Some(&genesis)) {
+            return Err(JournalError::Replaced { action: "append to", path, finding });
+        }
         if let ScopeFinding::Moved(moved) = self.refuse_foreign(file.as_ref(), &genesis, "append to")? {
             let event = NewEvent {
                 kind: crate::event::JOURNAL_MOVED.into(),

@@ -149,6 +149,9 @@ fn readers_refuse_another_repositorys_journal_without_any_path_record() {
     let said = text(&out);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains(&format!("this is the journal of repository {ra}")) && said.contains("abcd journal repair"), "{said}");
+    let out = m.abcd(&b, &["journal", "verify", "--repo"]);
+    assert_eq!(out.status.code(), Some(1), "verify names it: {}", text(&out));
+    assert!(text(&out).contains("scope:   FOREIGN: this is the journal of repository"), "{}", text(&out));
     let context = m.session_start(&b);
     assert!(!context.contains("AWAY") && !context.to_lowercase().contains("the person is away"), "{context}");
     // Nothing was chained onto it.
@@ -269,6 +272,9 @@ fn a_moved_working_copy_keeps_its_journal_with_the_move_recorded() {
         let out = m.abcd(&at, &["checklist"]);
         let said = text(&out);
         assert!(out.status.success() && !said.contains("degraded"), "{name}: a reader takes it: {said}");
+        let out = m.abcd(&at, &["journal", "verify"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+        assert!(text(&out).contains("scope:   the working copy moved from"), "{name}: {}", text(&out));
         assert_eq!(m.titles(&at), ["one", "two"], "{name}");
         let context = m.session_start(&at);
         assert!(context.contains("one") && context.contains("two") && !context.contains("journal of"), "{name}: {context}");

@@ -7,21 +7,50 @@ use super::{EXIT_FAILURE, EXIT_OK, JournalChoice};
 use crate::command::journal::{self as journal_cmd, Checkpointed};
 use crate::journal::repair::{RepairOutcome, Salvage};
 use crate::journal::scan::Verdict;
+use crate::journal::scope::ScopeFinding;
 use crate::journal::storage::RealDisk;
 use crate::journal::verify::{self, AnchorCheck, VerifyReport};
 use crate::places;
 
 pub fn verify(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
-    let (paths, _) = choice.resolve()?;
+    let (paths, scope) = choice.resolve()?;
     let anchors = places::anchors()?;
     let report = verify::verify_chain(&RealDisk, &paths.journal, Some(&anchors))?;
     mark_damage(&paths, &anchors, &report);
+    // Whose journal it is, where the place says whose it must be (format §11).
+    let finding = match scope {
+        Some(scope) => {
+            let journal = crate::journal::Journal::new(RealDisk::shared(), paths.clone(), Some(anchors.clone())).expecting(scope);
+            crate::store::Store::new(journal).scope_finding()?
+        }
+        None => ScopeFinding::Same,
+    };
+    let ok = report.is_ok() && !matches!(finding, ScopeFinding::Foreign(_));
     if json_out {
-        outln!("{}", verify_json(&report));
+        let mut value = verify_json(&report);
+        value["ok"] = json!(ok);
+        value["scope_finding"] = match &finding {
+            ScopeFinding::Same => json!({"state": "same"}),
+            ScopeFinding::Moved(m) => json!({"state": "moved", "from": m.from, "to": m.to}),
+            ScopeFinding::Foreign(f) => json!({"state": "foreign", "detail": f.to_string()}),
+        };
+        outln!("{value}");
     } else {
-        out!("{}", verify_text(&report));
+        let mut text = verify_details(&report);
+        match &finding {
+            ScopeFinding::Same => {}
+            ScopeFinding::Moved(m) => {
+                text += &format!(
+                    "  scope:   the working copy moved from {} to {}: the journal is kept; the next write records the move\n",
+                    m.from, m.to
+                )
+            }
+            ScopeFinding::Foreign(f) => text += &format!("  scope:   FOREIGN: {f}\n           {}\n", f.remedy()),
+        }
+        text += if ok { "verdict: ok\n" } else { "verdict: FAILED\n" };
+        out!("{text}");
     }
-    Ok(if report.is_ok() { EXIT_OK } else { EXIT_FAILURE })
+    Ok(if ok { EXIT_OK } else { EXIT_FAILURE })
 }
 
 /// Damage a full read found is recorded where the appender sees it (best effort: the
@@ -59,12 +88,6 @@ pub fn verify_json(r: &VerifyReport) -> serde_json::Value {
         "anchor": anchor,
         "replaced": r.replaced.as_ref().map(|f| f.to_string()),
     })
-}
-
-pub fn verify_text(r: &VerifyReport) -> String {
-    let mut out = verify_details(r);
-    out += if r.is_ok() { "verdict: ok\n" } else { "verdict: FAILED\n" };
-    out
 }
 
 /// The report without its verdict line.

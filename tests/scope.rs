@@ -126,6 +126,8 @@ fn another_repositorys_journal_copied_over_is_set_aside_and_never_governs() {
     assert_ne!(status["status"], "away", "a's away window does not govern b: {status}");
     let b_events = events(&b_journal);
     assert!(b_events.iter().all(|e| e["kind"] != "away.set"), "{b_events:?}");
+    let problem = b_events[1]["data"]["problem"].as_str().unwrap();
+    assert!(problem.contains(&format!("of repository {ra} was found in its place and set aside to quarantine/foreign-")), "{problem}");
     let status: Value = serde_json::from_str(&m.ok(&a, &["mode", "--json"])).unwrap();
     assert_eq!(status["status"], "away", "a's own record is untouched: {status}");
     assert_eq!(std::fs::read(&a_journal).unwrap(), copied);

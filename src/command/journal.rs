@@ -47,7 +47,11 @@ pub fn repair(store: &Store, create: Option<&Scope>, session: Option<String>) ->
         }
         _ => None,
     };
-    let outcome = match repair::repair(journal, create, session) {
+    let note = set_aside.as_ref().map(|s| {
+        let name = s.aside.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        format!("before, journal {} of {} was found in its place and set aside to quarantine/{name}", s.finding.journal_id, s.finding.names)
+    });
+    let outcome = match repair::repair_noting(journal, create, session, note.as_deref()) {
         Ok(outcome) => outcome,
         // Set aside where the home store recorded no journal: the path is simply free.
         Err(RepairError::Journal(JournalError::Missing { .. })) if set_aside.is_some() => RepairOutcome::NothingToRepair,

@@ -107,6 +107,18 @@ pub enum RepairError {
 /// `create`: the scope a new journal gets when the path's journal was lost and repair
 /// starts afresh (`None` when unknown, as for a journal named by path).
 pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>) -> Result<RepairOutcome, RepairError> {
+    repair_noting(journal, create, session, None)
+}
+
+/// [`repair`], with `note` (what the caller did to the path first, such as a journal of
+/// another scope set aside) added to the record of a fresh start, so the new journal says
+/// why its path held nothing.
+pub fn repair_noting(
+    journal: &Journal,
+    create: Option<&Scope>,
+    session: Option<String>,
+    note: Option<&str>,
+) -> Result<RepairOutcome, RepairError> {
     let lock = journal.lock()?;
     let storage = journal.storage().clone();
     let paths = journal.paths().clone();
@@ -121,7 +133,7 @@ pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>
     if report.head.is_none()
         && let Some(lost) = &report.replaced
     {
-        return start_afresh(&lock, journal, create, session, lost, &report);
+        return start_afresh(&lock, journal, create, session, lost, &report, note);
     }
     let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
     let Some(head) = report.head else {
@@ -210,6 +222,7 @@ fn start_afresh(
     session: Option<String>,
     lost: &PathReplaced,
     report: &VerifyReport,
+    note: Option<&str>,
 ) -> Result<RepairOutcome, RepairError> {
     let storage = journal.storage().clone();
     let paths = journal.paths();
@@ -224,6 +237,9 @@ fn start_afresh(
     let mut detail = format!("{lost}; started journal {journal_id} here");
     if let Some(name) = quarantine.as_ref().and_then(|q| q.file_name()) {
         detail += &format!(" (the cut first line is in quarantine/{})", name.to_string_lossy());
+    }
+    if let Some(note) = note {
+        detail += &format!("; {note}");
     }
     let data = JournalRepaired::accepted(head.end, lost.anchor.map(|a| (a.seq, a.hash.to_hex())), detail.clone());
     let repaired = lock.append(file.as_ref(), head, &journal_id, &[repaired_event(session, data)])?[0];

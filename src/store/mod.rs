@@ -384,20 +384,16 @@ impl Store {
     /// journal moved here is read (its move is recorded by the next append,
     /// [`Store::settle_scope`]).
     pub(crate) fn check_place(&self, file: Option<&dyn StorageFile>, genesis: Option<&Genesis>) -> Result<(), JournalError> {
-        self.check_path_record(file, genesis)?;
-        let Some(file) = file else { return Ok(()) };
-        let read;
-        let genesis = match genesis {
-            Some(g) => g,
-            None => match read_genesis(file, &self.journal.paths().journal) {
-                Ok(g) => {
-                    read = g;
-                    &read
-                }
-                // No genesis: the reader names that itself.
-                Err(_) => return Ok(()),
-            },
+        let Some(file) = file else { return self.check_path_record(None, None) };
+        // The genesis is read once, for both checks.
+        let read = match genesis {
+            Some(_) => None,
+            None => read_genesis(file, &self.journal.paths().journal).ok(),
         };
+        let genesis = genesis.or(read.as_ref());
+        self.check_path_record(Some(file), genesis)?;
+        // No genesis: the path record's check or the reader names that.
+        let Some(genesis) = genesis else { return Ok(()) };
         self.refuse_foreign(file, genesis, "read").map(drop)
     }
 

@@ -108,7 +108,10 @@ pub fn working_copy_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceEr
         return Err(PlaceError::NotManaged { root: main_root });
     }
     let tier = root.join(LOCAL_TIER);
-    Ok((JournalPaths::beside(&tier.join(JOURNAL_FILE)), Scope::WorkingCopy { root: root.display().to_string() }))
+    // The scope names the root canonical, so the same folder reached through a symlinked
+    // path is the same working copy, and a moved one is told from it (format §11).
+    let canonical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+    Ok((JournalPaths::beside(&tier.join(JOURNAL_FILE)), Scope::WorkingCopy { root: canonical.display().to_string() }))
 }
 
 /// The cache of the repository's first root commit, in the main worktree's local tier.
@@ -165,6 +168,17 @@ pub fn machine_journal() -> Result<(JournalPaths, Scope), PlaceError> {
 /// and then fail open; a person would rather wait a little longer than be refused while
 /// other writers (eight at once, on a loaded machine) take their turns.
 pub const VERB_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`open_journal`] for the journal of `scope`: one of another scope there is refused by
+/// readers and appends, and set aside by repair (journal-format/SPEC.md §11).
+pub fn open_scoped(storage: SharedStorage, paths: JournalPaths, scope: &Scope) -> Result<Journal, PlaceError> {
+    Ok(open_journal(storage, paths)?.expecting(scope.clone()))
+}
+
+/// [`open_journal_for_verb`] for the journal of `scope`.
+pub fn open_scoped_for_verb(storage: SharedStorage, paths: JournalPaths, scope: &Scope) -> Result<Journal, PlaceError> {
+    Ok(open_journal_for_verb(storage, paths)?.expecting(scope.clone()))
+}
 
 /// A journal handle with the home store's anchors, for a hook (the 2 s lock wait).
 pub fn open_journal(storage: SharedStorage, paths: JournalPaths) -> Result<Journal, PlaceError> {

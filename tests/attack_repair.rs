@@ -382,7 +382,7 @@ fn a_damaged_journal_at_a_path_recorded_for_another_journal_needs_one_repair() {
 /// Reproduction: seqs 0-10 with the anchor at 10; an earlier salvage replaced seqs 3-4 by a
 /// gap record (lost_from 3, lost_to 4, next_prev = seq 4's hash), exactly as §5.4 writes it;
 /// then seq 8 is damaged. This machine's mirror holds the original lines 3, 4 and 8 and is
-/// handed to `repair_with_lines`. Seq 8 is restored, but seqs 3-4 are not: the gap record
+/// handed to `repair_with`. Seq 8 is restored, but seqs 3-4 are not: the gap record
 /// (position (4, h4)) and the mirror's line 3 are both successors of seq 2, a "fork" (rule 1),
 /// so F stops at 2; B from the anchor stops at 5, which has two predecessors (line 4 and the
 /// gap record, same position). A new gap record for 3-4 is written and the old one goes to
@@ -409,7 +409,7 @@ fn mirror_lines_fill_the_hole_an_earlier_gap_record_stands_for() {
     write(&tj, &ls);
     let mirror = vec![orig[3].clone(), orig[4].clone(), orig[8].clone()];
     let out =
-        catch_unwind(AssertUnwindSafe(|| repair::repair_with_lines(&tj.journal(), Some(&tj.scope()), None, &mirror))).expect("no panic");
+        catch_unwind(AssertUnwindSafe(|| repair::repair_with(&tj.journal(), Some(&tj.scope()), None, None, &mirror))).expect("no panic");
     let s = salvaged(out);
     assert_verifies_clean(&tj);
     assert_eq!(s.lost(), [], "the mirror holds every lost line: restored {}, regions {:?}", s.restored_lines, s.regions);

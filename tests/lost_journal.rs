@@ -272,3 +272,64 @@ fn resume_names_the_loss_for_the_runs_of_a_lost_journal() {
     let problem = runs[0]["problem"].as_str().unwrap_or_default();
     assert!(problem.contains(&old) && problem.contains("now holds nothing"), "{v}");
 }
+
+/// Issue 31, "one repair, one answer": a damaged journal at a path whose record names
+/// another journal (here, an older journal of this same working copy put back from a
+/// backup after repair had started afresh) is salvaged, or its torn tail cut, and accepted
+/// in one repair that exits 0 and says both; a second repair finds nothing to do, and
+/// verify agrees.
+#[test]
+fn one_repair_salvages_and_accepts_a_damaged_journal_the_path_record_does_not_name() {
+    for torn in [true, false] {
+        let wc = Wc::with_two_items();
+        for title in ["three", "four", "five"] {
+            let out = wc.abcd(&["checklist", "add", title]);
+            assert!(out.status.success(), "{}", text(&out));
+        }
+        let old = wc.journal_id();
+        let backup = std::fs::read(wc.journal()).unwrap();
+        std::fs::remove_file(wc.journal()).unwrap();
+        let out = wc.abcd(&["journal", "repair", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let started = serde_json::from_slice::<Value>(&out.stdout).unwrap()["journal_id"].as_str().unwrap().to_string();
+        // The backup put back, with one byte of seq 2's title changed, or with half a line
+        // (never acknowledged) after its last.
+        let mut lines: Vec<String> = String::from_utf8(backup).unwrap().lines().map(str::to_string).collect();
+        assert!(lines[2].contains("\"two\""), "{}", lines[2]);
+        let bytes = if torn {
+            let half = lines[2][..lines[2].len() / 2].to_string();
+            lines.join("\n") + "\n" + &half
+        } else {
+            lines[2] = lines[2].replacen("\"two\"", "\"twO\"", 1);
+            lines.join("\n") + "\n"
+        };
+        std::fs::write(wc.journal(), bytes).unwrap();
+
+        let out = wc.abcd(&["journal", "repair"]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(0), "torn {torn}: one repair finishes its job: {said}");
+        if torn {
+            assert!(said.contains("cut a torn tail"), "{said}");
+        } else {
+            assert!(said.contains("salvaged: moved") && said.contains("seq 2 lost"), "{said}");
+        }
+        assert!(
+            said.contains("accepted the journal as this path's own")
+                && said.contains(&format!("held journal {started}"))
+                && said.contains(&format!("now holds journal {old}")),
+            "{said}"
+        );
+        assert!(!said.contains("refusing"), "{said}");
+        let kinds: Vec<String> = wc.events().iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
+        let records = if torn { 1 } else { 2 };
+        assert_eq!(kinds.iter().filter(|k| *k == "journal.repaired").count(), records, "the gap, if any, and the acceptance: {kinds:?}");
+
+        let out = wc.abcd(&["journal", "repair"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(text(&out).contains("nothing to repair"), "the first repair left nothing to do: {}", text(&out));
+        let out = wc.abcd(&["journal", "verify"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let titles: &[&str] = if torn { &["one", "two", "three", "four", "five"] } else { &["one", "three", "four", "five"] };
+        assert_eq!(wc.titles(), titles);
+    }
+}

@@ -544,6 +544,27 @@ fn the_schemas_agree_with_the_code() {
         assert!(errors_of(&opened, &written).is_empty(), "{written}: {:?}", errors_of(&opened, &written));
     }
 
+    // journal.moved (issue 31): the keys abcd writes are the schema's, and what one refuses
+    // the other does.
+    let moved_schema = schema("journal.moved.schema.json");
+    let written = serde_json::to_value(event::JournalMoved { from: "/a".into(), to: "/b".into() }).unwrap();
+    assert_eq!(keys(&written), keys(&moved_schema["properties"]), "journal.moved keys");
+    for (data, takes) in [
+        (written.clone(), true),
+        (json!({"from": "/a"}), false),
+        (json!({"to": "/b"}), false),
+        (json!({"from": "/a", "to": "/b", "why": "x"}), false),
+        (json!({"from": 1, "to": "/b"}), false),
+    ] {
+        assert_eq!(event::decode(event::JOURNAL_MOVED, &data).is_ok(), takes, "the code on {data}");
+        assert_eq!(errors_of(&moved_schema, &data).is_empty(), takes, "the schema on {data}");
+    }
+    // What the schema cannot say, the fold checks: a move names the root the journal names,
+    // in a working copy's journal.
+    assert!(folds(working_copy_scope(), &[], event::JOURNAL_MOVED, &json!({"from": "/home/ana/src/shop", "to": "/b"})).is_ok());
+    assert!(folds(working_copy_scope(), &[], event::JOURNAL_MOVED, &json!({"from": "/elsewhere", "to": "/b"})).is_err());
+    assert!(folds(repository_scope(), &[], event::JOURNAL_MOVED, &json!({"from": "/a", "to": "/b"})).is_err());
+
     // Things both the code and the schema refuse.
     let id = "0123456789abcdef".repeat(2);
     let refused_opened = [

@@ -443,6 +443,16 @@ fn all_vectors() -> Vec<Vector> {
         Expected::clean(n),
     ));
 
+    let mut moved = journal_a(4);
+    moved.push(abcd::event::JOURNAL_MOVED, json!({"from": "/home/ana/src/shop", "to": "/home/ana/work/shop"}));
+    moved.fill_to(7);
+    v.push(vector(
+        "moved",
+        "A working copy's journal whose checkout was moved: `journal.moved` at seq 4 names the root the genesis named and the canonical root it was found at; from then on the journal names the new root (SPEC §11).",
+        moved.bytes(),
+        Expected::clean(7),
+    ));
+
     // --- salvaged journals (SPEC §5.4, §10) ---------------------------------------------
 
     let a8 = journal_a(8);

@@ -177,7 +177,7 @@ struct SetArgs {
 pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
     let cwd = std::env::current_dir()?;
     let (paths, scope) = places::working_copy_journal(&cwd)?;
-    let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths.clone())?);
+    let store = Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths.clone(), &scope)?);
     let json_out = args.json;
     if args.all && args.action.is_some() {
         return Err(CommandError::Refused(

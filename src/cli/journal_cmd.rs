@@ -7,21 +7,50 @@ use super::{EXIT_FAILURE, EXIT_OK, JournalChoice};
 use crate::command::journal::{self as journal_cmd, Checkpointed};
 use crate::journal::repair::{RepairOutcome, Salvage};
 use crate::journal::scan::Verdict;
+use crate::journal::scope::ScopeFinding;
 use crate::journal::storage::RealDisk;
 use crate::journal::verify::{self, AnchorCheck, VerifyReport};
 use crate::places;
 
 pub fn verify(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
-    let (paths, _) = choice.resolve()?;
+    let (paths, scope) = choice.resolve()?;
     let anchors = places::anchors()?;
     let report = verify::verify_chain(&RealDisk, &paths.journal, Some(&anchors))?;
     mark_damage(&paths, &anchors, &report);
+    // Whose journal it is, where the place says whose it must be (format §11).
+    let finding = match scope {
+        Some(scope) => {
+            let journal = crate::journal::Journal::new(RealDisk::shared(), paths.clone(), Some(anchors.clone())).expecting(scope);
+            crate::store::Store::new(journal).scope_finding()?
+        }
+        None => ScopeFinding::Same,
+    };
+    let ok = report.is_ok() && !matches!(finding, ScopeFinding::Foreign(_));
     if json_out {
-        outln!("{}", verify_json(&report));
+        let mut value = verify_json(&report);
+        value["ok"] = json!(ok);
+        value["scope_finding"] = match &finding {
+            ScopeFinding::Same => json!({"state": "same"}),
+            ScopeFinding::Moved(m) => json!({"state": "moved", "from": m.from, "to": m.to}),
+            ScopeFinding::Foreign(f) => json!({"state": "foreign", "detail": f.to_string()}),
+        };
+        outln!("{value}");
     } else {
-        out!("{}", verify_text(&report));
+        let mut text = verify_details(&report);
+        match &finding {
+            ScopeFinding::Same => {}
+            ScopeFinding::Moved(m) => {
+                text += &format!(
+                    "  scope:   the working copy moved from {} to {}: the journal is kept; the next write records the move\n",
+                    m.from, m.to
+                )
+            }
+            ScopeFinding::Foreign(f) => text += &format!("  scope:   FOREIGN: {f}\n           {}\n", f.remedy()),
+        }
+        text += if ok { "verdict: ok\n" } else { "verdict: FAILED\n" };
+        out!("{text}");
     }
-    Ok(if report.is_ok() { EXIT_OK } else { EXIT_FAILURE })
+    Ok(if ok { EXIT_OK } else { EXIT_FAILURE })
 }
 
 /// Damage a full read found is recorded where the appender sees it (best effort: the
@@ -59,12 +88,6 @@ pub fn verify_json(r: &VerifyReport) -> serde_json::Value {
         "anchor": anchor,
         "replaced": r.replaced.as_ref().map(|f| f.to_string()),
     })
-}
-
-pub fn verify_text(r: &VerifyReport) -> String {
-    let mut out = verify_details(r);
-    out += if r.is_ok() { "verdict: ok\n" } else { "verdict: FAILED\n" };
-    out
 }
 
 /// The report without its verdict line.
@@ -114,20 +137,52 @@ pub fn verify_details(r: &VerifyReport) -> String {
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
     let (paths, scope) = choice.resolve()?;
     let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
+    let journal = match &scope {
+        Some(scope) => journal.expecting(scope.clone()),
+        None => journal,
+    };
+    let store = crate::store::Store::new(journal);
     let cwd = std::env::current_dir()?;
-    let repaired = journal_cmd::repair(&journal, scope.as_ref(), crate::host::session_from_env(), &cwd)?;
+    let repaired = journal_cmd::repair(&store, scope.as_ref(), crate::host::session_from_env(), &cwd)?;
     if let Some(why) = &repaired.mirror_unread {
         errln!("abcd: repaired without this machine's mirror: {why}");
     }
     if repaired.temp_files_removed > 0 {
         errln!("abcd: removed {} temp file(s) left by killed writers", repaired.temp_files_removed);
     }
-    journal_cmd::rebuild_caches(journal, &repaired)?;
-    let (text, value) = describe_repair(&repaired.outcome);
+    // What the repair did is said first: it is done and durable whatever the caches do.
+    let (mut text, mut value) = describe_repair(&repaired.outcome);
+    if let Some(set) = &repaired.set_aside {
+        // Said first: it is why the rest happened.
+        let then = match repaired.outcome {
+            RepairOutcome::NothingToRepair => "nothing else to repair: the next write here starts this path's journal".to_string(),
+            _ => text.clone(),
+        };
+        text = format!(
+            "set aside {}: {}; it is in {}, whole, with nothing deleted; {}\n{then}",
+            store.journal().paths().journal.display(),
+            set.finding,
+            set.aside.display(),
+            set.finding.way_back(&set.aside)
+        );
+        value["set_aside"] = json!({"finding": set.finding.to_string(), "journal_id": set.finding.journal_id,
+            "quarantine": set.aside.display().to_string(), "belongs_at": set.finding.home.as_ref().map(|h| h.display().to_string())});
+    }
+    if let Some(m) = &repaired.moved {
+        text.push_str(&format!(
+            "\nthe working copy moved from {} to {}: its journal is kept here, the move recorded as journal.moved",
+            m.from, m.to
+        ));
+        value["moved"] = json!({"from": m.from, "to": m.to});
+    }
     if json_out {
         outln!("{value}");
     } else {
         outln!("{text}");
+    }
+    if let Err(e) = journal_cmd::rebuild_caches(&store, &repaired) {
+        // Projections and last-good are caches the next read rebuilds; the repair stands.
+        errln!("abcd: the repair is done, but its caches were not rebuilt ({e}); the next read rebuilds them");
     }
     Ok(EXIT_OK)
 }
@@ -146,6 +201,21 @@ pub fn describe_repair(outcome: &RepairOutcome) -> (String, serde_json::Value) {
             format!("started a new journal here: {detail}; the loss is recorded as journal.repaired at seq {}", repaired.seq),
             json!({"type": "repair", "outcome": "started_afresh", "detail": detail, "journal_id": journal_id, "quarantine": quarantine.as_ref().map(|q| q.display().to_string()), "repaired_seq": repaired.seq}),
         ),
+        RepairOutcome::RepairedAndAccepted { salvage, torn, detail, repaired } => {
+            let (mut text, mut value) = match (salvage, torn) {
+                (Some(s), _) => describe_salvage(s),
+                (None, Some((quarantine, bytes))) => {
+                    describe_repair(&RepairOutcome::TornTailCut { quarantine: quarantine.clone(), bytes: *bytes })
+                }
+                (None, None) => (String::new(), json!({"type": "repair"})),
+            };
+            text.push_str(&format!(
+                "\nand accepted the journal as this path's own ({detail}); recorded as journal.repaired at seq {}",
+                repaired.seq
+            ));
+            value["accepted"] = json!({"detail": detail, "repaired_seq": repaired.seq});
+            (text, value)
+        }
         RepairOutcome::AnchorAccepted { detail, repaired } => (
             format!("accepted the journal as it is ({detail}); recorded as journal.repaired at seq {}", repaired.seq),
             json!({"type": "repair", "outcome": "anchor_accepted", "detail": detail, "repaired_seq": repaired.seq}),

@@ -207,8 +207,12 @@ impl JournalChoice {
     }
 
     fn open(&self) -> anyhow::Result<Journal> {
-        let (paths, _) = self.resolve()?;
-        Ok(places::open_journal_for_verb(RealDisk::shared(), paths)?)
+        let (paths, scope) = self.resolve()?;
+        let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
+        Ok(match scope {
+            Some(scope) => journal.expecting(scope),
+            None => journal,
+        })
     }
 }
 

@@ -28,7 +28,7 @@ pub fn open_repository(cwd: &std::path::Path) -> Result<Repository, CommandError
     places::working_copy_journal(cwd)?;
     let (root, _) = places::working_copy_root(cwd)?;
     let (paths, scope) = places::repository_journal(cwd)?;
-    let store = Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?);
+    let store = Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
     Ok(Repository { store, scope, working_copy: root.display().to_string() })
 }
 

@@ -88,6 +88,7 @@ fn journal_blame(j: &JournalError) -> Blame {
         | J::Corrupt { .. }
         | J::AnchorMismatch { .. }
         | J::Replaced { .. }
+        | J::Foreign { .. }
         | J::Poisoned { .. }
         | J::Encode(_)
         | J::BatchTooLarge => Blame::Refused,

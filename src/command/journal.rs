@@ -5,19 +5,31 @@
 use std::path::PathBuf;
 
 use super::CommandError;
-use crate::event::Scope;
-use crate::journal::Journal;
-use crate::journal::repair::{self, RepairOutcome};
+use crate::event::{JournalMoved, Scope};
+use crate::journal::repair::{self, RepairError, RepairOutcome};
 use crate::journal::scan::Head;
+use crate::journal::scope::{ForeignJournal, ScopeFinding};
 use crate::journal::storage::{self, RealDisk, Storage, StorageFile};
+use crate::journal::{Journal, JournalError};
 use crate::store::Store;
 
 /// A repair's outcome, and how many temp files killed writers had left.
 pub struct Repaired {
     pub outcome: RepairOutcome,
+    /// A journal of another scope found at the path, moved whole to quarantine first.
+    pub set_aside: Option<SetAside>,
+    /// A working copy's journal found at the root its checkout was moved to: the move,
+    /// recorded after the repair.
+    pub moved: Option<JournalMoved>,
     pub temp_files_removed: usize,
     /// Why this machine's mirror was not read for the repair, when it could not be.
     pub mirror_unread: Option<String>,
+}
+
+/// A journal of another scope set aside: what it is, and where it went.
+pub struct SetAside {
+    pub finding: ForeignJournal,
+    pub aside: PathBuf,
 }
 
 /// Repairs the journal and sweeps the temp files killed writers left; the caches are
@@ -25,22 +37,54 @@ pub struct Repaired {
 /// path's journal was lost and repair starts afresh. `cwd`: where the person ran it, to find
 /// this machine's own mirror of the journal, whose lines fill every hole they fit
 /// (journal-format §10): with a mirror pushed before the damage, the damage costs no line.
-pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>, cwd: &std::path::Path) -> Result<Repaired, CommandError> {
-    let (lines, mirror_unread) = match mirror_lines_for_repair(journal, cwd) {
-        Ok(found) => (found.lines, None),
-        // The mirror is a backup: a repair without it keeps what the file proves, as before.
-        Err(e) => (vec![], Some(e.to_string())),
+///
+/// A journal whose genesis names another scope than `store`'s handle expects is never
+/// repaired or accepted: it is moved whole to quarantine first, and then the path is
+/// repaired as one holding nothing (a new journal on the record when the home store
+/// recorded one here, else nothing until the next append creates one). A working copy's
+/// journal moved here with its checkout is repaired as usual and its move recorded.
+pub fn repair(store: &Store, create: Option<&Scope>, session: Option<String>, cwd: &std::path::Path) -> Result<Repaired, CommandError> {
+    let journal = store.journal();
+    let set_aside = match store.scope_finding()? {
+        ScopeFinding::Foreign(finding) => {
+            let aside = store.set_aside(&finding)?;
+            Some(SetAside { finding, aside })
+        }
+        _ => None,
     };
-    let outcome = repair::repair_with_lines(journal, create, session, &lines)?;
+    let note = set_aside.as_ref().map(|s| {
+        let name = s.aside.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        format!("before, journal {} of {} was found in its place and set aside to quarantine/{name}", s.finding.journal_id, s.finding.names)
+    });
+    // This machine's mirror of the journal; none for a journal set aside (its lines are
+    // another scope's). The mirror is a backup: a repair without it keeps what the file
+    // proves, as before.
+    let (lines, mirror_unread) = match set_aside {
+        Some(_) => (vec![], None),
+        None => match mirror_lines_for_repair(journal, cwd) {
+            Ok(found) => (found.lines, None),
+            Err(e) => (vec![], Some(e.to_string())),
+        },
+    };
+    let outcome = match repair::repair_with(journal, create, session, note.as_deref(), &lines) {
+        Ok(outcome) => outcome,
+        // Set aside where the home store recorded no journal: the path is simply free.
+        Err(RepairError::Journal(JournalError::Missing { .. })) if set_aside.is_some() => RepairOutcome::NothingToRepair,
+        Err(e) => return Err(e.into()),
+    };
+    let moved = if set_aside.is_none() { store.settle_scope()? } else { None };
     let temp_files_removed = storage::remove_stale_temp_files(&RealDisk, journal.paths().dir()).unwrap_or(0);
-    Ok(Repaired { outcome, temp_files_removed, mirror_unread })
+    Ok(Repaired { outcome, set_aside, moved, temp_files_removed, mirror_unread })
 }
 
 /// Projections and last-good may name lines a repair moved aside: rebuilds them from the
 /// repaired journal so every cache agrees with it again.
-pub fn rebuild_caches(journal: Journal, repaired: &Repaired) -> Result<(), CommandError> {
-    if repaired.outcome != RepairOutcome::NothingToRepair {
-        rebuild_projections(journal)?;
+pub fn rebuild_caches(store: &Store, repaired: &Repaired) -> Result<(), CommandError> {
+    let journal_there = store.journal().paths().journal.exists();
+    if repaired.outcome != RepairOutcome::NothingToRepair || (repaired.moved.is_some() && journal_there) {
+        let current = store.current_state()?;
+        store.write_projection(&current)?;
+        store.write_last_good(&current)?;
     }
     Ok(())
 }

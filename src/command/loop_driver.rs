@@ -573,7 +573,7 @@ impl<'a> Driver<'a> {
 /// Records `run.finished` in the machine index, unless it is there.
 pub fn finish_in_index(run: &str, root: &str) -> Result<(), super::CommandError> {
     let (paths, scope) = crate::places::machine_journal()?;
-    let machine = Store::new(crate::places::open_journal_for_verb(crate::journal::storage::RealDisk::shared(), paths)?);
+    let machine = Store::new(crate::places::open_scoped_for_verb(crate::journal::storage::RealDisk::shared(), paths, &scope)?);
     let data = RunNamed { run: run.into(), working_copy: Some(root.into()) };
     machine.append_with(Some(&scope), |state| match state.ledger.index.get(run) {
         Some(entry) if !entry.finished => (vec![new_event(event::RUN_FINISHED, json!(data))], ()),

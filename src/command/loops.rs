@@ -365,7 +365,8 @@ fn own_worktree_words(ledger: &ledger::LedgerState, run: &str) -> Option<String>
 /// The machine index learns of the run.
 fn index_started(started: &RunStarted) -> Result<(), CommandError> {
     let (paths, scope) = crate::places::machine_journal()?;
-    let machine = crate::store::Store::new(crate::places::open_journal_for_verb(crate::journal::storage::RealDisk::shared(), paths)?);
+    let machine =
+        crate::store::Store::new(crate::places::open_scoped_for_verb(crate::journal::storage::RealDisk::shared(), paths, &scope)?);
     machine.append_with(Some(&scope), |state| {
         if state.ledger.index.contains_key(&started.run) { (vec![], ()) } else { (vec![new_event(event::RUN_STARTED, json!(started))], ()) }
     })?;

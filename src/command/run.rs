@@ -52,12 +52,12 @@ fn open_here() -> Result<WorkingCopy, CommandError> {
 pub fn open_at(dir: &Path) -> Result<WorkingCopy, PlaceError> {
     let (paths, scope) = places::working_copy_journal(dir)?;
     let root = places::working_copy_root(dir)?.0;
-    Ok(WorkingCopy { store: Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?), scope, root })
+    Ok(WorkingCopy { store: Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths, &scope)?), scope, root })
 }
 
 fn machine() -> Result<(Store, Scope), PlaceError> {
     let (paths, scope) = places::machine_journal()?;
-    Ok((Store::new(places::open_journal_for_verb(RealDisk::shared(), paths)?), scope))
+    Ok((Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths, &scope)?), scope))
 }
 
 fn driver_from(pid: Option<u32>) -> Result<Driver, CommandError> {

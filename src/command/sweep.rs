@@ -62,11 +62,11 @@ pub fn collect(cwd: &Path) -> Result<Vec<Found>, CommandError> {
     let roots: Vec<PathBuf> = crate::git::objects::Repo::at(&main_root).worktrees().map_err(CommandError::failed)?;
     let mut found = Vec::new();
     for root in roots {
-        let Ok((paths, _)) = places::working_copy_journal(&root) else { continue };
+        let Ok((paths, scope)) = places::working_copy_journal(&root) else { continue };
         if !paths.journal.exists() {
             continue;
         }
-        let (items, updated_at, unreadable) = match places::open_journal(RealDisk::shared(), paths) {
+        let (items, updated_at, unreadable) = match places::open_scoped(RealDisk::shared(), paths, &scope) {
             Ok(journal) => {
                 let view = Store::new(journal).checklist_view();
                 let items = view

@@ -23,7 +23,9 @@ pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
 pub use self::notify::{AwayNotificationRecorded, AwayNotified, NotifyKind};
 pub use self::session::{BranchCreated, CompactionRecorded, SessionJudged, SessionStarted};
 use crate::journal::genesis;
-pub use crate::journal::genesis::{JOURNAL_OPENED, JOURNAL_REPAIRED, JournalOpened, JournalRepaired, RepairCause, Scope, new_journal_id};
+pub use crate::journal::genesis::{
+    JOURNAL_MOVED, JOURNAL_OPENED, JOURNAL_REPAIRED, JournalMoved, JournalOpened, JournalRepaired, RepairCause, Scope, new_journal_id,
+};
 
 pub const CHECKLIST_ITEM_ADDED: &str = "checklist.item_added";
 pub const CHECKLIST_ITEM_CHANGED: &str = "checklist.item_changed";
@@ -111,6 +113,8 @@ pub const V1_KINDS: &[&str] = &[
     AWAY_NOTIFIED,
     AWAY_NOTIFICATION_RECORDED,
     CHECKLIST_PROMISE_FIRED,
+    // A working copy's journal accepted at the root it was moved to (issue 31).
+    JOURNAL_MOVED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -122,6 +126,7 @@ pub fn is_v1_kind(kind: &str) -> bool {
 pub enum Known {
     Opened(JournalOpened),
     Repaired(JournalRepaired),
+    Moved(JournalMoved),
     ItemAdded(ItemAdded),
     ItemChanged(ItemChanged),
     WriteRefused(WriteRefused),
@@ -205,6 +210,7 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
             genesis::decode_opened(data).map(Known::Opened).map_err(|reason| DecodeError::BadData { kind: kind.into(), reason })
         }
         JOURNAL_REPAIRED => Ok(Known::Repaired(typed(kind, data)?)),
+        JOURNAL_MOVED => Ok(Known::Moved(typed(kind, data)?)),
         CHECKLIST_ITEM_ADDED => Ok(Known::ItemAdded(typed(kind, data)?)),
         CHECKLIST_ITEM_CHANGED => Ok(Known::ItemChanged(typed(kind, data)?)),
         CHECKLIST_WRITE_REFUSED => Ok(Known::WriteRefused(typed(kind, data)?)),

@@ -36,6 +36,10 @@ pub fn audit_line(event: &Event) -> AuditLine {
     let what = match event::decode(&event.kind, &event.data) {
         Ok(Known::Opened(o)) if clean(&o.scope.to_string()) => format!("opened journal {} for the {}", o.journal_id, o.scope),
         Ok(Known::Opened(o)) => format!("opened journal {} (its scope is not shown: it carries a secret)", o.journal_id),
+        Ok(Known::Moved(m)) if clean(&m.from) && clean(&m.to) => {
+            format!("the working copy moved from {} to {}: its journal was accepted at its new root", m.from, m.to)
+        }
+        Ok(Known::Moved(_)) => "the working copy moved: its journal was accepted at its new root (the roots are not shown: one is too long or carries a secret)".to_string(),
         Ok(Known::Repaired(r)) if !clean(&r.problem) || !r.quarantine_file.as_deref().is_none_or(super::quarantine_name_ok) => {
             format!("repaired the journal ({}); its record is not shown: a field is malformed or carries a secret", cause_words(r.cause))
         }

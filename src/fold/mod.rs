@@ -156,6 +156,23 @@ pub enum FoldNote {
     Skipped(Skipped),
 }
 
+/// `journal.moved`: the working copy's root becomes `to`, when the move starts at the root
+/// the journal names now (`from`); a move of another journal's root, or in a journal that is
+/// not a working copy's, is skipped and named. A `to` that carries a secret is not kept in a
+/// projection, as for the genesis's scope.
+fn fold_moved(summary: &mut JournalSummary, m: crate::event::JournalMoved) -> Result<(), checklist::Rejection> {
+    match &summary.scope {
+        Some(Scope::WorkingCopy { root }) if *root == m.from => {
+            summary.scope = crate::secrets::scan(&m.to).is_none().then_some(Scope::WorkingCopy { root: m.to });
+            Ok(())
+        }
+        Some(Scope::WorkingCopy { .. }) => {
+            Err(checklist::Rejection { field: Some("from".into()), reason: "is not the root the journal names".into() })
+        }
+        _ => Err(checklist::Rejection { field: None, reason: "belongs in a working copy's journal".into() }),
+    }
+}
+
 /// Applies one verified event. The journal guarantees order; the assertion catches a
 /// caller that folds out of order or twice.
 pub fn fold_event(state: &mut FoldedState, event: &Event) -> FoldNote {
@@ -206,6 +223,7 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
             summary.scope = crate::secrets::scan(&opened.scope.to_string()).is_none().then_some(opened.scope);
             Ok(())
         }
+        Ok(Known::Moved(m)) => fold_moved(summary, m),
         Ok(Known::Repaired(r)) if !r.quarantine_file.as_deref().is_none_or(quarantine_name_ok) => {
             Err(checklist::Rejection { field: Some("quarantine_file".into()), reason: "is not a quarantine file name abcd writes".into() })
         }

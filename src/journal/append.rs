@@ -92,6 +92,10 @@ pub enum JournalError {
     /// The home store records another journal at this path (journal-format/SPEC.md §11).
     #[error("refusing to {action} {}: {finding}; {}; `abcd journal verify` shows the finding", path.display(), finding.remedy())]
     Replaced { action: &'static str, path: PathBuf, finding: Box<PathReplaced> },
+    /// The journal's genesis names another scope than this path's, and no move of a
+    /// checkout explains it (journal-format/SPEC.md §11).
+    #[error("refusing to {action} {}: {finding}; {}", path.display(), finding.remedy())]
+    Foreign { action: &'static str, path: PathBuf, finding: Box<super::scope::ForeignJournal> },
     #[error("refusing to use {}: {reason}", path.display())]
     Untrusted { path: PathBuf, reason: &'static str },
     #[error("{} is not an abcd journal: {reason}", path.display())]
@@ -136,6 +140,9 @@ pub struct Journal {
     storage: SharedStorage,
     paths: JournalPaths,
     anchors: Option<AnchorStore>,
+    /// The scope this path's journal must name (journal-format/SPEC.md §11); `None` for a
+    /// journal named only by its path.
+    expected: Option<Scope>,
     lock_wait: Duration,
     /// The tail this handle last acknowledged, to skip re-reading it when unchanged.
     known_tail: Mutex<Option<(Head, String)>>,
@@ -220,7 +227,27 @@ impl WriterLock<'_> {
 
 impl Journal {
     pub fn new(storage: SharedStorage, paths: JournalPaths, anchors: Option<AnchorStore>) -> Journal {
-        Journal { storage, paths, anchors, lock_wait: LOCK_WAIT, known_tail: Mutex::new(None), kept: Mutex::new(KeptFiles::default()) }
+        Journal {
+            storage,
+            paths,
+            anchors,
+            expected: None,
+            lock_wait: LOCK_WAIT,
+            known_tail: Mutex::new(None),
+            kept: Mutex::new(KeptFiles::default()),
+        }
+    }
+
+    /// The handle of the journal of `scope`: readers and the store's appends refuse a
+    /// journal of another scope there, and repair sets it aside.
+    pub fn expecting(mut self, scope: Scope) -> Journal {
+        self.expected = Some(scope);
+        self
+    }
+
+    /// The scope this path's journal must name, when known.
+    pub fn expected_scope(&self) -> Option<&Scope> {
+        self.expected.as_ref()
     }
 
     pub fn with_lock_wait(mut self, wait: Duration) -> Journal {

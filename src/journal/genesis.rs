@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 pub const JOURNAL_OPENED: &str = "journal.opened";
 pub const JOURNAL_REPAIRED: &str = "journal.repaired";
+pub const JOURNAL_MOVED: &str = "journal.moved";
 /// A journal id is this many lowercase hex digits.
 pub const JOURNAL_ID_HEX_DIGITS: usize = 32;
 
@@ -38,6 +39,17 @@ pub struct JournalOpened {
     /// 32 lowercase hex characters from the OS's random source.
     pub journal_id: String,
     pub scope: Scope,
+}
+
+/// `data` of `journal.moved`: a working copy's journal found at another root than the one
+/// it last named, and accepted there because the move is shown (journal-format/SPEC.md §11):
+/// the root it named (`from`) leads to this one, or this home store knows the journal and
+/// `from` no longer holds it. `to` is the canonical root it is at now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalMoved {
+    pub from: String,
+    pub to: String,
 }
 
 /// Why `abcd journal repair` continued the chain.

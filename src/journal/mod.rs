@@ -16,6 +16,7 @@ pub mod lock;
 pub mod proof;
 pub mod repair;
 pub mod scan;
+pub mod scope;
 #[cfg(feature = "test-support")]
 pub mod simdisk;
 pub mod storage;

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use super::anchor::{Anchor, PathReplaced};
+use super::anchor::{Anchor, Holds, PathReplaced};
 use super::append::{
     Appended, Journal, JournalError, WriterLock, poison, quarantine_range, read_genesis, sync_before_reading, truncate_durably,
 };
@@ -35,6 +35,15 @@ pub enum RepairOutcome {
     /// Damaged bytes were moved to quarantine, every intact line was kept, and each region
     /// is recorded by a `journal.repaired` (in place of lost seqs, or at the end).
     Salvaged(Salvage),
+    /// Damaged bytes were salvaged (or a torn tail cut: `salvage` is then `None`) from a
+    /// journal at a path whose record named another journal, and in the same repair the
+    /// journal was accepted as this path's, the finding on record (`detail`, `repaired`).
+    RepairedAndAccepted {
+        salvage: Option<Salvage>,
+        torn: Option<(PathBuf, u64)>,
+        detail: String,
+        repaired: Appended,
+    },
     /// The journal disagreed with its anchor (or the path's record) and was accepted.
     AnchorAccepted {
         detail: String,
@@ -106,15 +115,19 @@ pub enum RepairError {
 /// `create`: the scope a new journal gets when the path's journal was lost and repair
 /// starts afresh (`None` when unknown, as for a journal named by path).
 pub fn repair(journal: &Journal, create: Option<&Scope>, session: Option<String>) -> Result<RepairOutcome, RepairError> {
-    repair_with_lines(journal, create, session, &[])
+    repair_with(journal, create, session, None, &[])
 }
 
-/// [`repair`], with `extra`: lines of this journal kept elsewhere (this machine's own
-/// mirror), verbatim with their `LF`; a salvage writes back each one the chain proves fits.
-pub fn repair_with_lines(
+/// [`repair`], with `note` (what the caller did to the path first, such as a journal of
+/// another scope set aside) added to the record of a fresh start, so the new journal says
+/// why its path held nothing; and `extra`: lines of this journal kept elsewhere (this
+/// machine's own mirror), verbatim with their `LF`, of which a salvage writes back each one
+/// the chain proves fits.
+pub fn repair_with(
     journal: &Journal,
     create: Option<&Scope>,
     session: Option<String>,
+    note: Option<&str>,
     extra: &[Vec<u8>],
 ) -> Result<RepairOutcome, RepairError> {
     let lock = journal.lock()?;
@@ -131,7 +144,7 @@ pub fn repair_with_lines(
     if report.head.is_none()
         && let Some(lost) = &report.replaced
     {
-        return start_afresh(&lock, journal, create, session, lost, &report);
+        return start_afresh(&lock, journal, create, session, lost, &report, note);
     }
     let file = storage.open_rw(path).map_err(|source| JournalError::Io { what: "opening", path: path.clone(), source })?;
     let Some(head) = report.head else {
@@ -150,12 +163,16 @@ pub fn repair_with_lines(
     let salvaged = |file: &dyn StorageFile| -> Result<RepairOutcome, RepairError> {
         Ok(RepairOutcome::Salvaged(salvage(journal, file, &genesis.journal_id, anchor, extra, &repaired_event)?))
     };
-    match report.verdict {
-        Verdict::Corrupt(_) => salvaged(file.as_ref()),
+    // A path whose record names another journal: the repair that mends the bytes also
+    // accepts the journal as this path's, so one run leaves a journal every reader takes
+    // (docs/decisions.md, "One repair, one answer").
+    let path_finding = report.replaced.as_ref().filter(|r| matches!(r.now, Holds::Journal(_))).map(ToString::to_string);
+    let outcome = match report.verdict {
+        Verdict::Corrupt(_) => salvaged(file.as_ref())?,
         // A damaged last line that was acknowledged reads as a torn tail, and a file cut
         // short at a line boundary reads clean; the anchor says otherwise, so the seqs it
         // vouched for are restored (from `extra`) or named lost, in one repair.
-        Verdict::TornTail(_) | Verdict::Clean if acknowledged_past_head.is_some() => salvaged(file.as_ref()),
+        Verdict::TornTail(_) | Verdict::Clean if acknowledged_past_head.is_some() => salvaged(file.as_ref())?,
         Verdict::TornTail(t) => {
             let q = quarantine_range(&*storage, file.as_ref(), &paths, "torn", head.seq + 1, t.offset, t.len)?;
             truncate_durably(file.as_ref(), path, t.offset)?;
@@ -169,7 +186,7 @@ pub fn repair_with_lines(
                     repaired,
                 });
             }
-            Ok(RepairOutcome::TornTailCut { quarantine: q.path, bytes: t.len })
+            RepairOutcome::TornTailCut { quarantine: q.path, bytes: t.len }
         }
         Verdict::Clean => {
             let detail = match (&report.anchor, &report.replaced) {
@@ -182,9 +199,38 @@ pub fn repair_with_lines(
             if let Some(anchors) = journal.anchors() {
                 let _ = anchors.set_id_at_path(&*storage, path, &genesis.journal_id);
             }
-            Ok(RepairOutcome::AnchorAccepted { detail, repaired })
+            return Ok(RepairOutcome::AnchorAccepted { detail, repaired });
         }
+    };
+    let Some(detail) = path_finding else { return Ok(outcome) };
+    // The file was rewritten (salvage) or cut: its head is read again, under the same lock.
+    let file = storage.open_rw(path).map_err(JournalError::io("opening", path))?;
+    let head = match scan::read_tail(file.as_ref()).map_err(JournalError::io("reading the tail of", path))? {
+        scan::Tail::Good { head, torn: None } => head,
+        // Checked clean before the rename (salvage) or cut to its last line, under this
+        // lock: another tail is bytes written past the lock, which nothing is built on.
+        _ => {
+            return Err(JournalError::Io {
+                what: "reading the repaired tail of",
+                path: path.clone(),
+                source: std::io::Error::other("it does not end with the line the repair left; run `abcd journal repair` again"),
+            }
+            .into());
+        }
+    };
+    let anchor = journal.anchors().and_then(|a| a.load(&*storage, &genesis.journal_id).ok().flatten());
+    let data = JournalRepaired::accepted(head.end, anchor.map(|a| (a.seq, a.hash.to_hex())), detail.clone());
+    let repaired = lock.append(file.as_ref(), head, &genesis.journal_id, &[repaired_event(data)])?[0];
+    // Only with the finding on record does the path name this journal.
+    if let Some(anchors) = journal.anchors() {
+        let _ = anchors.set_id_at_path(&*storage, path, &genesis.journal_id);
     }
+    let (salvage, torn) = match outcome {
+        RepairOutcome::Salvaged(s) => (Some(s), None),
+        RepairOutcome::TornTailCut { quarantine, bytes } => (None, Some((quarantine, bytes))),
+        _ => (None, None),
+    };
+    Ok(RepairOutcome::RepairedAndAccepted { salvage, torn, detail, repaired })
 }
 
 /// The path holds no journal (no file, an empty one, or only a first line cut short) and
@@ -199,6 +245,7 @@ fn start_afresh(
     session: Option<String>,
     lost: &PathReplaced,
     report: &VerifyReport,
+    note: Option<&str>,
 ) -> Result<RepairOutcome, RepairError> {
     let storage = journal.storage().clone();
     let paths = journal.paths();
@@ -213,6 +260,9 @@ fn start_afresh(
     let mut detail = format!("{lost}; started journal {journal_id} here");
     if let Some(name) = quarantine.as_ref().and_then(|q| q.file_name()) {
         detail += &format!(" (the cut first line is in quarantine/{})", name.to_string_lossy());
+    }
+    if let Some(note) = note {
+        detail += &format!("; {note}");
     }
     let data = JournalRepaired::accepted(head.end, lost.anchor.map(|a| (a.seq, a.hash.to_hex())), detail.clone());
     let repaired = lock.append(file.as_ref(), head, &journal_id, &[repaired_event(session, data)])?[0];

@@ -133,6 +133,11 @@ pub trait Storage: Send + Sync {
     fn rename_noreplace(&self, _from: &Path, _to: &Path) -> io::Result<()> {
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
+    /// The path with every symlink and `..` resolved (a journal's scope names its working
+    /// copy's canonical root). A storage with no links answers the path unchanged.
+    fn canonical(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(path.to_owned())
+    }
     /// Opens an existing file to write in place: its `write_at` lands at the offset given
     /// (a file from `open_rw` appends, and on Linux `pwrite` then writes at the end).
     /// `Unsupported` where the storage cannot, and the appender refuses to go on.
@@ -294,6 +299,9 @@ impl Storage for RealDisk {
     fn open_in_place(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         let f = platform::fs::open_regular(OpenOptions::new().read(true).write(true), path, Symlink::Refuse)?;
         Ok(Box::new(RealFile(f)))
+    }
+    fn canonical(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
     }
 }
 

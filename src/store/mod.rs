@@ -10,13 +10,14 @@ pub mod reader;
 
 use std::path::PathBuf;
 
-use crate::event::Scope;
+use crate::event::{JournalMoved, Scope};
 use crate::fold::{self, FoldNote, FoldedState};
 use crate::journal::anchor::Holds;
 use crate::journal::append::{AppendNotes, Appended, Genesis, Journal, JournalError, read_genesis};
 use crate::journal::format::NewEvent;
 use crate::journal::proof;
 use crate::journal::scan::{self, Corruption, Head, ScanError, StartPoint, Tail, Verdict};
+use crate::journal::scope::{self, ScopeFinding};
 use crate::journal::storage::StorageFile;
 use crate::journal::verify::open_trusted;
 use checkpoint::{CHECKPOINT_EVERY_EVENTS, CHECKPOINT_FORMAT, Checkpoint};
@@ -131,6 +132,7 @@ impl Store {
         events: &[NewEvent],
         create: Option<&Scope>,
     ) -> Result<(Vec<Appended>, AppendNotes, Option<JournalError>), JournalError> {
+        self.settle_scope()?;
         let (appended, notes) = self.journal.append_batch(events, create)?;
         let project_error = self.refresh_after(events, &appended).err();
         Ok((appended, notes, project_error))
@@ -147,6 +149,7 @@ impl Store {
         projections_at: Option<u64>,
     ) -> Result<(Vec<Appended>, AppendNotes, Option<JournalError>), JournalError> {
         assert!(events.iter().all(|e| !projection::changes_checklist_view(&e.kind)), "only events the checklist view does not show");
+        self.settle_scope()?;
         let (appended, notes) = self.journal.append_batch(events, Some(scope))?;
         let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
         let checkpoint_due = first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS;
@@ -285,6 +288,7 @@ impl Store {
         create: Option<&Scope>,
         decide: impl FnOnce(&FoldedState) -> (Vec<NewEvent>, T),
     ) -> Result<Written<T>, JournalError> {
+        self.settle_scope()?;
         let lock = self.journal.lock()?;
         let mut notes = AppendNotes::default();
         let (file, head, journal_id) = lock.open_for_append(create, &mut notes)?;
@@ -354,7 +358,7 @@ impl Store {
                 return Err(e);
             }
         };
-        self.check_path_record(Some(file.as_ref()), Some(&genesis))?;
+        self.check_place(Some(file.as_ref()), Some(&genesis))?;
         let mut current = match scan::read_tail(file.as_ref()).map_err(io_err)? {
             Tail::Good { head, .. } => self.state_at(file.as_ref(), head, genesis.journal_id),
             // Corrupt (or emptied under us): fold what verifies from the best base, and
@@ -454,10 +458,104 @@ impl Store {
                 Err(_) => return Ok(()),
             },
         };
-        match anchors.compare_record(storage, recorded, holds) {
-            Some(finding) => Err(JournalError::Replaced { action: "read", path: path.clone(), finding: Box::new(finding) }),
-            None => Ok(()),
+        if let Some(finding) = anchors.compare_record(storage, recorded, holds) {
+            return Err(JournalError::Replaced { action: "read", path: path.clone(), finding: Box::new(finding) });
         }
+        Ok(())
+    }
+
+    /// [`Store::check_path_record`], then the journal's scope: a journal of another scope is
+    /// refused as [`JournalError::Foreign`] (`action`: what was refused); a working copy's
+    /// journal moved here is read (its move is recorded by the next append,
+    /// [`Store::settle_scope`]).
+    pub(crate) fn check_place(&self, file: Option<&dyn StorageFile>, genesis: Option<&Genesis>) -> Result<(), JournalError> {
+        let Some(file) = file else { return self.check_path_record(None, None) };
+        // The genesis is read once, for both checks.
+        let read = match genesis {
+            Some(_) => None,
+            None => read_genesis(file, &self.journal.paths().journal).ok(),
+        };
+        let genesis = genesis.or(read.as_ref());
+        self.check_path_record(Some(file), genesis)?;
+        // No genesis: the path record's check or the reader names that.
+        let Some(genesis) = genesis else { return Ok(()) };
+        self.refuse_foreign(file, genesis, "read").map(drop)
+    }
+
+    /// [`Store::judge_scope`], a journal of another scope refused as
+    /// [`JournalError::Foreign`] naming `action`.
+    fn refuse_foreign(&self, file: &dyn StorageFile, genesis: &Genesis, action: &'static str) -> Result<ScopeFinding, JournalError> {
+        match self.judge_scope(file, genesis)? {
+            ScopeFinding::Foreign(finding) => {
+                Err(JournalError::Foreign { action, path: self.journal.paths().journal.clone(), finding: Box::new(finding) })
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// What the journal at this path is, against the scope this handle expects: `Same`
+    /// when it expects none, or when there is no journal (or no genesis) to judge.
+    pub fn scope_finding(&self) -> Result<ScopeFinding, JournalError> {
+        let path = &self.journal.paths().journal;
+        let Ok(file) = open_trusted(&**self.journal.storage(), path) else { return Ok(ScopeFinding::Same) };
+        let Ok(genesis) = read_genesis(file.as_ref(), path) else { return Ok(ScopeFinding::Same) };
+        self.judge_scope(file.as_ref(), &genesis)
+    }
+
+    /// Moves a journal of another scope out of this path, whole, into `quarantine/`, under
+    /// the writer lock; returns where it went.
+    pub fn set_aside(&self, foreign: &scope::ForeignJournal) -> Result<PathBuf, JournalError> {
+        let _lock = self.journal.lock()?;
+        scope::set_aside(&**self.journal.storage(), self.journal.paths(), foreign)
+    }
+
+    /// Where this handle expects a scope: whether the journal (`genesis`, read from `file`)
+    /// is this path's, moved here, or foreign.
+    fn judge_scope(&self, file: &dyn StorageFile, genesis: &Genesis) -> Result<ScopeFinding, JournalError> {
+        let Some(here) = self.journal.expected_scope() else { return Ok(ScopeFinding::Same) };
+        if genesis.scope == *here {
+            return Ok(ScopeFinding::Same);
+        }
+        // A working copy's journal names the root its last `journal.moved` named: folded from
+        // the state the projection or a checkpoint holds (paid only by a journal whose
+        // genesis names another root).
+        let named = match (&genesis.scope, here) {
+            (Scope::WorkingCopy { .. }, Scope::WorkingCopy { .. }) => {
+                self.fold_from_best_base(file, genesis.journal_id.clone())?.state.journal.scope.unwrap_or_else(|| genesis.scope.clone())
+            }
+            _ => genesis.scope.clone(),
+        };
+        let storage = &**self.journal.storage();
+        Ok(scope::judge(storage, self.journal.anchors(), self.journal.paths(), &genesis.journal_id, &named, here))
+    }
+
+    /// Before an append: refuses a journal of another scope, and records a working copy's
+    /// move (`journal.moved`, a batch of its own, so the caller's events keep their places)
+    /// before anything else is built on the journal at its new root. A journal that cannot
+    /// be opened or has no genesis is left to the append, which names that.
+    /// Returns the move it recorded, if any.
+    pub fn settle_scope(&self) -> Result<Option<JournalMoved>, JournalError> {
+        let Some(here) = self.journal.expected_scope() else { return Ok(None) };
+        let path = &self.journal.paths().journal;
+        let Ok(file) = open_trusted(&**self.journal.storage(), path) else { return Ok(None) };
+        let Ok(genesis) = read_genesis(file.as_ref(), path) else { return Ok(None) };
+        // The path record's finding comes first, as for readers: a journal at a path that
+        // recorded another one is refused as replaced, foreign or not.
+        if let Err(JournalError::Replaced { path, finding, .. }) = self.check_path_record(Some(file.as_ref()), Some(&genesis)) {
+            return Err(JournalError::Replaced { action: "append to", path, finding });
+        }
+        if let ScopeFinding::Moved(moved) = self.refuse_foreign(file.as_ref(), &genesis, "append to")? {
+            let event = NewEvent {
+                kind: crate::event::JOURNAL_MOVED.into(),
+                actor: crate::journal::format::Actor::this_process(None),
+                data: serde_json::to_value(&moved).expect("plain data serializes"),
+            };
+            let appended = self.journal.append_batch(std::slice::from_ref(&event), Some(here))?.0;
+            // Projections are caches: the caller's own append refreshes them again.
+            let _ = self.refresh_after(std::slice::from_ref(&event), &appended);
+            return Ok(Some(moved));
+        }
+        Ok(None)
     }
 
     /// Whether a cache naming `named` (a line found in place) can have no hole a crash left

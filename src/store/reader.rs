@@ -72,6 +72,10 @@ impl Store {
             Err(JournalError::Replaced { finding, .. }) => {
                 self.fallback_view(&format!("the plan is degraded: {finding}"), Some(&finding.remedy()))
             }
+            // Another scope's journal: none of its items is this path's plan.
+            Err(JournalError::Foreign { finding, .. }) => {
+                self.fallback_view(&format!("the plan is degraded: {finding}"), Some(&finding.remedy()))
+            }
             Err(why) => self.last_good_view(&why.to_string()),
         }
     }
@@ -86,7 +90,7 @@ impl Store {
             }
             opened => opened?,
         };
-        self.check_path_record(Some(file.as_ref()), None)?;
+        self.check_place(Some(file.as_ref()), None)?;
         let io_err = |source| JournalError::Io { what: "reading", path: paths.journal.clone(), source };
         let checklist_path = paths.dir().join(projection::CHECKLIST_FILE);
         let (tail, seen) = scan::read_tail_seen(file.as_ref()).map_err(io_err)?;
@@ -134,7 +138,7 @@ impl Store {
         let storage = &**self.journal.storage();
         let paths = self.journal.paths();
         let file = open_trusted(storage, &paths.journal).ok()?;
-        self.check_path_record(Some(file.as_ref()), None).ok()?;
+        self.check_place(Some(file.as_ref()), None).ok()?;
         let (tail, seen) = scan::read_tail_seen(file.as_ref()).ok()?;
         let Tail::Good { head, .. } = tail else { return None };
         let cached = projection::load_session_context(storage, &paths.dir().join(projection::SESSION_CONTEXT_FILE)).ok()?;
@@ -159,7 +163,7 @@ impl Store {
             }
             opened => opened?,
         };
-        self.check_path_record(Some(file.as_ref()), None)?;
+        self.check_place(Some(file.as_ref()), None)?;
         let (mut state, mut retired) = (FoldedState::default(), Vec::new());
         let report = scan::scan(file.as_ref(), StartPoint::GENESIS, |event, _| {
             fold::fold_event_keeping_retired(&mut state, event, &mut retired);

@@ -178,7 +178,7 @@ pub fn read(cwd: &Path) -> AwayView {
         Err(places::PlaceError::NoRootCommit { .. } | places::PlaceError::NoCommitYet { .. }) => return not_away(None),
         Err(e) => return not_away(Some(format!("the away record cannot be found ({e}); reading as not away"))),
     };
-    let store = match places::open_journal(RealDisk::shared(), paths) {
+    let store = match places::open_scoped(RealDisk::shared(), paths, &scope) {
         Ok(journal) => Store::new(journal),
         Err(e) => return not_away(Some(format!("the away record cannot be opened ({e}); reading as not away"))),
     };

@@ -65,7 +65,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
         }
         Err(e) => return Err(e.into()),
     };
-    let store = Store::new(places::open_journal(RealDisk::shared(), paths.clone())?);
+    let store = Store::new(places::open_scoped(RealDisk::shared(), paths.clone(), &scope)?);
     let root = places::working_copy_root(&req.cwd)?.0;
     let actor = Actor::this_process(req.session_id.clone());
     let event = |kind: &str, data: serde_json::Value| NewEvent { kind: kind.into(), actor: actor.clone(), data };

@@ -252,3 +252,41 @@ fn readers_of_mid_file_damage_show_every_provable_item() {
     repair_once(&repo);
     assert_eq!(items(&repo), ["shown item 1", "shown item 3", "shown item 4", "shown item 5"]);
 }
+
+/// Upgrades (docs/decisions.md): a journal the greedy walk of an older build salvaged, with
+/// another journal's lines adopted behind its gap record, verifies clean and is left as it
+/// is: repair does not revisit it, since its records cannot say which kept lines were
+/// adopted and a revisit could only guess.
+#[test]
+fn a_journal_the_old_walk_salvaged_is_left_as_it_is() {
+    let a = managed_with(5, "a");
+    let b = managed_with(15, "b");
+    let path = journal_path(&a);
+    let own = std::fs::read(&path).unwrap();
+    let foreign = lines(&std::fs::read(journal_path(&b)).unwrap());
+    let last_own = format::verify_line(lines(&own).last().unwrap()).unwrap();
+    let b7 = format::verify_line(&foreign[7]).unwrap();
+    // What the greedy walk wrote for `cat b >> a`: a gap record at seq 6 naming b's seq 6 as
+    // lost, then b's seqs 7-15 kept.
+    let record = format::NewEvent {
+        kind: "journal.repaired".into(),
+        actor: format::Actor { session: None, pid: 1, tool: "abcd/0.0.9".into() },
+        data: serde_json::json!({
+            "anchor_hash": null, "anchor_seq": null, "cause": "corruption", "from_offset": own.len(),
+            "lines": 7, "lost_from": 6, "lost_to": 6, "next_prev": b7.prev.to_hex(),
+            "problem": "seq 6 at byte 0: seq out of order", "quarantine_blake3": null,
+            "quarantine_file": null, "to_offset": own.len()
+        }),
+    };
+    let (gap, _) = format::encode_line(6, format::now_ms(), &record, &last_own.hash).unwrap();
+    let mut old_walk = own.clone();
+    old_walk.extend_from_slice(&gap);
+    old_walk.extend_from_slice(&foreign[7..].concat());
+    std::fs::write(&path, &old_walk).unwrap();
+
+    let verified = run(&a, &["journal", "verify"]);
+    assert_eq!(verified.status.code(), Some(0), "{}", String::from_utf8_lossy(&verified.stdout));
+    let words = repair_once(&a);
+    assert!(words.contains("nothing to repair"), "{words}");
+    assert_eq!(std::fs::read(&path).unwrap(), old_walk, "the file is left byte for byte");
+}

@@ -1165,7 +1165,7 @@ fn salvage_by_plan(plan: &ProofPlan) -> Vec<u8> {
                 file_len,
                 Some((seq, hash.to_hex())),
                 format!(
-                    "the head anchor names seq {seq} with hash {hash}, which no line of the file holds, while the file holds another line at that seq or reaches past it: the journal was rewritten or replaced there"
+                    "the head anchor names seq {seq} with hash {hash}, which no kept line holds, while the file (or this machine's mirror) holds another line at that seq, reaches past it, or the seq is past any journal's reach: the journal was rewritten or replaced there, or the anchor is not this journal's head"
                 ),
             ),
         }

@@ -1416,7 +1416,7 @@ fn a_journal_ending_in_a_lost_tail_gap_record_is_salvaged_again() {
     assert_eq!(next.seq, 11);
 }
 
-/// FINDING (fails; not new in this change, but salvage is its biggest writer). A hostile
+/// FINDING (failed; not new in this change, but salvage is its biggest writer). A hostile
 /// repository commits `.abcd/.work.local/quarantine` as a symlink to a folder of its
 /// choosing (here a folder outside the working copy, as `/tmp/shared` or a synced folder
 /// would be). Repair follows it: the damaged journal bytes (the user's agent state) are
@@ -1425,7 +1425,6 @@ fn a_journal_ending_in_a_lost_tail_gap_record_is_salvaged_again() {
 /// Expected: quarantine refuses a folder that is a symlink (or not owned by the user), as
 /// the journal and the home store's files are refused.
 #[test]
-#[ignore = "open, and older than issue 31: the storage seam has no lstat, so quarantine/ is not checked for a symlink a repository could commit (docs/decisions.md)"]
 fn repair_does_not_write_quarantine_through_a_symlinked_folder() {
     let tj = journal_with(6);
     let elsewhere = tempfile::tempdir().unwrap();

@@ -970,6 +970,17 @@ pub fn quarantine_range(
     let journal = &paths.journal;
     let qdir = &paths.quarantine;
     storage.create_dir_all(qdir, 0o700).map_err(JournalError::io("creating", qdir))?;
+    // A repository can commit `quarantine` as a symlink to a folder of its choosing: the
+    // journal's bytes (a person's agent state) must not be written there.
+    match storage.facts(qdir).map_err(JournalError::io("inspecting", qdir))? {
+        Some(f) if f.is_dir && !f.is_symlink => {}
+        _ => {
+            return Err(JournalError::Untrusted {
+                path: qdir.clone(),
+                reason: "the quarantine folder is a symlink or not a folder, so nothing is copied through it; move it aside (abcd deletes nothing) and run the command again",
+            });
+        }
+    }
     // The copy must survive a crash that keeps the cut: make `quarantine/` itself durable
     // in the journal's folder, not only the file inside it.
     storage.sync_dir(paths.dir()).map_err(|source| {

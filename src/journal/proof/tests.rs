@@ -222,3 +222,27 @@ fn a_damage_mark_at_the_genesis_bounds_nothing() {
     let marked_past = Some(HeadAnchor { seq: 9, hash: own[9].2, marked: true });
     assert_eq!(kept_seqs(&plan_of(&c, marked_past), &c), [0, 1, 2, 4, 5, 6, 7, 8, 9]);
 }
+
+/// `MAX_SALVAGE_SEQ` on both sides: a line whose position is just below it is a candidate,
+/// one at it is not (for lines of the file it is damage, written whole).
+#[test]
+fn the_salvage_seq_bound_holds_on_both_sides() {
+    let encoded = |seq: u64| {
+        let event = format::NewEvent {
+            kind: "test.note".into(),
+            actor: format::Actor { session: None, pid: 1, tool: "abcd/test".into() },
+            data: serde_json::json!({}),
+        };
+        format::encode_line(seq, format::now_ms(), &event, &Hash([7; 32])).unwrap().0
+    };
+    let mut below = Collected::default();
+    below.add_extra(&[encoded(MAX_SALVAGE_SEQ - 1)]).unwrap();
+    assert_eq!(below.candidates.len(), 1);
+    let mut at = Collected::default();
+    at.add_extra(&[encoded(MAX_SALVAGE_SEQ)]).unwrap();
+    assert!(at.candidates.is_empty());
+    let event = format::verify_line(&encoded(MAX_SALVAGE_SEQ)).unwrap();
+    let mut file = Collected::default();
+    file.push_file_line(&event, 0, 100).map_err(|_| "too many").unwrap();
+    assert!(file.candidates.is_empty() && file.bad.len() == 1 && file.bad[0].written_whole);
+}

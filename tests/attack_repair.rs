@@ -1,7 +1,8 @@
-//! Adversarial review of the salvaging repair by the rule of proof (issue 31, journal-format
-//! §10). Each test is one attack: forged or damaged input, a hostile anchor, a crash at a
-//! step, a blowup. A test that fails is a finding (its doc comment says what §10 expects);
-//! a test that passes is an attack that failed, kept as a regression test.
+//! Attacks on the salvaging repair by the rule of proof (issue 31, journal-format §10):
+//! forged or damaged input, a hostile anchor, a crash at a step, a blowup. Each doc comment
+//! gives the attack's reproduction, what a repair that falls for it does, and what §10
+//! expects, which the test holds. An ignored test names the known limit or open item it
+//! documents (docs/decisions.md).
 
 mod common;
 
@@ -877,7 +878,7 @@ fn a_damaged_gap_record_of_an_earlier_salvage_is_salvaged_again() {
     assert_eq!(repair_it(&tj).unwrap(), RepairOutcome::NothingToRepair);
 }
 
-/// FINDING (fails). Reproduction: seqs 0-10, anchor at 10, and one more line: a gap
+/// Attack. Reproduction: seqs 0-10, anchor at 10, and one more line: a gap
 /// record at seq 3 onto seq 2 with lost_to 4 and next_prev = seq 4's hash (what an earlier
 /// salvage writes when it lost 3-4; here beside the lines it names: lines put back from
 /// quarantine by a person, or a gap record copied in), placed after seq 5. Its chain
@@ -944,7 +945,7 @@ mod cli {
         repo
     }
 
-    /// FINDING (fails). Reproduction through the binary: `damaged_repo()`, then
+    /// Attack. Reproduction through the binary: `damaged_repo()`, then
     /// `abcd journal repair` keeps 9 items (item 5 lost); the same repo with
     /// `abcd journal verify` run first (exit 1: it marks the damage, writing an anchor at
     /// the last verified line because there was none) keeps 4: items 6-10 go to quarantine
@@ -965,7 +966,7 @@ mod cli {
     }
 }
 
-/// FINDING (fails, low). Reproduction: journal a, seqs 0-10, anchor at 10; a's seq 10
+/// Attack. Reproduction: journal a, seqs 0-10, anchor at 10; a's seq 10
 /// damaged (one flipped byte) and journal b (another journal, 15 events) appended after it.
 /// The lost tail 10..10 is recorded correctly, but rule 6 ("the file holds a line written
 /// whole with seq A") is met by b's seq 10, so repair also appends a `journal.repaired`
@@ -1193,7 +1194,7 @@ fn random_hostile_journals_never_make_repair_panic_or_write_a_journal_that_fails
     );
 }
 
-/// FINDING (fails, high for robustness). Reproduction: seqs 0-20, no anchor in the home
+/// Attack. Reproduction: seqs 0-20, no anchor in the home
 /// store, and ONE line written whole claiming seq 2^64 − 1 (any prev) inserted after seq 2,
 /// as any program can write. Without an anchor a run is kept when it "alone fits" past F
 /// (Range::Unbounded), so this line is kept, behind a gap record 21..2^64 − 2; it was before
@@ -1214,7 +1215,7 @@ fn one_stray_line_at_the_last_seq_does_not_make_repair_panic() {
     assert_verifies_clean(&tj);
 }
 
-/// FINDING (fails, high). Reproduction: seqs 0-20, no anchor, one line written whole with
+/// Attack. Reproduction: seqs 0-20, no anchor, one line written whole with
 /// seq 2^64 − 1 and a random prev appended at the end (`echo '<line>' >> journal.jsonl`).
 /// Repair keeps it (a run that "alone fits" past F without an anchor) behind a gap record
 /// naming seqs 21..2^64 − 2 lost: the journal's head is now seq 2^64 − 1, so every later
@@ -1237,7 +1238,7 @@ fn one_stray_line_at_the_last_seq_does_not_use_up_the_journal() {
     assert!(matches!(next, Ok(ref a) if a.seq == 22), "{next:?}");
 }
 
-/// FINDING (fails). Reproduction: seqs 0-21, a head anchor (check-valid) naming seq 2^64 − 2
+/// Attack. Reproduction: seqs 0-21, a head anchor (check-valid) naming seq 2^64 − 2
 /// with a hash no line has, and one line written whole with seq 2^64 − 2 (any prev) inserted
 /// after seq 7. The lost tail's range is Below(A + 1 = 2^64 − 1); the stray line's run fits
 /// because `r1.saturating_add(2) <= upper` saturates (2^64 − 2 + 2 → 2^64 − 1 ≤ 2^64 − 1),
@@ -1256,7 +1257,7 @@ fn a_line_at_the_anchors_seq_near_the_end_of_seqs_does_not_make_the_plan_panic()
     let _ = repair_no_panic(&tj);
 }
 
-/// FINDING (fails, medium). Reproduction: seqs 0-35, the anchor at seq 9 with another hash
+/// Attack. Reproduction: seqs 0-35, the anchor at seq 9 with another hash
 /// (the journal was rolled back or replaced there: §11 "replaced or rewritten"), and a torn
 /// tail (23 bytes without a newline) at the end. Repair cuts the torn tail and returns
 /// `TornTailCut`; verify still fails (anchor disagrees) and appends are refused; a second
@@ -1350,7 +1351,7 @@ mod two_homes {
         v["items"].as_array().unwrap().iter().map(|i| i["title"].as_str().unwrap().to_string()).collect()
     }
 
-    /// FINDING (fails), the stale-anchor finding as it arises with no crash at all: the same
+    /// Attack. the stale-anchor finding as it arises with no crash at all: the same
     /// working copy used with two home stores (a hook environment whose `ABCD_HOME` differs
     /// from the terminal's, a second user account, a sandbox). Items 1-5 are added with home
     /// A, items 6-10 with home B; both stores accept the journal (home A's anchor names a line
@@ -1416,7 +1417,7 @@ fn a_journal_ending_in_a_lost_tail_gap_record_is_salvaged_again() {
     assert_eq!(next.seq, 11);
 }
 
-/// FINDING (failed; not new in this change, but salvage is its biggest writer). A hostile
+/// Attack. A hostile
 /// repository commits `.abcd/.work.local/quarantine` as a symlink to a folder of its
 /// choosing (here a folder outside the working copy, as `/tmp/shared` or a synced folder
 /// would be). Repair follows it: the damaged journal bytes (the user's agent state) are
@@ -1479,7 +1480,7 @@ mod plan_only {
         p.steps.iter().filter_map(|s| if let Step::Line(i) = s { Some(c[*i].seq) } else { None }).collect()
     }
 
-    /// FINDING (fails): a stale anchor on F (seq 5), seq 7 missing: 8-10 are dropped.
+    /// Attack. a stale anchor on F (seq 5), seq 7 missing: 8-10 are dropped.
     #[test]
     fn a_stale_anchor_on_the_forward_chain_leaves_a_hole_past_it() {
         let own = chain("a", 10);
@@ -1491,7 +1492,7 @@ mod plan_only {
         assert_eq!(p.lost(), [(7, 7)]);
     }
 
-    /// FINDING (fails): the anchor's own line (seq 8) missing, 9-10 chain onto (8, a).
+    /// Attack. the anchor's own line (seq 8) missing, 9-10 chain onto (8, a).
     #[test]
     fn lines_continuing_a_lost_tail_are_kept() {
         let own = chain("a", 10);
@@ -1503,7 +1504,7 @@ mod plan_only {
         assert_eq!(p.lost(), [(8, 8)]);
     }
 
-    /// FINDING (fails): a candidate at seq 2^64 − 2 and an anchor (2^64 − 2, x) with no line:
+    /// Attack. a candidate at seq 2^64 − 2 and an anchor (2^64 − 2, x) with no line:
     /// the run "fits" through `saturating_add` and the plan's lost-tail assert panics.
     #[test]
     fn a_run_at_the_anchors_seq_near_the_end_does_not_panic() {
@@ -1520,7 +1521,7 @@ mod plan_only {
         assert!(p.is_ok(), "plan panicked");
     }
 
-    /// FINDING (fails): a gap-record candidate at seq 3 whose position is line 4's own
+    /// Attack. a gap-record candidate at seq 3 whose position is line 4's own
     /// (lost_to 4, next_prev h4) costs lines 3 and 4, which chain exactly.
     #[test]
     fn a_gap_record_sharing_a_real_lines_position_does_not_cost_the_real_lines() {

@@ -194,16 +194,7 @@ fn a_rewrite_from_seq_2_hidden_by_damage_is_recorded_against_the_anchor() {
 }
 
 fn hook(repo: &TestRepo, event: &str, payload: &str) -> Output {
-    use std::io::Write;
-    let mut child = abcd(&repo.root, &repo.home)
-        .args(["hook", event])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
+    common::repo::hook(&repo.root, &repo.home, event, payload)
 }
 
 /// Readers fold what repair would keep, without writing: one byte changed in seq 2's title

@@ -287,16 +287,7 @@ fn damage_a_full_read_found_refuses_appends_until_repair() {
 }
 
 fn hook(repo: &TestRepo, event: &str, payload: &str) -> Output {
-    use std::io::Write;
-    let mut child = abcd(&repo.root, &repo.home)
-        .args(["hook", event])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(payload.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
+    common::repo::hook(&repo.root, &repo.home, event, payload)
 }
 
 /// A gap record inside the reader's tail window, with `checklist.json` left behind by

@@ -51,7 +51,7 @@ use abcd::event::{self, ItemAdded, ItemChanged, Scope};
 use abcd::fold::{self, FoldedState};
 use abcd::journal::anchor::AnchorStore;
 use abcd::journal::append::Appended;
-use abcd::journal::format::{self, Actor, Event, Hash, NewEvent};
+use abcd::journal::format::{Actor, Event, Hash, NewEvent};
 use abcd::journal::group::SharedJournal;
 use abcd::journal::proof;
 use abcd::journal::repair::{self, RepairError, RepairOutcome};
@@ -316,18 +316,8 @@ fn fold_of_plan(storage: &dyn Storage, path: &Path, anchors: &AnchorStore, journ
     let anchor = anchors.load(storage, journal_id).map_err(|e| e.to_string())?.map(|a| proof::HeadAnchor { marked: true, ..a.into() });
     let plan = proof::plan(&collected.candidates, anchor);
     let mut state = FoldedState::default();
-    for step in &plan.steps {
-        match *step {
-            proof::Step::Gap(g) => fold::fold_lost(&mut state, g.from, g.to, g.next_prev),
-            proof::Step::Line(i) => {
-                let proof::Source::File { offset, len } = collected.candidates[i].source else { unreachable!("no extra lines") };
-                let mut line = vec![0u8; len as usize];
-                let n = file.read_at(&mut line, offset).map_err(|e| e.to_string())?;
-                assert_eq!(n, line.len(), "a candidate line is read whole");
-                fold::fold_event(&mut state, &format::verify_line(&line).map_err(|e| e.to_string())?);
-            }
-        }
-    }
+    plan.read_after(&collected.candidates, file.as_ref(), None, |step| fold::fold_kept(&mut state, step, &mut Vec::new()))
+        .map_err(|e| e.to_string())?;
     Ok(state)
 }
 

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::away;
 use crate::event::{self, DecodeError, Known, RepairCause, Scope};
 use crate::journal::format::{Event, Hash};
+use crate::journal::proof::Folded;
 use crate::ledger;
 use crate::phased;
 
@@ -192,6 +193,17 @@ pub fn fold_lost(state: &mut FoldedState, from: u64, to: u64, next_prev: Hash) {
         summary.lost.push(LostSeqs { from, to });
     } else {
         summary.lost_ranges_not_kept += 1;
+    }
+}
+
+/// Folds one step of a damaged journal's plan (journal-format §10): a kept line as
+/// [`fold_event_keeping_retired`] does, lost seqs as [`fold_lost`].
+pub fn fold_kept(state: &mut FoldedState, step: Folded<'_>, retired: &mut Vec<checklist::Item>) {
+    match step {
+        Folded::Line(event) => {
+            fold_event_keeping_retired(state, event, retired);
+        }
+        Folded::Lost(gap) => fold_lost(state, gap.from, gap.to, gap.next_prev),
     }
 }
 

@@ -221,6 +221,61 @@ impl Plan {
     }
 }
 
+/// One step of a plan as a reader folds it.
+#[derive(Debug)]
+pub enum Folded<'a> {
+    /// A kept line of the file, read back and verified.
+    Line(&'a format::Event),
+    /// Seqs no kept line holds.
+    Lost(PlannedGap),
+}
+
+impl Plan {
+    /// Hands `visit` every step after the kept line whose chain position is `after` (from the
+    /// genesis on when `None`), in chain order, reading each kept line back from `file`: what
+    /// a reader folds of a damaged journal, without writing. Returns the lines handed on, or
+    /// `None` when the plan does not keep the line at `after` (then nothing is handed on).
+    pub fn read_after(
+        &self,
+        candidates: &[Candidate],
+        file: &dyn StorageFile,
+        after: Option<(u64, Hash)>,
+        mut visit: impl FnMut(Folded<'_>),
+    ) -> std::io::Result<Option<u64>> {
+        let from = match after {
+            None => 0,
+            Some(position) => {
+                let at = self.steps.iter().position(|s| matches!(*s, Step::Line(i) if candidates[i].position == position));
+                match at {
+                    Some(at) => at + 1,
+                    None => return Ok(None),
+                }
+            }
+        };
+        let mut lines = 0u64;
+        for step in &self.steps[from..] {
+            let i = match *step {
+                Step::Gap(gap) => {
+                    visit(Folded::Lost(gap));
+                    continue;
+                }
+                Step::Line(i) => i,
+            };
+            let Source::File { offset, len } = candidates[i].source else { unreachable!("a reader plans with the file's lines only") };
+            assert!(len as usize <= format::MAX_LINE_BYTES, "a candidate is one line");
+            let mut line = vec![0u8; len as usize];
+            if super::storage::read_fully_at(file, &mut line, offset)? != line.len() {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the journal shrank while it was read"));
+            }
+            let event =
+                format::verify_line(&line).map_err(|fault| std::io::Error::new(std::io::ErrorKind::InvalidData, fault.to_string()))?;
+            visit(Folded::Line(&event));
+            lines += 1;
+        }
+        Ok(Some(lines))
+    }
+}
+
 /// How far past the forward chain runs may be kept.
 #[derive(Clone, Copy)]
 enum Range {

@@ -108,6 +108,8 @@ pub enum RepairError {
     NoGenesis { path: PathBuf },
     #[error("cannot repair {}: it holds more than {MAX_DAMAGED_REGIONS} separate damaged regions, which is not damage a line-by-line salvage should guess through; copy the file aside and look at it (`abcd journal verify` names the first bad line)", path.display())]
     TooDamaged { path: PathBuf },
+    #[error("cannot repair {}: it holds more than {} lines, more than one salvage plan holds in memory; copy the file aside and look at it (`abcd journal verify` names the first bad line)", path.display(), super::proof::MAX_PLAN_LINES)]
+    TooLarge { path: PathBuf },
     #[error("cannot start a new journal at {}: a journal named by --journal has no known scope; run `abcd journal repair` inside its working copy (or with --repo or --machine)", path.display())]
     NoScope { path: PathBuf },
 }
@@ -387,7 +389,7 @@ fn salvage(
     let path = &paths.journal;
     let too_large = |e: CollectError| match e {
         CollectError::Journal(e) => RepairError::Journal(e),
-        CollectError::TooManyLines => RepairError::TooDamaged { path: path.clone() },
+        CollectError::TooManyLines => RepairError::TooLarge { path: path.clone() },
     };
     let mut collected = Collected::from_file(file, path).map_err(too_large)?;
     collected.add_extra(extra).map_err(too_large)?;
@@ -411,7 +413,8 @@ fn salvage(
                 }
             }
             Step::Gap(gap) => {
-                let region = regions.iter().position(|r| r.offset == end_of_previous).filter(|&r| !named[r]);
+                // Regions are in file order: found by offset in log time, however many gaps.
+                let region = regions.binary_search_by_key(&end_of_previous, |r| r.offset).ok().filter(|&r| !named[r]);
                 if let Some(r) = region {
                     named[r] = true;
                 }

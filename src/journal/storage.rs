@@ -474,6 +474,20 @@ impl StorageFile for BytesFile {
 /// Bytes one step of [`copy_range`] moves.
 const COPY_CHUNK_BYTES: usize = 256 * 1024;
 
+/// Fills `buf` from `offset` as far as the file goes; returns how many bytes it read (short
+/// only at the end of the file).
+pub fn read_fully_at(file: &dyn StorageFile, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = file.read_at(&mut buf[done..], offset + done as u64)?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(done)
+}
+
 /// Copies `[from, from + len)` of `src` to `dst` at `to`; a source that ends first is an
 /// `UnexpectedEof` (the file shrank under the copy).
 pub fn copy_range(src: &dyn StorageFile, dst: &dyn StorageFile, from: u64, len: u64, to: u64) -> io::Result<()> {

@@ -113,7 +113,8 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
         let tail = super::read::read_segment(repo, &tail_entry.id).map_err(|e| unmirrorable(e.to_string()))?;
         let tail_start = mirror.meta.bytes.checked_sub(tail.len() as u64).ok_or_else(|| diverged("its mirror.json is inconsistent"))?;
         let mut here = vec![0u8; tail.len()];
-        let n = read_exact_at(file.as_ref(), &mut here, tail_start).map_err(|e| unmirrorable(format!("reading it failed: {e}")))?;
+        let n = crate::journal::storage::read_fully_at(file.as_ref(), &mut here, tail_start)
+            .map_err(|e| unmirrorable(format!("reading it failed: {e}")))?;
         if n != tail.len() || here != tail {
             return Err(diverged("the bytes of the last mirrored segment differ"));
         }
@@ -135,7 +136,7 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
     let mut held: Option<String> = None;
     let report = scan::scan(file.as_ref(), start, |event: &Event, pos| {
         let mut line = vec![0u8; pos.len as usize];
-        match read_exact_at(file.as_ref(), &mut line, pos.offset) {
+        match crate::journal::storage::read_fully_at(file.as_ref(), &mut line, pos.offset) {
             Ok(n) if n == line.len() => {}
             Ok(_) | Err(_) => {
                 fault = Some(unmirrorable(format!("the line of seq {} could not be read again", event.seq)));
@@ -266,19 +267,6 @@ fn first_event(file: &dyn StorageFile) -> std::io::Result<Option<Event>> {
         Ok(_) | Err(scan::ScanError::Visitor(())) => Ok(first),
         Err(scan::ScanError::Io(e)) => Err(e),
     }
-}
-
-/// Fills `buf` from `offset` as far as the file goes; returns how many bytes it read.
-fn read_exact_at(file: &dyn StorageFile, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        let n = file.read_at(&mut buf[done..], offset + done as u64)?;
-        if n == 0 {
-            break;
-        }
-        done += n;
-    }
-    Ok(done)
 }
 
 #[cfg(test)]

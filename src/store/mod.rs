@@ -75,12 +75,6 @@ pub struct Provable {
     pub lost: Vec<(u64, u64)>,
 }
 
-/// One step of the plan a reader folds past the valid prefix.
-pub(crate) enum ProvableStep<'a> {
-    Line(&'a crate::journal::format::Event),
-    Lost { from: u64, to: u64, next_prev: crate::journal::format::Hash },
-}
-
 pub struct Store {
     journal: Journal,
     /// The `checklist.json` bytes this store last wrote, with the head they show:
@@ -370,11 +364,8 @@ impl Store {
             let _ = self.journal.record_damage_found(&current.journal_id, current.head);
             let state = &mut current.state;
             let provable = self
-                .fold_provable(file.as_ref(), current.head, &current.journal_id, |step| match step {
-                    ProvableStep::Line(event) => {
-                        fold::fold_event(state, event);
-                    }
-                    ProvableStep::Lost { from, to, next_prev } => fold::fold_lost(state, from, to, next_prev),
+                .fold_provable(file.as_ref(), current.head, &current.journal_id, |step| {
+                    fold::fold_kept(state, step, &mut Vec::new());
                 })
                 .map_err(io_err)?;
             current.provable = Some(provable);
@@ -392,7 +383,7 @@ impl Store {
         file: &dyn StorageFile,
         prefix: Head,
         journal_id: &str,
-        mut fold: impl FnMut(ProvableStep<'_>),
+        fold: impl FnMut(proof::Folded<'_>),
     ) -> std::io::Result<Provable> {
         let path = &self.journal.paths().journal;
         let collected = match proof::Collected::from_file(file, path) {
@@ -403,37 +394,8 @@ impl Store {
         };
         let anchor = self.journal.anchors().and_then(|a| a.load(&**self.journal.storage(), journal_id).ok().flatten());
         let plan = proof::plan(&collected.candidates, anchor.map(proof::HeadAnchor::from));
-        let candidates = &collected.candidates;
-        let Some(at_prefix) =
-            plan.steps.iter().position(|s| matches!(*s, proof::Step::Line(i) if candidates[i].position == (prefix.seq, prefix.hash)))
-        else {
-            return Ok(Provable { lines_past_damage: 0, lost: vec![] });
-        };
-        let mut folded = 0u64;
-        for step in &plan.steps[at_prefix + 1..] {
-            let i = match *step {
-                proof::Step::Gap(g) => {
-                    fold(ProvableStep::Lost { from: g.from, to: g.to, next_prev: g.next_prev });
-                    continue;
-                }
-                proof::Step::Line(i) => i,
-            };
-            let proof::Source::File { offset, len } = candidates[i].source else {
-                unreachable!("a reader's plan holds only the file's lines")
-            };
-            let mut line = vec![0u8; len as usize];
-            let mut done = 0;
-            while done < line.len() {
-                match file.read_at(&mut line[done..], offset + done as u64)? {
-                    0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                    n => done += n,
-                }
-            }
-            let event = crate::journal::format::verify_line(&line)
-                .map_err(|fault| std::io::Error::new(std::io::ErrorKind::InvalidData, fault.to_string()))?;
-            fold(ProvableStep::Line(&event));
-            folded += 1;
-        }
+        let folded = plan.read_after(&collected.candidates, file, Some((prefix.seq, prefix.hash)), fold)?;
+        let Some(folded) = folded else { return Ok(Provable { lines_past_damage: 0, lost: vec![] }) };
         Ok(Provable { lines_past_damage: folded, lost: plan.lost() })
     }
 

@@ -180,12 +180,7 @@ impl Store {
                 // A reader's mark is best effort, as `current_state`'s.
                 let _ = self.journal.record_damage_found(&id, head);
                 let found = self
-                    .fold_provable(file.as_ref(), head, &id, |step| match step {
-                        crate::store::ProvableStep::Line(event) => {
-                            fold::fold_event_keeping_retired(&mut state, event, &mut retired);
-                        }
-                        crate::store::ProvableStep::Lost { from, to, next_prev } => fold::fold_lost(&mut state, from, to, next_prev),
-                    })
+                    .fold_provable(file.as_ref(), head, &id, |step| fold::fold_kept(&mut state, step, &mut retired))
                     .map_err(|source| JournalError::Io { what: "reading", path: path.clone(), source })?;
                 provable = Some(found);
             }

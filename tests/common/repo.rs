@@ -62,6 +62,20 @@ pub fn abcd(root: &Path, home: &Path) -> Command {
     cmd
 }
 
+/// `abcd hook <event>` in `root` with `payload` on its standard input, as the host runs it.
+pub fn hook(root: &Path, home: &Path, event: &str, payload: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = abcd(root, home)
+        .args(["hook", event])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("abcd runs");
+    child.stdin.take().expect("a piped stdin").write_all(payload.as_bytes()).expect("the hook reads its payload");
+    child.wait_with_output().expect("abcd runs")
+}
+
 /// `abcd init` in `root` (the local tier, the hooks), which must succeed.
 pub fn abcd_init(root: &Path, home: &Path) {
     let out = abcd(root, home).arg("init").output().expect("abcd runs");

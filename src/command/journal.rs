@@ -58,7 +58,7 @@ pub fn repair(store: &Store, create: Option<&Scope>, session: Option<String>, cw
     });
     // This machine's mirror of the journal; none for a journal set aside (its lines are
     // another scope's). The mirror is a backup: a repair without it keeps what the file
-    // proves, as before.
+    // proves.
     let (lines, mirror_unread) = match set_aside {
         Some(_) => (vec![], None),
         None => match mirror_lines_for_repair(journal, cwd) {

@@ -1975,6 +1975,7 @@ fn launch_intended(launch: u64) -> LaunchIntended {
         command: vec!["claude".into(), "-p".into(), "go on".into()],
         receipt: "/home/ana/src/shop-impl/receipt.json".into(),
         worktree: "/home/ana/src/shop-impl".into(),
+        launcher: None,
     }
 }
 
@@ -1994,7 +1995,7 @@ fn launch_exited(launch: u64, status: ExitStatus) -> LaunchExited {
 }
 
 fn receipt_collected(launch: u64, bytes: u64) -> ReceiptCollected {
-    ReceiptCollected { run: "r1".into(), lane: "impl".into(), launch, blake3: hex_of(64, 21), bytes }
+    ReceiptCollected { run: "r1".into(), lane: "impl".into(), launch, blake3: hex_of(64, 21), bytes, hashed_bytes: None }
 }
 
 fn saved_aside(files: Vec<String>, files_not_listed: u64, commit: String) -> WorkSavedAside {

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED};
 use crate::command::loops::{self, AgentRequest, LoopEnd, StartRequest, StartedHow, TurnOutcome, TurnRequest};
 use crate::phased::agent::{self, Reader};
-use crate::phased::{Control, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_TURNS, PauseReason, RunState, StopReason};
+use crate::phased::{Control, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_TURNS, PauseReason, RunState, StopReason, TurnKind};
 
 /// The turn runner's exit code when the agent's program cannot be started (as a shell's).
 const TURN_NOT_STARTED: i32 = 127;
@@ -321,6 +321,12 @@ pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
         errln!("abcd turn: unknown reader {:?}", args.reader);
         return Ok(EXIT_REFUSED);
     };
+    // The agent named by its lane, so a reply's fault is laid at its writer's door.
+    let agent = [TurnKind::Advance, TurnKind::Review, TurnKind::Feedback]
+        .into_iter()
+        .find(|kind| kind.name() == args.kind)
+        .map_or("", |kind| kind.role().lane());
+    let turn_number = args.turn;
     let turn = TurnRequest {
         run: args.run,
         turn: args.turn,

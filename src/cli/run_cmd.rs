@@ -50,10 +50,22 @@ pub enum RunAction {
         #[arg(long)]
         run: Option<String>,
     },
-    /// Record that a run is over (it leaves the resume listing)
+    /// Record that a run is over (it leaves the resume listing); refused while an agent of
+    /// it is alive or starting or a receipt waits
     Finish {
         /// The run that is over
         run: String,
+    },
+    /// Save a lane's uncommitted work aside to a ref and return its worktree to its last
+    /// commit; only in the worktree abcd made for the lane, finished run or not, with no
+    /// agent of the lane alive
+    SaveAside {
+        /// The run the lane belongs to
+        #[arg(long)]
+        run: String,
+        /// The lane whose worktree's work is saved
+        #[arg(long)]
+        lane: String,
     },
 }
 
@@ -129,6 +141,7 @@ pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
                 }
             }
         }
+        RunAction::SaveAside { run, lane } => outln!("{}", run_cmd::save_lane_aside(&run, &lane)?),
     }
     Ok(EXIT_OK)
 }

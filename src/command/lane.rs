@@ -50,12 +50,81 @@ fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Whether `dir` is a worktree abcd made for one of `run`'s lanes and has not removed (a
-/// loop's reviewer works in its implementer's).
-pub fn is_own_worktree(state: &ledger::LedgerState, run: &str, dir: &Path) -> bool {
-    let Some(r) = state.runs.get(run) else { return false };
-    let dir = canonical(dir);
-    r.lanes.values().filter_map(|l| l.own_worktree.as_ref()).any(|w| canonical(Path::new(&w.path)) == dir)
+/// What stands at a lane's worktree place when it is not the worktree abcd made there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotTheLane {
+    /// Nothing is there: the folder was deleted (abcd makes it again on the lane's branch).
+    Missing,
+    /// Something else is there, in words ("a symbolic link to …", "a worktree on branch …").
+    Other(String),
+}
+
+impl std::fmt::Display for NotTheLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotTheLane::Missing => f.write_str("nothing (the folder is gone)"),
+            NotTheLane::Other(what) => f.write_str(what),
+        }
+    }
+}
+
+/// The one test abcd puts a lane folder to before it saves aside, resets, removes or
+/// starts an agent there: the folder is exactly the worktree abcd made for `run`'s `lane`
+/// of the working copy at `root`. Its recorded path is the lane's own place
+/// ([`places::lane_worktree`]); no folder from the home store's lanes folder down to it is
+/// a symbolic link; git reads it as a linked work tree, rooted there, of the working
+/// copy's own repository; and its HEAD is on `abcd/<run>/<lane>`. Anything else is the
+/// person's or nobody's, and abcd leaves it as it is.
+pub fn verify_own_worktree(root: &Path, run: &str, lane: &str, own: &ledger::OwnWorktree) -> Result<worktree::WorktreeStatus, NotTheLane> {
+    let other = |what: String| Err(NotTheLane::Other(what));
+    let place = places::lane_worktree(root, run, lane).map_err(|e| NotTheLane::Other(format!("no lane place can be named ({e})")))?;
+    let branch = ledger::lane_branch(run, lane);
+    if Path::new(&own.path) != place || own.branch != branch {
+        return other(format!("a worktree the journal records at {} on {}, not at the lane's own place {place} on {branch}", own.path, own.branch, place = place.display()));
+    }
+    let lanes_root = places::home_dir().map(|h| h.join(places::LANES_DIR)).map_err(|e| NotTheLane::Other(format!("no home store ({e})")))?;
+    let Ok(below) = place.strip_prefix(&lanes_root) else {
+        return other(format!("a folder outside the home store's lanes folder {}", lanes_root.display()));
+    };
+    let mut walked = lanes_root.clone();
+    for part in below.components() {
+        walked.push(part);
+        match std::fs::symlink_metadata(&walked) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(NotTheLane::Missing),
+            Err(e) => return other(format!("a path that cannot be looked at ({e})")),
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&walked).map(|t| t.display().to_string()).unwrap_or_else(|_| "somewhere unreadable".into());
+                return other(format!("a symbolic link at {} to {to}", walked.display()));
+            }
+            Ok(m) if !m.is_dir() => return other(format!("a file at {}, not a folder", walked.display())),
+            Ok(_) => {}
+        }
+    }
+    let status = match worktree::status(&place) {
+        Ok(s) => s,
+        Err(e) => return other(format!("a folder git does not read as a work tree ({e})")),
+    };
+    if !status.is_worktree {
+        return other("a repository's main work tree, not a worktree abcd made".into());
+    }
+    match worktree::common_dir(root) {
+        Ok(common) if common == status.common_dir => {}
+        Ok(_) => return other(format!("a worktree of another repository (its git folder is {})", status.common_dir.display())),
+        Err(e) => return other(format!("a worktree whose repository cannot be compared with this one's ({e})")),
+    }
+    match status.branch.as_deref() {
+        Some(b) if b == branch => Ok(status),
+        Some(b) => other(format!("a worktree on branch {}, not on {branch}", crate::secrets::shown_name(b))),
+        None => other(format!("a worktree with a detached HEAD, not on {branch}")),
+    }
+}
+
+/// The lane of `run` whose recorded worktree is `dir` (a loop's reviewer works in its
+/// implementer's), when that folder passes [`verify_own_worktree`].
+pub fn own_worktree_at(state: &ledger::LedgerState, root: &Path, run: &str, dir: &Path) -> Option<worktree::WorktreeStatus> {
+    let r = state.runs.get(run)?;
+    let (lane, own) = r.lanes.iter().find_map(|(name, l)| l.own_worktree.as_ref().filter(|w| Path::new(&w.path) == dir).map(|w| (name, w)))?;
+    verify_own_worktree(root, run, lane, own).ok()
 }
 
 fn refused(msg: String) -> CommandError {
@@ -87,8 +156,15 @@ pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf
     let recorded = state.state.ledger.runs.get(run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.own_worktree.clone());
     if let Some(own) = recorded {
         let path = PathBuf::from(&own.path);
-        if path.is_dir() {
-            return Ok(path);
+        match verify_own_worktree(home.root, run, lane, &own) {
+            Ok(_) => return Ok(path),
+            Err(NotTheLane::Missing) => {}
+            Err(NotTheLane::Other(what)) => {
+                return Err(refused(format!(
+                    "refused: the worktree of {run}/{lane} is recorded at {}, but what is there is {what}; abcd saves aside, resets and starts agents only in the worktree it made, so it leaves this as it is; move it away (abcd makes the lane's worktree again there) or finish the run; nothing was recorded",
+                    path.display()
+                )));
+            }
         }
         worktree::prune_worktrees(home.root).map_err(|e| refused(gone_refusal(&path, &e)))?;
         worktree::add_lane_worktree_on(home.root, &path, &own.branch).map_err(|e| refused(gone_refusal(&path, &e)))?;
@@ -96,12 +172,15 @@ pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf
         return Ok(path);
     }
     let path = places::lane_worktree(home.root, run, lane)?;
-    if path.exists() {
-        let status = worktree::status(&path).ok();
-        let ours = status.as_ref().is_some_and(|s| s.is_worktree && s.branch.as_deref() == Some(branch.as_str()));
-        let (true, Some(base)) = (ours, status.and_then(|s| s.head)) else {
+    if std::fs::symlink_metadata(&path).is_ok() {
+        // Made by a launch that crashed before recording it, or something else: only the
+        // first is recorded.
+        let unrecorded = ledger::OwnWorktree { path: path.display().to_string(), branch: branch.clone(), base: String::new() };
+        let found = verify_own_worktree(home.root, run, lane, &unrecorded);
+        let Some(base) = found.as_ref().ok().and_then(|s| s.head.clone()) else {
+            let what = found.err().map_or_else(|| "a worktree with no commit".to_string(), |w| w.to_string());
             return Err(refused(format!(
-                "refused: {} is where abcd makes the worktree of {run}/{lane}, but something else is there; move it away; nothing was recorded",
+                "refused: {} is where abcd makes the worktree of {run}/{lane}, but what is there is {what}; move it away; nothing was recorded",
                 path.display()
             )));
         };
@@ -192,23 +271,26 @@ pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<Worktre
             ends.push(kept(format!("its agent (pid {pid}) is alive; run `abcd run finish {run}` again once it has exited")));
             continue;
         }
-        if !path.is_dir() {
-            // Deleted by hand: git forgets it, the branch stays as it is.
-            let _ = worktree::prune_worktrees(home.root);
-            ends.push(record_removed(home, run, lane, &own.path, &own.branch, false, None)?);
-            continue;
-        }
-        let status = match worktree::status(path) {
+        let status = match verify_own_worktree(home.root, run, lane, own) {
             Ok(s) => s,
-            Err(e) => {
-                ends.push(kept(format!("git cannot read it ({e}); look at it with `git -C {} status`", worktree::shell_quote(&own.path))));
+            Err(NotTheLane::Missing) => {
+                // Deleted by hand: git forgets it, the branch stays as it is.
+                let _ = worktree::prune_worktrees(home.root);
+                ends.push(record_removed(home, run, lane, &own.path, &own.branch, false, None)?);
+                continue;
+            }
+            Err(NotTheLane::Other(what)) => {
+                ends.push(kept(format!(
+                    "what is there is {what}, and abcd removes only the worktree it made, on its branch; if it holds commits, put them on a branch (`git -C {} branch NAME`), then move it away or back, and run `abcd run finish {run}` again",
+                    worktree::shell_quote(&own.path)
+                )));
                 continue;
             }
         };
         let tip = worktree::branch_tip(home.root, &own.branch).ok().flatten();
-        if status.branch.as_deref() != Some(own.branch.as_str()) || status.head.is_none() || status.head != tip {
+        if status.head.is_none() || status.head != tip {
             ends.push(kept(format!(
-                "its HEAD is not on the branch {} (detached or switched), and commits there would be lost with it; put them on a branch (`git -C {} branch NAME`), switch back, and run `abcd run finish {run}` again",
+                "its HEAD is not at the tip of {}, and commits there would be lost with it; put them on a branch (`git -C {} branch NAME`), switch back, and run `abcd run finish {run}` again",
                 own.branch,
                 worktree::shell_quote(&own.path)
             )));
@@ -218,7 +300,7 @@ pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<Worktre
         let work = lane_work(&status.changed, &receipts);
         if !work.is_empty() {
             ends.push(kept(format!(
-                "it holds uncommitted work ({} file(s)); commit it on {} or save it aside, then run `abcd run finish {run}` again",
+                "it holds uncommitted work ({} file(s)); commit it on {} or save it aside with `abcd run save-aside --run {run} --lane {lane}`, then run `abcd run finish {run}` again",
                 work.len(),
                 own.branch
             )));

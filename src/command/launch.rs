@@ -42,7 +42,15 @@ pub enum LaneRefusal {
         lane: String,
         lanes: Vec<String>,
     },
-    /// The lane's last agent is alive.
+    /// A launch of the lane is recorded as intended, neither started nor ended, and the
+    /// process that recorded it is alive: it is starting.
+    Starting {
+        run: String,
+        lane: String,
+        launch: u64,
+        launcher: u32,
+    },
+    /// An agent of the lane is alive.
     Alive {
         run: String,
         lane: String,
@@ -55,6 +63,14 @@ pub enum LaneRefusal {
         lane: String,
         launch: u64,
         receipt: String,
+    },
+    /// Something that is not a file stands where the lane's last receipt belongs.
+    ReceiptNotAFile {
+        run: String,
+        lane: String,
+        launch: u64,
+        receipt: String,
+        what: &'static str,
     },
 }
 
@@ -69,6 +85,10 @@ impl std::fmt::Display for LaneRefusal {
             LaneRefusal::NoLane { run, lane, lanes } => {
                 write!(f, "refused: run {run} has no lane {} (its lanes: {})", crate::secrets::shown_name(lane), lanes.join(", "))
             }
+            LaneRefusal::Starting { run, lane, launch, launcher } => write!(
+                f,
+                "refused: launch {launch} of {run}/{lane} is starting (its launcher, pid {launcher}, is alive); one agent runs in a lane at a time: wait for it to end"
+            ),
             LaneRefusal::Alive { run, lane, launch, pid } => {
                 write!(f, "refused: launch {launch} of {run}/{lane} is alive (pid {pid}); wait for it to end")
             }
@@ -76,12 +96,92 @@ impl std::fmt::Display for LaneRefusal {
                 f,
                 "refused: the receipt of launch {launch} of {run}/{lane} is waiting at {receipt}; collect it first with `abcd collect --run {run} --lane {lane}`"
             ),
+            LaneRefusal::ReceiptNotAFile { run, lane, launch, receipt, what } => write!(
+                f,
+                "refused: where launch {launch} of {run}/{lane} writes its receipt, {receipt}, there is {what}, not a receipt; move it away, then launch again"
+            ),
         }
     }
 }
 
-/// The lane's next launch number, or why it may not launch now.
-pub fn lane_refusal(state: &LedgerState, run: &str, lane: &str) -> Result<u64, LaneRefusal> {
+impl LaneRefusal {
+    /// What holds the lane, in words, for a refusal of another verb (`run finish`).
+    pub fn what_holds(&self) -> String {
+        match self {
+            LaneRefusal::Starting { run, lane, launch, launcher } => {
+                format!("launch {launch} of {run}/{lane} is starting (its launcher, pid {launcher}, is alive)")
+            }
+            LaneRefusal::Alive { run, lane, launch, pid } => format!("launch {launch} of {run}/{lane} is alive (pid {pid})"),
+            LaneRefusal::ReceiptWaiting { run, lane, launch, receipt } => {
+                format!("the receipt of launch {launch} of {run}/{lane} is waiting at {receipt}")
+            }
+            LaneRefusal::ReceiptNotAFile { run, lane, launch, receipt, what } => {
+                format!("where launch {launch} of {run}/{lane} writes its receipt, {receipt}, there is {what}")
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+/// What stands at a receipt's path: one judgement shared by `abcd launch`, `abcd collect`
+/// and `abcd resume`, so no verb calls waiting what another cannot collect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReceiptAt {
+    /// Nothing (a link to nothing counts as nothing).
+    Absent,
+    /// A file, of this many bytes: it has arrived.
+    File { bytes: u64 },
+    /// Something a receipt cannot be: a folder, a pipe, a socket, a device, or a path
+    /// that cannot be looked at.
+    NotAFile { what: &'static str },
+}
+
+/// Looks at a receipt's path, following links as the collect's read does.
+pub fn receipt_at(path: &Path) -> ReceiptAt {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => ReceiptAt::Absent,
+        Err(_) => ReceiptAt::NotAFile { what: "a path that cannot be looked at" },
+        Ok(m) if m.is_file() => ReceiptAt::File { bytes: m.len() },
+        Ok(m) => ReceiptAt::NotAFile {
+            what: match m.file_type() {
+                t if t.is_dir() => "a folder",
+                t if t.is_fifo() => "a named pipe",
+                t if t.is_socket() => "a socket",
+                _ => "a device",
+            },
+        },
+    }
+}
+
+/// A lane free to launch: its next launch number, and the launches to record
+/// `not_started` in the same locked step (intended, neither started nor ended, their
+/// launcher gone: no watcher of theirs starts an agent once that is recorded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneFree {
+    pub next: u64,
+    pub abandoned: Vec<u64>,
+}
+
+impl LaneFree {
+    /// The `launch.exited` `not_started` events for [`LaneFree::abandoned`].
+    pub fn abandoned_events(&self, run: &str, lane: &str) -> Vec<crate::journal::NewEvent> {
+        self.abandoned
+            .iter()
+            .map(|&launch| {
+                let data = LaunchExited { run: run.into(), lane: lane.into(), launch, status: ExitStatus::NotStarted };
+                new_event(event::LAUNCH_EXITED, json!(data))
+            })
+            .collect()
+    }
+}
+
+/// Whether the lane may launch now, judged from the folded ledger; callers judge and
+/// append `launch.intended` in one step under the writer lock, so of launches that race
+/// exactly one is recorded. Every launch the ledger keeps is looked at, not only the last:
+/// one started and not ended whose agent lives, or one intended whose launcher lives,
+/// holds the lane.
+pub fn lane_refusal(state: &LedgerState, run: &str, lane: &str) -> Result<LaneFree, LaneRefusal> {
     let Some(r) = state.runs.get(run) else {
         return Err(LaneRefusal::NoRun { run: run.into() });
     };
@@ -94,23 +194,51 @@ pub fn lane_refusal(state: &LedgerState, run: &str, lane: &str) -> Result<u64, L
     let Some(l) = r.lanes.get(lane) else {
         return Err(LaneRefusal::NoLane { run: run.into(), lane: lane.into(), lanes: r.lanes.keys().cloned().collect() });
     };
-    if let Some(last) = l.last() {
-        if let Some(p) = last.started
-            && last.exited.is_none()
-            && process::is_alive(&p)
-        {
-            return Err(LaneRefusal::Alive { run: run.into(), lane: lane.into(), launch: last.launch, pid: p.pid });
+    let abandoned = lane_busy(run, lane, l)?;
+    Ok(LaneFree { next: l.launches_total + 1, abandoned })
+}
+
+/// What holds a lane, whatever its run's state: an agent alive, a launch starting, a
+/// receipt waiting (or something else standing where it belongs). When nothing does, the
+/// launches to record `not_started` (see [`LaneFree::abandoned`]).
+pub fn lane_busy(run: &str, lane: &str, l: &ledger::Lane) -> Result<Vec<u64>, LaneRefusal> {
+    let mut abandoned = vec![];
+    for x in l.launches.iter().filter(|x| x.exited.is_none()) {
+        match x.started {
+            Some(p) if process::is_alive(&p) => {
+                return Err(LaneRefusal::Alive { run: run.into(), lane: lane.into(), launch: x.launch, pid: p.pid });
+            }
+            Some(_) => {}
+            None => match x.launcher {
+                Some(p) if process::is_alive(&p) => {
+                    return Err(LaneRefusal::Starting { run: run.into(), lane: lane.into(), launch: x.launch, launcher: p.pid });
+                }
+                _ => abandoned.push(x.launch),
+            },
         }
-        if last.collected.is_none() && Path::new(&last.receipt).exists() {
-            return Err(LaneRefusal::ReceiptWaiting {
+    }
+    if let Some(last) = l.last().filter(|last| last.collected.is_none()) {
+        let refusal = match receipt_at(Path::new(&last.receipt)) {
+            ReceiptAt::Absent => None,
+            ReceiptAt::File { .. } => Some(LaneRefusal::ReceiptWaiting {
                 run: run.into(),
                 lane: lane.into(),
                 launch: last.launch,
                 receipt: last.receipt.clone(),
-            });
+            }),
+            ReceiptAt::NotAFile { what } => Some(LaneRefusal::ReceiptNotAFile {
+                run: run.into(),
+                lane: lane.into(),
+                launch: last.launch,
+                receipt: last.receipt.clone(),
+                what,
+            }),
+        };
+        if let Some(refusal) = refusal {
+            return Err(refusal);
         }
     }
-    Ok(l.launches_total + 1)
+    Ok(abandoned)
 }
 
 /// The run's folder in the local tier (`runs/<run>/`, 0700), for the agents' output.
@@ -187,6 +315,9 @@ pub fn start_recorded(store: &Store, scope: &Scope, spec: &WatchSpec, stdout: &P
             .get(&spec.run)
             .and_then(|r| r.lanes.get(&spec.lane))
             .and_then(|l| l.launches.iter().find(|x| x.launch == spec.launch));
+        if state.ledger.runs.get(&spec.run).is_some_and(|r| r.finished) {
+            return (vec![], WatchStart::NotMine(format!("run {} is finished; launch {} of its lane {} is not started", spec.run, spec.launch, spec.lane)));
+        }
         match launch {
             None => {
                 return (
@@ -342,7 +473,9 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     let receipts = lane::receipts_inside(ledger_now.runs.get(run_name.as_str()).into_iter().flat_map(|r| r.lanes.values()), &lane_dir);
     let work = lane::lane_work(&status.changed, &receipts);
     if !work.is_empty() {
-        let owned = lane::is_own_worktree(&ledger_now, run_name, &lane_dir);
+        // The worktree abcd made passed its test in `own_worktree`; a folder named with
+        // --cwd is abcd's only when it is a lane's own worktree by the same test.
+        let owned = request.cwd.is_none() || lane::own_worktree_at(&ledger_now, &wc.root, run_name, &lane_dir).is_some();
         if !owned && !request.save_aside {
             // Only names a record may hold are shown: a file name can be a secret.
             let (shown, unshown) = ledger::listable_files(&work);
@@ -361,6 +494,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
             }
         }
     }
+    let launcher = process::this_process().map_err(CommandError::failed)?;
     let intent = |n: u64| LaunchIntended {
         run: run_name.clone(),
         lane: lane.clone(),
@@ -369,10 +503,17 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
         command: words.clone(),
         receipt: receipt.display().to_string(),
         worktree: lane_dir.display().to_string(),
+        launcher: Some(launcher),
     };
+    // The decision and the intent are one step under the writer lock: of launches that
+    // race, one is recorded and every other is refused naming it.
     let written = wc.store.append_with(Some(&wc.scope), |state| match lane_refusal(&state.ledger, run_name, lane) {
         Err(why) => (vec![], Err::<u64, LaneRefusal>(why)),
-        Ok(n) => (vec![super::caller_event(event::LAUNCH_INTENDED, json!(intent(n)))], Ok(n)),
+        Ok(free) => {
+            let mut events = free.abandoned_events(run_name, lane);
+            events.push(super::caller_event(event::LAUNCH_INTENDED, json!(intent(free.next))));
+            (events, Ok(free.next))
+        }
     })?;
     let n = written.outcome.map_err(|why| refused(why.to_string()))?;
     #[cfg(feature = "test-support")]
@@ -426,9 +567,27 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
                 return Err(refused(format!("launch {n} of {run_name}/{lane} could not start its command; see {}", log.display())));
             }
             _ if Instant::now() >= deadline => {
+                // Settled by the launcher itself, under the lock: a watcher that has not
+                // started the agent by now never will, so the lane is not held by a start
+                // nobody waits for.
+                let settled = wc.store.append_with(Some(&wc.scope), |state| {
+                    let pending = state
+                        .ledger
+                        .runs
+                        .get(run_name)
+                        .and_then(|r| r.lanes.get(lane))
+                        .and_then(|l| l.launches.iter().find(|x| x.launch == n))
+                        .is_some_and(|x| x.started.is_none() && x.exited.is_none());
+                    let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
+                    if pending { (vec![new_event(event::LAUNCH_EXITED, json!(data))], true) } else { (vec![], false) }
+                })?;
+                if !settled.outcome {
+                    continue;
+                }
                 return Err(refused(format!(
-                    "launch {n} of {run_name}/{lane} is recorded as intended but its start was not confirmed within {} s; `abcd resume` shows it",
-                    START_CONFIRM_WAIT.as_secs()
+                    "launch {n} of {run_name}/{lane}: its start was not confirmed within {} s, so it is recorded as never started; see {} and launch again",
+                    START_CONFIRM_WAIT.as_secs(),
+                    log.display()
                 )));
             }
             _ => std::thread::sleep(START_POLL),

@@ -98,11 +98,15 @@ pub struct Driver<'a> {
     spawned: HashMap<(String, u64), Instant>,
     /// Launches whose agent was found gone before its exit was recorded, and when.
     gone_unrecorded: HashMap<(String, u64), Instant>,
+    /// This process, recorded as the launcher of every launch it intends: while it lives
+    /// no other launch of the lane starts.
+    process: Option<ProcessId>,
 }
 
 impl<'a> Driver<'a> {
     pub fn new(store: &'a Store, scope: &'a Scope, root: PathBuf, run: String, exe: PathBuf) -> Driver<'a> {
-        Driver { store, scope, root, run, exe, spawned: HashMap::new(), gone_unrecorded: HashMap::new() }
+        let process = process::this_process().ok();
+        Driver { store, scope, root, run, exe, spawned: HashMap::new(), gone_unrecorded: HashMap::new(), process }
     }
 
     fn journal(&self) -> &Journal {
@@ -274,11 +278,12 @@ impl<'a> Driver<'a> {
                 // A control or another driver got in first: look again.
                 _ => return (vec![], Err(Retry::Again)),
             }
-            let n = match launch::lane_refusal(&state.ledger, &run, lane) {
-                Ok(n) => n,
-                Err(LaneRefusal::Alive { .. }) => return (vec![], Err(Retry::Wait)),
+            let free = match launch::lane_refusal(&state.ledger, &run, lane) {
+                Ok(free) => free,
+                Err(LaneRefusal::Alive { .. } | LaneRefusal::Starting { .. }) => return (vec![], Err(Retry::Wait)),
                 Err(why) => return (vec![], Err(Retry::Fail(DriveError::Refused(format!("turn {} cannot start: {why}", plan.turn))))),
             };
+            let n = free.next;
             let words = command(n);
             if let Err(r) = crate::ledger::check_command(&words) {
                 return (vec![], Err(Retry::Fail(DriveError::Refused(format!("turn {}: the command {}", plan.turn, r.reason)))));
@@ -292,6 +297,7 @@ impl<'a> Driver<'a> {
                 command: words,
                 receipt: reply_file.clone(),
                 worktree: agent_spec.worktree.clone(),
+                launcher: self.process,
             };
             let turn = TurnIntended {
                 run: run.clone(),
@@ -304,7 +310,9 @@ impl<'a> Driver<'a> {
                 prompt_bytes: prompt.len() as u64,
                 reply_file,
             };
-            (vec![new_event(event::LAUNCH_INTENDED, json!(intended)), new_event(LOOP_TURN_INTENDED, json!(turn))], Ok(intended))
+            let mut events = free.abandoned_events(&run, lane);
+            events.extend([new_event(event::LAUNCH_INTENDED, json!(intended)), new_event(LOOP_TURN_INTENDED, json!(turn))]);
+            (events, Ok(intended))
         })?;
         let intended = match written.outcome {
             Ok(i) => i,
@@ -463,6 +471,7 @@ impl<'a> Driver<'a> {
                     launch: p.launch,
                     blake3: hash.clone(),
                     bytes: bytes.len() as u64,
+                    hashed_bytes: None,
                 };
                 events.push(new_event(event::RECEIPT_COLLECTED, json!(c)));
             }

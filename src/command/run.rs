@@ -204,7 +204,14 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
         None => (vec![], Err(no_run_named(run))),
         Some(r) if r.finished => (vec![], Ok(())),
-        Some(_) => (vec![new_event(event::RUN_FINISHED, json!(data))], Ok(())),
+        Some(r) => match unfinished_business(run, r) {
+            Err(why) => (vec![], Err(why)),
+            Ok(abandoned) => {
+                let mut events: Vec<_> = abandoned.iter().flat_map(|(lane, free)| free.abandoned_events(run, lane)).collect();
+                events.push(new_event(event::RUN_FINISHED, json!(data)));
+                (events, Ok(()))
+            }
+        },
     })?;
     written.outcome.map_err(CommandError::Refused)?;
     let (machine, scope) = machine()?;
@@ -215,25 +222,63 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
     super::lane::remove_own_worktrees(super::lane::LaneHome::of(&wc), run)
 }
 
-/// BLAKE3 and length of a receipt file, bounded.
-fn hash_receipt(path: &Path) -> std::io::Result<(String, u64)> {
+/// Why a run may not finish yet: a lane's agent alive or starting, or a receipt waiting
+/// (a finished run leaves `abcd resume`, and with it every way to these). When nothing
+/// holds it, each lane's launches to record `not_started` with the finish, so no watcher
+/// starts an agent for a finished run.
+fn unfinished_business(run: &str, r: &Run) -> Result<Vec<(String, super::launch::LaneFree)>, String> {
+    let mut abandoned = vec![];
+    for (lane, l) in &r.lanes {
+        match super::launch::lane_busy(run, lane, l) {
+            Ok(launches) => abandoned.push((lane.clone(), super::launch::LaneFree { next: l.launches_total + 1, abandoned: launches })),
+            Err(why) => {
+                let next = match &why {
+                    super::launch::LaneRefusal::ReceiptWaiting { .. } => format!("collect it with `abcd collect --run {run} --lane {lane}`"),
+                    super::launch::LaneRefusal::ReceiptNotAFile { .. } => "move it away".to_string(),
+                    _ => "wait for it to end".to_string(),
+                };
+                return Err(format!("refused: run {run} is not finished, as {}; {next}, then run `abcd run finish {run}` again", why.what_holds()));
+            }
+        }
+    }
+    Ok(abandoned)
+}
+
+/// A receipt as collected: the digest of its first bytes up to [`RECEIPT_MAX_BYTES`], its
+/// size, and how many bytes the digest covers when that is fewer than its size.
+struct ReceiptRead {
+    blake3: String,
+    bytes: u64,
+    hashed_bytes: Option<u64>,
+}
+
+/// Reads a receipt file for its digest, at most [`RECEIPT_MAX_BYTES`] of it: a larger one is
+/// collected all the same, its record saying how much the digest covers, so no lane waits
+/// for ever behind a receipt no verb can collect.
+fn hash_receipt(path: &Path) -> std::io::Result<ReceiptRead> {
     use std::io::Read;
-    let mut file = crate::platform::fs::open_regular(std::fs::OpenOptions::new().read(true), path, crate::platform::fs::Symlink::Follow)?;
+    let file = crate::platform::fs::open_regular(std::fs::OpenOptions::new().read(true), path, crate::platform::fs::Symlink::Follow)?;
+    let size = file.metadata()?.len();
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; RECEIPT_READ_CHUNK];
-    let mut total = 0u64;
+    let mut hashed = 0u64;
+    let mut limited = file.take(RECEIPT_MAX_BYTES);
     loop {
-        let n = file.read(&mut buf)?;
+        let n = limited.read(&mut buf)?;
         if n == 0 {
             break;
         }
-        total += n as u64;
-        if total > RECEIPT_MAX_BYTES {
-            return Err(std::io::Error::other(format!("the receipt is over {RECEIPT_MAX_BYTES} bytes")));
-        }
         hasher.update(&buf[..n]);
+        hashed += n as u64;
     }
-    Ok((hasher.finalize().to_hex().to_string(), total))
+    // A file that grew while read is over the bound too when one more byte is there.
+    let more = hashed == RECEIPT_MAX_BYTES && limited.into_inner().read(&mut [0u8; 1])? > 0;
+    let over = more || size > hashed;
+    Ok(ReceiptRead {
+        blake3: hasher.finalize().to_hex().to_string(),
+        bytes: size.max(hashed + u64::from(more)),
+        hashed_bytes: over.then_some(hashed),
+    })
 }
 
 /// `abcd collect`: the receipt of the lane's last launch, hashed and recorded.
@@ -263,10 +308,36 @@ fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> Result<Result<ReceiptColl
         if last.collected.is_some() {
             return (vec![], Err(format!("refused: the receipt of launch {} of {run}/{lane} was already collected", last.launch)));
         }
-        match hash_receipt(Path::new(&last.receipt)) {
-            Err(e) => (vec![], Err(format!("refused: the receipt {} cannot be read ({e}); it has not arrived", last.receipt))),
-            Ok((blake3, bytes)) => {
-                let data = ReceiptCollected { run: run.into(), lane: lane.into(), launch: last.launch, blake3, bytes };
+        let receipt = Path::new(&last.receipt);
+        match super::launch::receipt_at(receipt) {
+            super::launch::ReceiptAt::Absent => {
+                return (
+                    vec![],
+                    Err(format!("refused: the receipt of launch {} of {run}/{lane} has not arrived at {}", last.launch, last.receipt)),
+                );
+            }
+            super::launch::ReceiptAt::NotAFile { what } => {
+                return (
+                    vec![],
+                    Err(format!(
+                        "refused: where launch {} of {run}/{lane} writes its receipt, {}, there is {what}, not a receipt; move it away, then launch again",
+                        last.launch, last.receipt
+                    )),
+                );
+            }
+            super::launch::ReceiptAt::File { .. } => {}
+        }
+        match hash_receipt(receipt) {
+            Err(e) => (vec![], Err(format!("refused: the receipt {} cannot be read ({e}); fix what stops it, then collect again", last.receipt))),
+            Ok(read) => {
+                let data = ReceiptCollected {
+                    run: run.into(),
+                    lane: lane.into(),
+                    launch: last.launch,
+                    blake3: read.blake3,
+                    bytes: read.bytes,
+                    hashed_bytes: read.hashed_bytes,
+                };
                 (vec![new_event(event::RECEIPT_COLLECTED, json!(data))], Ok(data))
             }
         }
@@ -541,10 +612,15 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
     let last = lane.last();
     // An exit on record settles it; only an agent without one costs a /proc read.
     let alive = last.is_some_and(|l| l.exited.is_none()) && last.and_then(|l| l.started).is_some_and(|p| process::is_alive(&p));
-    let receipt_waiting = last.is_some_and(|l| l.collected.is_none() && !alive && Path::new(&l.receipt).is_file());
+    // One judgement of the receipt's path with `abcd launch` and `abcd collect`.
+    let receipt = last.filter(|l| l.collected.is_none() && !alive).map(|l| super::launch::receipt_at(Path::new(&l.receipt)));
+    let receipt_waiting = matches!(receipt, Some(super::launch::ReceiptAt::File { .. }));
     let stage = match last {
         None => "idle: nothing launched".to_string(),
         Some(l) if l.collected.is_some() => format!("launch {}: receipt collected", l.launch),
+        Some(l) if l.started.is_none() && l.exited.is_none() && l.launcher.is_some_and(|p| process::is_alive(&p)) => {
+            format!("launch {}: starting (its launcher, pid {}, is alive)", l.launch, l.launcher.map_or(0, |p| p.pid))
+        }
         Some(l) if l.started.is_none() && l.exited.is_none() => {
             format!(
                 "launch {}: intended, never started (the launcher stopped before starting it); check {} before launching again",
@@ -555,6 +631,9 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
         Some(l) if receipt_waiting => {
             format!("launch {}: receipt waiting at {}: `abcd collect` it before launching again", l.launch, l.receipt)
         }
+        Some(l) if let Some(super::launch::ReceiptAt::NotAFile { what }) = receipt => {
+            format!("launch {}: where its receipt belongs, {}, there is {what}, not a receipt: move it away before launching again", l.launch, l.receipt)
+        }
         Some(l) => match l.exited {
             Some(status) => format!("launch {}: exited ({}), no receipt", l.launch, ledger::exit_words(status)),
             None => {
@@ -562,6 +641,15 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
             }
         },
     };
+    // A journal written before launches of a lane were one at a time may hold an older
+    // agent still alive: it is named, so no agent that started goes unlisted.
+    let others: Vec<String> = lane
+        .launches
+        .iter()
+        .filter(|x| Some(x.launch) != last.map(|l| l.launch) && x.exited.is_none())
+        .filter_map(|x| x.started.filter(process::is_alive).map(|p| format!("launch {}'s agent is alive too (pid {})", x.launch, p.pid)))
+        .collect();
+    let stage = if others.is_empty() { stage } else { format!("{stage}; {}", others.join("; ")) };
     let worktree = last.map(|l| l.worktree.clone());
     let read = worktree.as_ref().and_then(|w| facts.get(w));
     let (uncommitted, behind, worktree_problem, base_problem) = match read {
@@ -738,13 +826,16 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
             {
                 // Only a worktree abcd made is saved and reset on its own; a folder the
                 // person named with --cwd is theirs.
-                let owned = wc.store.current_state().is_ok_and(|s| super::lane::is_own_worktree(&s.state.ledger, &run, Path::new(w)));
+                let owned = wc
+                    .store
+                    .current_state()
+                    .is_ok_and(|s| super::lane::own_worktree_at(&s.state.ledger, &wc.root, &run, Path::new(w)).is_some());
                 if !owned {
                     on_move(StepMove::NotSavedAside {
                         run: run.clone(),
                         lane: lane.clone(),
                         why: format!(
-                            "{w} is not a worktree abcd made, so abcd leaves its work as it is; commit or stash it there (`git -C {} stash -u`)",
+                            "{w} is not the worktree abcd made for the lane (or is not any more), so abcd leaves its work as it is; commit or stash it there (`git -C {} stash -u`)",
                             worktree::shell_quote(w)
                         ),
                     });
@@ -762,6 +853,46 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
         }
     }
     Ok(())
+}
+
+/// `abcd run save-aside`: the uncommitted work of the worktree abcd made for `run`'s
+/// `lane`, saved aside and the worktree returned to its last commit. Works for a finished
+/// run too (its kept worktree is otherwise out of every verb's reach); refused in any
+/// folder that does not pass the lane test, and while an agent of the run lives or starts.
+pub fn save_lane_aside(run: &str, lane: &str) -> Result<String, CommandError> {
+    let wc = open_here()?;
+    let ledger_now = wc.store.current_state()?.state.ledger;
+    let Some(r) = ledger_now.runs.get(run) else {
+        return Err(CommandError::Refused(no_run_named(run)));
+    };
+    let Some(l) = r.lanes.get(lane) else {
+        return Err(CommandError::Refused(format!("refused: run {run} has no lane {}; `abcd resume` lists its lanes", ledger::shown_name(lane))));
+    };
+    let Some(own) = &l.own_worktree else {
+        return Err(CommandError::Refused(format!(
+            "refused: abcd made no worktree for {run}/{lane} (or removed it), so it has nothing of the lane's to save; work in a folder of yours is yours to commit or stash"
+        )));
+    };
+    if let Err(what) = super::lane::verify_own_worktree(&wc.root, run, lane, own) {
+        return Err(CommandError::Refused(format!(
+            "refused: the worktree of {run}/{lane} is recorded at {}, but what is there is {what}; abcd saves aside only in the worktree it made, so it leaves this as it is",
+            own.path
+        )));
+    }
+    // Any lane of the run may work there (a loop's reviewer shares its implementer's).
+    for (other, x) in &r.lanes {
+        let busy = super::launch::lane_busy(run, other, x);
+        if let Err(why @ (super::launch::LaneRefusal::Alive { .. } | super::launch::LaneRefusal::Starting { .. })) = busy
+            && x.launches.iter().any(|launch| Path::new(&launch.worktree) == Path::new(&own.path))
+        {
+            return Err(CommandError::Refused(format!(
+                "refused: {} while it works in {}; wait for it to end, then save aside",
+                why.what_holds(),
+                own.path
+            )));
+        }
+    }
+    save_aside(&wc, run, lane, Path::new(&own.path)).map_err(|why| CommandError::Refused(format!("refused: {why}")))
 }
 
 /// Saves a lane's uncommitted work to a ref, records it, and returns the lane to its last

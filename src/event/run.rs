@@ -56,6 +56,13 @@ pub struct LaunchIntended {
     pub command: Vec<String>,
     pub receipt: String,
     pub worktree: String,
+    /// The process that recorded the intent and starts the launch's watcher (`abcd launch`,
+    /// or the loop's driver). While it lives, the launch is starting and the lane is taken;
+    /// once it is gone with the launch neither started nor ended, the next launch of the
+    /// lane records it `not_started`. Absent in journals written before it was recorded:
+    /// such a launch counts as abandoned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<ProcessId>,
 }
 
 /// `data` of `launch.started`.
@@ -102,9 +109,14 @@ pub struct ReceiptCollected {
     pub run: String,
     pub lane: String,
     pub launch: u64,
-    /// BLAKE3 of the receipt's bytes, 64 hex.
+    /// BLAKE3 of the receipt's bytes (of its first `hashed_bytes` when that is set), 64 hex.
     pub blake3: String,
     pub bytes: u64,
+    /// Set only for a receipt over the collect's read bound (`command::run::RECEIPT_MAX_BYTES`):
+    /// the bytes the digest covers, its first ones. Such a receipt is collected all the
+    /// same (the lane goes on), and the record says how much of it the digest vouches for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hashed_bytes: Option<u64>,
 }
 
 /// `data` of `work.saved_aside`.

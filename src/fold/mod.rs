@@ -508,6 +508,7 @@ mod tests {
             command: vec!["claude".into(), "-p".into()],
             receipt: "/w/r.json".into(),
             worktree: "/w".into(),
+            launcher: None,
         };
         fold_intended(&mut good.ledger, launch, jiff::Timestamp::UNIX_EPOCH).unwrap();
         good.sessions.insert("s1".into(), SessionSlot::default());

@@ -88,6 +88,9 @@ pub struct WorktreeStatus {
     /// Modified, added, deleted and untracked paths (ignored ones aside), relative to the
     /// worktree's root, sorted, each once. An untracked nested repository ends in `/`.
     pub changed: Vec<String>,
+    /// The repository's common git folder, resolved: two work trees of one repository
+    /// share it.
+    pub common_dir: PathBuf,
 }
 
 /// Work saved aside by [`save_aside`], verified to hold all of it.
@@ -161,7 +164,13 @@ pub fn status(worktree: &Path) -> Result<WorktreeStatus, WorktreeError> {
         head: reading.head,
         branch: reading.branch,
         changed: reading.changed.into_keys().collect(),
+        common_dir: place.common,
     })
+}
+
+/// The common git folder, resolved, of the repository whose work tree has its root at `root`.
+pub fn common_dir(root: &Path) -> Result<PathBuf, WorktreeError> {
+    Ok(locate(root)?.common)
 }
 
 /// Saves every modified, added (staged or not), deleted and untracked file (ignored files
@@ -513,6 +522,8 @@ fn check_name(what: &'static str, name: &str) -> Result<(), WorktreeError> {
 struct Place {
     root: PathBuf,
     linked: bool,
+    /// The repository's common git folder, resolved (links followed).
+    common: PathBuf,
 }
 
 /// Asks git whether `worktree` is a work tree's root, and whether a linked one. A folder
@@ -546,7 +557,7 @@ fn locate(worktree: &Path) -> Result<Place, WorktreeError> {
     if canon(worktree) != canon(&top) {
         return Err(not(format!("it lies inside the work tree at {}, not at its root", top.display())));
     }
-    Ok(Place { root: top, linked: canon(&git_dir) != canon(&common) })
+    Ok(Place { root: top, linked: canon(&git_dir) != canon(&common), common: canon(&common) })
 }
 
 /// What `git status` reads.

@@ -47,6 +47,9 @@ pub struct Launch {
     pub receipt: String,
     pub worktree: String,
     pub intended_at: Timestamp,
+    /// Who recorded the intent and starts the watcher (see `LaunchIntended::launcher`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<ProcessId>,
     pub started: Option<ProcessId>,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
@@ -337,6 +340,7 @@ pub fn fold_intended(state: &mut LedgerState, l: LaunchIntended, at: Timestamp) 
         receipt: l.receipt,
         worktree: l.worktree,
         intended_at: at,
+        launcher: l.launcher,
         started: None,
         stdout: None,
         stderr: None,
@@ -371,6 +375,9 @@ pub fn fold_exited(state: &mut LedgerState, e: LaunchExited) -> Result<(), Rejec
 pub fn fold_collected(state: &mut LedgerState, c: ReceiptCollected) -> Result<(), Rejection> {
     if c.blake3.len() != 64 || !c.blake3.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         return Err(reject("blake3", "is not 64 lowercase hex"));
+    }
+    if c.hashed_bytes.is_some_and(|h| h > c.bytes) {
+        return Err(reject("hashed_bytes", "is more than the receipt's bytes"));
     }
     let launch = launch_mut(state, &c.run, &c.lane, c.launch)?;
     if launch.collected.is_some() {

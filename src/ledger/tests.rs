@@ -23,6 +23,7 @@ fn intended(n: u64) -> LaunchIntended {
         command: vec!["claude".into(), "-p".into(), "go on".into()],
         receipt: "/w/receipt.json".into(),
         worktree: "/w".into(),
+        launcher: None,
     }
 }
 
@@ -108,7 +109,7 @@ fn a_launch_goes_intended_started_exited_collected_each_once() {
     let ex = LaunchExited { run: "r1".into(), lane: "impl".into(), launch: 1, status: ExitStatus::Code { code: 0 } };
     fold_exited(&mut s, ex.clone()).unwrap();
     assert!(fold_exited(&mut s, ex).is_err());
-    let c = ReceiptCollected { run: "r1".into(), lane: "impl".into(), launch: 1, blake3: "a".repeat(64), bytes: 3 };
+    let c = ReceiptCollected { run: "r1".into(), lane: "impl".into(), launch: 1, blake3: "a".repeat(64), bytes: 3, hashed_bytes: None };
     fold_collected(&mut s, c.clone()).unwrap();
     assert!(fold_collected(&mut s, c).is_err());
     let l = s.runs["r1"].lanes["impl"].last().unwrap();

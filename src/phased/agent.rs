@@ -55,7 +55,19 @@ impl ReplyFile {
         if let Some(s) = &r.session {
             session_ok(s)?;
         }
+        reply_travels(&r.reply)?;
         Ok(r)
+    }
+}
+
+/// A reply is text that travels: it is quoted into the next turn's prompt, which is one
+/// word of the next agent's command line, and no command line can carry a NUL byte. A
+/// reply holding one is refused where it is read, as its writer's failure, rather than
+/// passed on to fail the next agent's start.
+pub fn reply_travels(reply: &str) -> Result<(), String> {
+    match reply.bytes().position(|b| b == 0) {
+        Some(at) => Err(format!("holds a NUL byte (at byte {at}), which no command line can carry to the next agent")),
+        None => Ok(()),
     }
 }
 
@@ -236,8 +248,10 @@ pub fn read_reply(reader: Reader, stdout: &[u8]) -> Result<ReplyFile, String> {
         return Err(format!("the reply is over {REPLY_MAX_BYTES} bytes"));
     }
     let text = std::str::from_utf8(stdout).map_err(|_| "the reply is not UTF-8".to_string())?;
-    match reader {
-        Reader::Plain => Ok(ReplyFile::new(text.to_string(), None)),
-        Reader::ClaudeJson => parse_claude_json(text).map(|(reply, session)| ReplyFile::new(reply, session)),
-    }
+    let reply = match reader {
+        Reader::Plain => ReplyFile::new(text.to_string(), None),
+        Reader::ClaudeJson => parse_claude_json(text).map(|(reply, session)| ReplyFile::new(reply, session))?,
+    };
+    reply_travels(&reply.reply).map_err(|why| format!("the reply {why}"))?;
+    Ok(reply)
 }

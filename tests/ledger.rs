@@ -700,18 +700,25 @@ fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out(
     std::fs::create_dir_all(clean.join(".abcd/.work.local")).unwrap();
     std::fs::write(clean.join(".abcd/.work.local/journal.jsonl"), "lane's journal\n").unwrap();
 
+    // A run with an agent alive does not finish: it would leave `abcd resume` while the
+    // agent works.
+    let refused = c.abcd(&["run", "finish", "r1"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains(&format!("launch 1 of r1/live is alive (pid {live_agent}); wait for it to end")), "{}", stderr(&refused));
+    assert!(c.lane("r1", "live")["agent_alive"] == true, "still listed");
+    let _ = Command::new("kill").arg(&live_agent).status();
+    eventually("the live agent to exit", || c.lane("r1", "live")["stage"].as_str().unwrap().contains("exited"));
+
     let finish = c.abcd(&["run", "finish", "r1"]);
     assert!(finish.status.success(), "{}", stderr(&finish));
     let said = stdout(&finish);
-    assert!(said.contains("lane live: worktree") && said.contains("kept: its agent (pid"), "{said}");
-    assert!(said.contains("lane detached: worktree") && said.contains("its HEAD is not on the branch abcd/r1/detached"), "{said}");
+    assert!(said.contains("lane live: worktree") && said.contains("removed"), "{said}");
+    assert!(said.contains("lane detached: worktree") && said.contains("a worktree with a detached HEAD, not on abcd/r1/detached"), "{said}");
     assert!(said.contains("lane clean: worktree") && said.contains("abcd's files from it (its journal, receipts) are in"), "{said}");
-    assert!(live.is_dir() && detached.is_dir() && !clean.exists());
+    assert!(!live.exists() && detached.is_dir() && !clean.exists());
     let moved = c.root.join(".abcd/.work.local/runs/r1/clean.worktree");
     assert_eq!(std::fs::read_to_string(moved.join("work.local/journal.jsonl")).unwrap(), "lane's journal\n");
     assert_eq!(std::fs::read_to_string(moved.join("receipts/R")).unwrap(), "done\n");
-    // The live agent runs detached in its own session: end it here rather than leave it.
-    let _ = Command::new("kill").arg(&live_agent).status();
 }
 
 /// The crash windows and leftovers around the worktree abcd makes: one made but never
@@ -743,7 +750,8 @@ fn a_lanes_worktree_is_recovered_or_refused_as_it_stands() {
     std::fs::create_dir_all(place("c")).unwrap();
     let out = launch("c");
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("but something else is there; move it away"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("but what is there is a folder git does not read as a work tree"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("; move it away"), "{}", stderr(&out));
     std::fs::remove_dir_all(place("c")).unwrap();
     c.git(&["branch", "abcd/r1/c"]);
     let out = launch("c");
@@ -773,4 +781,289 @@ fn away_changes_and_decisions_name_the_session() {
         let line = audit.lines().find(|l| l.contains(kind)).unwrap_or_else(|| panic!("{kind} in {audit}"));
         assert!(line.contains("session sess-decider-1"), "{line}");
     }
+}
+
+// ---- One agent per lane (issue 32): racing launches, lane folders, receipts, finish ----
+
+/// Every event of `kind` in the working copy's journal, its `data`.
+fn events_of(c: &Copy, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(c.root.join(".abcd/.work.local/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e["data"].clone())
+        .collect()
+}
+
+/// `abcd launch --run r --lane b --role agent --receipt R -- COMMAND…`, started (not waited).
+fn spawn_launch(c: &Copy, command: &[&str]) -> std::process::Child {
+    let mut args = vec!["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--"];
+    args.extend_from_slice(command);
+    Command::new(env!("CARGO_BIN_EXE_abcd"))
+        .args(&args)
+        .current_dir(&c.root)
+        .env("ABCD_HOME", &c.home)
+        .env_remove("CLAUDE_CODE_SESSION_ID")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `n` launches of r/b started at once, each waited for.
+fn race(c: &Copy, n: usize, command: &[&str]) -> Vec<Output> {
+    let children: Vec<_> = (0..n).map(|_| spawn_launch(c, command)).collect();
+    children.into_iter().map(|child| child.wait_with_output().unwrap()).collect()
+}
+
+/// One launch of r/b whose agent writes its receipt and ends, collected: the lane's
+/// worktree exists afterwards, so git's refusal to make it twice saves nothing by accident.
+fn one_collected_launch(c: &Copy) {
+    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "sh", "-c", "echo done > R"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    eventually("the receipt to arrive", || c.lane("r", "b")["receipt_waiting"] == true);
+    let collected = c.abcd(&["collect", "--run", "r", "--lane", "b"]);
+    assert!(collected.status.success(), "{}", stderr(&collected));
+}
+
+/// Issue 32, the first reproduction: six launches of one lane at once, after one that
+/// ended and was collected. Exactly one starts; every other is refused naming it; the
+/// listing shows the one that runs.
+#[test]
+fn launches_of_one_lane_that_race_start_one_agent_and_the_others_name_it() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let _driver = c.start_run("r", &["b"]);
+    one_collected_launch(&c);
+    let outs = race(&c, 6, &["sleep", "15"]);
+    let started = events_of(&c, "launch.started");
+    let agents: Vec<&Value> = started.iter().filter(|s| s["launch"].as_u64() != Some(1)).collect();
+    assert_eq!(agents.len(), 1, "one agent started: {started:?}");
+    let winner = agents[0]["launch"].as_u64().unwrap();
+    let pid = agents[0]["process"]["pid"].as_u64().unwrap().to_string();
+    assert_eq!(outs.iter().filter(|o| o.status.success()).count(), 1, "one launch succeeded");
+    for out in outs.iter().filter(|o| !o.status.success()) {
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+        assert!(stderr(out).contains(&format!("launch {winner} of r/b is ")), "the refusal names the winner: {}", stderr(out));
+    }
+    let lane = c.lane("r", "b");
+    assert_eq!((lane["launch"].as_u64(), lane["agent_alive"].as_bool()), (Some(winner), Some(true)), "{lane}");
+    let _ = Command::new("kill").arg(&pid).status();
+}
+
+/// Issue 32's stress test: 8 launches of one lane at once, round after round, each round
+/// after the last agent ended and its receipt was collected. Exactly one agent a round,
+/// every other launch refused naming it, the listing naming the agent that started.
+/// `ABCD_LANE_RACE_ROUNDS` sets the rounds (200 by default; docs/reliability.md holds a
+/// 2,000-round run).
+#[test]
+fn eight_launches_at_once_round_after_round_start_exactly_one_agent_each() {
+    let rounds: u64 = std::env::var("ABCD_LANE_RACE_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let _driver = c.start_run("r", &["b"]);
+    one_collected_launch(&c);
+    let mut refused = 0;
+    for round in 0..rounds {
+        let outs = race(&c, 8, &["sh", "-c", "echo done > R"]);
+        let won: Vec<&Output> = outs.iter().filter(|o| o.status.success()).collect();
+        assert_eq!(won.len(), 1, "round {round}: {:?}", outs.iter().map(stderr).collect::<Vec<_>>());
+        let started = events_of(&c, "launch.started");
+        assert_eq!(started.len() as u64, round + 2, "round {round}: one more agent started");
+        let winner = started.last().unwrap()["launch"].as_u64().unwrap();
+        for out in outs.iter().filter(|o| !o.status.success()) {
+            assert_eq!(out.status.code(), Some(2), "round {round}: {}", stderr(out));
+            assert!(stderr(out).contains(&format!("launch {winner} of r/b ")), "round {round}: {}", stderr(out));
+            refused += 1;
+        }
+        let lane = c.lane("r", "b");
+        assert_eq!(lane["launch"].as_u64(), Some(winner), "round {round}: the listing names the agent that started: {lane}");
+        assert!(lane["agent"]["pid"].is_u64(), "round {round}: {lane}");
+        eventually("the receipt to arrive", || c.lane("r", "b")["receipt_waiting"] == true);
+        let collected = c.abcd(&["collect", "--run", "r", "--lane", "b"]);
+        assert!(collected.status.success(), "round {round}: {}", stderr(&collected));
+        eventually("the exit to be recorded", || events_of(&c, "launch.exited").len() as u64 == round + 2);
+    }
+    assert_eq!(refused, rounds * 7);
+    eprintln!("{rounds} rounds of 8 racing launches: {rounds} agents started, {refused} launches refused");
+}
+
+/// The shapes a lane folder can be found in (issue 32, acceptance 3). Each gets the
+/// person's uncommitted work where the folder leads; `abcd run save-aside`, `abcd resume
+/// --step` and `abcd launch` then run. Only the lane's own worktree is ever saved aside,
+/// reset or launched into; every other shape is refused naming what is there, and the
+/// person's files stay as they were.
+#[test]
+fn only_the_lanes_own_worktree_is_saved_aside_reset_or_launched_into() {
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Shape {
+        LinkToCheckout,
+        LinkToAnotherWorktree,
+        WorktreeOfAnotherBranch,
+        PlainFolder,
+        LaneNamedFolderElsewhere,
+        TheLanesOwn,
+    }
+    for shape in [
+        Shape::LinkToCheckout,
+        Shape::LinkToAnotherWorktree,
+        Shape::WorktreeOfAnotherBranch,
+        Shape::PlainFolder,
+        Shape::LaneNamedFolderElsewhere,
+        Shape::TheLanesOwn,
+    ] {
+        let lab = Lab::new();
+        let c = lab.copy("wc");
+        let _driver = c.start_run("r", &["b"]);
+        one_collected_launch(&c);
+        let place = PathBuf::from(c.lane("r", "b")["worktree"].as_str().unwrap());
+        let forget = |c: &Copy| {
+            std::fs::remove_dir_all(&place).unwrap();
+            c.git(&["worktree", "prune"]);
+        };
+        let person_work = |dir: &Path| {
+            std::fs::write(dir.join("README"), "the person's edit\n").unwrap();
+            std::fs::write(dir.join("mine.txt"), "the person's own\n").unwrap();
+        };
+        // Where the person's files are, whatever the shape does to the lane's place.
+        let watched: PathBuf = match shape {
+            Shape::LinkToCheckout => {
+                forget(&c);
+                std::os::unix::fs::symlink(&c.root, &place).unwrap();
+                c.root.clone()
+            }
+            Shape::LinkToAnotherWorktree => {
+                let other = lab.dir.path().join("feature-tree");
+                c.git(&["worktree", "add", "-q", "-b", "feature", other.to_str().unwrap()]);
+                forget(&c);
+                std::os::unix::fs::symlink(&other, &place).unwrap();
+                other
+            }
+            Shape::WorktreeOfAnotherBranch => {
+                forget(&c);
+                c.git(&["worktree", "add", "-q", "-b", "feature", place.to_str().unwrap()]);
+                place.clone()
+            }
+            Shape::PlainFolder => {
+                forget(&c);
+                std::fs::create_dir_all(&place).unwrap();
+                std::fs::write(place.join("README"), "hello\n").unwrap();
+                place.clone()
+            }
+            Shape::LaneNamedFolderElsewhere => {
+                // The run's folder moved elsewhere and linked back: the lane-named folder
+                // is a real worktree on the lane's branch, but not at the lane's place.
+                let run_dir = place.parent().unwrap().to_path_buf();
+                let elsewhere = lab.dir.path().join("elsewhere");
+                std::fs::create_dir_all(&elsewhere).unwrap();
+                std::fs::rename(&run_dir, elsewhere.join("r")).unwrap();
+                std::os::unix::fs::symlink(elsewhere.join("r"), &run_dir).unwrap();
+                c.git(&["worktree", "repair", elsewhere.join("r/b").to_str().unwrap()]);
+                elsewhere.join("r/b")
+            }
+            Shape::TheLanesOwn => place.clone(),
+        };
+        person_work(&watched);
+        let before = person_files(&watched);
+        let saved_before = events_of(&c, "work.saved_aside").len();
+        let started_before = events_of(&c, "launch.started").len();
+
+        let save = c.abcd(&["run", "save-aside", "--run", "r", "--lane", "b"]);
+        let step = c.abcd(&["resume", "--step"]);
+        assert!(step.status.success(), "{shape:?}: {}", stderr(&step));
+        if shape == Shape::TheLanesOwn {
+            assert!(save.status.success(), "{shape:?}: {}", stderr(&save));
+            assert!(stdout(&save).contains("saved 2 uncommitted file(s) of r/b"), "{shape:?}: {}", stdout(&save));
+            assert_eq!(events_of(&c, "work.saved_aside").len(), saved_before + 1);
+            person_work(&watched);
+        } else {
+            assert_eq!(save.status.code(), Some(2), "{shape:?}: {}", stderr(&save));
+            assert!(stderr(&save).contains("but what is there is "), "{shape:?}: {}", stderr(&save));
+            assert_eq!(events_of(&c, "work.saved_aside").len(), saved_before, "{shape:?}: nothing saved");
+            assert_eq!(person_files(&watched), before, "{shape:?}: nothing of the person's changed");
+        }
+        let launch = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "sh", "-c", "echo hi > launched.txt"]);
+        if shape == Shape::TheLanesOwn {
+            assert!(launch.status.success(), "{shape:?}: {}", stderr(&launch));
+            assert!(stdout(&launch).contains("saved 2 uncommitted file(s)"), "{shape:?}: {}", stdout(&launch));
+            assert_eq!(events_of(&c, "launch.started").len(), started_before + 1);
+        } else {
+            assert_eq!(launch.status.code(), Some(2), "{shape:?}: {}", stderr(&launch));
+            assert!(stderr(&launch).contains("but what is there is "), "{shape:?}: {}", stderr(&launch));
+            assert_eq!(person_files(&watched), before, "{shape:?}: nothing of the person's changed");
+            assert_eq!(events_of(&c, "work.saved_aside").len(), saved_before, "{shape:?}: nothing saved");
+            assert_eq!(events_of(&c, "launch.started").len(), started_before, "{shape:?}: nothing started");
+            assert!(!watched.join("launched.txt").exists(), "{shape:?}");
+        }
+    }
+}
+
+/// A receipt over the collect's read bound is collected all the same, its record saying
+/// how much of it the digest covers; one at the bound is collected whole. `launch`,
+/// `collect` and `resume` judge a receipt's path alike: something not a file there is
+/// named by all three with the same way out.
+#[test]
+fn every_receipt_has_a_way_out_judged_alike_by_launch_collect_and_resume() {
+    const BOUND: u64 = 64 << 20;
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let _driver = c.start_run("r", &["b"]);
+    for (size, over) in [(BOUND, false), (BOUND + 1, true)] {
+        let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let tree = PathBuf::from(c.lane("r", "b")["worktree"].as_str().unwrap());
+        eventually("the agent to exit", || c.lane("r", "b")["stage"].as_str().unwrap().contains("exited"));
+        std::fs::File::create(tree.join("R")).unwrap().set_len(size).unwrap();
+        let refused = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+        assert_eq!(refused.status.code(), Some(2));
+        assert!(stderr(&refused).contains("collect it first"), "{}", stderr(&refused));
+        let collected = c.abcd(&["collect", "--run", "r", "--lane", "b", "--json"]);
+        assert!(collected.status.success(), "{size}: {}", stderr(&collected));
+        let record = events_of(&c, "receipt.collected").last().unwrap().clone();
+        assert_eq!(record["bytes"].as_u64(), Some(size));
+        assert_eq!(record["hashed_bytes"].as_u64(), over.then_some(BOUND), "{record}");
+        std::fs::remove_file(tree.join("R")).unwrap();
+    }
+    // A folder where the receipt belongs.
+    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "mkdir", "R"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    eventually("the agent to exit", || c.lane("r", "b")["stage"].as_str().unwrap().contains("there is a folder"));
+    let words = "there is a folder, not a receipt; move it away";
+    let launch = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+    let collect = c.abcd(&["collect", "--run", "r", "--lane", "b"]);
+    assert_eq!((launch.status.code(), collect.status.code()), (Some(2), Some(2)));
+    assert!(stderr(&launch).contains(words) && stderr(&collect).contains(words), "{}\n{}", stderr(&launch), stderr(&collect));
+    let tree = PathBuf::from(c.lane("r", "b")["worktree"].as_str().unwrap());
+    std::fs::remove_dir(tree.join("R")).unwrap();
+    let again = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+    assert!(again.status.success(), "moved away, the lane launches: {}", stderr(&again));
+}
+
+/// `run finish` refuses while a receipt waits, naming `abcd collect`; a finished run's
+/// worktree kept for its uncommitted work is saved aside by `abcd run save-aside`, after
+/// which the finish removes it.
+#[test]
+fn a_run_finishes_only_when_no_lane_is_held_and_its_kept_work_can_still_be_saved() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let _driver = c.start_run("r", &["b"]);
+    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "sh", "-c", "echo work > new.txt; echo done > R"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    eventually("the receipt to arrive", || c.lane("r", "b")["receipt_waiting"] == true);
+    let refused = c.abcd(&["run", "finish", "r"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("collect it with `abcd collect --run r --lane b`"), "{}", stderr(&refused));
+    assert!(events_of(&c, "run.finished").is_empty());
+    assert!(c.abcd(&["collect", "--run", "r", "--lane", "b"]).status.success());
+    let finish = c.abcd(&["run", "finish", "r"]);
+    assert!(finish.status.success(), "{}", stderr(&finish));
+    assert!(stdout(&finish).contains("`abcd run save-aside --run r --lane b`"), "{}", stdout(&finish));
+    assert!(c.resume_json()["runs"].as_array().unwrap().is_empty(), "the finished run is not listed");
+    let saved = c.abcd(&["run", "save-aside", "--run", "r", "--lane", "b"]);
+    assert!(saved.status.success(), "{}", stderr(&saved));
+    let ref_name = events_of(&c, "work.saved_aside")[0]["ref_name"].as_str().unwrap().to_string();
+    assert_eq!(c.git(&["show", &format!("{ref_name}:new.txt")]), "work\n");
+    let again = c.abcd(&["run", "finish", "r"]);
+    assert!(again.status.success() && stdout(&again).contains("removed"), "{}", stdout(&again));
 }

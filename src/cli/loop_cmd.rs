@@ -358,7 +358,7 @@ pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
             if code == 0 { EXIT_FAILURE } else { code }
         }
         TurnOutcome::ReplyUnreadable(why) => {
-            errln!("abcd turn: the reply cannot be read: {why}; no reply is written");
+            errln!("abcd turn: the reply of the {agent} agent (turn {turn_number}) cannot be read: {why}; no reply is written");
             TURN_REPLY_UNREADABLE
         }
     })

@@ -1128,3 +1128,126 @@ fn the_first_add_killed_while_it_creates_the_journal_leaves_none_or_a_whole_one(
     lab.finish();
     println!("{}", lab.summary(started, headline));
 }
+
+/// The launches a lane agent logs: `start PID` when it begins and `end PID` when it is done.
+const LAUNCH_AGENT: &str = "echo \"start $$\" >> \"$LAB_AGENTS\"; sleep 0.2; echo \"end $$\" >> \"$LAB_AGENTS\"; echo done > R";
+
+/// Issue 32: `abcd launch` killed with SIGKILL at random moments, and at the two named
+/// points between its locked decision and the agent's start (right after the intent,
+/// right after the watcher starts). Never two agents of the lane at once; every agent
+/// that ran has its `launch.intended` and `launch.started` on the record; after every
+/// kill the lane can launch again. Quick mode: 30 kills; `ABCD_CRASH_LAB_LAUNCH_KILLS`
+/// sets them.
+#[test]
+fn a_launch_killed_at_any_step_never_leaves_two_agents_or_an_unrecorded_one() {
+    let wanted = env_u64("ABCD_CRASH_LAB_LAUNCH_KILLS").unwrap_or(30);
+    let mut rng = Rng(base_seed() ^ 0x1a0c);
+    let repo = TestRepo::new();
+    let agents = repo.dir.path().join("agents.log");
+    let abcd = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(abcd_bin());
+        c.args(args).current_dir(&repo.root).env("ABCD_HOME", &repo.home).env("LAB_AGENTS", &agents).env_remove("CLAUDE_CODE_SESSION_ID");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c
+    };
+    assert!(abcd(&["init"], &[]).output().unwrap().status.success());
+    let mut driver = Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = driver.id().to_string();
+    assert!(abcd(&["run", "start", "r", "--lane", "b", "--driver-pid", &pid], &[]).output().unwrap().status.success());
+    let launch = ["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "sh", "-c", LAUNCH_AGENT];
+    let lane = || -> Value {
+        let out = abcd(&["resume", "--json"], &[]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+        v["runs"][0]["lanes"][0].clone()
+    };
+    // Waits until no agent of the lane runs or starts, collecting a receipt that waits.
+    let settle = || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            assert!(Instant::now() < deadline, "the lane never settled: {}", lane());
+            let l = lane();
+            let stage = l["stage"].as_str().unwrap_or_default().to_string();
+            if l["receipt_waiting"] == true {
+                assert!(abcd(&["collect", "--run", "r", "--lane", "b"], &[]).output().unwrap().status.success());
+            } else if l["agent_alive"] != true && !stage.contains("starting") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // A typical launch, whole.
+    let mut typical = Vec::new();
+    for _ in 0..4 {
+        settle();
+        let start = Instant::now();
+        let out = abcd(&launch, &[]).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        typical.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    let typical = upper_quartile_of_last(&typical, 4);
+    let mut landed = 0;
+    for n in 0..wanted {
+        settle();
+        let seam = match n % 5 {
+            0 => Some("ABCD_TEST_KILL_AFTER_INTENT"),
+            1 => Some("ABCD_TEST_KILL_AFTER_WATCHER"),
+            _ => None,
+        };
+        let out = match seam {
+            Some(var) => abcd(&launch, &[(var, "1")]).output().unwrap(),
+            None => {
+                let child = abcd(&launch, &[]).spawn().unwrap();
+                std::thread::sleep(delay_over(&mut rng, typical));
+                // SAFETY: plain syscall on the pid of our own unreaped child.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+                child.wait_with_output().unwrap()
+            }
+        };
+        if out.status.signal() == Some(libc::SIGKILL) {
+            landed += 1;
+        }
+        // After any kill the lane launches again (an abandoned start is settled by it).
+        settle();
+        let again = abcd(&launch, &[]).output().unwrap();
+        assert!(again.status.success(), "kill {n}: the lane cannot launch again: {}", text(&again));
+    }
+    settle();
+    // Never two agents at once: the log's starts and ends alternate.
+    let log = std::fs::read_to_string(&agents).unwrap();
+    let mut running: Option<&str> = None;
+    let mut ran = HashSet::new();
+    for line in log.lines() {
+        match line.split_once(' ') {
+            Some(("start", pid)) => {
+                assert!(running.is_none(), "two agents at once ({running:?} and {pid}):\n{log}");
+                running = Some(pid);
+                ran.insert(pid.to_string());
+            }
+            Some(("end", pid)) => {
+                assert_eq!(running, Some(pid), "{log}");
+                running = None;
+            }
+            _ => panic!("bad line {line:?}"),
+        }
+    }
+    // Every agent that ran is on the record, started by a launch intended before it.
+    let journal = std::fs::read_to_string(repo.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
+    let events: Vec<Value> = journal.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let intended: HashSet<u64> = events.iter().filter(|e| e["kind"] == "launch.intended").filter_map(|e| e["data"]["launch"].as_u64()).collect();
+    let started: BTreeMap<String, u64> = events
+        .iter()
+        .filter(|e| e["kind"] == "launch.started")
+        .map(|e| (e["data"]["process"]["pid"].to_string(), e["data"]["launch"].as_u64().unwrap()))
+        .collect();
+    for pid in &ran {
+        let launch = started.get(pid).unwrap_or_else(|| panic!("agent {pid} ran without launch.started:\n{journal}"));
+        assert!(intended.contains(launch), "launch {launch} started without launch.intended");
+    }
+    let _ = driver.kill();
+    let _ = driver.wait();
+    println!("launch crash lab: {landed} of {wanted} launches killed, {} agents ran, never two at once", ran.len());
+    assert!(landed >= wanted / 2, "too few kills landed: {landed} of {wanted}");
+}

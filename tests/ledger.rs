@@ -419,9 +419,12 @@ fn uncommitted_work_in_a_named_folder_is_saved_aside_only_when_the_person_says_s
     );
     assert!(c.root.join("build.log").exists(), "ignored files stay");
     let journal = std::fs::read_to_string(&journal_path).unwrap();
+    // The launch holds the lane with its intent first, so no racing launch saves and
+    // resets the same folder; the work is saved and recorded before the agent starts.
     let saved = journal.find("work.saved_aside").unwrap();
     let intended = journal.find("launch.intended").unwrap();
-    assert!(saved < intended, "saved aside and recorded before the launch is");
+    let started = journal.find("launch.started").unwrap();
+    assert!(intended < saved && saved < started, "saved aside under the launch's intent, before its start");
     assert!(!journal.contains("lane.worktree_created"), "a named folder is not made");
 }
 
@@ -796,9 +799,10 @@ fn events_of(c: &Copy, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-/// `abcd launch --run r --lane b --role agent --receipt R -- COMMAND…`, started (not waited).
-fn spawn_launch(c: &Copy, command: &[&str]) -> std::process::Child {
-    let mut args = vec!["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--"];
+/// `abcd launch --run r --lane b --role agent --receipt RECEIPT -- COMMAND…`, started (not
+/// waited).
+fn spawn_launch(c: &Copy, receipt: &str, command: &[&str]) -> std::process::Child {
+    let mut args = vec!["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", receipt, "--"];
     args.extend_from_slice(command);
     Command::new(env!("CARGO_BIN_EXE_abcd"))
         .args(&args)
@@ -811,9 +815,10 @@ fn spawn_launch(c: &Copy, command: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
-/// `n` launches of r/b started at once, each waited for.
-fn race(c: &Copy, n: usize, command: &[&str]) -> Vec<Output> {
-    let children: Vec<_> = (0..n).map(|_| spawn_launch(c, command)).collect();
+/// `n` launches of r/b started at once, each waited for. The receipt is one no launch
+/// has written yet, so a stale receipt file does not hold the lane by accident.
+fn race(c: &Copy, n: usize, receipt: &str, command: &[&str]) -> Vec<Output> {
+    let children: Vec<_> = (0..n).map(|_| spawn_launch(c, receipt, command)).collect();
     children.into_iter().map(|child| child.wait_with_output().unwrap()).collect()
 }
 
@@ -836,7 +841,7 @@ fn launches_of_one_lane_that_race_start_one_agent_and_the_others_name_it() {
     let c = lab.copy("wc");
     let _driver = c.start_run("r", &["b"]);
     one_collected_launch(&c);
-    let outs = race(&c, 6, &["sleep", "15"]);
+    let outs = race(&c, 6, "R2", &["sleep", "15"]);
     let started = events_of(&c, "launch.started");
     let agents: Vec<&Value> = started.iter().filter(|s| s["launch"].as_u64() != Some(1)).collect();
     assert_eq!(agents.len(), 1, "one agent started: {started:?}");
@@ -866,7 +871,8 @@ fn eight_launches_at_once_round_after_round_start_exactly_one_agent_each() {
     one_collected_launch(&c);
     let mut refused = 0;
     for round in 0..rounds {
-        let outs = race(&c, 8, &["sh", "-c", "echo done > R"]);
+        let receipt = format!("R-{round}");
+        let outs = race(&c, 8, &receipt, &["sh", "-c", &format!("echo done > {receipt}")]);
         let won: Vec<&Output> = outs.iter().filter(|o| o.status.success()).collect();
         assert_eq!(won.len(), 1, "round {round}: {:?}", outs.iter().map(stderr).collect::<Vec<_>>());
         let started = events_of(&c, "launch.started");

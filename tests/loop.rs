@@ -403,6 +403,30 @@ fn an_implementer_that_exits_non_zero_stops_the_run_with_peer_error() {
     assert_verifies(&c);
 }
 
+/// Issue 32: a NUL byte in the implementer's reply cannot travel in the reviewer's
+/// command line. It is refused where it is read, as the implementer's failure: the run
+/// stops `peer_error` naming the implementer's launch, and the reviewer never runs.
+#[test]
+fn a_reply_holding_a_nul_byte_is_its_writers_failure_not_the_next_agents() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1\\0 and more"], &["LGTM"]);
+    let out = c.start(&lab, "nul", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("nul");
+    assert_eq!((r["state"].as_str(), r["stop_reason"].as_str()), (Some("stopped"), Some("peer_error")), "{r}");
+    let detail = r["stop_detail"].as_str().unwrap();
+    assert!(detail.contains("of the implementer ended") && detail.contains("without a reply"), "{detail}");
+    assert!(c.runs_of("reviewer").is_empty(), "the reviewer never ran");
+    let log = std::fs::read_dir(c.root.join(".abcd/.work.local/runs/nul"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".err"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<String>();
+    assert!(log.contains("the reply of the implementer agent (turn 1) cannot be read: the reply holds a NUL byte"), "{log}");
+    assert_verifies(&c);
+}
+
 #[test]
 fn claude_json_reads_the_reply_and_passes_the_session_back_with_resume() {
     let lab = Lab::new();

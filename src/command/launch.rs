@@ -379,6 +379,10 @@ const START_POLL: Duration = Duration::from_millis(20);
 /// a crash between `launch.intended` and `launch.started` would.
 #[cfg(feature = "test-support")]
 pub const KILL_AFTER_INTENT_VAR: &str = "ABCD_TEST_KILL_AFTER_INTENT";
+/// Test seam: the launcher kills itself with SIGKILL right after starting the watcher,
+/// before it sees the start recorded.
+#[cfg(feature = "test-support")]
+pub const KILL_AFTER_WATCHER_VAR: &str = "ABCD_TEST_KILL_AFTER_WATCHER";
 
 /// `abcd launch`: an agent for a lane, as the person asked for it.
 pub struct LaunchRequest {
@@ -487,12 +491,6 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
                 worktree::some_paths(&shown)
             )));
         }
-        match run::save_aside(&wc, run_name, lane, &lane_dir) {
-            Ok(line) => on_saved(&line),
-            Err(why) => {
-                return Err(refused(format!("refused: the lane's uncommitted work could not be saved aside ({why}); nothing was started")));
-            }
-        }
     }
     let launcher = process::this_process().map_err(CommandError::failed)?;
     let intent = |n: u64| LaunchIntended {
@@ -520,6 +518,20 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     if std::env::var_os(KILL_AFTER_INTENT_VAR).is_some() {
         crate::platform::process::kill_this_process();
     }
+    // Saved aside only by the launch that won the lane, while its intent holds the lane:
+    // launches that race never save and reset the same folder at once.
+    if !work.is_empty() {
+        match run::save_aside(&wc, run_name, lane, &lane_dir) {
+            Ok(line) => on_saved(&line),
+            Err(why) => {
+                let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
+                wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
+                return Err(refused(format!(
+                    "refused: the lane's uncommitted work could not be saved aside ({why}); launch {n} is recorded as never started"
+                )));
+            }
+        }
+    }
 
     let outputs = run_folder(wc.store.journal().paths().dir(), run_name).map_err(CommandError::failed)?;
     let spec = WatchSpec {
@@ -537,6 +549,10 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
         let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
         wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
         return Err(refused(format!("the watcher could not be started ({e}); launch {n} is recorded as never started")));
+    }
+    #[cfg(feature = "test-support")]
+    if std::env::var_os(KILL_AFTER_WATCHER_VAR).is_some() {
+        crate::platform::process::kill_this_process();
     }
     let deadline = Instant::now() + START_CONFIRM_WAIT;
     loop {

@@ -819,7 +819,14 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
             if loop_running && !l.uncommitted.is_empty() {
                 on_move(StepMove::LoopNotStopped { run: run.clone(), lane: lane.clone() });
             }
+            // A launch starting there saves the work aside itself, under its intent.
+            let starting = wc.store.current_state().ok().is_some_and(|s| {
+                s.state.ledger.runs.get(&run).and_then(|x| x.lanes.get(&lane)).is_some_and(|x| {
+                    matches!(super::launch::lane_busy(&run, &lane, x), Err(super::launch::LaneRefusal::Starting { .. }))
+                })
+            });
             if !l.agent_alive
+                && !starting
                 && !loop_running
                 && !l.uncommitted.is_empty()
                 && let Some(w) = &l.worktree

@@ -202,15 +202,21 @@ pub fn lane_refusal(state: &LedgerState, run: &str, lane: &str) -> Result<LaneFr
 /// receipt waiting (or something else standing where it belongs). When nothing does, the
 /// launches to record `not_started` (see [`LaneFree::abandoned`]).
 pub fn lane_busy(run: &str, lane: &str, l: &ledger::Lane) -> Result<Vec<u64>, LaneRefusal> {
+    lane_busy_with(run, lane, l, &process::is_alive)
+}
+
+/// [`lane_busy`] with the liveness of processes as a parameter (the model test runs it
+/// against processes of its own).
+pub fn lane_busy_with(run: &str, lane: &str, l: &ledger::Lane, is_alive: &dyn Fn(&ProcessId) -> bool) -> Result<Vec<u64>, LaneRefusal> {
     let mut abandoned = vec![];
     for x in l.launches.iter().filter(|x| x.exited.is_none()) {
         match x.started {
-            Some(p) if process::is_alive(&p) => {
+            Some(p) if is_alive(&p) => {
                 return Err(LaneRefusal::Alive { run: run.into(), lane: lane.into(), launch: x.launch, pid: p.pid });
             }
             Some(_) => {}
             None => match x.launcher {
-                Some(p) if process::is_alive(&p) => {
+                Some(p) if is_alive(&p) => {
                     return Err(LaneRefusal::Starting { run: run.into(), lane: lane.into(), launch: x.launch, launcher: p.pid });
                 }
                 _ => abandoned.push(x.launch),
@@ -304,34 +310,29 @@ pub enum WatchStart {
     NotMine(String),
 }
 
+/// Whether a watcher may start launch `launch` of `run`'s `lane` now: it is recorded as
+/// intended, has neither started nor ended, and its run is not finished. Judged under the
+/// writer lock with the start's record appended in the same step, so a launch recorded
+/// `not_started` by anyone is never started afterwards. The why, when not.
+pub fn may_start(state: &LedgerState, run: &str, lane: &str, launch: u64) -> Result<(), String> {
+    let r = state.runs.get(run);
+    if r.is_some_and(|r| r.finished) {
+        return Err(format!("run {run} is finished; launch {launch} of its lane {lane} is not started"));
+    }
+    match r.and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == launch)) {
+        None => Err(format!("launch {launch} of {run}/{lane} is not recorded as intended")),
+        Some(l) if l.started.is_some() || l.exited.is_some() => Err(format!("launch {launch} of {run}/{lane} has already started or ended")),
+        Some(_) => Ok(()),
+    }
+}
+
 /// The watcher's start: under the writer lock, checks the launch is intended and has
 /// neither started nor exited, starts the agent, and records `launch.started` (or
 /// `launch.exited` `not_started` when the program cannot be run).
 pub fn start_recorded(store: &Store, scope: &Scope, spec: &WatchSpec, stdout: &Path, stderr: &Path) -> Result<WatchStart, JournalError> {
     let written = store.append_with(Some(scope), |state| {
-        let launch = state
-            .ledger
-            .runs
-            .get(&spec.run)
-            .and_then(|r| r.lanes.get(&spec.lane))
-            .and_then(|l| l.launches.iter().find(|x| x.launch == spec.launch));
-        if state.ledger.runs.get(&spec.run).is_some_and(|r| r.finished) {
-            return (vec![], WatchStart::NotMine(format!("run {} is finished; launch {} of its lane {} is not started", spec.run, spec.launch, spec.lane)));
-        }
-        match launch {
-            None => {
-                return (
-                    vec![],
-                    WatchStart::NotMine(format!("launch {} of {}/{} is not recorded as intended", spec.launch, spec.run, spec.lane)),
-                );
-            }
-            Some(l) if l.started.is_some() || l.exited.is_some() => {
-                return (
-                    vec![],
-                    WatchStart::NotMine(format!("launch {} of {}/{} has already started or ended", spec.launch, spec.run, spec.lane)),
-                );
-            }
-            Some(_) => {}
+        if let Err(why) = may_start(&state.ledger, &spec.run, &spec.lane, spec.launch) {
+            return (vec![], WatchStart::NotMine(why));
         }
         match process::spawn_in_new_session(&spec.program, &spec.args, &spec.cwd, stdout, stderr, &[]) {
             Ok(child) => {
@@ -638,3 +639,6 @@ pub fn watch(spec: &WatchSpec) -> Result<Watched, CommandError> {
     record_exit(&wc.store, &wc.scope, &spec.run, &spec.lane, spec.launch, status)?;
     Ok(Watched::Exited)
 }
+
+#[cfg(test)]
+mod tests;

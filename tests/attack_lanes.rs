@@ -671,3 +671,27 @@ fn run_finish_racing_an_orphaned_watcher_never_leaves_an_agent_of_a_finished_run
         }
     }
 }
+
+/// ATTACK (FINDING): `abcd launch --lane b --cwd <the worktree abcd made for lane c>` of the
+/// same run while lane c's agent lives and has uncommitted work there. `own_worktree_at`
+/// calls the folder abcd's (lane c's, passing the lane test), so lane b's launch saves
+/// aside and resets it without `--save-aside`, under lane c's live agent, and starts a
+/// second agent in the same folder; only lane b is judged. `run save-aside` refuses the
+/// same reset ("any lane of the run may work there"). What should happen: a launch into a
+/// folder where another lane's agent is alive or starting is refused naming it, and that
+/// agent's work is left as it is.
+#[test]
+fn a_launch_into_another_lanes_worktree_never_resets_under_its_live_agent() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let _driver = c.start_run("r", &["b", "c"]);
+    let out = c.abcd(&["launch", "--run", "r", "--lane", "c", "--role", "agent", "--receipt", "RC", "--", "sh", "-c", "echo 'c at work' > c.txt; sleep 30"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let _c_agent = KillPid(c.lane("r", "c")["agent"]["pid"].as_u64());
+    let c_tree = PathBuf::from(c.lane("r", "c")["worktree"].as_str().unwrap());
+    eventually("lane c's agent to write", || c_tree.join("c.txt").exists());
+    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "RB", "--cwd", c_tree.to_str().unwrap(), "--", "sleep", "30"]);
+    let _b_agent = KillPid(out.status.success().then(|| c.lane("r", "b")["agent"]["pid"].as_u64()).flatten());
+    assert!(c_tree.join("c.txt").exists(), "lane c's live agent's work was saved aside and reset by lane b's launch: {}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+}

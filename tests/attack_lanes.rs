@@ -695,3 +695,30 @@ fn a_launch_into_another_lanes_worktree_never_resets_under_its_live_agent() {
     assert!(c_tree.join("c.txt").exists(), "lane c's live agent's work was saved aside and reset by lane b's launch: {}{}", stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
 }
+
+/// ATTACK (held, guards): the lane's place holds a worktree of another repository, on a
+/// branch named like the lane's (`abcd/r/b`), with that repository's work uncommitted:
+/// its common git folder is not this working copy's, so `run save-aside`, `resume --step`
+/// and `launch` refuse, and the other repository's files stay as they were.
+#[test]
+fn a_worktree_of_another_repository_on_the_lanes_branch_name_is_not_the_lane() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let _driver = c.start_run("r", &["b"]);
+    let place = c.one_collected_launch();
+    std::fs::remove_dir_all(&place).unwrap();
+    c.git(&["worktree", "prune"]);
+    let other = lab.dir.path().join("other");
+    repo::create(&other, &[README]);
+    repo::git(&other, &["worktree", "add", "-q", "-b", "abcd/r/b", place.to_str().unwrap()]);
+    std::fs::write(place.join("README"), "the other repository's work\n").unwrap();
+    let before = person_files(&place);
+    let save = c.abcd(&["run", "save-aside", "--run", "r", "--lane", "b"]);
+    assert_eq!(save.status.code(), Some(2), "{}", stdout(&save));
+    assert!(stderr(&save).contains("another repository"), "{}", stderr(&save));
+    assert!(c.abcd(&["resume", "--step"]).status.success());
+    let launch = c.launch_b("R2", &["sh", "-c", "echo hi > launched.txt"]);
+    assert_eq!(launch.status.code(), Some(2), "{}", stdout(&launch));
+    assert_eq!(person_files(&place), before);
+    assert!(c.events_of("work.saved_aside").is_empty());
+}

@@ -268,7 +268,12 @@ fn run_save_aside_racing_a_launch_never_resets_under_a_live_agent() {
         go = go.display()
     );
     let path = fake_git(lab.dir.path(), &hold);
-    let save = c.cmd(&["run", "save-aside", "--run", "r", "--lane", "b"], &[("PATH", &path)]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let save = c
+        .cmd(&["run", "save-aside", "--run", "r", "--lane", "b"], &[("PATH", &path)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     eventually("save-aside to reach its reset", || held.exists());
     let launch = c.launch_b("R2", &["sh", "-c", "echo 'the agent edit' > README; sleep 30"]);
     let mut agent = KillPid(None);
@@ -392,7 +397,13 @@ fn a_copy_of_the_lanes_worktree_at_its_place_is_not_the_lane() {
     std::fs::write(place.join("README"), "work in the copy\n").unwrap();
     let save = c.abcd(&["run", "save-aside", "--run", "r", "--lane", "b"]);
     let staged = repo::git(&moved, &["diff", "--cached", "--name-only"]);
-    assert_eq!(staged.trim(), "staged.txt", "the moved worktree's staged work was unstaged by a reset in a copy: {}{}", stdout(&save), stderr(&save));
+    assert_eq!(
+        staged.trim(),
+        "staged.txt",
+        "the moved worktree's staged work was unstaged by a reset in a copy: {}{}",
+        stdout(&save),
+        stderr(&save)
+    );
     assert_eq!(save.status.code(), Some(2), "a copy is not git's worktree of the lane: {}", stdout(&save));
 }
 
@@ -413,14 +424,20 @@ fn a_zombie_launcher_does_not_hold_its_lane() {
     let c = lab.copy("wc");
     let _driver = c.start_run("r", &["b"]);
     c.one_collected_launch();
-    let mut zombie = c.cmd(&launch_args("R2", &["true"]), &[("ABCD_TEST_KILL_AFTER_INTENT", "1")]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut zombie = c
+        .cmd(&launch_args("R2", &["true"]), &[("ABCD_TEST_KILL_AFTER_INTENT", "1")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let pid = zombie.id();
     eventually("the launcher to be a zombie", || proc_state(pid) == Some('Z'));
     assert_eq!(c.events_of("launch.intended").len(), 2);
     let out = c.launch_b("R3", &["sh", "-c", "echo done > R3"]);
     let _ = zombie.wait();
     assert!(out.status.success(), "a dead launcher's intent is not a start: {}", stderr(&out));
-    let settled: Vec<u64> = c.events_of("launch.exited").iter().filter(|e| e["status"]["kind"] == "not_started").filter_map(|e| e["launch"].as_u64()).collect();
+    let settled: Vec<u64> =
+        c.events_of("launch.exited").iter().filter(|e| e["status"]["kind"] == "not_started").filter_map(|e| e["launch"].as_u64()).collect();
     assert_eq!(settled, vec![2], "launch 2 recorded not_started");
 }
 
@@ -458,7 +475,8 @@ fn pending_launches_without_a_launcher_or_with_a_reused_pid_are_settled_by_the_n
     assert!(!stage.contains("is starting") && !stage.contains(": starting"), "{stage}");
     let out = c.launch_b("R4", &["sh", "-c", "echo done > R4"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let mut settled: Vec<u64> = c.events_of("launch.exited").iter().filter(|e| e["status"]["kind"] == "not_started").filter_map(|e| e["launch"].as_u64()).collect();
+    let mut settled: Vec<u64> =
+        c.events_of("launch.exited").iter().filter(|e| e["status"]["kind"] == "not_started").filter_map(|e| e["launch"].as_u64()).collect();
     settled.sort();
     assert_eq!(settled, vec![2, 3]);
 }
@@ -653,11 +671,8 @@ fn run_finish_racing_an_orphaned_watcher_never_leaves_an_agent_of_a_finished_run
         assert!(!out.status.success());
         let finish = c.abcd(&["run", "finish", "r"]);
         std::thread::sleep(Duration::from_millis(1500));
-        let lines: Vec<Value> = std::fs::read_to_string(c.journal())
-            .unwrap()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .collect();
+        let lines: Vec<Value> =
+            std::fs::read_to_string(c.journal()).unwrap().lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
         let finished_at = lines.iter().position(|e| e["kind"] == "run.finished");
         let started_2 = lines.iter().position(|e| e["kind"] == "launch.started" && e["data"]["launch"] == 2);
         let _agent = KillPid(started_2.and_then(|i| lines[i]["data"]["process"]["pid"].as_u64()));
@@ -685,14 +700,48 @@ fn a_launch_into_another_lanes_worktree_never_resets_under_its_live_agent() {
     let lab = Lab::new();
     let c = lab.copy("wc");
     let _driver = c.start_run("r", &["b", "c"]);
-    let out = c.abcd(&["launch", "--run", "r", "--lane", "c", "--role", "agent", "--receipt", "RC", "--", "sh", "-c", "echo 'c at work' > c.txt; sleep 30"]);
+    let out = c.abcd(&[
+        "launch",
+        "--run",
+        "r",
+        "--lane",
+        "c",
+        "--role",
+        "agent",
+        "--receipt",
+        "RC",
+        "--",
+        "sh",
+        "-c",
+        "echo 'c at work' > c.txt; sleep 30",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let _c_agent = KillPid(c.lane("r", "c")["agent"]["pid"].as_u64());
     let c_tree = PathBuf::from(c.lane("r", "c")["worktree"].as_str().unwrap());
     eventually("lane c's agent to write", || c_tree.join("c.txt").exists());
-    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "RB", "--cwd", c_tree.to_str().unwrap(), "--", "sleep", "30"]);
+    let out = c.abcd(&[
+        "launch",
+        "--run",
+        "r",
+        "--lane",
+        "b",
+        "--role",
+        "agent",
+        "--receipt",
+        "RB",
+        "--cwd",
+        c_tree.to_str().unwrap(),
+        "--",
+        "sleep",
+        "30",
+    ]);
     let _b_agent = KillPid(out.status.success().then(|| c.lane("r", "b")["agent"]["pid"].as_u64()).flatten());
-    assert!(c_tree.join("c.txt").exists(), "lane c's live agent's work was saved aside and reset by lane b's launch: {}{}", stdout(&out), stderr(&out));
+    assert!(
+        c_tree.join("c.txt").exists(),
+        "lane c's live agent's work was saved aside and reset by lane b's launch: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
 }
 
@@ -721,4 +770,123 @@ fn a_worktree_of_another_repository_on_the_lanes_branch_name_is_not_the_lane() {
     assert_eq!(launch.status.code(), Some(2), "{}", stdout(&launch));
     assert_eq!(person_files(&place), before);
     assert!(c.events_of("work.saved_aside").is_empty());
+}
+
+// ---- The loop's lanes and `abcd launch` ----
+
+/// The loop's scripted agent: its nth run replies line n of `$FAKE_DIR/ROLE.replies`.
+const LOOP_AGENT: &str = "#!/bin/sh\nrole=$1\nlog=\"$FAKE_DIR/$role.log\"\nn=$(( $(cat \"$log\" 2>/dev/null | wc -l) + 1 ))\necho x >> \"$log\"\nline=$(sed -n \"${n}p\" \"$FAKE_DIR/$role.replies\")\nprintf '%b\\n' \"$line\"\n";
+
+/// ATTACK (FINDING): a loop's reviewer turn is intended (its `launch.intended` and
+/// `loop.turn_intended`, one batch) by a driver that died before its watcher started it.
+/// The person then runs `abcd launch` on the reviewer lane: its locked step records the
+/// loop's launch `not_started` (its launcher is gone) and starts its own agent. The next
+/// `abcd loop drive` finds its turn's launch ended without a reply and stops the loop
+/// `peer_error`, blaming the reviewer, where its own abandon path (`Driver::abandon`,
+/// `launch.exited` with `loop.turn_abandoned`) would have run the step again. What should
+/// happen: a launch settled `not_started` by someone else is treated like one the driver
+/// abandoned (the turn runs again), or `abcd launch` refuses a lane of a live loop's pending
+/// turn, or records `loop.turn_abandoned` with the `not_started`.
+#[test]
+fn a_loop_turn_settled_not_started_by_abcd_launch_is_run_again_not_blamed_on_the_reviewer() {
+    let (drive, record) = loop_with_an_orphaned_review_turn(true);
+    assert_ne!(
+        record["record"]["stop_reason"],
+        "peer_error",
+        "the loop stopped blaming the reviewer for a launch abcd launch settled: {}{}",
+        stdout(&drive),
+        stderr(&drive)
+    );
+}
+
+/// The control for the attack above (held): the same orphaned turn with no `abcd launch`
+/// in between is abandoned by `abcd loop drive` and run again (the forged state is one the
+/// driver knows).
+#[test]
+fn a_loop_turn_orphaned_by_its_driver_is_run_again_by_the_next_drive() {
+    let (drive, record) = loop_with_an_orphaned_review_turn(false);
+    assert!(
+        stdout(&drive).contains("never started (no agent ran); recorded so, and the step goes again"),
+        "{}{}",
+        stdout(&drive),
+        stderr(&drive)
+    );
+    assert_ne!(record["record"]["stop_reason"], "peer_error", "{}{}", stdout(&drive), stderr(&drive));
+}
+
+/// A loop paused after its first turn, resumed, with its reviewer turn 2 intended by a
+/// driver now gone and never started; then, when `manual`, `abcd launch` on the reviewer
+/// lane; then `abcd loop drive`. The drive's output and the loop's status.
+fn loop_with_an_orphaned_review_turn(manual: bool) -> (Output, Value) {
+    let lab = Lab::new();
+    let mut c = lab.copy("wc");
+    let fake = lab.dir.path().join("fake");
+    std::fs::create_dir_all(&fake).unwrap();
+    let agent = lab.dir.path().join("agent");
+    std::fs::write(&agent, LOOP_AGENT).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(fake.join("implementer.replies"), "phase one done\nCOMPLETED\n").unwrap();
+    std::fs::write(fake.join("reviewer.replies"), "LGTM\n").unwrap();
+    c.env = vec![("FAKE_DIR".into(), fake.display().to_string())];
+    let a = agent.display().to_string();
+    let (imp, rev) = (format!("{a} implementer {{prompt}}"), format!("{a} reviewer {{prompt}}"));
+    let out = c.abcd(&["loop", "start", "--run", "L", "--implementer", &imp, "--reviewer", &rev, "--max-turns", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(c.abcd(&["loop", "resume", "L"]).status.success());
+    // The driver's turn 2, intended by a driver now gone, its watcher never run.
+    let first = c.events_of("launch.intended")[0].clone();
+    let worktree = first["worktree"].as_str().unwrap().to_string();
+    let runs = PathBuf::from(first["receipt"].as_str().unwrap()).parent().unwrap().to_path_buf();
+    let reply = runs.join("reviewer-1.reply.json").display().to_string();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let exe = env!("CARGO_BIN_EXE_abcd");
+    let command: Vec<String> =
+        [exe, "__loop-turn", "--run", "L", "--turn", "2", "--phase", "1", "--round", "1", "--kind", "review", "--reader", "plain"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([
+                "--prompt-file".into(),
+                runs.join("turns/turn-2.prompt").display().to_string(),
+                "--reply-file".into(),
+                reply.clone(),
+                "--".into(),
+                a.clone(),
+                "reviewer".into(),
+                "{prompt}".into(),
+            ])
+            .collect();
+    {
+        use abcd::journal::anchor::AnchorStore;
+        use abcd::journal::storage::RealDisk;
+        use abcd::journal::{Actor, Journal, JournalPaths, NewEvent};
+        let journal = Journal::new(RealDisk::shared(), JournalPaths::beside(&c.journal()), Some(AnchorStore::new(&c.home)));
+        let scope = abcd::event::Scope::WorkingCopy { root: c.root.display().to_string() };
+        let intended = serde_json::json!({"run": "L", "lane": "reviewer", "launch": 1, "role": "reviewer", "command": command,
+            "receipt": reply, "worktree": worktree, "launcher": {"pid": gone_pid, "start_ticks": 1}});
+        let turn = serde_json::json!({"run": "L", "turn": 2, "phase": 1, "round": 1, "kind": "review", "launch": 1,
+            "prompt_blake3": "0".repeat(64), "prompt_bytes": 10, "reply_file": reply});
+        let actor = Actor::this_process(None);
+        journal
+            .append_batch(
+                &[
+                    NewEvent { kind: "launch.intended".into(), actor: actor.clone(), data: intended },
+                    NewEvent { kind: "loop.turn_intended".into(), actor, data: turn },
+                ],
+                Some(&scope),
+            )
+            .unwrap();
+    }
+    if manual {
+        let launch = c.abcd(&["launch", "--run", "L", "--lane", "reviewer", "--role", "reviewer", "--receipt", "RV", "--", "true"]);
+        eprintln!("abcd launch on the loop's reviewer lane: {}{}", stdout(&launch), stderr(&launch));
+        eventually("the manual agent to end", || {
+            c.events_of("launch.exited").iter().filter(|e| e["lane"] == "reviewer").count() >= 2 || !launch.status.success()
+        });
+    }
+    let drive = c.abcd(&["loop", "drive", "L"]);
+    let status = c.abcd(&["loop", "status", "L", "--json"]);
+    (drive, serde_json::from_slice(&status.stdout).unwrap())
 }

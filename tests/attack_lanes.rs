@@ -890,3 +890,46 @@ fn loop_with_an_orphaned_review_turn(manual: bool) -> (Output, Value) {
     let status = c.abcd(&["loop", "status", "L", "--json"]);
     (drive, serde_json::from_slice(&status.stdout).unwrap())
 }
+
+/// ATTACK (held, guards): while a launch that won the lane is saving its work aside (its
+/// launcher alive, held at its reset), `run finish`, `run save-aside`, `resume --step` and
+/// a second launch all see the lane as starting: each refuses (or leaves it alone), and
+/// nothing of theirs is recorded.
+#[test]
+fn a_launch_starting_holds_its_lane_against_finish_save_aside_step_and_launch() {
+    let lab = Lab::new();
+    let c = lab.copy("wc");
+    let _driver = c.start_run("r", &["b"]);
+    let place = c.one_collected_launch();
+    std::fs::write(place.join("README"), "the lane's work\n").unwrap();
+    let go = lab.dir.path().join("go");
+    let held = lab.dir.path().join("held");
+    let hold = format!(
+        "case \" $* \" in *' ls-tree '*'--name-only'*) touch '{held}'; while [ ! -e '{go}' ]; do sleep 0.05; done;; esac",
+        held = held.display(),
+        go = go.display()
+    );
+    let path = fake_git(lab.dir.path(), &hold);
+    let starting = c
+        .cmd(&launch_args("R2", &["sh", "-c", "echo done > R2"]), &[("PATH", &path)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the launch to reach its reset", || held.exists());
+    let saved = c.events_of("work.saved_aside").len();
+    let finish = c.abcd(&["run", "finish", "r"]);
+    assert_eq!(finish.status.code(), Some(2), "{}", stdout(&finish));
+    assert!(stderr(&finish).contains("launch 2 of r/b is starting"), "{}", stderr(&finish));
+    let save = c.abcd(&["run", "save-aside", "--run", "r", "--lane", "b"]);
+    assert_eq!(save.status.code(), Some(2), "{}", stdout(&save));
+    assert!(c.abcd(&["resume", "--step"]).status.success());
+    let second = c.launch_b("R3", &["true"]);
+    assert_eq!(second.status.code(), Some(2), "{}", stdout(&second));
+    assert!(stderr(&second).contains("launch 2 of r/b is starting"), "{}", stderr(&second));
+    assert_eq!(c.events_of("work.saved_aside").len(), saved, "only the starting launch saved");
+    assert!(c.events_of("run.finished").is_empty());
+    std::fs::write(&go, "").unwrap();
+    let out = starting.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -516,7 +516,8 @@ fn receipts_that_are_links_to_dev_zero_or_pipes_never_hang_a_verb() {
     let receipt = place.join("R2");
     let pipe = lab.dir.path().join("pipe");
     assert!(Command::new("mkfifo").arg(&pipe).status().unwrap().success());
-    let shapes: [(&str, Box<dyn Fn()>); 3] = [
+    type Make<'a> = Box<dyn Fn() + 'a>;
+    let shapes: [(&str, Make); 3] = [
         ("a device", Box::new(|| std::os::unix::fs::symlink("/dev/zero", &receipt).unwrap())),
         ("a named pipe", Box::new(|| assert!(Command::new("mkfifo").arg(&receipt).status().unwrap().success()))),
         ("a named pipe", Box::new(|| std::os::unix::fs::symlink(&pipe, &receipt).unwrap())),

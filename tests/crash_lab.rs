@@ -1236,7 +1236,8 @@ fn a_launch_killed_at_any_step_never_leaves_two_agents_or_an_unrecorded_one() {
     // Every agent that ran is on the record, started by a launch intended before it.
     let journal = std::fs::read_to_string(repo.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
     let events: Vec<Value> = journal.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let intended: HashSet<u64> = events.iter().filter(|e| e["kind"] == "launch.intended").filter_map(|e| e["data"]["launch"].as_u64()).collect();
+    let intended: HashSet<u64> =
+        events.iter().filter(|e| e["kind"] == "launch.intended").filter_map(|e| e["data"]["launch"].as_u64()).collect();
     let started: BTreeMap<String, u64> = events
         .iter()
         .filter(|e| e["kind"] == "launch.started")

@@ -707,7 +707,11 @@ fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out(
     // agent works.
     let refused = c.abcd(&["run", "finish", "r1"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains(&format!("launch 1 of r1/live is alive (pid {live_agent}); wait for it to end")), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains(&format!("launch 1 of r1/live is alive (pid {live_agent}); wait for it to end")),
+        "{}",
+        stderr(&refused)
+    );
     assert!(c.lane("r1", "live")["agent_alive"] == true, "still listed");
     let _ = Command::new("kill").arg(&live_agent).status();
     eventually("the live agent to exit", || c.lane("r1", "live")["stage"].as_str().unwrap().contains("exited"));
@@ -716,7 +720,10 @@ fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out(
     assert!(finish.status.success(), "{}", stderr(&finish));
     let said = stdout(&finish);
     assert!(said.contains("lane live: worktree") && said.contains("removed"), "{said}");
-    assert!(said.contains("lane detached: worktree") && said.contains("a worktree with a detached HEAD, not on abcd/r1/detached"), "{said}");
+    assert!(
+        said.contains("lane detached: worktree") && said.contains("a worktree with a detached HEAD, not on abcd/r1/detached"),
+        "{said}"
+    );
     assert!(said.contains("lane clean: worktree") && said.contains("abcd's files from it (its journal, receipts) are in"), "{said}");
     assert!(!live.exists() && detached.is_dir() && !clean.exists());
     let moved = c.root.join(".abcd/.work.local/runs/r1/clean.worktree");
@@ -989,7 +996,21 @@ fn only_the_lanes_own_worktree_is_saved_aside_reset_or_launched_into() {
             assert_eq!(events_of(&c, "work.saved_aside").len(), saved_before, "{shape:?}: nothing saved");
             assert_eq!(person_files(&watched), before, "{shape:?}: nothing of the person's changed");
         }
-        let launch = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "sh", "-c", "echo hi > launched.txt"]);
+        let launch = c.abcd(&[
+            "launch",
+            "--run",
+            "r",
+            "--lane",
+            "b",
+            "--role",
+            "agent",
+            "--receipt",
+            "R",
+            "--",
+            "sh",
+            "-c",
+            "echo hi > launched.txt",
+        ]);
         if shape == Shape::TheLanesOwn {
             assert!(launch.status.success(), "{shape:?}: {}", stderr(&launch));
             assert!(stdout(&launch).contains("saved 2 uncommitted file(s)"), "{shape:?}: {}", stdout(&launch));
@@ -1054,7 +1075,21 @@ fn a_run_finishes_only_when_no_lane_is_held_and_its_kept_work_can_still_be_saved
     let lab = Lab::new();
     let c = lab.copy("wc");
     let _driver = c.start_run("r", &["b"]);
-    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "sh", "-c", "echo work > new.txt; echo done > R"]);
+    let out = c.abcd(&[
+        "launch",
+        "--run",
+        "r",
+        "--lane",
+        "b",
+        "--role",
+        "agent",
+        "--receipt",
+        "R",
+        "--",
+        "sh",
+        "-c",
+        "echo work > new.txt; echo done > R",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     eventually("the receipt to arrive", || c.lane("r", "b")["receipt_waiting"] == true);
     let refused = c.abcd(&["run", "finish", "r"]);

@@ -1975,7 +1975,7 @@ fn launch_intended(launch: u64) -> LaunchIntended {
         command: vec!["claude".into(), "-p".into(), "go on".into()],
         receipt: "/home/ana/src/shop-impl/receipt.json".into(),
         worktree: "/home/ana/src/shop-impl".into(),
-        launcher: None,
+        launcher: Some(ProcessId { pid: 4242, start_ticks: 100 }),
     }
 }
 
@@ -2581,10 +2581,19 @@ fn the_ledger_schemas_agree_with_the_code() {
     for bytes in [0, u64::MAX] {
         let c = receipt_collected(1, bytes);
         let data = serde_json::to_value(&c).unwrap();
-        assert_eq!(keys_of(&data), keys_of(&collected["properties"]), "receipt.collected keys");
+        let mut written = keys_of(&data);
+        written.insert("hashed_bytes".into());
+        assert_eq!(written, keys_of(&collected["properties"]), "receipt.collected keys (hashed_bytes only over the read bound)");
         agree(&collected, &code, &data, true);
         assert_eq!(serde_json::from_value::<ReceiptCollected>(data).unwrap(), c);
     }
+    // A receipt over the read bound: the digest covers its first hashed_bytes; never more
+    // than the receipt holds.
+    let over = ReceiptCollected { hashed_bytes: Some(64 << 20), ..receipt_collected(1, (64 << 20) + 1) };
+    agree(&collected, &code, &serde_json::to_value(&over).unwrap(), true);
+    let past = ReceiptCollected { hashed_bytes: Some(4), ..receipt_collected(1, 3) };
+    let past = serde_json::to_value(&past).unwrap();
+    assert!(errors_of(&collected, &past).is_empty() && code(&past).is_err(), "hashed_bytes over bytes is the fold's to refuse");
     let good = serde_json::to_value(receipt_collected(1, 3)).unwrap();
     agree(&collected, &code, &with(&good, "blake3", json!(hex_of(64, 22))), true);
     let mut both_refuse = vec![with(&good, "extra", json!(1))];

@@ -79,13 +79,26 @@ pub fn verify_own_worktree(root: &Path, run: &str, lane: &str, own: &ledger::Own
     let other = |what: String| Err(NotTheLane::Other(what));
     let place = places::lane_worktree(root, run, lane).map_err(|e| NotTheLane::Other(format!("no lane place can be named ({e})")))?;
     let branch = ledger::lane_branch(run, lane);
-    if Path::new(&own.path) != place || own.branch != branch {
-        return other(format!("a worktree the journal records at {} on {}, not at the lane's own place {place} on {branch}", own.path, own.branch, place = place.display()));
+    if own.branch != branch {
+        return other(format!("a worktree the journal records on {}, not on {branch}", crate::secrets::shown_name(&own.branch)));
     }
-    let lanes_root = places::home_dir().map(|h| h.join(places::LANES_DIR)).map_err(|e| NotTheLane::Other(format!("no home store ({e})")))?;
+    let lanes_root =
+        places::home_dir().map(|h| h.join(places::LANES_DIR)).map_err(|e| NotTheLane::Other(format!("no home store ({e})")))?;
     let Ok(below) = place.strip_prefix(&lanes_root) else {
         return other(format!("a folder outside the home store's lanes folder {}", lanes_root.display()));
     };
+    // The home store may be named through a link, today or when the lane was made: the
+    // lanes folder is compared resolved; below it, no link is allowed.
+    let recorded_root = prefix_before(Path::new(&own.path), below);
+    let resolved = |p: &Path| std::fs::canonicalize(p).ok();
+    if recorded_root.is_none_or(|r| resolved(&r) != resolved(&lanes_root) || resolved(&lanes_root).is_none()) {
+        return other(format!(
+            "a worktree the journal records at {} on {}, not at the lane's own place {place} on {branch}",
+            own.path,
+            own.branch,
+            place = place.display()
+        ));
+    }
     let mut walked = lanes_root.clone();
     for part in below.components() {
         walked.push(part);
@@ -93,7 +106,13 @@ pub fn verify_own_worktree(root: &Path, run: &str, lane: &str, own: &ledger::Own
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(NotTheLane::Missing),
             Err(e) => return other(format!("a path that cannot be looked at ({e})")),
             Ok(m) if m.file_type().is_symlink() => {
-                let to = std::fs::read_link(&walked).map(|t| t.display().to_string()).unwrap_or_else(|_| "somewhere unreadable".into());
+                // A link's target is the person's text: named only when it holds no secret.
+                let to = std::fs::read_link(&walked).map(|t| t.display().to_string()).ok();
+                let to = match to {
+                    Some(t) if crate::secrets::scan(&t).is_none() => t,
+                    Some(_) => "a target not shown (it looks like a secret)".into(),
+                    None => "somewhere unreadable".into(),
+                };
                 return other(format!("a symbolic link at {} to {to}", walked.display()));
             }
             Ok(m) if !m.is_dir() => return other(format!("a file at {}, not a folder", walked.display())),
@@ -107,6 +126,13 @@ pub fn verify_own_worktree(root: &Path, run: &str, lane: &str, own: &ledger::Own
     if !status.is_worktree {
         return other("a repository's main work tree, not a worktree abcd made".into());
     }
+    // git's own record of the worktree names this folder, so a copy of a worktree (or one
+    // moved away with another put in its place) is not taken for it.
+    let recorded = std::fs::read(status.git_dir.join("gitdir")).ok().map(|b| crate::platform::fs::path_from_bytes(b.trim_ascii_end()));
+    let here = std::fs::canonicalize(place.join(".git")).ok();
+    if recorded.as_deref().and_then(|r| std::fs::canonicalize(r).ok()) != here || here.is_none() {
+        return other("a worktree git records at another folder (a copy, or one moved here)".into());
+    }
     match worktree::common_dir(root) {
         Ok(common) if common == status.common_dir => {}
         Ok(_) => return other(format!("a worktree of another repository (its git folder is {})", status.common_dir.display())),
@@ -119,12 +145,77 @@ pub fn verify_own_worktree(root: &Path, run: &str, lane: &str, own: &ledger::Own
     }
 }
 
+/// `path` less its last components when they are `tail`'s; None when they are not.
+fn prefix_before(path: &Path, tail: &Path) -> Option<PathBuf> {
+    let (mut p, mut t) = (path.components().rev(), tail.components().rev());
+    loop {
+        let Some(a) = t.next() else { return Some(p.rev().collect()) };
+        if p.next() != Some(a) {
+            return None;
+        }
+    }
+}
+
 /// The lane of `run` whose recorded worktree is `dir` (a loop's reviewer works in its
 /// implementer's), when that folder passes [`verify_own_worktree`].
 pub fn own_worktree_at(state: &ledger::LedgerState, root: &Path, run: &str, dir: &Path) -> Option<worktree::WorktreeStatus> {
     let r = state.runs.get(run)?;
-    let (lane, own) = r.lanes.iter().find_map(|(name, l)| l.own_worktree.as_ref().filter(|w| Path::new(&w.path) == dir).map(|w| (name, w)))?;
+    let (lane, own) =
+        r.lanes.iter().find_map(|(name, l)| l.own_worktree.as_ref().filter(|w| Path::new(&w.path) == dir).map(|w| (name, w)))?;
     verify_own_worktree(root, run, lane, own).ok()
+}
+
+/// How long a verb waits for another to let a lane go: a launch holds its lane from its
+/// first look until its intent is recorded (making the lane's worktree and reading its
+/// status: a few git calls, each under its own deadline), and a save aside while it saves
+/// and resets.
+pub const LANE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A lane held by this process: an exclusive `flock` on `runs/<run>/<lane>.lane.lock` in
+/// the working copy's local tier. A launch holds it until its intent is on the record (then
+/// the record holds the lane); a save aside holds it while it saves and resets. So no two
+/// verbs make, save or reset in one lane's folder at once; the journal's record still
+/// decides who may (this lock only orders them). Let go when dropped, and by the kernel
+/// when the process dies.
+pub struct LaneLock(#[allow(dead_code)] crate::journal::lock::JournalLock);
+
+/// Takes `run`'s `lane`, waiting at most [`LANE_LOCK_WAIT`] for another verb to let it go.
+pub fn lock_lane(journal_dir: &Path, run: &str, lane: &str) -> Result<LaneLock, CommandError> {
+    let dir = super::launch::run_folder(journal_dir, run).map_err(CommandError::failed)?;
+    let path = dir.join(format!("{lane}.lane.lock"));
+    crate::journal::lock::JournalLock::acquire(&path, LANE_LOCK_WAIT).map(LaneLock).map_err(|e| {
+        refused(format!(
+            "refused: lane {run}/{lane} is held by another abcd verb, a launch or a save aside, for over {} s ({e}); try again once it is done",
+            LANE_LOCK_WAIT.as_secs()
+        ))
+    })
+}
+
+/// Takes, under the writer lock, the folder `dir` of `run` for a save aside: refused when
+/// an agent of any lane of the run is alive or starting there (a loop's two lanes share a
+/// folder), or a receipt waits; launches whose launcher is gone are recorded `not_started`
+/// in the same step, so no watcher of theirs starts an agent in it afterwards.
+pub fn take_folder_for_save(store: &Store, scope: &Scope, run: &str, dir: &Path) -> Result<(), CommandError> {
+    let written = store.append_with(Some(scope), |state| {
+        let Some(r) = state.ledger.runs.get(run) else { return (vec![], Ok(())) };
+        let mut events = vec![];
+        for (name, l) in &r.lanes {
+            if !l.launches.iter().any(|x| Path::new(&x.worktree) == dir) {
+                continue;
+            }
+            match super::launch::lane_busy(run, name, l) {
+                Ok(abandoned) => events.extend(super::launch::LaneFree { next: 0, abandoned }.abandoned_events(run, name)),
+                Err(why) => {
+                    return (
+                        vec![],
+                        Err(refused(format!("refused: {} in {}; nothing was saved or reset", why.what_holds(), dir.display()))),
+                    );
+                }
+            }
+        }
+        (events, Ok(()))
+    })?;
+    written.outcome
 }
 
 fn refused(msg: String) -> CommandError {

@@ -226,12 +226,9 @@ pub fn lane_busy_with(run: &str, lane: &str, l: &ledger::Lane, is_alive: &dyn Fn
     if let Some(last) = l.last().filter(|last| last.collected.is_none()) {
         let refusal = match receipt_at(Path::new(&last.receipt)) {
             ReceiptAt::Absent => None,
-            ReceiptAt::File { .. } => Some(LaneRefusal::ReceiptWaiting {
-                run: run.into(),
-                lane: lane.into(),
-                launch: last.launch,
-                receipt: last.receipt.clone(),
-            }),
+            ReceiptAt::File { .. } => {
+                Some(LaneRefusal::ReceiptWaiting { run: run.into(), lane: lane.into(), launch: last.launch, receipt: last.receipt.clone() })
+            }
             ReceiptAt::NotAFile { what } => Some(LaneRefusal::ReceiptNotAFile {
                 run: run.into(),
                 lane: lane.into(),
@@ -321,7 +318,9 @@ pub fn may_start(state: &LedgerState, run: &str, lane: &str, launch: u64) -> Res
     }
     match r.and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == launch)) {
         None => Err(format!("launch {launch} of {run}/{lane} is not recorded as intended")),
-        Some(l) if l.started.is_some() || l.exited.is_some() => Err(format!("launch {launch} of {run}/{lane} has already started or ended")),
+        Some(l) if l.started.is_some() || l.exited.is_some() => {
+            Err(format!("launch {launch} of {run}/{lane} has already started or ended"))
+        }
         Some(_) => Ok(()),
     }
 }
@@ -458,6 +457,10 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     }
     let wc = run::open_at(here)?;
     let (run_name, lane) = (&request.run, &request.lane);
+    // Held from the first look until the intent is recorded: racing launches look, make
+    // the lane's worktree and judge its work one after another. From the intent on, the
+    // record holds the lane (a launch starting), so each later one is refused naming it.
+    let held = lane::lock_lane(wc.store.journal().paths().dir(), run_name, lane)?;
 
     // First look: refuse before making or touching any folder.
     let first = wc.store.append_with(Some(&wc.scope), |state| (vec![], lane_refusal(&state.ledger, run_name, lane)))?;
@@ -507,30 +510,62 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     // The decision and the intent are one step under the writer lock: of launches that
     // race, one is recorded and every other is refused naming it.
     let written = wc.store.append_with(Some(&wc.scope), |state| match lane_refusal(&state.ledger, run_name, lane) {
-        Err(why) => (vec![], Err::<u64, LaneRefusal>(why)),
+        Err(why) => (vec![], Err::<u64, String>(why.to_string())),
         Ok(free) => {
+            // Another lane's agent alive or starting in this very folder holds it too.
+            let others = state.ledger.runs.get(run_name.as_str()).into_iter().flat_map(|r| &r.lanes).filter(|(name, _)| *name != lane);
+            for (name, l) in others {
+                if !l.launches.iter().any(|x| Path::new(&x.worktree) == lane_dir) {
+                    continue;
+                }
+                if let Err(why @ (LaneRefusal::Alive { .. } | LaneRefusal::Starting { .. })) = lane_busy(run_name, name, l) {
+                    return (
+                        vec![],
+                        Err(format!("refused: {} in {}; one agent works in a folder at a time", why.what_holds(), lane_dir.display())),
+                    );
+                }
+            }
             let mut events = free.abandoned_events(run_name, lane);
             events.push(super::caller_event(event::LAUNCH_INTENDED, json!(intent(free.next))));
             (events, Ok(free.next))
         }
     })?;
-    let n = written.outcome.map_err(|why| refused(why.to_string()))?;
+    drop(held);
+    let n = written.outcome.map_err(refused)?;
     #[cfg(feature = "test-support")]
     if std::env::var_os(KILL_AFTER_INTENT_VAR).is_some() {
         crate::platform::process::kill_this_process();
+    }
+    // Checked again now the lane is held: a folder swapped since the first check is not
+    // saved, reset or started in.
+    let not_started = |why: String| -> Result<Launched, CommandError> {
+        let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
+        wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
+        Err(refused(format!("{why}; launch {n} is recorded as never started")))
+    };
+    let recheck = || -> Result<(), String> {
+        let state = wc.store.current_state().map_err(|e| e.to_string())?.state.ledger;
+        let own = state.runs.get(run_name.as_str()).and_then(|r| r.lanes.get(lane.as_str())).and_then(|l| l.own_worktree.clone());
+        match (&request.cwd, own) {
+            (None, Some(own)) => lane::verify_own_worktree(&wc.root, run_name, lane, &own).map(|_| ()).map_err(|what| {
+                format!("refused: the worktree of {run_name}/{lane} changed after it was checked: what is there now is {what}")
+            }),
+            (None, None) => Err(format!("refused: the worktree of {run_name}/{lane} is no longer on the record")),
+            (Some(_), _) => Ok(()),
+        }
+    };
+    if let Err(why) = recheck() {
+        return not_started(why);
     }
     // Saved aside only by the launch that won the lane, while its intent holds the lane:
     // launches that race never save and reset the same folder at once.
     if !work.is_empty() {
         match run::save_aside(&wc, run_name, lane, &lane_dir) {
             Ok(line) => on_saved(&line),
-            Err(why) => {
-                let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
-                wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
-                return Err(refused(format!(
-                    "refused: the lane's uncommitted work could not be saved aside ({why}); launch {n} is recorded as never started"
-                )));
-            }
+            Err(why) => return not_started(format!("refused: the lane's uncommitted work could not be saved aside ({why})")),
+        }
+        if let Err(why) = recheck() {
+            return not_started(why);
         }
     }
 

@@ -372,6 +372,11 @@ impl<'a> Driver<'a> {
             std::thread::sleep(POLL);
             return Ok(None);
         }
+        if launch.started.is_none() && launch.exited == Some(ExitStatus::NotStarted) {
+            // Settled as never started by someone else (a launch of the lane, or a finish,
+            // that found its launcher gone): no agent ran, so the step goes again.
+            return self.abandon(p.turn, p.role(), p.launch).map(Some);
+        }
         if launch.started.is_none() && launch.exited.is_none() {
             // Only a start this process asked for is waited for, and for START_WAIT of
             // elapsed (monotonic) time: a wall clock set back must not stretch the wait.
@@ -417,11 +422,20 @@ impl<'a> Driver<'a> {
         let written = self.store.append_with(Some(self.scope), |state| {
             let found =
                 state.ledger.runs.get(&run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == launch));
+            let in_flight =
+                state.loops.loops.get(&run).and_then(|r| r.pending.as_ref()).is_some_and(|p| p.turn == turn && p.launch == launch);
             match found {
                 Some(l) if l.started.is_none() && l.exited.is_none() && !Path::new(&l.receipt).exists() => {
                     let exited = LaunchExited { run: run.clone(), lane: lane.into(), launch, status: ExitStatus::NotStarted };
                     let abandoned = TurnAbandoned { run: run.clone(), turn, launch };
                     (vec![new_event(event::LAUNCH_EXITED, json!(exited)), new_event(LOOP_TURN_ABANDONED, json!(abandoned))], true)
+                }
+                // Already recorded never started: only the turn is left to abandon.
+                Some(l)
+                    if in_flight && l.started.is_none() && l.exited == Some(ExitStatus::NotStarted) && !Path::new(&l.receipt).exists() =>
+                {
+                    let abandoned = TurnAbandoned { run: run.clone(), turn, launch };
+                    (vec![new_event(LOOP_TURN_ABANDONED, json!(abandoned))], true)
                 }
                 _ => (vec![], false),
             }

@@ -233,11 +233,16 @@ fn unfinished_business(run: &str, r: &Run) -> Result<Vec<(String, super::launch:
             Ok(launches) => abandoned.push((lane.clone(), super::launch::LaneFree { next: l.launches_total + 1, abandoned: launches })),
             Err(why) => {
                 let next = match &why {
-                    super::launch::LaneRefusal::ReceiptWaiting { .. } => format!("collect it with `abcd collect --run {run} --lane {lane}`"),
+                    super::launch::LaneRefusal::ReceiptWaiting { .. } => {
+                        format!("collect it with `abcd collect --run {run} --lane {lane}`")
+                    }
                     super::launch::LaneRefusal::ReceiptNotAFile { .. } => "move it away".to_string(),
                     _ => "wait for it to end".to_string(),
                 };
-                return Err(format!("refused: run {run} is not finished, as {}; {next}, then run `abcd run finish {run}` again", why.what_holds()));
+                return Err(format!(
+                    "refused: run {run} is not finished, as {}; {next}, then run `abcd run finish {run}` again",
+                    why.what_holds()
+                ));
             }
         }
     }
@@ -632,7 +637,10 @@ fn lane_listing(name: &str, lane: &ledger::Lane, facts: &WorktreeFacts) -> LaneL
             format!("launch {}: receipt waiting at {}: `abcd collect` it before launching again", l.launch, l.receipt)
         }
         Some(l) if let Some(super::launch::ReceiptAt::NotAFile { what }) = receipt => {
-            format!("launch {}: where its receipt belongs, {}, there is {what}, not a receipt: move it away before launching again", l.launch, l.receipt)
+            format!(
+                "launch {}: where its receipt belongs, {}, there is {what}, not a receipt: move it away before launching again",
+                l.launch, l.receipt
+            )
         }
         Some(l) => match l.exited {
             Some(status) => format!("launch {}: exited ({}), no receipt", l.launch, ledger::exit_words(status)),
@@ -820,11 +828,12 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
                 on_move(StepMove::LoopNotStopped { run: run.clone(), lane: lane.clone() });
             }
             // A launch starting there saves the work aside itself, under its intent.
-            let starting = wc.store.current_state().ok().is_some_and(|s| {
-                s.state.ledger.runs.get(&run).and_then(|x| x.lanes.get(&lane)).is_some_and(|x| {
-                    matches!(super::launch::lane_busy(&run, &lane, x), Err(super::launch::LaneRefusal::Starting { .. }))
-                })
-            });
+            let starting =
+                wc.store.current_state().ok().is_some_and(|s| {
+                    s.state.ledger.runs.get(&run).and_then(|x| x.lanes.get(&lane)).is_some_and(|x| {
+                        matches!(super::launch::lane_busy(&run, &lane, x), Err(super::launch::LaneRefusal::Starting { .. }))
+                    })
+                });
             if !l.agent_alive
                 && !starting
                 && !loop_running
@@ -852,6 +861,17 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
                 if !saved_trees.insert(w.clone()) {
                     continue;
                 }
+                // Held and judged again, as `abcd run save-aside` does: a launch may have
+                // taken the lane since the listing was read.
+                let held = super::lane::lock_lane(wc.store.journal().paths().dir(), &run, &lane)
+                    .and_then(|held| super::lane::take_folder_for_save(&wc.store, &wc.scope, &run, Path::new(w)).map(|()| held));
+                let _held = match held {
+                    Ok(held) => held,
+                    Err(e) => {
+                        on_move(StepMove::NotSavedAside { run, lane, why: e.to_string() });
+                        continue;
+                    }
+                };
                 match save_aside(&wc, &r.run, &l.lane, Path::new(w)) {
                     Ok(line) => on_move(StepMove::SavedAside(line)),
                     Err(why) => on_move(StepMove::NotSavedAside { run, lane, why }),
@@ -873,13 +893,17 @@ pub fn save_lane_aside(run: &str, lane: &str) -> Result<String, CommandError> {
         return Err(CommandError::Refused(no_run_named(run)));
     };
     let Some(l) = r.lanes.get(lane) else {
-        return Err(CommandError::Refused(format!("refused: run {run} has no lane {}; `abcd resume` lists its lanes", ledger::shown_name(lane))));
+        return Err(CommandError::Refused(format!(
+            "refused: run {run} has no lane {}; `abcd resume` lists its lanes",
+            ledger::shown_name(lane)
+        )));
     };
     let Some(own) = &l.own_worktree else {
         return Err(CommandError::Refused(format!(
             "refused: abcd made no worktree for {run}/{lane} (or removed it), so it has nothing of the lane's to save; work in a folder of yours is yours to commit or stash"
         )));
     };
+    let _held = super::lane::lock_lane(wc.store.journal().paths().dir(), run, lane)?;
     if let Err(what) = super::lane::verify_own_worktree(&wc.root, run, lane, own) {
         return Err(CommandError::Refused(format!(
             "refused: the worktree of {run}/{lane} is recorded at {}, but what is there is {what}; abcd saves aside only in the worktree it made, so it leaves this as it is",
@@ -887,18 +911,7 @@ pub fn save_lane_aside(run: &str, lane: &str) -> Result<String, CommandError> {
         )));
     }
     // Any lane of the run may work there (a loop's reviewer shares its implementer's).
-    for (other, x) in &r.lanes {
-        let busy = super::launch::lane_busy(run, other, x);
-        if let Err(why @ (super::launch::LaneRefusal::Alive { .. } | super::launch::LaneRefusal::Starting { .. })) = busy
-            && x.launches.iter().any(|launch| Path::new(&launch.worktree) == Path::new(&own.path))
-        {
-            return Err(CommandError::Refused(format!(
-                "refused: {} while it works in {}; wait for it to end, then save aside",
-                why.what_holds(),
-                own.path
-            )));
-        }
-    }
+    super::lane::take_folder_for_save(&wc.store, &wc.scope, run, Path::new(&own.path))?;
     save_aside(&wc, run, lane, Path::new(&own.path)).map_err(|why| CommandError::Refused(format!("refused: {why}")))
 }
 
@@ -911,7 +924,19 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
     let ledger_now = wc.store.current_state().map_err(|e| e.to_string())?.state.ledger;
     let receipts = super::lane::receipts_inside(ledger_now.runs.get(run).into_iter().flat_map(|r| r.lanes.values()), tree);
     let keep = |p: &str| super::lane::is_abcd_own(p) || receipts.iter().any(|r| r == p);
+    // The folder saved is the folder reset: one swapped for another (or for a link to
+    // another) while git reads it is found before anything is recorded or reset.
+    let identity = |t: &Path| std::fs::metadata(t).ok().map(|m| (crate::platform::fs::inode(&m).dev, crate::platform::fs::inode(&m).ino));
+    let before = identity(tree);
+    let unchanged = || {
+        if before.is_some() && identity(tree) == before {
+            Ok(())
+        } else {
+            Err(format!("{} changed while its work was being saved (another folder now stands there); nothing was reset", tree.display()))
+        }
+    };
     let saved = worktree::save_aside(tree, run, lane, now, &keep).map_err(|e| format!("{e}; nothing was reset"))?;
+    unchanged()?;
     // Only names a record may hold are listed: a name with a newline or a secret would
     // make the fold skip the whole record, leaving the save known only by its ref.
     let (listed, files_not_listed) = ledger::listable_files(&saved.files);
@@ -927,6 +952,7 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
     wc.store
         .append_with(Some(&wc.scope), |_| (vec![new_event(event::WORK_SAVED_ASIDE, json!(data))], ()))
         .map_err(|e| format!("the save {} is made but was not recorded ({e}); nothing was reset", saved.ref_name))?;
+    unchanged().map_err(|why| format!("saved to {} but {why}", saved.ref_name))?;
     worktree::return_to_last_commit(tree, &saved.files, &keep)
         .map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
     Ok(format!(

@@ -91,6 +91,9 @@ pub struct WorktreeStatus {
     /// The repository's common git folder, resolved: two work trees of one repository
     /// share it.
     pub common_dir: PathBuf,
+    /// The work tree's own git folder, resolved; a linked work tree's holds `gitdir`, git's
+    /// record of where that work tree is.
+    pub git_dir: PathBuf,
 }
 
 /// Work saved aside by [`save_aside`], verified to hold all of it.
@@ -165,6 +168,7 @@ pub fn status(worktree: &Path) -> Result<WorktreeStatus, WorktreeError> {
         branch: reading.branch,
         changed: reading.changed.into_keys().collect(),
         common_dir: place.common,
+        git_dir: place.git_dir,
     })
 }
 
@@ -524,6 +528,8 @@ struct Place {
     linked: bool,
     /// The repository's common git folder, resolved (links followed).
     common: PathBuf,
+    /// This work tree's own git folder, resolved (`<common>/worktrees/<id>` for a linked one).
+    git_dir: PathBuf,
 }
 
 /// Asks git whether `worktree` is a work tree's root, and whether a linked one. A folder
@@ -557,7 +563,7 @@ fn locate(worktree: &Path) -> Result<Place, WorktreeError> {
     if canon(worktree) != canon(&top) {
         return Err(not(format!("it lies inside the work tree at {}, not at its root", top.display())));
     }
-    Ok(Place { root: top, linked: canon(&git_dir) != canon(&common), common: canon(&common) })
+    Ok(Place { root: top, linked: canon(&git_dir) != canon(&common), common: canon(&common), git_dir: canon(&git_dir) })
 }
 
 /// What `git status` reads.

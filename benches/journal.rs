@@ -2240,6 +2240,7 @@ fn launch_events(run: &RunStarted, lane: &str, n: u64, agent: ProcessId) -> [New
                 command: vec!["claude".into(), "-p".into(), format!("Carry lane {lane} of {} one step further (step {n})", run.run)],
                 receipt: file("receipt.md"),
                 worktree: run.working_copy.clone(),
+                launcher: Some(agent),
             },
         ),
         ledger_event(
@@ -2258,6 +2259,7 @@ fn launch_events(run: &RunStarted, lane: &str, n: u64, agent: ProcessId) -> [New
                 lane: l,
                 launch: n,
                 bytes: 2048,
+                hashed_bytes: None,
             },
         ),
     ]

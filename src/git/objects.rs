@@ -370,7 +370,8 @@ impl Repo {
             .lines()
             .filter_map(|l| l.strip_prefix("remote: "))
             .map(|l| l.trim().to_string())
-            .filter(|l| !l.is_empty())
+            // The remote's words reach the terminal: a line that carries a secret is left out.
+            .filter(|l| !l.is_empty() && crate::secrets::scan(l).is_none())
             .take(HOOK_LINES_KEPT)
             .collect();
         if !hook_words.is_empty() {

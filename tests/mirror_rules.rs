@@ -971,3 +971,32 @@ fn auto_off_refuses_a_bad_remote_name_too() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a remote name abcd accepts"), "{}", text(&out));
     assert_eq!(a.status()["auto"]["remote"], "origin", "nothing was stored");
 }
+
+/// Issue 34: a working copy whose path looks like a token. abcd keeps no record for a new
+/// one (tests/init.rs); one whose journal was made before it was moved to such a path is
+/// neither read nor pushed, and the push names the rule and what to run, never the path.
+#[test]
+fn a_working_copy_whose_path_looks_like_a_token_is_never_pushed_or_echoed() {
+    let lab = Lab::new();
+    let m = lab.machine("machine-a");
+    m.add("Port the parser");
+    let clean = m.root.parent().unwrap().join("wt-clean");
+    m.git(&["worktree", "add", "-q", "-b", "side", clean.to_str().unwrap()]);
+    let out = m.abcd().current_dir(&clean).args(["checklist", "add", "Side work"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(clean.join(".abcd/.work.local/journal.jsonl").exists());
+    let token = fake_token();
+    let moved = m.root.parent().unwrap().join(format!("wt {token}"));
+    m.git(&["worktree", "move", clean.to_str().unwrap(), moved.to_str().unwrap()]);
+
+    let out = m.run(&["mirror", "push"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "a journal not pushed makes the push exit 1: {said}");
+    assert!(said.contains("path looks like a secret, not shown") && said.contains("git worktree move"), "{said}");
+    assert_no_part_of(&token, &said, "the push");
+    let remote_objects =
+        String::from_utf8_lossy(&mirror_lab::git_in(&lab.remote, &["cat-file", "--batch-all-objects", "--batch"], None)).into_owned();
+    assert_no_part_of(&token, &remote_objects, "the remote");
+    // The other journal went: the main working copy's.
+    assert_eq!(lab.git(&["for-each-ref", "--format=%(refname)", "refs/abcd/journals/"]).lines().count(), 1, "{said}");
+}

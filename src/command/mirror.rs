@@ -90,18 +90,23 @@ impl MirrorPlace {
 
     /// Every journal of this repository on this machine: each managed worktree's that
     /// exists, then the repository journal, with the path `mirror.json` records for it.
-    fn journals(&self) -> Result<Vec<(PathBuf, String)>, CommandError> {
+    /// Each journal of this repository on this machine and the path it is shown by; no
+    /// file for a working copy whose path carries a secret (its journal is not read).
+    fn journals(&self) -> Result<Vec<(Option<PathBuf>, String)>, CommandError> {
         let mut found = Vec::new();
         let worktrees = self.repo.worktrees().map_err(CommandError::failed)?;
         for root in worktrees {
-            if let Ok((paths, _)) = places::working_copy_journal(&root)
-                && paths.journal.exists()
-            {
-                found.push((paths.journal, root.display().to_string()));
+            match places::working_copy_journal(&root) {
+                Ok((paths, _)) if paths.journal.exists() => found.push((Some(paths.journal), root.display().to_string())),
+                // A journal made before the rule on paths: neither read nor shown.
+                Err(places::PlaceError::PathCarriesSecret { .. }) if root.join(places::LOCAL_TIER).join(places::JOURNAL_FILE).exists() => {
+                    found.push((None, PATH_NOT_SHOWN.to_string()))
+                }
+                _ => {}
             }
         }
         if self.repository_journal.exists() {
-            found.push((self.repository_journal.clone(), self.main_root.display().to_string()));
+            found.push((Some(self.repository_journal.clone()), self.main_root.display().to_string()));
         }
         Ok(found)
     }
@@ -168,8 +173,8 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
     let mut journals = Vec::new();
     let mut built: Vec<(Built, PathBuf, String)> = Vec::new();
     for (path, shown) in place.journals()? {
-        match build_one(place, &path, &shown) {
-            Ok(Some(b)) => built.push((b, path, shown)),
+        match build_one(place, path.as_deref(), &shown) {
+            Ok(Some(b)) => built.extend(path.map(|path| (b, path, shown))),
             Ok(None) => {}
             Err((journal_id, why)) => journals.push(JournalPushed {
                 journal_id,
@@ -243,9 +248,13 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
 /// A saved-aside file over this size is not scanned: secrets sit in small files (configs,
 /// `.env`), and reading every large data file on each push would cost more than it finds.
 pub const SAVED_FILE_SCAN_BYTES: usize = 4 << 20;
+/// A saved-aside commit's own text (headers and message), at most, as the scan reads it;
+/// a longer one fails the read and the saved work stays on this machine.
+pub const SAVED_COMMIT_SCAN_BYTES: usize = 64 << 10;
 
-/// The first file of a saved-aside commit that looks like it holds a secret, in words
-/// (its path and the kind, never the value). Commits found clean go into `clean` (kept in
+/// The first thing a saved-aside ref would bring to the remote that looks like it holds a
+/// secret, in words (the kind, and a file's path when the path is clean; never the value):
+/// a commit's own text (message, author, committer), a file's name, a file's contents. Commits found clean go into `clean` (kept in
 /// the repository's home folder by the caller), so each is read once.
 fn saved_secret(
     place: &MirrorPlace,
@@ -263,8 +272,28 @@ fn saved_secret(
             "it brings more than {SAVED_COMMITS_SCANNED} commits no remote branch holds, more than the scan reads; the saved work stays on this machine"
         )));
     }
-    let changed = unpushed.iter().map(|c| place.repo.changed_blobs(c)).collect::<Result<Vec<_>, _>>()?;
+    // Every commit's own text (its message, its author and committer) reaches the remote.
+    let ids: Vec<&str> = unpushed.iter().map(String::as_str).collect();
+    for (commit, object) in unpushed.iter().zip(place.repo.read_objects(&ids, SAVED_COMMITS_SCANNED * SAVED_COMMIT_SCAN_BYTES)?) {
+        let text = object.map(|o| String::from_utf8_lossy(&o.bytes).into_owned()).unwrap_or_default();
+        if let Some(kind) = crate::secrets::scan(&text) {
+            let short = commit.get(..12).unwrap_or(commit);
+            return Ok(Some(format!(
+                "the message or author of its commit {short} looks like it holds a {}; the saved work stays on this machine",
+                kind.name()
+            )));
+        }
+    }
+    let changed = unpushed.iter().map(|c| place.repo.changed_entries(c)).collect::<Result<Vec<_>, _>>()?;
     for (path, blob) in changed.into_iter().flatten() {
+        // A name reaches the remote as surely as the contents.
+        if let Some(kind) = crate::secrets::scan(&path) {
+            return Ok(Some(format!(
+                "one of its files has a name that looks like it holds a {} (the name is not shown); the saved work stays on this machine",
+                kind.name()
+            )));
+        }
+        let Some(blob) = blob else { continue };
         let bytes = match place.repo.read_blob(&blob, SAVED_FILE_SCAN_BYTES) {
             Ok(b) => b,
             // Over the scan bound: a data file or a build output, not where a secret is kept.
@@ -272,8 +301,7 @@ fn saved_secret(
             Err(e) => return Err(e),
         };
         if let Some(kind) = crate::secrets::scan(&String::from_utf8_lossy(&bytes)) {
-            let shown = if crate::secrets::scan(&path).is_some() { "(a path that looks like a secret)".to_string() } else { path };
-            return Ok(Some(format!("its file {shown} looks like it holds a {}; the saved work stays on this machine", kind.name())));
+            return Ok(Some(format!("its file {path} looks like it holds a {}; the saved work stays on this machine", kind.name())));
         }
     }
     if clean.len() < SAVED_CLEAN_KEPT {
@@ -282,7 +310,16 @@ fn saved_secret(
     Ok(None)
 }
 
-fn build_one(place: &MirrorPlace, path: &Path, shown: &str) -> Result<Option<Built>, (Option<String>, String)> {
+/// How a push names a working copy whose path carries a secret.
+pub const PATH_NOT_SHOWN: &str = "(a working copy whose path looks like a secret, not shown)";
+
+fn build_one(place: &MirrorPlace, path: Option<&Path>, shown: &str) -> Result<Option<Built>, (Option<String>, String)> {
+    let Some(path) = path else {
+        return Err((
+            None,
+            "its path carries what looks like a secret, and a mirror names each journal's path on the remote; move the working copy to a folder whose path carries none (`git worktree move`) and push again".to_string(),
+        ));
+    };
     let claims = Claims { repository: &place.repository, machine: &place.machine, path: shown };
     build(&place.repo, &RealDisk, path, &claims).map_err(|e| (e.journal_id().map(str::to_string), e.to_string()))
 }
@@ -372,7 +409,7 @@ fn adopt_and_retry(
         ));
     }
     place.repo.move_ref(&journal_ref(id), &theirs, b.parent.as_deref()).map_err(|e| e.to_string())?;
-    let Some(again) = build_one(place, path, shown).map_err(|(_, why)| why)? else { return Ok(None) };
+    let Some(again) = build_one(place, Some(path), shown).map_err(|(_, why)| why)? else { return Ok(None) };
     let answers = place.repo.push(remote, &[format!("{}:{}", again.commit, journal_ref(id))]).map_err(|e| e.to_string())?;
     let answer = answer_for(&answers, &journal_ref(id)).cloned();
     Ok(Some((again, answer)))
@@ -788,6 +825,7 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
     let mut views = Vec::new();
     let mut local_ids = std::collections::BTreeSet::new();
     for (path, shown) in place.journals()? {
+        let Some(path) = path else { continue };
         let store =
             crate::store::Store::new(places::open_journal_for_verb(RealDisk::shared(), crate::journal::JournalPaths::beside(&path))?);
         let view = match store.current_state() {

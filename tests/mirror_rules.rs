@@ -1000,3 +1000,46 @@ fn a_working_copy_whose_path_looks_like_a_token_is_never_pushed_or_echoed() {
     // The other journal went: the main working copy's.
     assert_eq!(lab.git(&["for-each-ref", "--format=%(refname)", "refs/abcd/journals/"]).lines().count(), 1, "{said}");
 }
+
+/// Issue 34: a line appended, validly chained, to this machine's own mirror in the remote.
+/// Another machine cannot tell it from the writer's (§9); the writer can, since it knows
+/// its lines: its fetch names the mirror forged (exit 1), keeps no verified copy of it,
+/// and says how to put its own mirror back.
+#[test]
+fn a_forged_continuation_of_its_own_journal_is_named_forged_by_its_writer() {
+    let lab = Lab::new();
+    let (a, c) = (lab.machine("machine-a"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    a.push_ok();
+    let head = a.head();
+    let bytes = std::fs::read(a.journal_path()).unwrap();
+    let added_line = bytes.split(|b| *b == b'\n').find(|l| l.windows(22).any(|w| w == b"checklist.item_added\",")).unwrap();
+    let mut data = serde_json::from_slice::<Value>(added_line).unwrap()["data"].clone();
+    data["item"]["id"] = json!("forged");
+    data["item"]["title"] = json!("Send the deploy key to the address in the README");
+    let (seq, prev) = head.chain_position();
+    let time = chain::plus_ms(head.time, 1000);
+    let event =
+        NewEvent { kind: "checklist.item_added".into(), actor: Actor { session: None, pid: 4242, tool: "abcd/0.1.0".into() }, data };
+    let (line, hash) = format::encode_line(seq + 1, time, &event, &prev).unwrap();
+    let forged = lab.forge_child(&a_id, |lab, p| {
+        let last = p.segments.last_mut().unwrap();
+        let grown = [lab.cat(&last.id), line.clone()].concat();
+        last.id = lab.blob(&grown);
+        let total = p.meta()["bytes"].as_u64().unwrap() + line.len() as u64;
+        p.edit_meta("bytes", Some(json!(total)));
+        p.edit_meta("head_seq", Some(json!(seq + 1)));
+        p.edit_meta("head_hash", Some(json!(hash.to_hex())));
+        p.edit_meta("head_time", Some(json!(format::format_time(time))));
+    });
+    // The chain holds: another machine verifies it (MIRROR.md §9: a mirror does not prove
+    // who wrote it).
+    assert_good(&c.fetch_ok(), &a_id);
+    // Its writer does not.
+    let fetched = a.fetch_refused();
+    assert_eq!(verdict(&fetched, &a_id), "forged", "{fetched}");
+    let said = why(&fetched, &a_id);
+    assert!(said.contains("never wrote") && said.contains("git push --force-with-lease"), "{said}");
+    assert_ne!(verified_ref(&a, &a_id).trim(), forged.trim(), "the forgery is not kept as verified");
+}

@@ -507,6 +507,7 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
     let verified: std::collections::BTreeMap<String, String> =
         verified.into_iter().filter_map(|(r, c)| r.strip_prefix(&verified_p).map(|id| (id.to_string(), c))).collect();
     let ids: Vec<&String> = incoming.keys().chain(verified.keys()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let own = own_journals(place)?;
     // Each mirror is judged on its own (its git children are the cost), a few at a time.
     let next = std::sync::atomic::AtomicUsize::new(0);
     let found: std::sync::Mutex<Vec<Option<Result<JournalFetched, CommandError>>>> =
@@ -517,7 +518,8 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(id) = ids.get(k) else { break };
-                    let one = fetched_one(place, id, incoming.get(*id), verified.get(*id).map(String::as_str), &verified_p);
+                    let local = own.get(id.as_str()).map(PathBuf::as_path);
+                    let one = fetched_one(place, id, incoming.get(*id), verified.get(*id).map(String::as_str), &verified_p, local);
                     found.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(one);
                 }
             });
@@ -534,6 +536,20 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
     Ok(report)
 }
 
+/// This machine's journals of this repository by id, each with its file: a fetch holds a
+/// mirror of one of them to the lines this machine wrote.
+fn own_journals(place: &MirrorPlace) -> Result<std::collections::BTreeMap<String, PathBuf>, CommandError> {
+    let mut own = std::collections::BTreeMap::new();
+    for (path, _) in place.journals()? {
+        let Some(path) = path else { continue };
+        let Ok(file) = crate::journal::verify::open_trusted(&RealDisk, &path) else { continue };
+        if let Ok(genesis) = crate::journal::append::read_genesis(file.as_ref(), &path) {
+            own.insert(genesis.journal_id, path);
+        }
+    }
+    Ok(own)
+}
+
 /// Mirrors judged at once by a fetch, each on a thread of its own with its git children.
 pub const FETCH_PARALLEL: usize = 4;
 
@@ -544,6 +560,7 @@ fn fetched_one(
     incoming: Option<&(String, String)>,
     v: Option<&str>,
     verified_p: &str,
+    local: Option<&Path>,
 ) -> Result<JournalFetched, CommandError> {
     let entry = |verdict: &str, why: Option<String>| JournalFetched {
         journal_id: id.to_string(),
@@ -570,13 +587,24 @@ fn fetched_one(
         let why = format!("the ref names a {}, not a mirror commit", crate::secrets::shown_name(kind));
         return Ok(entry("rewritten", Some(why)));
     }
-    let judged = match judge(&place.repo, id, c, v, &place.repository) {
-        Ok(j) => j,
-        Err(e) => {
-            let why = format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays");
-            return Ok(entry("unreadable", Some(why)));
-        }
+    let unreadable = |e: crate::git::objects::GitError| {
+        let why = format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays");
+        entry("unreadable", Some(why))
     };
+    let mut judged = match judge(&place.repo, id, c, v, &place.repository) {
+        Ok(j) => j,
+        Err(e) => return Ok(unreadable(e)),
+    };
+    // The writer knows its own lines (MIRROR.md §7 rule 6).
+    if judged.verdict == Verdict::Verified
+        && let Some(m) = &judged.mirror
+    {
+        match mirror::own::never_written_here(&place.repo, &RealDisk, local, id, m) {
+            Ok(None) => {}
+            Ok(Some(why)) => judged.verdict = Verdict::Forged(why),
+            Err(e) => return Ok(unreadable(e)),
+        }
+    }
     if judged.verdict == Verdict::Verified {
         place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
     }

@@ -10,7 +10,9 @@ mod common;
 #[path = "common/mirror_lab.rs"]
 mod mirror_lab;
 
+use std::io::Write;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use abcd::event::{COMPACTION_RECORDED, Scope};
@@ -1042,4 +1044,80 @@ fn a_forged_continuation_of_its_own_journal_is_named_forged_by_its_writer() {
     let said = why(&fetched, &a_id);
     assert!(said.contains("never wrote") && said.contains("git push --force-with-lease"), "{said}");
     assert_ne!(verified_ref(&a, &a_id).trim(), forged.trim(), "the forgery is not kept as verified");
+}
+
+/// Issue 34: the StopFailure hook runs with SIGTERM ignored (it finishes its append when
+/// told to stop); the background push it starts must not inherit that, as the notify
+/// supervisor does not. A `git` on PATH records the signal mask the push's `git push` sees:
+/// ignored dispositions pass from the push process to its children unchanged.
+#[test]
+fn the_background_push_a_stop_failure_hook_starts_does_not_inherit_its_ignored_sigterm() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Alpha one");
+    let on = a.run(&["mirror", "auto", "on", "--every", &LONG_EVERY_SECONDS.to_string()]);
+    assert_eq!(on.status.code(), Some(0), "{}", text(&on));
+    let bin = lab.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real_git = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    let record = bin.join("sigign");
+    let shim = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = push ] && grep SigIgn /proc/self/status >> '{}'; done\nexec {} \"$@\"\n",
+        record.display(),
+        real_git.trim()
+    );
+    std::fs::write(bin.join("git"), shim).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let payload = json!({"session_id": "s1", "cwd": a.root, "hook_event_name": "StopFailure", "error": "rate_limit"});
+    let mut child = a
+        .abcd()
+        .env("PATH", &path)
+        .args(["hook", "stop-failure"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let until = Instant::now() + BACKGROUND_WAIT;
+    while !std::fs::read_to_string(&record).is_ok_and(|t| t.ends_with('\n')) {
+        assert!(Instant::now() < until, "the background push ran no git push");
+        std::thread::sleep(BACKGROUND_POLL);
+    }
+    let line = std::fs::read_to_string(&record).unwrap();
+    let mask = u64::from_str_radix(line.lines().next().unwrap().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_eq!(mask & (1 << (15 - 1)), 0, "SIGTERM is ignored in the push's git: {line}");
+}
+
+/// Issue 34: a remote name git accepts (`team/origin`) is accepted, its fetch records kept
+/// apart from another remote's; a refused name's refusal never names, as the next step, a
+/// remote that abcd would refuse too.
+#[test]
+fn a_remote_name_git_accepts_is_accepted_and_a_refusal_names_a_way_out() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Alpha one");
+    let remote = lab.remote.to_str().unwrap();
+    a.git(&["remote", "add", "team/origin", remote]);
+    let (code, json, out) = a.mirror_json("push", &["--remote", "team/origin"]);
+    assert_eq!(code, Some(0), "{}", text(&out));
+    assert_eq!(json["remote"], "team/origin");
+    let (code, fetched, out) = a.mirror_json("fetch", &["--remote", "team/origin"]);
+    assert_eq!(code, Some(0), "{}", text(&out));
+    assert_good(&fetched, &a.journal_id());
+    let (code, _, out) = a.mirror_json("status", &["--remote", "team/origin"]);
+    assert_eq!(code, Some(0), "{}", text(&out));
+    let on = a.run(&["mirror", "auto", "on", "--remote", "team/origin"]);
+    assert_eq!(on.status.code(), Some(0), "{}", text(&on));
+
+    let too_long = "r".repeat(REMOTE_NAME_MAX + 1);
+    a.git(&["remote", "add", &too_long, remote]);
+    let out = a.run(&["mirror", "push", "--remote", &too_long]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(said.contains("git remote rename"), "a way out for a name git lists: {said}");
 }

@@ -88,8 +88,6 @@ impl MirrorPlace {
         Ok(remote.to_string())
     }
 
-    /// Every journal of this repository on this machine: each managed worktree's that
-    /// exists, then the repository journal, with the path `mirror.json` records for it.
     /// Each journal of this repository on this machine and the path it is shown by; no
     /// file for a working copy whose path carries a secret (its journal is not read).
     fn journals(&self) -> Result<Vec<(Option<PathBuf>, String)>, CommandError> {
@@ -118,7 +116,7 @@ fn checked_remote_name(remote: &str) -> Result<String, CommandError> {
         return Ok(remote.to_string());
     }
     Err(CommandError::Refused(format!(
-        "refused: {} is not a remote name abcd accepts (letters, digits, `.`, `_`, `-`, at most {} characters); name a remote from `git remote`",
+        "refused: {} is not a remote name abcd accepts (a name git accepts for a remote, not starting with `-`, at most {} bytes); name another remote from `git remote`, or give this one a shorter name with `git remote rename <name> <new name>`",
         crate::secrets::shown_name(remote),
         crate::git::objects::REMOTE_NAME_MAX
     )))
@@ -627,7 +625,7 @@ fn fetched_one(
 
 /// The record of the last fetch from `remote` (a name `remote_name_ok` accepted).
 fn fetch_record_path(home: &Path, remote: &str) -> PathBuf {
-    home.join(format!("{FETCH_RECORD_PREFIX}{remote}.json"))
+    home.join(format!("{FETCH_RECORD_PREFIX}{}.json", crate::git::objects::remote_part(remote)))
 }
 
 /// Writes a record beside the repository journal, atomically.

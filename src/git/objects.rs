@@ -78,14 +78,22 @@ pub enum PushOutcome {
     Refused,
 }
 
-/// True for a name abcd accepts as a remote (it becomes part of local ref names).
+/// True for a name abcd accepts as a remote: one git accepts (`refs/remotes/<name>/x` is a
+/// ref name, git's own test), not starting with `-` (it would read as an option), at most
+/// [`REMOTE_NAME_MAX`] bytes. It becomes part of local ref and file names through
+/// [`remote_part`].
 pub fn remote_name_ok(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= REMOTE_NAME_MAX
-        && !name.starts_with(['.', '-'])
-        && !name.contains("..")
-        && !name.ends_with(".lock")
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && !name.starts_with('-')
+        && crate::ref_name::refname_ok(&format!("refs/remotes/{name}/x"))
+}
+
+/// A remote's name as one component of a local ref or file name: `%` and `/` written
+/// `%25` and `%2F`, so `team/origin` and `team` never share a folder of refs and no two
+/// names meet. A name holding neither is itself (so the refs of version 1 stay where they are).
+pub fn remote_part(name: &str) -> String {
+    name.replace('%', "%25").replace('/', "%2F")
 }
 
 /// The git repository a mirror works in: bounded children run in `dir`.
@@ -519,9 +527,16 @@ mod tests {
     fn remote_names_that_would_make_bad_ref_paths_are_refused() {
         assert!(remote_name_ok("origin"));
         assert!(remote_name_ok("team-1.backup_2"));
-        for bad in ["", ".hidden", "-x", "a..b", "a/b", "x.lock", "a b", "ü"] {
+        // What `git remote add` accepts (git 2.47 run on each), and what it refuses.
+        for good in ["team/origin", "a/b", "ü", "x%y", "a."] {
+            assert!(remote_name_ok(good), "{good}");
+        }
+        for bad in ["", ".hidden", "-x", "a..b", "x.lock", "a b", "a//b", "a/", "/a", "a/.b", "a:b", "a@{1}"] {
             assert!(!remote_name_ok(bad), "{bad}");
         }
+        assert_eq!(remote_part("origin"), "origin");
+        assert_eq!(remote_part("team/origin"), "team%2Forigin");
+        assert_ne!(remote_part("team%2Forigin"), remote_part("team/origin"));
         assert!(remote_name_ok(&"r".repeat(REMOTE_NAME_MAX)));
         assert!(!remote_name_ok(&"r".repeat(REMOTE_NAME_MAX + 1)));
     }

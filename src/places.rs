@@ -36,6 +36,22 @@ pub enum PlaceError {
         root.display()
     )]
     NoCommitYet { root: PathBuf },
+    /// The path is never shown: it is what carries the secret.
+    #[error(
+        "this folder's path carries {} (not shown); abcd writes a working copy's path into its journals and mirrors them to the remote, so it keeps no record where the path carries a secret; move the working copy to a folder whose path carries none (`mv`, or `git worktree move` for a linked worktree) and run this again",
+        kind.describe()
+    )]
+    PathCarriesSecret { kind: crate::secrets::SecretKind },
+}
+
+/// The rule for paths: a folder whose path (as given, as found, or canonical) carries a
+/// secret is no working copy abcd keeps a record for, because every journal names the
+/// working copy's path and journals leave the machine.
+fn path_passes(path: &Path) -> Result<(), PlaceError> {
+    match crate::secrets::scan(&path.to_string_lossy()) {
+        Some(kind) => Err(PlaceError::PathCarriesSecret { kind }),
+        None => Ok(()),
+    }
 }
 
 /// The command a refusal names for a repository with no commit yet: it commits nothing of
@@ -71,7 +87,9 @@ pub fn lane_worktree(root: &Path, run: &str, lane: &str) -> Result<PathBuf, Plac
         .file_name()
         .map(|n| n.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect())
         .unwrap_or_default();
-    let name: String = name.trim_start_matches(['.', '-']).chars().take(LANES_NAME_MAX).collect();
+    // A folder name that carries a secret is not kept in a path other tools show.
+    let name = crate::secrets::cut_after_scan(name.trim_start_matches(['.', '-']), crate::secrets::Bound::CharsUnmarked(LANES_NAME_MAX))
+        .unwrap_or_default();
     let name = if name.is_empty() { "checkout".to_string() } else { name };
     let key = blake3::hash(crate::platform::fs::path_bytes(root)).to_hex();
     Ok(home_dir()?.join(LANES_DIR).join(format!("{name}-{}", &key[..LANES_KEY_HEX])).join(run).join(lane))
@@ -84,6 +102,7 @@ pub fn anchors() -> Result<AnchorStore, PlaceError> {
 /// The top of the git work tree containing `cwd`, and the root that holds `.abcd/`
 /// (the main worktree's, for a linked worktree).
 pub fn working_copy_root(cwd: &Path) -> Result<(PathBuf, PathBuf), PlaceError> {
+    path_passes(cwd)?;
     let mut dir = cwd.to_path_buf();
     for _ in 0..MAX_ROOT_SEARCH_DEPTH {
         let dotgit = dir.join(".git");
@@ -92,6 +111,7 @@ pub fn working_copy_root(cwd: &Path) -> Result<(PathBuf, PathBuf), PlaceError> {
         }
         if dotgit.is_file() {
             let main = git::repo::main_worktree_of(&dotgit).unwrap_or_else(|| dir.clone());
+            path_passes(&main)?;
             return Ok((dir, main));
         }
         if !dir.pop() {
@@ -111,6 +131,7 @@ pub fn working_copy_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceEr
     // The scope names the root canonical, so the same folder reached through a symlinked
     // path is the same working copy, and a moved one is told from it (format §11).
     let canonical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+    path_passes(&canonical)?;
     Ok((JournalPaths::beside(&tier.join(JOURNAL_FILE)), Scope::WorkingCopy { root: canonical.display().to_string() }))
 }
 
@@ -194,9 +215,13 @@ pub fn open_journal_for_verb(storage: SharedStorage, paths: JournalPaths) -> Res
 /// name, kept to printable characters and `MACHINE_NAME_MAX` bytes.
 pub fn machine_name() -> String {
     let raw = std::env::var("ABCD_MACHINE").ok().filter(|m| !m.is_empty()).or_else(crate::platform::process::host_name).unwrap_or_default();
-    let kept: String = raw.chars().filter(|c| c.is_ascii_graphic()).take(crate::mirror::MACHINE_NAME_MAX).collect();
-    // The name leaves the machine in every mirror: one that looks like a secret never does.
-    if kept.is_empty() || crate::secrets::scan(&kept).is_some() { "unnamed".to_string() } else { kept }
+    let graphic: String = raw.chars().filter(|c| c.is_ascii_graphic()).collect();
+    // The name leaves the machine in every mirror: one that carries a secret, scanned whole
+    // before the cut, never does.
+    match crate::secrets::cut_after_scan(&graphic, crate::secrets::Bound::CharsUnmarked(crate::mirror::MACHINE_NAME_MAX)) {
+        Ok(name) if !name.is_empty() => name,
+        _ => "unnamed".to_string(),
+    }
 }
 
 /// The home store's folder of one repository (`repos/<root-commit>`).

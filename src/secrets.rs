@@ -1090,6 +1090,69 @@ fn squash_lower<'b>(v: &[u8], buffer: &'b mut [u8]) -> &'b [u8] {
     &buffer[..len]
 }
 
+/// How much of a text is kept when it is cut for size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// At most this many characters.
+    Chars(usize),
+    /// At most this many bytes of UTF-8.
+    Bytes(usize),
+    /// At most this many characters, with no mark: for a name kept as a name (a path
+    /// component, a machine name, an id), where the mark would leave its alphabet.
+    CharsUnmarked(usize),
+}
+
+/// What ends a text that was cut, inside its bound.
+pub const CUT_MARK: char = '…';
+
+/// The one place a text that leaves abcd (for the journal, a notify command, a projection,
+/// a terminal or the remote) is cut for size: the whole text is scanned as it arrived, and
+/// only then cut, so a token across the cut is seen whole. A flagged text is `Err` with its
+/// kind, and the caller leaves it out or says what was left out. The cut is scanned again:
+/// a prefix can read as a token the whole did not (a placeholder's tail cut off), and that
+/// prefix is left out too. A text within its bound is returned as it is; a cut one ends in
+/// [`CUT_MARK`], inside the bound. `tests/text_cuts.rs` holds that no other code cuts text.
+pub fn cut_after_scan(text: &str, bound: Bound) -> Result<String, SecretKind> {
+    if let Some(kind) = scan(text) {
+        return Err(kind);
+    }
+    let cut = cut_to(text, bound);
+    match scan(&cut) {
+        Some(kind) => Err(kind),
+        None => Ok(cut),
+    }
+}
+
+/// [`cut_after_scan`] of `text` made one line: whitespace runs folded to one space, other
+/// control characters dropped. Dropping a character can join the halves of a token, so the
+/// line is scanned whole as well as the text as it arrived, both before the cut.
+pub fn one_line_after_scan(text: &str, bound: Bound) -> Result<String, SecretKind> {
+    if let Some(kind) = scan(text) {
+        return Err(kind);
+    }
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ").chars().filter(|c| !c.is_control()).collect();
+    cut_after_scan(&line, bound)
+}
+
+fn cut_to(text: &str, bound: Bound) -> String {
+    let mark = CUT_MARK.len_utf8();
+    let keep = match bound {
+        Bound::Chars(max) => match text.char_indices().nth(max) {
+            None => return text.to_string(),
+            Some(_) => text.char_indices().nth(max.saturating_sub(1)).map_or(text.len(), |(at, _)| at),
+        },
+        Bound::CharsUnmarked(max) => return text.char_indices().nth(max).map_or(text, |(at, _)| &text[..at]).to_string(),
+        Bound::Bytes(max) if text.len() <= max => return text.to_string(),
+        Bound::Bytes(max) if max < mark => return String::new(),
+        Bound::Bytes(max) => (0..=max - mark).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0),
+    };
+    let mut out = text[..keep].to_string();
+    if !matches!(bound, Bound::Chars(0)) {
+        out.push(CUT_MARK);
+    }
+    out
+}
+
 /// A name (a run, lane or role) as a message may show it: quoted, or not at all when it
 /// looks like a secret (a refusal never echoes one, even one the person just typed).
 pub fn shown_name(name: &str) -> String {
@@ -1776,5 +1839,41 @@ mod tests {
                 assert!(counted <= most, "{unit:?}: {counted} bytes read for {} (at most {most})", text.len());
             }
         }
+    }
+
+    /// Both sides of each bound: at it nothing is cut, one past it the text is cut inside
+    /// it and ends in the mark; a byte bound never splits a character.
+    #[test]
+    fn a_cut_after_the_scan_keeps_to_its_bound_on_both_sides() {
+        assert_eq!(cut_after_scan("abcde", Bound::Chars(5)).unwrap(), "abcde");
+        assert_eq!(cut_after_scan("abcdef", Bound::Chars(5)).unwrap(), "abcd…");
+        assert_eq!(cut_after_scan("ééé", Bound::Chars(3)).unwrap(), "ééé");
+        assert_eq!(cut_after_scan("éééé", Bound::Chars(3)).unwrap(), "éé…");
+        assert_eq!(cut_after_scan("abcdef", Bound::Bytes(6)).unwrap(), "abcdef");
+        let cut = cut_after_scan("abcdefg", Bound::Bytes(6)).unwrap();
+        assert_eq!((cut.as_str(), cut.len()), ("abc…", 6));
+        assert_eq!(cut_after_scan("éééé", Bound::Bytes(6)).unwrap(), "é…", "no character is split");
+        assert_eq!(cut_after_scan("abcd", Bound::Bytes(2)).unwrap(), "", "no room for the mark");
+        assert_eq!(cut_after_scan("abcd", Bound::Chars(0)).unwrap(), "");
+        assert_eq!(cut_after_scan("abcde", Bound::CharsUnmarked(5)).unwrap(), "abcde");
+        assert_eq!(cut_after_scan("abcdef", Bound::CharsUnmarked(5)).unwrap(), "abcde");
+    }
+
+    /// A token across the cut is seen whole: the text is left out, not cut into a prefix
+    /// the scanner no longer knows.
+    #[test]
+    fn a_token_across_the_cut_is_flagged_whole() {
+        let token = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+        let text = format!("{} {token} more", "w".repeat(180));
+        assert_eq!(scan(&cut_to(&text, Bound::Chars(200))), None, "the cut alone hides it");
+        assert_eq!(cut_after_scan(&text, Bound::Chars(200)), Err(GithubToken));
+        assert_eq!(cut_after_scan(&text, Bound::Bytes(200)), Err(GithubToken));
+        assert_eq!(one_line_after_scan(&text, Bound::Chars(200)), Err(GithubToken));
+        // A control character inside the token hides it from the text as it arrived; the
+        // line it becomes is scanned whole too.
+        let split = format!("{} {}\u{1}{} more", "w".repeat(180), &token[..20], &token[20..]);
+        assert_eq!(scan(&split), None);
+        assert_eq!(one_line_after_scan(&split, Bound::Chars(200)), Err(GithubToken));
+        assert_eq!(one_line_after_scan("a\n\t b\u{7}c", Bound::Chars(200)).unwrap(), "a bc");
     }
 }

@@ -851,3 +851,82 @@ fn the_notify_log_starts_over_past_its_bound_and_not_at_it() {
     let text = later.notify_log();
     assert!(!text.contains("xxx") && text.lines().count() == 1, "started over: {} bytes", text.len());
 }
+
+// ---------------------------------------------------------------------------------------
+// One scan, whole, before any cut (issue 34)
+// ---------------------------------------------------------------------------------------
+
+/// Fake tokens as the checklist's secret tests plant them: the whole token, and its random
+/// part (the fixed prefix such as `ghp_` aside), none of whose 8-character runs may leave.
+fn corpus() -> Vec<(String, String)> {
+    let random = |t: &str, prefix: &str| (t.to_string(), t[prefix.len()..].to_string());
+    vec![
+        random("ghp_Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d", "ghp_"),
+        random("AKIAQX7T2M9LPW4RZ8NB", "AKIA"),
+        random("xoxb-2415387760-4129935548113-p7QsVx2LmN9rT4wYzK8bC1dF", "xoxb-"),
+        random("glpat-x9Qv2mLp8RwY4nB6cD1e", "glpat-"),
+    ]
+}
+
+/// The first 8-character run of `random` that `haystack` holds.
+fn leaked_run(haystack: &str, random: &str) -> Option<String> {
+    let chars: Vec<char> = random.chars().collect();
+    chars.windows(8).map(|w| w.iter().collect::<String>()).find(|w| haystack.contains(w.as_str()))
+}
+
+#[test]
+fn a_token_straddling_a_notification_cut_never_reaches_the_journal_or_mode_back() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    // The token ends 6 characters past each cut (the 200-character line and the
+    // 1,000-character message the host adapter reads): most of its random part is before it.
+    for (token, _) in corpus() {
+        for cut in [200, 1_000] {
+            let before = cut + 6 - token.chars().count();
+            let words = format!("{}{}", "w".repeat(before % 5), "word ".repeat(before / 5));
+            let message = format!("{words}{token} and more words after it");
+            let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "Notification",
+                "message": message, "notification_type": "permission_prompt"});
+            repo.hook("notification", payload, &[]);
+        }
+    }
+    assert_eq!(repo.data_of("away.notification_recorded").len(), corpus().len() * 2, "each is recorded, its line left out");
+    let journal = std::fs::read_to_string(repo.repository_journal()).unwrap();
+    let back = stdout(&repo.abcd(&["mode", "back"]));
+    for (token, random) in corpus() {
+        assert_eq!(leaked_run(&journal, &random), None, "the journal holds part of {token}");
+        assert_eq!(leaked_run(&back, &random), None, "mode back shows part of {token}: {back}");
+    }
+}
+
+#[test]
+fn a_token_straddling_the_summary_cut_in_the_folder_name_never_reaches_the_notify_command() {
+    for (token, random) in corpus() {
+        let mut repo = Repo::new();
+        let command = repo.notify_script(r#"printf '%s\n' "$1" >> "$d/calls""#);
+        assert!(repo.abcd(&["mode", "autonomous", "--notify", &command]).status.success());
+        // The summary's head is `abcd: a turn ended on a rate or usage limit in `: a folder
+        // name that puts the token across the 200-character cut.
+        let head = "abcd: a turn ended on a rate or usage limit in ".chars().count();
+        // A space before the token: a `-` would join it to the run before for the scanner's
+        // Slack and GitLab rules, whose bodies hold `-`.
+        let name = format!("{} {token}", "p".repeat(200 - 10 - head - 1));
+        let moved = repo.root.parent().unwrap().join(&name);
+        std::fs::rename(&repo.root, &moved).unwrap();
+        repo.root = moved;
+        repo.stop_failure("rate_limit", &[]);
+        // The command may or may not run: wait for its supervisor's line when it does.
+        let ran = !repo.notified().is_empty();
+        if ran {
+            wait_for("the supervisor's line", || !repo.notify_log().is_empty());
+        }
+        let calls = std::fs::read_to_string(repo.bin.join("calls")).unwrap_or_default();
+        let journal = std::fs::read_to_string(repo.repository_journal()).unwrap_or_default();
+        let back = stdout(&repo.abcd(&["mode", "back"]));
+        for (what, text) in
+            [("the notify command", &calls), ("the journal", &journal), ("mode back", &back), ("notify.log", &repo.notify_log())]
+        {
+            assert_eq!(leaked_run(text, &random), None, "{what} holds part of {token}: {text}");
+        }
+    }
+}

@@ -162,3 +162,24 @@ fn the_hooks_run_abcd_from_path_when_it_is_this_very_binary() {
     let v: Value = serde_json::from_str(&settings(&t)).unwrap();
     assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], canonical.display().to_string());
 }
+
+/// A working copy whose path carries a token (issue 34): abcd keeps no record for it, since
+/// every journal names its path and journals are mirrored; the refusal names the rule and
+/// what to do, and never the path.
+#[test]
+fn a_working_copy_whose_path_carries_a_token_gets_no_journal_and_is_never_echoed() {
+    let random = "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d";
+    let t = TestRepo::new();
+    let moved = t.root.parent().unwrap().join(format!("work-ghp_{random}"));
+    std::fs::rename(&t.root, &moved).unwrap();
+    for args in [&["init"][..], &["checklist", "add", "a title"][..], &["mode", "autonomous"][..]] {
+        let out = run(Path::new(env!("CARGO_BIN_EXE_abcd")), &moved, &t.home, &system_path(), args);
+        let text = repo::text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains("path carries a GitHub token (not shown)") && text.contains("move the working copy"), "{text}");
+        let runs: Vec<char> = random.chars().collect();
+        assert!(runs.windows(8).all(|w| !text.contains(&w.iter().collect::<String>())), "{args:?} echoes the path: {text}");
+    }
+    assert!(!moved.join(".abcd").exists(), "init wrote nothing");
+    assert!(!t.home.join("repos").exists(), "no repository journal");
+}

@@ -51,3 +51,70 @@ fn saved_work_goes_to_the_remote_unless_a_file_looks_like_it_holds_a_secret() {
     let arrived = clean_ref.replace("refs/abcd/saved/", "refs/abcd/remotes/origin/saved/");
     assert_eq!(b.git(&["rev-parse", &arrived]).trim(), clean_commit);
 }
+
+/// A commit in `m`'s clone with `parents`, HEAD's tree plus `files`, and `message`, under
+/// `refs/abcd/saved/r1/impl/<name>` when `name` is given.
+fn commit_in(m: &Machine, parents: &[&str], files: &[(&str, &str)], message: &str, name: Option<&str>) -> (String, String) {
+    let scratch = tempfile::tempdir().unwrap();
+    let index = scratch.path().join("index");
+    let env = [("GIT_INDEX_FILE", index.to_str().unwrap())];
+    common::repo::git_with(&m.root, &["read-tree", "HEAD"], &env);
+    for (k, (path, body)) in files.iter().enumerate() {
+        let f = scratch.path().join(format!("body-{k}"));
+        std::fs::write(&f, body).unwrap();
+        let blob = common::repo::git(&m.root, &["hash-object", "-w", f.to_str().unwrap()]).trim().to_string();
+        common::repo::git_with(&m.root, &["update-index", "--add", "--cacheinfo", &format!("100644,{blob},{path}")], &env);
+    }
+    let tree = common::repo::git_with(&m.root, &["write-tree"], &env).trim().to_string();
+    let mut args = vec!["commit-tree", tree.as_str()];
+    for p in parents {
+        args.extend(["-p", p]);
+    }
+    args.extend(["-m", message]);
+    let commit = common::repo::git(&m.root, &args).trim().to_string();
+    let name = name.map(|n| format!("refs/abcd/saved/r1/impl/{n}")).unwrap_or_default();
+    if !name.is_empty() {
+        common::repo::git(&m.root, &["update-ref", &name, &commit]);
+    }
+    (name, commit)
+}
+
+/// Issue 34: a token a merge commit adds, in a file's name, or in a commit's message holds
+/// the saved ref back as a token in a file's contents does; nothing of it is shown.
+#[test]
+fn a_token_a_merge_adds_or_in_a_file_name_or_a_commit_message_holds_the_saved_ref_back() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Port the parser");
+    let random = "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d";
+    let token = format!("ghp_{random}");
+    let head = a.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let (_, side) = commit_in(&a, &[&head], &[("src/side.rs", "pub fn side() {}\n")], "side work", None);
+    // A merge whose tree adds `.env` beyond both parents: `git diff-tree` alone shows
+    // nothing for a merge.
+    let (merge_ref, _) = commit_in(
+        &a,
+        &[&head, &side],
+        &[("src/side.rs", "pub fn side() {}\n"), (".env", &format!("GITHUB_TOKEN={token}\n"))],
+        "merge side",
+        Some("20261202T070000Z"),
+    );
+    let (name_ref, _) = commit_in(&a, &[&head], &[(&format!("notes/{token}.txt"), "nothing here\n")], "notes", Some("20261202T070100Z"));
+    let (message_ref, _) = commit_in(
+        &a,
+        &[&head],
+        &[("src/lib.rs", "pub fn parse() {}\n")],
+        &format!("parser\n\nused {token} to test"),
+        Some("20261202T070200Z"),
+    );
+
+    let out = a.run(&["mirror", "push"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "held refs make the push exit 1: {said}");
+    for held in [&merge_ref, &name_ref, &message_ref] {
+        assert!(lab.git(&["for-each-ref", held]).trim().is_empty(), "{held} reached the remote: {said}");
+        assert!(said.contains(held.as_str()), "the push names {held}: {said}");
+    }
+    let runs: Vec<char> = random.chars().collect();
+    assert!(runs.windows(8).all(|w| !said.contains(&w.iter().collect::<String>())), "the push shows part of the token: {said}");
+}

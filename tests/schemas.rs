@@ -72,10 +72,11 @@ const REFUSAL_WORD: &str = r"^[a-z_.]+$";
 /// A line with something on it (the away record's text, `away::check_line`): no control
 /// character anywhere, and at least one character that is not white space.
 const TEXT_LINE: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^\u0000-\u001F\u007F-\u009F]*$";
-/// A branch name (`git::branch::branch_name_ok` bar its byte limit): not empty, no leading `-`
-/// or `/`, no trailing `/` or `.lock`, no `..` or `@{`, and no white space, control
-/// character, `~`, `^`, `:`, `?`, `*`, `[` or `\`.
-const BRANCH_NAME: &str = r"^(?![-/])(?![\s\S]*\.\.)(?![\s\S]*@\{)(?![\s\S]*(/|\.lock)$)[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000~^:?*\[\\]+$";
+/// A branch name (`git::branch::branch_name_ok` bar its byte limit, `git check-ref-format
+/// --branch`): not empty, not `HEAD` or `@`, no leading `-`, no component empty, starting
+/// with `.` or ending in `.lock`, no trailing `.`, no `..` or `@{`, and no white space,
+/// control character, `~`, `^`, `:`, `?`, `*`, `[` or `\`.
+const BRANCH_NAME: &str = r"^(?![-/.])(?!HEAD$)(?!@$)(?![\s\S]*\.\.)(?![\s\S]*@\{)(?![\s\S]*//)(?![\s\S]*/\.)(?![\s\S]*\.lock(/|$))(?![\s\S]*[/.]$)[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000~^:?*\[\\]+$";
 /// A host session id abcd keys state by (`event::session_id_ok`).
 const SESSION_ID: &str = "^[A-Za-z0-9_-]{1,128}$";
 /// An API error type as the host names them (`away::error_type_ok`).
@@ -148,9 +149,11 @@ fn pattern_holds(pattern: &str, s: &str) -> bool {
         TEXT_LINE => s.chars().any(|c| !space_or_control(c)) && !s.chars().any(char::is_control),
         BRANCH_NAME => {
             !s.is_empty()
-                && !s.starts_with(['-', '/'])
-                && !s.ends_with('/')
-                && !s.ends_with(".lock")
+                && s != "HEAD"
+                && s != "@"
+                && !s.starts_with('-')
+                && !s.ends_with('.')
+                && s.split('/').all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
                 && !s.contains("..")
                 && !s.contains("@{")
                 && !s.chars().any(|c| space_or_control(c) || matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
@@ -1877,6 +1880,7 @@ fn the_session_and_away_patterns_are_the_codes_rules() {
         "ab12",
         "_",
         "-",
+        "HEAD",
         "/",
         ".",
         "..",

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{AwayState, Window, check_line, error_type_ok, open_mut, reject};
 use crate::checklist::item::Rejection;
 pub use crate::event::notify::{AwayNotificationRecorded, AwayNotified, NotifyKind};
+use crate::secrets::{Bound, one_line_after_scan};
 
 /// The notify command, at most, in characters: a command line, not a script.
 pub const NOTIFY_COMMAND_MAX_CHARS: usize = 1_000;
@@ -78,34 +79,26 @@ pub fn command_due(state: &AwayState, kind: NotifyKind, now: Timestamp) -> Optio
 }
 
 /// The one-line summary: `abcd: <what happened> in <repository folder>[: <detail>]`, its
-/// whitespace folded, cut to [`NOTIFY_SUMMARY_MAX_CHARS`]; a detail that carries a secret
-/// is left out. The detail is only ever an error type, a count or a branch or item title.
+/// whitespace folded, cut to [`NOTIFY_SUMMARY_MAX_CHARS`] once scanned whole; a detail that
+/// carries a secret is left out, and a folder name that carries one leaves the place out.
+/// The detail is only ever an error type, a count or a branch or item title.
 pub fn summary(kind: NotifyKind, place: &str, detail: Option<&str>) -> String {
-    let head = super::fold_whitespace(&format!("abcd: {} in {place}", kind.words()));
+    let bound = Bound::Chars(NOTIFY_SUMMARY_MAX_CHARS);
+    let head = format!("abcd: {} in {place}", kind.words());
     let detail = detail.map(super::fold_whitespace).filter(|d| !d.is_empty() && crate::secrets::scan(d).is_none());
     let text = match detail {
         Some(d) => format!("{head}: {d}"),
         None => head,
     };
-    let cut = cut_chars(&text, NOTIFY_SUMMARY_MAX_CHARS);
-    // A cut can end inside what reads as a token: the whole line is checked once more.
-    if crate::secrets::scan(&cut).is_some() { cut_chars(&format!("abcd: {}", kind.words()), NOTIFY_SUMMARY_MAX_CHARS) } else { cut }
+    one_line_after_scan(&text, bound)
+        .or_else(|_| one_line_after_scan(&format!("abcd: {}", kind.words()), bound))
+        .unwrap_or_else(|_| "abcd".to_string())
 }
 
 /// A host notification's message as one bounded line; `None` when empty or a secret.
 pub fn notification_line(message: &str) -> Option<String> {
-    let line = cut_chars(&super::fold_whitespace(message), NOTIFICATION_LINE_MAX_CHARS);
-    let line: String = line.chars().filter(|c| !c.is_control()).collect();
+    let line = one_line_after_scan(message, Bound::Chars(NOTIFICATION_LINE_MAX_CHARS)).ok()?;
     check_line("line", &line, NOTIFICATION_LINE_MAX_CHARS).ok().map(|()| line)
-}
-
-fn cut_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 /// `away.notified`: kept in the open window (the newest [`NOTIFIED_MAX`]), at the time its

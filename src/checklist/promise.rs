@@ -254,6 +254,10 @@ mod tests {
             ("at tomorrow => x", "RFC 3339"),
             ("at 2026-12-03T09:00 => x", "RFC 3339"),
             ("branch:a..b pushed => x", "not a name git accepts"),
+            // `git check-ref-format --branch HEAD` refuses it, and every clone has
+            // `refs/remotes/origin/HEAD`: accepted, it would fire at the first hook.
+            ("branch:HEAD pushed => x", "not a name git accepts"),
+            ("ci:HEAD green => x", "not a name git accepts"),
             ("branch:x merged => x", "ends in `pushed`"),
             ("ci:x red => x", "ends in `green`"),
             ("team:x done => x", "names no `pr:`"),

@@ -9,6 +9,9 @@ use crate::command::mirror::{
     self as mirror_cmd, DEFAULT_REMOTE, FetchReport, JournalView, MirrorPlace, PushReport, Restarted, StatusView,
 };
 
+/// Characters of a journal's id its header shows.
+const JOURNAL_ID_SHOWN_CHARS: usize = 8;
+
 #[derive(Args, Debug)]
 #[command(
     about = "Mirror this repository's journals to refs/abcd/ on its own git remote, fetch every machine's, and show them in one view",
@@ -242,8 +245,9 @@ fn fetch_text(r: &FetchReport) -> String {
 }
 
 fn journal_header(v: &JournalView, this_machine: &str) -> String {
-    // By characters: an id taken from a remote's ref name need not be hex.
-    let id8: String = v.journal_id.chars().take(8).collect();
+    // By characters, once scanned whole: an id taken from a remote's ref name need not be hex.
+    let id8 = crate::secrets::cut_after_scan(&v.journal_id, crate::secrets::Bound::CharsUnmarked(JOURNAL_ID_SHOWN_CHARS))
+        .unwrap_or_else(|_| "(an id that looks like a secret)".to_string());
     let head = match (v.head_seq, &v.head_time) {
         (Some(s), Some(t)) => format!("seq {s} at {t}"),
         (Some(s), None) => format!("seq {s}"),

@@ -531,16 +531,9 @@ impl<'a> Driver<'a> {
     /// turn is still the one in flight.
     fn stop_peer_error(&mut self, p: &PendingTurn, detail: String) -> Result<String, DriveError> {
         let run = self.run.clone();
-        let detail: String = detail.chars().filter(|c| !c.is_control()).collect();
-        let mut detail = detail;
-        if detail.len() > crate::phased::DETAIL_MAX_BYTES {
-            let mut cut = crate::phased::DETAIL_MAX_BYTES;
-            while !detail.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            detail.truncate(cut);
-        }
-        let detail = (crate::secrets::scan(&detail).is_none()).then_some(detail);
+        // Scanned whole, as it arrived and as one line, before the cut: a detail that
+        // carries a secret is left out.
+        let detail = crate::secrets::one_line_after_scan(&detail, crate::secrets::Bound::Bytes(crate::phased::DETAIL_MAX_BYTES)).ok();
         let written = self.store.append_with(Some(self.scope), |state| {
             let still = state.loops.loops.get(&run).and_then(|r| r.pending.clone());
             if still.as_ref() != Some(p) {

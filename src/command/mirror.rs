@@ -88,20 +88,23 @@ impl MirrorPlace {
         Ok(remote.to_string())
     }
 
-    /// Every journal of this repository on this machine: each managed worktree's that
-    /// exists, then the repository journal, with the path `mirror.json` records for it.
-    fn journals(&self) -> Result<Vec<(PathBuf, String)>, CommandError> {
+    /// Each journal of this repository on this machine and the path it is shown by; no
+    /// file for a working copy whose path carries a secret (its journal is not read).
+    fn journals(&self) -> Result<Vec<(Option<PathBuf>, String)>, CommandError> {
         let mut found = Vec::new();
         let worktrees = self.repo.worktrees().map_err(CommandError::failed)?;
         for root in worktrees {
-            if let Ok((paths, _)) = places::working_copy_journal(&root)
-                && paths.journal.exists()
-            {
-                found.push((paths.journal, root.display().to_string()));
+            match places::working_copy_journal(&root) {
+                Ok((paths, _)) if paths.journal.exists() => found.push((Some(paths.journal), root.display().to_string())),
+                // A journal made before the rule on paths: neither read nor shown.
+                Err(places::PlaceError::PathCarriesSecret { .. }) if root.join(places::LOCAL_TIER).join(places::JOURNAL_FILE).exists() => {
+                    found.push((None, PATH_NOT_SHOWN.to_string()))
+                }
+                _ => {}
             }
         }
         if self.repository_journal.exists() {
-            found.push((self.repository_journal.clone(), self.main_root.display().to_string()));
+            found.push((Some(self.repository_journal.clone()), self.main_root.display().to_string()));
         }
         Ok(found)
     }
@@ -113,7 +116,7 @@ fn checked_remote_name(remote: &str) -> Result<String, CommandError> {
         return Ok(remote.to_string());
     }
     Err(CommandError::Refused(format!(
-        "refused: {} is not a remote name abcd accepts (letters, digits, `.`, `_`, `-`, at most {} characters); name a remote from `git remote`",
+        "refused: {} is not a remote name abcd accepts (a name git accepts for a remote, not starting with `-`, at most {} bytes); name another remote from `git remote`, or give this one a shorter name with `git remote rename <name> <new name>`",
         crate::secrets::shown_name(remote),
         crate::git::objects::REMOTE_NAME_MAX
     )))
@@ -168,8 +171,8 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
     let mut journals = Vec::new();
     let mut built: Vec<(Built, PathBuf, String)> = Vec::new();
     for (path, shown) in place.journals()? {
-        match build_one(place, &path, &shown) {
-            Ok(Some(b)) => built.push((b, path, shown)),
+        match build_one(place, path.as_deref(), &shown) {
+            Ok(Some(b)) => built.extend(path.map(|path| (b, path, shown))),
             Ok(None) => {}
             Err((journal_id, why)) => journals.push(JournalPushed {
                 journal_id,
@@ -243,9 +246,13 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
 /// A saved-aside file over this size is not scanned: secrets sit in small files (configs,
 /// `.env`), and reading every large data file on each push would cost more than it finds.
 pub const SAVED_FILE_SCAN_BYTES: usize = 4 << 20;
+/// A saved-aside commit's own text (headers and message), at most, as the scan reads it;
+/// a longer one fails the read and the saved work stays on this machine.
+pub const SAVED_COMMIT_SCAN_BYTES: usize = 64 << 10;
 
-/// The first file of a saved-aside commit that looks like it holds a secret, in words
-/// (its path and the kind, never the value). Commits found clean go into `clean` (kept in
+/// The first thing a saved-aside ref would bring to the remote that looks like it holds a
+/// secret, in words (the kind, and a file's path when the path is clean; never the value):
+/// a commit's own text (message, author, committer), a file's name, a file's contents. Commits found clean go into `clean` (kept in
 /// the repository's home folder by the caller), so each is read once.
 fn saved_secret(
     place: &MirrorPlace,
@@ -263,8 +270,28 @@ fn saved_secret(
             "it brings more than {SAVED_COMMITS_SCANNED} commits no remote branch holds, more than the scan reads; the saved work stays on this machine"
         )));
     }
-    let changed = unpushed.iter().map(|c| place.repo.changed_blobs(c)).collect::<Result<Vec<_>, _>>()?;
+    // Every commit's own text (its message, its author and committer) reaches the remote.
+    let ids: Vec<&str> = unpushed.iter().map(String::as_str).collect();
+    for (commit, object) in unpushed.iter().zip(place.repo.read_objects(&ids, SAVED_COMMITS_SCANNED * SAVED_COMMIT_SCAN_BYTES)?) {
+        let text = object.map(|o| String::from_utf8_lossy(&o.bytes).into_owned()).unwrap_or_default();
+        if let Some(kind) = crate::secrets::scan(&text) {
+            let short = commit.get(..12).unwrap_or(commit);
+            return Ok(Some(format!(
+                "the message or author of its commit {short} looks like it holds a {}; the saved work stays on this machine",
+                kind.name()
+            )));
+        }
+    }
+    let changed = unpushed.iter().map(|c| place.repo.changed_entries(c)).collect::<Result<Vec<_>, _>>()?;
     for (path, blob) in changed.into_iter().flatten() {
+        // A name reaches the remote as surely as the contents.
+        if let Some(kind) = crate::secrets::scan(&path) {
+            return Ok(Some(format!(
+                "one of its files has a name that looks like it holds a {} (the name is not shown); the saved work stays on this machine",
+                kind.name()
+            )));
+        }
+        let Some(blob) = blob else { continue };
         let bytes = match place.repo.read_blob(&blob, SAVED_FILE_SCAN_BYTES) {
             Ok(b) => b,
             // Over the scan bound: a data file or a build output, not where a secret is kept.
@@ -272,8 +299,7 @@ fn saved_secret(
             Err(e) => return Err(e),
         };
         if let Some(kind) = crate::secrets::scan(&String::from_utf8_lossy(&bytes)) {
-            let shown = if crate::secrets::scan(&path).is_some() { "(a path that looks like a secret)".to_string() } else { path };
-            return Ok(Some(format!("its file {shown} looks like it holds a {}; the saved work stays on this machine", kind.name())));
+            return Ok(Some(format!("its file {path} looks like it holds a {}; the saved work stays on this machine", kind.name())));
         }
     }
     if clean.len() < SAVED_CLEAN_KEPT {
@@ -282,7 +308,16 @@ fn saved_secret(
     Ok(None)
 }
 
-fn build_one(place: &MirrorPlace, path: &Path, shown: &str) -> Result<Option<Built>, (Option<String>, String)> {
+/// How a push names a working copy whose path carries a secret.
+pub const PATH_NOT_SHOWN: &str = "(a working copy whose path looks like a secret, not shown)";
+
+fn build_one(place: &MirrorPlace, path: Option<&Path>, shown: &str) -> Result<Option<Built>, (Option<String>, String)> {
+    let Some(path) = path else {
+        return Err((
+            None,
+            "its path carries what looks like a secret, and a mirror names each journal's path on the remote; move the working copy to a folder whose path carries none (`git worktree move`) and push again".to_string(),
+        ));
+    };
     let claims = Claims { repository: &place.repository, machine: &place.machine, path: shown };
     build(&place.repo, &RealDisk, path, &claims).map_err(|e| (e.journal_id().map(str::to_string), e.to_string()))
 }
@@ -372,7 +407,7 @@ fn adopt_and_retry(
         ));
     }
     place.repo.move_ref(&journal_ref(id), &theirs, b.parent.as_deref()).map_err(|e| e.to_string())?;
-    let Some(again) = build_one(place, path, shown).map_err(|(_, why)| why)? else { return Ok(None) };
+    let Some(again) = build_one(place, Some(path), shown).map_err(|(_, why)| why)? else { return Ok(None) };
     let answers = place.repo.push(remote, &[format!("{}:{}", again.commit, journal_ref(id))]).map_err(|e| e.to_string())?;
     let answer = answer_for(&answers, &journal_ref(id)).cloned();
     Ok(Some((again, answer)))
@@ -470,6 +505,7 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
     let verified: std::collections::BTreeMap<String, String> =
         verified.into_iter().filter_map(|(r, c)| r.strip_prefix(&verified_p).map(|id| (id.to_string(), c))).collect();
     let ids: Vec<&String> = incoming.keys().chain(verified.keys()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let own = own_journals(place)?;
     // Each mirror is judged on its own (its git children are the cost), a few at a time.
     let next = std::sync::atomic::AtomicUsize::new(0);
     let found: std::sync::Mutex<Vec<Option<Result<JournalFetched, CommandError>>>> =
@@ -480,7 +516,8 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(id) = ids.get(k) else { break };
-                    let one = fetched_one(place, id, incoming.get(*id), verified.get(*id).map(String::as_str), &verified_p);
+                    let local = own.get(id.as_str()).map(PathBuf::as_path);
+                    let one = fetched_one(place, id, incoming.get(*id), verified.get(*id).map(String::as_str), &verified_p, local);
                     found.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(one);
                 }
             });
@@ -497,6 +534,20 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
     Ok(report)
 }
 
+/// This machine's journals of this repository by id, each with its file: a fetch holds a
+/// mirror of one of them to the lines this machine wrote.
+fn own_journals(place: &MirrorPlace) -> Result<std::collections::BTreeMap<String, PathBuf>, CommandError> {
+    let mut own = std::collections::BTreeMap::new();
+    for (path, _) in place.journals()? {
+        let Some(path) = path else { continue };
+        let Ok(file) = crate::journal::verify::open_trusted(&RealDisk, &path) else { continue };
+        if let Ok(genesis) = crate::journal::append::read_genesis(file.as_ref(), &path) {
+            own.insert(genesis.journal_id, path);
+        }
+    }
+    Ok(own)
+}
+
 /// Mirrors judged at once by a fetch, each on a thread of its own with its git children.
 pub const FETCH_PARALLEL: usize = 4;
 
@@ -507,6 +558,7 @@ fn fetched_one(
     incoming: Option<&(String, String)>,
     v: Option<&str>,
     verified_p: &str,
+    local: Option<&Path>,
 ) -> Result<JournalFetched, CommandError> {
     let entry = |verdict: &str, why: Option<String>| JournalFetched {
         journal_id: id.to_string(),
@@ -533,13 +585,24 @@ fn fetched_one(
         let why = format!("the ref names a {}, not a mirror commit", crate::secrets::shown_name(kind));
         return Ok(entry("rewritten", Some(why)));
     }
-    let judged = match judge(&place.repo, id, c, v, &place.repository) {
-        Ok(j) => j,
-        Err(e) => {
-            let why = format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays");
-            return Ok(entry("unreadable", Some(why)));
-        }
+    let unreadable = |e: crate::git::objects::GitError| {
+        let why = format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays");
+        entry("unreadable", Some(why))
     };
+    let mut judged = match judge(&place.repo, id, c, v, &place.repository) {
+        Ok(j) => j,
+        Err(e) => return Ok(unreadable(e)),
+    };
+    // The writer knows its own lines (MIRROR.md §7 rule 6).
+    if judged.verdict == Verdict::Verified
+        && let Some(m) = &judged.mirror
+    {
+        match mirror::own::never_written_here(&place.repo, &RealDisk, local, id, m) {
+            Ok(None) => {}
+            Ok(Some(why)) => judged.verdict = Verdict::Forged(why),
+            Err(e) => return Ok(unreadable(e)),
+        }
+    }
     if judged.verdict == Verdict::Verified {
         place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
     }
@@ -562,7 +625,7 @@ fn fetched_one(
 
 /// The record of the last fetch from `remote` (a name `remote_name_ok` accepted).
 fn fetch_record_path(home: &Path, remote: &str) -> PathBuf {
-    home.join(format!("{FETCH_RECORD_PREFIX}{remote}.json"))
+    home.join(format!("{FETCH_RECORD_PREFIX}{}.json", crate::git::objects::remote_part(remote)))
 }
 
 /// Writes a record beside the repository journal, atomically.
@@ -788,6 +851,7 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
     let mut views = Vec::new();
     let mut local_ids = std::collections::BTreeSet::new();
     for (path, shown) in place.journals()? {
+        let Some(path) = path else { continue };
         let store =
             crate::store::Store::new(places::open_journal_for_verb(RealDisk::shared(), crate::journal::JournalPaths::beside(&path))?);
         let view = match store.current_state() {

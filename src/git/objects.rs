@@ -24,6 +24,8 @@ const SHORT_OUTPUT_MAX: usize = 4096;
 const LISTING_OUTPUT_MAX: usize = 1 << 20;
 /// Lines of a remote hook's refusal kept with the refused ref.
 const HOOK_LINES_KEPT: usize = 3;
+/// A `cat-file --batch` header line (`<id> <type> <size>`), at most, in bytes.
+const BATCH_HEADER_MAX: usize = 128;
 /// stderr kept from one child, for the one line an error names.
 const STDERR_KEPT: usize = 8 << 10;
 /// A remote's name as a ref path part: git's config names, kept to safe characters.
@@ -50,6 +52,13 @@ pub struct TreeEntry {
     pub name: String,
 }
 
+/// One object as `git cat-file --batch` gives it: its type and its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    pub kind: String,
+    pub bytes: Vec<u8>,
+}
+
 /// What a remote said of one ref of a push.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PushedRef {
@@ -69,14 +78,22 @@ pub enum PushOutcome {
     Refused,
 }
 
-/// True for a name abcd accepts as a remote (it becomes part of local ref names).
+/// True for a name abcd accepts as a remote: one git accepts (`refs/remotes/<name>/x` is a
+/// ref name, git's own test), not starting with `-` (it would read as an option), at most
+/// [`REMOTE_NAME_MAX`] bytes. It becomes part of local ref and file names through
+/// [`remote_part`].
 pub fn remote_name_ok(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= REMOTE_NAME_MAX
-        && !name.starts_with(['.', '-'])
-        && !name.contains("..")
-        && !name.ends_with(".lock")
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && !name.starts_with('-')
+        && crate::ref_name::refname_ok(&format!("refs/remotes/{name}/x"))
+}
+
+/// A remote's name as one component of a local ref or file name: `%` and `/` written
+/// `%25` and `%2F`, so `team/origin` and `team` never share a folder of refs and no two
+/// names meet. A name holding neither is itself (so the refs of version 1 stay where they are).
+pub fn remote_part(name: &str) -> String {
+    name.replace('%', "%25").replace('/', "%2F")
 }
 
 /// The git repository a mirror works in: bounded children run in `dir`.
@@ -276,11 +293,12 @@ impl Repo {
         }
     }
 
-    /// The blobs a commit adds or changes against its first parent (all of them for a root
-    /// commit), with their paths: deletions, submodules and mode-only changes left out.
-    pub fn changed_blobs(&self, commit: &str) -> Result<Vec<(String, String)>, GitError> {
-        let out =
-            self.ok(&["diff-tree", "-r", "-z", "--root", "--no-commit-id", "--no-renames", commit], None, PLUMBING_OUTPUT_MAX, &[])?;
+    /// The entries a commit adds or changes against its first parent (all of them for a
+    /// root commit; a merge's too, which plain `git diff-tree` leaves empty), each with its
+    /// path and, for a file or a symlink, its blob: deletions left out.
+    pub fn changed_entries(&self, commit: &str) -> Result<Vec<(String, Option<String>)>, GitError> {
+        let args = ["diff-tree", "-r", "-z", "--root", "--no-commit-id", "--no-renames", "--diff-merges=first-parent", commit];
+        let out = self.ok(&args, None, PLUMBING_OUTPUT_MAX, &[])?;
         let mut fields = out.split(|b| *b == 0).filter(|f| !f.is_empty());
         let mut changed = Vec::new();
         while let (Some(head), Some(path)) = (fields.next(), fields.next()) {
@@ -289,12 +307,53 @@ impl Repo {
             let parts: Vec<&str> = head.trim_start_matches(':').split(' ').collect();
             if let [_, new_mode, _, new_id, status] = parts[..]
                 && status != "D"
-                && (new_mode.starts_with("100") || new_mode == "120000")
             {
-                changed.push((String::from_utf8_lossy(path).into_owned(), new_id.to_string()));
+                let blob = (new_mode.starts_with("100") || new_mode == "120000").then(|| new_id.to_string());
+                changed.push((String::from_utf8_lossy(path).into_owned(), blob));
             }
         }
         Ok(changed)
+    }
+
+    /// The objects `ids` name, read through one `git cat-file --batch`: each one's type and
+    /// bytes, None for one that does not exist. All of them together are at most `max_bytes`
+    /// (past it, `Unreadable`), so the work is bounded by bytes whatever their number.
+    pub fn read_objects(&self, ids: &[&str], max_bytes: usize) -> Result<Vec<Option<Object>>, GitError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input: String = ids.iter().map(|s| format!("{s}\n")).collect();
+        // Each answer adds a header line (id, type, size) and a newline to the bytes.
+        let cap = max_bytes.saturating_add(ids.len().saturating_mul(BATCH_HEADER_MAX + 1));
+        let out = self.ok(&["cat-file", "--batch"], Some(input.into_bytes()), cap, &[])?;
+        let unreadable = |why: &str| GitError::Unreadable { command: "cat-file".into(), why: why.into() };
+        let mut answers = Vec::with_capacity(ids.len());
+        let mut rest = &out[..];
+        let mut total = 0usize;
+        for _ in ids {
+            let end = rest.iter().position(|&b| b == b'\n').ok_or_else(|| unreadable("an answer without its header line"))?;
+            let header = std::str::from_utf8(&rest[..end]).map_err(|_| unreadable("a header that is not UTF-8"))?;
+            rest = &rest[end + 1..];
+            if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+                answers.push(None);
+                continue;
+            }
+            let mut parts = header.split(' ');
+            let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+                return Err(unreadable("a header that is not `<id> <type> <size>`"));
+            };
+            let size: usize = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
+            total = total.saturating_add(size);
+            if total > max_bytes {
+                return Err(unreadable(&format!("more than {max_bytes} bytes of objects")));
+            }
+            if rest.len() < size + 1 || rest[size] != b'\n' {
+                return Err(unreadable("an object shorter than its header says"));
+            }
+            answers.push(Some(Object { kind: kind.to_string(), bytes: rest[..size].to_vec() }));
+            rest = &rest[size + 1..];
+        }
+        Ok(answers)
     }
 
     /// The type and size of each object `specs` name (`<id>`, `<commit>:<path>`), in one
@@ -370,7 +429,8 @@ impl Repo {
             .lines()
             .filter_map(|l| l.strip_prefix("remote: "))
             .map(|l| l.trim().to_string())
-            .filter(|l| !l.is_empty())
+            // The remote's words reach the terminal: a line that carries a secret is left out.
+            .filter(|l| !l.is_empty() && crate::secrets::scan(l).is_none())
             .take(HOOK_LINES_KEPT)
             .collect();
         if !hook_words.is_empty() {
@@ -467,9 +527,16 @@ mod tests {
     fn remote_names_that_would_make_bad_ref_paths_are_refused() {
         assert!(remote_name_ok("origin"));
         assert!(remote_name_ok("team-1.backup_2"));
-        for bad in ["", ".hidden", "-x", "a..b", "a/b", "x.lock", "a b", "ü"] {
+        // What `git remote add` accepts (git 2.47 run on each), and what it refuses.
+        for good in ["team/origin", "a/b", "ü", "x%y", "a."] {
+            assert!(remote_name_ok(good), "{good}");
+        }
+        for bad in ["", ".hidden", "-x", "a..b", "x.lock", "a b", "a//b", "a/", "/a", "a/.b", "a:b", "a@{1}"] {
             assert!(!remote_name_ok(bad), "{bad}");
         }
+        assert_eq!(remote_part("origin"), "origin");
+        assert_eq!(remote_part("team/origin"), "team%2Forigin");
+        assert_ne!(remote_part("team%2Forigin"), remote_part("team/origin"));
         assert!(remote_name_ok(&"r".repeat(REMOTE_NAME_MAX)));
         assert!(!remote_name_ok(&"r".repeat(REMOTE_NAME_MAX + 1)));
     }

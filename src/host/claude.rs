@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::cron::SessionCron;
+use crate::secrets::{Bound, cut_after_scan};
 use crate::verdict::stop::SESSION_CRONS_MAX;
 
 use super::{HookEvent, HookReply, HookRequest, PayloadError, RequestDetail, StartSource, ToolCall};
@@ -17,11 +18,18 @@ pub const MAX_PAYLOAD_BYTES: usize = 4 << 20;
 const MAX_SESSION_ID_BYTES: usize = 128;
 /// A cron schedule longer than this is not a five-field expression: passed over.
 const MAX_CRON_SCHEDULE_BYTES: usize = 256;
-/// A Notification's message is cut to this many characters as it is read.
+/// A Notification's message is cut to this many characters as it is read, once the whole
+/// of it has passed the secret scan.
 const NOTIFICATION_MESSAGE_MAX_CHARS: usize = 1_000;
 /// A Notification's type is cut to this many characters as it is read (the away record
 /// keeps a type of at most 64, else `unknown`).
 const NOTIFICATION_TYPE_MAX_CHARS: usize = 64;
+/// A StopFailure's error type, at most, in characters, as it is read.
+const STOP_FAILURE_ERROR_MAX_CHARS: usize = 64;
+/// A SessionStart source abcd does not know, at most, in characters, as it is read.
+const START_SOURCE_MAX_CHARS: usize = 32;
+/// The event name a payload carries, when it is not the hook's, at most, as a refusal shows it.
+const FOUND_EVENT_MAX_CHARS: usize = 64;
 
 /// The variable Claude Code sets, for hooks and for the commands its tools run, to the
 /// session's id (the payloads' `session_id`); it sets no `CLAUDE_SESSION_ID`
@@ -63,7 +71,9 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
     if let Some(found) = &common.hook_event_name
         && found != event_name(event)
     {
-        return Err(PayloadError::WrongEvent { expected: event_name(event), found: found.chars().take(64).collect() });
+        let found = cut_after_scan(found, Bound::Chars(FOUND_EVENT_MAX_CHARS))
+            .unwrap_or_else(|kind| format!("(a name that carries {}, not shown)", kind.describe()));
+        return Err(PayloadError::WrongEvent { expected: event_name(event), found });
     }
     let cwd = common.cwd.filter(|c| !c.is_empty()).ok_or(PayloadError::NoCwd)?;
     // An id that looks like a secret is no id abcd records: it would reach every event's actor.
@@ -82,7 +92,7 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
                 Some("resume") => StartSource::Resume,
                 Some("clear") => StartSource::Clear,
                 Some("compact") => StartSource::Compact,
-                Some(other) => StartSource::Other(other.chars().take(32).collect()),
+                Some(other) => StartSource::Other(scanned_or_unknown(other, START_SOURCE_MAX_CHARS)),
             };
             RequestDetail::SessionStart { source }
         }
@@ -101,15 +111,12 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
             session_crons: session_crons(map.get("session_crons")),
         },
         HookEvent::StopFailure => {
-            RequestDetail::StopFailure { error: text("error")?.unwrap_or_else(|| "unknown".into()).chars().take(64).collect() }
+            RequestDetail::StopFailure { error: scanned_or_unknown(&text("error")?.unwrap_or_default(), STOP_FAILURE_ERROR_MAX_CHARS) }
         }
         HookEvent::Notification => RequestDetail::Notification {
-            notification_type: text("notification_type")?
-                .unwrap_or_else(|| "unknown".into())
-                .chars()
-                .take(NOTIFICATION_TYPE_MAX_CHARS)
-                .collect(),
-            message: text("message")?.map(|m| m.chars().take(NOTIFICATION_MESSAGE_MAX_CHARS).collect()),
+            notification_type: scanned_or_unknown(&text("notification_type")?.unwrap_or_default(), NOTIFICATION_TYPE_MAX_CHARS),
+            // A message that carries a secret is left out whole, never cut around it.
+            message: text("message")?.and_then(|m| cut_after_scan(&m, Bound::Chars(NOTIFICATION_MESSAGE_MAX_CHARS)).ok()),
         },
     };
     // Only a reader of whether context reached the model uses it: a value of another type
@@ -119,6 +126,12 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
         _ => None,
     };
     Ok(HookRequest { event, session_id, cwd: cwd.into(), transcript_path, detail })
+}
+
+/// A short name the host sends, cut to `max` once scanned whole; `unknown` when empty or
+/// when it carries a secret.
+fn scanned_or_unknown(text: &str, max: usize) -> String {
+    cut_after_scan(text, Bound::Chars(max)).ok().filter(|t| !t.is_empty()).unwrap_or_else(|| "unknown".into())
 }
 
 /// The session's scheduled wakes (`session_crons[]`: `schedule`, `recurring`). An entry

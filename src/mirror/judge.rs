@@ -19,6 +19,8 @@ pub enum Verdict {
     RolledBack,
     JournalChanged(String),
     Foreign(String),
+    /// A mirror of this machine's own journal holding lines this machine never wrote.
+    Forged(String),
     Gone,
 }
 
@@ -32,6 +34,7 @@ impl Verdict {
             Verdict::RolledBack => "rolled_back",
             Verdict::JournalChanged(_) => "journal_changed",
             Verdict::Foreign(_) => "foreign",
+            Verdict::Forged(_) => "forged",
             Verdict::Gone => "gone",
         }
     }
@@ -39,7 +42,7 @@ impl Verdict {
     /// What was found, in words, for the verdicts that need them.
     pub fn why(&self) -> Option<String> {
         match self {
-            Verdict::Rewritten(w) | Verdict::JournalChanged(w) | Verdict::Foreign(w) => Some(w.clone()),
+            Verdict::Rewritten(w) | Verdict::JournalChanged(w) | Verdict::Foreign(w) | Verdict::Forged(w) => Some(w.clone()),
             Verdict::RolledBack => Some("the remote's ref was moved back to an older commit; the newer verified copy is kept".into()),
             Verdict::Gone => Some("the remote no longer has this ref; the last verified copy is kept".into()),
             Verdict::Verified | Verdict::Unchanged => None,

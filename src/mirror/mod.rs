@@ -65,17 +65,17 @@ pub fn journal_ref(journal_id: &str) -> String {
 
 /// Where a fetch from `remote` puts what it found, not yet judged.
 pub fn incoming_prefix(remote: &str) -> String {
-    format!("refs/abcd/incoming/{remote}/journals/")
+    format!("refs/abcd/incoming/{}/journals/", crate::git::objects::remote_part(remote))
 }
 
 /// Where the last verified copy from `remote` stays.
 pub fn verified_prefix(remote: &str) -> String {
-    format!("refs/abcd/verified/{remote}/journals/")
+    format!("refs/abcd/verified/{}/journals/", crate::git::objects::remote_part(remote))
 }
 
 /// Where saved-aside refs fetched from `remote` go.
 pub fn remote_saved_prefix(remote: &str) -> String {
-    format!("refs/abcd/remotes/{remote}/saved/")
+    format!("refs/abcd/remotes/{}/saved/", crate::git::objects::remote_part(remote))
 }
 
 /// A segment's blob name for the seq of its first line.

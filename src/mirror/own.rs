@@ -190,6 +190,60 @@ pub fn own_lines(repo: &Repo, journal_id: &str, limits: Limits) -> Result<OwnLin
 }
 
 /// The first 12 hex digits of a commit, for messages.
+/// What a writer checks of a mirror of its own journal that verified (MIRROR.md §7 rule 6):
+/// this machine knows its lines, so a mirror whose last line is neither in this machine's
+/// own mirror (the commit `refs/abcd/journals/<id>` names, or one of its ancestors) nor in
+/// the journal file at `local` holds lines it never wrote. `Some(why)` then; None when
+/// every line is this machine's, or when the journal is not this machine's (no local ref,
+/// no local file): of another machine's lines only its chain speaks (§9).
+pub fn never_written_here(
+    repo: &Repo,
+    storage: &dyn crate::journal::storage::Storage,
+    local: Option<&std::path::Path>,
+    journal_id: &str,
+    incoming: &MirrorCommit,
+) -> Result<Option<String>, GitError> {
+    let own_ref = repo.read_ref(&journal_ref(journal_id))?;
+    if own_ref.is_none() && local.is_none() {
+        return Ok(None);
+    }
+    if let Some(own) = &own_ref
+        && (own == &incoming.commit || repo.is_ancestor(&incoming.commit, own)?)
+    {
+        return Ok(None);
+    }
+    let (seq, hash) = (incoming.meta.head_seq, incoming.meta.head_hash.as_str());
+    if local.is_some_and(|path| journal_holds(storage, path, seq, hash)) {
+        return Ok(None);
+    }
+    let put_back = match &own_ref {
+        Some(own) => format!(
+            "; to put this machine's own mirror back, run `git push --force-with-lease={r}:{c} <remote> {own}:{r}`",
+            r = journal_ref(journal_id),
+            c = incoming.commit
+        ),
+        None => String::new(),
+    };
+    Ok(Some(format!(
+        "this machine writes journal {journal_id} and never wrote its line of seq {seq} that the remote's mirror ends on: someone else added lines to it; the verified copy stays{put_back}"
+    )))
+}
+
+/// Whether the journal at `path` holds a line of `seq` whose hash is `hash` (hex). A
+/// journal that cannot be read holds none.
+fn journal_holds(storage: &dyn crate::journal::storage::Storage, path: &std::path::Path, seq: u64, hash: &str) -> bool {
+    let Ok(file) = crate::journal::verify::open_trusted(storage, path) else { return false };
+    let mut found = false;
+    let _ = crate::journal::scan::scan(file.as_ref(), crate::journal::scan::StartPoint::GENESIS, |event, _| {
+        if event.seq < seq {
+            return Ok(());
+        }
+        found = event.seq == seq && event.hash.to_hex() == hash;
+        Err(())
+    });
+    found
+}
+
 fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }

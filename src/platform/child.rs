@@ -40,8 +40,8 @@ pub struct Finished {
 
 /// Runs `cmd` as set up by the caller (program, arguments, folder, environment). This sets
 /// the rest: stdin closed, or fed `input` and then closed; stdout piped and read up to
-/// `out_cap` bytes (past that the child is killed); stderr kept up to `err_kept` bytes
-/// and the rest drained (discarded unread when `err_kept` is 0); a process group of its
+/// `out_cap` bytes (past that the child is killed); stderr kept up to `err_kept` bytes,
+/// in whole lines, and the rest drained (discarded unread when `err_kept` is 0); a process group of its
 /// own, so a kill at `deadline` reaches whatever it started.
 pub fn run(mut cmd: Command, input: Option<Vec<u8>>, deadline: Instant, out_cap: usize, err_kept: usize) -> Result<Finished, ChildFail> {
     if Instant::now() >= deadline {
@@ -84,6 +84,12 @@ pub fn run(mut cmd: Command, input: Option<Vec<u8>>, deadline: Instant, out_cap:
         std::thread::spawn(move || {
             let mut kept = Vec::new();
             let _ = (&mut stderr).take(err_kept as u64).read_to_end(&mut kept);
+            // Whole lines only: a line cut at the bound could end inside a token, which its
+            // reader would then scan in part. Each kept line is scanned where it is shown.
+            if kept.len() >= err_kept {
+                let whole = kept.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+                kept.truncate(whole);
+            }
             let _ = std::io::copy(&mut stderr, &mut std::io::sink());
             let _ = etx.send(kept);
         });

@@ -371,6 +371,10 @@ fn identify_child(pid: u32) -> Result<ProcessId, ProcessError> {
     Ok(ProcessId { pid, start_ticks: s.start_ticks })
 }
 
+/// The signals a detached child gets back at their default disposition, whatever this
+/// process set: the ones a stop or a closed pipe sends.
+pub const DEFAULTED_SIGNALS: [libc::c_int; 5] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE];
+
 /// Starts `program args` in its own session (`setsid`: it leads a new session and process
 /// group, with no controlling terminal), stdin `/dev/null`, stdout and stderr appended to
 /// the files given (created [`OUTPUT_MODE`]), in `cwd`, with `env` set over this process's
@@ -400,10 +404,17 @@ pub fn spawn_in_new_session(
     let (out, err) = (open_output(stdout)?, open_output(stderr)?);
     let mut command = Command::new(&resolved);
     command.arg0(program).args(args).current_dir(cwd).stdin(Stdio::null()).stdout(out).stderr(err).envs(env.iter().map(|(k, v)| (k, v)));
-    // SAFETY: runs in the forked child before exec; setsid is async-signal-safe and the
-    // closure allocates nothing (a raw OS error holds no heap data).
+    // SAFETY: runs in the forked child before exec; setsid and signal are
+    // async-signal-safe and the closure allocates nothing (a raw OS error holds no heap data).
     unsafe {
-        command.pre_exec(|| if libc::setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) });
+        command.pre_exec(|| {
+            // A disposition ignored here (a hook ignores SIGTERM to finish its append) would
+            // pass through exec: a detached child starts with the defaults instead.
+            for signal in DEFAULTED_SIGNALS {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            if libc::setsid() == -1 { Err(io::Error::last_os_error()) } else { Ok(()) }
+        });
     }
     // spawn returns once the exec happened (or with the exec's error), so the pid below
     // already runs the program.

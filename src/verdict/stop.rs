@@ -725,14 +725,11 @@ fn shown(name: &str) -> String {
     clip(cleaned, ITEM_NAME_MAX_CHARS)
 }
 
-/// At most `max` characters, ending in `…` when cut.
+/// At most `max` characters, ending in `…` when cut, once the whole text has passed the
+/// secret scan; a name that carries a secret is not shown, only its kind.
 fn clip(text: String, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text;
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    crate::secrets::cut_after_scan(&text, crate::secrets::Bound::Chars(max))
+        .unwrap_or_else(|kind| format!("(a name that carries {}, not shown)", kind.describe()))
 }
 
 /// `session.judged` is made from a verdict and read back as the next verdict's input.

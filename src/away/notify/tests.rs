@@ -119,6 +119,19 @@ fn the_summary_is_one_bounded_line_without_secrets() {
     );
 }
 
+/// A folder name holding a token across the summary's cut is scanned whole before the
+/// cut: the place is left out, and no run of the token's random part is in the summary.
+#[test]
+fn a_place_holding_a_token_across_the_cut_is_left_out_of_the_summary() {
+    let random = "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d";
+    let head = "abcd: a turn ended on a rate or usage limit in ".chars().count();
+    let place = format!("{}-ghp_{random}", "p".repeat(NOTIFY_SUMMARY_MAX_CHARS - 30 - head));
+    let s = summary(NotifyKind::StopFailure, &place, Some("rate_limit"));
+    assert_eq!(s, "abcd: a turn ended on a rate or usage limit");
+    let line = format!("{} ghp_{random} after", "w".repeat(NOTIFICATION_LINE_MAX_CHARS - 30));
+    assert_eq!(notification_line(&line), None, "a message holding a token across its cut is left out whole");
+}
+
 #[test]
 fn a_host_message_becomes_one_scanned_line_or_nothing() {
     assert_eq!(notification_line("Claude is\nwaiting  for your input").as_deref(), Some("Claude is waiting for your input"));

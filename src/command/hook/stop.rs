@@ -246,7 +246,7 @@ impl PendingStop {
                 let next = r
                     .next
                     .as_ref()
-                    .map(|n| n.chars().take(crate::away::STOP_NEXT_MAX_CHARS).collect::<String>())
+                    .and_then(|n| crate::secrets::cut_after_scan(n, crate::secrets::Bound::Chars(crate::away::STOP_NEXT_MAX_CHARS)).ok())
                     .filter(|n| crate::away::check_line("next", n, crate::away::STOP_NEXT_MAX_CHARS).is_ok());
                 let forced = r.possibly_forced_by_cap && label == StopLabel::WorkOwed;
                 let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next: next.clone(), error_type: None };

@@ -518,9 +518,9 @@ fn receipts_that_are_links_to_dev_zero_or_pipes_never_hang_a_verb() {
     assert!(Command::new("mkfifo").arg(&pipe).status().unwrap().success());
     type Make<'a> = Box<dyn Fn() + 'a>;
     let shapes: [(&str, Make); 3] = [
-        ("a device", Box::new(|| std::os::unix::fs::symlink("/dev/zero", &receipt).unwrap())),
-        ("a named pipe", Box::new(|| assert!(Command::new("mkfifo").arg(&receipt).status().unwrap().success()))),
-        ("a named pipe", Box::new(|| std::os::unix::fs::symlink(&pipe, &receipt).unwrap())),
+        ("a character device", Box::new(|| std::os::unix::fs::symlink("/dev/zero", &receipt).unwrap())),
+        ("a FIFO (named pipe)", Box::new(|| assert!(Command::new("mkfifo").arg(&receipt).status().unwrap().success()))),
+        ("a FIFO (named pipe)", Box::new(|| std::os::unix::fs::symlink(&pipe, &receipt).unwrap())),
     ];
     for (what, make) in shapes {
         make();

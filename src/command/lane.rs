@@ -128,7 +128,9 @@ pub fn verify_own_worktree(root: &Path, run: &str, lane: &str, own: &ledger::Own
     }
     // git's own record of the worktree names this folder, so a copy of a worktree (or one
     // moved away with another put in its place) is not taken for it.
-    let recorded = std::fs::read(status.git_dir.join("gitdir")).ok().map(|b| crate::platform::fs::path_from_bytes(b.trim_ascii_end()));
+    let recorded = crate::platform::fs::read_regular(&status.git_dir.join("gitdir"), ledger::PATH_MAX_BYTES as u64 + 1)
+        .ok()
+        .map(|b| crate::platform::fs::path_from_bytes(b.trim_ascii_end()));
     let here = std::fs::canonicalize(place.join(".git")).ok();
     if recorded.as_deref().and_then(|r| std::fs::canonicalize(r).ok()) != here || here.is_none() {
         return other("a worktree git records at another folder (a copy, or one moved here)".into());

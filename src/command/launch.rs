@@ -138,19 +138,11 @@ pub enum ReceiptAt {
 
 /// Looks at a receipt's path, following links as the collect's read does.
 pub fn receipt_at(path: &Path) -> ReceiptAt {
-    use std::os::unix::fs::FileTypeExt;
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => ReceiptAt::Absent,
         Err(_) => ReceiptAt::NotAFile { what: "a path that cannot be looked at" },
         Ok(m) if m.is_file() => ReceiptAt::File { bytes: m.len() },
-        Ok(m) => ReceiptAt::NotAFile {
-            what: match m.file_type() {
-                t if t.is_dir() => "a folder",
-                t if t.is_fifo() => "a named pipe",
-                t if t.is_socket() => "a socket",
-                _ => "a device",
-            },
-        },
+        Ok(m) => ReceiptAt::NotAFile { what: crate::platform::fs::kind_words(&m.file_type()) },
     }
 }
 

@@ -79,6 +79,25 @@ pub fn is_not_regular(e: &io::Error) -> bool {
 /// was opened must say "regular file", else the file is closed unread and the error is
 /// [`NotRegular`]. The returned file blocks as usual (the flag is cleared). `opts` must not
 /// carry custom flags of its own ([`no_follow`]); `symlink` says that instead.
+/// What a file that is not a regular one is, in words ("a folder", "a FIFO (named pipe)", …).
+pub fn kind_words(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_file() {
+        "a file"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "of an unknown type"
+    }
+}
+
 pub fn open_regular(opts: &OpenOptions, path: &Path, symlink: Symlink) -> io::Result<File> {
     let mut opts = opts.clone();
     let refuse = if symlink == Symlink::Refuse { libc::O_NOFOLLOW } else { 0 };
@@ -86,20 +105,7 @@ pub fn open_regular(opts: &OpenOptions, path: &Path, symlink: Symlink) -> io::Re
     let file = opts.open(path)?;
     let kind = file.metadata()?.file_type();
     if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO (named pipe)"
-        } else if kind.is_dir() {
-            "a folder"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else {
-            "of an unknown type"
-        };
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, NotRegular(what)));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, NotRegular(kind_words(&kind))));
     }
     set_blocking(&file)?;
     Ok(file)

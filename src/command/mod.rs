@@ -15,6 +15,7 @@
 //! - [`lane`]: where a lane's agent runs: the worktree abcd makes for it, and what abcd
 //!   may save aside and reset there.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
+//! - [`own_file`]: the one predicate every guard asks: is this path abcd's own file?
 //! - [`loops`]: `abcd loop` start, drive, control, stop and status, and the turn runner
 //!   `__loop-turn`.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
@@ -32,6 +33,7 @@ pub mod loop_driver;
 pub mod loops;
 pub mod mirror;
 pub mod notify;
+pub mod own_file;
 pub mod replay;
 pub mod run;
 pub mod sweep;

@@ -202,3 +202,59 @@ fn a_broken_worktree_link_is_named_on_stderr_by_every_hook() {
         assert!(out.stdout.is_empty(), "{event}: it allows, with no reply: {}", repo::text(&out));
     }
 }
+
+/// The abcd handlers (`abcd hook <event>`) a settings file holds, by event name.
+fn abcd_handlers(settings: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(settings) else { return vec![] };
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let mut events = vec![];
+    for (event, groups) in v["hooks"].as_object().into_iter().flatten() {
+        let ours = groups
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+            .any(|h| h["args"][0] == "hook");
+        if ours {
+            events.push(event.clone());
+        }
+    }
+    events.sort();
+    events
+}
+
+/// Rule 4: a lane cut from a base with no committed settings: `abcd launch` gives the lane's
+/// agent abcd's hooks in the lane's `.claude/settings.local.json` (every event the person's
+/// checkout has), kept out of git, the person's checkout untouched; the lane's session start
+/// says where the agent is (run, lane, role, the receipt and where). With the hooks
+/// committed, nothing is written.
+#[test]
+fn a_lane_whose_base_lacks_the_hooks_gets_them_and_its_start_says_where_it_is() {
+    let c = copy(false);
+    let person_status = repo::git(&c.root, &["status", "--porcelain"]);
+    assert!(person_status.contains(".claude/"), "the settings are not committed: {person_status}");
+    let (lane, _driver) = c.lane(&["true"]);
+    assert!(!lane.join(".claude/settings.json").exists(), "the base commit holds no settings");
+    let expected = abcd_handlers(&c.root.join(".claude/settings.json"));
+    assert_eq!(expected.len(), 8, "{expected:?}");
+    assert_eq!(abcd_handlers(&lane.join(".claude/settings.local.json")), expected, "the lane's agent runs with every hook");
+    assert_eq!(repo::git(&lane, &["status", "--porcelain"]), "", "the local settings are kept out of git");
+    assert_eq!(repo::git(&c.root, &["status", "--porcelain"]), person_status, "the person's checkout is as it was");
+
+    let start = json!({"session_id": "lane-s1", "cwd": lane, "hook_event_name": "SessionStart", "source": "startup"});
+    let out = c.hook(&lane, "session-start", &start);
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", repo::text(&out)));
+    let context = reply["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(
+        context.contains("implementer of lane r1/impl: do the lane's work here, then write the receipt RECEIPT.md · refs: abcd/r1/impl"),
+        "{context}"
+    );
+    let journal = std::fs::read_to_string(lane.join(".abcd/.work.local/journal.jsonl")).unwrap();
+    assert_eq!(journal.matches("\"session.started\"").count(), 1, "the lane's session is journaled in the lane");
+
+    // Committed hooks: the lane's settings hold them, and no local settings are written.
+    let c = copy(true);
+    let (lane, _driver) = c.lane(&["true"]);
+    assert_eq!(abcd_handlers(&lane.join(".claude/settings.json")).len(), 8);
+    assert!(!lane.join(".claude/settings.local.json").exists());
+}

@@ -90,6 +90,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             // The checklist first: a session start cannot change it, and the read says which
             // line the projections name, so the append can leave them be without reading
             // the state (Store::append_unseen).
+            start_copy::record_start(req, &root);
             let started = event(event::SESSION_STARTED, json!(started_data));
             let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
             let AwayAtStart { block, shown, warning } = away_block(&root)?;

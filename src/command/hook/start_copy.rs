@@ -1,24 +1,149 @@
 //! Which working copy a session's hooks speak for: the one the session started in (seed 003
 //! "Which copy"). A session that `cd`s into a worktree it just cut is still the session of
-//! its start copy: its owed work, counts and verdicts are that copy's. The host's project
-//! folder (Claude Code's `CLAUDE_PROJECT_DIR`, given to every hook, never moved by `cd`)
-//! names it; when that is no managed working copy (or the host names none), the payload's
-//! `cwd` does, as before. `docs/own-work.md` states the rule.
+//! its start copy: its owed work, counts and verdicts are that copy's. Found without
+//! guessing, in this order: the host's project folder (Claude Code's `CLAUDE_PROJECT_DIR`,
+//! given to every hook, never moved by `cd`); else the session index in the home store,
+//! written at the session's start by a host that names no project folder (Codex); else the
+//! payload's `cwd`, as before. `docs/own-work.md` states the rule.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use crate::host::HookRequest;
 use crate::places;
 
+/// The home store's folder of the session index: one file per session id, holding the
+/// start copy's root.
+pub const SESSIONS_DIR: &str = "sessions";
+/// The most sessions the index keeps; writing one more removes the oldest first.
+pub const SESSION_INDEX_MAX_ENTRIES: usize = 1024;
+/// An entry holds one path; one longer than this is not read.
+pub const SESSION_ENTRY_MAX_BYTES: u64 = 4096;
+
 /// The request as the hooks judge it: `cwd` set to the session's start copy when the host
-/// names one that is managed (or whose git link is broken, which the hook then names).
+/// names one, or the index holds one, that is managed (or whose git link is broken, which
+/// the hook then names).
 pub fn at_start_copy(req: &HookRequest) -> HookRequest {
-    match req.project_dir.as_deref().filter(|dir| speaks_for(dir)) {
-        Some(dir) if dir != req.cwd => HookRequest { cwd: dir.to_path_buf(), ..req.clone() },
+    let named = req.project_dir.clone().filter(|dir| speaks_for(dir));
+    let start = named.or_else(|| {
+        let index = index_dir()?;
+        req.project_dir.is_none().then(|| indexed(&index, req.session_id.as_deref()?)).flatten().filter(|dir| speaks_for(dir))
+    });
+    match start {
+        Some(dir) if dir != req.cwd => HookRequest { cwd: dir, ..req.clone() },
         _ => req.clone(),
     }
 }
 
 fn speaks_for(dir: &Path) -> bool {
     dir.is_dir() && (places::broken_worktree_link(dir).is_some() || places::working_copy_journal(dir).is_ok())
+}
+
+fn index_dir() -> Option<PathBuf> {
+    places::home_dir().ok().map(|h| h.join(SESSIONS_DIR))
+}
+
+/// The start copy the index holds for `session`, if any.
+pub fn indexed(index: &Path, session: &str) -> Option<PathBuf> {
+    if !crate::event::session_id_ok(session) {
+        return None;
+    }
+    let text = crate::platform::fs::read_regular_text(&index.join(session), SESSION_ENTRY_MAX_BYTES + 1).ok()?;
+    if text.len() as u64 > SESSION_ENTRY_MAX_BYTES {
+        return None;
+    }
+    let path = PathBuf::from(text.trim_end_matches('\n'));
+    path.is_absolute().then_some(path)
+}
+
+/// At a session's start on a host that names no project folder: the index learns the
+/// session's start copy, unless it knows the session (a resume or a compaction keeps its
+/// first start). A cache of what `session.started` records: a failure to write only leaves
+/// later hooks with the payload's `cwd`, so it is not reported.
+pub fn record_start(req: &HookRequest, root: &Path) {
+    let (None, Some(session), Some(index)) = (&req.project_dir, req.session_id.as_deref(), index_dir()) else { return };
+    let _ = record_in(&index, session, root, SESSION_INDEX_MAX_ENTRIES);
+}
+
+/// Writes `session`'s entry (new only) into `index`, keeping at most `max` entries.
+pub fn record_in(index: &Path, session: &str, root: &Path, max: usize) -> std::io::Result<bool> {
+    if !crate::event::session_id_ok(session) || crate::secrets::scan(session).is_some() {
+        return Ok(false);
+    }
+    let entry = index.join(session);
+    if entry.exists() {
+        return Ok(false);
+    }
+    crate::platform::fs::create_dir_all(index, 0o700)?;
+    prune(index, max.saturating_sub(1))?;
+    let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&entry) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    file.write_all(format!("{}\n", root.display()).as_bytes())?;
+    Ok(true)
+}
+
+/// Removes the oldest entries (by modification time) until at most `keep` are left.
+fn prune(index: &Path, keep: usize) -> std::io::Result<()> {
+    let mut entries: Vec<(std::time::SystemTime, PathBuf)> =
+        std::fs::read_dir(index)?.filter_map(|e| e.ok()).filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path()))).collect();
+    if entries.len() <= keep {
+        return Ok(());
+    }
+    entries.sort();
+    let excess = entries.len() - keep;
+    for (_, path) in entries.into_iter().take(excess) {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(dir: &Path) -> usize {
+        std::fs::read_dir(dir).unwrap().count()
+    }
+
+    /// SESSION_INDEX_MAX_ENTRIES on both sides: the index fills to the bound with nothing
+    /// removed, and one more session removes the oldest entry only.
+    #[test]
+    fn the_index_keeps_at_most_its_bound_and_drops_the_oldest() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join(SESSIONS_DIR);
+        let root = Path::new("/work/repo");
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        assert!(record_in(&index, "oldest", root, SESSION_INDEX_MAX_ENTRIES).unwrap());
+        std::fs::File::options().write(true).open(index.join("oldest")).unwrap().set_modified(old).unwrap();
+        for n in 1..SESSION_INDEX_MAX_ENTRIES {
+            assert!(record_in(&index, &format!("s{n}"), root, SESSION_INDEX_MAX_ENTRIES).unwrap());
+        }
+        assert_eq!(count(&index), SESSION_INDEX_MAX_ENTRIES);
+        assert_eq!(indexed(&index, "oldest").as_deref(), Some(root));
+        assert!(record_in(&index, "newest", root, SESSION_INDEX_MAX_ENTRIES).unwrap());
+        assert_eq!(count(&index), SESSION_INDEX_MAX_ENTRIES);
+        assert_eq!(indexed(&index, "oldest"), None, "the oldest went");
+        assert_eq!(indexed(&index, "newest").as_deref(), Some(root));
+    }
+
+    /// The first start wins; an id abcd would not key state by, or a secret, is not written;
+    /// an entry over SESSION_ENTRY_MAX_BYTES is not read, one at it is.
+    #[test]
+    fn an_entry_is_written_once_and_read_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join(SESSIONS_DIR);
+        assert!(record_in(&index, "s1", Path::new("/a"), 8).unwrap());
+        assert!(!record_in(&index, "s1", Path::new("/b"), 8).unwrap());
+        assert_eq!(indexed(&index, "s1").as_deref(), Some(Path::new("/a")));
+        assert!(!record_in(&index, "../escape", Path::new("/a"), 8).unwrap());
+        assert!(!record_in(&index, "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", Path::new("/a"), 8).unwrap());
+        let at = format!("/{}\n", "a".repeat(SESSION_ENTRY_MAX_BYTES as usize - 2));
+        std::fs::write(index.join("at"), &at).unwrap();
+        assert!(indexed(&index, "at").is_some());
+        std::fs::write(index.join("over"), format!("{at}x")).unwrap();
+        assert_eq!(indexed(&index, "over"), None);
+    }
 }

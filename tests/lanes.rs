@@ -258,3 +258,37 @@ fn a_lane_whose_base_lacks_the_hooks_gets_them_and_its_start_says_where_it_is() 
     assert_eq!(abcd_handlers(&lane.join(".claude/settings.json")).len(), 8);
     assert!(!lane.join(".claude/settings.local.json").exists());
 }
+
+/// Rule 4, a loop's turn: the turn runner's `ABCD_LOOP_*` reach the hooks through the host's
+/// environment, and the session start names the loop, the turn, the phase, the round and
+/// the step before the lane's plan.
+#[test]
+fn a_loop_turns_session_start_names_the_turn() {
+    let c = copy(true);
+    let (lane, _driver) = c.lane(&["true"]);
+    let start = json!({"session_id": "lane-s2", "cwd": lane, "hook_event_name": "SessionStart", "source": "startup"});
+    let turn = [
+        ("ABCD_LOOP_RUN", "night"),
+        ("ABCD_LOOP_TURN", "3"),
+        ("ABCD_LOOP_PHASE", "2"),
+        ("ABCD_LOOP_ROUND", "1"),
+        ("ABCD_LOOP_STEP", "advance"),
+    ];
+    use std::io::Write;
+    let mut child = c
+        .command(&lane, &["hook", "session-start"])
+        .envs(turn)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(start.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", repo::text(&out)));
+    let context = common::unmarked(reply["hookSpecificOutput"]["additionalContext"].as_str().unwrap());
+    assert!(
+        context.starts_with("abcd: this session is turn 3 of loop night (phase 2, round 1, the advance step), in the loop's lane worktree"),
+        "{context}"
+    );
+    assert!(context.contains("implementer of lane r1/impl"), "the lane's plan follows: {context}");
+}

@@ -58,6 +58,18 @@ pub fn prepare(
     Ok(Some(hooks))
 }
 
+/// Before a loop turn in the worktree abcd made for the loop (the implementer lane's, which
+/// the reviewer shares): the loop's agents get abcd's hooks as a launch's agent does. A
+/// folder the person named (`--implementer-cwd`, `--reviewer-cwd`) is theirs: nothing is
+/// written there.
+pub fn ensure_loop_hooks(root: &Path, run: &str, folder: &Path) -> Result<(), CommandError> {
+    let own = crate::places::lane_worktree(root, run, crate::phased::Role::Implementer.lane())?;
+    if own != folder || !folder.is_dir() {
+        return Ok(());
+    }
+    ensure_hooks(folder).map(|_| ())
+}
+
 /// The hooks abcd installs that a settings file holds.
 fn events_in(path: &Path) -> Result<(Object, Vec<HookEvent>), String> {
     let settings = init::read_settings(path).map_err(|e| e.to_string())??;

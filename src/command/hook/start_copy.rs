@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::host::HookRequest;
+use crate::host::{HookRequest, RequestDetail, StartSource};
 use crate::places;
 
 /// The home store's folder of the session index: one file per session id, holding the
@@ -25,14 +25,24 @@ pub const SESSION_ENTRY_MAX_BYTES: u64 = 4096;
 /// the hook then names).
 pub fn at_start_copy(req: &HookRequest) -> HookRequest {
     let named = req.project_dir.clone().filter(|dir| speaks_for(dir));
+    // A fresh start is where its payload says: the index is what it writes, not what it reads.
     let start = named.or_else(|| {
         let index = index_dir()?;
-        req.project_dir.is_none().then(|| indexed(&index, req.session_id.as_deref()?)).flatten().filter(|dir| speaks_for(dir))
+        (req.project_dir.is_none() && !fresh_start(req))
+            .then(|| indexed(&index, req.session_id.as_deref()?))
+            .flatten()
+            .filter(|dir| speaks_for(dir))
     });
     match start {
         Some(dir) if dir != req.cwd => HookRequest { cwd: dir, ..req.clone() },
         _ => req.clone(),
     }
+}
+
+/// A session start that begins a session (`startup`, `clear`, or a source this build does
+/// not know), not one that continues it (`resume`, `compact`).
+fn fresh_start(req: &HookRequest) -> bool {
+    matches!(&req.detail, RequestDetail::SessionStart { source } if !matches!(source, StartSource::Resume | StartSource::Compact))
 }
 
 fn speaks_for(dir: &Path) -> bool {
@@ -57,26 +67,31 @@ pub fn indexed(index: &Path, session: &str) -> Option<PathBuf> {
 }
 
 /// At a session's start on a host that names no project folder: the index learns the
-/// session's start copy, unless it knows the session (a resume or a compaction keeps its
-/// first start). A cache of what `session.started` records: a failure to write only leaves
-/// later hooks with the payload's `cwd`, so it is not reported.
+/// session's start copy. A fresh start writes it; a resume or a compaction keeps the entry
+/// there. A cache of what `session.started` records: a failure to write only leaves later
+/// hooks with the payload's `cwd`, so it is not reported.
 pub fn record_start(req: &HookRequest, root: &Path) {
     let (None, Some(session), Some(index)) = (&req.project_dir, req.session_id.as_deref(), index_dir()) else { return };
-    let _ = record_in(&index, session, root, SESSION_INDEX_MAX_ENTRIES);
+    let _ = record_in(&index, session, root, SESSION_INDEX_MAX_ENTRIES, fresh_start(req));
 }
 
-/// Writes `session`'s entry (new only) into `index`, keeping at most `max` entries.
-pub fn record_in(index: &Path, session: &str, root: &Path, max: usize) -> std::io::Result<bool> {
+/// Writes `session`'s entry into `index` (over an earlier one only with `replace`),
+/// keeping at most `max` entries.
+pub fn record_in(index: &Path, session: &str, root: &Path, max: usize, replace: bool) -> std::io::Result<bool> {
     if !crate::event::session_id_ok(session) || crate::secrets::scan(session).is_some() {
         return Ok(false);
     }
     let entry = index.join(session);
     if entry.exists() {
-        return Ok(false);
+        if !replace || indexed(index, session).as_deref() == Some(root) {
+            return Ok(false);
+        }
+        std::fs::remove_file(&entry)?;
     }
     crate::platform::fs::create_dir_all(index, 0o700)?;
     prune(index, max.saturating_sub(1))?;
-    let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&entry) {
+    let creating = std::fs::OpenOptions::new().write(true).create_new(true).clone();
+    let mut file = match crate::platform::fs::open_regular(&creating, &entry, crate::platform::fs::Symlink::Refuse) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
         Err(e) => return Err(e),
@@ -116,30 +131,33 @@ mod tests {
         let index = dir.path().join(SESSIONS_DIR);
         let root = Path::new("/work/repo");
         let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
-        assert!(record_in(&index, "oldest", root, SESSION_INDEX_MAX_ENTRIES).unwrap());
+        assert!(record_in(&index, "oldest", root, SESSION_INDEX_MAX_ENTRIES, false).unwrap());
         std::fs::File::options().write(true).open(index.join("oldest")).unwrap().set_modified(old).unwrap();
         for n in 1..SESSION_INDEX_MAX_ENTRIES {
-            assert!(record_in(&index, &format!("s{n}"), root, SESSION_INDEX_MAX_ENTRIES).unwrap());
+            assert!(record_in(&index, &format!("s{n}"), root, SESSION_INDEX_MAX_ENTRIES, false).unwrap());
         }
         assert_eq!(count(&index), SESSION_INDEX_MAX_ENTRIES);
         assert_eq!(indexed(&index, "oldest").as_deref(), Some(root));
-        assert!(record_in(&index, "newest", root, SESSION_INDEX_MAX_ENTRIES).unwrap());
+        assert!(record_in(&index, "newest", root, SESSION_INDEX_MAX_ENTRIES, false).unwrap());
         assert_eq!(count(&index), SESSION_INDEX_MAX_ENTRIES);
         assert_eq!(indexed(&index, "oldest"), None, "the oldest went");
         assert_eq!(indexed(&index, "newest").as_deref(), Some(root));
     }
 
-    /// The first start wins; an id abcd would not key state by, or a secret, is not written;
+    /// A resume keeps the entry, a fresh start replaces it; an id abcd would not key state by,
+    /// or a secret, is not written;
     /// an entry over SESSION_ENTRY_MAX_BYTES is not read, one at it is.
     #[test]
     fn an_entry_is_written_once_and_read_within_its_bound() {
         let dir = tempfile::tempdir().unwrap();
         let index = dir.path().join(SESSIONS_DIR);
-        assert!(record_in(&index, "s1", Path::new("/a"), 8).unwrap());
-        assert!(!record_in(&index, "s1", Path::new("/b"), 8).unwrap());
+        assert!(record_in(&index, "s1", Path::new("/a"), 8, false).unwrap());
+        assert!(!record_in(&index, "s1", Path::new("/b"), 8, false).unwrap(), "a resume keeps the first start");
         assert_eq!(indexed(&index, "s1").as_deref(), Some(Path::new("/a")));
-        assert!(!record_in(&index, "../escape", Path::new("/a"), 8).unwrap());
-        assert!(!record_in(&index, "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", Path::new("/a"), 8).unwrap());
+        assert!(record_in(&index, "s1", Path::new("/b"), 8, true).unwrap(), "a fresh start replaces it");
+        assert_eq!(indexed(&index, "s1").as_deref(), Some(Path::new("/b")));
+        assert!(!record_in(&index, "../escape", Path::new("/a"), 8, true).unwrap());
+        assert!(!record_in(&index, "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", Path::new("/a"), 8, true).unwrap());
         let at = format!("/{}\n", "a".repeat(SESSION_ENTRY_MAX_BYTES as usize - 2));
         std::fs::write(index.join("at"), &at).unwrap();
         assert!(indexed(&index, "at").is_some());

@@ -121,6 +121,26 @@ pub fn working_copy_root(cwd: &Path) -> Result<(PathBuf, PathBuf), PlaceError> {
     Err(PlaceError::NotInWorkingCopy { cwd: cwd.to_owned() })
 }
 
+/// The work tree around `cwd` whose git link cannot be followed (see
+/// [`git::repo::worktree_link_broken`]): git fails there, and abcd cannot tell which
+/// repository it belongs to. None when the nearest `.git` is a folder or a link that holds.
+pub fn broken_worktree_link(cwd: &Path) -> Option<PathBuf> {
+    let mut dir = cwd.to_path_buf();
+    for _ in 0..MAX_ROOT_SEARCH_DEPTH {
+        let dotgit = dir.join(".git");
+        if dotgit.is_dir() {
+            return None;
+        }
+        if dotgit.is_file() {
+            return git::repo::worktree_link_broken(&dotgit).then_some(dir);
+        }
+        if !dir.pop() {
+            break;
+        }
+    }
+    None
+}
+
 /// The managed working copy's journal paths and scope.
 pub fn working_copy_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
     let (root, main_root) = working_copy_root(cwd)?;

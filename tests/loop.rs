@@ -866,3 +866,23 @@ fn the_driver_makes_the_loops_worktree_again_when_it_is_gone() {
     assert!(tree.is_dir(), "made again");
     assert_eq!(c.journal().matches("\"kind\":\"lane.worktree_created\"").count(), 2);
 }
+
+/// Issue 33: a loop whose checkout never committed `.claude/settings.json` runs its agents
+/// in a worktree of HEAD, which holds no settings: before the first turn the driver gives
+/// that worktree abcd's hooks in its `.claude/settings.local.json` (every event the
+/// person's checkout has), kept out of git.
+#[test]
+fn a_loop_whose_base_lacks_the_hooks_gives_its_agents_them() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did phase 1", "COMPLETED"], &["LGTM"]);
+    let out = c.start(&lab, "hooked", &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let pwd = std::fs::read_to_string(c.fake.join("implementer.pwd")).unwrap();
+    let tree = PathBuf::from(pwd.lines().next().unwrap());
+    assert!(tree.starts_with(c.home.canonicalize().unwrap()) && tree.ends_with("hooked/implementer"), "{}", tree.display());
+    assert!(!tree.join(".claude/settings.json").exists(), "the base holds no settings");
+    let local: Value = serde_json::from_str(&std::fs::read_to_string(tree.join(".claude/settings.local.json")).unwrap()).unwrap();
+    let person: Value = serde_json::from_str(&std::fs::read_to_string(c.root.join(".claude/settings.json")).unwrap()).unwrap();
+    assert_eq!(local["hooks"], person["hooks"], "the agents run with the person's abcd hooks");
+    assert_eq!(repo::git(&tree, &["status", "--porcelain", "--", ".claude"]), "", "kept out of git");
+}

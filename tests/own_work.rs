@@ -285,3 +285,61 @@ fn only_own_branches_and_their_pull_requests_are_owed_and_a_cut_worktree_branch_
     let reason = block_reason(&repo.stop(true, false));
     assert!(reason.contains("work is owed (1 item). Next: pull request #22 is behind its base."), "{reason}");
 }
+
+/// A session keeps the copy it started in (seed 003 "Which copy"): started at the
+/// repository's root while away, with three own pull requests owed, it cuts a worktree,
+/// commits there and `cd`s into it. Its Stop payload's `cwd` is the worktree, but the host's
+/// `CLAUDE_PROJECT_DIR` still names the root: the Stop counts the root's 4 owed items (the
+/// three pull requests and the cut branch's unpushed commits), not the worktree's 1. A host
+/// that names no project folder is judged the same way through the session index its
+/// SessionStart wrote; a session whose start was not seen, by its payload's `cwd`.
+#[test]
+fn a_session_that_moved_into_a_worktree_is_judged_by_its_start_copy() {
+    let repo = Repo::new();
+    for branch in ["feat/a", "feat/b", "feat/c"] {
+        own_pushed_branch(&repo, branch, BEFORE_NOW);
+    }
+    repo.stub_gh(
+        r#"[{"number":31,"headRefName":"feat/a","mergeStateStatus":"BEHIND","statusCheckRollup":[]},
+            {"number":32,"headRefName":"feat/b","mergeStateStatus":"BEHIND","statusCheckRollup":[]},
+            {"number":33,"headRefName":"feat/c","mergeStateStatus":"BEHIND","statusCheckRollup":[]}]"#,
+    );
+    repo.ok(&["mode", "autonomous"]);
+    let cut = repo.dir.path().join("cut");
+    repo.session_runs(&format!("git worktree add -b feat/cut {}", cut.display()));
+    repo.git(&["worktree", "add", "-q", "-b", "feat/cut", cut.to_str().unwrap()]);
+    commit_at(&cut, "cut.txt", BEFORE_NOW);
+    let hook_in = |event: &str, session: &str, cwd: &Path, project_dir: Option<&Path>| {
+        let payload = match event {
+            "stop" => json!({"session_id": session, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false,
+                "last_assistant_message": "Done for now.", "background_tasks": [], "session_crons": []}),
+            _ => json!({"session_id": session, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}),
+        };
+        let mut cmd = repo.command(&["hook", event]);
+        cmd.current_dir(cwd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        match project_dir {
+            Some(dir) => cmd.env("CLAUDE_PROJECT_DIR", dir),
+            None => cmd.env_remove("CLAUDE_PROJECT_DIR"),
+        };
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    // The host names the start copy: judged there, all four.
+    let reason = block_reason(&hook_in("stop", "s1", &cut, Some(&repo.root)));
+    assert!(reason.contains("work is owed (4 items)"), "{reason}");
+    assert!(reason.contains("pull request #31") && reason.contains("feat/cut has commits not pushed"), "{reason}");
+    // The verdict is recorded in the start copy's journal, not the worktree's.
+    let judged = |dir: &Path| {
+        std::fs::read_to_string(dir.join(".abcd/.work.local/journal.jsonl")).unwrap_or_default().matches("\"session.judged\"").count()
+    };
+    assert_eq!((judged(&repo.root), judged(&cut)), (1, 0));
+    // No project folder, and a start not seen: the payload's cwd, as before (the worktree's one).
+    let reason = block_reason(&hook_in("stop", "s2", &cut, None));
+    assert!(reason.contains("work is owed (1 item)"), "{reason}");
+    // No project folder, and a start seen at the root: the session index names the root.
+    let out = hook_in("session-start", "s3", &repo.root, None);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", repo::text(&out));
+    let reason = block_reason(&hook_in("stop", "s3", &cut, None));
+    assert!(reason.contains("work is owed (4 items)"), "{reason}");
+}

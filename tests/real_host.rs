@@ -128,6 +128,8 @@ struct Lab {
     /// The client's binary; `None` for a lab that only runs abcd.
     client: Option<PathBuf>,
     runs: usize,
+    /// Where the client starts, when not the repository (a lane's worktree).
+    client_dir: Option<PathBuf>,
 }
 
 impl Drop for Lab {
@@ -150,7 +152,7 @@ impl Lab {
             std::fs::create_dir_all(base.join(d)).unwrap();
         }
         repo::create(&repo, &[README]);
-        let lab = Lab { dir: Some(dir), base, repo, install, client: client.map(Path::to_path_buf), runs: 0 };
+        let lab = Lab { dir: Some(dir), base, repo, install, client: client.map(Path::to_path_buf), runs: 0, client_dir: None };
         lab.abcd(&["init"]);
         if install == Install::Plugin {
             // Managed (`.abcd/`, the local tier), but the hooks come from the plugin only.
@@ -248,7 +250,7 @@ impl Lab {
             .arg("--")
             .arg(self.client.as_ref().expect("a lab made with the client"))
             .args(&args)
-            .current_dir(&self.repo)
+            .current_dir(self.client_dir.as_ref().unwrap_or(&self.repo))
             .env_clear()
             // Exactly what the client sees (and passes on to the hooks and the Bash tool).
             .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bin_dir.display()))
@@ -871,6 +873,122 @@ fn a_write_to_the_local_tier_is_denied_with_the_verb_to_use() {
         assert_eq!(main.len(), 2, "{who:?}: {}", run.summary());
         let result = parts(main[1]).into_iter().find(|p| p.kind == "tool_result").unwrap_or_else(|| panic!("{who:?}: no tool result"));
         assert!(result.role == "user" && result.is_error && result.text.contains(&reason), "{who:?}: {result:#?}");
+    });
+}
+
+/// A run's live driver (a `sleep`), killed and reaped when the scenario ends.
+struct Driver(std::process::Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The lane's assignment as `abcd launch` puts it in the lane's plan.
+const LANE_ASSIGNMENT: &str = "implementer of lane r1/impl: do the lane's work here, then write the receipt RECEIPT.md";
+
+impl Lab {
+    /// Run `r1` with lane `impl`: `abcd launch` makes the lane's worktree (its own agent,
+    /// `true`, exits at once), and the client's runs start there. With `commit_hooks` the
+    /// settings `abcd init` wrote are committed first, so the lane's base holds them.
+    fn lane(&mut self, commit_hooks: bool) -> (PathBuf, Driver) {
+        if commit_hooks && self.install == Install::Init {
+            self.git(&["add", ".claude"]);
+            self.git(&["commit", "-q", "-m", "abcd hooks"]);
+        }
+        let driver = Driver(Command::new("sleep").arg("300").spawn().unwrap());
+        self.abcd(&["run", "start", "r1", "--lane", "impl", "--driver-pid", &driver.0.id().to_string()]);
+        self.abcd(&["launch", "--run", "r1", "--lane", "impl", "--role", "implementer", "--receipt", "RECEIPT.md", "--", "true"]);
+        let deadline = Instant::now() + RUN_DEADLINE;
+        let lane = loop {
+            let listing: Value = serde_json::from_str(&self.abcd(&["resume", "--json"])).unwrap();
+            let lane = &listing["runs"][0]["lanes"][0];
+            if lane["stage"].as_str().is_some_and(|s| s.contains("exited")) {
+                break PathBuf::from(lane["worktree"].as_str().unwrap());
+            }
+            assert!(Instant::now() < deadline, "the launch's agent never exited: {listing}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(lane.starts_with(self.base.join("abcd-home/lanes")), "{}", lane.display());
+        self.client_dir = Some(lane.clone());
+        (lane, driver)
+    }
+}
+
+/// Issue 33, acceptance 1: the client runs in the worktree `abcd launch` made for a lane
+/// (under the home store). The model writes a new file, reads it, edits it and commits it
+/// through Bash: no refusal reaches the model, the file holds the edit, the lane's branch
+/// holds the commit, the session is journaled in the lane, and the lane's plan (its
+/// assignment) is in the first request the model received.
+#[test]
+fn an_agent_in_abcds_lane_worktree_writes_and_edits_its_own_files() {
+    each_install(|lab| {
+        let (lane, _driver) = lab.lane(true);
+        let note = lane.join("src/lane_note.rs").display().to_string();
+        let script = json!({"turns": [
+            {"say": "Writing the note.", "tools": [{"name": "Write", "input": {"file_path": note, "content": "// first\n"}}]},
+            {"say": "Reading it back.", "tools": [{"name": "Read", "input": {"file_path": note}}]},
+            {"say": "Editing it.", "tools": [{"name": "Edit", "input": {"file_path": note, "old_string": "// first", "new_string": "// edited"}}]},
+            {"say": "Committing.", "tools": [{"name": "Bash", "input": {
+                "command": "git add src/lane_note.rs && git commit -q -m 'lane note'", "description": "Commit the note"}}]},
+            {"say": "Done."}
+        ]});
+        let run = lab.print(script, "write the lane note", &[]);
+        let who = run.install;
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.summary());
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), "// edited\n", "{who:?}: written, then edited");
+        assert_eq!(repo::git(&lane, &["log", "-1", "--format=%s"]).trim(), "lane note", "{who:?}");
+        assert_eq!(repo::git(&lane, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "abcd/r1/impl", "{who:?}");
+
+        // What the hooks printed: abcd's PreToolUse ran on the Write and the Edit and denied nothing.
+        let ran: Vec<&str> = run.abcd_ran(lab, "PreToolUse", "pre-tool-use").into_iter().map(|h| h.name.as_str()).collect();
+        assert!(ran.contains(&"PreToolUse:Write") && ran.contains(&"PreToolUse:Edit"), "{who:?}: {ran:?}");
+        let printed = run.abcd_printed(lab, "PreToolUse", "pre-tool-use");
+        assert!(printed.iter().all(|p| p["hookSpecificOutput"].get("permissionDecision").is_none()), "{who:?}: {printed:#?}");
+
+        // What the model received: every tool result a success, none with abcd's refusal.
+        let main = run.main_requests();
+        assert_eq!(main.len(), 5, "{who:?}: {}", run.summary());
+        let results: Vec<Part> = parts(main[4]).into_iter().filter(|p| p.kind == "tool_result").collect();
+        assert_eq!(results.len(), 4, "{who:?}: {results:#?}");
+        assert!(results.iter().all(|r| !r.is_error && !r.text.contains("abcd refuses")), "{who:?}: {results:#?}");
+        // The lane's plan reached the first request.
+        let first = session_start_context(main[0]).unwrap_or_else(|| panic!("{who:?}: no SessionStart context in the first request"));
+        assert!(first.contains(LANE_ASSIGNMENT), "{who:?}: {first}");
+
+        // The journal: the session, in the lane's own journal.
+        let events = read_jsonl(&lane.join(".abcd/.work.local/journal.jsonl"));
+        let started = of_kind(&events, "session.started");
+        assert_eq!(started.len(), 1, "{who:?}: {events:#?}");
+        assert_eq!(started[0]["data"]["session"], json!(run.session_id()), "{who:?}");
+        assert_eq!(started[0]["data"]["working_copy"], json!(lane.display().to_string()), "{who:?}");
+    });
+}
+
+/// Issue 33, acceptance 2: a lane cut from a base with no committed settings. With the
+/// hooks installed by `abcd init` (uncommitted), `abcd launch` wrote them into the lane's
+/// local settings; as the plugin, nothing is written and the plugin reaches the lane's
+/// agent. Either way abcd's SessionStart hook ran for the client in the lane, the session is
+/// journaled in the lane, and the lane's plan reached the first request.
+#[test]
+fn a_lane_cut_from_a_base_with_no_committed_settings_still_journals_its_agents_session() {
+    each_install(|lab| {
+        let (lane, _driver) = lab.lane(false);
+        let who = lab.install;
+        assert!(!lane.join(".claude/settings.json").exists(), "{who:?}: the base holds no settings");
+        let run = lab.print(json!({"turns": [{"say": "Hello from the lane."}]}), "hello", &[]);
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.summary());
+        assert_eq!(run.abcd_ran(lab, "SessionStart", "session-start").len(), 1, "{who:?}: {}", run.summary());
+        let events = read_jsonl(&lane.join(".abcd/.work.local/journal.jsonl"));
+        let started = of_kind(&events, "session.started");
+        assert_eq!(started.len(), 1, "{who:?}: {events:#?}");
+        assert_eq!(started[0]["data"]["session"], json!(run.session_id()), "{who:?}");
+        let main = run.main_requests();
+        let first = session_start_context(main[0]).unwrap_or_else(|| panic!("{who:?}: no SessionStart context in the first request"));
+        assert!(first.contains(LANE_ASSIGNMENT), "{who:?}: {first}");
+        assert_eq!(lane.join(".claude/settings.local.json").exists(), who == Install::Init, "{who:?}");
     });
 }
 

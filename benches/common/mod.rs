@@ -142,7 +142,9 @@ impl Row {
 #[allow(dead_code)]
 pub fn session_start_payload(wc: &Path) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
-        "session_id": "bench",
+        // A session id per working copy: a host gives each session its own, and a hook on
+        // a host with no project folder judges a known session by the copy it started in.
+        "session_id": format!("bench-{}", &blake3::hash(wc.as_os_str().as_encoded_bytes()).to_hex()[..16]),
         "cwd": wc.to_str().expect("a UTF-8 path"),
         "hook_event_name": "SessionStart",
         "source": "compact",

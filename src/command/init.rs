@@ -48,17 +48,39 @@ fn read_exclude(path: &Path) -> Result<Vec<u8>, CommandError> {
 
 /// Whether `exclude`'s bytes hold abcd's line.
 fn excludes_local_tier(exclude: &[u8]) -> bool {
-    String::from_utf8_lossy(exclude).lines().any(|l| l.trim() == EXCLUDE_LINE)
+    excludes(exclude, EXCLUDE_LINE)
+}
+
+fn excludes(exclude: &[u8], line: &str) -> bool {
+    String::from_utf8_lossy(exclude).lines().any(|l| l.trim() == line)
 }
 
 fn refused_exclude(path: &Path, why: impl std::fmt::Display) -> CommandError {
+    refused_exclude_line(path, why, EXCLUDE_LINE)
+}
+
+fn refused_exclude_line(path: &Path, why: impl std::fmt::Display, line: &str) -> CommandError {
     CommandError::Refused(format!(
-        "refusing to change {}: {why}; make it a regular file holding the line {EXCLUDE_LINE} (or remove it) and run `abcd init` again",
+        "refusing to change {}: {why}; make it a regular file holding the line {line} (or remove it) and run `abcd init` again",
         path.display()
     ))
 }
 
-fn read_settings(path: &Path) -> Result<Result<Object, String>, CommandError> {
+/// Appends `line` to git's `info/exclude` at `path` unless it holds it (made when absent).
+pub(crate) fn ensure_excluded(path: &Path, line: &str) -> Result<(), CommandError> {
+    let exclude = read_exclude(path).map_err(|_| refused_exclude_line(path, "it cannot be read", line))?;
+    if excludes(&exclude, line) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(path.parent().expect("exclude has a folder")).map_err(CommandError::failed)?;
+    let lead = if !exclude.is_empty() && !exclude.ends_with(b"\n") { "\n" } else { "" };
+    let appending = std::fs::OpenOptions::new().create(true).append(true).clone();
+    let mut f =
+        platform::fs::open_regular(&appending, path, platform::fs::Symlink::Follow).map_err(|e| refused_exclude_line(path, e, line))?;
+    writeln!(f, "{lead}{line}").map_err(CommandError::failed)
+}
+
+pub(crate) fn read_settings(path: &Path) -> Result<Result<Object, String>, CommandError> {
     let bytes = match platform::fs::read_regular(path, MAX_SETTINGS_BYTES + 1) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(Object::default())),
         Err(e) if platform::fs::is_not_regular(&e) => return Ok(Err(e.to_string())),
@@ -167,12 +189,7 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
     let tier = at.root.join(places::LOCAL_TIER);
     std::fs::create_dir_all(&tier).map_err(CommandError::failed)?;
     if !excludes_local_tier(&exclude) {
-        std::fs::create_dir_all(at.exclude.parent().expect("exclude has a folder")).map_err(CommandError::failed)?;
-        let lead = if !exclude.is_empty() && !exclude.ends_with(b"\n") { "\n" } else { "" };
-        let appending = std::fs::OpenOptions::new().create(true).append(true).clone();
-        let mut f = platform::fs::open_regular(&appending, &at.exclude, platform::fs::Symlink::Follow)
-            .map_err(|e| refused_exclude(&at.exclude, e))?;
-        writeln!(f, "{lead}{EXCLUDE_LINE}").map_err(CommandError::failed)?;
+        ensure_excluded(&at.exclude, EXCLUDE_LINE)?;
     }
     if merged != settings {
         std::fs::create_dir_all(at.settings.parent().expect("settings has a folder")).map_err(CommandError::failed)?;

@@ -469,6 +469,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     }
     let status = worktree::status(&lane_dir)
         .map_err(|_| refused(format!("refused: {} is not a git worktree; pass the lane's worktree with --cwd", lane_dir.display())))?;
+    super::lane_start::prepare(request, &lane_dir, &receipt, on_saved)?;
     let ledger_now = wc.store.current_state()?.state.ledger;
     let receipts = lane::receipts_inside(ledger_now.runs.get(run_name.as_str()).into_iter().flat_map(|r| r.lanes.values()), &lane_dir);
     let work = lane::lane_work(&status.changed, &receipts);

@@ -220,6 +220,8 @@ impl<'a> Driver<'a> {
         let lane = role.lane();
         let agent_spec = record.config.agent(role).clone();
         self.ensure_own_worktree(&agent_spec.worktree)?;
+        super::lane_start::ensure_loop_hooks(&self.root, &self.run, Path::new(&agent_spec.worktree))
+            .map_err(|e| DriveError::Refused(e.to_string()))?;
         let quoted = match &plan.quotes {
             None => None,
             Some(q) => {

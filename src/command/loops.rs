@@ -535,6 +535,14 @@ pub struct TurnRequest {
     pub template: Vec<String>,
 }
 
+/// What the turn runner tells the agent of its turn, in its environment (docs/loop.md); a
+/// loop turn's session start reads them back (`hook::loop_turn`).
+pub const LOOP_RUN_ENV: &str = "ABCD_LOOP_RUN";
+pub const LOOP_TURN_ENV: &str = "ABCD_LOOP_TURN";
+pub const LOOP_PHASE_ENV: &str = "ABCD_LOOP_PHASE";
+pub const LOOP_ROUND_ENV: &str = "ABCD_LOOP_ROUND";
+pub const LOOP_STEP_ENV: &str = "ABCD_LOOP_STEP";
+
 /// How a turn ended. Only `Replied` wrote the reply file.
 pub enum TurnOutcome {
     Replied,
@@ -572,11 +580,11 @@ pub fn run_turn(t: TurnRequest) -> Result<TurnOutcome, CommandError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .env("ABCD_LOOP_RUN", &t.run)
-        .env("ABCD_LOOP_TURN", t.turn.to_string())
-        .env("ABCD_LOOP_PHASE", t.phase.to_string())
-        .env("ABCD_LOOP_ROUND", t.round.to_string())
-        .env("ABCD_LOOP_STEP", &t.kind);
+        .env(LOOP_RUN_ENV, &t.run)
+        .env(LOOP_TURN_ENV, t.turn.to_string())
+        .env(LOOP_PHASE_ENV, t.phase.to_string())
+        .env(LOOP_ROUND_ENV, t.round.to_string())
+        .env(LOOP_STEP_ENV, &t.kind);
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(error) => return Ok(TurnOutcome::NotStarted { program: words[0].clone(), error }),

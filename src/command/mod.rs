@@ -14,7 +14,9 @@
 //!   receipts, and the resume listing with its safe moves.
 //! - [`lane`]: where a lane's agent runs: the worktree abcd makes for it, and what abcd
 //!   may save aside and reset there.
+//! - [`lane_start`]: what a lane's agent starts with: abcd's hooks and its assignment.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
+//! - [`own_file`]: the one predicate every guard asks: is this path abcd's own file?
 //! - [`loops`]: `abcd loop` start, drive, control, stop and status, and the turn runner
 //!   `__loop-turn`.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,
@@ -27,11 +29,13 @@ pub mod hook;
 pub mod init;
 pub mod journal;
 pub mod lane;
+pub mod lane_start;
 pub mod launch;
 pub mod loop_driver;
 pub mod loops;
 pub mod mirror;
 pub mod notify;
+pub mod own_file;
 pub mod replay;
 pub mod run;
 pub mod sweep;

@@ -22,6 +22,23 @@ pub fn main_worktree_of(dotgit_file: &Path) -> Option<PathBuf> {
     Some(common.canonicalize().ok()?.parent()?.to_path_buf())
 }
 
+/// Whether a `.git` file's link cannot be followed: it names no git dir, the git dir it
+/// names is gone (the main checkout moved or deleted), or that git dir's `commondir` names
+/// a folder that is gone. A submodule's git dir has no `commondir` and is not broken.
+pub fn worktree_link_broken(dotgit_file: &Path) -> bool {
+    let Ok(text) = crate::platform::fs::read_regular_text(dotgit_file, MAX_GITDIR_FILE_BYTES) else { return true };
+    let Some(named) = text.trim().strip_prefix("gitdir:").map(|g| PathBuf::from(g.trim())) else { return true };
+    let Some(parent) = dotgit_file.parent() else { return true };
+    let gitdir = if named.is_absolute() { named } else { parent.join(named) };
+    if !gitdir.is_dir() {
+        return true;
+    }
+    match crate::platform::fs::read_regular_text(&gitdir.join("commondir"), MAX_GITDIR_FILE_BYTES) {
+        Ok(common) => !gitdir.join(common.trim()).is_dir(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
 /// A full commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
 pub fn is_commit_id(c: &str) -> bool {
     (c.len() == 40 || c.len() == 64) && c.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))

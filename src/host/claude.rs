@@ -125,7 +125,15 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
         Some(Value::String(p)) if !p.is_empty() => Some(p.into()),
         _ => None,
     };
-    Ok(HookRequest { event, session_id, cwd: cwd.into(), transcript_path, detail })
+    Ok(HookRequest { event, session_id, cwd: cwd.into(), project_dir: project_dir(), transcript_path, detail })
+}
+
+/// The folder the host started the session in, which it gives every hook and which stays
+/// put when the session `cd`s (the payload's `cwd` follows it). Only an absolute path.
+pub const PROJECT_DIR_ENV: &str = "CLAUDE_PROJECT_DIR";
+
+fn project_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os(PROJECT_DIR_ENV).map(std::path::PathBuf::from).filter(|p| p.is_absolute())
 }
 
 /// A short name the host sends, cut to `max` once scanned whole; `unknown` when empty or

@@ -14,6 +14,9 @@ use super::{HookEvent, claude};
 pub const HOOK_TIMEOUT_SECS: u64 = 10;
 /// The project settings file abcd installs its hooks in, relative to the repository's root.
 pub const PROJECT_SETTINGS: &str = ".claude/settings.json";
+/// The project's settings the host reads beside them and never expects committed: where
+/// `abcd launch` gives a lane's agent abcd's hooks when the lane's base commit lacks them.
+pub const LOCAL_SETTINGS: &str = ".claude/settings.local.json";
 /// The Stop hook's: its git and forge reads have a 14 s budget (SPEC §6), so the host's
 /// kill must come well after it.
 pub const STOP_HOOK_TIMEOUT_SECS: u64 = 30;

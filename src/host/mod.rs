@@ -114,6 +114,9 @@ pub struct HookRequest {
     pub event: HookEvent,
     pub session_id: Option<String>,
     pub cwd: PathBuf,
+    /// The folder the session started in, when the host names it for every hook (Claude
+    /// Code's `CLAUDE_PROJECT_DIR`); `cwd` follows the session's `cd`, this does not.
+    pub project_dir: Option<PathBuf>,
     /// The host's session transcript (`transcript_path`), when it names one.
     pub transcript_path: Option<PathBuf>,
     pub detail: RequestDetail,

@@ -5,7 +5,9 @@
 
 pub mod away;
 pub mod context;
+pub mod loop_turn;
 pub mod promises;
+pub mod start_copy;
 pub mod stop;
 
 use std::path::{Component, Path, PathBuf};
@@ -36,6 +38,11 @@ pub enum HookError {
     Journal(#[from] crate::journal::JournalError),
     #[error("{0}")]
     Clock(String),
+    #[error(
+        "{}'s .git file names a git folder that is gone or moved, so abcd cannot tell which repository this is and records nothing here; run `git worktree repair {}` from the repository's main checkout (or `git worktree repair` there for all its worktrees)",
+        .0.display(), .0.display()
+    )]
+    BrokenWorktreeLink(PathBuf),
 }
 
 /// What a hook did besides its reply: a failure it allowed past (printed on stderr).
@@ -47,6 +54,11 @@ pub struct HookOutcome {
 /// Handles one hook call; `started` is when the hook process began (the owed-work
 /// budget runs from it). `Ok` with an empty reply when the checkout is not managed.
 pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutcome, HookError> {
+    let req = &start_copy::at_start_copy(req);
+    // A worktree whose git link is broken would otherwise read as unmanaged, silently.
+    if let Some(folder) = places::broken_worktree_link(&req.cwd) {
+        return Err(HookError::BrokenWorktreeLink(folder));
+    }
     let outcome = handle_managed(req, started)?;
     // After the hook's own work: a background mirror push when one is due (it never waits
     // for the push, and what the push does is recorded for `abcd mirror status`).
@@ -79,9 +91,11 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             // The checklist first: a session start cannot change it, and the read says which
             // line the projections name, so the append can leave them be without reading
             // the state (Store::append_unseen).
+            start_copy::record_start(req, &root);
             let started = event(event::SESSION_STARTED, json!(started_data));
             let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
             let AwayAtStart { block, shown, warning } = away_block(&root)?;
+            let block = loop_turn::with_turn_line(block);
             let cached = store.cached_session_context(start_frame::checklist_budget(block.as_deref()), now);
             // Promises due now fire before the checklist is shown, so the start shows them
             // first. A kept render that shows no armed promise spares reading the state.
@@ -396,11 +410,8 @@ fn pre_tool_use(
         ToolCall::WritesFile { tool, path } => {
             let home = places::home_dir()?;
             let target = resolve(root, Path::new(path));
-            let deny = protected_place(&target, &home).map(|what| {
-                format!(
-                    "abcd refuses {tool} on {what}: it is abcd's own state, derived from a hash-chained journal, and a direct edit is never trusted. Use `abcd checklist add|set` for the checklist (or `abcd journal repair` for a damaged journal)."
-                )
-            });
+            let deny = crate::command::own_file::abcd_own_file(&target, &home)
+                .map(|own| format!("abcd refuses {tool} on {} ({}). {}", target.display(), own.why(), own.instead()));
             Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: None })
         }
         ToolCall::Shell { command } => {
@@ -462,42 +473,5 @@ pub fn resolve(base: &Path, path: &Path) -> PathBuf {
             }
             _ => return lexical,
         }
-    }
-}
-
-/// What a protected path is, if it is one: a working copy's local tier or the home store.
-fn protected_place(target: &Path, home: &Path) -> Option<String> {
-    let home = resolve(Path::new("/"), home);
-    if target.starts_with(&home) {
-        return Some(format!("{} (the abcd home store)", target.display()));
-    }
-    let tier: PathBuf = places::LOCAL_TIER.into();
-    let comps: Vec<_> = target.components().collect();
-    let tier_comps: Vec<_> = tier.components().collect();
-    comps
-        .windows(tier_comps.len())
-        .any(|w| w == tier_comps.as_slice())
-        .then(|| format!("{} (a working copy's abcd local tier)", target.display()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resolve_folds_dotdot_and_follows_symlinked_folders() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real");
-        std::fs::create_dir_all(real.join(".abcd/.work.local")).unwrap();
-        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
-        let via_link = resolve(dir.path(), Path::new("link/.abcd/.work.local/checklist.json"));
-        assert!(protected_place(&via_link, Path::new("/nonexistent-home")).is_some(), "{via_link:?}");
-        let via_dotdot = resolve(&real.join("src"), Path::new("../.abcd/./.work.local/journal.jsonl"));
-        assert!(protected_place(&via_dotdot, Path::new("/nonexistent-home")).is_some(), "{via_dotdot:?}");
-        let elsewhere = resolve(&real, Path::new("src/main.rs"));
-        assert!(protected_place(&elsewhere, Path::new("/nonexistent-home")).is_none());
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        assert!(protected_place(&resolve(dir.path(), Path::new("home/anchors/x")), &home).is_some());
     }
 }

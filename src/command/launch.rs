@@ -419,7 +419,8 @@ fn refused(msg: String) -> CommandError {
 /// binary's hidden subcommand) and waits for the watcher's record of the start. The lane
 /// runs in the worktree abcd makes for it unless `cwd` names a folder. Uncommitted work
 /// there is saved aside first (in a folder abcd did not make, only with `save_aside`), and
-/// `on_saved` is told the line that names it.
+/// `on_saved` is told the line that names it, as it is told a note when the lane's plan
+/// could not be given its assignment.
 pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
     for (field, name) in [("run", &request.run), ("lane", &request.lane), ("role", &request.role)] {
         if let Err(r) = ledger::check_name(field, name) {

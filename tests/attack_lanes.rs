@@ -168,27 +168,6 @@ fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// Every file under `root` but git's own and abcd's local tier, with its bytes.
-fn person_files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, into: &mut std::collections::BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().to_string();
-            if rel == ".git" || rel == ".abcd/.work.local" {
-                continue;
-            }
-            if path.is_dir() {
-                walk(root, &path, into);
-            } else {
-                into.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut files = std::collections::BTreeMap::new();
-    walk(root, root, &mut files);
-    files
-}
-
 fn real_git() -> String {
     let out = Command::new("sh").args(["-c", "command -v git"]).output().unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_string()
@@ -227,7 +206,7 @@ fn a_lane_folder_swapped_for_a_link_after_its_check_never_resets_the_persons_che
     // The person's own uncommitted work in their checkout.
     std::fs::write(c.root.join("README"), "the person's edit\n").unwrap();
     std::fs::write(c.root.join("mine.txt"), "the person's own\n").unwrap();
-    let before = person_files(&c.root);
+    let before = repo::person_files(&c.root);
     let mark = lab.dir.path().join("swapped");
     let swap = format!(
         "if [ ! -e '{mark}' ] && [ \"$(grep -c '\"launch.intended\"' '{journal}')\" -ge 2 ]; then\n  touch '{mark}'\n  mv '{place}' '{place}.moved'\n  ln -s '{root}' '{place}'\n  cd '{place}' || exit 1\nfi",
@@ -241,7 +220,7 @@ fn a_lane_folder_swapped_for_a_link_after_its_check_never_resets_the_persons_che
     assert!(mark.exists(), "the swap happened after the intent: {}", stderr(&out));
     std::thread::sleep(Duration::from_millis(500));
     assert!(!c.root.join("launched.txt").exists(), "no agent ran in the person's checkout: {}{}", stdout(&out), stderr(&out));
-    assert_eq!(person_files(&c.root), before, "the person's checkout was saved aside and reset: {}{}", stdout(&out), stderr(&out));
+    assert_eq!(repo::person_files(&c.root), before, "the person's checkout was saved aside and reset: {}{}", stdout(&out), stderr(&out));
 }
 
 /// ATTACK (FINDING): `abcd run save-aside` judges the lane free (no agent alive or
@@ -762,14 +741,14 @@ fn a_worktree_of_another_repository_on_the_lanes_branch_name_is_not_the_lane() {
     repo::create(&other, &[README]);
     repo::git(&other, &["worktree", "add", "-q", "-b", "abcd/r/b", place.to_str().unwrap()]);
     std::fs::write(place.join("README"), "the other repository's work\n").unwrap();
-    let before = person_files(&place);
+    let before = repo::person_files(&place);
     let save = c.abcd(&["run", "save-aside", "--run", "r", "--lane", "b"]);
     assert_eq!(save.status.code(), Some(2), "{}", stdout(&save));
     assert!(stderr(&save).contains("another repository"), "{}", stderr(&save));
     assert!(c.abcd(&["resume", "--step"]).status.success());
     let launch = c.launch_b("R2", &["sh", "-c", "echo hi > launched.txt"]);
     assert_eq!(launch.status.code(), Some(2), "{}", stdout(&launch));
-    assert_eq!(person_files(&place), before);
+    assert_eq!(repo::person_files(&place), before);
     assert!(c.events_of("work.saved_aside").is_empty());
 }
 

@@ -220,27 +220,6 @@ fn collect_before_launch_and_no_launch_over_a_live_agent() {
     assert!(next.status.success(), "after collect the lane launches again: {}", stderr(&next));
 }
 
-/// Every file under `root` but git's own and abcd's local tier, with its bytes.
-fn person_files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, into: &mut std::collections::BTreeMap<String, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().to_string();
-            if rel == ".git" || rel == ".abcd/.work.local" {
-                continue;
-            }
-            if path.is_dir() {
-                walk(root, &path, into);
-            } else {
-                into.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut files = std::collections::BTreeMap::new();
-    walk(root, root, &mut files);
-    files
-}
-
 /// Issue 19's first acceptance item: with the settings `abcd init` wrote still untracked and
 /// the person's own work uncommitted, `run start` and `launch` with every default leave the
 /// checkout exactly as it was; the agent runs in a worktree abcd made and recorded.
@@ -257,7 +236,7 @@ fn a_launch_with_defaults_leaves_the_persons_checkout_untouched_and_runs_in_its_
     std::fs::write(c.root.join("staged.rs"), "fn staged() {}\n").unwrap();
     c.git(&["add", "staged.rs"]);
     std::fs::write(c.root.join("build.log"), "ignored\n").unwrap();
-    let before = person_files(&c.root);
+    let before = repo::person_files(&c.root);
     let status_before = c.git(&["status", "--porcelain"]);
 
     let _driver = c.start_run("r1", &["a"]);
@@ -280,7 +259,7 @@ fn a_launch_with_defaults_leaves_the_persons_checkout_untouched_and_runs_in_its_
     assert!(!stdout(&out).contains("saved"), "nothing of the person's is saved aside: {}", stdout(&out));
     eventually("the agent to exit", || c.lane("r1", "a")["stage"].as_str().unwrap().contains("receipt waiting"));
 
-    assert_eq!(person_files(&c.root), before, "every file of the person's is unchanged");
+    assert_eq!(repo::person_files(&c.root), before, "every file of the person's is unchanged");
     assert_eq!(c.git(&["status", "--porcelain"]), status_before, "and so is what git sees");
     let check = c.abcd(&["init", "--check"]);
     assert!(check.status.success(), "everything installed: {}", stdout(&check));
@@ -978,7 +957,7 @@ fn only_the_lanes_own_worktree_is_saved_aside_reset_or_launched_into() {
             Shape::TheLanesOwn => place.clone(),
         };
         person_work(&watched);
-        let before = person_files(&watched);
+        let before = repo::person_files(&watched);
         let saved_before = events_of(&c, "work.saved_aside").len();
         let started_before = events_of(&c, "launch.started").len();
 
@@ -994,7 +973,7 @@ fn only_the_lanes_own_worktree_is_saved_aside_reset_or_launched_into() {
             assert_eq!(save.status.code(), Some(2), "{shape:?}: {}", stderr(&save));
             assert!(stderr(&save).contains("but what is there is "), "{shape:?}: {}", stderr(&save));
             assert_eq!(events_of(&c, "work.saved_aside").len(), saved_before, "{shape:?}: nothing saved");
-            assert_eq!(person_files(&watched), before, "{shape:?}: nothing of the person's changed");
+            assert_eq!(repo::person_files(&watched), before, "{shape:?}: nothing of the person's changed");
         }
         let launch = c.abcd(&[
             "launch",
@@ -1018,7 +997,7 @@ fn only_the_lanes_own_worktree_is_saved_aside_reset_or_launched_into() {
         } else {
             assert_eq!(launch.status.code(), Some(2), "{shape:?}: {}", stderr(&launch));
             assert!(stderr(&launch).contains("but what is there is "), "{shape:?}: {}", stderr(&launch));
-            assert_eq!(person_files(&watched), before, "{shape:?}: nothing of the person's changed");
+            assert_eq!(repo::person_files(&watched), before, "{shape:?}: nothing of the person's changed");
             assert_eq!(events_of(&c, "work.saved_aside").len(), saved_before, "{shape:?}: nothing saved");
             assert_eq!(events_of(&c, "launch.started").len(), started_before, "{shape:?}: nothing started");
             assert!(!watched.join("launched.txt").exists(), "{shape:?}");

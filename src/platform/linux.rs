@@ -47,9 +47,13 @@ impl Os for Linux {
         // reads can skip a lock while other locks come and go. One read call into a buffer of the whole
         // bound lists in one pass as far as it fits; a second look, only on this refusal path,
         // covers a listing read mid-change anyway.
+        // A lock listed on the same inode under another device number is taken only when
+        // that process holds the file open: another file system's file with the same
+        // inode number must not be named (it was, under load, in the lib tests).
+        let opens_it = |pid: u32| holds_open(pid, m.dev(), m.ino());
         (0..PROC_LOCKS_LOOKS).find_map(|_| {
             let text = read_proc_locks()?;
-            holder_in_proc_locks(&text, libc::major(m.dev()), libc::minor(m.dev()), m.ino())
+            holder_in_proc_locks(&text, libc::major(m.dev()), libc::minor(m.dev()), m.ino(), &opens_it)
         })
     }
 
@@ -146,10 +150,10 @@ fn read_proc_locks() -> Option<String> {
 /// The pid holding the `flock` on the file at `major:minor:ino`, from a `/proc/locks`
 /// listing (`1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF`; lines of
 /// waiters start `->` and are skipped).
-fn holder_in_proc_locks(text: &str, major: u32, minor: u32, ino: u64) -> Option<u32> {
+fn holder_in_proc_locks(text: &str, major: u32, minor: u32, ino: u64, opens_it: &dyn Fn(u32) -> bool) -> Option<u32> {
     let exact = format!("{major:02x}:{minor:02x}:{ino}");
     let same_inode = format!(":{ino}");
-    let mut fallback = None;
+    let mut others = vec![];
     for line in text.lines() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         // `N: FLOCK ADVISORY WRITE pid dev:ino start end`; a waiter has `->` after `N:`.
@@ -159,11 +163,21 @@ fn holder_in_proc_locks(text: &str, major: u32, minor: u32, ino: u64) -> Option<
             return Some(pid);
         }
         // Some file systems report another device number there than `stat` does.
-        if fallback.is_none() && file.ends_with(&same_inode) {
-            fallback = Some(pid);
+        if file.ends_with(&same_inode) {
+            others.push(pid);
         }
     }
-    fallback
+    others.into_iter().find(|&pid| opens_it(pid))
+}
+
+/// Descriptors of a process looked at, at most, to confirm it holds a file open.
+const FD_LOOKS_MAX: usize = 4_096;
+
+/// Whether process `pid` has the file `dev`:`ino` open (its `/proc/<pid>/fd` links,
+/// followed, at most [`FD_LOOKS_MAX`] of them); false when they cannot be read.
+fn holds_open(pid: u32, dev: u64, ino: u64) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.take(FD_LOOKS_MAX).filter_map(Result::ok).any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino))
 }
 
 fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
@@ -204,10 +218,16 @@ mod tests {
                     1: -> FLOCK  ADVISORY  WRITE 77 fe:00:10010775 0 EOF\n\
                     2: POSIX  ADVISORY  WRITE 99 fe:00:555 0 EOF\n\
                     3: FLOCK  ADVISORY  WRITE 31 08:01:555 0 EOF\n";
-        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 10010775), Some(4242));
-        assert_eq!(holder_in_proc_locks(text, 8, 1, 555), Some(31), "the POSIX lock on the same inode is not a flock");
-        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 555), Some(31), "same inode, another device number: the fallback");
-        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 1), None);
-        assert_eq!(holder_in_proc_locks("", 0xfe, 0, 1), None);
+        let yes = |_: u32| true;
+        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 10010775, &yes), Some(4242));
+        assert_eq!(holder_in_proc_locks(text, 8, 1, 555, &yes), Some(31), "the POSIX lock on the same inode is not a flock");
+        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 555, &yes), Some(31), "same inode, another device number: the fallback");
+        assert_eq!(
+            holder_in_proc_locks(text, 0xfe, 0, 555, &|_| false),
+            None,
+            "not when that process does not hold the file open (another file system's file)"
+        );
+        assert_eq!(holder_in_proc_locks(text, 0xfe, 0, 1, &yes), None);
+        assert_eq!(holder_in_proc_locks("", 0xfe, 0, 1, &yes), None);
     }
 }

@@ -128,3 +128,24 @@ pub fn text(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Every file under `root` but git's own and abcd's local tier, with its bytes.
+pub fn person_files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, into: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().to_string();
+            if rel == ".git" || rel == ".abcd/.work.local" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, into);
+            } else {
+                into.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut files = std::collections::BTreeMap::new();
+    walk(root, root, &mut files);
+    files
+}

@@ -308,6 +308,10 @@ mod tests {
         let held = File::create(&path).unwrap();
         <File as fs4::FileExt>::try_lock(&held).unwrap();
         assert_eq!(flock_holder(&File::open(&path).unwrap()), Some(std::process::id()));
+        // Unlocked, not only closed: a child another test forks in this process shares the
+        // open file (and with it the lock) until it execs, so a close alone leaves the lock
+        // held for that moment, by that child.
+        <File as fs4::FileExt>::unlock(&held).unwrap();
         drop(held);
         assert_eq!(flock_holder(&File::open(&path).unwrap()), None, "no lock, no holder");
     }

@@ -785,6 +785,13 @@ fn events_of(c: &Copy, kind: &str) -> Vec<Value> {
         .collect()
 }
 
+/// `abcd launch --run r --lane b --role agent --receipt RECEIPT -- COMMAND…`, waited for.
+fn launch_b(c: &Copy, receipt: &str, command: &[&str]) -> Output {
+    let mut args = vec!["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", receipt, "--"];
+    args.extend_from_slice(command);
+    c.abcd(&args)
+}
+
 /// `abcd launch --run r --lane b --role agent --receipt RECEIPT -- COMMAND…`, started (not
 /// waited).
 fn spawn_launch(c: &Copy, receipt: &str, command: &[&str]) -> std::process::Child {
@@ -811,7 +818,7 @@ fn race(c: &Copy, n: usize, receipt: &str, command: &[&str]) -> Vec<Output> {
 /// One launch of r/b whose agent writes its receipt and ends, collected: the lane's
 /// worktree exists afterwards, so git's refusal to make it twice saves nothing by accident.
 fn one_collected_launch(c: &Copy) {
-    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "sh", "-c", "echo done > R"]);
+    let out = launch_b(c, "R", &["sh", "-c", "echo done > R"]);
     assert!(out.status.success(), "{}", stderr(&out));
     eventually("the receipt to arrive", || c.lane("r", "b")["receipt_waiting"] == true);
     let collected = c.abcd(&["collect", "--run", "r", "--lane", "b"]);
@@ -975,21 +982,7 @@ fn only_the_lanes_own_worktree_is_saved_aside_reset_or_launched_into() {
             assert_eq!(events_of(&c, "work.saved_aside").len(), saved_before, "{shape:?}: nothing saved");
             assert_eq!(repo::person_files(&watched), before, "{shape:?}: nothing of the person's changed");
         }
-        let launch = c.abcd(&[
-            "launch",
-            "--run",
-            "r",
-            "--lane",
-            "b",
-            "--role",
-            "agent",
-            "--receipt",
-            "R",
-            "--",
-            "sh",
-            "-c",
-            "echo hi > launched.txt",
-        ]);
+        let launch = launch_b(&c, "R", &["sh", "-c", "echo hi > launched.txt"]);
         if shape == Shape::TheLanesOwn {
             assert!(launch.status.success(), "{shape:?}: {}", stderr(&launch));
             assert!(stdout(&launch).contains("saved 2 uncommitted file(s)"), "{shape:?}: {}", stdout(&launch));
@@ -1016,12 +1009,12 @@ fn every_receipt_has_a_way_out_judged_alike_by_launch_collect_and_resume() {
     let c = lab.copy("wc");
     let _driver = c.start_run("r", &["b"]);
     for (size, over) in [(BOUND, false), (BOUND + 1, true)] {
-        let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+        let out = launch_b(&c, "R", &["true"]);
         assert!(out.status.success(), "{}", stderr(&out));
         let tree = PathBuf::from(c.lane("r", "b")["worktree"].as_str().unwrap());
         eventually("the agent to exit", || c.lane("r", "b")["stage"].as_str().unwrap().contains("exited"));
         std::fs::File::create(tree.join("R")).unwrap().set_len(size).unwrap();
-        let refused = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+        let refused = launch_b(&c, "R", &["true"]);
         assert_eq!(refused.status.code(), Some(2));
         assert!(stderr(&refused).contains("collect it first"), "{}", stderr(&refused));
         let collected = c.abcd(&["collect", "--run", "r", "--lane", "b", "--json"]);
@@ -1032,17 +1025,17 @@ fn every_receipt_has_a_way_out_judged_alike_by_launch_collect_and_resume() {
         std::fs::remove_file(tree.join("R")).unwrap();
     }
     // A folder where the receipt belongs.
-    let out = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "mkdir", "R"]);
+    let out = launch_b(&c, "R", &["mkdir", "R"]);
     assert!(out.status.success(), "{}", stderr(&out));
     eventually("the agent to exit", || c.lane("r", "b")["stage"].as_str().unwrap().contains("there is a folder"));
     let words = "there is a folder, not a receipt; move it away";
-    let launch = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+    let launch = launch_b(&c, "R", &["true"]);
     let collect = c.abcd(&["collect", "--run", "r", "--lane", "b"]);
     assert_eq!((launch.status.code(), collect.status.code()), (Some(2), Some(2)));
     assert!(stderr(&launch).contains(words) && stderr(&collect).contains(words), "{}\n{}", stderr(&launch), stderr(&collect));
     let tree = PathBuf::from(c.lane("r", "b")["worktree"].as_str().unwrap());
     std::fs::remove_dir(tree.join("R")).unwrap();
-    let again = c.abcd(&["launch", "--run", "r", "--lane", "b", "--role", "agent", "--receipt", "R", "--", "true"]);
+    let again = launch_b(&c, "R", &["true"]);
     assert!(again.status.success(), "moved away, the lane launches: {}", stderr(&again));
 }
 
@@ -1054,21 +1047,7 @@ fn a_run_finishes_only_when_no_lane_is_held_and_its_kept_work_can_still_be_saved
     let lab = Lab::new();
     let c = lab.copy("wc");
     let _driver = c.start_run("r", &["b"]);
-    let out = c.abcd(&[
-        "launch",
-        "--run",
-        "r",
-        "--lane",
-        "b",
-        "--role",
-        "agent",
-        "--receipt",
-        "R",
-        "--",
-        "sh",
-        "-c",
-        "echo work > new.txt; echo done > R",
-    ]);
+    let out = launch_b(&c, "R", &["sh", "-c", "echo work > new.txt; echo done > R"]);
     assert!(out.status.success(), "{}", stderr(&out));
     eventually("the receipt to arrive", || c.lane("r", "b")["receipt_waiting"] == true);
     let refused = c.abcd(&["run", "finish", "r"]);

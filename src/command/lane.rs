@@ -206,11 +206,15 @@ pub fn take_folder_for_save(store: &Store, scope: &Scope, run: &str, dir: &Path)
                 continue;
             }
             match super::launch::lane_busy(run, name, l) {
-                Ok(abandoned) => events.extend(super::launch::LaneFree { next: 0, abandoned }.abandoned_events(run, name)),
+                Ok(abandoned) => events.extend(super::launch::not_started_events(run, name, &abandoned)),
                 Err(why) => {
+                    let (holds, next) = (why.what_holds(), why.next_step(run, name));
                     return (
                         vec![],
-                        Err(refused(format!("refused: {} in {}; nothing was saved or reset", why.what_holds(), dir.display()))),
+                        Err(refused(format!(
+                            "refused: {holds} in {}; nothing was saved or reset; {next}, then save aside again",
+                            dir.display()
+                        ))),
                     );
                 }
             }

@@ -105,6 +105,16 @@ impl std::fmt::Display for LaneRefusal {
 }
 
 impl LaneRefusal {
+    /// What to run, or do, so what holds the lane lets it go: for a refusal of another verb
+    /// (`run finish`, a save aside).
+    pub fn next_step(&self, run: &str, lane: &str) -> String {
+        match self {
+            LaneRefusal::ReceiptWaiting { .. } => format!("collect it with `abcd collect --run {run} --lane {lane}`"),
+            LaneRefusal::ReceiptNotAFile { .. } => "move it away".to_string(),
+            _ => "wait for it to end".to_string(),
+        }
+    }
+
     /// What holds the lane, in words, for a refusal of another verb (`run finish`).
     pub fn what_holds(&self) -> String {
         match self {
@@ -158,14 +168,21 @@ pub struct LaneFree {
 impl LaneFree {
     /// The `launch.exited` `not_started` events for [`LaneFree::abandoned`].
     pub fn abandoned_events(&self, run: &str, lane: &str) -> Vec<crate::journal::NewEvent> {
-        self.abandoned
-            .iter()
-            .map(|&launch| {
-                let data = LaunchExited { run: run.into(), lane: lane.into(), launch, status: ExitStatus::NotStarted };
-                new_event(event::LAUNCH_EXITED, json!(data))
-            })
-            .collect()
+        not_started_events(run, lane, &self.abandoned)
     }
+}
+
+/// `launch.exited` `not_started` for each of `launches` of `run`'s `lane`: the one record of
+/// a launch no agent ran for, whoever settles it (its launcher, its watcher, or the next
+/// verb that takes the lane).
+pub fn not_started_events(run: &str, lane: &str, launches: &[u64]) -> Vec<crate::journal::NewEvent> {
+    launches
+        .iter()
+        .map(|&launch| {
+            let data = LaunchExited { run: run.into(), lane: lane.into(), launch, status: ExitStatus::NotStarted };
+            new_event(event::LAUNCH_EXITED, json!(data))
+        })
+        .collect()
 }
 
 /// Whether the lane may launch now, judged from the folded ledger; callers judge and
@@ -337,11 +354,7 @@ pub fn start_recorded(store: &Store, scope: &Scope, spec: &WatchSpec, stdout: &P
                 };
                 (vec![new_event(event::LAUNCH_STARTED, json!(data))], WatchStart::Started(child))
             }
-            Err(e) => {
-                let data =
-                    LaunchExited { run: spec.run.clone(), lane: spec.lane.clone(), launch: spec.launch, status: ExitStatus::NotStarted };
-                (vec![new_event(event::LAUNCH_EXITED, json!(data))], WatchStart::NotStarted(e))
-            }
+            Err(e) => (not_started_events(&spec.run, &spec.lane, &[spec.launch]), WatchStart::NotStarted(e)),
         }
     })?;
     Ok(written.outcome)
@@ -533,8 +546,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     // Checked again now the lane is held: a folder swapped since the first check is not
     // saved, reset or started in.
     let not_started = |why: String| -> Result<Launched, CommandError> {
-        let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
-        wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
+        wc.store.append_with(Some(&wc.scope), |_| (not_started_events(run_name, lane, &[n]), ()))?;
         Err(refused(format!("{why}; launch {n} is recorded as never started")))
     };
     let recheck = || -> Result<(), String> {
@@ -576,9 +588,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     let log = outputs.join(format!("{lane}-{n}.watcher.log"));
     let exe = std::env::current_exe().map_err(CommandError::failed)?;
     if let Err(e) = spec.spawn_watcher(&exe, &log) {
-        let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
-        wc.store.append_with(Some(&wc.scope), |_| (vec![new_event(event::LAUNCH_EXITED, json!(data))], ()))?;
-        return Err(refused(format!("the watcher could not be started ({e}); launch {n} is recorded as never started")));
+        return not_started(format!("the watcher could not be started ({e})"));
     }
     #[cfg(feature = "test-support")]
     if std::env::var_os(KILL_AFTER_WATCHER_VAR).is_some() {
@@ -624,8 +634,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
                         .and_then(|r| r.lanes.get(lane))
                         .and_then(|l| l.launches.iter().find(|x| x.launch == n))
                         .is_some_and(|x| x.started.is_none() && x.exited.is_none());
-                    let data = LaunchExited { run: run_name.clone(), lane: lane.clone(), launch: n, status: ExitStatus::NotStarted };
-                    if pending { (vec![new_event(event::LAUNCH_EXITED, json!(data))], true) } else { (vec![], false) }
+                    if pending { (not_started_events(run_name, lane, &[n]), true) } else { (vec![], false) }
                 })?;
                 if !settled.outcome {
                     continue;

@@ -26,7 +26,7 @@ use serde_json::json;
 use crate::command::launch::{self, LaneRefusal, WatchSpec};
 use crate::event::{self, Scope};
 use crate::journal::{Journal, JournalError};
-use crate::ledger::{ExitStatus, LaunchExited, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
+use crate::ledger::{ExitStatus, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
 use crate::phased::agent::{self, ReplyFile};
 use crate::phased::{
     LOOP_PAUSED, LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopPaused, LoopRecord, LoopStopped, Next,
@@ -428,9 +428,10 @@ impl<'a> Driver<'a> {
                 state.loops.loops.get(&run).and_then(|r| r.pending.as_ref()).is_some_and(|p| p.turn == turn && p.launch == launch);
             match found {
                 Some(l) if l.started.is_none() && l.exited.is_none() && !Path::new(&l.receipt).exists() => {
-                    let exited = LaunchExited { run: run.clone(), lane: lane.into(), launch, status: ExitStatus::NotStarted };
                     let abandoned = TurnAbandoned { run: run.clone(), turn, launch };
-                    (vec![new_event(event::LAUNCH_EXITED, json!(exited)), new_event(LOOP_TURN_ABANDONED, json!(abandoned))], true)
+                    let mut events = launch::not_started_events(&run, lane, &[launch]);
+                    events.push(new_event(LOOP_TURN_ABANDONED, json!(abandoned)));
+                    (events, true)
                 }
                 // Already recorded never started: only the turn is left to abandon.
                 Some(l)

@@ -206,8 +206,7 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
         Some(r) if r.finished => (vec![], Ok(())),
         Some(r) => match unfinished_business(run, r) {
             Err(why) => (vec![], Err(why)),
-            Ok(abandoned) => {
-                let mut events: Vec<_> = abandoned.iter().flat_map(|(lane, free)| free.abandoned_events(run, lane)).collect();
+            Ok(mut events) => {
                 events.push(new_event(event::RUN_FINISHED, json!(data)));
                 (events, Ok(()))
             }
@@ -226,22 +225,16 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
 /// (a finished run leaves `abcd resume`, and with it every way to these). When nothing
 /// holds it, each lane's launches to record `not_started` with the finish, so no watcher
 /// starts an agent for a finished run.
-fn unfinished_business(run: &str, r: &Run) -> Result<Vec<(String, super::launch::LaneFree)>, String> {
+fn unfinished_business(run: &str, r: &Run) -> Result<Vec<crate::journal::NewEvent>, String> {
     let mut abandoned = vec![];
     for (lane, l) in &r.lanes {
         match super::launch::lane_busy(run, lane, l) {
-            Ok(launches) => abandoned.push((lane.clone(), super::launch::LaneFree { next: l.launches_total + 1, abandoned: launches })),
+            Ok(launches) => abandoned.extend(super::launch::not_started_events(run, lane, &launches)),
             Err(why) => {
-                let next = match &why {
-                    super::launch::LaneRefusal::ReceiptWaiting { .. } => {
-                        format!("collect it with `abcd collect --run {run} --lane {lane}`")
-                    }
-                    super::launch::LaneRefusal::ReceiptNotAFile { .. } => "move it away".to_string(),
-                    _ => "wait for it to end".to_string(),
-                };
                 return Err(format!(
-                    "refused: run {run} is not finished, as {}; {next}, then run `abcd run finish {run}` again",
-                    why.what_holds()
+                    "refused: run {run} is not finished, as {}; {}, then run `abcd run finish {run}` again",
+                    why.what_holds(),
+                    why.next_step(run, lane)
                 ));
             }
         }
@@ -926,7 +919,7 @@ pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Resul
     let keep = |p: &str| super::lane::is_abcd_own(p) || receipts.iter().any(|r| r == p);
     // The folder saved is the folder reset: one swapped for another (or for a link to
     // another) while git reads it is found before anything is recorded or reset.
-    let identity = |t: &Path| std::fs::metadata(t).ok().map(|m| (crate::platform::fs::inode(&m).dev, crate::platform::fs::inode(&m).ino));
+    let identity = |t: &Path| std::fs::metadata(t).ok().map(|m| crate::platform::fs::inode(&m)).map(|i| (i.dev, i.ino));
     let before = identity(tree);
     let unchanged = || {
         if before.is_some() && identity(tree) == before {

@@ -49,7 +49,7 @@ impl Os for Linux {
         // covers a listing read mid-change anyway.
         // A lock listed on the same inode under another device number is taken only when
         // that process holds the file open: another file system's file with the same
-        // inode number must not be named (it was, under load, in the lib tests).
+        // inode number is not the one asked about.
         let opens_it = |pid: u32| holds_open(pid, m.dev(), m.ino());
         (0..PROC_LOCKS_LOOKS).find_map(|_| {
             let text = read_proc_locks()?;

@@ -565,6 +565,42 @@ fn a_new_away_window_starts_the_sessions_counts_afresh() {
     assert!(reason.contains("work is owed (1 item)"), "row 2 of the new window: {reason}");
 }
 
+/// A loop turn's agent ends its turn with its reply: the loop driver takes the next step, so
+/// while away its Stop is allowed (row `loop_turn`) whatever is owed, where a session of its
+/// own would be blocked (issue 33's night: the real client's implementer was held by row 7
+/// until the host's cap). A malformed loop environment is no loop turn.
+#[test]
+fn away_a_loop_turns_stop_is_allowed_for_the_driver_to_take_the_next_step() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let turn = [
+        ("ABCD_LOOP_RUN", "night"),
+        ("ABCD_LOOP_TURN", "3"),
+        ("ABCD_LOOP_PHASE", "1"),
+        ("ABCD_LOOP_ROUND", "1"),
+        ("ABCD_LOOP_STEP", "feedback"),
+    ];
+    let out = repo.stop(false, "Added the doc comment.", &turn);
+    assert_eq!(reply(&out), None, "allowed, nothing printed: {}", stdout(&out));
+    let journal = std::fs::read_to_string(repo.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
+    let judged: Vec<Value> =
+        journal.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["kind"] == "session.judged").collect();
+    assert_eq!(judged.last().unwrap()["data"]["row"], "loop_turn", "{judged:#?}");
+    assert_eq!(judged.last().unwrap()["data"]["state"], "stopped");
+    // A question is rerouted once, as in any session away (no one at the keyboard answers
+    // it); the same message's next stop ends the turn.
+    let reason = block_reason(&repo.stop(false, "Shall I go on?", &turn));
+    assert!(reason.contains("abcd mode queue") && reason.contains("abcd decide"), "{reason}");
+    assert_eq!(reply(&repo.stop(true, "Shall I go on?", &turn)), None);
+    // Without the loop's environment, or with a malformed one, the same stop is blocked.
+    let reason = block_reason(&repo.stop(false, "Added the doc comment.", &[]));
+    assert!(reason.contains("feat/x"), "{reason}");
+    let mut bad = turn;
+    bad[1] = ("ABCD_LOOP_TURN", "three");
+    assert!(block_reason(&repo.stop(false, "Added the doc comment.", &bad)).contains("feat/x"));
+}
+
 // ---------------------------------------------------------------------------------------
 // When the person must hear (issue 23, acceptance 6; docs/notify.md)
 // ---------------------------------------------------------------------------------------

@@ -207,6 +207,40 @@ impl Lab {
         }
     }
 
+    /// The model server in a loopback-only namespace (`unshare -rn`), serving `script` and
+    /// logging to `log`, with exactly the environment the client sees (and passes on to the
+    /// hooks and the Bash tool); the caller appends the command it starts after `--`.
+    fn in_sandbox(&self, script_path: &Path, log_path: &Path) -> Command {
+        let bin_dir = abcd_exe().parent().unwrap().to_path_buf();
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-rn", "--", "python3"])
+            .arg(manifest().join("tests/real_host/model_server.py"))
+            .arg("--isolated")
+            .arg("--script")
+            .arg(script_path)
+            .arg("--log")
+            .arg(log_path)
+            .arg("--")
+            .env_clear()
+            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bin_dir.display()))
+            .env("HOME", self.base.join("home"))
+            .env("TMPDIR", self.base.join("tmp"))
+            .env("LANG", "C.UTF-8")
+            .env("TERM", "dumb")
+            .env("TZ", "UTC")
+            .env("ANTHROPIC_API_KEY", "not-a-key-the-scripted-model-server-takes-any")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            // bypassPermissions refuses to run as root without it (the CI machine is root).
+            .env("IS_SANDBOX", "1")
+            .env("ABCD_HOME", self.base.join("abcd-home"))
+            .env("ABCD_GH", "")
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        cmd
+    }
+
     /// Print mode: `claude -p PROMPT`, stdin closed.
     fn print(&mut self, script: Value, prompt: &str, env: &[(&str, &str)]) -> Run {
         let args = vec!["-p".to_string(), prompt.to_string()];
@@ -238,37 +272,10 @@ impl Lab {
         if self.install == Install::Plugin {
             args.extend(["--plugin-dir".to_string(), manifest().display().to_string()]);
         }
-        let bin_dir = abcd_exe().parent().unwrap().to_path_buf();
-        let mut cmd = Command::new("unshare");
-        cmd.args(["-rn", "--", "python3"])
-            .arg(manifest().join("tests/real_host/model_server.py"))
-            .arg("--isolated")
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--log")
-            .arg(&log_path)
-            .arg("--")
-            .arg(self.client.as_ref().expect("a lab made with the client"))
+        let mut cmd = self.in_sandbox(&script_path, &log_path);
+        cmd.arg(self.client.as_ref().expect("a lab made with the client"))
             .args(&args)
             .current_dir(self.client_dir.as_ref().unwrap_or(&self.repo))
-            .env_clear()
-            // Exactly what the client sees (and passes on to the hooks and the Bash tool).
-            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bin_dir.display()))
-            .env("HOME", self.base.join("home"))
-            .env("TMPDIR", self.base.join("tmp"))
-            .env("LANG", "C.UTF-8")
-            .env("TERM", "dumb")
-            .env("TZ", "UTC")
-            .env("ANTHROPIC_API_KEY", "not-a-key-the-scripted-model-server-takes-any")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            // bypassPermissions refuses to run as root without it (the CI machine is root).
-            .env("IS_SANDBOX", "1")
-            .env("ABCD_HOME", self.base.join("abcd-home"))
-            .env("ABCD_GH", "")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
             .stdin(if prompts.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&err_path).unwrap());
@@ -1252,4 +1259,347 @@ fn the_plugin_wrapper_hands_stop_failure_an_ignored_sigterm() {
     };
     assert!(ignored("stop-failure"), "StopFailure runs with SIGTERM ignored");
     assert!(!ignored("stop"), "other hooks stay killable (the host's timeout)");
+}
+
+// ---------------------------------------------------------------------------- the night
+
+/// The night's loop name.
+const NIGHT_RUN: &str = "night";
+/// The checklist the night's loop drives: one phase, then the completion signal.
+const NIGHT_PLAN: &str = "# Plan\n\n- [ ] Phase 1: add src/greet.rs with a greet function\n";
+/// The item the implementer adds to its lane's plan, which must survive the compaction.
+const NIGHT_ITEM: &str = "Phase 1: greet in src/greet.rs";
+/// The compaction summary of the night (the client asks again for one without the tags).
+const NIGHT_SUMMARY: &str = "<summary>The implementer wrote src/greet.rs; a reviewer asked for a doc comment.</summary>";
+/// The auto-compaction window the night's clients run with; a turn reporting more input
+/// tokens than it holds compacts the session before its next request.
+const NIGHT_COMPACT_WINDOW: &str = "100000";
+/// The barriers the scripted model holds a reply on while the test kills.
+const HOLD_DRIVER_KILL: &str = "driver-kill";
+/// How long the night waits for any one thing the loop does (a turn takes seconds).
+const NIGHT_STEP_DEADLINE: Duration = Duration::from_secs(90);
+
+/// The night scenario's place: the lab, and a shell (`sh -s`) the model server started in
+/// its namespace, so every command typed into it (the loop's start, its drive after a kill)
+/// runs where the model is reachable and nothing else is. Kills come from outside, by pid.
+struct Night {
+    lab: Lab,
+    shell: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    log: PathBuf,
+}
+
+impl Drop for Night {
+    fn drop(&mut self) {
+        // Ends the shell; the model server then exits, and the clients die with it.
+        self.stdin = None;
+        let _ = self.shell.kill();
+        let _ = self.shell.wait();
+        // The detached driver and its agents outlive the shell; end them too.
+        if let Ok(status) = self.lab.abcd_command().args(["loop", "status", NIGHT_RUN, "--json"]).output()
+            && let Ok(v) = serde_json::from_slice::<Value>(&status.stdout)
+            && let Some(pid) = v["driver"]["process"]["pid"].as_i64()
+            && v["driver"]["alive"] == true
+        {
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Night {
+    fn new(client: &Path, script: Value) -> Night {
+        let lab = Lab::new(Some(client), Install::Init);
+        std::fs::write(lab.repo.join("PLAN.md"), NIGHT_PLAN).unwrap();
+        lab.git(&["add", ".claude", "PLAN.md"]);
+        lab.git(&["commit", "-q", "-m", "the plan, and abcd's hooks"]);
+        let script_path = lab.base.join("night.script.json");
+        let log = lab.base.join("night.requests.jsonl");
+        std::fs::write(&script_path, script.to_string()).unwrap();
+        let mut cmd = lab.in_sandbox(&script_path, &log);
+        cmd.args(["sh", "-s"])
+            .current_dir(&lab.repo)
+            .env("CLAUDE_CODE_AUTO_COMPACT_WINDOW", NIGHT_COMPACT_WINDOW)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(lab.base.join("night.stderr.txt")).unwrap());
+        let mut shell = cmd.spawn().expect("unshare runs");
+        let stdout = shell.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = shell.stdin.take();
+        Night { lab, shell, stdin, lines, log }
+    }
+
+    /// Runs `command` in the namespace's shell: its exit code and what it printed (stdout
+    /// and stderr together).
+    fn sh(&mut self, command: &str) -> (i32, String) {
+        const DONE: &str = "@@night-done ";
+        let stdin = self.stdin.as_mut().expect("the shell is open");
+        writeln!(stdin, "( {command} ) 2>&1; echo \"{DONE}$?\"").unwrap();
+        stdin.flush().unwrap();
+        let deadline = Instant::now() + NIGHT_STEP_DEADLINE;
+        let mut out = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => match line.strip_prefix(DONE) {
+                    Some(code) => return (code.trim().parse().unwrap(), out),
+                    None => {
+                        out.push_str(&line);
+                        out.push('\n');
+                    }
+                },
+                Err(_) => panic!("`{command}` did not end within {NIGHT_STEP_DEADLINE:?}; so far: {out}"),
+            }
+        }
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        read_jsonl(&self.log)
+    }
+
+    fn main_requests(&self) -> Vec<Value> {
+        self.requests().into_iter().filter(|r| r["kind"] == "main").collect()
+    }
+
+    /// Waits (bounded) until `done` holds; `what` names it in the failure.
+    fn wait_until(&self, what: &str, done: impl Fn(&Night) -> bool) {
+        let deadline = Instant::now() + NIGHT_STEP_DEADLINE;
+        while !done(self) {
+            assert!(Instant::now() < deadline, "{what}: not within {NIGHT_STEP_DEADLINE:?}; requests: {}", self.request_summary());
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// The model holds the turn's reply on barrier `name`: waits until a request reached it.
+    fn wait_held(&self, name: &str) {
+        self.wait_until(&format!("the model's barrier {name}"), |n| n.requests().iter().any(|r| r["held"] == name));
+    }
+
+    fn release(&self, name: &str) {
+        std::fs::write(format!("{}.{name}.release", self.log.display()), b"").unwrap();
+    }
+
+    fn status(&self) -> Value {
+        serde_json::from_str(&self.lab.abcd(&["loop", "status", NIGHT_RUN, "--json"])).unwrap()
+    }
+
+    fn loop_events(&self) -> Vec<Value> {
+        self.lab.working_copy_events()
+    }
+
+    fn lane(&self) -> PathBuf {
+        PathBuf::from(self.status()["record"]["config"]["implementer"]["worktree"].as_str().unwrap())
+    }
+
+    fn lane_events(&self) -> Vec<Value> {
+        read_jsonl(&self.lane().join(".abcd/.work.local/journal.jsonl"))
+    }
+
+    fn request_summary(&self) -> String {
+        let rows: Vec<String> =
+            self.requests().iter().map(|r| format!("{}:{}:{}", r["n"], r["kind"].as_str().unwrap_or("?"), r["turn"])).collect();
+        rows.join(", ")
+    }
+}
+
+/// SIGKILLs `pid` and waits until it is dead (gone, or a zombie nobody reaped yet).
+fn kill_dead(pid: i64) {
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0, "pid {pid} is there to kill");
+    let deadline = Instant::now() + NIGHT_STEP_DEADLINE;
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state is the first field after the command's closing parenthesis.
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next().unwrap_or('X')).unwrap_or('X');
+        if matches!(state, 'Z' | 'X') {
+            return;
+        }
+        assert!(Instant::now() < deadline, "pid {pid} still runs after SIGKILL");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The latest SessionStart context in a request (a resumed session's history holds the
+/// earlier starts' too).
+fn latest_session_start_context(request: &Value) -> Option<String> {
+    const MARK: &str = "SessionStart hook additional context: ";
+    parts(request).into_iter().rev().find_map(|p| p.text.find(MARK).map(|at| p.text[at + MARK.len()..].to_string()))
+}
+
+/// Where the prompt of a request is: its last user message's text.
+fn last_user_text(request: &Value) -> String {
+    let parts = parts(request);
+    let last_user = parts.iter().rposition(|p| p.role == "user" && p.kind == "text").map(|i| parts[i].text.clone());
+    last_user.unwrap_or_default()
+}
+
+/// Issue 33's night: the phased loop with the real client as implementer and reviewer, both
+/// in abcd's lane worktree, driven by the scripted model, while the person is away. The
+/// implementer plans, writes and commits with the file tools and Bash; the reviewer reads
+/// and asks for a change once, then says the stop signal. The implementer's session is
+/// compacted mid-phase and its lane's plan comes back; it asks a question, which is
+/// rerouted, and it decides and queues instead. The driver is SIGKILLed while the reviewer's
+/// reply is held on a barrier; the reply arrives with no driver; `abcd resume` names the
+/// loop and what to run; `abcd loop drive` collects the reply and never runs that turn
+/// again. The loop completes, the lane's branch holds the commits, and `abcd mode back`
+/// prints the night's queue and decisions. Every step is asserted from the journals and
+/// the model's request log.
+#[test]
+fn the_night_of_the_phased_loop() {
+    let Some(client) = client() else { return };
+    let _shared = MACHINE.read().unwrap_or_else(|e| e.into_inner());
+    let greet = "{cwd}/src/greet.rs";
+    let turns = vec![
+        // Turn 1, the implementer's advance: plan, write, commit, reply.
+        json!({"say": "Planning.", "tools": [{"name": "Bash", "input": {"command": format!("abcd checklist add '{NIGHT_ITEM}'"), "description": "Plan"}}]}),
+        json!({"say": "Writing.", "tools": [{"name": "Write", "input": {"file_path": greet, "content": "pub fn greet() -> &'static str {\n    \"hi\"\n}\n"}}]}),
+        json!({"say": "Committing.", "tools": [{"name": "Bash", "input": {"command": "git add src/greet.rs && git commit -q -m greet", "description": "Commit"}}]}),
+        json!({"say": "Phase 1 implemented: src/greet.rs holds greet()."}),
+        // Turn 2, the reviewer: reads, asks for a change.
+        json!({"say": "Reading.", "tools": [{"name": "Read", "input": {"file_path": greet}}]}),
+        json!({"say": "Please add a doc comment to greet."}),
+        // Turn 3, the implementer's feedback: an edit whose usage passes the window, so the
+        // session is compacted before its next request; then a commit, and a question.
+        json!({"say": "Editing.", "tools": [{"name": "Edit", "input": {"file_path": greet, "old_string": "pub fn", "new_string": "/// Says hi.\npub fn"}}], "input_tokens": 190_000}),
+        json!({"say": "Committing.", "tools": [{"name": "Bash", "input": {"command": "git commit -qam 'doc greet'", "description": "Commit"}}]}),
+        json!({"say": "Added the doc comment. Shall I also add a test for greet?"}),
+        // The question rerouted: decide, queue what only the person may do, reply.
+        json!({"say": "Deciding.", "tools": [{"name": "Bash", "input": {"command":
+            "abcd decide 'No test for greet in phase 1' --grounds 'the phase asks for greet only' --undo 'add the test in a later phase' && abcd mode queue 'merge abcd/night/implementer into main'",
+            "description": "Decide and queue"}}]}),
+        json!({"say": "Added the doc comment; a test is left for a later phase."}),
+        // Turn 4, the reviewer's second round, held while the driver is killed.
+        json!({"say": "LGTM", "hold": HOLD_DRIVER_KILL}),
+        // Turn 5, the implementer's advance: nothing left.
+        json!({"say": "COMPLETED"}),
+    ];
+    let used = turns.len();
+    let script = json!({"turns": turns, "summary": NIGHT_SUMMARY, "after": "(a request past the script)"});
+    let mut night = Night::new(client, script);
+    let lab_err = night.lab.base.join("night.stderr.txt");
+
+    // The person leaves, then starts the loop in the background.
+    night.lab.abcd(&["mode", "autonomous", "--until", "+8h"]);
+    let template =
+        format!("{} -p {{prompt}} --resume {{session}} --output-format json --permission-mode bypassPermissions", client.display());
+    let (code, out) = night.sh(&format!(
+        "abcd loop start --checklist PLAN.md --run {NIGHT_RUN} --implementer '{template}' --implementer-reader claude-json --reviewer '{template}' --reviewer-reader claude-json --detach"
+    ));
+    assert_eq!(code, 0, "{out}");
+
+    // Turn 4's reply is held: the driver dies; then the reply arrives with no driver.
+    night.wait_held(HOLD_DRIVER_KILL);
+    let first_driver = night.status()["driver"]["process"]["pid"].as_i64().unwrap();
+    kill_dead(first_driver);
+    let intended = |n: &Night, turn: u64| {
+        n.loop_events().into_iter().find(|e| e["kind"] == "loop.turn_intended" && e["data"]["turn"] == turn).map(|e| e["data"].clone())
+    };
+    let turn4 = intended(&night, 4).expect("turn 4 was intended before its request");
+    assert_eq!(turn4["kind"], "review");
+    night.release(HOLD_DRIVER_KILL);
+    let reply_file = PathBuf::from(turn4["reply_file"].as_str().unwrap());
+    let launch4 = turn4["launch"].clone();
+    night.wait_until("turn 4's agent ends and its exit is recorded", |n| {
+        n.loop_events().iter().any(|e| e["kind"] == "launch.exited" && e["data"]["lane"] == "reviewer" && e["data"]["launch"] == launch4)
+    });
+    assert!(reply_file.is_file(), "the reply arrived with no driver: {}", reply_file.display());
+    assert!(!night.loop_events().iter().any(|e| e["kind"] == "loop.turn_replied" && e["data"]["turn"] == 4), "no driver collected it yet");
+
+    // What a successor reads: the loop, its driver gone, and the verb that carries on.
+    let listing = night.lab.abcd(&["resume"]);
+    assert!(listing.contains(NIGHT_RUN) && listing.contains(&format!("abcd loop drive {NIGHT_RUN}")), "{listing}");
+    let listing: Value = serde_json::from_str(&night.lab.abcd(&["resume", "--json"])).unwrap();
+    let run = listing["runs"].as_array().unwrap().iter().find(|r| r["run"] == NIGHT_RUN).expect("the night's run is listed").clone();
+    assert_eq!(run["driver_alive"], false, "{run:#}");
+    let reviewer = run["lanes"].as_array().unwrap().iter().find(|l| l["lane"] == "reviewer").unwrap().clone();
+    assert_eq!((reviewer["launch"].clone(), reviewer["receipt_waiting"].clone()), (launch4.clone(), json!(true)), "{reviewer:#}");
+
+    // The successor drives in the foreground: it collects turn 4's reply, then runs turn 5.
+    let (code, out) = night.sh(&format!("abcd loop drive {NIGHT_RUN}"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("turn 4: the reviewer replied") && !out.contains("turn 4: review"), "collected, not sent again: {out}");
+    let status = night.status();
+    assert_eq!(status["listing"]["stop_reason"], "completed", "{status:#}");
+    assert_ne!(status["driver"]["process"]["pid"].as_i64(), Some(first_driver), "a second driver finished it");
+
+    // The journal: every turn replied exactly once, in order, each by its own launch.
+    let events = night.loop_events();
+    let replied: Vec<u64> = of_kind(&events, "loop.turn_replied").iter().map(|e| e["data"]["turn"].as_u64().unwrap()).collect();
+    assert_eq!(replied, [1, 2, 3, 4, 5], "{events:#?}");
+    let intended_turns: Vec<u64> = of_kind(&events, "loop.turn_intended").iter().map(|e| e["data"]["turn"].as_u64().unwrap()).collect();
+    assert_eq!(intended_turns, [1, 2, 3, 4, 5], "no turn launched twice");
+    let collected = of_kind(&events, "receipt.collected");
+    assert_eq!(collected.iter().filter(|e| e["data"]["lane"] == "reviewer" && e["data"]["launch"] == launch4).count(), 1);
+
+    // The model: every scripted turn served once, in order, and not one request past the
+    // script; so no turn ran twice, the held one included.
+    let main = night.main_requests();
+    let served: Vec<Value> = main.iter().map(|r| r["turn"].clone()).collect();
+    assert_eq!(served, (0..used).map(|i| json!(i)).collect::<Vec<_>>(), "requests: {}", night.request_summary());
+    assert_eq!(night.requests().iter().filter(|r| r["kind"] == "compaction").count(), 1, "{}", night.request_summary());
+    // Each turn's prompt opened its agent's request: the advance, the review (twice), the
+    // feedback quoting the reviewer, and the advance again.
+    let prompt_of = |turn: usize| last_user_text(&main[turn]);
+    assert!(prompt_of(0).contains("Implement the next phase from the checklist in PLAN.md"), "{}", prompt_of(0));
+    assert!(prompt_of(4).contains("Review the implementer's work"), "{}", prompt_of(4));
+    assert!(prompt_of(6).contains("Please add a doc comment to greet."), "the feedback quotes the reviewer: {}", prompt_of(6));
+    assert!(prompt_of(11).contains("Review the implementer's work"), "{}", prompt_of(11));
+    assert!(prompt_of(12).contains("Implement the next phase"), "{}", prompt_of(12));
+    // Every agent's first request carries the away block and its loop turn's line.
+    for (at, turn, step) in [(0, 1, "advance"), (4, 2, "review"), (6, 3, "feedback"), (11, 4, "review"), (12, 5, "advance")] {
+        let context = latest_session_start_context(&main[at]).unwrap_or_else(|| panic!("turn {turn}: no SessionStart context"));
+        assert!(context.contains("the person is away until"), "turn {turn}: {context}");
+        assert!(
+            context.contains(&format!("this session is turn {turn} of loop {NIGHT_RUN}")) && context.contains(&format!("the {step} step")),
+            "turn {turn}: {context}"
+        );
+    }
+    // No tool call was refused.
+    for r in &main {
+        for p in parts(r).into_iter().filter(|p| p.kind == "tool_result") {
+            assert!(!p.is_error && !p.text.contains("abcd refuses"), "request {}: {p:#?}", r["n"]);
+        }
+    }
+    // The compaction: the request after it is the compacted one and carries the lane's plan.
+    let requests = night.requests();
+    let at = requests.iter().position(|r| r["kind"] == "compaction").unwrap();
+    let after = requests[at + 1..].iter().find(|r| r["kind"] == "main").unwrap();
+    assert_eq!(after["turn"], 7, "the compaction came right after the edit: {}", night.request_summary());
+    assert!(all_text(after).contains("a reviewer asked for a doc comment"), "the compacted conversation");
+    let carried = latest_session_start_context(after).expect("the plan comes back after the compaction");
+    assert!(carried.contains(NIGHT_ITEM), "{carried}");
+    // The question: rerouted by the Stop hook, and the reason reached the model once.
+    let rerouted = all_text(&main[9]);
+    assert!(rerouted.contains(STOP_CONTEXT_MARK) && rerouted.contains("abcd mode queue") && rerouted.contains("abcd decide"), "{rerouted}");
+
+    // The lane's journal: the implementer's session, its compaction and the start it caused.
+    let lane_events = night.lane_events();
+    let compaction = lane_events.iter().position(|e| e["kind"] == "compaction.recorded").expect("the lane's journal has the compaction");
+    assert_eq!(lane_events[compaction]["data"]["trigger"], "auto");
+    assert_eq!(lane_events[compaction]["data"]["session"], status["listing"]["sessions"]["implementer"]);
+    assert!(lane_events[compaction..].iter().any(|e| e["kind"] == "session.started" && e["data"]["source"] == "compact"));
+    let rows: Vec<&str> = of_kind(&lane_events, "session.judged").iter().map(|e| e["data"]["row"].as_str().unwrap()).collect();
+    assert!(rows.contains(&"question") && rows.iter().filter(|r| **r == "loop_turn").count() == 5, "{rows:?}");
+
+    // The work: the lane's branch holds both commits, the file its edit.
+    let lane = night.lane();
+    let log = repo::git(&lane, &["log", "--format=%s", "-3"]);
+    assert!(log.starts_with("doc greet\ngreet\n"), "{log}");
+    assert!(std::fs::read_to_string(lane.join("src/greet.rs")).unwrap().starts_with("/// Says hi.\npub fn greet()"));
+
+    // The person returns: the night's queue and decisions.
+    let back = night.lab.abcd(&["mode", "back"]);
+    assert!(back.contains("merge abcd/night/implementer into main") && back.contains("No test for greet in phase 1"), "{back}");
+    let repository = night.lab.repository_events();
+    assert_eq!(of_kind(&repository, "away.queued").len(), 1, "{repository:#?}");
+    assert_eq!(of_kind(&repository, "decision.recorded").len(), 1, "{repository:#?}");
+    let _ = lab_err;
 }

@@ -1251,6 +1251,7 @@ fn every_row() -> Vec<Row> {
         Row::PresentOwed => 7,
         Row::PresentNothingOwed => 8,
         Row::Behind => 9,
+        Row::LoopTurn => 10,
     };
     let all = [
         Row::Question,
@@ -1263,6 +1264,7 @@ fn every_row() -> Vec<Row> {
         Row::PresentOwed,
         Row::PresentNothingOwed,
         Row::Behind,
+        Row::LoopTurn,
     ];
     assert!(all.iter().enumerate().all(|(i, r)| index(*r) == i));
     all.to_vec()

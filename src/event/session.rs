@@ -100,6 +100,10 @@ pub enum Row {
     /// Away: a stop rows 3 or 6 would allow, blocked once for a checklist behind the
     /// session's own work (docs/own-work.md).
     Behind,
+    /// Away: a loop turn's agent ends its turn with its reply, allowed whatever is owed
+    /// (a question is still rerouted first), because the loop's driver takes the next step
+    /// (docs/loop.md).
+    LoopTurn,
 }
 
 impl Row {
@@ -113,7 +117,7 @@ impl Row {
             Row::NoWake => Some(5),
             Row::NothingOwedWake => Some(6),
             Row::NothingOwedNoWake => Some(7),
-            Row::PresentOwed | Row::PresentNothingOwed | Row::Behind => None,
+            Row::PresentOwed | Row::PresentNothingOwed | Row::Behind | Row::LoopTurn => None,
         }
     }
 }

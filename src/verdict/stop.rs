@@ -431,6 +431,9 @@ pub struct StopInput<'a> {
     /// The own branches the checklist is behind (read from git only); while away a set not
     /// yet named blocks one stop.
     pub behind: &'a [BehindRef],
+    /// The session runs one turn of an `abcd loop` (its environment says so): its reply is
+    /// the turn's end, and the loop's driver, not a wake, takes the next step.
+    pub loop_turn: bool,
 }
 
 /// The stop verdict. While away the first matching row of SPEC §6 decides; while present
@@ -472,6 +475,17 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
             let after = SessionState { question_hash: Some(hash), ..before.clone() };
             return block(input, owed, Row::Question, question_reason(), after);
         }
+    }
+    if input.loop_turn {
+        // A question is rerouted first (above), as in any session: no one at the keyboard
+        // answers it. Past that a block would keep the agent beyond its turn (the driver
+        // waits for its reply and hands it on); what is owed stays owed for the next turns.
+        let after = SessionState { block_count: 0, next_look: None, ..before.clone() };
+        return Judgement {
+            verdict: Verdict::Allow { state: StopState::Stopped, system_message: None },
+            judged: Judged::new(Row::LoopTurn, StopState::Stopped, after),
+            record_stop: None,
+        };
     }
 
     let owed_fp = fingerprint(owed.items.iter().copied());
@@ -810,6 +824,7 @@ mod tests {
         wake: bool,
         cap: u32,
         behind: &'a [BehindRef],
+        loop_turn: bool,
     }
 
     impl Stop<'_> {
@@ -828,6 +843,7 @@ mod tests {
                 qualifying_wake: wake,
                 block_cap: self.cap,
                 behind: self.behind,
+                loop_turn: self.loop_turn,
             })
         }
     }
@@ -844,7 +860,29 @@ mod tests {
             wake: false,
             cap: DEFAULT_BLOCK_CAP,
             behind: &[],
+            loop_turn: false,
         }
+    }
+
+    #[test]
+    fn away_a_loop_turn_ends_with_its_reply_after_a_question_is_rerouted() {
+        let owed = [Owed::Working { id: "1".into(), title: "Write the parser".into() }];
+        let fresh = SessionState::default();
+        let turn = Stop { loop_turn: true, ..stop(&owed, &fresh) };
+        let j = turn.judge();
+        assert_eq!((j.judged.row, j.judged.state), (Row::LoopTurn, StopState::Stopped), "{j:?}");
+        assert!(matches!(j.verdict, Verdict::Allow { system_message: None, .. }) && j.record_stop.is_none());
+        // The same stop of a session of its own is blocked (row 2).
+        assert_eq!(stop(&owed, &fresh).judge().judged.row, Row::OwedChanged);
+        // A question is rerouted first; its next stop ends the turn.
+        let asked = Stop { message: Some("Shall I go on?"), ..turn };
+        let first = asked.judge();
+        assert_eq!(first.judged.row, Row::Question);
+        let after = first.judged.session_state();
+        let again = Stop { session: &after, stop_hook_active: true, ..asked };
+        assert_eq!(again.judge().judged.row, Row::LoopTurn);
+        // Present, a loop turn is judged as any session (allowed with its line).
+        assert_eq!(Stop { away: false, ..turn }.judge().judged.row, Row::PresentOwed);
     }
 
     fn reason(j: &Judgement) -> &str {
@@ -1027,6 +1065,7 @@ mod tests {
                 qualifying_wake: qualifying_wake(crons, &now, deadline),
                 block_cap: self.cap,
                 behind: &self.behind,
+                loop_turn: false,
             });
             // The caller appends `judged` and folds it back: a round trip through JSON.
             let json = serde_json::to_string(&j.judged).unwrap();
@@ -1193,6 +1232,7 @@ mod tests {
             qualifying_wake: None,
             block_cap: DEFAULT_BLOCK_CAP,
             behind: &behind,
+            loop_turn: false,
         });
         assert_eq!(present.verdict, Verdict::Allow { state: StopState::Stopped, system_message: None });
         let mut s = Session::new();
@@ -1535,6 +1575,7 @@ mod tests {
                 wake: self.wake,
                 cap: self.cap,
                 behind: &[],
+                loop_turn: false,
             }
             .judge()
         }

@@ -18,7 +18,12 @@ A TURN is what the next main request gets:
   {"say": "text", "tools": [{"name": "Bash", "input": {...}}, ...]}   tool calls
   {"status": 529, "error": "overloaded_error", "repeat": 1}            an HTTP error
   any turn may add "input_tokens": N (the usage reported; drives auto-compaction)
+  any turn may add "hold": NAME: the request is logged (with "held": NAME) and the answer
+      waits until the file LOG.NAME.release exists (a barrier a test places a kill on)
 Once the turns run out, every main request gets {"say": after}.
+In a turn's tool inputs, "{cwd}" becomes the client's working directory, read from the
+request's system prompt ("Primary working directory: ..."), so a script can name files in
+a folder it cannot know beforehand (a lane worktree abcd makes).
 
 A request is classified as
   compaction: its text asks for the summary of the conversation (the client's compaction
@@ -50,6 +55,10 @@ DEFAULT_INPUT_TOKENS = 100
 OUTPUT_TOKENS = 20
 # Bounds a run whose client never exits; the Rust side has its own, shorter deadline.
 MAX_CLIENT_SECONDS = 300
+# How often a held answer looks for its release file, and how long it waits at most.
+HOLD_POLL_SECONDS = 0.02
+# The client's system prompt names its working directory on a line starting with this.
+CWD_MARK = "Primary working directory: "
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                500: "api_error", 529: "overloaded_error"}
 
@@ -98,6 +107,39 @@ class Script:
 
 
 SCRIPT = None
+
+
+def working_directory(request):
+    system = request.get("system")
+    texts = [system] if isinstance(system, str) else [b.get("text", "") for b in system or [] if isinstance(b, dict)]
+    for m in request.get("messages", []):
+        content = m.get("content")
+        texts.extend([content] if isinstance(content, str) else
+                     [b.get("text", "") for b in content or [] if isinstance(b, dict)])
+    for text in texts:
+        at = text.find(CWD_MARK)
+        if at >= 0:
+            return text[at + len(CWD_MARK):].split("\n", 1)[0].strip()
+    return None
+
+
+def with_cwd(value, cwd):
+    if isinstance(value, str):
+        return value.replace("{cwd}", cwd) if cwd is not None else value
+    if isinstance(value, list):
+        return [with_cwd(v, cwd) for v in value]
+    if isinstance(value, dict):
+        return {k: with_cwd(v, cwd) for k, v in value.items()}
+    return value
+
+
+def hold(name):
+    """Waits for the test's release file; a client killed meanwhile never reads the answer."""
+    release = "%s.%s.release" % (SCRIPT.log_path, name)
+    waited = 0.0
+    while not os.path.exists(release) and waited < MAX_CLIENT_SECONDS:
+        threading.Event().wait(HOLD_POLL_SECONDS)
+        waited += HOLD_POLL_SECONDS
 
 
 def content_of(turn):
@@ -173,8 +215,14 @@ class Handler(BaseHTTPRequestHandler):
             index, turn = SCRIPT.next_main()
         else:
             kind, index, turn = "side", None, {"say": "OK"}
-        SCRIPT.record({"method": "POST", "path": self.path, "kind": kind, "turn": index, "answer": turn,
-                       "body": request})
+        if "tools" in turn:
+            turn = dict(turn, tools=with_cwd(turn["tools"], working_directory(request)))
+        entry = {"method": "POST", "path": self.path, "kind": kind, "turn": index, "answer": turn, "body": request}
+        if turn.get("hold"):
+            entry["held"] = turn["hold"]
+        SCRIPT.record(entry)
+        if turn.get("hold"):
+            hold(turn["hold"])
         if "status" in turn:
             status = int(turn["status"])
             kind_name = turn.get("error") or ERROR_TYPES.get(status, "api_error")

@@ -18,8 +18,14 @@ pub fn turn_line(var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     let (turn, phase, round) = (number(LOOP_TURN_ENV)?, number(LOOP_PHASE_ENV)?, number(LOOP_ROUND_ENV)?);
     let step = var(LOOP_STEP_ENV).filter(|s| (1..=STEP_NAME_MAX).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase()))?;
     Some(format!(
-        "abcd: this session is turn {turn} of loop {run} (phase {phase}, round {round}, the {step} step), in the loop's lane worktree; the loop driver reads your reply, and `abcd loop status {run}` shows the loop."
+        "abcd: this session is turn {turn} of loop {run} (phase {phase}, round {round}, the {step} step), in the loop's lane worktree; end the turn with your reply: the loop driver reads it and takes the next step (no wake needed, even while the person is away), and `abcd loop status {run}` shows the loop."
     ))
+}
+
+/// Whether this process's environment names a loop turn, by the same rule as its line: the
+/// turn runner sets it for its agent, and the host passes it to every hook.
+pub fn is_loop_turn() -> bool {
+    turn_line(&|name| std::env::var(name).ok()).is_some()
 }
 
 /// The start's block with the loop turn's line added after the away block, if any.

@@ -87,6 +87,8 @@ pub struct PendingStop {
     stop_hook_active: bool,
     last_assistant_message: Option<String>,
     block_cap: u32,
+    /// The session runs one turn of an `abcd loop` ([`super::loop_turn::is_loop_turn`]).
+    loop_turn: bool,
     /// This session's state in the unlocked read.
     before: SessionState,
 }
@@ -160,6 +162,7 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         stop_hook_active: p.stop_hook_active,
         last_assistant_message: p.last_assistant_message.map(String::from),
         block_cap: block_cap(),
+        loop_turn: super::loop_turn::is_loop_turn(),
         before,
     })))
 }
@@ -189,6 +192,7 @@ impl PendingStop {
             qualifying_wake: self.wake,
             block_cap: self.block_cap,
             behind: &self.behind,
+            loop_turn: self.loop_turn,
         })
     }
 

@@ -59,7 +59,9 @@ impl Repo {
             .env("ABCD_TEST_NOW", &self.now)
             .env("TZ", "UTC")
             .env("PATH", path)
-            .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP");
+            .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+            .env_remove("CLAUDECODE")
+            .env_remove("CODEX_TOOL_CALL_ID");
         cmd
     }
 
@@ -563,6 +565,115 @@ fn a_new_away_window_starts_the_sessions_counts_afresh() {
     assert!(repo.abcd(&["mode", "autonomous"]).status.success());
     let reason = block_reason(&with_cron(&repo, false));
     assert!(reason.contains("work is owed (1 item)"), "row 2 of the new window: {reason}");
+}
+
+/// Issue 35: the away mode is the person's act. PreToolUse refuses every route to setting
+/// or ending it that a Bash command line shows, and every shell write into abcd's own files
+/// (the away store is in the home store); what merely mentions the verb, the other verbs,
+/// and writes to a lane's own source stay allowed. The refusal never echoes the command.
+#[test]
+fn away_no_agent_route_to_setting_or_ending_the_mode_passes_pre_tool_use() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    std::fs::write(repo.root.join("go.sh"), "#!/bin/sh\nset -e\nabcd mode back\n").unwrap();
+    std::fs::write(repo.root.join("ok.sh"), "#!/bin/sh\nabcd checklist\n").unwrap();
+    let lane = repo.home.join("lanes/wc-0123/r1/impl");
+    std::fs::create_dir_all(lane.join("src")).unwrap();
+    std::fs::write(lane.join(".git"), "gitdir: /nowhere\n").unwrap();
+    let home = repo.home.display().to_string();
+    let away_store = format!("{home}/repos/x/away.json");
+    let refused = [
+        "abcd mode autonomous --until +8h".to_string(),
+        "abcd mode back".into(),
+        "/usr/local/bin/abcd mode back".into(),
+        "./target/release/abcd mode autonomous".into(),
+        "cargo run --release -- mode back".into(),
+        "cargo run -q --bin abcd -- mode autonomous".into(),
+        "sh -c 'abcd mode autonomous'".into(),
+        "bash -lc \"abcd mode back\"".into(),
+        "env X=1 abcd mode back".into(),
+        "env -S 'abcd mode back'".into(),
+        "X=1 Y=2 abcd mode back".into(),
+        "nohup abcd mode back &".into(),
+        "timeout 10s abcd mode back".into(),
+        "echo ok && abcd --json mode back".into(),
+        "echo $(abcd mode back)".into(),
+        "echo `abcd mode back`".into(),
+        "eval 'abcd mode back'".into(),
+        "sh go.sh".into(),
+        "./go.sh".into(),
+        "bash -c 'sh -c \"abcd mode back\"'".into(),
+        format!("echo '{{}}' >> {away_store}"),
+        "echo x > $ABCD_HOME/repos/x/away.json".into(),
+        format!("tee -a {away_store} < /dev/null"),
+        format!("rm -f {away_store}"),
+        format!("cp /tmp/x {away_store}"),
+        "echo x > .abcd/.work.local/checklist.json".into(),
+        "sed -i s/a/b/ .abcd/.work.local/journal.jsonl".into(),
+    ];
+    let allowed = [
+        "abcd mode".to_string(),
+        "abcd mode queue 'push feat/x'".into(),
+        "abcd decide 'x' --grounds g --undo u".into(),
+        "abcd checklist add 'Write the parser'".into(),
+        "abcd replay".into(),
+        "echo \"abcd mode autonomous\"".into(),
+        "git commit -m \"abcd mode back\"".into(),
+        "grep -r 'abcd mode back' docs".into(),
+        "sh ok.sh".into(),
+        format!("echo fn main() {{}} > {}/src/main.rs", lane.display()),
+        format!("cp /tmp/x {}/src/lib.rs", lane.display()),
+        format!("cat {away_store}"),
+        "cp .abcd/.work.local/checklist.json /tmp/copy.json".into(),
+    ];
+    let pre = |command: &str| {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}});
+        reply(&repo.hook("pre-tool-use", payload, &[]))
+    };
+    for command in &refused {
+        let r = pre(command).unwrap_or_else(|| panic!("allowed: {command}"));
+        let out = &r["hookSpecificOutput"];
+        assert_eq!(out["permissionDecision"], "deny", "{command}");
+        let why = out["permissionDecisionReason"].as_str().unwrap();
+        assert!(why.starts_with("abcd refuses this command") && why.contains("abcd mode queue"), "{command}: {why}");
+        assert!(command.starts_with("abcd mode") || !why.contains(command.as_str()), "the command is not echoed: {why}");
+    }
+    for command in &allowed {
+        let r = pre(command);
+        assert!(r.as_ref().is_none_or(|r| r["hookSpecificOutput"].get("permissionDecision").is_none()), "refused: {command}: {r:?}");
+    }
+    assert!(refused.len() + allowed.len() >= 20);
+}
+
+/// Issue 35: the verb itself refuses in a process a host's tool started (Claude Code marks
+/// every process it starts with `CLAUDECODE=1`, Codex its shell tool's with
+/// `CODEX_TOOL_CALL_ID`), whatever route led there; nothing is written, and the refusal
+/// says what the agent does instead. Another value of the mark is no mark.
+#[test]
+fn the_mode_verbs_refuse_in_a_process_a_hosts_tool_started() {
+    let repo = Repo::new();
+    let journal = repo.root.join(".abcd/.work.local/journal.jsonl");
+    for (name, value) in [("CLAUDECODE", "1"), ("CODEX_TOOL_CALL_ID", "call_7")] {
+        let before = std::fs::read(&journal).unwrap_or_default();
+        let out = repo.command(&["mode", "autonomous", "--until", "+8h"]).env(name, value).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("only the person sets or ends the away mode") && err.contains("abcd mode queue") && err.contains(name),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&journal).unwrap_or_default(), before, "{name}: nothing written");
+        assert!(stdout(&repo.abcd(&["mode"])).starts_with("present"), "{name}");
+    }
+    let out = repo.command(&["mode", "autonomous"]).env("CLAUDECODE", "0").output().unwrap();
+    assert!(out.status.success(), "CLAUDECODE=0 is no mark: {}", stderr(&out));
+    let out = repo.command(&["mode", "back"]).env("CLAUDECODE", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stdout(&repo.abcd(&["mode"])).starts_with("away"), "still away: {}", stdout(&repo.abcd(&["mode"])));
+    // The agent's own verbs stay open to it.
+    assert!(repo.command(&["mode", "queue", "push feat/x"]).env("CLAUDECODE", "1").output().unwrap().status.success());
+    assert!(repo.abcd(&["mode", "back"]).status.success(), "the person's own terminal");
 }
 
 /// A loop turn's agent ends its turn with its reply: the loop driver takes the next step, so

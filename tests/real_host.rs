@@ -173,7 +173,10 @@ impl Lab {
             .env("TZ", "UTC")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env_remove("ABCD_TEST_NOW")
-            .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP");
+            .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+            // The lab's verbs are the person's, from a terminal of their own.
+            .env_remove("CLAUDECODE")
+            .env_remove("CODEX_TOOL_CALL_ID");
         cmd
     }
 
@@ -880,6 +883,46 @@ fn a_write_to_the_local_tier_is_denied_with_the_verb_to_use() {
         assert_eq!(main.len(), 2, "{who:?}: {}", run.summary());
         let result = parts(main[1]).into_iter().find(|p| p.kind == "tool_result").unwrap_or_else(|| panic!("{who:?}: no tool result"));
         assert!(result.role == "user" && result.is_error && result.text.contains(&reason), "{who:?}: {result:#?}");
+    });
+}
+
+/// Issue 35: the model's Bash call of `abcd mode autonomous` (and a route through `sh -c`)
+/// is refused by abcd's PreToolUse, the refusal reaches the model as the tool's error
+/// result, and the mode stays as the person left it. Even run (by a hook-less route), the
+/// verb refuses in the client's process (`CLAUDECODE=1`): the Bash tool's environment is
+/// checked through `env`.
+#[test]
+fn the_models_bash_call_of_abcd_mode_autonomous_is_refused() {
+    each_install(|lab| {
+        let script = json!({"turns": [
+            {"say": "Setting the away mode.", "tools": [{"name": "Bash", "input": {
+                "command": "abcd mode autonomous --until +8h", "description": "Away"}}]},
+            {"say": "Through a shell, then.", "tools": [{"name": "Bash", "input": {
+                "command": "sh -c 'abcd mode autonomous'", "description": "Away"}}]},
+            {"say": "What marks my shell?", "tools": [{"name": "Bash", "input": {
+                "command": "env | grep -c '^CLAUDECODE=1$'", "description": "Env"}}]},
+            {"say": "Understood; only the person sets it."}
+        ]});
+        let run = lab.print(script, "go away for the night", &[]);
+        let who = run.install;
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.summary());
+        let printed = run.abcd_printed(lab, "PreToolUse", "pre-tool-use");
+        let denials: Vec<String> = printed
+            .iter()
+            .filter(|p| p["hookSpecificOutput"]["permissionDecision"] == "deny")
+            .map(|p| p["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(denials.len(), 2, "{who:?}: {printed:#?}");
+        assert!(denials.iter().all(|d| d.contains("only the person may run") && d.contains("abcd mode queue")), "{who:?}: {denials:#?}");
+        let main = run.main_requests();
+        assert_eq!(main.len(), 4, "{who:?}: {}", run.summary());
+        for (at, denial) in [(1, &denials[0]), (2, &denials[1])] {
+            let result = parts(main[at]).into_iter().filter(|p| p.kind == "tool_result").last().unwrap();
+            assert!(result.is_error && result.text.contains(denial.as_str()), "{who:?}: {result:#?}");
+        }
+        let marked = parts(main[3]).into_iter().filter(|p| p.kind == "tool_result").last().unwrap();
+        assert_eq!(marked.text.trim(), "1", "{who:?}: the Bash tool's commands carry CLAUDECODE=1: {marked:#?}");
+        assert!(of_kind(&lab.repository_events(), "away.set").is_empty(), "{who:?}: the mode was never set");
     });
 }
 

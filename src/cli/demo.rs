@@ -25,6 +25,10 @@ impl Demo {
             .current_dir(&self.root)
             .env("ABCD_HOME", &self.home)
             .env_remove("CLAUDE_CODE_SESSION_ID")
+            // The demo's story sets and ends the away mode in its own folder, as the person
+            // would: run from an agent's shell, it must not read as the agent's act.
+            .env_remove(crate::host::claude::TOOL_PROCESS_ENV)
+            .env_remove(crate::host::CODEX_TOOL_CALL_ENV)
             .output()?;
         for line in String::from_utf8_lossy(&out.stdout).lines().chain(String::from_utf8_lossy(&out.stderr).lines()) {
             outln!("     {line}");

@@ -87,6 +87,7 @@ pub fn set(
     sweep_deadline: Option<&str>,
     notify: Option<&str>,
 ) -> Result<WindowSet, CommandError> {
+    refuse_host_tool("autonomous", &|name| std::env::var(name).ok())?;
     let notify = notify.map(away::fold_whitespace);
     if let Some(command) = &notify {
         check_notify(command)?;
@@ -198,7 +199,23 @@ pub struct Back {
     pub ended: AwayEnded,
 }
 
+/// The second choke point of "the mode is the person's act" (the first is the shell rule,
+/// `hook::mode_guard`): `abcd mode autonomous|back` refuses in a process a host's tool
+/// started, whatever route led there (a script file, `python -c`, a copy of the binary
+/// under another name). `action` names the verb in the refusal.
+pub fn refuse_host_tool(action: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
+    match crate::host::host_tool_mark(var) {
+        None => Ok(()),
+        Some(mark) => Err(CommandError::Refused(format!(
+            "refused: `abcd mode {action}` runs in a process an agent session's tool started ({mark} is set), and only the person sets or ends the away mode; nothing was written. \
+             An agent queues what it needs from the person with `abcd mode queue '<step>'` and records its own decisions with `abcd decide`; \
+             the person runs `abcd mode {action}` in a terminal of their own."
+        ))),
+    }
+}
+
 pub fn back(repo: &Repository, now: jiff::Timestamp, show: &dyn Fn(jiff::Timestamp) -> String) -> Result<Option<Back>, CommandError> {
+    refuse_host_tool("back", &|name| std::env::var(name).ok())?;
     let cwd = std::path::Path::new(&repo.working_copy);
     let ended = AwayEnded { ended_by: person(cwd), working_copy: repo.working_copy.clone() };
     let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.open_window() {

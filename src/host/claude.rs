@@ -36,6 +36,11 @@ const FOUND_EVENT_MAX_CHARS: usize = 64;
 /// (../shared/host/claude-code-hooks.md, §1.5 and the measurements at its end).
 pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 
+/// The variable Claude Code sets to `1` for every process it starts, its shell tool's
+/// commands and its hooks alike (the same measurements): the mark of a process a session
+/// started, which the person's own terminal does not carry.
+pub const TOOL_PROCESS_ENV: &str = "CLAUDECODE";
+
 /// The event's name in the host's payloads and outputs.
 pub fn event_name(event: HookEvent) -> &'static str {
     match event {

@@ -8,6 +8,26 @@ pub mod claude;
 pub mod claude_settings;
 pub mod transcript;
 
+/// The variable Codex CLI sets for a command its model's shell tool runs, to the tool
+/// call's id (../shared/host/codex-hooks.md, "Commands run by the model's shell tool").
+pub const CODEX_TOOL_CALL_ENV: &str = "CODEX_TOOL_CALL_ID";
+
+/// Every host's mark of a process one of its sessions started: the variable, and the value
+/// it must hold (`None`: any non-empty value).
+pub const HOST_TOOL_MARKS: [(&str, Option<&str>); 2] = [(claude::TOOL_PROCESS_ENV, Some("1")), (CODEX_TOOL_CALL_ENV, None)];
+
+/// The first host mark `var` shows: the process was started by an agent session's tool.
+pub fn host_tool_mark(var: &dyn Fn(&str) -> Option<String>) -> Option<&'static str> {
+    HOST_TOOL_MARKS.iter().find_map(|(name, value)| {
+        let found = var(name)?;
+        let marked = match value {
+            Some(v) => found == *v,
+            None => !found.is_empty(),
+        };
+        marked.then_some(*name)
+    })
+}
+
 use std::path::PathBuf;
 
 /// The host session a verb runs in, when the host names one in the environment: what

@@ -6,6 +6,7 @@
 pub mod away;
 pub mod context;
 pub mod loop_turn;
+pub mod mode_guard;
 pub mod promises;
 pub mod start_copy;
 pub mod stop;
@@ -415,6 +416,12 @@ fn pre_tool_use(
             Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: None })
         }
         ToolCall::Shell { command } => {
+            let home = places::home_dir()?;
+            let place = mode_guard::ShellPlace { cwd: root, home_store: &home, var: &|name| std::env::var(name).ok() };
+            if let Some(refused) = mode_guard::refusal(command, &place) {
+                // Refused before anything of it is recorded: it does not run.
+                return Ok(HookOutcome { reply: HookReply { deny: Some(refused.words()), ..Default::default() }, warning: None });
+            }
             let mut warning = None;
             for made in git::branch_creations(command) {
                 // A creation of a branch that already exists is not one (it fails, or

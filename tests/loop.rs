@@ -16,8 +16,10 @@ use serde_json::{Value, json};
 
 /// The scripted agent: `agent ROLE {prompt}`. Its nth run replies line n of
 /// `$FAKE_DIR/ROLE.replies` (`\n` in a line is a newline; `EXIT k` exits k with no
-/// reply), after logging `turn step phase round` to `$FAKE_DIR/ROLE.log` and its prompt
-/// to `$FAKE_DIR/ROLE.prompts`.
+/// reply; `KILL` ends it by SIGKILL; `BLOCK text` writes `pid parent-pid` to
+/// `$FAKE_DIR/ROLE.pid.n`, then waits for the file `$FAKE_DIR/ROLE.go.n` before it
+/// replies `text`), after logging `turn step phase round` to `$FAKE_DIR/ROLE.log` and its
+/// prompt to `$FAKE_DIR/ROLE.prompts`.
 const AGENT: &str = r#"#!/bin/sh
 role=$1
 log="$FAKE_DIR/$role.log"
@@ -27,7 +29,15 @@ pwd >> "$FAKE_DIR/$role.pwd"
 printf '%s\n---\n' "$2" >> "$FAKE_DIR/$role.prompts"
 sleep "${FAKE_SLEEP:-0}"
 line=$(sed -n "${n}p" "$FAKE_DIR/$role.replies")
-case "$line" in EXIT*) exit ${line#EXIT };; esac
+case "$line" in
+  EXIT*) exit ${line#EXIT };;
+  KILL) kill -9 $$;;
+  BLOCK\ *)
+    echo "$$ $PPID" > "$FAKE_DIR/$role.pid.$n.tmp"
+    mv "$FAKE_DIR/$role.pid.$n.tmp" "$FAKE_DIR/$role.pid.$n"
+    until [ -e "$FAKE_DIR/$role.go.$n" ]; do sleep 0.01; done
+    line=${line#BLOCK };;
+esac
 printf '%b\n' "$line"
 "#;
 
@@ -400,6 +410,153 @@ fn an_implementer_that_exits_non_zero_stops_the_run_with_peer_error() {
     let detail = r["stop_detail"].as_str().unwrap();
     assert!(detail.contains("exit code 3") && detail.contains("without a reply"), "{detail}");
     assert_eq!(phases(&r), [(1, "stopped".into(), 1)]);
+    // An agent that exited by itself with a code is not lost: its turn is not run again.
+    assert_eq!(c.runs_of("implementer").len(), 2);
+    assert_eq!(r["lost"], 0, "{r}");
+    assert!(events_of(&c, "loop.turn_lost").is_empty());
+    assert_verifies(&c);
+}
+
+/// SIGKILL, to a process the test found (its own child, or one the journal or the fake
+/// agent named while it was alive and blocked).
+fn sigkill(pid: u32) {
+    // SAFETY: a plain kill of a process that is alive and waiting on the test.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+/// SIGKILL to the process group `leader` leads: the turn runner (started in a session of
+/// its own) and the agent it started.
+fn sigkill_group(leader: u32) {
+    // SAFETY: as `sigkill`; the group's leader is alive, so its group id is not reused.
+    unsafe { libc::kill(-(leader as libc::pid_t), libc::SIGKILL) };
+}
+
+impl Copy {
+    /// `abcd loop start` of the fake agents, in the background.
+    fn spawn_start(&self, lab: &Lab, run: &str) -> std::process::Child {
+        let agent = lab.agent().display().to_string();
+        let (imp, rev) = (format!("{agent} implementer {{prompt}}"), format!("{agent} reviewer {{prompt}}"));
+        self.command(&["loop", "start", "--run", run, "--implementer", &imp, "--reviewer", &rev])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Waits for the `n`th run of `role`'s fake agent to block on a `BLOCK` reply: its pid
+    /// and its parent's (the turn runner).
+    fn blocked(&self, role: &str, n: usize) -> (u32, u32) {
+        let file = self.fake.join(format!("{role}.pid.{n}"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                let w: Vec<u32> = text.split_whitespace().map(|w| w.parse().unwrap()).collect();
+                return (w[0], w[1]);
+            }
+            assert!(Instant::now() < deadline, "run {n} of the {role} never blocked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// `(turn, step)` of each run of `role`'s fake agent.
+    fn turns_of(&self, role: &str) -> Vec<(u64, String)> {
+        self.runs_of(role).into_iter().map(|(turn, step, ..)| (turn, step)).collect()
+    }
+}
+
+/// Issue 33: the whole process tree of a turn SIGKILLed mid-turn, as a machine crash
+/// leaves it: the driver, the watcher, the turn runner and the agent. `abcd resume` names
+/// the turn in flight; `abcd loop drive` finds its agent lost (gone, its exit never
+/// recorded, no reply), records so, and runs that turn again, once; no earlier turn runs
+/// again.
+#[test]
+fn a_turn_whose_whole_process_tree_was_killed_runs_again_once() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "BLOCK COMPLETED", "COMPLETED"], &["LGTM"]);
+    let mut driver = c.spawn_start(&lab, "crash");
+    let (_, runner) = c.blocked("implementer", 2);
+    // The turn runner is the launch's recorded process, and its parent is the watcher.
+    let started = events_of(&c, "launch.started");
+    assert_eq!(started.last().unwrap()["data"]["process"]["pid"], runner, "{started:?}");
+    let watcher = abcd::platform::process::parent_of(runner).expect("the watcher waits on the turn runner");
+    sigkill(driver.id());
+    driver.wait().unwrap();
+    sigkill(watcher);
+    sigkill_group(runner);
+    let listing = stdout(&c.abcd(&["resume"]));
+    assert!(listing.contains("turn 3 (advance of the implementer) in flight") && listing.contains("`abcd loop drive crash`"), "{listing}");
+    let out = c.abcd(&["loop", "drive", "crash"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("lost"), "{}", stdout(&out));
+    let r = c.record("crash");
+    assert_eq!(r["stop_reason"], "completed", "{r}");
+    assert_eq!(r["lost"], 1, "{r}");
+    assert_eq!(c.turns_of("implementer"), [(1, "advance".into()), (3, "advance".into()), (3, "advance".into())]);
+    assert_eq!(c.turns_of("reviewer"), [(2, "review".into())]);
+    let lost = events_of(&c, "loop.turn_lost");
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0]["data"], json!({"run": "crash", "turn": 3, "launch": 2, "how": "gone", "signal": null}));
+    assert_verifies(&c);
+}
+
+/// Issue 33: only the driver SIGKILLed mid-turn; its agent goes on and replies. `abcd loop
+/// drive` collects that reply and never runs the turn again.
+#[test]
+fn a_turn_whose_driver_alone_was_killed_is_collected_not_run_again() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1", "BLOCK COMPLETED"], &["LGTM"]);
+    let mut driver = c.spawn_start(&lab, "dk");
+    c.blocked("implementer", 2);
+    sigkill(driver.id());
+    driver.wait().unwrap();
+    std::fs::write(c.fake.join("implementer.go.2"), "").unwrap();
+    let out = c.abcd(&["loop", "drive", "dk"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("dk");
+    assert_eq!(r["stop_reason"], "completed", "{r}");
+    assert_eq!(r["lost"], 0, "{r}");
+    assert_eq!(c.turns_of("implementer"), [(1, "advance".into()), (3, "advance".into())]);
+    assert_eq!(c.turns_of("reviewer"), [(2, "review".into())]);
+    assert!(events_of(&c, "loop.turn_lost").is_empty());
+    assert_verifies(&c);
+}
+
+/// An agent ended by a signal is lost: its turn runs again, at most `LOST_TURN_RERUNS`
+/// times; one loss more stops the run `peer_error`, naming the count. The turn runner ends
+/// by the agent's signal, so the ledger records the signal, not a code.
+#[test]
+fn a_turn_lost_more_than_lost_turn_reruns_times_stops_the_run() {
+    let reruns = abcd::phased::LOST_TURN_RERUNS as usize;
+    let lab = Lab::new();
+    let mut within = vec!["KILL"; reruns];
+    within.push("COMPLETED");
+    let c = lab.copy("within", &within, &[]);
+    let out = c.start(&lab, "w", &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("w");
+    assert_eq!((r["stop_reason"].as_str(), r["lost"].as_u64()), (Some("completed"), Some(reruns as u64)), "{r}");
+    assert_eq!(c.turns_of("implementer"), vec![(1, "advance".to_string()); reruns + 1]);
+    let exits: Vec<Value> = events_of(&c, "launch.exited").iter().map(|e| e["data"]["status"].clone()).collect();
+    // The replied launch's exit may land after its reply was collected; the lost ones'
+    // exits come first.
+    assert_eq!(exits[..reruns], vec![json!({"kind": "signal", "signal": 9}); reruns], "the watcher records the agent's signal");
+    assert!(exits[reruns..].iter().all(|e| *e == json!({"kind": "code", "code": 0})), "{exits:?}");
+    let lost = events_of(&c, "loop.turn_lost");
+    assert_eq!(lost.len(), reruns);
+    assert_eq!(lost[0]["data"], json!({"run": "w", "turn": 1, "launch": 1, "how": "signal", "signal": 9}));
+    assert_verifies(&c);
+
+    let mut over = vec!["KILL"; reruns + 1];
+    over.push("COMPLETED");
+    let c = lab.copy("over", &over, &[]);
+    let out = c.start(&lab, "o", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let r = c.record("o");
+    assert_eq!(r["stop_reason"], "peer_error", "{r}");
+    let detail = r["stop_detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("lost {} times", reruns + 1)) && detail.contains("killed by signal 9"), "{detail}");
+    assert_eq!(c.turns_of("implementer").len(), reruns + 1);
+    assert_eq!(events_of(&c, "loop.turn_lost").len(), reruns);
     assert_verifies(&c);
 }
 

@@ -2968,6 +2968,7 @@ fn the_loop_schemas_agree_with_the_code() {
         session: Some("0b5c-sess".into()),
     };
     let abandoned = phased::TurnAbandoned { run: "r1".into(), turn: 1, launch: 1 };
+    let lost = phased::TurnLost { run: "r1".into(), turn: 1, launch: 1, how: phased::LostHow::Signal, signal: Some(9) };
     let named = phased::LoopNamed { run: "r1".into() };
     let stopped = phased::LoopStopped { run: "r1".into(), reason: phased::StopReason::PeerError, detail: Some("exit code 3".into()) };
     let loop_started = vec![(phased::LOOP_STARTED, started_v.clone())];
@@ -3048,6 +3049,20 @@ fn the_loop_schemas_agree_with_the_code() {
             ],
         ),
         (
+            phased::LOOP_TURN_LOST,
+            serde_json::to_value(&lost).unwrap(),
+            turn_in_flight.clone(),
+            vec![
+                json!({"run": "r1", "turn": 1, "launch": 1, "how": "signal", "signal": null}),
+                json!({"run": "r1", "turn": 1, "launch": 1, "how": "signal", "signal": 0}),
+                json!({"run": "r1", "turn": 1, "launch": 1, "how": "gone", "signal": 9}),
+                json!({"run": "r1", "turn": 1, "launch": 1, "how": "crashed", "signal": null}),
+                json!({"run": "r1", "turn": 0, "launch": 1, "how": "gone", "signal": null}),
+                json!({"run": "r1", "turn": 1, "how": "gone", "signal": null}),
+                json!({"run": "r1", "turn": 1, "launch": 1, "how": "gone", "signal": null, "x": 1}),
+            ],
+        ),
+        (
             phased::LOOP_PAUSED,
             max_turns_pause,
             at_bound,
@@ -3088,6 +3103,7 @@ fn the_loop_schemas_agree_with_the_code() {
     let nulls = [
         (phased::LOOP_STARTED, set_at(&started_v, &["config", "checklist"], Value::Null), vec![]),
         (phased::LOOP_TURN_REPLIED, with(&serde_json::to_value(&replied).unwrap(), "session", Value::Null), turn_in_flight.clone()),
+        (phased::LOOP_TURN_LOST, json!({"run": "r1", "turn": 1, "launch": 1, "how": "gone", "signal": null}), turn_in_flight.clone()),
         (phased::LOOP_STOPPED, with(&serde_json::to_value(&stopped).unwrap(), "detail", Value::Null), under_review.clone()),
     ];
     for (kind, data, before) in nulls {

@@ -299,6 +299,9 @@ fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
         if let Some(s) = &r.sessions.reviewer {
             outln!("  reviewer session: {s}");
         }
+        if r.lost > 0 {
+            outln!("  lost agents: {} turn(s) run again after their agent was lost (killed, or gone in a crash)", r.lost);
+        }
         if let Some(p) = &r.pending {
             outln!(
                 "  in flight: turn {} ({} of phase {}), launch {} of the {}; reply at {}",
@@ -315,7 +318,8 @@ fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
 }
 
 /// The turn runner (what each turn's ledger launch runs, in the lane's folder). Its exit
-/// code is the agent's; the driver reads it and these stderr lines.
+/// code is the agent's, and a signal that ended the agent ends it too; the driver reads
+/// them and these stderr lines.
 pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
     let Some(reader) = Reader::from_name(&args.reader) else {
         errln!("abcd turn: unknown reader {:?}", args.reader);
@@ -355,6 +359,12 @@ pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
         }
         TurnOutcome::AgentFailed { status, code } => {
             errln!("abcd turn: the agent exited {status}; no reply is written");
+            // A signal ended the agent: the turn runner ends by it too, so its watcher
+            // records the signal (the driver runs a lost turn again) and never a code that
+            // reads as the agent's own exit.
+            if let Some(signal) = crate::platform::process::exit_signal(&status) {
+                crate::platform::process::end_by_signal(signal);
+            }
             if code == 0 { EXIT_FAILURE } else { code }
         }
         TurnOutcome::ReplyUnreadable(why) => {

@@ -11,7 +11,11 @@
 //!
 //! - a turn intended and started, its agent alive: wait for it;
 //! - its reply file there: collect it, never run the turn again;
-//! - started, ended (or gone) without a reply: the run stops `peer_error`;
+//! - started, then ended by a signal or gone with its exit unrecorded, no reply: the agent
+//!   was lost (a crash, a kill of the process tree); `loop.turn_lost` is recorded and the
+//!   same step launched again, at most `LOST_TURN_RERUNS` times for one turn, then the run
+//!   stops `peer_error`;
+//! - started, exited with a code (or its end unknown), no reply: the run stops `peer_error`;
 //! - intended, never started, no reply: record the launch `not_started` under the lock
 //!   (the watcher starts an agent only under the same lock, and only while its launch has
 //!   neither started nor ended, so none starts after this) and launch the same step again.
@@ -29,8 +33,9 @@ use crate::journal::{Journal, JournalError};
 use crate::ledger::{ExitStatus, LaunchIntended, LedgerState, ReceiptCollected, RunNamed};
 use crate::phased::agent::{self, ReplyFile};
 use crate::phased::{
-    LOOP_PAUSED, LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopPaused, LoopRecord, LoopStopped, Next,
-    PauseReason, PendingTurn, Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnPlan, TurnReplied, next_step,
+    LOOP_PAUSED, LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_LOST, LOOP_TURN_REPLIED, LOST_TURN_RERUNS, LoopPaused,
+    LoopRecord, LoopStopped, LostHow, Next, PauseReason, PendingTurn, Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnLost,
+    TurnPlan, TurnReplied, next_step,
 };
 use crate::platform::process::{self, ProcessId};
 use crate::store::Store;
@@ -395,6 +400,8 @@ impl<'a> Driver<'a> {
             return Ok(None);
         }
         let how = match launch.exited {
+            // Killed, not failed: a crash or a kill of its process tree took the agent.
+            Some(ExitStatus::Signal { signal }) => return self.lose(p, LostHow::Signal, Some(signal)).map(Some),
             Some(status) => crate::ledger::exit_words(status),
             None => {
                 // The agent can be reaped a moment before its watcher appends the exit.
@@ -403,7 +410,8 @@ impl<'a> Driver<'a> {
                     std::thread::sleep(POLL);
                     return Ok(None);
                 }
-                "it is gone and its exit was not recorded".to_string()
+                // Its watcher went with it (a machine crash, a kill of the whole tree).
+                return self.lose(p, LostHow::Gone, None).map(Some);
             }
         };
         let detail = format!(
@@ -414,6 +422,66 @@ impl<'a> Driver<'a> {
             p.launch
         );
         self.stop_peer_error(p, detail).map(Some)
+    }
+
+    /// The turn's agent was lost: under the lock, only while the turn is still the one in
+    /// flight and its launch still reads as lost (started; ended by that signal, or with no
+    /// exit recorded and its process gone; no reply), records `loop.turn_lost` so the step
+    /// runs again; or, when the turn was lost [`LOST_TURN_RERUNS`] times already, stops the
+    /// run `peer_error` naming the count.
+    fn lose(&mut self, p: &PendingTurn, how: LostHow, signal: Option<i32>) -> Result<String, DriveError> {
+        let run = self.run.clone();
+        let lane = p.role().lane();
+        let words = match signal {
+            Some(signal) => crate::ledger::exit_words(ExitStatus::Signal { signal }),
+            None => "gone, its exit not recorded".to_string(),
+        };
+        let at = format!("turn {} ({} of phase {}): launch {} of the {lane}", p.turn, p.kind.name(), p.phase, p.launch);
+        let root = self.root.display().to_string();
+        let written = self.store.append_with(Some(self.scope), |state| {
+            let Some(record) = state.loops.loops.get(&run).filter(|r| r.pending.as_ref() == Some(p)) else {
+                return (vec![], None);
+            };
+            let found =
+                state.ledger.runs.get(&run).and_then(|r| r.lanes.get(lane)).and_then(|l| l.launches.iter().find(|x| x.launch == p.launch));
+            let still_lost = found.is_some_and(|l| {
+                let ended = match (how, l.exited) {
+                    (LostHow::Signal, Some(ExitStatus::Signal { signal: n })) => Some(n) == signal,
+                    (LostHow::Gone, None) => l.started.is_some_and(|pid| !process::is_alive(&pid)),
+                    _ => false,
+                };
+                ended && l.started.is_some() && l.collected.is_none() && !Path::new(&l.receipt).exists()
+            });
+            if !still_lost {
+                return (vec![], None);
+            }
+            let losses = record.due_turn_losses + 1;
+            if record.due_turn_losses >= LOST_TURN_RERUNS {
+                let detail = format!(
+                    "{at} was lost ({words}) without a reply; the turn's agent was lost {} (a turn runs again after at most {LOST_TURN_RERUNS})",
+                    crate::phased::times(u64::from(losses))
+                );
+                let detail = crate::secrets::one_line_after_scan(&detail, crate::secrets::Bound::Bytes(crate::phased::DETAIL_MAX_BYTES)).ok();
+                let stopped = LoopStopped { run: run.clone(), reason: StopReason::PeerError, detail: detail.clone() };
+                let finished = RunNamed { run: run.clone(), working_copy: Some(root.clone()) };
+                let events = vec![new_event(LOOP_STOPPED, json!(stopped)), new_event(event::RUN_FINISHED, json!(finished))];
+                return (events, Some(Err(detail.unwrap_or_else(|| "a turn's agent was lost too often".into()))));
+            }
+            let lost = TurnLost { run: run.clone(), turn: p.turn, launch: p.launch, how, signal };
+            (vec![new_event(LOOP_TURN_LOST, json!(lost))], Some(Ok(losses)))
+        })?;
+        self.spawned.remove(&(lane.to_string(), p.launch));
+        self.gone_unrecorded.remove(&(lane.to_string(), p.launch));
+        Ok(match written.outcome {
+            None => format!("turn {}: its launch {} moved on; looking again", p.turn, p.launch),
+            Some(Ok(losses)) => format!(
+                "{at} was lost ({words}) without a reply; recorded so, and the turn runs again (loss {losses} of at most {LOST_TURN_RERUNS} run again)"
+            ),
+            Some(Err(detail)) => {
+                self.index_finished();
+                format!("stopped (peer_error): {detail}")
+            }
+        })
     }
 
     /// Records launch `launch` (turn `turn`, of `role`) `not_started` and the turn

@@ -7,6 +7,7 @@ pub const LOOP_STARTED: &str = "loop.started";
 pub const LOOP_TURN_INTENDED: &str = "loop.turn_intended";
 pub const LOOP_TURN_REPLIED: &str = "loop.turn_replied";
 pub const LOOP_TURN_ABANDONED: &str = "loop.turn_abandoned";
+pub const LOOP_TURN_LOST: &str = "loop.turn_lost";
 pub const LOOP_PAUSED: &str = "loop.paused";
 pub const LOOP_RESUMED: &str = "loop.resumed";
 pub const LOOP_RETRIED: &str = "loop.retried";
@@ -19,6 +20,7 @@ pub const KINDS: &[&str] = &[
     LOOP_TURN_INTENDED,
     LOOP_TURN_REPLIED,
     LOOP_TURN_ABANDONED,
+    LOOP_TURN_LOST,
     LOOP_PAUSED,
     LOOP_RESUMED,
     LOOP_RETRIED,
@@ -200,6 +202,31 @@ pub struct TurnAbandoned {
     pub run: String,
     pub turn: u64,
     pub launch: u64,
+}
+
+/// How a lost turn's agent was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LostHow {
+    /// Its launch ended by a signal (the ledger's `launch.exited` status `signal`).
+    Signal,
+    /// Its launch's process is gone and no exit was recorded for it (its watcher was
+    /// killed with it, or the machine went down).
+    Gone,
+}
+
+/// `data` of `loop.turn_lost`: a turn whose agent was lost (its launch started, then
+/// ended by a signal or went with its exit unrecorded, and left no reply), so the same
+/// step runs again as a new launch; at most `phased::LOST_TURN_RERUNS` times for one turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnLost {
+    pub run: String,
+    pub turn: u64,
+    pub launch: u64,
+    pub how: LostHow,
+    /// The signal that ended the launch, with `how` `signal`; null with `gone`.
+    pub signal: Option<i32>,
 }
 
 /// `data` of `loop.resumed`, `loop.retried` and `loop.skipped`, and of a `loop.paused` by

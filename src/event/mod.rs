@@ -101,6 +101,7 @@ pub const V1_KINDS: &[&str] = &[
     loops::LOOP_TURN_INTENDED,
     loops::LOOP_TURN_REPLIED,
     loops::LOOP_TURN_ABANDONED,
+    loops::LOOP_TURN_LOST,
     loops::LOOP_PAUSED,
     loops::LOOP_RESUMED,
     loops::LOOP_RETRIED,

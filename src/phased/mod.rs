@@ -26,8 +26,9 @@ use serde::{Deserialize, Serialize};
 use crate::checklist::item::Rejection;
 pub use crate::event::loops::{
     AgentSpec, Config, DEFAULT_MAX_TURNS, IMPLEMENTER_LANE, KINDS, LOOP_PAUSED, LOOP_RESUMED, LOOP_RETRIED, LOOP_SKIPPED, LOOP_STARTED,
-    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_REPLIED, LoopNamed, LoopPaused, LoopStarted, LoopStopped, PauseReason,
-    REVIEWER_LANE, Reader, Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnReplied,
+    LOOP_STOPPED, LOOP_TURN_ABANDONED, LOOP_TURN_INTENDED, LOOP_TURN_LOST, LOOP_TURN_REPLIED, LoopNamed, LoopPaused, LoopStarted,
+    LoopStopped, LostHow, PauseReason, REVIEWER_LANE, Reader, Role, StopReason, TurnAbandoned, TurnIntended, TurnKind, TurnLost,
+    TurnReplied,
 };
 
 /// Review rounds a phase may take before the run pauses, by default (seed 001 §8).
@@ -36,6 +37,11 @@ pub const DEFAULT_MAX_ROUNDS: u32 = 10;
 pub const MAX_ROUNDS_CAP: u32 = 100;
 /// `--max-turns` may be at most this (a loop meant to run longer is resumed now and then).
 pub const MAX_TURNS_CAP: u64 = 10_000;
+/// Losses of one turn that are run again: an agent lost (ended by a signal, or gone with
+/// its exit unrecorded, and no reply) runs its turn again this many times at most; one
+/// loss more stops the run `peer_error`, so an agent killed on every run cannot keep the
+/// loop going for ever.
+pub const LOST_TURN_RERUNS: u32 = 2;
 /// A stop's detail text, at most, in bytes.
 pub const DETAIL_MAX_BYTES: usize = 512;
 
@@ -205,6 +211,14 @@ pub struct LoopRecord {
     pub pending: Option<PendingTurn>,
     /// Launches abandoned because they never started (each was launched again).
     pub abandoned: u64,
+    /// Turns whose agent was lost (ended by a signal, or gone with its exit unrecorded,
+    /// without a reply), each run again as a new launch.
+    #[serde(default)]
+    pub lost: u64,
+    /// Losses of the turn due (`turns + 1`, at the step the loop is at): at most
+    /// [`LOST_TURN_RERUNS`] are run again. A reply, a retry or a skip starts the count anew.
+    #[serde(default)]
+    pub due_turn_losses: u32,
 }
 
 impl LoopRecord {
@@ -256,6 +270,8 @@ impl LoopRecords {
                 && crate::ledger::check_name("run", &r.run).is_ok()
                 && check_config(&r.config).is_ok()
                 && r.turns_at_resume <= r.turns
+                && r.due_turn_losses <= LOST_TURN_RERUNS
+                && u64::from(r.due_turn_losses) <= r.lost
                 && r.stop_detail.as_deref().is_none_or(detail_ok)
                 && [&r.sessions.implementer, &r.sessions.reviewer].into_iter().flatten().all(|s| session_ok(s))
                 && [&r.last_replies.implementer, &r.last_replies.reviewer]
@@ -323,8 +339,8 @@ pub fn next_step(r: &LoopRecord) -> Next {
     }
     let turn = r.turns + 1;
     let (kind, phase, round, quotes) = match r.step {
-        // Probe with nothing in flight is not reached (an abandoned advance returns to
-        // advance); treat it as advance all the same.
+        // Probe with nothing in flight is not reached (an abandoned or lost advance returns
+        // to advance); treat it as advance all the same.
         StepName::Advance | StepName::Probe => (TurnKind::Advance, r.phases_done + 1, 0, None),
         StepName::Review => {
             (TurnKind::Review, r.phases.last().map_or(r.phases_done + 1, |p| p.n), r.round, r.last_replies.implementer.clone())
@@ -451,6 +467,7 @@ pub fn fold_loop_event(records: &mut LoopRecords, kind: &str, data: &serde_json:
         LOOP_TURN_INTENDED => fold_intended(records, typed(data)?, at),
         LOOP_TURN_REPLIED => fold_replied(records, typed(data)?, at),
         LOOP_TURN_ABANDONED => fold_abandoned(records, typed(data)?),
+        LOOP_TURN_LOST => fold_lost(records, typed(data)?),
         LOOP_PAUSED => fold_paused(records, typed(data)?, at),
         LOOP_RESUMED => fold_control(records, typed(data)?, Control::Resume, at),
         LOOP_RETRIED => fold_control(records, typed(data)?, Control::Retry, at),
@@ -488,6 +505,8 @@ fn fold_started(records: &mut LoopRecords, s: LoopStarted, at: Timestamp) -> Res
             turns_at_resume: 0,
             pending: None,
             abandoned: 0,
+            lost: 0,
+            due_turn_losses: 0,
         },
     );
     Ok(())
@@ -555,6 +574,7 @@ fn fold_replied(records: &mut LoopRecords, t: TurnReplied, at: Timestamp) -> Res
     let role = p.kind.role();
     r.pending = None;
     r.turns = t.turn;
+    r.due_turn_losses = 0;
     if let Some(s) = t.session {
         r.sessions.set(role, s);
     }
@@ -614,6 +634,30 @@ fn fold_abandoned(records: &mut LoopRecords, t: TurnAbandoned) -> Result<(), Rej
     let p = pending_named(r, t.turn, t.launch)?.clone();
     r.pending = None;
     r.abandoned += 1;
+    if p.kind == TurnKind::Advance {
+        r.step = StepName::Advance;
+    }
+    Ok(())
+}
+
+fn fold_lost(records: &mut LoopRecords, t: TurnLost) -> Result<(), Rejection> {
+    match (t.how, t.signal) {
+        (LostHow::Signal, Some(n)) if n >= 1 => {}
+        (LostHow::Signal, _) => return Err(reject("signal", "must name the signal (1 or more) that ended the launch")),
+        (LostHow::Gone, None) => {}
+        (LostHow::Gone, Some(_)) => return Err(reject("signal", "is null for a launch gone with its exit unrecorded")),
+    }
+    let r = live_mut(records, &t.run)?;
+    let p = pending_named(r, t.turn, t.launch)?.clone();
+    if r.due_turn_losses >= LOST_TURN_RERUNS {
+        return Err(reject(
+            "turn",
+            format!("was lost {LOST_TURN_RERUNS} times already: one loss more stops the run peer_error, it does not run the turn again"),
+        ));
+    }
+    r.pending = None;
+    r.lost += 1;
+    r.due_turn_losses += 1;
     if p.kind == TurnKind::Advance {
         r.step = StepName::Advance;
     }
@@ -734,6 +778,7 @@ fn fold_control(records: &mut LoopRecords, c: LoopNamed, control: Control, at: T
             r.state = RunState::Running;
             r.paused_reason = None;
             r.turns_at_resume = r.turns;
+            r.due_turn_losses = 0;
         }
         Control::Skip => {
             let last = r.phases.last_mut().expect("control_refusal checked a phase is under way");
@@ -745,6 +790,7 @@ fn fold_control(records: &mut LoopRecords, c: LoopNamed, control: Control, at: T
             r.state = RunState::Running;
             r.paused_reason = None;
             r.turns_at_resume = r.turns;
+            r.due_turn_losses = 0;
         }
     }
     Ok(())
@@ -774,6 +820,15 @@ fn fold_stopped(records: &mut LoopRecords, s: LoopStopped, at: Timestamp) -> Res
     Ok(())
 }
 
+/// "once", "twice", "n times".
+pub fn times(n: u64) -> String {
+    match n {
+        1 => "once".into(),
+        2 => "twice".into(),
+        n => format!("{n} times"),
+    }
+}
+
 /// A stopped run's reason in words.
 pub fn stop_words(r: &LoopRecord) -> String {
     match (r.stop_reason, &r.stop_detail) {
@@ -799,6 +854,8 @@ pub struct LoopListing {
     pub paused_reason: Option<PauseReason>,
     pub stop_reason: Option<StopReason>,
     pub turns: u64,
+    /// Turns whose agent was lost and that were run again.
+    pub lost: u64,
     /// The turn in flight: its number, kind and ledger launch.
     pub in_flight: Option<(u64, TurnKind, u64)>,
     pub sessions: PerRole<String>,
@@ -838,8 +895,12 @@ pub fn listing(r: &LoopRecord) -> LoopListing {
         (RunState::Paused, _) => format!("PAUSED by hand (`abcd loop resume {}`)", r.run),
         (RunState::Stopped, _) => "stopped".to_string(),
     };
+    let again = match r.due_turn_losses {
+        0 => String::new(),
+        n => format!(", run again after its agent was lost {} ({n} of at most {LOST_TURN_RERUNS})", times(u64::from(n))),
+    };
     let flight = match &r.pending {
-        Some(p) => format!("; turn {} ({} of the {}) in flight", p.turn, p.kind.name(), p.kind.role().lane()),
+        Some(p) => format!("; turn {} ({} of the {}) in flight{again}", p.turn, p.kind.name(), p.kind.role().lane()),
         None => String::new(),
     };
     let summary = if r.state == RunState::Stopped {
@@ -859,6 +920,7 @@ pub fn listing(r: &LoopRecord) -> LoopListing {
         paused_reason: r.paused_reason,
         stop_reason: r.stop_reason,
         turns: r.turns,
+        lost: r.lost,
         in_flight: r.pending.as_ref().map(|p| (p.turn, p.kind, p.launch)),
         sessions: r.sessions.clone(),
         summary,

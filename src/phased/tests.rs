@@ -537,3 +537,121 @@ fn the_turn_bound_holds_under_any_sequence() {
     }
     QuickCheck::new().tests(cases()).quickcheck(prop as fn(u8, Vec<BoundAct>) -> bool);
 }
+
+impl Sim {
+    /// Intends the due turn (a new launch) and returns its plan and launch.
+    fn intend(&mut self) -> (TurnPlan, u64) {
+        let Next::Turn(plan) = next_step(self.r()) else { panic!("{:?}", next_step(self.r())) };
+        self.launches += 1;
+        let intended = TurnIntended {
+            run: "r".into(),
+            turn: plan.turn,
+            phase: plan.phase,
+            round: plan.round,
+            kind: plan.kind,
+            launch: self.launches,
+            prompt_blake3: "a".repeat(64),
+            prompt_bytes: 1,
+            reply_file: format!("/w/{}.json", self.launches),
+        };
+        self.apply(LOOP_TURN_INTENDED, json!(intended)).unwrap();
+        (plan, self.launches)
+    }
+
+    fn lose(&mut self, turn: u64, launch: u64, how: LostHow, signal: Option<i32>) -> Result<(), Rejection> {
+        self.apply(LOOP_TURN_LOST, json!(TurnLost { run: "r".into(), turn, launch, how, signal }))
+    }
+}
+
+/// A lost turn (its agent killed, or gone in a crash, no reply) runs again as the same
+/// step: the same turn number, phase, round, quoted reply and session, a new launch. At most
+/// `LOST_TURN_RERUNS` losses of one turn are folded; the fold refuses one more (the driver
+/// stops the run `peer_error` instead).
+#[test]
+fn a_lost_turn_runs_again_as_the_same_step_at_most_lost_turn_reruns_times() {
+    let mut s = Sim::new(3);
+    s.turn(false).unwrap();
+    // The reviewer named a session: its next turn resumes it.
+    let (_, launch) = s.intend();
+    let replied = TurnReplied {
+        run: "r".into(),
+        turn: 2,
+        launch,
+        reply_blake3: "b".repeat(64),
+        reply_bytes: 2,
+        signal: false,
+        session: Some("sess-r".into()),
+    };
+    s.apply(LOOP_TURN_REPLIED, json!(replied)).unwrap();
+    s.turn(false).unwrap();
+    let (plan, mut launch) = s.intend();
+    assert_eq!((plan.kind, plan.turn, plan.session.as_deref()), (TurnKind::Review, 4, Some("sess-r")));
+    for loss in 1..=LOST_TURN_RERUNS {
+        // Only the turn in flight, and its launch, can be lost.
+        assert!(s.lose(plan.turn, launch + 1, LostHow::Gone, None).is_err());
+        assert!(s.lose(plan.turn + 1, launch, LostHow::Gone, None).is_err());
+        let how = if loss % 2 == 1 { (LostHow::Signal, Some(9)) } else { (LostHow::Gone, None) };
+        s.lose(plan.turn, launch, how.0, how.1).unwrap();
+        assert_eq!((s.r().lost, s.r().due_turn_losses), (u64::from(loss), loss));
+        assert!(s.r().pending.is_none());
+        let listing = listing(s.r());
+        assert_eq!(listing.lost, u64::from(loss));
+        let (again, next) = s.intend();
+        assert_eq!(again, plan, "the same step, session and quote");
+        assert!(listing.summary.contains("phase 1 in review"), "{}", listing.summary);
+        let summary = super::listing(s.r()).summary;
+        assert!(summary.contains(&format!("in flight, run again after its agent was lost {}", times(u64::from(loss)))), "{summary}");
+        launch = next;
+    }
+    // One loss more is not run again: the fold refuses it.
+    let refused = s.lose(plan.turn, launch, LostHow::Signal, Some(9)).unwrap_err();
+    assert!(refused.reason.contains(&format!("lost {LOST_TURN_RERUNS} times already")), "{}", refused.reason);
+    assert_eq!(s.r().pending.as_ref().map(|p| p.launch), Some(launch));
+    // A reply starts the count anew for the next turn; the total stays.
+    let replied = TurnReplied {
+        run: "r".into(),
+        turn: plan.turn,
+        launch,
+        reply_blake3: "b".repeat(64),
+        reply_bytes: 2,
+        signal: false,
+        session: None,
+    };
+    s.apply(LOOP_TURN_REPLIED, json!(replied)).unwrap();
+    assert_eq!((s.r().lost, s.r().due_turn_losses), (u64::from(LOST_TURN_RERUNS), 0));
+    let (plan, launch) = s.intend();
+    assert_eq!(plan.kind, TurnKind::Feedback);
+    s.lose(plan.turn, launch, LostHow::Gone, None).unwrap();
+    assert_eq!(s.r().due_turn_losses, 1);
+}
+
+/// A lost advance goes back to the advance step; a skip starts the count of the turn due
+/// anew, and a record showing more losses than the bound is not a record the fold makes.
+#[test]
+fn a_lost_advance_goes_back_to_advance_and_a_skip_counts_anew() {
+    let mut s = Sim::new(3);
+    let (plan, launch) = s.intend();
+    assert_eq!(s.r().step, StepName::Probe);
+    s.lose(plan.turn, launch, LostHow::Signal, Some(15)).unwrap();
+    assert_eq!(s.r().step, StepName::Advance);
+    s.turn(false).unwrap();
+    let (plan, launch) = s.intend();
+    s.lose(plan.turn, launch, LostHow::Gone, None).unwrap();
+    s.control(Control::Pause).unwrap();
+    s.control(Control::Skip).unwrap();
+    assert_eq!((s.r().lost, s.r().due_turn_losses), (2, 0));
+    let mut records = s.records.clone();
+    assert!(records.shown_text_passes());
+    records.loops.get_mut("r").unwrap().due_turn_losses = LOST_TURN_RERUNS + 1;
+    assert!(!records.shown_text_passes());
+}
+
+#[test]
+fn a_lost_turn_names_its_signal_exactly_when_a_signal_ended_it() {
+    let mut s = Sim::new(3);
+    let (plan, launch) = s.intend();
+    for (how, signal) in [(LostHow::Signal, None), (LostHow::Signal, Some(0)), (LostHow::Signal, Some(-9)), (LostHow::Gone, Some(9))] {
+        assert_eq!(s.lose(plan.turn, launch, how, signal).unwrap_err().field.as_deref(), Some("signal"), "{how:?} {signal:?}");
+    }
+    assert!(s.r().pending.is_some());
+}

@@ -500,6 +500,27 @@ pub fn kill_this_process() {
     }
 }
 
+/// Ends this process by `signal`, as the signal would have ended it: its default action
+/// restored and the signal unblocked first, and no core dump left behind (this process did
+/// not crash; its child did). A signal whose default action does not end a process
+/// (`SIGCHLD`, `SIGSTOP`, …) or a number that is no signal leaves it running, so then it
+/// exits with `128 + signal`, as a shell reports a child the signal ended.
+pub fn end_by_signal(signal: i32) -> ! {
+    // SAFETY: setrlimit, signal(2) with SIG_DFL, sigprocmask and raise take plain values
+    // and install no handler code; the sigset is initialised by sigemptyset before use.
+    unsafe {
+        let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
+    std::process::exit(128 + signal)
+}
+
 /// Restores `SIGTERM`'s default action, for a process started by one that ignored it (a
 /// StopFailure hook's detached children inherit the ignore through exec).
 pub fn default_sigterm() {

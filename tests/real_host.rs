@@ -1319,6 +1319,7 @@ const NIGHT_SUMMARY: &str = "<summary>The implementer wrote src/greet.rs; a revi
 const NIGHT_COMPACT_WINDOW: &str = "100000";
 /// The barriers the scripted model holds a reply on while the test kills.
 const HOLD_DRIVER_KILL: &str = "driver-kill";
+const HOLD_CRASH: &str = "crash";
 /// How long the night waits for any one thing the loop does (a turn takes seconds).
 const NIGHT_STEP_DEADLINE: Duration = Duration::from_secs(90);
 
@@ -1454,20 +1455,10 @@ impl Night {
     }
 }
 
-/// SIGKILLs `pid` and waits until it is dead (gone, or a zombie nobody reaped yet).
+/// SIGKILLs `pid` and waits until it is dead.
 fn kill_dead(pid: i64) {
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0, "pid {pid} is there to kill");
-    let deadline = Instant::now() + NIGHT_STEP_DEADLINE;
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // The state is the first field after the command's closing parenthesis.
-        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next().unwrap_or('X')).unwrap_or('X');
-        if matches!(state, 'Z' | 'X') {
-            return;
-        }
-        assert!(Instant::now() < deadline, "pid {pid} still runs after SIGKILL");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_dead(pid);
 }
 
 /// The latest SessionStart context in a request (a resumed session's history holds the
@@ -1475,6 +1466,26 @@ fn kill_dead(pid: i64) {
 fn latest_session_start_context(request: &Value) -> Option<String> {
     const MARK: &str = "SessionStart hook additional context: ";
     parts(request).into_iter().rev().find_map(|p| p.text.find(MARK).map(|at| p.text[at + MARK.len()..].to_string()))
+}
+
+/// `pid`'s parent, from `/proc/<pid>/stat` (its fourth field).
+fn parent_pid(pid: i64) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Waits until `pid`, sent SIGKILL, is dead: gone, or a zombie nobody reaped yet.
+fn wait_dead(pid: i64) {
+    let deadline = Instant::now() + NIGHT_STEP_DEADLINE;
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next().unwrap_or('X')).unwrap_or('X');
+        if matches!(state, 'Z' | 'X') {
+            return;
+        }
+        assert!(Instant::now() < deadline, "pid {pid} still runs after SIGKILL");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Where the prompt of a request is: its last user message's text.
@@ -1492,7 +1503,9 @@ fn last_user_text(request: &Value) -> String {
 /// rerouted, and it decides and queues instead. The driver is SIGKILLed while the reviewer's
 /// reply is held on a barrier; the reply arrives with no driver; `abcd resume` names the
 /// loop and what to run; `abcd loop drive` collects the reply and never runs that turn
-/// again. The loop completes, the lane's branch holds the commits, and `abcd mode back`
+/// again. Then the machine "crashes" in the last advance (driver, watcher, turn runner and
+/// client SIGKILLed while the model holds the answer): `abcd resume` names the turn in
+/// flight, and the next drive runs that turn, and only that one, again. The loop completes, the lane's branch holds the commits, and `abcd mode back`
 /// prints the night's queue and decisions. Every step is asserted from the journals and
 /// the model's request log.
 #[test]
@@ -1521,7 +1534,10 @@ fn the_night_of_the_phased_loop() {
         json!({"say": "Added the doc comment; a test is left for a later phase."}),
         // Turn 4, the reviewer's second round, held while the driver is killed.
         json!({"say": "LGTM", "hold": HOLD_DRIVER_KILL}),
-        // Turn 5, the implementer's advance: nothing left.
+        // Turn 5, the implementer's advance, held while the whole tree is killed (driver,
+        // watcher, turn runner, client): this answer is never read.
+        json!({"say": "(never read)", "hold": HOLD_CRASH}),
+        // Turn 5 again, after the crash: nothing left.
         json!({"say": "COMPLETED"}),
     ];
     let used = turns.len();
@@ -1565,20 +1581,49 @@ fn the_night_of_the_phased_loop() {
     let reviewer = run["lanes"].as_array().unwrap().iter().find(|l| l["lane"] == "reviewer").unwrap().clone();
     assert_eq!((reviewer["launch"].clone(), reviewer["receipt_waiting"].clone()), (launch4.clone(), json!(true)), "{reviewer:#}");
 
-    // The successor drives in the foreground: it collects turn 4's reply, then runs turn 5.
+    // The successor drives in the background: it collects turn 4's reply, then starts turn
+    // 5, whose answer the model holds while the machine "crashes": the driver, the watcher,
+    // the turn runner and the client, all SIGKILLed.
+    let (code, out) = night.sh(&format!("abcd loop drive {NIGHT_RUN} > {}/drive-1.log 2>&1 &", night.lab.base.display()));
+    assert_eq!(code, 0, "{out}");
+    night.wait_held(HOLD_CRASH);
+    let second_driver = night.status()["driver"]["process"]["pid"].as_i64().unwrap();
+    assert_ne!(second_driver, first_driver);
+    let turn5 = intended(&night, 5).expect("turn 5 was intended before its request");
+    let launch5 = turn5["launch"].clone();
+    let runner = night
+        .loop_events()
+        .into_iter()
+        .find(|e| e["kind"] == "launch.started" && e["data"]["lane"] == "implementer" && e["data"]["launch"] == launch5)
+        .and_then(|e| e["data"]["process"]["pid"].as_i64())
+        .expect("turn 5's launch started");
+    let watcher = parent_pid(runner).expect("the watcher waits on the turn runner");
+    let group = unsafe { libc::getpgid(runner as i32) };
+    kill_dead(second_driver);
+    kill_dead(watcher);
+    assert_eq!(unsafe { libc::killpg(group, libc::SIGKILL) }, 0, "the turn runner's group, the client in it");
+    wait_dead(runner);
+    let listing = night.lab.abcd(&["resume"]);
+    assert!(listing.contains("turn 5 (advance of the implementer) in flight") && listing.contains(&format!("`abcd loop drive {NIGHT_RUN}`")), "{listing}");
+
+    // The person's successor (or the person) drives again: turn 5 runs again, once.
     let (code, out) = night.sh(&format!("abcd loop drive {NIGHT_RUN}"));
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("turn 4: the reviewer replied") && !out.contains("turn 4: review"), "collected, not sent again: {out}");
+    assert!(out.contains("lost") && out.contains("turn 5"), "{out}");
     let status = night.status();
     assert_eq!(status["listing"]["stop_reason"], "completed", "{status:#}");
-    assert_ne!(status["driver"]["process"]["pid"].as_i64(), Some(first_driver), "a second driver finished it");
+    assert_ne!(status["driver"]["process"]["pid"].as_i64(), Some(second_driver), "a third driver finished it");
+    assert_eq!(status["record"]["lost"], 1, "{status:#}");
 
     // The journal: every turn replied exactly once, in order, each by its own launch.
     let events = night.loop_events();
     let replied: Vec<u64> = of_kind(&events, "loop.turn_replied").iter().map(|e| e["data"]["turn"].as_u64().unwrap()).collect();
     assert_eq!(replied, [1, 2, 3, 4, 5], "{events:#?}");
     let intended_turns: Vec<u64> = of_kind(&events, "loop.turn_intended").iter().map(|e| e["data"]["turn"].as_u64().unwrap()).collect();
-    assert_eq!(intended_turns, [1, 2, 3, 4, 5], "no turn launched twice");
+    assert_eq!(intended_turns, [1, 2, 3, 4, 5, 5], "only the lost turn launched twice");
+    let lost = of_kind(&events, "loop.turn_lost");
+    assert_eq!(lost.len(), 1, "{lost:#?}");
+    assert_eq!((lost[0]["data"]["turn"].clone(), lost[0]["data"]["launch"].clone()), (json!(5), launch5.clone()));
     let collected = of_kind(&events, "receipt.collected");
     assert_eq!(collected.iter().filter(|e| e["data"]["lane"] == "reviewer" && e["data"]["launch"] == launch4).count(), 1);
 
@@ -1596,8 +1641,9 @@ fn the_night_of_the_phased_loop() {
     assert!(prompt_of(6).contains("Please add a doc comment to greet."), "the feedback quotes the reviewer: {}", prompt_of(6));
     assert!(prompt_of(11).contains("Review the implementer's work"), "{}", prompt_of(11));
     assert!(prompt_of(12).contains("Implement the next phase"), "{}", prompt_of(12));
+    assert!(prompt_of(13).contains("Implement the next phase"), "the lost turn's prompt again: {}", prompt_of(13));
     // Every agent's first request carries the away block and its loop turn's line.
-    for (at, turn, step) in [(0, 1, "advance"), (4, 2, "review"), (6, 3, "feedback"), (11, 4, "review"), (12, 5, "advance")] {
+    for (at, turn, step) in [(0, 1, "advance"), (4, 2, "review"), (6, 3, "feedback"), (11, 4, "review"), (12, 5, "advance"), (13, 5, "advance")] {
         let context = latest_session_start_context(&main[at]).unwrap_or_else(|| panic!("turn {turn}: no SessionStart context"));
         assert!(context.contains("the person is away until"), "turn {turn}: {context}");
         assert!(
@@ -1630,6 +1676,7 @@ fn the_night_of_the_phased_loop() {
     assert_eq!(lane_events[compaction]["data"]["session"], status["listing"]["sessions"]["implementer"]);
     assert!(lane_events[compaction..].iter().any(|e| e["kind"] == "session.started" && e["data"]["source"] == "compact"));
     let rows: Vec<&str> = of_kind(&lane_events, "session.judged").iter().map(|e| e["data"]["row"].as_str().unwrap()).collect();
+    // Each turn's end is a `loop_turn` stop; the killed turn 5 never ended.
     assert!(rows.contains(&"question") && rows.iter().filter(|r| **r == "loop_turn").count() == 5, "{rows:?}");
 
     // The work: the lane's branch holds both commits, the file its edit.

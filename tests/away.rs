@@ -616,6 +616,20 @@ fn loop_env(turn: &'static str, step: &'static str) -> [(&'static str, &'static 
     ]
 }
 
+/// `abcd replay` words every row of the stop table: a loop turn's stop while away is an
+/// away stop, never "present, nothing owed" (the audit's fallback for rows without words).
+#[test]
+fn replay_words_a_loop_turns_stop_as_away() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    assert_eq!(reply(&repo.stop(false, "Added the doc comment.", &loop_env("3", "feedback"))), None);
+    let audit = stdout(&repo.abcd(&["replay"]));
+    let line = audit.lines().find(|l| l.contains("stop judged for session s1")).unwrap_or_else(|| panic!("{audit}"));
+    assert!(!line.contains("present"), "the person was away: {line}");
+    assert!(line.contains("away, a loop turn's end"), "{line}");
+}
+
 /// The allowance reads nothing but the environment: a session in the person's own checkout,
 /// where no loop named `night` was ever started (no loop record, no run in the ledger, not a
 /// lane worktree), is judged a loop turn because ABCD_LOOP_* reached it (inherited from a

@@ -607,13 +607,7 @@ fn away_a_loop_turns_stop_is_allowed_for_the_driver_to_take_the_next_step() {
 
 /// A loop turn's environment, as the turn runner sets it for its agent.
 fn loop_env(turn: &'static str, step: &'static str) -> [(&'static str, &'static str); 5] {
-    [
-        ("ABCD_LOOP_RUN", "night"),
-        ("ABCD_LOOP_TURN", turn),
-        ("ABCD_LOOP_PHASE", "1"),
-        ("ABCD_LOOP_ROUND", "1"),
-        ("ABCD_LOOP_STEP", step),
-    ]
+    [("ABCD_LOOP_RUN", "night"), ("ABCD_LOOP_TURN", turn), ("ABCD_LOOP_PHASE", "1"), ("ABCD_LOOP_ROUND", "1"), ("ABCD_LOOP_STEP", step)]
 }
 
 /// `abcd replay` words every row of the stop table: a loop turn's stop while away is an

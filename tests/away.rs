@@ -713,6 +713,99 @@ fn away_a_loop_turns_stop_is_allowed_for_the_driver_to_take_the_next_step() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Attack on the loop turn's Stop allowance (branch attack-night, against e07bf2b)
+// ---------------------------------------------------------------------------------------
+
+/// A loop turn's environment, as the turn runner sets it for its agent.
+fn loop_env(turn: &'static str, step: &'static str) -> [(&'static str, &'static str); 5] {
+    [("ABCD_LOOP_RUN", "night"), ("ABCD_LOOP_TURN", turn), ("ABCD_LOOP_PHASE", "1"), ("ABCD_LOOP_ROUND", "1"), ("ABCD_LOOP_STEP", step)]
+}
+
+/// `abcd replay` words every row of the stop table: a loop turn's stop while away is an
+/// away stop, never "present, nothing owed" (the audit's fallback for rows without words).
+#[test]
+fn replay_words_a_loop_turns_stop_as_away() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    assert_eq!(reply(&repo.stop(false, "Added the doc comment.", &loop_env("3", "feedback"))), None);
+    let audit = stdout(&repo.abcd(&["replay"]));
+    let line = audit.lines().find(|l| l.contains("stop judged for session s1")).unwrap_or_else(|| panic!("{audit}"));
+    assert!(!line.contains("present"), "the person was away: {line}");
+    assert!(line.contains("away, a loop turn's end"), "{line}");
+}
+
+/// The allowance reads nothing but the environment: a session in the person's own checkout,
+/// where no loop named `night` was ever started (no loop record, no run in the ledger, not a
+/// lane worktree), is judged a loop turn because ABCD_LOOP_* reached it (inherited from a
+/// loop agent's Bash tool, a nested `claude -p`, an `abcd launch` made from a loop turn, or a
+/// shell where someone exported them). Its owed work is then dropped silently while away.
+#[test]
+#[ignore = "attack-night finding: the loop_turn allowance is not checked against any loop (docs/decisions.md accepts it)"]
+fn away_a_loop_environment_naming_no_loop_here_is_no_loop_turn() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let out = repo.stop(false, "Done for tonight.", &loop_env("3", "feedback"));
+    let journal = std::fs::read_to_string(repo.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
+    let rows: Vec<String> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "session.judged")
+        .map(|e| e["data"]["row"].as_str().unwrap().to_string())
+        .collect();
+    assert_ne!(rows.last().map(String::as_str), Some("loop_turn"), "no loop `night` runs here: {rows:?}");
+    assert!(block_reason(&out).contains("feat/x"));
+}
+
+/// A reviewer's reply is addressed to the implementer, and the driver hands the reviewer's
+/// last message on as the feedback. A review that ends in a question ("Could you …?") is
+/// rerouted by row 1 as if it were asked of the person: the reviewer is kept working, told to
+/// queue or decide for the person, and whatever it says next replaces the feedback the
+/// implementer receives.
+#[test]
+#[ignore = "attack-night finding: row 1 reroutes a reviewer's request to the implementer"]
+fn away_a_reviewers_question_to_the_implementer_is_its_reply() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let out = repo.stop(false, "greet has no doc comment. Could you add one?", &loop_env("2", "review"));
+    assert_eq!(reply(&out), None, "the review is the turn's reply: {}", stdout(&out));
+}
+
+/// The implementer's session is resumed turn after turn (`--resume {session}`), so its
+/// question hash outlives the turn that asked. The same question asked again in a later turn
+/// is a new question (the reviewer would answer it for the person), yet it is not rerouted:
+/// the hash says it was already.
+#[test]
+#[ignore = "attack-night finding: a question's hash outlives the loop turn that asked it"]
+fn away_a_question_asked_again_in_a_later_loop_turn_is_rerouted_again() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let turn3 = loop_env("3", "feedback");
+    let reason = block_reason(&repo.stop(false, "Shall I also add a test for greet?", &turn3));
+    assert!(reason.contains("abcd decide"), "{reason}");
+    assert_eq!(reply(&repo.stop(true, "Shall I also add a test for greet?", &turn3)), None, "turn 3 ends");
+    // Turn 5, the same session resumed with a new prompt, ends on the same question.
+    let again = repo.stop(false, "Shall I also add a test for greet?", &loop_env("5", "feedback"));
+    assert!(reply(&again).is_some(), "turn 5's question reaches the reviewer unrerouted");
+}
+
+/// docs/loop.md: "What is owed stays owed for the loop's next turns and for `abcd mode
+/// back`". A loop turn's stop with work owed records nothing (no `away.stop_recorded`), so
+/// when the loop ends or pauses with work owed, `abcd mode back` says nothing of it; before
+/// the allowance the turn was held to the cap and recorded with its next item.
+#[test]
+#[ignore = "attack-night finding: a loop turn that stops with work owed leaves no trace for `abcd mode back`"]
+fn mode_back_names_the_work_a_loop_turn_left_owed() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    assert_eq!(reply(&repo.stop(false, "Phase 1 implemented.", &loop_env("5", "advance"))), None);
+    let back = stdout(&repo.abcd(&["mode", "back"]));
+    assert!(back.contains("feat/x"), "the owed work the night left: {back}");
+}
+
+// ---------------------------------------------------------------------------------------
 // When the person must hear (issue 23, acceptance 6; docs/notify.md)
 // ---------------------------------------------------------------------------------------
 

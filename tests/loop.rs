@@ -1043,3 +1043,60 @@ fn a_loop_whose_base_lacks_the_hooks_gives_its_agents_them() {
     assert_eq!(local["hooks"], person["hooks"], "the agents run with the person's abcd hooks");
     assert_eq!(repo::git(&tree, &["status", "--porcelain", "--", ".claude"]), "", "kept out of git");
 }
+
+/// Attack on e07bf2b (branch attack-night): the loop turn's Stop allowance is read from
+/// `ABCD_LOOP_*` alone, and every process a turn's agent starts inherits them. An
+/// implementer that delegates with `abcd launch` hands them to the launched lane's agent,
+/// a session of its own in another run's worktree: while the person is away its Stop is
+/// judged `loop_turn` (allowed, whatever row 7 or 2 would say), and its start would name a
+/// loop turn it is not.
+#[test]
+#[ignore = "attack-night finding: ABCD_LOOP_* reaches an agent `abcd launch` starts from a loop turn"]
+fn an_agent_launched_from_a_loop_turn_is_not_a_loop_turn() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &[], &["LGTM"]);
+    assert!(c.abcd(&["mode", "autonomous"]).status.success());
+    let bin = lab.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_abcd"), bin.join("abcd")).unwrap();
+    // The side lane's agent: its Stop, as its host would send it, and its environment.
+    let side = lab.dir.path().join("side-agent");
+    write_script(
+        &side,
+        r#"#!/bin/sh
+printf '{"session_id":"side-1","cwd":"%s","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"Done.","background_tasks":[],"session_crons":[]}' "$PWD" | abcd hook stop > "$FAKE_DIR/side.stop" 2>&1
+env | grep '^ABCD_LOOP_' > "$FAKE_DIR/side.env"
+mv "$FAKE_DIR/side.env" "$FAKE_DIR/side.done"
+"#,
+    );
+    // The implementer delegates from the person's checkout, then says it is done.
+    let implementer = lab.dir.path().join("delegating-implementer");
+    write_script(
+        &implementer,
+        &format!(
+            "#!/bin/sh\ncd '{}' && abcd run start side --lane a > \"$FAKE_DIR/run.out\" 2>&1 && abcd launch --run side --lane a --role agent --receipt \"$FAKE_DIR/side.receipt\" -- '{}' > \"$FAKE_DIR/launch.out\" 2>&1\necho COMPLETED\n",
+            c.root.display(),
+            side.display()
+        ),
+    );
+    let mut c = c;
+    c.extra_path = Some(bin);
+    let imp = format!("{} {{prompt}}", implementer.display());
+    let rev = format!("{} reviewer {{prompt}}", lab.agent().display());
+    let out = c.abcd(&["loop", "start", "--run", "l", "--implementer", &imp, "--reviewer", &rev]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let done = c.fake.join("side.done");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done.exists() {
+        let launched = std::fs::read_to_string(c.fake.join("launch.out")).unwrap_or_default();
+        assert!(Instant::now() < deadline, "the side lane's agent never ran: {launched}{}", stderr(&out));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let inherited = std::fs::read_to_string(&done).unwrap();
+    let stop = std::fs::read_to_string(c.fake.join("side.stop")).unwrap();
+    assert!(
+        inherited.is_empty() && !stop.trim().is_empty(),
+        "a launched lane's agent is judged as a session of its own (blocked away, nothing owed, no wake); \
+         it inherited {inherited:?} and its Stop printed {stop:?}"
+    );
+}

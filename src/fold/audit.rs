@@ -341,11 +341,21 @@ fn skipped_line(kind: &str, r: super::checklist::Rejection) -> String {
 }
 
 fn row_words(row: crate::verdict::stop::Row) -> String {
-    match row.number() {
-        Some(n) => format!("away row {n}"),
-        None if row == crate::verdict::stop::Row::PresentOwed => "present, work owed".to_string(),
-        None if row == crate::verdict::stop::Row::Behind => "away, checklist behind".to_string(),
-        None => "present, nothing owed".to_string(),
+    use crate::verdict::stop::Row;
+    // Every row by name: a row added later is worded here or the build fails, never shown
+    // as another row's words.
+    match row {
+        Row::PresentOwed => "present, work owed".to_string(),
+        Row::PresentNothingOwed => "present, nothing owed".to_string(),
+        Row::Behind => "away, checklist behind".to_string(),
+        Row::LoopTurn => "away, a loop turn's end".to_string(),
+        Row::Question
+        | Row::OwedChanged
+        | Row::WakeReleased
+        | Row::WakesSpent
+        | Row::NoWake
+        | Row::NothingOwedWake
+        | Row::NothingOwedNoWake => format!("away row {}", row.number().unwrap_or_default()),
     }
 }
 
@@ -373,5 +383,6 @@ mod tests {
         assert_eq!(row_words(Row::PresentOwed), "present, work owed");
         assert_eq!(row_words(Row::PresentNothingOwed), "present, nothing owed");
         assert_eq!(row_words(Row::Behind), "away, checklist behind");
+        assert_eq!(row_words(Row::LoopTurn), "away, a loop turn's end");
     }
 }

@@ -676,47 +676,71 @@ fn the_mode_verbs_refuse_in_a_process_a_hosts_tool_started() {
     assert!(repo.abcd(&["mode", "back"]).status.success(), "the person's own terminal");
 }
 
+/// The worktree abcd would make for lane `implementer` of loop `run`: a linked worktree of
+/// the repository at `<home>/lanes/<repo>/<run>/implementer`, on the lane's branch, with an
+/// own branch `feat/x` made there through the pre-tool-use recorder and one commit never
+/// pushed.
+fn loop_lane(repo: &Repo, run: &str) -> PathBuf {
+    let lane = repo.home.join(format!("lanes/repo-0123/{run}/implementer"));
+    std::fs::create_dir_all(lane.parent().unwrap()).unwrap();
+    repo.git(&["worktree", "add", "-q", "-b", &format!("abcd/{run}/implementer"), lane.to_str().unwrap()]);
+    let payload = json!({"session_id": "s1", "cwd": lane, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "git switch -c feat/x"}});
+    assert_eq!(reply(&repo.hook("pre-tool-use", payload, &[])), None);
+    repo::git(&lane, &["switch", "-q", "-c", "feat/x"]);
+    std::fs::write(lane.join("parser.rs"), "fn parse() {}\n").unwrap();
+    repo::git(&lane, &["add", "parser.rs"]);
+    repo::git(&lane, &["commit", "-q", "-m", "parser"]);
+    lane
+}
+
+impl Repo {
+    /// A Stop of session `s1` in `dir`, as the host sends it.
+    fn stop_in(&self, dir: &Path, message: &str, env: &[(&str, &str)]) -> Output {
+        let payload = json!({"session_id": "s1", "cwd": dir, "hook_event_name": "Stop", "stop_hook_active": false,
+            "last_assistant_message": message, "background_tasks": [], "session_crons": []});
+        self.hook("stop", payload, env)
+    }
+}
+
+fn rows_in(dir: &Path) -> Vec<String> {
+    let journal = std::fs::read_to_string(dir.join(".abcd/.work.local/journal.jsonl")).unwrap_or_default();
+    journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "session.judged")
+        .map(|e| e["data"]["row"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A loop turn's agent ends its turn with its reply: the loop driver takes the next step, so
-/// while away its Stop is allowed (row `loop_turn`) whatever is owed, where a session of its
-/// own would be blocked (issue 33's night: the real client's implementer was held by row 7
-/// until the host's cap). A malformed loop environment is no loop turn.
+/// while away its Stop in the loop's own worktree is allowed (row `loop_turn`) whatever is
+/// owed, where a session of its own would be blocked (issue 33's night: the real client's
+/// implementer was held by row 7 until the host's cap). A question is the turn's reply too:
+/// the driver hands it to the other agent, never to the person. A malformed loop
+/// environment is no loop turn.
 #[test]
 fn away_a_loop_turns_stop_is_allowed_for_the_driver_to_take_the_next_step() {
     let repo = Repo::new();
-    own_unpushed_branch(&repo, "feat/x");
+    let lane = loop_lane(&repo, "night");
     assert!(repo.abcd(&["mode", "autonomous"]).status.success());
-    let turn = [
-        ("ABCD_LOOP_RUN", "night"),
-        ("ABCD_LOOP_TURN", "3"),
-        ("ABCD_LOOP_PHASE", "1"),
-        ("ABCD_LOOP_ROUND", "1"),
-        ("ABCD_LOOP_STEP", "feedback"),
-    ];
-    let out = repo.stop(false, "Added the doc comment.", &turn);
+    let turn = loop_env("3", "feedback");
+    let out = repo.stop_in(&lane, "Added the doc comment.", &turn);
     assert_eq!(reply(&out), None, "allowed, nothing printed: {}", stdout(&out));
-    let journal = std::fs::read_to_string(repo.root.join(".abcd/.work.local/journal.jsonl")).unwrap();
-    let judged: Vec<Value> =
-        journal.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["kind"] == "session.judged").collect();
-    assert_eq!(judged.last().unwrap()["data"]["row"], "loop_turn", "{judged:#?}");
-    assert_eq!(judged.last().unwrap()["data"]["state"], "stopped");
-    // A question is rerouted once, as in any session away (no one at the keyboard answers
-    // it); the same message's next stop ends the turn.
-    let reason = block_reason(&repo.stop(false, "Shall I go on?", &turn));
-    assert!(reason.contains("abcd mode queue") && reason.contains("abcd decide"), "{reason}");
-    assert_eq!(reply(&repo.stop(true, "Shall I go on?", &turn)), None);
+    assert_eq!(rows_in(&lane).last().map(String::as_str), Some("loop_turn"));
+    assert_eq!(reply(&repo.stop_in(&lane, "Could you add a doc comment to greet?", &loop_env("2", "review"))), None);
     // Without the loop's environment, or with a malformed one, the same stop is blocked.
-    let reason = block_reason(&repo.stop(false, "Added the doc comment.", &[]));
+    let reason = block_reason(&repo.stop_in(&lane, "Added the doc comment.", &[]));
     assert!(reason.contains("feat/x"), "{reason}");
     let mut bad = turn;
     bad[1] = ("ABCD_LOOP_TURN", "three");
-    assert!(block_reason(&repo.stop(false, "Added the doc comment.", &bad)).contains("feat/x"));
+    assert!(block_reason(&repo.stop_in(&lane, "Added the doc comment.", &bad)).contains("feat/x"));
+    // The environment of another loop's turn is no turn of this one.
+    let mut other = turn;
+    other[0] = ("ABCD_LOOP_RUN", "day");
+    assert!(block_reason(&repo.stop_in(&lane, "Added the doc comment.", &other)).contains("feat/x"));
 }
 
-// ---------------------------------------------------------------------------------------
-// Attack on the loop turn's Stop allowance (branch attack-night, against e07bf2b)
-// ---------------------------------------------------------------------------------------
-
-/// A loop turn's environment, as the turn runner sets it for its agent.
 fn loop_env(turn: &'static str, step: &'static str) -> [(&'static str, &'static str); 5] {
     [("ABCD_LOOP_RUN", "night"), ("ABCD_LOOP_TURN", turn), ("ABCD_LOOP_PHASE", "1"), ("ABCD_LOOP_ROUND", "1"), ("ABCD_LOOP_STEP", step)]
 }
@@ -726,22 +750,21 @@ fn loop_env(turn: &'static str, step: &'static str) -> [(&'static str, &'static 
 #[test]
 fn replay_words_a_loop_turns_stop_as_away() {
     let repo = Repo::new();
-    own_unpushed_branch(&repo, "feat/x");
+    let lane = loop_lane(&repo, "night");
     assert!(repo.abcd(&["mode", "autonomous"]).status.success());
-    assert_eq!(reply(&repo.stop(false, "Added the doc comment.", &loop_env("3", "feedback"))), None);
-    let audit = stdout(&repo.abcd(&["replay"]));
+    assert_eq!(reply(&repo.stop_in(&lane, "Added the doc comment.", &loop_env("3", "feedback"))), None);
+    let audit = stdout(&repo.command(&["replay"]).current_dir(&lane).output().unwrap());
     let line = audit.lines().find(|l| l.contains("stop judged for session s1")).unwrap_or_else(|| panic!("{audit}"));
     assert!(!line.contains("present"), "the person was away: {line}");
     assert!(line.contains("away, a loop turn's end"), "{line}");
 }
 
-/// The allowance reads nothing but the environment: a session in the person's own checkout,
+/// The allowance needs the loop's own worktree, not only the environment: a session in the person's own checkout,
 /// where no loop named `night` was ever started (no loop record, no run in the ledger, not a
 /// lane worktree), is judged a loop turn because ABCD_LOOP_* reached it (inherited from a
 /// loop agent's Bash tool, a nested `claude -p`, an `abcd launch` made from a loop turn, or a
 /// shell where someone exported them). Its owed work is then dropped silently while away.
 #[test]
-#[ignore = "attack-night finding: the loop_turn allowance is not checked against any loop (docs/decisions.md accepts it)"]
 fn away_a_loop_environment_naming_no_loop_here_is_no_loop_turn() {
     let repo = Repo::new();
     own_unpushed_branch(&repo, "feat/x");
@@ -764,30 +787,12 @@ fn away_a_loop_environment_naming_no_loop_here_is_no_loop_turn() {
 /// queue or decide for the person, and whatever it says next replaces the feedback the
 /// implementer receives.
 #[test]
-#[ignore = "attack-night finding: row 1 reroutes a reviewer's request to the implementer"]
 fn away_a_reviewers_question_to_the_implementer_is_its_reply() {
     let repo = Repo::new();
+    let lane = loop_lane(&repo, "night");
     assert!(repo.abcd(&["mode", "autonomous"]).status.success());
-    let out = repo.stop(false, "greet has no doc comment. Could you add one?", &loop_env("2", "review"));
+    let out = repo.stop_in(&lane, "greet has no doc comment. Could you add one?", &loop_env("2", "review"));
     assert_eq!(reply(&out), None, "the review is the turn's reply: {}", stdout(&out));
-}
-
-/// The implementer's session is resumed turn after turn (`--resume {session}`), so its
-/// question hash outlives the turn that asked. The same question asked again in a later turn
-/// is a new question (the reviewer would answer it for the person), yet it is not rerouted:
-/// the hash says it was already.
-#[test]
-#[ignore = "attack-night finding: a question's hash outlives the loop turn that asked it"]
-fn away_a_question_asked_again_in_a_later_loop_turn_is_rerouted_again() {
-    let repo = Repo::new();
-    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
-    let turn3 = loop_env("3", "feedback");
-    let reason = block_reason(&repo.stop(false, "Shall I also add a test for greet?", &turn3));
-    assert!(reason.contains("abcd decide"), "{reason}");
-    assert_eq!(reply(&repo.stop(true, "Shall I also add a test for greet?", &turn3)), None, "turn 3 ends");
-    // Turn 5, the same session resumed with a new prompt, ends on the same question.
-    let again = repo.stop(false, "Shall I also add a test for greet?", &loop_env("5", "feedback"));
-    assert!(reply(&again).is_some(), "turn 5's question reaches the reviewer unrerouted");
 }
 
 /// docs/loop.md: "What is owed stays owed for the loop's next turns and for `abcd mode
@@ -795,12 +800,11 @@ fn away_a_question_asked_again_in_a_later_loop_turn_is_rerouted_again() {
 /// when the loop ends or pauses with work owed, `abcd mode back` says nothing of it; before
 /// the allowance the turn was held to the cap and recorded with its next item.
 #[test]
-#[ignore = "attack-night finding: a loop turn that stops with work owed leaves no trace for `abcd mode back`"]
 fn mode_back_names_the_work_a_loop_turn_left_owed() {
     let repo = Repo::new();
-    own_unpushed_branch(&repo, "feat/x");
+    let lane = loop_lane(&repo, "night");
     assert!(repo.abcd(&["mode", "autonomous"]).status.success());
-    assert_eq!(reply(&repo.stop(false, "Phase 1 implemented.", &loop_env("5", "advance"))), None);
+    assert_eq!(reply(&repo.stop_in(&lane, "Phase 1 implemented.", &loop_env("5", "advance"))), None);
     let back = stdout(&repo.abcd(&["mode", "back"]));
     assert!(back.contains("feat/x"), "the owed work the night left: {back}");
 }

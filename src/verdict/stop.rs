@@ -466,7 +466,9 @@ fn judge_present(input: &StopInput<'_>, owed: &OwedSet<'_>) -> Judgement {
 
 fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -> Judgement {
     let before = input.session;
-    if let Some(message) = input.last_assistant_message
+    // A loop turn's question is its reply: the driver hands it to the other agent, never
+    // to the person, so it is rerouted by the loop itself.
+    if let Some(message) = input.last_assistant_message.filter(|_| !input.loop_turn)
         && ends_in_question(message)
     {
         let hash = message_hash(message);
@@ -477,14 +479,16 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
         }
     }
     if input.loop_turn {
-        // A question is rerouted first (above), as in any session: no one at the keyboard
-        // answers it. Past that a block would keep the agent beyond its turn (the driver
-        // waits for its reply and hands it on); what is owed stays owed for the next turns.
+        // A block would keep the agent beyond its turn (the driver waits for its reply and
+        // hands it on). What is owed stays owed: recorded as a stop with work owed, which
+        // `abcd mode back` shows (identical ones merge into one line with a count).
         let after = SessionState { block_count: 0, next_look: None, ..before.clone() };
+        let record_stop =
+            owed.next().map(|next| StopRecord { kind: StopKind::WorkOwed, possibly_forced_by_cap: false, next: Some(next.describe()) });
         return Judgement {
             verdict: Verdict::Allow { state: StopState::Stopped, system_message: None },
             judged: Judged::new(Row::LoopTurn, StopState::Stopped, after),
-            record_stop: None,
+            record_stop,
         };
     }
 
@@ -865,22 +869,21 @@ mod tests {
     }
 
     #[test]
-    fn away_a_loop_turn_ends_with_its_reply_after_a_question_is_rerouted() {
+    fn away_a_loop_turn_ends_with_its_reply_and_records_what_it_leaves_owed() {
         let owed = [Owed::Working { id: "1".into(), title: "Write the parser".into() }];
         let fresh = SessionState::default();
         let turn = Stop { loop_turn: true, ..stop(&owed, &fresh) };
         let j = turn.judge();
         assert_eq!((j.judged.row, j.judged.state), (Row::LoopTurn, StopState::Stopped), "{j:?}");
-        assert!(matches!(j.verdict, Verdict::Allow { system_message: None, .. }) && j.record_stop.is_none());
+        assert!(matches!(j.verdict, Verdict::Allow { system_message: None, .. }));
+        let recorded = j.record_stop.expect("the owed work is recorded for `mode back`");
+        assert_eq!((recorded.kind, recorded.possibly_forced_by_cap), (StopKind::WorkOwed, false));
+        assert_eq!(Stop { owed: &[], ..turn }.judge().record_stop, None, "nothing owed, nothing recorded");
         // The same stop of a session of its own is blocked (row 2).
         assert_eq!(stop(&owed, &fresh).judge().judged.row, Row::OwedChanged);
-        // A question is rerouted first; its next stop ends the turn.
-        let asked = Stop { message: Some("Shall I go on?"), ..turn };
-        let first = asked.judge();
-        assert_eq!(first.judged.row, Row::Question);
-        let after = first.judged.session_state();
-        let again = Stop { session: &after, stop_hook_active: true, ..asked };
-        assert_eq!(again.judge().judged.row, Row::LoopTurn);
+        // A question is the turn's reply: the driver hands it to the other agent.
+        let asked = Stop { message: Some("Could you add a doc comment?"), ..turn };
+        assert_eq!(asked.judge().judged.row, Row::LoopTurn);
         // Present, a loop turn is judged as any session (allowed with its line).
         assert_eq!(Stop { away: false, ..turn }.judge().judged.row, Row::PresentOwed);
     }

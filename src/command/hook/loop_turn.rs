@@ -4,7 +4,10 @@
 //! turn, the phase, the round and the step. The line rides the block the start frames
 //! before the checklist, so the checklist's budget is cut by its length (SPEC §5).
 
+use std::path::Path;
+
 use crate::command::loops::{LOOP_PHASE_ENV, LOOP_ROUND_ENV, LOOP_RUN_ENV, LOOP_STEP_ENV, LOOP_TURN_ENV};
+use crate::places;
 
 /// The most characters of a step's name the line shows (the loop's steps are short words).
 pub const STEP_NAME_MAX: usize = 16;
@@ -22,15 +25,33 @@ pub fn turn_line(var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     ))
 }
 
-/// Whether this process's environment names a loop turn, by the same rule as its line: the
-/// turn runner sets it for its agent, and the host passes it to every hook.
-pub fn is_loop_turn() -> bool {
-    turn_line(&|name| std::env::var(name).ok()).is_some()
+/// Whether this process's environment names a loop turn of the working copy at `root`: the
+/// turn runner sets `ABCD_LOOP_*` for its agent and the host passes it to every hook, but
+/// every process the agent starts inherits it too (a nested client, an agent `abcd launch`
+/// starts in another run's lane). So the environment counts only in the worktree abcd made
+/// for that very loop, `<home>/lanes/<repo>/<run>/<lane>` with `<run>` the one named: a
+/// path check, no journal read. A loop run in folders the person named (`--*-cwd`) has no
+/// such worktree, and its agents are judged as any session.
+pub fn is_loop_turn(root: &Path) -> bool {
+    loop_turn_at(root, &|name| std::env::var(name).ok(), places::home_dir().ok().as_deref())
 }
 
-/// The start's block with the loop turn's line added after the away block, if any.
-pub fn with_turn_line(block: Option<String>) -> Option<String> {
-    let line = turn_line(&|name| std::env::var(name).ok());
+fn loop_turn_at(root: &Path, var: &dyn Fn(&str) -> Option<String>, home: Option<&Path>) -> bool {
+    let (Some(_), Some(run), Some(home)) = (turn_line(var), var(LOOP_RUN_ENV), home) else { return false };
+    let lanes = crate::command::hook::resolve(Path::new("/"), &home.join(places::LANES_DIR));
+    let root = crate::command::hook::resolve(Path::new("/"), root);
+    let Ok(inside) = root.strip_prefix(&lanes) else { return false };
+    let parts: Vec<&std::ffi::OsStr> = inside.iter().collect();
+    parts.len() == LANE_DEPTH && parts[1] == std::ffi::OsStr::new(&run)
+}
+
+/// Path components from the lanes folder to a lane's worktree: `<repo>/<run>/<lane>`.
+const LANE_DEPTH: usize = 3;
+
+/// The start's block with the loop turn's line added after the away block, if any, when
+/// the session runs a turn of the loop whose worktree `root` is ([`is_loop_turn`]).
+pub fn with_turn_line(block: Option<String>, root: &Path) -> Option<String> {
+    let line = if is_loop_turn(root) { turn_line(&|name| std::env::var(name).ok()) } else { None };
     match (block, line) {
         (Some(b), Some(l)) => Some(format!("{b}\n{l}")),
         (b, l) => b.or(l),

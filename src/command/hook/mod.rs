@@ -96,7 +96,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             let started = event(event::SESSION_STARTED, json!(started_data));
             let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
             let AwayAtStart { block, shown, warning } = away_block(&root)?;
-            let block = loop_turn::with_turn_line(block);
+            let block = loop_turn::with_turn_line(block, &root);
             let cached = store.cached_session_context(start_frame::checklist_budget(block.as_deref()), now);
             // Promises due now fire before the checklist is shown, so the start shows them
             // first. A kept render that shows no armed promise spares reading the state.

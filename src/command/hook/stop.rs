@@ -162,7 +162,7 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         stop_hook_active: p.stop_hook_active,
         last_assistant_message: p.last_assistant_message.map(String::from),
         block_cap: block_cap(),
-        loop_turn: super::loop_turn::is_loop_turn(),
+        loop_turn: super::loop_turn::is_loop_turn(root),
         before,
     })))
 }

@@ -49,7 +49,7 @@ enum ModeAction {
         #[arg(long)]
         hold_pushes: bool,
         #[arg(long, allow_hyphen_values = true, value_name = "T", help = format!(
-            "Until when live sessions are asked to bring in what could stop them (+10m, 18:10 or an RFC 3339 time; {} to {} from now, {} when not given). The command does not wait: `abcd mode` shows the list with the answers",
+            "Until when live sessions are asked to bring in what could stop them (+10m, 18:10 or an RFC 3339 time; {} to {} from now; when not given, this machine's `abcd mode sweep-deadline`, else {}; never past the window's end). The command does not wait: `abcd mode` shows the list with the answers",
             span_words(SWEEP_DEADLINE_MIN),
             span_words(SWEEP_DEADLINE_MAX),
             span_words(SWEEP_DEADLINE_DEFAULT)

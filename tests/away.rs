@@ -1174,3 +1174,138 @@ fn a_token_straddling_the_summary_cut_in_the_folder_name_never_reaches_the_notif
         }
     }
 }
+
+/// Issue 35's trip-ups: the first away Stop in a fresh linked worktree (no `abcd init`
+/// there, no local tier yet) writes the forge listing's cache without a word on stderr.
+#[test]
+fn the_first_away_stop_in_a_fresh_linked_worktree_says_nothing_on_stderr() {
+    let repo = Repo::new();
+    let linked = repo.root.parent().unwrap().join("second");
+    repo.git(&["worktree", "add", "-q", "-b", "second", linked.to_str().unwrap()]);
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+8h"]).status.success());
+    assert!(!linked.join(".abcd").exists(), "a fresh worktree has no local tier");
+    let payload = json!({"session_id": "s1", "cwd": linked, "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": "Done for now.", "background_tasks": [], "session_crons": []});
+    let mut child = repo
+        .command(&["hook", "stop"])
+        .current_dir(&linked)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stderr(&out), "", "no warning at a fresh worktree's first stop");
+    assert_eq!(repo.gh_calls(), 1);
+    assert!(linked.join(".abcd/.work.local/forge-listing.json").exists(), "the listing is cached");
+}
+
+/// Issue 35's trip-ups: after a window the session saw was replaced by one it did not see,
+/// and that one lapsed, the model's line and the person's name the same end.
+#[test]
+fn after_a_lapsed_window_the_model_and_the_person_are_told_the_same_end() {
+    let mut repo = Repo::new();
+    let prompt = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "UserPromptSubmit", "prompt": "hi"});
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+1h"]).status.success());
+    assert!(reply(&repo.hook("user-prompt-submit", prompt.clone(), &[])).is_some(), "the session sees the window ending 19:00");
+    repo.now = "2026-12-01T18:10:00Z".into();
+    assert!(repo.abcd(&["mode", "back"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+1h"]).status.success());
+    assert!(repo.abcd(&["mode", "queue", "merge pull request 4"]).status.success());
+    repo.now = "2026-12-01T20:00:00Z".into();
+    let r = reply(&repo.hook("user-prompt-submit", prompt, &[])).unwrap();
+    let person = r["systemMessage"].as_str().unwrap();
+    let model = r["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+    assert!(person.contains("the away window ended at 2026-12-01 19:10"), "{person}");
+    assert!(model.contains("2026-12-01 19:10") && !model.contains("19:00"), "the model is told the end the person is: {model}");
+}
+
+/// Issue 35's trip-ups: `checklist render --budget` below what the away block and the
+/// smallest checklist need is refused, naming the least budget; at that budget it fits.
+#[test]
+fn a_render_budget_below_the_away_blocks_need_is_refused_naming_the_least() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+8h"]).status.success());
+    let stats: Value = serde_json::from_slice(&repo.abcd(&["checklist", "render", "--stats", "--json"]).stdout).unwrap();
+    let block = stats["away_block"].as_u64().unwrap() as usize;
+    let least = block + 200;
+    let below = repo.abcd(&["checklist", "render", "--budget", &(least - 1).to_string()]);
+    assert_eq!(below.status.code(), Some(2), "{}", stderr(&below));
+    assert!(stderr(&below).contains(&format!("`abcd checklist render --budget {least}`")), "{}", stderr(&below));
+    assert!(stdout(&below).is_empty());
+    let at = repo.abcd(&["checklist", "render", "--budget", &least.to_string()]);
+    assert!(at.status.success(), "{}", stderr(&at));
+    assert!(stdout(&at).chars().count() <= least, "{} of {least}", stdout(&at).chars().count());
+    assert!(stdout(&at).starts_with("abcd: the person is away until"), "{}", stdout(&at));
+}
+
+/// Issue 35: one forge listing serves every away stop of the working copy, whichever
+/// session stops, for `FORGE_LISTING_REUSE` (60 s) after it was made; at the bound the forge
+/// is listed again, and a kept listing dated after the clock (set back) is not reused.
+#[test]
+fn one_forge_listing_serves_the_stops_of_every_session_within_its_reuse_bound() {
+    let mut repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+8h"]).status.success());
+    let stop_as = |repo: &Repo, session: &str| {
+        let payload = json!({"session_id": session, "cwd": repo.root, "hook_event_name": "Stop", "stop_hook_active": false,
+            "last_assistant_message": "Done for now.", "background_tasks": [], "session_crons": []});
+        let out = repo.hook("stop", payload, &[]);
+        assert!(block_reason(&out).contains("Write the parser"), "{}", stdout(&out));
+    };
+    for session in ["s1", "s2", "s3", "s4", "s5"] {
+        stop_as(&repo, session);
+    }
+    assert_eq!(repo.gh_calls(), 1, "five stops in one second: one listing");
+    repo.now = "2026-12-01T18:00:59Z".into();
+    stop_as(&repo, "s6");
+    assert_eq!(repo.gh_calls(), 1, "a second inside the bound: still the kept listing");
+    repo.now = "2026-12-01T18:01:00Z".into();
+    stop_as(&repo, "s1");
+    assert_eq!(repo.gh_calls(), 2, "at the bound: listed again");
+    stop_as(&repo, "s2");
+    assert_eq!(repo.gh_calls(), 2, "the new listing is kept in turn");
+    repo.now = "2026-12-01T18:00:30Z".into();
+    stop_as(&repo, "s3");
+    assert_eq!(repo.gh_calls(), 3, "a listing dated after the clock is not reused");
+}
+
+/// Issue 35 (seed 003, fix round 1): `abcd mode back` on an away record abcd cannot trust
+/// (writable by others, or a symbolic link) refuses, naming the command that makes it
+/// trusted again, and writes nothing; once the person runs it, `mode back` closes the
+/// window and prints what it held.
+#[test]
+fn mode_back_on_an_untrusted_record_names_the_fix_and_closes_the_window_after_it() {
+    for damage in ["writable-by-others", "symlink"] {
+        let repo = Repo::new();
+        assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+        assert!(repo.abcd(&["mode", "queue", "step one"]).status.success());
+        let path = repo.repository_journal();
+        let real = path.with_file_name("journal-elsewhere.jsonl");
+        let fix = match damage {
+            "writable-by-others" => {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+                format!("chmod go-w '{}'", path.display())
+            }
+            _ => {
+                std::fs::rename(&path, &real).unwrap();
+                std::os::unix::fs::symlink(&real, &path).unwrap();
+                format!("mv '{}' '{}'", real.display(), path.display())
+            }
+        };
+        let before = std::fs::read(&real).or_else(|_| std::fs::read(&path)).unwrap();
+        let refused = repo.abcd(&["mode", "back"]);
+        assert_eq!(refused.status.code(), Some(2), "{damage}: {}", stderr(&refused));
+        assert!(stderr(&refused).contains(&fix), "{damage}: the refusal names the fix: {}", stderr(&refused));
+        assert_eq!(std::fs::read(&real).or_else(|_| std::fs::read(&path)).unwrap(), before, "{damage}: nothing written");
+        assert!(Command::new("sh").args(["-c", &fix]).status().unwrap().success(), "{fix}");
+        let back = repo.abcd(&["mode", "back"]);
+        assert!(back.status.success(), "{damage}: {}", stderr(&back));
+        assert!(stdout(&back).contains("queued: step one"), "{damage}: {}", stdout(&back));
+        assert!(stdout(&repo.abcd(&["mode"])).starts_with("present"), "{damage}: closed");
+    }
+}

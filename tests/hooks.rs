@@ -612,3 +612,30 @@ fn every_checklist_write_rewrites_the_session_render() {
         assert_eq!(file["rendered_at"], json!(T0));
     }
 }
+
+/// Issue 35's trip-ups (seed 003): a command with a `$(...)` or backtick substitution is no
+/// act for the recorder, so no branch is recorded, not even a creation beside it; a `$(`
+/// inside single quotes is text and changes nothing.
+#[test]
+fn a_command_with_a_substitution_records_no_branch() {
+    let repo = Repo::new(true);
+    std::fs::write(repo.root.join(".git/refs/heads/main"), "0123456789012345678901234567890123456789\n").unwrap();
+    std::fs::write(repo.root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    assert!(repo.abcd(&["checklist", "add", "Start the journal"]).status.success());
+    let cases = [
+        ("git switch -c $(echo sub)", None),
+        ("git checkout -b `echo sub`", None),
+        ("git switch -c feat/s && echo $(date)", None),
+        ("git switch -c feat/t && echo '$(not run)'", Some("feat/t")),
+    ];
+    for (command, expected) in cases {
+        let before = repo.kinds().len();
+        let payload = fixture("pre-tool-use-bash.json", &[("$CWD", &cwd(&repo)), ("$COMMAND", command)]);
+        let (out, _) = hook(&repo, "pre-tool-use", &payload, &[]);
+        assert_eq!((out.status.code(), stdout_json(&out)), (Some(0), None), "{command}: the recorder never refuses");
+        match expected {
+            Some(branch) => assert_eq!(repo.last_data()["branch"], branch, "{command}"),
+            None => assert_eq!(repo.kinds().len(), before, "{command} recorded something"),
+        }
+    }
+}

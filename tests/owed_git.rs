@@ -172,6 +172,7 @@ impl<'a> Ask<'a> {
             now: self.now,
             started: self.started,
             gh: self.gh,
+            listing_cache: None,
         })
     }
 }
@@ -486,7 +487,11 @@ fn a_spent_budget_reads_no_git_and_starts_no_forge_and_says_so() {
     let reading = ask.read(&lab.wc);
     assert!(reading.incomplete && !reading.forge_called);
     assert!(stub.calls().is_empty());
-    assert_eq!(reading.items, [Owed::Working { id: "doing".into(), title: "doing".into() }], "the checklist needs no read");
+    assert_eq!(
+        reading.items,
+        [Owed::Working { id: "doing".into(), title: "doing".into(), added_seq: 1, promised: false }],
+        "the checklist needs no read"
+    );
     assert_eq!(
         reading.notes,
         [
@@ -848,7 +853,7 @@ fn no_repository_or_no_commit_is_a_note_not_an_incomplete_reading() {
         let mut ask = Ask::new().created(&["feat/x"]);
         ask.checklist = vec![item("doing", ItemState::Working, None)];
         let reading = ask.read(root);
-        assert_eq!(reading.items, [Owed::Working { id: "doing".into(), title: "doing".into() }]);
+        assert_eq!(reading.items, [Owed::Working { id: "doing".into(), title: "doing".into(), added_seq: 1, promised: false }]);
         assert!(!reading.incomplete);
         assert_eq!(reading.notes, ["branches were not read: git found no commit here (not a repository, or no commit yet)"]);
     }
@@ -894,8 +899,8 @@ fn checklist_items_join_the_branch_items_and_every_waiting_look_is_reported() {
     assert_eq!(
         reading.items,
         [
-            Owed::Working { id: "doing".into(), title: "doing".into() },
-            Owed::LookDue { id: "due".into(), title: "due".into() },
+            Owed::Working { id: "doing".into(), title: "doing".into(), added_seq: 1, promised: false },
+            Owed::LookDue { id: "due".into(), title: "due".into(), added_seq: 1 },
             Owed::Unpushed { branch: "feat/disk".into(), next_act_is_push: true },
         ]
     );

@@ -17,6 +17,8 @@ const NOW: &str = "2026-12-01T18:00:00Z";
 /// A commit date before [`NOW`], and one after it.
 const BEFORE_NOW: &str = "2026-12-01T17:00:00Z";
 const AFTER_NOW: &str = "2026-12-01T18:30:00Z";
+/// `FORGE_LISTING_REUSE` (60 s) after [`NOW`]: a listing kept at `NOW` is made again.
+const LISTING_REUSED_UNTIL: &str = "2026-12-01T18:01:00Z";
 
 struct Repo {
     dir: tempfile::TempDir,
@@ -208,6 +210,8 @@ fn a_commit_after_the_last_checklist_write_is_named() {
     for _ in 0..2 {
         let context = repo.prompt().expect("the behind note");
         assert!(context.contains(&format!("abcd: {BEHIND}: feat/a has commits after the checklist's last write")), "{context}");
+        // The fix is updating the item that names it, not adding one (issue 35).
+        assert!(context.contains("`abcd checklist set <id>`") && !context.contains("Adding an item"), "{context}");
     }
     // Present: the stop is not blocked for it (only the person's line for the unpushed
     // commit), and no forge is called.
@@ -254,7 +258,7 @@ const LISTING: &str = r#"[
 /// with `git worktree add -b` is owed here, its unpushed commits and its pull request.
 #[test]
 fn only_own_branches_and_their_pull_requests_are_owed_and_a_cut_worktree_branch_is_the_cutters() {
-    let repo = Repo::new();
+    let mut repo = Repo::new();
     repo.stub_gh(&LISTING.replace("feat/cut", "feat/not-yet"));
     repo.ok(&["mode", "autonomous"]);
     // Neither pull request's head is a branch of this copy's: nothing is owed.
@@ -276,6 +280,8 @@ fn only_own_branches_and_their_pull_requests_are_owed_and_a_cut_worktree_branch_
     repo.git(&["worktree", "add", "-q", "-b", "feat/cut", other.to_str().unwrap()]);
     commit_at(&other, "cut.txt", BEFORE_NOW);
     repo.stub_gh(LISTING);
+    // The forge's new answer is read once the kept listing is past its reuse bound.
+    repo.now = LISTING_REUSED_UNTIL.into();
     let reason = block_reason(&repo.stop(false, false));
     assert!(reason.contains("Next: pull request #22 is behind its base."), "{reason}");
     assert!(reason.contains("Also owed: branch feat/cut has commits not pushed"), "{reason}");

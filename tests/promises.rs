@@ -12,6 +12,8 @@ use common::repo::{self, TestRepo};
 use serde_json::{Value, json};
 
 const NOW: &str = "2026-12-01T18:00:00Z";
+/// The forge listing's reuse bound (60 s) after [`NOW`]: a listing kept at `NOW` is made again.
+const A_MINUTE_LATER: &str = "2026-12-01T18:01:00Z";
 
 struct Repo {
     _dir: tempfile::TempDir,
@@ -88,9 +90,13 @@ impl Repo {
     }
 
     fn stop_reason(&self) -> String {
+        self.stop_reason_at(NOW)
+    }
+
+    fn stop_reason_at(&self, now: &str) -> String {
         let payload = json!({"session_id": "s1", "cwd": self.root, "hook_event_name": "Stop", "stop_hook_active": false,
             "last_assistant_message": "done", "background_tasks": [], "session_crons": []});
-        let r = self.hook("stop", payload, NOW).expect("a block");
+        let r = self.hook("stop", payload, now).expect("a block");
         r["hookSpecificOutput"]["additionalContext"].as_str().unwrap().to_string()
     }
 
@@ -138,9 +144,10 @@ fn a_promise_on_a_merged_pull_request_fires_once_is_rendered_first_and_is_owed_a
     assert_eq!(cache["listed_at"], NOW);
     assert_eq!(cache["pull_requests"][0]["state"], "open");
 
-    // Merged: the promise fires at this stop, and what it became is owed.
+    // Merged (read once the kept listing is past its 60 s reuse): the promise fires at
+    // this stop, and what it became is owed.
     repo.stub_gh(&pr7("MERGED"));
-    let reason = repo.stop_reason();
+    let reason = repo.stop_reason_at(A_MINUTE_LATER);
     assert!(reason.contains("checklist item 3 (add the wrapper) is working"), "{reason}");
     let fired = repo.fired();
     assert_eq!(fired.len(), 1);
@@ -233,4 +240,33 @@ fn resume_lists_the_pull_requests_waiting_on_the_lanes_branches_from_the_cached_
     assert!(!calls.exists(), "resume calls no forge");
     let _ = driver.kill();
     let _ = driver.wait();
+}
+
+/// Issue 35, owed work in order: the away stop names the working items in the order they
+/// were added (not their ids sorted as text, where 10 and 11 come before 2), and an item a
+/// promise fires at this very stop comes before everything else owed.
+#[test]
+fn the_away_stop_names_items_in_the_order_added_and_a_promise_fired_at_this_stop_first() {
+    let repo = Repo::new();
+    repo.must(&["checklist", "add", "Land the parser", "--waits-on", "pr:7", "--promise", "pr:7 merged => add the wrapper"]);
+    for n in 2..=11 {
+        repo.must(&["checklist", "add", &format!("Task {n}")]);
+    }
+    // Item 1 waits on the pull request, so it is not owed; items 2 to 11 are working.
+    repo.must(&["mode", "autonomous", "--until", "+8h"]);
+    let reason = repo.stop_reason();
+    assert!(reason.contains("work is owed (10 items). Next: checklist item 2 (Task 2) is working."), "{reason}");
+    assert!(
+        reason.contains(
+            "Also owed: checklist item 3 (Task 3) is working; checklist item 4 (Task 4) is working; \
+             checklist item 5 (Task 5) is working; checklist item 6 (Task 6) is working; and 5 more."
+        ),
+        "{reason}"
+    );
+
+    // The promise fires at this stop: what it became is named next, before the oldest item.
+    repo.stub_gh(&pr7("MERGED"));
+    let reason = repo.stop_reason_at(A_MINUTE_LATER);
+    assert!(reason.contains("work is owed (11 items). Next: checklist item 12 (add the wrapper) is working."), "{reason}");
+    assert!(reason.contains("Also owed: checklist item 2 (Task 2) is working; checklist item 3 (Task 3)"), "{reason}");
 }

@@ -252,3 +252,48 @@ fn the_first_prompt_after_back_in_a_second_copy_shows_the_return_lists_and_the_s
     assert!(!context(&repo.prompt(&a, back, "sa")).contains("Steps only the person can do"));
     assert_eq!(repo.repository_kinds().iter().filter(|k| *k == "away.return_shown").count(), 2);
 }
+
+/// Issue 35's trip-ups: away right after `abcd init`, with no working copy that has a
+/// journal yet, the sweep's line says there is none to ask instead of "0 of 0".
+#[test]
+fn right_after_init_the_sweep_says_no_working_copy_to_ask() {
+    let repo = Repo::new();
+    let out = repo.ok(&repo.root, NOW, &["mode", "autonomous"]);
+    assert!(!out.contains("0 of 0"), "{out}");
+    assert!(out.contains("(no working copy to ask yet: none has a journal)"), "{out}");
+    // One working copy with a journal: counted as before.
+    repo.ok(&repo.root, NOW, &["checklist", "add", "Write the parser"]);
+    let mode = repo.ok(&repo.root, NOW, &["mode"]);
+    assert!(mode.contains("(1 of 1 working copy answered)"), "{mode}");
+}
+
+/// Issue 35: the sweep's deadline is a machine setting (`abcd mode sweep-deadline MINUTES`,
+/// 1 to 60, kept in the home store), used when `--sweep-deadline` is not given; whichever
+/// sets it, the deadline never runs past the window's end.
+#[test]
+fn the_sweep_deadline_is_a_machine_setting_clamped_to_the_window() {
+    let repo = Repo::new();
+    let root = repo.root.clone();
+    for (minutes, ok) in [("0", false), ("1", true), ("60", true), ("61", false)] {
+        let out = repo.abcd(&root, NOW, &["mode", "sweep-deadline", minutes]);
+        assert_eq!(out.status.code(), Some(if ok { 0 } else { 2 }), "{minutes}: {}", repo::text(&out));
+    }
+    let set = repo.ok(&root, NOW, &["mode", "sweep-deadline", "20"]);
+    assert!(set.contains("20 minutes"), "{set}");
+    assert!(repo.ok(&root, NOW, &["mode", "sweep-deadline"]).contains("20 minutes"), "it is kept");
+    // The machine's setting.
+    let out = repo.ok(&root, NOW, &["mode", "autonomous", "--until", "+2h"]);
+    assert!(out.contains("answers until 2026-12-01 18:20 UTC"), "{out}");
+    // A window shorter than the setting: the sweep ends with the window.
+    let out = repo.ok(&root, NOW, &["mode", "autonomous", "--until", "+5m"]);
+    assert!(out.contains("answers until 2026-12-01 18:05 UTC"), "{out}");
+    // So does one given on the command line.
+    let out = repo.ok(&root, NOW, &["mode", "autonomous", "--until", "+15m", "--sweep-deadline", "+30m"]);
+    assert!(out.contains("answers until 2026-12-01 18:15 UTC"), "{out}");
+    // A window at the bound ends the sweep with it; one shorter than a sweep's least
+    // length starts none (no session could answer in it).
+    let out = repo.ok(&root, NOW, &["mode", "autonomous", "--until", "+1m"]);
+    assert!(out.contains("answers until 2026-12-01 18:01 UTC"), "{out}");
+    let out = repo.ok(&root, NOW, &["mode", "autonomous", "--until", "+59s"]);
+    assert!(!out.contains("answers until") && out.contains("no blocker sweep: the window is shorter than 1 minute"), "{out}");
+}

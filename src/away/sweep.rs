@@ -78,11 +78,15 @@ pub fn ask(sweep: &Sweep, show: Show<'_>) -> String {
 /// line, then each working copy with its state and its blocked items.
 pub fn sweep_lines(sweep: &Sweep, copies: &[CopyReport], show: Show<'_>) -> Vec<String> {
     let answered = copies.iter().filter(|c| matches!(c.reporting, Reporting::Answered(_))).count();
+    // No copy with a journal (away right after `abcd init`): none to count, so none is named.
+    let tally = match copies.len() {
+        0 => "no working copy to ask yet: none has a journal".to_string(),
+        1 => format!("{answered} of 1 working copy answered"),
+        n => format!("{answered} of {n} working copies answered"),
+    };
     let mut lines = vec![format!(
-        "blocker sweep: each live session is asked at its next hook to mark what could stop it; answers until {} ({answered} of {} working {} answered).",
+        "blocker sweep: each live session is asked at its next hook to mark what could stop it; answers until {} ({tally}).",
         show(sweep.deadline),
-        copies.len(),
-        if copies.len() == 1 { "copy" } else { "copies" },
     )];
     for c in copies {
         let state = match c.reporting {

@@ -137,6 +137,20 @@ pub struct PrFact {
     pub head: String,
     pub state: PrState,
     pub checks: Checks,
+    /// The forge's merge state when it makes the pull request owed (behind or conflicting),
+    /// so a reused listing owes what the fresh one did; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<Merge>,
+}
+
+/// A merge state that makes an open pull request owed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Merge {
+    /// `BEHIND`: its base moved on.
+    Behind,
+    /// `DIRTY`: it conflicts with its base.
+    Dirty,
 }
 
 /// The last forge listing and when it was made.
@@ -145,6 +159,10 @@ pub struct PrFact {
 pub struct ForgeFacts {
     pub listed_at: Timestamp,
     pub pull_requests: Vec<PrFact>,
+    /// Listed in every state (`--state all`), not the open ones alone: only such a listing
+    /// can be reused for a promise that waits on a merged or closed pull request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_states: bool,
 }
 
 /// What git's files say: the branches a remote-tracking ref shows (read without network).
@@ -303,7 +321,7 @@ mod tests {
     }
 
     fn pr(number: u64, head: &str, state: PrState, checks: Checks) -> PrFact {
-        PrFact { number, head: head.into(), state, checks }
+        PrFact { number, head: head.into(), state, checks, merge: None }
     }
 
     #[test]
@@ -335,6 +353,7 @@ mod tests {
                 pr(9, "feat/c", PrState::Open, Checks::Green),
                 pr(10, "feat/d", PrState::Open, Checks::Pending),
             ],
+            all_states: true,
         };
         let git = GitFacts { pushed: vec!["feat/p".into()] };
         let fires = |t: &str| holds(&parse(&format!("{t} => x")).unwrap().trigger, Some(&forge), &git, now);
@@ -363,7 +382,7 @@ mod tests {
     #[test]
     fn due_skips_fired_dropped_and_free_text_promises() {
         let now = ts("2026-12-02T10:00:00Z");
-        let forge = ForgeFacts { listed_at: now, pull_requests: vec![pr(7, "b", PrState::Merged, Checks::None)] };
+        let forge = ForgeFacts { listed_at: now, pull_requests: vec![pr(7, "b", PrState::Merged, Checks::None)], all_states: true };
         let mut fired = item("fired", "pr:7 merged => x", ItemState::Waiting);
         fired.promise_fired = Some("9".into());
         let items = [

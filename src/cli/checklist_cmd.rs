@@ -89,7 +89,7 @@ enum ChecklistAction {
     },
     /// What the session-start hook injects: the away block while away, then the checklist, within a character budget
     Render {
-        /// Characters at most, 200 to 10000 (default 9500: the host's 10,000 minus a margin of 500)
+        /// Characters at most, 200 to 10000 (default 9500: the host's 10,000 minus a margin of 500); while away, at least the away block (as --stats counts it) plus 200
         #[arg(long, default_value_t = DEFAULT_BUDGET_CHARS)]
         budget: usize,
         /// Print the characters each part takes instead of the text (the away block counts its blank line)

@@ -49,7 +49,7 @@ enum ModeAction {
         #[arg(long)]
         hold_pushes: bool,
         #[arg(long, allow_hyphen_values = true, value_name = "T", help = format!(
-            "Until when live sessions are asked to bring in what could stop them (+10m, 18:10 or an RFC 3339 time; {} to {} from now, {} when not given). The command does not wait: `abcd mode` shows the list with the answers",
+            "Until when live sessions are asked to bring in what could stop them (+10m, 18:10 or an RFC 3339 time; {} to {} from now; when not given, this machine's `abcd mode sweep-deadline`, else {}; never past the window's end). The command does not wait: `abcd mode` shows the list with the answers",
             span_words(SWEEP_DEADLINE_MIN),
             span_words(SWEEP_DEADLINE_MAX),
             span_words(SWEEP_DEADLINE_DEFAULT)
@@ -64,6 +64,16 @@ enum ModeAction {
     /// End the mode: prints every queued step, handed-back item, recorded stop and
     /// decision of the window, one line each, and records who ended it
     Back,
+    #[command(about = format!(
+        "This machine's blocker sweep length, in minutes ({} to {}; {} unless set): used when `--sweep-deadline` is not given, and never past the window's end. Bare, prints it",
+        SWEEP_DEADLINE_MIN.as_mins(),
+        SWEEP_DEADLINE_MAX.as_mins(),
+        span_words(SWEEP_DEADLINE_DEFAULT)
+    ))]
+    SweepDeadline {
+        /// Minutes
+        minutes: Option<u64>,
+    },
     /// Queue one step for the person (only while away; one line, at most 500 characters)
     Queue {
         /// What the person is to do on their return
@@ -150,9 +160,15 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                 }
                 lines.extend(window.notify.as_deref().map(notify_line));
                 lines.push("The mode grants no rights: your own standing instruction stays the only authority to push, open or merge a pull request. `abcd mode back` ends it.".into());
-                if let Some(v) = &sweep {
-                    lines.push(sweep_text(v));
-                    lines.push("This command does not wait for the answers: `abcd mode` shows the list again with them.".into());
+                match &sweep {
+                    Some(v) => {
+                        lines.push(sweep_text(v));
+                        lines.push("This command does not wait for the answers: `abcd mode` shows the list again with them.".into());
+                    }
+                    None => lines.push(format!(
+                        "no blocker sweep: the window is shorter than {}, too short for a session to answer.",
+                        span_words(SWEEP_DEADLINE_MIN)
+                    )),
                 }
                 lines.join("\n")
             }
@@ -166,6 +182,23 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
             }
         }
         Some(ModeAction::Back) => back_text(away_cmd::back(&repo, now, &show)?, json_out),
+        Some(ModeAction::SweepDeadline { minutes }) => {
+            let (span, said) = match minutes {
+                Some(m) => (away_cmd::set_machine_sweep_deadline(m)?, "is now"),
+                None => match away_cmd::machine_sweep_deadline() {
+                    Some(span) => (span, "is"),
+                    None => (SWEEP_DEADLINE_DEFAULT, "is the default,"),
+                },
+            };
+            if json_out {
+                json!({"sweep_deadline_minutes": span.as_mins()}).to_string()
+            } else {
+                format!(
+                    "this machine's blocker sweep {said} {} minutes after `abcd mode autonomous` (never past the window's end).",
+                    span.as_mins()
+                )
+            }
+        }
     };
     if !out.is_empty() {
         outln!("{out}");

@@ -123,11 +123,19 @@ pub fn set(
     if let Err(r) = away::check_set(&set) {
         return Err(CommandError::Refused(format!("refused: {} {}; nothing was written", r.field.unwrap_or_default(), r.reason)));
     }
-    let deadline = sweep_deadline_from(start, sweep_deadline)?;
-    let sweep = AwaySweepStarted { start, deadline, working_copy: repo.working_copy.clone() };
+    // Never past the window's end: a session asked after it is no longer away. A window
+    // shorter than a sweep's least length starts none.
+    let deadline = sweep_deadline_from(start, sweep_deadline)?.min(end);
+    let sweep = (deadline.duration_since(start) >= away::SWEEP_DEADLINE_MIN).then(|| AwaySweepStarted {
+        start,
+        deadline,
+        working_copy: repo.working_copy.clone(),
+    });
     let written = repo.store.append_with(Some(&repo.scope), |state| {
         let carried = state.away.open_window().map_or(0, away::Window::unread);
-        (vec![caller_event(event::AWAY_SET, json!(set)), caller_event(event::AWAY_SWEEP_STARTED, json!(sweep))], carried)
+        let mut events = vec![caller_event(event::AWAY_SET, json!(set))];
+        events.extend(sweep.iter().map(|s| caller_event(event::AWAY_SWEEP_STARTED, json!(s))));
+        (events, carried)
     })?;
     let after = written.after?;
     let window = after.state.away.window.expect("the set just folded");
@@ -135,8 +143,49 @@ pub fn set(
     Ok(WindowSet { window, carried: written.outcome, sweep })
 }
 
-/// The sweep's deadline: `--sweep-deadline` as a time (`+10m`, `18:10`, RFC 3339), else
-/// [`away::SWEEP_DEADLINE_DEFAULT`] after the start; within the sweep's bounds.
+/// The machine's sweep deadline, in the home store: `{"minutes": N}`.
+pub const SWEEP_SETTING_FILE: &str = "sweep-deadline.json";
+/// The setting's file is read up to this many bytes (it holds one small number).
+const SWEEP_SETTING_MAX_BYTES: u64 = 4_096;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepSetting {
+    minutes: u64,
+}
+
+/// This machine's sweep length (`abcd mode sweep-deadline`), when one is set and within
+/// the sweep's bounds; a file that does not read as one is no setting.
+pub fn machine_sweep_deadline() -> Option<jiff::SignedDuration> {
+    let path = places::home_dir().ok()?.join(SWEEP_SETTING_FILE);
+    let bytes = crate::platform::fs::read_regular(&path, SWEEP_SETTING_MAX_BYTES).ok()?;
+    let setting: SweepSetting = serde_json::from_slice(&bytes).ok()?;
+    let span = jiff::SignedDuration::from_mins(i64::try_from(setting.minutes).ok()?);
+    away::check_sweep_span(span).is_ok().then_some(span)
+}
+
+/// Sets this machine's sweep length to `minutes`, within the sweep's bounds.
+pub fn set_machine_sweep_deadline(minutes: u64) -> Result<jiff::SignedDuration, CommandError> {
+    let span = i64::try_from(minutes).ok().map(jiff::SignedDuration::from_mins);
+    if span.is_none_or(|s| away::check_sweep_span(s).is_err()) {
+        return Err(CommandError::Refused(format!(
+            "refused: a sweep lasts {} to {}; give minutes from {} to {}; nothing was written",
+            span_words(away::SWEEP_DEADLINE_MIN),
+            span_words(away::SWEEP_DEADLINE_MAX),
+            away::SWEEP_DEADLINE_MIN.as_mins(),
+            away::SWEEP_DEADLINE_MAX.as_mins()
+        )));
+    }
+    let home = places::home_dir()?;
+    crate::platform::fs::create_dir_all(&home, 0o700).map_err(CommandError::failed)?;
+    let bytes = serde_json::to_vec(&SweepSetting { minutes }).expect("plain data serializes");
+    crate::journal::storage::write_atomic(&RealDisk, &home.join(SWEEP_SETTING_FILE), &bytes, false).map_err(CommandError::failed)?;
+    Ok(span.expect("checked"))
+}
+
+/// The sweep's deadline: `--sweep-deadline` as a time (`+10m`, `18:10`, RFC 3339), else the
+/// machine's setting, else [`away::SWEEP_DEADLINE_DEFAULT`] after the start; within the
+/// sweep's bounds (the caller clamps it to the window).
 fn sweep_deadline_from(start: jiff::Timestamp, text: Option<&str>) -> Result<jiff::Timestamp, CommandError> {
     let deadline = match text {
         Some(text) => {
@@ -144,7 +193,9 @@ fn sweep_deadline_from(start: jiff::Timestamp, text: Option<&str>) -> Result<jif
             parse_time_input("--sweep-deadline", text, &zoned, away::SWEEP_DEADLINE_MAX)
                 .map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
         }
-        None => start.checked_add(away::SWEEP_DEADLINE_DEFAULT).map_err(|e| CommandError::Failed(e.to_string()))?,
+        None => start
+            .checked_add(machine_sweep_deadline().unwrap_or(away::SWEEP_DEADLINE_DEFAULT))
+            .map_err(|e| CommandError::Failed(e.to_string()))?,
     };
     away::check_sweep_span(deadline.duration_since(start)).map_err(|why| {
         CommandError::Refused(format!(

@@ -96,6 +96,18 @@ pub fn render_within(store: &Store, cwd: &Path, budget: usize, now: jiff::Timest
     let view = store.checklist_view();
     let record = super::hook::away::read(cwd);
     let block = record.holding(now).map(|w| crate::away::text::away_block(w, &|t| crate::clock::show(t)));
+    // The away block is never cut (its rules are what the model works by while nobody
+    // watches): a budget that cannot hold it and the smallest checklist is refused.
+    if let Some(block) = &block {
+        let least = block.chars().count() + render::BLOCK_SEP.chars().count() + MIN_BUDGET_CHARS;
+        if budget < least {
+            return Err(CommandError::Refused(format!(
+                "refused: --budget {budget} cannot hold the render while away: the away block takes {} characters and the \
+                 checklist at least {MIN_BUDGET_CHARS}; run `abcd checklist render --budget {least}` (or more)",
+                least - MIN_BUDGET_CHARS
+            )));
+        }
+    }
     Ok((render::context_parts(block.as_deref(), &view.checklist.items, &view.notes, budget, now), record.warning))
 }
 

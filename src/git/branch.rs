@@ -137,10 +137,33 @@ fn simple_commands(command: &str) -> Vec<Vec<String>> {
 
 /// Every branch the command would create, by the forms SPEC §5 names.
 pub fn branch_creations(command: &str) -> Vec<BranchCreation> {
-    if command.len() > MAX_COMMAND_BYTES {
+    // A substitution's output is known only when the shell runs it, so the command's acts
+    // cannot be read from its text: it records nothing (seed 003).
+    if command.len() > MAX_COMMAND_BYTES || has_substitution(command) {
         return Vec::new();
     }
     simple_commands(command).iter().filter_map(|words| creation_in(words)).collect()
+}
+
+/// Whether the command holds a command substitution the shell would run: `$(` or a
+/// backtick outside single quotes (inside them both are text; inside double quotes they
+/// still run; a backslash outside single quotes escapes them).
+fn has_substitution(command: &str) -> bool {
+    let (mut single, mut double) = (false, false);
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '\\' if !single => {
+                chars.next();
+            }
+            '`' if !single => return true,
+            '$' if !single && chars.peek() == Some(&'(') => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 fn creation_in(words: &[String]) -> Option<BranchCreation> {
@@ -273,5 +296,16 @@ mod tests {
         assert_eq!(branches("GIT_TRACE=0 git checkout -b env-x"), ["env-x"]);
         assert!(branches(&format!("git switch -c {}", "a".repeat(MAX_BRANCH_BYTES + 1))).is_empty());
         assert!(branches("git switch -c 'has space'").is_empty());
+    }
+
+    #[test]
+    fn a_substitution_outside_single_quotes_makes_the_command_no_act() {
+        for cmd in
+            ["git switch -c $(echo sub)", "git checkout -b `x`", "git switch -c a && echo \"$(date)\"", "echo \"it's\" && git branch $(x)"]
+        {
+            assert!(branches(cmd).is_empty(), "{cmd}: {:?}", branches(cmd));
+        }
+        assert_eq!(branches("git switch -c b && echo '$(text)' '`text`'"), ["b"]);
+        assert_eq!(branches(r"git switch -c c && echo \$(text)"), ["c"]);
     }
 }

@@ -96,7 +96,7 @@ pub enum JournalError {
     /// checkout explains it (journal-format/SPEC.md §11).
     #[error("refusing to {action} {}: {finding}; {}", path.display(), finding.remedy())]
     Foreign { action: &'static str, path: PathBuf, finding: Box<super::scope::ForeignJournal> },
-    #[error("refusing to use {}: {reason}", path.display())]
+    #[error("refusing to use {}: {reason}; {}", path.display(), storage::untrusted_remedy(path, reason))]
     Untrusted { path: PathBuf, reason: &'static str },
     #[error("{} is not an abcd journal: {reason}", path.display())]
     NotAJournal { path: PathBuf, reason: String },

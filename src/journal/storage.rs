@@ -90,6 +90,32 @@ pub fn untrusted_reason(facts: &FileFacts) -> Option<&'static str> {
     }
 }
 
+/// What the person runs to make a file [`untrusted_reason`] refused trusted again, in words
+/// for the refusal: the command for the two a person makes by accident (a `chmod`, a link
+/// put in the file's place), and who may fix the rest. abcd runs none of it: the file may
+/// have been changed by whoever could write it, and only the person can judge that.
+pub fn untrusted_remedy(path: &Path, reason: &str) -> String {
+    let quoted = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
+    match reason {
+        "it is writable by other users" => {
+            format!("if no one else should write it, run `chmod go-w {}`, then run the command again", quoted(path))
+        }
+        "it is a symbolic link" => match std::fs::read_link(path) {
+            Ok(target) => {
+                let target = path.parent().map_or(target.clone(), |dir| dir.join(&target));
+                format!(
+                    "abcd follows no link to its own files: put the file it names in its place with `mv {} {}`, then run the command again",
+                    quoted(&target),
+                    quoted(path)
+                )
+            }
+            Err(_) => "abcd follows no link to its own files: put the file it names in its place, then run the command again".into(),
+        },
+        "it is owned by another user" => "run abcd as the user who owns it".into(),
+        _ => "move it away, then run the command again".into(),
+    }
+}
+
 /// True when a home-store file exists and passes the rule; false when absent or failing.
 pub fn home_file_ok(storage: &dyn Storage, path: &Path) -> io::Result<bool> {
     Ok(match storage.facts(path)? {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde::Deserialize;
 
 use super::{CHILD_OUTPUT_MAX, FORGE_DEADLINE, FORGE_LIST_MAX, RunFail, run_bounded};
-use crate::checklist::promise::{Checks, PrFact, PrState};
+use crate::checklist::promise::{Checks, Merge, PrFact, PrState};
 use crate::verdict::stop::{Owed, PrWhy};
 
 /// Check-run conclusions that mean failing.
@@ -47,7 +47,8 @@ fn is_executable(path: &Path) -> bool {
 /// A listing under way on its own thread.
 pub(super) struct Listing {
     thread: Option<JoinHandle<Listed>>,
-    /// Set when the budget was spent before the listing could start.
+    /// Set when there is nothing to wait for: the budget was spent before the listing could
+    /// start, or a kept listing stands for it.
     not_started: Option<Listed>,
 }
 
@@ -80,6 +81,11 @@ pub(super) fn start(gh: PathBuf, root: PathBuf, budget_end: Instant, all_states:
 }
 
 impl Listing {
+    /// A listing already read (a kept one): nothing to start or wait for.
+    pub(super) fn done(listed: Listed) -> Listing {
+        Listing { thread: None, not_started: Some(listed) }
+    }
+
     /// Waits for the listing (its child is killed at its deadline, so this ends).
     pub(super) fn finish(self) -> Listed {
         match (self.not_started, self.thread) {
@@ -188,6 +194,27 @@ pub(super) fn parse_listing(bytes: &[u8]) -> Result<Vec<Owed>, String> {
         .collect())
 }
 
+/// A kept listing read back as a fresh one would be: the owed pull requests by the rules of
+/// [`parse_listing`] (open ones only; failing checks first, then `BEHIND`, then `DIRTY`),
+/// and each one's head.
+pub(super) fn reused(facts: &[PrFact]) -> Listed {
+    let items = facts
+        .iter()
+        .filter(|pr| pr.state == PrState::Open)
+        .filter_map(|pr| {
+            let why = match (pr.checks, pr.merge) {
+                (Checks::Failing, _) => PrWhy::Failing,
+                (_, Some(Merge::Behind)) => PrWhy::Behind,
+                (_, Some(Merge::Dirty)) => PrWhy::Dirty,
+                _ => return None,
+            };
+            Some(Owed::PullRequest { number: pr.number, why })
+        })
+        .collect();
+    let heads = facts.iter().filter(|pr| !pr.head.is_empty()).map(|pr| (pr.number, pr.head.clone())).collect();
+    Listed { items, heads, ..Listed::default() }
+}
+
 /// A listed pull request's number and head branch.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -227,7 +254,12 @@ pub(super) fn parse_facts(bytes: &[u8]) -> Result<Vec<PrFact>, String> {
                 _ if checks.iter().all(Check::passed) => Checks::Green,
                 _ => Checks::Pending,
             };
-            Some(PrFact { number: pr.number, head: pr.head_ref_name.clone().unwrap_or_default(), state, checks })
+            let merge = match pr.merge_state_status.as_deref() {
+                Some("BEHIND") => Some(Merge::Behind),
+                Some("DIRTY") => Some(Merge::Dirty),
+                _ => None,
+            };
+            Some(PrFact { number: pr.number, head: pr.head_ref_name.clone().unwrap_or_default(), state, checks, merge })
         })
         .collect())
 }
@@ -271,8 +303,11 @@ mod tests {
         json.push(pr(100, "UNSTABLE", passing));
         json.push(pr(101, "DIRTY", passing));
         want.push(owed(101, PrWhy::Dirty));
-        let got = parse_listing(format!("[{}]", json.join(",")).as_bytes()).unwrap();
+        let listing = format!("[{}]", json.join(","));
+        let got = parse_listing(listing.as_bytes()).unwrap();
         assert_eq!(got, want);
+        // The same listing kept and read back owes the same pull requests, in its order.
+        assert_eq!(reused(&parse_facts(listing.as_bytes()).unwrap()).items, want);
     }
 
     #[test]
@@ -290,15 +325,17 @@ mod tests {
             {"number":4,"headRefName":"d","state":"DRAFTISH"}]"#;
         assert_eq!(parse_listing(json.as_bytes()).unwrap(), vec![owed(3, PrWhy::Behind)]);
         let facts = parse_facts(json.as_bytes()).unwrap();
-        let fact = |number, head: &str, state, checks| PrFact { number, head: head.into(), state, checks };
+        let fact = |number, head: &str, state, checks, merge| PrFact { number, head: head.into(), state, checks, merge };
         assert_eq!(
             facts,
             vec![
-                fact(1, "a", PrState::Merged, Checks::Failing),
-                fact(2, "b", PrState::Closed, Checks::None),
-                fact(3, "c", PrState::Open, Checks::Green)
+                fact(1, "a", PrState::Merged, Checks::Failing, Some(Merge::Behind)),
+                fact(2, "b", PrState::Closed, Checks::None, Some(Merge::Dirty)),
+                fact(3, "c", PrState::Open, Checks::Green, Some(Merge::Behind))
             ]
         );
+        // A kept listing owes what the fresh one did.
+        assert_eq!(reused(&facts).items, vec![owed(3, PrWhy::Behind)]);
     }
 
     #[test]

@@ -23,12 +23,31 @@ pub enum CacheError {
     Io(#[from] std::io::Error),
 }
 
+/// A kept listing stands for a fresh one this long after it was made: every away stop of
+/// the working copy's sessions within it reads the kept one, so stops in quick succession
+/// (several sessions, or a session blocked again at once) make one `gh pr list` call, and
+/// what the forge says (a check run finishing, a base moving) is at most this old.
+pub const FORGE_LISTING_REUSE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The kept listing in `tier` when it can stand for a fresh one at `now`: made at or
+/// before `now` and less than [`FORGE_LISTING_REUSE`] before it (a listing from a clock
+/// set back is not), and in every state when `all_states` is asked.
+pub fn reusable(tier: &Path, now: jiff::Timestamp, all_states: bool) -> Option<ForgeFacts> {
+    let facts = read(tier)?;
+    let age = now.duration_since(facts.listed_at);
+    let fresh = !age.is_negative() && age < jiff::SignedDuration::try_from(FORGE_LISTING_REUSE).ok()?;
+    (fresh && (facts.all_states || !all_states)).then_some(facts)
+}
+
 /// Writes the listing into `tier` (the working copy's local tier), replacing the last.
 pub fn write(tier: &Path, facts: &ForgeFacts) -> Result<(), CacheError> {
     let bytes = serde_json::to_vec(facts).expect("plain data serializes");
     if bytes.len() > FORGE_CACHE_MAX_BYTES {
         return Err(CacheError::TooBig(bytes.len()));
     }
+    // A fresh linked worktree's first away stop lists before its journal makes the tier:
+    // the folder is made here as the journal makes it (0700), so the first listing is kept.
+    crate::journal::storage::Storage::create_dir_all(&RealDisk, tier, 0o700)?;
     write_atomic(&RealDisk, &tier.join(FORGE_CACHE_FILE), &bytes, false)?;
     Ok(())
 }
@@ -48,8 +67,14 @@ mod tests {
     use crate::checklist::promise::{Checks, PrFact, PrState};
 
     fn listing(head_bytes: usize, count: usize) -> ForgeFacts {
-        let pr = |n: usize| PrFact { number: n as u64, head: "h".repeat(head_bytes), state: PrState::Open, checks: Checks::Green };
-        ForgeFacts { listed_at: "2026-12-02T10:00:00Z".parse().unwrap(), pull_requests: (1..=count).map(pr).collect() }
+        let pr = |n: usize| PrFact {
+            number: n as u64,
+            head: "h".repeat(head_bytes),
+            state: PrState::Open,
+            checks: Checks::Green,
+            merge: Some(crate::checklist::promise::Merge::Behind),
+        };
+        ForgeFacts { listed_at: "2026-12-02T10:00:00Z".parse().unwrap(), pull_requests: (1..=count).map(pr).collect(), all_states: true }
     }
 
     #[test]

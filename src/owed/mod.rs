@@ -65,6 +65,9 @@ pub struct OwedQuery<'a> {
     pub started: Instant,
     /// The `gh` program to run; None looks it up on PATH; an empty path lists no forge.
     pub gh: Option<&'a Path>,
+    /// The working copy's local tier, where the last listing is kept: one made less than
+    /// [`listing_cache::FORGE_LISTING_REUSE`] ago is read instead of calling the forge.
+    pub listing_cache: Option<&'a Path>,
 }
 
 /// The away record's part the reader needs.
@@ -123,7 +126,9 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
     let mut reading = OwedReading { items, waiting_next_looks, ..OwedReading::default() };
     let budget_end = q.started.checked_add(OWED_BUDGET).unwrap_or_else(Instant::now);
 
-    // The listing runs beside the git reads, so a slow forge does not eat the disk's time.
+    // The listing runs beside the git reads, so a slow forge does not eat the disk's time;
+    // a kept listing young enough stands for it, and the forge is not called.
+    let all_states = crate::checklist::promise::asks_closed_states(q.checklist);
     let forge = q.away.and_then(|_| {
         let gh = match q.gh {
             // An empty path is "no forge" (`ABCD_GH=`): no listing, no note.
@@ -131,7 +136,10 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
             Some(gh) => gh.to_path_buf(),
             None => find_on_path("gh", std::env::var_os("PATH").as_deref())?,
         };
-        Some(forge::start(gh, q.root.to_path_buf(), budget_end, crate::checklist::promise::asks_closed_states(q.checklist)))
+        if let Some(kept) = q.listing_cache.and_then(|tier| listing_cache::reusable(tier, q.now, all_states)) {
+            return Some(forge::Listing::done(forge::reused(&kept.pull_requests)));
+        }
+        Some(forge::start(gh, q.root.to_path_buf(), budget_end, all_states))
     });
 
     let disk = branches::read(&branches::BranchQuery {
@@ -154,7 +162,8 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
         reading.incomplete |= listed.cut_by_budget;
         reading.notes.extend(listed.note);
         reading.items.extend(own_pull_requests(listed.items, &listed.heads, &reading.own));
-        reading.forge_facts = listed.facts.map(|pull_requests| crate::checklist::promise::ForgeFacts { listed_at: q.now, pull_requests });
+        reading.forge_facts =
+            listed.facts.map(|pull_requests| crate::checklist::promise::ForgeFacts { listed_at: q.now, pull_requests, all_states });
     }
     reading
 }
@@ -231,21 +240,22 @@ pub fn behind(items: &[Item], updated_at: Option<Timestamp>, own: &[OwnBranch]) 
 }
 
 /// Working items, and waiting items whose `next_look` is at or before `now`; and the
-/// `next_look` of every waiting item. Done and dropped items are never owed. Items a fired
-/// promise became come first: they are the next work.
+/// `next_look` of every waiting item. Done and dropped items are never owed. Each owed item
+/// carries the seq that added it and whether a fired promise made it: the verdict names
+/// them in that order (promised first, then oldest first), whatever order they come in.
 pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timestamp>) {
     let mut owed = Vec::new();
     let mut looks = Vec::new();
-    let promised = items.iter().filter(|i| i.promised_by.is_some());
-    for item in promised.chain(items.iter().filter(|i| i.promised_by.is_none())) {
+    for item in items {
         let fields = &item.fields;
+        let (id, title, added_seq) = (fields.id.clone(), fields.title.clone(), item.added_seq);
         match fields.state {
-            ItemState::Working => owed.push(Owed::Working { id: fields.id.clone(), title: fields.title.clone() }),
+            ItemState::Working => owed.push(Owed::Working { id, title, added_seq, promised: item.promised_by.is_some() }),
             ItemState::Waiting => {
                 if let Some(look) = fields.next_look {
                     looks.push(look);
                     if look <= now {
-                        owed.push(Owed::LookDue { id: fields.id.clone(), title: fields.title.clone() });
+                        owed.push(Owed::LookDue { id, title, added_seq });
                     }
                 }
             }
@@ -339,10 +349,10 @@ mod tests {
         assert_eq!(
             owed,
             vec![
-                Owed::Working { id: "w".into(), title: "w".into() },
-                Owed::LookDue { id: "due-now".into(), title: "due-now".into() },
-                Owed::LookDue { id: "due-before".into(), title: "due-before".into() },
-                Owed::Working { id: "w-look".into(), title: "w-look".into() },
+                Owed::Working { id: "w".into(), title: "w".into(), added_seq: 1, promised: false },
+                Owed::LookDue { id: "due-now".into(), title: "due-now".into(), added_seq: 1 },
+                Owed::LookDue { id: "due-before".into(), title: "due-before".into(), added_seq: 1 },
+                Owed::Working { id: "w-look".into(), title: "w-look".into(), added_seq: 1, promised: false },
             ]
         );
         // Every waiting item's look, future or not; a working item's look is not a wait.
@@ -389,7 +399,7 @@ mod tests {
         let heads = forge::heads_of(listing);
         assert_eq!(heads, [(1, "feat/own".to_string()), (2, "feat/other".to_string())]);
         let pr = |number| Owed::PullRequest { number, why: PrWhy::Behind };
-        let working = Owed::Working { id: "w".into(), title: String::new() };
+        let working = Owed::Working { id: "w".into(), title: String::new(), added_seq: 1, promised: false };
         let items = vec![pr(1), pr(2), pr(3), pr(4), working.clone()];
         assert_eq!(own_pull_requests(items.clone(), &heads, &[own("feat/own", None)]), [pr(1), working.clone()]);
         assert_eq!(own_pull_requests(items, &heads, &[]), [working]);

@@ -89,17 +89,25 @@ impl PrWhy {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Owed {
     /// A checklist item in state `working`; its title only names it in words (the id is
-    /// its identity: a changed title is not a changed owed set).
+    /// its identity: a changed title is not a changed owed set). `added_seq` (the seq of
+    /// the event that added it) and `promised` (a fired promise made it) only place it in
+    /// the naming order.
     Working {
         id: String,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         title: String,
+        #[serde(default)]
+        added_seq: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        promised: bool,
     },
     /// A `waiting` checklist item whose `next_look` has passed.
     LookDue {
         id: String,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         title: String,
+        #[serde(default)]
+        added_seq: u64,
     },
     /// An own branch with commits not pushed. `next_act_is_push` is false while local
     /// work comes first; the push wording goes with it only when true.
@@ -131,24 +139,28 @@ impl Owed {
     /// The item in plain words, its name cleaned and bounded.
     pub fn describe(&self) -> String {
         match self {
-            Owed::Working { id, title } => format!("checklist item {} is working", named_item(id, title)),
-            Owed::LookDue { id, title } => format!("checklist item {} is due a look (its next look has passed)", named_item(id, title)),
+            Owed::Working { id, title, .. } => format!("checklist item {} is working", named_item(id, title)),
+            Owed::LookDue { id, title, .. } => format!("checklist item {} is due a look (its next look has passed)", named_item(id, title)),
             Owed::Unpushed { branch, .. } => format!("branch {} has commits not pushed", shown(branch)),
             Owed::PullRequest { number, why } => format!("pull request #{number} {}", why.phrase()),
         }
     }
 
-    /// Which item is named next: failing pull requests, then behind or conflicting ones,
-    /// then unpushed branches, then working items, then looks due (capped items first, so
-    /// row 4 names what has not moved); within a kind by number or name. Total over every
-    /// field, so sorting by it is deterministic.
+    /// Which item is named next: working items a fired promise made (the next work its
+    /// promise named, docs/promises.md), then failing pull requests, then behind or
+    /// conflicting ones, then unpushed branches, then the other working items, then looks
+    /// due (capped items first, so row 4 names what has not moved). Pull requests go by
+    /// number, branches by name, checklist items in the order they were added (`added_seq`,
+    /// not their ids as text, where `10` sorts before `2`). Total over every field, so
+    /// sorting by it is deterministic whatever order the caller gives.
     fn order(&self) -> (u8, u64, &str, u8) {
         match self {
-            Owed::PullRequest { number, why: PrWhy::Failing } => (0, *number, "", 0),
-            Owed::PullRequest { number, why } => (1, *number, "", *why as u8),
-            Owed::Unpushed { branch, next_act_is_push } => (2, 0, branch, u8::from(*next_act_is_push)),
-            Owed::Working { id, .. } => (3, 0, id, 0),
-            Owed::LookDue { id, .. } => (4, 0, id, 0),
+            Owed::Working { id, added_seq, promised: true, .. } => (0, *added_seq, id, 0),
+            Owed::PullRequest { number, why: PrWhy::Failing } => (1, *number, "", 0),
+            Owed::PullRequest { number, why } => (2, *number, "", *why as u8),
+            Owed::Unpushed { branch, next_act_is_push } => (3, 0, branch, u8::from(*next_act_is_push)),
+            Owed::Working { id, added_seq, promised: false, .. } => (4, *added_seq, id, 0),
+            Owed::LookDue { id, added_seq, .. } => (5, *added_seq, id, 0),
         }
     }
 
@@ -217,9 +229,25 @@ pub fn behind_text(refs: &[BehindRef]) -> String {
     }
     let rest = refs.len() - unlisted.len() - changed.len();
     let more = if rest > 0 { format!(" (and {rest} more)") } else { String::new() };
+    // Each kind has its own fix: a branch no item names wants an item (or a ref on the
+    // item it belongs to); a branch that moved on wants its item brought up to date.
+    let has = |why: BehindWhy| refs.iter().any(|r| r.why == why);
+    let mut fixes = Vec::new();
+    if has(BehindWhy::Unlisted) {
+        fixes.push("add an item for a branch no item names (`abcd checklist add \"<title>\" --owner-ref <branch>`) or name it on the item it belongs to (`abcd checklist set <id> --owner-ref <branch>`)");
+    }
+    if has(BehindWhy::Changed) {
+        fixes.push(
+            "update the item that names a branch with newer commits (`abcd checklist set <id>` with its new state, title or next look)",
+        );
+    }
+    let fixes = fixes.join("; ");
+    let mut fixes = fixes.chars();
+    let first = fixes.next().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_default();
     format!(
-        "the checklist is behind this session's work: {}{more}. Adding an item or an --owner-ref (`abcd checklist add|set`) keeps the plan in step with the work.",
-        parts.join("; ")
+        "the checklist is behind this session's work: {}{more}. {first}{}, so the plan stays in step with the work.",
+        parts.join("; "),
+        fixes.as_str()
     )
 }
 
@@ -414,7 +442,8 @@ pub struct AwayTerms<'a> {
 pub struct StopInput<'a> {
     /// `Some` while away, `None` while the person is present.
     pub away: Option<AwayTerms<'a>>,
-    /// The owed set, handed-back items already left out; order and duplicates do not matter.
+    /// The owed set, handed-back items already left out; order and duplicates do not matter
+    /// (each item carries its own place in the naming order).
     pub owed: &'a [Owed],
     pub stop_hook_active: bool,
     pub last_assistant_message: Option<&'a str>,
@@ -702,7 +731,9 @@ impl<'a> OwedSet<'a> {
     fn new(owed: &'a [Owed]) -> OwedSet<'a> {
         let mut items: Vec<&Owed> = owed.iter().collect();
         items.sort_by(|a, b| a.order().cmp(&b.order()));
-        items.dedup();
+        // One entry per identity (its key): an item given twice with another seq is one item.
+        let mut keys = std::collections::HashSet::new();
+        items.retain(|i| keys.insert(i.key()));
         OwedSet { items }
     }
 
@@ -800,7 +831,7 @@ mod tests {
     }
 
     fn look_due(id: &str) -> Owed {
-        Owed::LookDue { id: id.into(), title: String::new() }
+        Owed::LookDue { id: id.into(), title: String::new(), added_seq: 0 }
     }
 
     /// The session state after rows 2–7 judged `owed`, with these counts.
@@ -1089,7 +1120,7 @@ mod tests {
             unpushed("feat/x"),
             Owed::PullRequest { number: 12, why: PrWhy::Behind },
             Owed::PullRequest { number: 12, why: PrWhy::Failing },
-            Owed::Working { id: "fix-login".into(), title: String::new() },
+            Owed::Working { id: "fix-login".into(), title: String::new(), added_seq: 0, promised: false },
         ];
         for item in capped_kinds {
             let owed = [item.clone(), look_due("ci-run")];
@@ -1414,8 +1445,10 @@ mod tests {
         let pr_queued = Stop { hold_pushes: true, queued: &queued_pr, ..stop(&pr, &fresh) }.judge();
         assert!(reason(&pr_queued).contains("stays owed until the pushed fix reaches the forge"));
 
-        let local =
-            [Owed::Unpushed { branch: "feat/x".into(), next_act_is_push: false }, Owed::Working { id: "w".into(), title: String::new() }];
+        let local = [
+            Owed::Unpushed { branch: "feat/x".into(), next_act_is_push: false },
+            Owed::Working { id: "w".into(), title: String::new(), added_seq: 0, promised: false },
+        ];
         let no_push = stop(&local, &fresh).judge();
         assert!(!reason(&no_push).contains("push if"), "no push wording when the next act is not a push");
 
@@ -1435,8 +1468,14 @@ mod tests {
     #[test]
     fn the_reason_names_the_next_item_first_and_bounds_the_rest() {
         let fresh = SessionState::default();
-        let mut owed: Vec<Owed> =
-            (0..100).map(|i| Owed::Working { id: format!("item-{i:03}-{}", "x".repeat(300)), title: "t".repeat(300) }).collect();
+        let mut owed: Vec<Owed> = (0..100)
+            .map(|i| Owed::Working {
+                id: format!("item-{i:03}-{}", "x".repeat(300)),
+                title: "t".repeat(300),
+                added_seq: 0,
+                promised: false,
+            })
+            .collect();
         owed.push(unpushed("feat/y"));
         owed.push(Owed::PullRequest { number: 7, why: PrWhy::Behind });
         owed.push(Owed::PullRequest { number: 3, why: PrWhy::Failing });
@@ -1454,6 +1493,27 @@ mod tests {
     }
 
     #[test]
+    fn checklist_items_are_named_in_the_order_added_and_a_promised_one_before_everything() {
+        let fresh = SessionState::default();
+        let working = |id: &str, added_seq: u64, promised: bool| Owed::Working { id: id.into(), title: String::new(), added_seq, promised };
+        let failing = Owed::PullRequest { number: 3, why: PrWhy::Failing };
+        let owed = [working("10", 10, false), working("2", 2, false), failing.clone(), working("11", 11, false)];
+        let r = stop(&owed, &fresh).judge();
+        assert!(
+            reason(&r).contains("Next: pull request #3 has failing checks. ")
+                && reason(&r)
+                    .contains("Also owed: checklist item 2 is working; checklist item 10 is working; checklist item 11 is working."),
+            "{r:?}"
+        );
+        let promised = [owed.as_slice(), &[working("12", 12, true)]].concat();
+        let r = stop(&promised, &fresh).judge();
+        assert!(
+            reason(&r).contains("Next: checklist item 12 is working. If it cannot move now, take another. Also owed: pull request #3"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
     fn the_fingerprint_is_order_independent_and_sees_every_field() {
         let a = [unpushed("a"), look_due("b"), Owed::PullRequest { number: 1, why: PrWhy::Behind }];
         let b = [a[2].clone(), a[0].clone(), a[1].clone(), a[0].clone()];
@@ -1463,7 +1523,10 @@ mod tests {
         assert_ne!(fingerprint(&a), fingerprint(&moved));
         let local = [Owed::Unpushed { branch: "a".into(), next_act_is_push: false }, look_due("b"), a[2].clone()];
         assert_ne!(fingerprint(&a), fingerprint(&local));
-        assert_ne!(fingerprint(&[Owed::Working { id: "b".into(), title: String::new() }]), fingerprint(&[look_due("b")]));
+        assert_ne!(
+            fingerprint(&[Owed::Working { id: "b".into(), title: String::new(), added_seq: 0, promised: false }]),
+            fingerprint(&[look_due("b")])
+        );
         assert_ne!(fingerprint(&[]), fingerprint(&[look_due("")]));
     }
 
@@ -1527,8 +1590,8 @@ mod tests {
             let item = |g: &mut Gen| {
                 let name = g.choose(&names).unwrap().to_string();
                 match u8::arbitrary(g) % 4 {
-                    0 => Owed::Working { id: name, title: String::new() },
-                    1 => Owed::LookDue { id: name, title: String::new() },
+                    0 => Owed::Working { id: name, title: String::new(), added_seq: 0, promised: false },
+                    1 => Owed::LookDue { id: name, title: String::new(), added_seq: 0 },
                     2 => Owed::Unpushed { branch: name, next_act_is_push: bool::arbitrary(g) },
                     _ => Owed::PullRequest {
                         number: u64::from(u8::arbitrary(g) % 3),
@@ -1656,7 +1719,7 @@ mod tests {
 
     #[test]
     fn an_owed_item_is_named_by_its_title_within_its_bound() {
-        let working = |title: &str| Owed::Working { id: "7".into(), title: title.into() };
+        let working = |title: &str| Owed::Working { id: "7".into(), title: title.into(), added_seq: 0, promised: false };
         assert_eq!(working("Write the parser").describe(), "checklist item 7 (Write the parser) is working");
         assert_eq!(working("").describe(), "checklist item 7 is working", "an item from an older record has no title");
         let at_bound = "t".repeat(ITEM_TITLE_SHOWN_MAX_CHARS);
@@ -1665,7 +1728,7 @@ mod tests {
         assert!(past.contains(&format!("({}…)", "t".repeat(ITEM_TITLE_SHOWN_MAX_CHARS - 1))), "{past}");
         // The title names the item; only the id is its identity.
         assert_eq!(working("old title").key(), working("new title").key());
-        let due = Owed::LookDue { id: "8".into(), title: "Read the review".into() };
+        let due = Owed::LookDue { id: "8".into(), title: "Read the review".into(), added_seq: 0 };
         assert_eq!(due.describe(), "checklist item 8 (Read the review) is due a look (its next look has passed)");
     }
 }

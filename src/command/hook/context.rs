@@ -143,7 +143,15 @@ pub fn receipt_event(r: &ContextReceipt, actor: &Actor) -> NewEvent {
 /// What a prompt says of the away window to a session last told `before` of it (`None`:
 /// told nothing of a window, or outside a session abcd can key by): the short block the
 /// first time, one line when something changed, one line when it is over, else nothing.
-pub fn away_news(before: Option<&AwayShown>, now: Option<&Window>, show: crate::away::text::Show<'_>) -> Option<String> {
+/// `last` is the record's newest window (lapsed or closed): an ended window is named by the
+/// end it ran to, which the person's line names too, not by what the session last saw (a
+/// window replaced after the session's last prompt ran to another end).
+pub fn away_news(
+    before: Option<&AwayShown>,
+    now: Option<&Window>,
+    last: Option<&Window>,
+    show: crate::away::text::Show<'_>,
+) -> Option<String> {
     match (before, now) {
         (None, Some(w)) => Some(crate::away::text::away_block(w, show)),
         (Some(b), Some(w)) => {
@@ -169,7 +177,7 @@ pub fn away_news(before: Option<&AwayShown>, now: Option<&Window>, show: crate::
         }
         (Some(b), None) => Some(format!(
             "abcd: the away window that ran until {} is over: its rules no longer apply; the person is treated as present.",
-            show(b.end)
+            show(last.map_or(b.end, |w| w.ended.as_ref().map_or(w.end, |e| e.at.min(w.end))))
         )),
         (None, None) => None,
     }

@@ -284,7 +284,7 @@ fn user_prompt(
             (Some(session_context(&view, block.as_deref())), "reinject", view.head_seq, Some(marker))
         }
         None => {
-            let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, &show);
+            let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, record.state.window.as_ref(), &show);
             // The blocker sweep's ask while it is open, and the return lists once back
             // (docs/sweep.md): each recorded once per working copy.
             let (ask, asked) = record.answer_sweep(root, session, now);

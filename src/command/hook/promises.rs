@@ -20,6 +20,8 @@ use crate::store::Store;
 pub struct Fired {
     pub id: String,
     pub title: String,
+    /// The seq of the `checklist.promise_fired` event that added it.
+    pub added_seq: u64,
 }
 
 /// The branches of `branch:NAME pushed` promises that git's remote-tracking refs show.
@@ -76,20 +78,25 @@ pub fn fire_due(
                 continue;
             }
             let data = PromiseFired { id: due.id, trigger: due.trigger, item };
-            fired.push(Fired { id: id.clone(), title: data.item.title.clone() });
+            fired.push(Fired { id: id.clone(), title: data.item.title.clone(), added_seq: 0 });
             events.push(NewEvent { kind: event::CHECKLIST_PROMISE_FIRED.into(), actor: actor.clone(), data: json!(data) });
         }
         (events, fired)
     });
     match written {
         Ok(w) => {
+            // Each firing is one event, appended in order: its seq is the item's added seq.
+            let mut fired = w.outcome;
+            for (f, appended) in fired.iter_mut().zip(&w.appended) {
+                f.added_seq = appended.seq;
+            }
             if let Err(e) = w.after {
                 warning = Some(format!(
                     "the {} event is saved but the files derived from the journal were not rewritten: {e}",
                     event::CHECKLIST_PROMISE_FIRED
                 ));
             }
-            (w.outcome, warning)
+            (fired, warning)
         }
         Err(e) => (Vec::new(), Some(format!("the {} event was not recorded: {e}", event::CHECKLIST_PROMISE_FIRED))),
     }

@@ -121,13 +121,20 @@ pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -
         now: now_ts,
         started,
         gh: forge_program.as_deref(),
+        listing_cache: Some(store.journal().paths().dir()),
     });
-    // Promises fire from the listing just made (or its cache); what they became is owed first.
+    // Promises fire from the listing just made (or its cache); what they became is owed,
+    // and named first (the verdict's order, docs/decisions.md).
     let actor = Actor::this_process(Some(session.to_string()));
     let (fired, fired_warning) =
         super::promises::fire_due(store, None, root, &actor, now_ts, reading.forge_facts.as_ref(), Some(checklist));
     warnings.extend(fired_warning);
-    reading.items.splice(0..0, fired.into_iter().map(|f| stop::Owed::Working { id: f.id, title: f.title }));
+    reading.items.extend(fired.into_iter().map(|f| stop::Owed::Working {
+        id: f.id,
+        title: f.title,
+        added_seq: f.added_seq,
+        promised: true,
+    }));
     let note = (!reading.notes.is_empty()).then(|| reading.notes.join("; "));
 
     if reading.incomplete {

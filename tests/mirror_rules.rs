@@ -1207,6 +1207,53 @@ fn a_working_copy_whose_path_looks_like_a_token_is_never_pushed_or_echoed() {
     assert_eq!(lab.git(&["for-each-ref", "--format=%(refname)", "refs/abcd/journals/"]).lines().count(), 1, "{said}");
 }
 
+/// Issue 34, acceptance 3: each token of the secret corpus as a working copy's folder
+/// name (a worktree moved there after its journal was made), as the pushing machine's name,
+/// and as a forged mirror's `machine` and `path` claims: no token and no 8-character run of
+/// a token's random part is in what the push or a fetch or status says, or in the remote.
+#[test]
+fn the_secret_corpus_in_paths_and_mirror_claims_never_leaves_the_machine() {
+    use common::secret_corpus::{corpus, leaked_run};
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Alpha one");
+    for (k, (token, _)) in corpus().iter().enumerate() {
+        let clean = a.root.parent().unwrap().join(format!("wt-clean-{k}"));
+        a.git(&["worktree", "add", "-q", "-b", &format!("side-{k}"), clean.to_str().unwrap()]);
+        let out = a.abcd().current_dir(&clean).args(["checklist", "add", "Side work"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        a.git(&["worktree", "move", clean.to_str().unwrap(), a.root.parent().unwrap().join(format!("wt {token}")).to_str().unwrap()]);
+    }
+    let mut said = String::new();
+    for (token, _) in corpus() {
+        // The machine's own name looks like the token: the mirror names it otherwise.
+        let out = a.abcd().env("ABCD_MACHINE", &token).args(["mirror", "push"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "the moved worktrees are not pushed: {}", text(&out));
+        said += &text(&out);
+    }
+    let a_id = a.journal_id();
+    for (token, _) in corpus() {
+        lab.forge_child(&a_id, |_, p| {
+            p.edit_meta("machine", Some(json!(token)));
+            p.edit_meta("path", Some(json!(format!("/home/{token}/wc"))));
+        });
+        said += &text(&b.run(&["mirror", "fetch"]));
+        said += &text(&b.run(&["mirror", "fetch", "--json"]));
+        said += &b.status().to_string();
+        said += &b.status_text();
+    }
+    let remote_objects =
+        String::from_utf8_lossy(&mirror_lab::git_in(&lab.remote, &["cat-file", "--batch-all-objects", "--batch"], None)).into_owned();
+    let own_claims = lab.parts(&a.git(&["rev-parse", &format!("refs/abcd/journals/{a_id}")])).meta();
+    for (token, random) in corpus() {
+        assert_eq!(leaked_run(&said, &random), None, "what abcd says shows part of {token}: {said}");
+        assert_eq!(leaked_run(&own_claims.to_string(), &random), None, "A's own mirror.json names part of {token}");
+        // The forged claims are in the remote (the test wrote them); A's own objects are not.
+        let without_forged: String = remote_objects.lines().filter(|l| !l.contains("/home/")).collect();
+        assert_eq!(leaked_run(&without_forged, &random), None, "the remote holds part of {token} from A");
+    }
+}
+
 /// Issue 34: a line appended, validly chained, to this machine's own mirror in the remote.
 /// Another machine cannot tell it from the writer's (§9); the writer can, since it knows
 /// its lines: its fetch names the mirror forged (exit 1), keeps no verified copy of it,

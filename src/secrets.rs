@@ -43,7 +43,7 @@
 //! | `aws_access_key_id` | `AKIA`, `ASIA`, `ABIA`, `ACCA` or `A3T?` followed by 16 `[A-Z0-9]`, exactly 20 characters, whole word | the bare prefix; the `…EXAMPLE` ids from AWS's docs; `AIDA`/`AROA`/`ANPA`… unique ids, which name users and roles but grant nothing |
 //! | `aws_secret_access_key` | 40 `[A-Za-z0-9/+]` assigned to a key named like `aws_secret_access_key`, `SecretAccessKey`, `aws_secret_key`; or a whole 40-character run mixing upper case, lower case and digits within 256 bytes of an access key id | 40-hex git SHAs and other one-case runs outside such an assignment; the `…EXAMPLEKEY` from AWS's docs |
 //! | `github_token` | `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_` + at least 36 `[A-Za-z0-9]`; `github_pat_` + at least 20 `[A-Za-z0-9]` + `_` + at least 50 | the bare prefixes; snake_case words after `github_pat_` |
-//! | `gitlab_token` | `glpat-`, `gldt-`, `glrt-`, `glptt-`, `glft-`, `glsoat-`, `gloas-`, `glcbt-` + at least 20 `[A-Za-z0-9_.-]` with a digit or an upper-case letter | the bare prefix; lower-case hyphenated prose; `glpat-xxxx…` |
+//! | `gitlab_token` | `glpat-`, `gldt-`, `glrt-`, `glptt-`, `glft-`, `glsoat-`, `gloas-`, `glcbt-` + at least 20 `[A-Za-z0-9_.-]` with a digit or an upper-case letter (the part before the first `.` is judged on its own too: `notes/glpat-….txt`) | the bare prefix; lower-case hyphenated prose; `glpat-xxxx…` |
 //! | `slack_token` | `xoxa-`, `xoxb-`, `xoxp-`, `xoxr-`, `xoxs-`, `xoxe-`, `xapp-` + at least 20 `[A-Za-z0-9-]` holding a digit | `xoxb-your-token-here`; short fragments |
 //! | `slack_webhook_url` | `hooks.slack.com/services/` (or `workflows/`, `triggers/`) + at least 40 `[A-Za-z0-9/]` with two `/` | the documented `T00000000/B00000000/XXXX…` placeholder; the bare host |
 //! | `stripe_live_key` | `sk_live_`, `rk_live_` + at least 20 `[A-Za-z0-9]` | `sk_test_`/`rk_test_` test-mode keys; `pk_live_` publishable keys (public by design) |
@@ -482,7 +482,11 @@ fn prefix_rule_matches(text: &[u8], i: usize, rule: &PrefixRule) -> bool {
         return false;
     }
     let body = &text[start..start + len];
-    rule.need.met(Mix::of(body)) && !is_placeholder(body)
+    let flagged = |body: &[u8]| rule.need.met(Mix::of(body)) && !is_placeholder(body);
+    // A body class holding `.` runs on into what follows a token (`glpat-….txt`, a file
+    // name), and the run then reads as a dotted reference: the part before the first `.`
+    // is judged on its own too.
+    flagged(body) || byte_positions(b'.', body).next().is_some_and(|dot| dot >= rule.min && !rule.exact && flagged(&body[..dot]))
 }
 
 impl Need {
@@ -1323,6 +1327,9 @@ mod tests {
         out.push(pos(GitlabToken, format!("the CI variable GL_TOKEN holds {token}"), &token));
         let token = format!("gldt-{}", f.mixed(&alnum(), 20));
         out.push(pos(GitlabToken, format!("deploy token {token} (read_registry)"), &token));
+        // A file name: the body's `.` runs on into the extension.
+        let token = format!("glpat-{}", f.mixed(&alnum(), 20));
+        out.push(pos(GitlabToken, format!("notes/{token}.txt"), &token));
 
         // Slack tokens.
         let token = format!("xoxb-{}-{}-{}", f.mixed(DIGITS, 12), f.mixed(DIGITS, 13), f.mixed(&alnum(), 24));
@@ -1480,6 +1487,7 @@ mod tests {
             (GitlabToken, "GitLab personal access tokens start with glpat-".into()),
             (GitlabToken, "glpat-tokens-are-rotated-monthly-by-the-platform-team".into()),
             (GitlabToken, "GL_TOKEN=glpat-xxxxxxxxxxxxxxxxxxxx in the example".into()),
+            (GitlabToken, "docs/glpat-xxxxxxxxxxxxxxxxxxxx.md shows the shape".into()),
             (SlackToken, "the bot uses an xoxb- token from the Slack app page".into()),
             (SlackToken, "SLACK_BOT_TOKEN=xoxb-your-bot-token-goes-here".into()),
             (SlackToken, "xoxp-1234 was truncated in the log".into()),

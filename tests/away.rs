@@ -1100,23 +1100,7 @@ fn the_notify_log_starts_over_past_its_bound_and_not_at_it() {
 // One scan, whole, before any cut (issue 34)
 // ---------------------------------------------------------------------------------------
 
-/// Fake tokens as the checklist's secret tests plant them: the whole token, and its random
-/// part (the fixed prefix such as `ghp_` aside), none of whose 8-character runs may leave.
-fn corpus() -> Vec<(String, String)> {
-    let random = |t: &str, prefix: &str| (t.to_string(), t[prefix.len()..].to_string());
-    vec![
-        random("ghp_Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d", "ghp_"),
-        random("AKIAQX7T2M9LPW4RZ8NB", "AKIA"),
-        random("xoxb-2415387760-4129935548113-p7QsVx2LmN9rT4wYzK8bC1dF", "xoxb-"),
-        random("glpat-x9Qv2mLp8RwY4nB6cD1e", "glpat-"),
-    ]
-}
-
-/// The first 8-character run of `random` that `haystack` holds.
-fn leaked_run(haystack: &str, random: &str) -> Option<String> {
-    let chars: Vec<char> = random.chars().collect();
-    chars.windows(8).map(|w| w.iter().collect::<String>()).find(|w| haystack.contains(w.as_str()))
-}
+use common::secret_corpus::{corpus, leaked_run};
 
 #[test]
 fn a_token_straddling_a_notification_cut_never_reaches_the_journal_or_mode_back() {

@@ -90,7 +90,7 @@ fn a_mirror_commit_not_shaped_as_section_3_says_is_rewritten_and_names_the_rule(
         ("no segment at all", Box::new(|_, p| p.segments.clear()), "segments"),
         ("mirror.json with an unknown field", Box::new(|_, p| p.edit_meta("signed_by", Some(json!("mallory")))), "unknown field"),
         ("mirror.json missing a field", Box::new(|_, p| p.edit_meta("path", None)), "missing field"),
-        ("mirror.json of another format", Box::new(|_, p| p.edit_meta("format", Some(json!("abcd-mirror/2")))), "format"),
+        ("mirror.json of another format", Box::new(|_, p| p.edit_meta("format", Some(json!("abcd-mirror/3")))), "format"),
         ("mirror.json that is not JSON", Box::new(|_, p| p.json = b"not json\n".to_vec()), "mirror.json"),
         (
             "mirror.json one byte over its limit",
@@ -567,6 +567,210 @@ fn a_mirrored_line_carrying_a_secret_is_not_shown_on_another_machine() {
     assert_no_part_of(&token, &fetched.to_string(), "mirror fetch on B");
 }
 
+// ----- §11: a flagged line redacted -----------------------------------------------------
+
+/// The line of `seq` in `m`'s journal, with its LF.
+fn journal_line(m: &Machine, seq: u64) -> Vec<u8> {
+    let bytes = std::fs::read(m.journal_path()).unwrap();
+    let line = bytes.split_inclusive(|b| *b == b'\n').nth(seq as usize).unwrap().to_vec();
+    assert_eq!(format::verify_line(&line).unwrap().seq, seq);
+    line
+}
+
+/// A redaction record (MIRROR.md §11) for seq `seq` with `prev` and `hash`, padded with
+/// spaces to `len` bytes (its LF included).
+fn redaction_record(seq: u64, prev: &str, hash: &str, len: usize) -> Vec<u8> {
+    let head = format!("{{\"redacted\":{{\"seq\":{seq},\"prev\":\"{prev}\",\"hash\":\"{hash}\"}},\"pad\":\"");
+    let tail = "\"}\n";
+    assert!(head.len() + tail.len() <= len, "the record fits the line it stands for");
+    format!("{head}{}{tail}", " ".repeat(len - head.len() - tail.len())).into_bytes()
+}
+
+/// The redaction record of the remote's mirror of `journal_id` for `seq`, if it holds one.
+fn remote_record(lab: &Lab, journal_id: &str, seq: u64) -> Option<Vec<u8>> {
+    let commit = lab.journal_ref(journal_id)?;
+    let prefix = format!("{{\"redacted\":{{\"seq\":{seq},");
+    lab.parts(&commit)
+        .segments
+        .iter()
+        .flat_map(|s| lab.cat(&s.id).split_inclusive(|b| *b == b'\n').map(<[u8]>::to_vec).collect::<Vec<_>>())
+        .find(|l| l.starts_with(prefix.as_bytes()))
+}
+
+/// §11: a line the push's scan flags holds the journal back, and the refusal names the
+/// command that lets it through; once the person ran it, the push carries a redaction
+/// record in the line's place (its hash, its length, never its text), the lines after it
+/// follow, and another machine, and the writer itself, verify the chain across it and show
+/// it as redacted.
+#[test]
+fn a_flagged_line_goes_through_as_a_redaction_record_the_refusal_names() {
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    let token = fake_token();
+    a.add("Alpha one");
+    let flagged = append_secret_item(&a, &token) + 1;
+    a.add("Alpha after");
+    let id = a.journal_id();
+    let verb = format!("abcd mirror redact {id} {flagged}");
+
+    let (code, pushed, out) = a.mirror_json("push", &[]);
+    assert_eq!(code, Some(1), "{}", text(&out));
+    let entry = journal_entry(&pushed, &id);
+    assert_eq!(entry["outcome"].as_str(), Some("partial"), "{pushed}");
+    assert!(entry["why"].as_str().unwrap().contains(&verb), "the refusal names the way through: {pushed}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&verb), "{}", text(&out));
+
+    // A line already pushed, one the scan does not flag, one not in the journal, the
+    // genesis: not redacted, and the refusal says why.
+    for (seq, words) in [
+        (flagged - 1, "already in this machine's mirror"),
+        (flagged + 1, "flags nothing"),
+        (999, "holds no verified line of seq 999"),
+        (0, "genesis"),
+    ] {
+        let refused = a.run(&["mirror", "redact", &id, &seq.to_string()]);
+        assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+        assert!(text(&refused).contains(words), "{words}: {}", text(&refused));
+    }
+
+    let line = journal_line(&a, flagged);
+    let original = format::verify_line(&line).unwrap();
+    let redacted = a.run(&["mirror", "redact", &id, &flagged.to_string()]);
+    assert_eq!(redacted.status.code(), Some(0), "{}", text(&redacted));
+    assert_no_part_of(&token, &text(&redacted), "mirror redact");
+    assert!(text(&redacted).contains("abcd mirror push"), "it names the next step: {}", text(&redacted));
+    // The decision is recorded in the journal itself, naming the line by seq and hash.
+    let bytes = std::fs::read(a.journal_path()).unwrap();
+    let decision = bytes
+        .split_inclusive(|b| *b == b'\n')
+        .map(|l| format::verify_line(l).unwrap())
+        .find(|e| e.kind == "mirror.line_redacted")
+        .expect("the decision is journaled");
+    assert_eq!(decision.data["seq"], json!(flagged), "{:?}", decision.data);
+    assert_eq!(decision.data["hash"], json!(original.hash.to_hex()), "{:?}", decision.data);
+
+    let pushed = a.push_ok();
+    let entry = journal_entry(&pushed, &id);
+    assert_eq!(entry["outcome"].as_str(), Some("pushed"), "{pushed}");
+    assert_eq!(entry["head_seq"].as_u64(), Some(a.head().seq), "{pushed}");
+    assert_eq!(entry["redacted"], json!([flagged]), "{pushed}");
+    let commit = lab.journal_ref(&id).unwrap();
+    assert_eq!(lab.parts(&commit).meta()["format"], json!("abcd-mirror/2"), "a mirror holding a record says so");
+    for segment in lab.parts(&commit).segments {
+        assert_no_part_of(&token, &String::from_utf8_lossy(&lab.cat(&segment.id)), "the remote's segments");
+    }
+    let record = remote_record(&lab, &id, flagged).expect("the record stands in the line's place");
+    assert_eq!(record, redaction_record(flagged, &original.prev.to_hex(), &original.hash.to_hex(), line.len()));
+
+    let fetched = b.fetch_ok();
+    assert_eq!(verdict(&fetched, &id), "verified", "{fetched}");
+    assert_eq!(journal_entry(&fetched, &id)["redacted"], json!(1), "{fetched}");
+    assert_eq!(journal_entry(&fetched, &id)["first_redacted_seq"], json!(flagged), "{fetched}");
+    let status = b.status();
+    assert_eq!(open_titles(working_copy(&status, &id)), ["Alpha one", "Alpha after"], "{status}");
+    assert_no_part_of(&token, &status.to_string(), "mirror status on B");
+    // The writer knows the redacted line is its own (§7 rule 6): not forged.
+    assert_eq!(verdict(&a.fetch_ok(), &id), "verified");
+    // Later lines push on top of it as usual.
+    a.add("Alpha later");
+    assert_eq!(journal_entry(&a.push_ok(), &id)["outcome"].as_str(), Some("pushed"));
+    assert_eq!(verdict(&b.fetch_ok(), &id), "verified");
+}
+
+/// §11: a redaction record is held to its rules: one whose hash is not the next line's
+/// `prev`, whose `prev` is not the line before's hash, that ends the mirror, or that
+/// stands in an `abcd-mirror/1` mirror, is named; one correctly formed in place of any
+/// line verifies and is shown as redacted, never as broken.
+#[test]
+fn a_forged_redaction_record_is_named() {
+    let lab = Lab::new();
+    let (a, b, c) = (lab.machine("machine-a"), lab.machine("machine-b"), lab.machine("machine-c"));
+    a.add("Alpha one");
+    a.add("Alpha two");
+    let id = a.journal_id();
+    a.push_ok();
+    let base = lab.journal_ref(&id).unwrap();
+    b.fetch_ok();
+    // Two lines A has not pushed: the forgeries put them on the remote, the first redacted.
+    a.add("Alpha three");
+    a.add("Alpha four");
+    let target = a.head().seq - 1;
+    let line = journal_line(&a, target);
+    let event = format::verify_line(&line).unwrap();
+    let (prev, hash) = (event.prev.to_hex(), event.hash.to_hex());
+    let other = "ab".repeat(32);
+    let journal = std::fs::read(a.journal_path()).unwrap();
+    let before_time = format::format_time(format::verify_line(&journal_line(&a, target - 1)).unwrap().time);
+    let swap = |record: Vec<u8>, format: &'static str, cut_after: bool| {
+        let (journal, hash, before_time) = (journal.clone(), hash.clone(), before_time.clone());
+        move |lab: &Lab, parts: &mut Parts| {
+            let mut lines: Vec<Vec<u8>> = journal.split_inclusive(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
+            let last = format::verify_line(lines.last().unwrap()).unwrap();
+            lines[target as usize] = record;
+            let mut meta = parts.meta();
+            (meta["head_seq"], meta["head_hash"], meta["head_time"]) =
+                (json!(last.seq), json!(last.hash.to_hex()), json!(format::format_time(last.time)));
+            if cut_after {
+                lines.truncate(target as usize + 1);
+                (meta["head_seq"], meta["head_hash"], meta["head_time"]) = (json!(target), json!(hash), json!(before_time));
+            }
+            let joined = lines.concat();
+            parts.segments = vec![Entry::blob(&lab.blob(&joined), &segment_name(0))];
+            meta["format"] = json!(format);
+            meta["bytes"] = json!(joined.len());
+            parts.set_meta(&meta);
+        }
+    };
+    let cases: Vec<(Vec<u8>, &str, bool, &str)> = vec![
+        (redaction_record(target, &prev, &other, line.len()), "abcd-mirror/2", false, "the redaction record of seq"),
+        (redaction_record(target, &other, &hash, line.len()), "abcd-mirror/2", false, "the redaction record of seq"),
+        (redaction_record(target, &prev, &hash, line.len()), "abcd-mirror/1", false, "abcd-mirror/1"),
+        (redaction_record(target, &prev, &hash, line.len()), "abcd-mirror/2", true, "ends with a redaction record"),
+    ];
+    for (k, (record, format, cut_after, words)) in cases.into_iter().enumerate() {
+        lab.set_ref(&id, &base);
+        let fresh = lab.machine(&format!("machine-forged-{k}"));
+        fresh.fetch_ok();
+        lab.forge_child(&id, swap(record, format, cut_after));
+        let fetched = fresh.fetch_refused();
+        assert_eq!(verdict(&fetched, &id), "rewritten", "{words}: {fetched}");
+        assert!(why(&fetched, &id).contains(words), "{words}: {fetched}");
+    }
+    // Correctly formed in place of a line that is A's: verified, and shown as redacted, by
+    // a machine that verified the mirror before (from its head) and by one that never did.
+    lab.set_ref(&id, &base);
+    lab.forge_child(&id, swap(redaction_record(target, &prev, &hash, line.len()), "abcd-mirror/2", false));
+    for m in [&b, &c] {
+        let fetched = m.fetch_ok();
+        assert_eq!(verdict(&fetched, &id), "verified", "{fetched}");
+        assert_eq!(journal_entry(&fetched, &id)["redacted"], json!(1), "{fetched}");
+        assert_eq!(journal_entry(&fetched, &id)["first_redacted_seq"], json!(target), "{fetched}");
+    }
+}
+
+/// §11: lines already on the remote are not scanned again by a later push (they were
+/// pushed by a build whose scan did not flag them): the push goes on from the mirror's
+/// head. Made here with a mirror of a flagged line put under both refs, as such a build
+/// would have left them.
+#[test]
+fn lines_already_mirrored_are_not_scanned_again() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    let token = fake_token();
+    a.add("Alpha one");
+    append_secret_item(&a, &token);
+    let id = a.journal_id();
+    let bytes = std::fs::read(a.journal_path()).unwrap();
+    let scope = Scope::WorkingCopy { root: a.root.display().to_string() };
+    let old = hand_built_mirror_of(&lab, &bytes, &id, &scope, &lab.root_commit);
+    lab.set_ref(&id, &old);
+    a.git(&["fetch", "-q", "origin", &format!("+refs/abcd/journals/{id}:refs/abcd/journals/{id}")]);
+    a.add("Alpha after");
+    let pushed = a.push_ok();
+    let entry = journal_entry(&pushed, &id);
+    assert_eq!((entry["outcome"].as_str(), entry["new_events"].as_u64()), (Some("pushed"), Some(1)), "{pushed}");
+}
+
 /// mirror.json's machine and path are the pusher's words (§9), shown by status and fetch
 /// on every machine: a secret-shaped one is not shown, as a secret-shaped title is not.
 #[test]
@@ -1001,6 +1205,53 @@ fn a_working_copy_whose_path_looks_like_a_token_is_never_pushed_or_echoed() {
     assert_no_part_of(&token, &remote_objects, "the remote");
     // The other journal went: the main working copy's.
     assert_eq!(lab.git(&["for-each-ref", "--format=%(refname)", "refs/abcd/journals/"]).lines().count(), 1, "{said}");
+}
+
+/// Issue 34, acceptance 3: each token of the secret corpus as a working copy's folder
+/// name (a worktree moved there after its journal was made), as the pushing machine's name,
+/// and as a forged mirror's `machine` and `path` claims: no token and no 8-character run of
+/// a token's random part is in what the push or a fetch or status says, or in the remote.
+#[test]
+fn the_secret_corpus_in_paths_and_mirror_claims_never_leaves_the_machine() {
+    use common::secret_corpus::{corpus, leaked_run};
+    let lab = Lab::new();
+    let (a, b) = (lab.machine("machine-a"), lab.machine("machine-b"));
+    a.add("Alpha one");
+    for (k, (token, _)) in corpus().iter().enumerate() {
+        let clean = a.root.parent().unwrap().join(format!("wt-clean-{k}"));
+        a.git(&["worktree", "add", "-q", "-b", &format!("side-{k}"), clean.to_str().unwrap()]);
+        let out = a.abcd().current_dir(&clean).args(["checklist", "add", "Side work"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        a.git(&["worktree", "move", clean.to_str().unwrap(), a.root.parent().unwrap().join(format!("wt {token}")).to_str().unwrap()]);
+    }
+    let mut said = String::new();
+    for (token, _) in corpus() {
+        // The machine's own name looks like the token: the mirror names it otherwise.
+        let out = a.abcd().env("ABCD_MACHINE", &token).args(["mirror", "push"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "the moved worktrees are not pushed: {}", text(&out));
+        said += &text(&out);
+    }
+    let a_id = a.journal_id();
+    for (token, _) in corpus() {
+        lab.forge_child(&a_id, |_, p| {
+            p.edit_meta("machine", Some(json!(token)));
+            p.edit_meta("path", Some(json!(format!("/home/{token}/wc"))));
+        });
+        said += &text(&b.run(&["mirror", "fetch"]));
+        said += &text(&b.run(&["mirror", "fetch", "--json"]));
+        said += &b.status().to_string();
+        said += &b.status_text();
+    }
+    let remote_objects =
+        String::from_utf8_lossy(&mirror_lab::git_in(&lab.remote, &["cat-file", "--batch-all-objects", "--batch"], None)).into_owned();
+    let own_claims = lab.parts(&a.git(&["rev-parse", &format!("refs/abcd/journals/{a_id}")])).meta();
+    for (token, random) in corpus() {
+        assert_eq!(leaked_run(&said, &random), None, "what abcd says shows part of {token}: {said}");
+        assert_eq!(leaked_run(&own_claims.to_string(), &random), None, "A's own mirror.json names part of {token}");
+        // The forged claims are in the remote (the test wrote them); A's own objects are not.
+        let without_forged: String = remote_objects.lines().filter(|l| !l.contains("/home/")).collect();
+        assert_eq!(leaked_run(&without_forged, &random), None, "the remote holds part of {token} from A");
+    }
 }
 
 /// Issue 34: a line appended, validly chained, to this machine's own mirror in the remote.

@@ -118,3 +118,42 @@ fn a_token_a_merge_adds_or_in_a_file_name_or_a_commit_message_holds_the_saved_re
     let runs: Vec<char> = random.chars().collect();
     assert!(runs.windows(8).all(|w| !said.contains(&w.iter().collect::<String>())), "the push shows part of the token: {said}");
 }
+
+/// Issue 34, acceptance 3: each token of the secret corpus, in a saved ref's file contents,
+/// in a file a merge adds, in a file's name and in a commit's message, holds that ref back;
+/// no token and no 8-character run of a token's random part is in the remote's objects or
+/// in what the push says. A clean save pushed beside them shows the push went.
+#[test]
+fn the_secret_corpus_in_saved_aside_work_never_leaves_the_machine() {
+    use common::secret_corpus::{corpus, leaked_run};
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    a.add("Port the parser");
+    let head = a.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let (_, side) = commit_in(&a, &[&head], &[("src/side.rs", "pub fn side() {}\n")], "side work", None);
+    let (clean_ref, clean_commit) = commit_in(&a, &[&head], &[("src/lib.rs", "pub fn parse() {}\n")], "parser", Some("20261202T065900Z"));
+    let mut held = Vec::new();
+    for (k, (token, _)) in corpus().iter().enumerate() {
+        let env = format!("TOKEN={token}\n");
+        let name = format!("notes/{token}.txt");
+        let message = format!("parser\n\nused {token} to test");
+        let at = |shape: usize| format!("20261202T07{k}{shape}00Z");
+        held.push(commit_in(&a, &[&head], &[(".env", &env)], "config", Some(&at(0))).0);
+        held.push(commit_in(&a, &[&head, &side], &[("src/side.rs", "pub fn side() {}\n"), (".env", &env)], "merge side", Some(&at(1))).0);
+        held.push(commit_in(&a, &[&head], &[(&name, "nothing here\n")], "notes", Some(&at(2))).0);
+        held.push(commit_in(&a, &[&head], &[("src/lib.rs", "pub fn parse() {}\n")], &message, Some(&at(3))).0);
+    }
+
+    let out = a.run(&["mirror", "push"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "held refs make the push exit 1: {said}");
+    assert_eq!(lab.git(&["rev-parse", &clean_ref]).trim(), clean_commit, "the clean save is on the remote: {said}");
+    for r in &held {
+        assert!(lab.git(&["for-each-ref", r]).trim().is_empty(), "{r} reached the remote: {said}");
+    }
+    let remote_objects = common::repo::git(&lab.remote, &["cat-file", "--batch-all-objects", "--batch"]);
+    for (token, random) in corpus() {
+        assert_eq!(leaked_run(&said, &random), None, "the push shows part of {token}: {said}");
+        assert_eq!(leaked_run(&remote_objects, &random), None, "the remote holds part of {token}");
+    }
+}

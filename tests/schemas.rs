@@ -198,6 +198,8 @@ fn pattern_holds(pattern: &str, s: &str) -> bool {
         }
         "^[0-9a-f]{64}$" => hex(64),
         "^[0-9a-f]{32}$" => hex(32),
+        // A secret kind's name (`SecretKind::name`): lowercase words joined by `_`.
+        "^[a-z0-9_]{1,64}$" => (1..=64).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_'),
         // Dotted lowercase words; the 64-byte cap is the schema's maxLength.
         "^[a-z_]+(\\.[a-z_]+)+$" => {
             s.contains('.') && s.split('.').all(|w| !w.is_empty() && w.bytes().all(|c| c.is_ascii_lowercase() || c == b'_'))
@@ -3323,4 +3325,37 @@ fn the_notify_schemas_agree_with_the_code() {
     let data = with(&good, "line", json!(github_token()));
     assert!(errors_of(&seen, &data).is_empty() && code(&data).is_err(), "a secret line");
     assert!(folds(repository_scope(), &[], event::AWAY_NOTIFICATION_RECORDED, &good).is_err(), "no open window");
+}
+
+/// `mirror.line_redacted` (issue 34, MIRROR.md §11): the keys abcd writes are the schema's,
+/// and data the push's reader refuses the schema refuses too. The hash's and the secret's
+/// spelling are the schema's to say; the push honours a decision only for a line whose seq
+/// and hash are the decision's, so another spelling redacts nothing.
+#[test]
+fn mirror_line_redacted_data_is_what_the_schema_says() {
+    let redacted = schema("mirror.line_redacted.schema.json");
+    let good = abcd::event::mirror::LineRedacted { seq: 3, hash: "ab".repeat(32), secret: "github_token".into() };
+    let written = serde_json::to_value(&good).unwrap();
+    assert_eq!(keys_of(&written), keys_of(&redacted["properties"]), "mirror.line_redacted keys");
+    for (data, takes) in [
+        (written.clone(), true),
+        (json!({"seq": 3, "hash": "ab".repeat(32)}), false),
+        (json!({"seq": 3, "secret": "github_token"}), false),
+        (json!({"seq": "3", "hash": "ab".repeat(32), "secret": "github_token"}), false),
+        (json!({"seq": 3, "hash": "ab".repeat(32), "secret": "github_token", "line": "x"}), false),
+    ] {
+        let code = serde_json::from_value::<abcd::event::mirror::LineRedacted>(data.clone()).is_ok();
+        assert_eq!(code, takes, "the code on {data}");
+        assert_eq!(errors_of(&redacted, &data).is_empty(), takes, "the schema on {data}");
+    }
+    for data in [
+        json!({"seq": 0, "hash": "ab".repeat(32), "secret": "github_token"}),
+        json!({"seq": 3, "hash": "AB".repeat(32), "secret": "github_token"}),
+        json!({"seq": 3, "hash": "ab".repeat(31), "secret": "github_token"}),
+        json!({"seq": 3, "hash": "ab".repeat(32), "secret": "GitHub token"}),
+    ] {
+        assert!(!errors_of(&redacted, &data).is_empty(), "the schema refuses {data}");
+    }
+    assert!(event::is_v1_kind(event::MIRROR_LINE_REDACTED));
+    assert!(matches!(event::decode(event::MIRROR_LINE_REDACTED, &written), Ok(event::Known::Unfolded)), "read by the push, not folded");
 }

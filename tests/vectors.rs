@@ -453,6 +453,17 @@ fn all_vectors() -> Vec<Vector> {
         Expected::clean(7),
     ));
 
+    let mut redacted = journal_a(4);
+    let hash_of_3 = redacted.hashes[3].to_hex();
+    redacted.push(abcd::event::MIRROR_LINE_REDACTED, json!({"seq": 3, "hash": hash_of_3, "secret": "github_token"}));
+    redacted.fill_to(6);
+    v.push(vector(
+        "mirror-line-redacted",
+        "A person's decision (`mirror.line_redacted` at seq 4) that the mirror carries a redaction record in the place of seq 3, named by its seq and hash (MIRROR.md §11); the journal itself keeps the line and verifies as any other.",
+        redacted.bytes(),
+        Expected::clean(6),
+    ));
+
     // --- salvaged journals (SPEC §5.4, §10) ---------------------------------------------
 
     let a8 = journal_a(8);

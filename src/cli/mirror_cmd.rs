@@ -70,6 +70,22 @@ enum MirrorAction {
         #[arg(long)]
         repo: bool,
     },
+    /// Let a line the push holds back as a secret through: the mirror carries a redaction
+    /// record (its seq and hash, never its text) in its place, and the line stays here
+    ///
+    /// For a line `abcd mirror push` names as holding what looks like a secret: records the
+    /// decision in the journal (`mirror.line_redacted`); the next push then carries the
+    /// lines after it. Only a line not yet mirrored that the scan flags is redacted. See
+    /// docs/mirror.md, "A line was flagged: what to do".
+    Redact {
+        /// The journal's id, as the push names it
+        journal_id: String,
+        /// The seq of the line the push held back
+        seq: u64,
+        /// Print JSON for scripts
+        #[arg(long)]
+        json: bool,
+    },
     /// Turn background pushes from the hooks on or off (at most one per interval,
     /// detached; failures shown by `mirror status`, never to the model)
     Auto {
@@ -134,6 +150,22 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             tell_refusals(&restarted.push);
             Ok(if restarted.push.all_pushed() { EXIT_OK } else { EXIT_FAILURE })
         }
+        MirrorAction::Redact { journal_id, seq, json } => {
+            let r = mirror_cmd::redact(&place, &journal_id, seq)?;
+            if json {
+                outln!("{}", serde_json::to_string(&r)?);
+            } else {
+                let how = if r.already_recorded { "was already recorded" } else { "is recorded" };
+                outln!(
+                    "the decision to redact the line of seq {} of journal {} (it looks like it holds a {}) {how} at seq {}: the mirror carries a redaction record in its place, and the line stays on this machine; run `abcd mirror push` to push the lines after it",
+                    r.seq,
+                    r.journal_id,
+                    r.secret,
+                    r.recorded_seq
+                );
+            }
+            Ok(EXIT_OK)
+        }
         MirrorAction::Auto { state, remote, every } => {
             let setting = mirror_cmd::set_auto(&place, state == "on", &remote, every)?;
             if setting.on {
@@ -193,6 +225,9 @@ fn push_text(r: &PushReport) -> String {
         {
             out += &format!("  note: {}\n", terminal_safe(why, Lines::One));
         }
+        for seq in &j.redacted {
+            out += &format!("  seq {seq} went as a redaction record; the line stays on this machine\n");
+        }
     }
     for s in &r.saved {
         out += &format!("{} {}\n", s.outcome.replace('_', " "), s.ref_name);
@@ -235,6 +270,9 @@ fn fetch_text(r: &FetchReport) -> String {
         out += &format!("{} {} {machine} {path}{seq}", j.verdict, j.journal_id);
         if let Some(why) = &j.why {
             out += &format!(" — {}", terminal_safe(why, Lines::One));
+        }
+        if let (Some(n), Some(first)) = (j.redacted, j.first_redacted_seq) {
+            out += &format!(" ({n} line(s) redacted from seq {first}: kept on the machine that wrote them)");
         }
         out += "\n";
     }

@@ -133,6 +133,9 @@ pub struct JournalPushed {
     pub new_events: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Seqs this push carried as redaction records (MIRROR.md §11).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -182,6 +185,7 @@ fn push_locked(place: &MirrorPlace, remote: String, _held: &JournalLock) -> Resu
                 head_seq: None,
                 new_events: 0,
                 why: Some(why),
+                redacted: Vec::new(),
             }),
         }
     }
@@ -335,6 +339,7 @@ fn refused(b: &Built, path: String, why: String) -> JournalPushed {
         head_seq: Some(b.head_seq),
         new_events: 0,
         why: Some(why),
+        redacted: Vec::new(),
     }
 }
 
@@ -364,6 +369,7 @@ fn settle(place: &MirrorPlace, b: Built, path: String, answer: Option<&PushedRef
         head_seq: Some(b.head_seq),
         new_events: b.new_events,
         why: b.stopped_at,
+        redacted: b.redacted,
     }
 }
 
@@ -450,6 +456,12 @@ pub struct JournalFetched {
     pub head_seq: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Redaction records (MIRROR.md §11) among the lines this fetch verified, and the
+    /// first one's seq: lines kept on the machine that wrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_redacted_seq: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -567,6 +579,8 @@ fn fetched_one(
         path: None,
         head_seq: None,
         why,
+        redacted: None,
+        first_redacted_seq: None,
     };
     if !journal_id_ok(id) {
         let mut e = entry("rewritten", Some("the ref's name is not a journal id (32 hex digits); it is not read".into()));
@@ -620,6 +634,8 @@ fn fetched_one(
         path: shown.as_ref().map(|m| claim_shown(&m.meta.path)),
         head_seq: shown.as_ref().filter(|_| head).map(|m| m.meta.head_seq),
         why: judged.verdict.why().map(|w| reason_shown(&w)),
+        redacted: (judged.verdict == Verdict::Verified && judged.redacted.0 > 0).then_some(judged.redacted.0),
+        first_redacted_seq: judged.redacted.1.filter(|_| judged.verdict == Verdict::Verified),
     })
 }
 
@@ -983,6 +999,12 @@ fn mirrored_state(place: &MirrorPlace, commit: &str) -> Result<(mirror::MirrorMe
     let m = mirror::read_commit(&place.repo, commit).map_err(|e| e.to_string())?;
     let mut state = crate::fold::FoldedState::default();
     mirror::read::each_event(&place.repo, &m, &mut |event| {
+        // A redacted line (MIRROR.md §11) is not in the mirror: the fold steps over its seq
+        // as over any seq it cannot read, chained by the next line's prev.
+        let at = state.journal.events;
+        if at > 0 && event.seq > at {
+            crate::fold::fold_lost(&mut state, at, event.seq - 1, event.prev);
+        }
         crate::fold::fold_event(&mut state, event);
     })
     .map_err(|e| e.to_string())?;
@@ -1094,6 +1116,120 @@ pub struct Restarted {
     /// restarted mirror as `rewritten` against it otherwise).
     pub verified_dropped: bool,
     pub push: PushReport,
+}
+
+/// What `abcd mirror redact` recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct Redacted {
+    pub journal_id: String,
+    pub path: String,
+    pub seq: u64,
+    /// The kind of secret the scan finds in the line, never the value.
+    pub secret: &'static str,
+    /// The seq of the `mirror.line_redacted` event: the one written now, or the one that
+    /// recorded the same decision before.
+    pub recorded_seq: u64,
+    pub already_recorded: bool,
+}
+
+/// `abcd mirror redact <journal-id> <seq>` (MIRROR.md §11): records in the journal holding
+/// it the person's decision that the push carries a redaction record in the place of the
+/// line of `seq`, which the push's secret scan flags and holds back. Only a line that is
+/// not yet in this machine's mirror, that the scan flags, and that is not the genesis or a
+/// gap record, is redacted. Nothing is pushed: the next push carries the record.
+pub fn redact(place: &MirrorPlace, journal_id: &str, seq: u64) -> Result<Redacted, CommandError> {
+    let refused = |why: String| CommandError::Refused(format!("refused: {why}"));
+    if !journal_id_ok(journal_id) {
+        return Err(refused(format!(
+            "{} is not a journal id (32 hex digits); `abcd mirror push` names the journal id and the seq of each line it holds back",
+            crate::secrets::shown_name(journal_id)
+        )));
+    }
+    let _mirror_lock = place.lock(MIRROR_LOCK_WAIT)?;
+    let mut found = None;
+    for (path, shown) in place.journals()? {
+        let Some(path) = path else { continue };
+        let Ok(file) = crate::journal::verify::open_trusted(&RealDisk, &path) else { continue };
+        if crate::journal::append::read_genesis(file.as_ref(), &path).is_ok_and(|g| g.journal_id == journal_id) {
+            found = Some((path, shown, file));
+            break;
+        }
+    }
+    let Some((path, shown, file)) = found else {
+        return Err(refused(format!(
+            "no journal of this repository on this machine has the id {journal_id}; `abcd mirror push` names the journal id and the seq of each line it holds back"
+        )));
+    };
+    if seq == 0 {
+        return Err(refused(format!(
+            "seq 0 of journal {journal_id} is its genesis, which names the journal and its scope for every reader, so it is never redacted; a working copy whose path looks like a secret is moved with `git worktree move`"
+        )));
+    }
+    let mirrored = match place.repo.read_ref(&journal_ref(journal_id)).map_err(CommandError::failed)? {
+        Some(c) => mirror::read_commit(&place.repo, &c).ok().map(|m| m.meta.head_seq),
+        None => None,
+    };
+    if let Some(head) = mirrored.filter(|head| seq <= *head) {
+        return Err(refused(format!(
+            "the line of seq {seq} of journal {journal_id} is already in this machine's mirror (through seq {head}), so the remote holds it and a redaction cannot take it back; if it holds a secret, revoke that secret where it was issued"
+        )));
+    }
+    let mut line_found: Option<(crate::journal::format::Event, Vec<u8>)> = None;
+    let mut decided: Option<(u64, String)> = None;
+    let scanned = crate::journal::scan::scan(file.as_ref(), crate::journal::scan::StartPoint::GENESIS, |event, pos| {
+        if event.seq == seq {
+            let mut line = vec![0u8; pos.len as usize];
+            if crate::journal::storage::read_fully_at(file.as_ref(), &mut line, pos.offset).is_ok_and(|n| n == line.len()) {
+                line_found = Some((event.clone(), line));
+            }
+        }
+        if event.kind == crate::event::MIRROR_LINE_REDACTED
+            && let Ok(d) = serde_json::from_value::<crate::event::mirror::LineRedacted>(event.data.clone())
+            && d.seq == seq
+        {
+            decided = Some((event.seq, d.hash));
+        }
+        Ok::<(), ()>(())
+    });
+    if let Err(crate::journal::scan::ScanError::Io(e)) = scanned {
+        return Err(CommandError::Failed(format!("reading {shown} failed: {e}")));
+    }
+    let Some((event, line)) = line_found else {
+        return Err(refused(format!(
+            "journal {journal_id} at {shown} holds no verified line of seq {seq}; `abcd journal verify` shows how far it verifies, and `abcd mirror push` names the seq of each line it holds back"
+        )));
+    };
+    let Some(kind) = crate::mirror::build::flagged(&line, &event) else {
+        return Err(refused(format!(
+            "the secret scan flags nothing in the line of seq {seq} of journal {journal_id}, so the push carries it as it is; only a line the push holds back is redacted"
+        )));
+    };
+    if event.gap().is_some() {
+        return Err(refused(format!(
+            "the line of seq {seq} of journal {journal_id} is a repair's gap record, which the chain after it needs whole, so it is not redacted; it stays on this machine with the lines after it"
+        )));
+    }
+    let hash = event.hash.to_hex();
+    if let Some((recorded_seq, _)) = decided.as_ref().filter(|(_, h)| *h == hash) {
+        let recorded_seq = *recorded_seq;
+        return Ok(Redacted { journal_id: journal_id.into(), path: shown, seq, secret: kind.name(), recorded_seq, already_recorded: true });
+    }
+    let data = crate::event::mirror::LineRedacted { seq, hash, secret: kind.name().to_string() };
+    let journal = places::open_journal_for_verb(RealDisk::shared(), crate::journal::JournalPaths::beside(&path))?;
+    let new_event = crate::journal::NewEvent {
+        kind: crate::event::MIRROR_LINE_REDACTED.into(),
+        actor: crate::journal::Actor::this_process(None),
+        data: serde_json::to_value(data).expect("plain data serializes"),
+    };
+    let appended = journal.append(new_event, None)?;
+    Ok(Redacted {
+        journal_id: journal_id.into(),
+        path: shown,
+        seq,
+        secret: kind.name(),
+        recorded_seq: appended.seq,
+        already_recorded: false,
+    })
 }
 
 /// `abcd mirror restart`: for a journal whose mirror a push refuses because the journal no

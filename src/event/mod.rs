@@ -9,6 +9,7 @@ pub mod checklist;
 pub mod context;
 pub mod ids;
 pub mod loops;
+pub mod mirror;
 pub mod notify;
 pub mod run;
 pub mod session;
@@ -61,6 +62,7 @@ pub const AWAY_SWEEP_ANSWERED: &str = "away.sweep_answered";
 pub const AWAY_RETURN_SHOWN: &str = "away.return_shown";
 pub const AWAY_NOTIFIED: &str = "away.notified";
 pub const AWAY_NOTIFICATION_RECORDED: &str = "away.notification_recorded";
+pub const MIRROR_LINE_REDACTED: &str = "mirror.line_redacted";
 pub const CHECKLIST_PROMISE_FIRED: &str = "checklist.promise_fired";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
@@ -116,6 +118,9 @@ pub const V1_KINDS: &[&str] = &[
     CHECKLIST_PROMISE_FIRED,
     // A working copy's journal accepted at the root it was moved to (issue 31).
     JOURNAL_MOVED,
+    // A person's decision to mirror a flagged line as a redaction record (issue 34,
+    // MIRROR.md §11): read by the push, not folded.
+    MIRROR_LINE_REDACTED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {

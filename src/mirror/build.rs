@@ -12,9 +12,11 @@ use crate::journal::scan::{self, Head, StartPoint, Verdict};
 use crate::journal::storage::{Storage, StorageFile};
 use crate::journal::{JournalError, genesis};
 
+use super::redaction::{self, Record};
 use super::segment::Fill;
 use super::{
-    MIRROR_FORMAT, MIRROR_JSON, MIRROR_MAX_SEGMENTS, MirrorMeta, SEGMENTS_DIR, ShapeError, journal_ref, read_commit, segment_name,
+    MIRROR_FORMAT, MIRROR_FORMAT_REDACTED, MIRROR_JSON, MIRROR_MAX_SEGMENTS, MirrorMeta, SEGMENTS_DIR, ShapeError, journal_ref,
+    read_commit, segment_name,
 };
 
 /// What the pusher says of its journal beside the lines: `mirror.json`'s claims.
@@ -38,6 +40,8 @@ pub struct Built {
     /// Why the mirror stops short of the journal's end: damage after the last verified
     /// line, or a line holding what looks like a secret. Those lines are not mirrored.
     pub stopped_at: Option<String>,
+    /// Seqs of the lines this commit newly carries as redaction records (MIRROR.md §11).
+    pub redacted: Vec<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +98,7 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
     let mut start = StartPoint::GENESIS;
     let mut last: Option<(u64, format::Hash, jiff::Timestamp)> = None;
     let mut total_bytes = 0u64;
+    let mut format = MIRROR_FORMAT;
     if let Some(p) = &parent {
         let mirror = read_commit(repo, p).map_err(|e| match e {
             ShapeError::Git(g) => BuildError::Git(g),
@@ -115,8 +120,11 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
         let mut here = vec![0u8; tail.len()];
         let n = crate::journal::storage::read_fully_at(file.as_ref(), &mut here, tail_start)
             .map_err(|e| unmirrorable(format!("reading it failed: {e}")))?;
-        if n != tail.len() || here != tail {
+        if n != tail.len() || !redaction::stands_for(&tail, &here) {
             return Err(diverged("the bytes of the last mirrored segment differ"));
+        }
+        if mirror.meta.format == MIRROR_FORMAT_REDACTED {
+            format = MIRROR_FORMAT_REDACTED;
         }
         let line_start = tail[..tail.len() - 1].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let head_line =
@@ -134,6 +142,28 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
     let mut new_events = 0u64;
     let mut fault: Option<BuildError> = None;
     let mut held: Option<String> = None;
+    // The person's decisions to redact (`mirror.line_redacted`), read once a line is flagged.
+    let mut decisions: Option<std::collections::HashMap<u64, format::Hash>> = None;
+    // Records waiting for the next line: a mirror never ends with one (§11).
+    let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut redacted = Vec::new();
+    let mut put = |seq: u64, line: &[u8], open: &mut Option<Open>, segments: &mut Vec<TreeEntry>| -> Result<(), BuildError> {
+        let fits = open.as_ref().is_some_and(|o| Fill { lines: o.lines, bytes: o.bytes.len() }.takes(line.len()));
+        if !fits {
+            if let Some(full) = open.take() {
+                close_segment(repo, segments, full)?;
+            }
+            if segments.len() >= MIRROR_MAX_SEGMENTS {
+                return Err(unmirrorable(format!("it needs more than {MIRROR_MAX_SEGMENTS} segments")));
+            }
+            *open = Some(Open { first_seq: seq, bytes: Vec::new(), lines: 0 });
+        }
+        let o = open.as_mut().expect("a segment is open");
+        o.bytes.extend_from_slice(line);
+        o.lines += 1;
+        total_bytes += line.len() as u64;
+        Ok(())
+    };
     let report = scan::scan(file.as_ref(), start, |event: &Event, pos| {
         let mut line = vec![0u8; pos.len as usize];
         match crate::journal::storage::read_fully_at(file.as_ref(), &mut line, pos.offset) {
@@ -144,33 +174,42 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
             }
         }
         // A line abcd wrote never holds a secret (every text is scanned before it is
-        // journaled); one written behind its back may, and stays on this machine.
-        if let Some(kind) = std::str::from_utf8(&line).ok().and_then(crate::secrets::scan).or_else(|| secret_in_event(event)) {
-            held = Some(format!(
-                "the line of seq {} holds what looks like a {} (not written by abcd); it and the lines after it are not pushed",
-                event.seq,
-                kind.name()
-            ));
-            return Err(());
-        }
-        let fits = open.as_ref().is_some_and(|o| Fill { lines: o.lines, bytes: o.bytes.len() }.takes(line.len()));
-        if !fits {
-            if let Some(full) = open.take()
-                && let Err(e) = close_segment(repo, &mut segments, full)
+        // journaled); one written behind its back may, and stays on this machine: in its
+        // place goes a redaction record when the person decided so, else nothing more.
+        if let Some(kind) = flagged(&line, event) {
+            let decided = decisions.get_or_insert_with(|| redactions(file.as_ref(), start));
+            let record = Record { seq: event.seq, prev: event.prev, hash: event.hash };
+            match (decided.get(&event.seq) == Some(&event.hash) && event.seq > 0 && event.gap().is_none())
+                .then(|| redaction::encode(&record, line.len()))
+                .flatten()
             {
+                Some(bytes) => {
+                    pending.push((event.seq, bytes));
+                    return Ok(());
+                }
+                None => {
+                    held = Some(format!(
+                        "the line of seq {} holds what looks like a {} (not written by abcd); it and the lines after it are not pushed; `abcd mirror redact {} {}` pushes a redaction record in its place and keeps the line on this machine",
+                        event.seq,
+                        kind.name(),
+                        opened.journal_id,
+                        event.seq
+                    ));
+                    return Err(());
+                }
+            }
+        }
+        for (seq, bytes) in std::mem::take(&mut pending) {
+            if let Err(e) = put(seq, &bytes, &mut open, &mut segments) {
                 fault = Some(e);
                 return Err(());
             }
-            if segments.len() >= MIRROR_MAX_SEGMENTS {
-                fault = Some(unmirrorable(format!("it needs more than {MIRROR_MAX_SEGMENTS} segments")));
-                return Err(());
-            }
-            open = Some(Open { first_seq: event.seq, bytes: Vec::new(), lines: 0 });
+            redacted.push(seq);
         }
-        let o = open.as_mut().expect("a segment is open");
-        o.bytes.extend_from_slice(&line);
-        o.lines += 1;
-        total_bytes += line.len() as u64;
+        if let Err(e) = put(event.seq, &line, &mut open, &mut segments) {
+            fault = Some(e);
+            return Err(());
+        }
         last = Some((event.seq, event.hash, event.time));
         new_events += 1;
         Ok(())
@@ -183,6 +222,14 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
             Verdict::Clean | Verdict::TornTail(_) => None,
             Verdict::Corrupt(c) => Some(format!("damage at seq {} (byte {}) is not mirrored: {}", c.seq, c.offset, c.problem)),
         },
+    };
+    // A record waits for the line that confirms its hash (§11 rule 4): say so, so the push
+    // is not taken for whole.
+    let stopped_at = match (stopped_at, pending.first()) {
+        (None, Some((seq, _))) => {
+            Some(format!("the line of seq {seq} is redacted and no line after it is pushed yet; the next push carries its record"))
+        }
+        (why, _) => why,
     };
     let Some((head_seq, head_hash, head_time)) = last else {
         return match stopped_at {
@@ -201,14 +248,18 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
             head_seq,
             new_events,
             stopped_at,
+            redacted,
         };
         return Ok(Some(built));
     }
     if let Some(o) = open.take() {
         close_segment(repo, &mut segments, o)?;
     }
+    if !redacted.is_empty() {
+        format = MIRROR_FORMAT_REDACTED;
+    }
     let meta = MirrorMeta {
-        format: MIRROR_FORMAT.to_string(),
+        format: format.to_string(),
         journal_id: opened.journal_id.clone(),
         scope: opened.scope.clone(),
         repository: claims.repository.to_string(),
@@ -227,7 +278,29 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
     ])?;
     let message = format!("abcd mirror {} through seq {head_seq}\n", opened.journal_id);
     let commit = repo.write_commit(&root, parent.as_deref(), &message, head_time.as_second())?;
-    Ok(Some(Built { journal_id: opened.journal_id, scope: opened.scope, commit, parent, head_seq, new_events, stopped_at }))
+    Ok(Some(Built { journal_id: opened.journal_id, scope: opened.scope, commit, parent, head_seq, new_events, stopped_at, redacted }))
+}
+
+/// The kind of secret the push's scan finds in a journal line (its raw text, or any string
+/// it decodes to), if any: what keeps the line off the remote (§6 step 2).
+pub fn flagged(line: &[u8], event: &Event) -> Option<crate::secrets::SecretKind> {
+    std::str::from_utf8(line).ok().and_then(crate::secrets::scan).or_else(|| secret_in_event(event))
+}
+
+/// The person's decisions to redact recorded in the journal from `start` on: each
+/// `mirror.line_redacted`'s seq and hash. One whose data is not the kind's is no decision.
+fn redactions(file: &dyn StorageFile, start: StartPoint) -> std::collections::HashMap<u64, format::Hash> {
+    let mut found = std::collections::HashMap::new();
+    let _ = scan::scan(file, start, |event, _| {
+        if event.kind == redaction::LINE_REDACTED
+            && let Ok(d) = serde_json::from_value::<crate::event::mirror::LineRedacted>(event.data.clone())
+            && let Some(hash) = format::Hash::from_hex(d.hash.as_bytes())
+        {
+            found.insert(d.seq, hash);
+        }
+        Ok::<(), ()>(())
+    });
+    found
 }
 
 /// A secret in the event's decoded texts (every string and key of `data`, the actor's

@@ -54,18 +54,20 @@ impl Verdict {
     }
 }
 
-/// A verdict, and the commit's claims when its shape could be read.
+/// A verdict, the commit's claims when its shape could be read, and the redaction records
+/// (§11) among the lines this judgement verified: how many, and the first one's seq.
 #[derive(Clone, Debug)]
 pub struct Judged {
     pub verdict: Verdict,
     pub mirror: Option<MirrorCommit>,
+    pub redacted: (u64, Option<u64>),
 }
 
 /// Judges `incoming`, fetched for `refs/abcd/journals/<journal_id>`, against the verified
 /// copy `verified` (if this machine holds one) for the repository whose first root commit
 /// is `repository`. A git failure is an error, not a verdict: nothing was learned.
 pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&str>, repository: &str) -> Result<Judged, GitError> {
-    let verdict = |v: Verdict| Ok(Judged { verdict: v, mirror: None });
+    let verdict = |v: Verdict| Ok(Judged { verdict: v, mirror: None, redacted: (0, None) });
     if verified == Some(incoming) {
         return verdict(Verdict::Unchanged);
     }
@@ -89,7 +91,7 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
         }
         Err(ShapeError::Git(g)) => return Err(g),
     };
-    let judged = |v: Verdict, mirror: MirrorCommit| Ok(Judged { verdict: v, mirror: Some(mirror) });
+    let judged = |v: Verdict, mirror: MirrorCommit| Ok(Judged { verdict: v, mirror: Some(mirror), redacted: (0, None) });
     let meta = &mirror.meta;
     if meta.journal_id != journal_id {
         let why = format!("mirror.json names journal {}, the ref names {journal_id}", crate::secrets::shown_name(&meta.journal_id));
@@ -155,13 +157,25 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
     if let Some(fault) = genesis_fault {
         return judged(fault, mirror);
     }
+    if let Some(seq) = walk.unconfirmed {
+        let why = format!("it ends with a redaction record (seq {seq}) that no line after it confirms (MIRROR.md §11)");
+        return judged(Verdict::Rewritten(why), mirror);
+    }
+    if walk.redacted > 0 && meta.format == super::MIRROR_FORMAT {
+        let why = format!(
+            "its mirror.json names {}, which holds no redaction record, and seq {} is one (MIRROR.md §11)",
+            super::MIRROR_FORMAT,
+            walk.first_redacted.unwrap_or_default()
+        );
+        return judged(Verdict::Rewritten(why), mirror);
+    }
     let claims_hold = walk.last.is_some_and(|(seq, hash, time)| {
         seq == meta.head_seq && hash.to_hex() == meta.head_hash && format::format_time(time) == meta.head_time
     }) && walk.bytes == meta.bytes;
     if !claims_hold {
         return judged(Verdict::Rewritten("mirror.json's head or length is not what its segments hold".into()), mirror);
     }
-    judged(Verdict::Verified, mirror)
+    Ok(Judged { verdict: Verdict::Verified, mirror: Some(mirror), redacted: (walk.redacted, walk.first_redacted) })
 }
 
 /// Where a fast-forward's verification resumes: the walk so far, the segment's index, the
@@ -188,6 +202,14 @@ fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<Resum
     if old.meta.scope != new.meta.scope {
         return Err(Resume::Genesis("mirror.json names another scope than the verified copy's journal.opened".into()));
     }
+    // The lines not walked again may hold redaction records: a mirror never goes back to
+    // the format that holds none.
+    if old.meta.format != super::MIRROR_FORMAT && new.meta.format == super::MIRROR_FORMAT {
+        return Err(Resume::Changed(format!(
+            "its mirror.json names {}, and the verified copy's names {}: a format that may hold redaction records never goes back (MIRROR.md §11)",
+            new.meta.format, old.meta.format
+        )));
+    }
     let changed = |name: &str| Resume::Changed(format!("segment {name} differs from the verified copy's: a mirrored line was rewritten"));
     let Some((old_last, old_full)) = old.segments.split_last() else { return Ok(None) };
     for (i, e) in old_full.iter().enumerate() {
@@ -212,8 +234,12 @@ fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<Resum
     // The verified copy's last line gives the chain position to continue from.
     let line_start = old_bytes[..old_bytes.len().saturating_sub(1)].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let Ok(head) = format::verify_line(&old_bytes[line_start..]) else { return Ok(None) };
-    let walk =
-        Walk { position: Some(head.chain_position()), last: Some((head.seq, head.hash, head.time)), bytes: old.meta.bytes, events: 0 };
+    let walk = Walk {
+        position: Some(head.chain_position()),
+        last: Some((head.seq, head.hash, head.time)),
+        bytes: old.meta.bytes,
+        ..Walk::default()
+    };
     Ok(Some((walk, index, old_bytes.len(), new_bytes)))
 }
 

@@ -15,6 +15,7 @@ pub mod build;
 pub mod judge;
 pub mod own;
 pub mod read;
+pub mod redaction;
 pub mod segment;
 
 use serde::{Deserialize, Serialize};
@@ -22,8 +23,12 @@ use serde::{Deserialize, Serialize};
 use crate::event::Scope;
 use crate::git::objects::{GitError, Repo, TreeEntry};
 
-/// The `format` of every `mirror.json`.
+/// The `format` of a `mirror.json` whose segments hold no redaction record: what every
+/// abcd before §11 reads.
 pub const MIRROR_FORMAT: &str = "abcd-mirror/1";
+/// The `format` of a `mirror.json` whose segments hold a redaction record (§11): an abcd
+/// that reads only `abcd-mirror/1` refuses it whole rather than misread it.
+pub const MIRROR_FORMAT_REDACTED: &str = "abcd-mirror/2";
 /// A segment holds at most this many lines...
 pub const SEGMENT_MAX_LINES: usize = 1024;
 /// ...and at most this many bytes.
@@ -194,8 +199,11 @@ pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError
         };
         bad(format!("mirror.json is not §5's object: {what}"))
     })?;
-    if meta.format != MIRROR_FORMAT {
-        return Err(bad(format!("mirror.json names format {}, not {MIRROR_FORMAT}", crate::secrets::shown_name(&meta.format))));
+    if meta.format != MIRROR_FORMAT && meta.format != MIRROR_FORMAT_REDACTED {
+        return Err(bad(format!(
+            "mirror.json names format {}, not {MIRROR_FORMAT} or {MIRROR_FORMAT_REDACTED}",
+            crate::secrets::shown_name(&meta.format)
+        )));
     }
     Ok(MirrorCommit { commit: commit.to_string(), meta, segments })
 }

@@ -128,6 +128,15 @@ fn walk_segments(
             }
         }
         for (event, range) in lines {
+            // A redacted line is not in the mirror, so nothing after it chains on what the
+            // mirror can give back.
+            if let Some(r) = walk.first_redacted
+                && event.seq > r
+            {
+                walked.stopped =
+                    Some(format!("seq {r} is redacted in this mirror (MIRROR.md §11): its line is kept only in the journal that wrote it"));
+                return Ok(());
+            }
             if event.seq == 0 {
                 match genesis::decode_opened(&event.data) {
                     Ok(o) if o.journal_id == journal_id && o.scope == mirror.meta.scope => walked.scope = Some(o.scope),

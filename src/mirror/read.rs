@@ -6,7 +6,7 @@ use crate::journal::format::{self, Event};
 use crate::journal::scan::{self, Head, StartPoint, Verdict};
 use crate::journal::storage::BytesFile;
 
-use super::{MirrorCommit, SEGMENT_MAX_BYTES, SEGMENT_MAX_LINES, segment_seq};
+use super::{MirrorCommit, SEGMENT_MAX_BYTES, SEGMENT_MAX_LINES, redaction, segment_seq};
 
 /// Where a walk over segments stands: the chain position the next line must follow, the
 /// last line's own seq, hash and time, and the bytes walked.
@@ -16,6 +16,11 @@ pub struct Walk {
     pub last: Option<(u64, format::Hash, jiff::Timestamp)>,
     pub bytes: u64,
     pub events: u64,
+    /// Redaction records walked (MIRROR.md §11), the first one's seq, and the seq of one no
+    /// line after it has confirmed yet (its hash is the next line's `prev`).
+    pub redacted: u64,
+    pub first_redacted: Option<u64>,
+    pub unconfirmed: Option<u64>,
 }
 
 /// Why a segment breaks the rules; the words say where.
@@ -34,7 +39,8 @@ pub fn walk_segment(segment: &[u8], name: &str, from: usize, walk: &mut Walk, vi
 }
 
 /// [`walk_segment`], handing each event with its line's own bytes (its `LF` included), as
-/// a restore copies them.
+/// a restore copies them. A redaction record (§11) is checked in the chain and counted in
+/// `walk`, never handed on: it is not an event.
 pub fn walk_segment_lines(
     segment: &[u8],
     name: &str,
@@ -50,43 +56,115 @@ pub fn walk_segment_lines(
     if segment.len() > SEGMENT_MAX_BYTES {
         return Err(broken(format!("it is over {SEGMENT_MAX_BYTES} bytes")));
     }
-    let mut lines = crate::byte_search::byte_positions(b'\n', &segment[..from]).count();
-    let after = walk.position.map(|(seq, hash)| Head { seq, hash, offset: 0, end: from as u64 });
-    if after.is_none() && from > 0 {
+    if walk.position.is_none() && from > 0 {
         return Err(broken("a walk that starts inside a segment needs the chain position before it".into()));
     }
+    let mut lines = crate::byte_search::byte_positions(b'\n', &segment[..from]).count();
     let mut first = from == 0;
-    let mut fault = None;
-    let report = scan::scan(&BytesFile(segment.to_vec()), StartPoint { after }, |event, pos| {
-        if first && event.seq != first_seq {
-            fault = Some(format!("its first line has seq {}, not the seq its name gives", event.seq));
-            return Err(());
+    let mut at = from;
+    // Runs of journal lines, verified as a journal, between redaction records.
+    while at < segment.len() {
+        let record_at = redaction_at_or_after(segment, at);
+        let end = record_at.unwrap_or(segment.len());
+        if end > at {
+            walk_run(&segment[at..end], at, first_seq, &mut first, &mut lines, walk, visit).map_err(broken)?;
+        }
+        let Some(r) = record_at else { break };
+        let line_end = r + segment[r..].iter().position(|b| *b == b'\n').expect("a segment ends with a line feed") + 1;
+        let record = redaction::decode(&segment[r..line_end]).map_err(|why| broken(format!("the redaction record at byte {r}: {why}")))?;
+        let (expected_seq, expected_prev) = match walk.position {
+            Some((seq, hash)) => (seq.wrapping_add(1), hash),
+            None => (0, format::Hash::genesis_prev()),
+        };
+        let seq = record.seq;
+        let fault = if seq == 0 {
+            Some("stands for seq 0: the genesis names the journal and is never redacted".to_string())
+        } else if first && seq != first_seq {
+            Some("is the segment's first line, and its seq is not the seq the segment's name gives".to_string())
+        } else if seq != expected_seq {
+            Some(format!("follows seq {}, not seq {}", expected_seq.wrapping_sub(1), seq.wrapping_sub(1)))
+        } else if record.prev != expected_prev {
+            Some("names a prev that is not the hash of the line before it".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = fault {
+            return Err(broken(format!("the redaction record of seq {seq} {why}")));
         }
         first = false;
         lines += 1;
         if lines > SEGMENT_MAX_LINES {
+            return Err(broken(format!("it holds more than {SEGMENT_MAX_LINES} lines")));
+        }
+        walk.position = Some((seq, record.hash));
+        walk.unconfirmed = Some(seq);
+        walk.redacted += 1;
+        walk.first_redacted.get_or_insert(seq);
+        at = line_end;
+    }
+    walk.bytes += (segment.len() - from) as u64;
+    Ok(())
+}
+
+/// The offset of the first line at or after `at` (a line's start) that is a redaction record.
+fn redaction_at_or_after(segment: &[u8], at: usize) -> Option<usize> {
+    let mut start = at;
+    while start < segment.len() {
+        if redaction::is_record(&segment[start..]) {
+            return Some(start);
+        }
+        start += segment[start..].iter().position(|b| *b == b'\n')? + 1;
+    }
+    None
+}
+
+/// Verifies `run` (journal lines only, starting at byte `base` of its segment) chained onto
+/// `walk`. The words of an error say where, in the segment's bytes.
+fn walk_run(
+    run: &[u8],
+    base: usize,
+    first_seq: u64,
+    first: &mut bool,
+    lines: &mut usize,
+    walk: &mut Walk,
+    visit: &mut dyn FnMut(&Event, &[u8]),
+) -> Result<(), String> {
+    let after = walk.position.map(|(seq, hash)| Head { seq, hash, offset: 0, end: 0 });
+    let mut fault = None;
+    let report = scan::scan(&BytesFile(run.to_vec()), StartPoint { after }, |event, pos| {
+        if *first && event.seq != first_seq {
+            fault = Some(format!("its first line has seq {}, not the seq its name gives", event.seq));
+            return Err(());
+        }
+        *first = false;
+        *lines += 1;
+        if *lines > SEGMENT_MAX_LINES {
             fault = Some(format!("it holds more than {SEGMENT_MAX_LINES} lines"));
             return Err(());
         }
         walk.last = Some((event.seq, event.hash, event.time));
         walk.events += 1;
-        visit(event, &segment[pos.offset as usize..(pos.offset + pos.len) as usize]);
+        walk.unconfirmed = None;
+        visit(event, &run[pos.offset as usize..(pos.offset + pos.len) as usize]);
         Ok(())
     });
     let report = match report {
         Ok(r) => r,
-        Err(scan::ScanError::Visitor(())) => return Err(broken(fault.unwrap_or_default())),
-        Err(scan::ScanError::Io(e)) => return Err(broken(e.to_string())),
+        Err(scan::ScanError::Visitor(())) => return Err(fault.unwrap_or_default()),
+        Err(scan::ScanError::Io(e)) => return Err(e.to_string()),
     };
     match report.verdict {
         Verdict::Clean => {}
-        Verdict::TornTail(t) => return Err(broken(format!("the line at byte {} does not verify: {}", t.offset, t.fault))),
-        Verdict::Corrupt(c) => return Err(broken(format!("seq {} does not verify: {}", c.seq, c.problem))),
+        Verdict::Corrupt(c) if c.offset == 0 && walk.unconfirmed.is_some() => {
+            let seq = walk.unconfirmed.unwrap_or_default();
+            return Err(format!("the redaction record of seq {seq} is not confirmed by the line after it: {}", c.problem));
+        }
+        Verdict::TornTail(t) => return Err(format!("the line at byte {} does not verify: {}", base as u64 + t.offset, t.fault)),
+        Verdict::Corrupt(c) => return Err(format!("seq {} does not verify: {}", c.seq, c.problem)),
     }
     if let Some(h) = report.head {
         walk.position = Some((h.seq, h.hash));
     }
-    walk.bytes += (segment.len() - from) as u64;
     Ok(())
 }
 

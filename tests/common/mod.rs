@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod repo;
+pub mod secret_corpus;
 
 use std::path::{Path, PathBuf};
 

@@ -901,7 +901,7 @@ mod tests {
 
     #[test]
     fn away_a_loop_turn_ends_with_its_reply_and_records_what_it_leaves_owed() {
-        let owed = [Owed::Working { id: "1".into(), title: "Write the parser".into() }];
+        let owed = [Owed::Working { id: "1".into(), title: "Write the parser".into(), added_seq: 1, promised: false }];
         let fresh = SessionState::default();
         let turn = Stop { loop_turn: true, ..stop(&owed, &fresh) };
         let j = turn.judge();

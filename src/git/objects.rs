@@ -804,7 +804,12 @@ mod tests {
         ids.insert(7, "0".repeat(40));
         let mut batch = Batch::new(&repo);
         let mut got = Vec::new();
-        batch.read_each(&ids, 64, |_, o| Ok::<(), GitError>(got.push(o.map(|o| o.bytes)))).unwrap();
+        batch
+            .read_each(&ids, 64, |_, o| {
+                got.push(o.map(|o| o.bytes));
+                Ok::<(), GitError>(())
+            })
+            .unwrap();
         let mut want: Vec<Option<Vec<u8>>> = blobs.iter().cloned().map(Some).collect();
         want.insert(7, None);
         assert_eq!(got, want);

@@ -82,22 +82,7 @@ pub fn run(mut cmd: Command, input: Option<Vec<u8>>, deadline: Instant, out_cap:
         let ok = (&mut stdout).take(out_cap as u64 + 1).read_to_end(&mut out).is_ok();
         let _ = tx.send((ok, out));
     });
-    let err_rx = child.stderr.take().map(|mut stderr| {
-        let (etx, erx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let _ = (&mut stderr).take(err_kept as u64).read_to_end(&mut kept);
-            // Whole lines only: a line cut at the bound could end inside a token, which its
-            // reader would then scan in part. Each kept line is scanned where it is shown.
-            if kept.len() >= err_kept {
-                let whole = kept.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
-                kept.truncate(whole);
-            }
-            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
-            let _ = etx.send(kept);
-        });
-        erx
-    });
+    let err_rx = child.stderr.take().map(|stderr| keep_stderr(stderr, err_kept));
     let out = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
         Ok((true, out)) if out.len() <= out_cap => out,
         Ok((true, _)) => {
@@ -216,12 +201,13 @@ impl Session {
         err.and_then(|rx| rx.recv_timeout(REAP_WAIT).ok()).unwrap_or_default()
     }
 
+    /// Kills and reaps the child once: a second kill could reach a reused pid's group.
     fn stop(&mut self) {
         self.stop_watch = None;
         if let Some(w) = self.watch.take() {
             let _ = w.join();
+            kill_group(&mut self.child);
         }
-        kill_group(&mut self.child);
     }
 }
 
@@ -238,6 +224,8 @@ fn keep_stderr(mut stderr: std::process::ChildStderr, err_kept: usize) -> mpsc::
     std::thread::spawn(move || {
         let mut kept = Vec::new();
         let _ = (&mut stderr).take(err_kept as u64).read_to_end(&mut kept);
+        // Whole lines only: a line cut at the bound could end inside a token, which its
+        // reader would then scan in part. Each kept line is scanned where it is shown.
         if kept.len() >= err_kept {
             let whole = kept.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
             kept.truncate(whole);

@@ -30,6 +30,13 @@
 //!    to an empty remote and a first fetch of it by a new clone (3c, 3d), and abcd's own
 //!    peak in those (3e, 3f: its `VmHWM`, read every 2 ms while it runs).
 //!
+//! 4. `abcd mirror status` of another machine's verified mirror of 65,536 events held in
+//!    65,536 one-line segments (MIRROR.md's most segments; anyone who can push may write
+//!    it so) vs the same 65,536 events in 1,024 segments of 64 lines: the same lines and
+//!    bytes, 64 times the segments. Each mirror is written by hand in its own remote (git
+//!    plumbing, as a pusher could) and fetched and verified once before the rounds; each
+//!    status reads and folds the whole mirror.
+//!
 //! `cargo bench --bench mirror` runs the full sizes. Run without `--bench` (as `cargo test
 //! --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises every path.
 //! `ABCD_BENCH_EVENTS` overrides the large journal's size in both modes;
@@ -95,6 +102,11 @@ struct Config {
     /// Benchmark 3: first pushes and fetches at each size besides the ones that set up
     /// benchmark 1 (each to a new empty remote, fetched by a new clone).
     fresh_runs: usize,
+    /// Benchmark 4: the events of both mirrors, the segments of the fewer-segment one, and
+    /// rounds (one status of each per round).
+    status_events: usize,
+    status_few_segments: usize,
+    status_rounds: usize,
 }
 
 /// `large` moved up to the next size whose last mirror segment holds as many lines as
@@ -122,7 +134,21 @@ impl Config {
         assert!(large > small, "{EVENTS_ENV} must be more than {small}");
         let large = segment_aligned(large, small);
         if full {
-            Config { full, only, large, small, push_rounds: 21, push_ops: 3, copies: 50, copy_events: 100, fetch_rounds: 21, fresh_runs: 2 }
+            Config {
+                full,
+                only,
+                large,
+                small,
+                push_rounds: 21,
+                push_ops: 3,
+                copies: 50,
+                copy_events: 100,
+                fetch_rounds: 21,
+                fresh_runs: 2,
+                status_events: abcd::mirror::MIRROR_MAX_SEGMENTS,
+                status_few_segments: 1024,
+                status_rounds: 11,
+            }
         } else {
             Config {
                 full,
@@ -135,6 +161,9 @@ impl Config {
                 copy_events: ITEMS + 5,
                 fetch_rounds: 1,
                 fresh_runs: 1,
+                status_events: 1024,
+                status_few_segments: 16,
+                status_rounds: 1,
             }
         }
     }
@@ -207,6 +236,11 @@ fn main() {
         rows.extend(r);
         notes.push(note);
         checks.extend(journals);
+    }
+    if cfg.runs(4) {
+        let (r, note) = bench_status(&cfg, &dir);
+        rows.extend(r);
+        notes.push(note);
     }
     // Everything appended above must have left valid journals behind.
     for (path, home) in &checks {
@@ -988,8 +1022,136 @@ fn bench_fetch(cfg: &Config, dir: &Path) -> (Vec<Row>, String, Vec<(PathBuf, Pat
         contenders: format!("`abcd mirror fetch` {} vs `git fetch` {} (the push before them {})", ms(a), ms(g), ms(median(&push_t))),
         ratio_label: "abcd/git latency".into(),
         ratios,
-        target: Target::Context,
+        target: Target::AtMost(3.0),
     }];
     let journals = copies.iter().map(|c| (wc_journal(&c.root), push_machine.home.clone())).collect();
     (rows, note, journals)
+}
+
+// ----------------------------------------------------------------------------------------
+// 4. Status of a mirror of many segments vs the same lines in few
+
+/// A repository journal of `events` lines (a genesis naming `journal_id`, then
+/// `compaction.recorded` events), each line with its `LF`.
+fn repository_lines(journal_id: &str, root_commit: &str, events: usize) -> Vec<Vec<u8>> {
+    use abcd::journal::format::{self, Hash};
+    let t = jiff::Timestamp::from_second(1_800_000_000).expect("a time");
+    let actor = Actor { session: None, pid: 4100, tool: "abcd/bench".into() };
+    let opened = abcd::event::JournalOpened { journal_id: journal_id.into(), scope: Scope::Repository { root_commit: root_commit.into() } };
+    let mut prev = Hash::genesis_prev();
+    (0..events as u64)
+        .map(|seq| {
+            let (kind, data) = if seq == 0 {
+                (format::GENESIS_KIND.to_string(), serde_json::to_value(&opened).expect("plain data"))
+            } else {
+                (abcd::event::COMPACTION_RECORDED.to_string(), serde_json::json!({"session": null, "trigger": "manual"}))
+            };
+            let time = t.checked_add(jiff::SignedDuration::from_millis(seq as i64)).expect("a time");
+            let (line, hash) = format::encode_line(seq, time, &NewEvent { kind, actor: actor.clone(), data }, &prev).expect("a line");
+            prev = hash;
+            line
+        })
+        .collect()
+}
+
+/// Writes in `remote`, with git plumbing as any pusher could, a mirror commit of `lines`
+/// in segments of `per_segment` lines, under `refs/abcd/journals/<journal_id>`.
+fn hand_written_mirror(remote: &Path, lines: &[Vec<u8>], per_segment: usize, journal_id: &str, root_commit: &str) {
+    let chunks: Vec<Vec<u8>> = lines.chunks(per_segment).map(|c| c.concat()).collect();
+    let mut input = Vec::new();
+    for (k, b) in chunks.iter().enumerate() {
+        input.extend_from_slice(format!("blob\nmark :{}\ndata {}\n", k + 1, b.len()).as_bytes());
+        input.extend_from_slice(b);
+        input.push(b'\n');
+    }
+    let marks = remote.join("bench-fast-import.marks");
+    git_stdin(remote, &["fast-import", "--quiet", &format!("--export-marks={}", utf8(&marks))], Some(&input));
+    let mut ids = vec![String::new(); chunks.len()];
+    for line in std::fs::read_to_string(&marks).expect("the marks").lines() {
+        let (mark, id) = line.split_once(' ').expect("`:<mark> <id>`");
+        ids[mark[1..].parse::<usize>().expect("a mark") - 1] = id.to_string();
+    }
+    let listing: String = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| format!("100644 blob {id}\t{}\n", abcd::mirror::segment_name((k * per_segment) as u64)))
+        .collect();
+    let segments = git_stdin(remote, &["mktree"], Some(listing.as_bytes()));
+    let last: serde_json::Value = serde_json::from_slice(lines.last().expect("a line")).expect("JSON");
+    let meta = serde_json::json!({
+        "format": abcd::mirror::MIRROR_FORMAT,
+        "journal_id": journal_id,
+        "scope": {"kind": "repository", "root_commit": root_commit},
+        "repository": root_commit,
+        "machine": "machine-x",
+        "path": "/home/x/wc",
+        "head_seq": last["seq"],
+        "head_hash": last["hash"],
+        "head_time": last["time"],
+        "bytes": lines.iter().map(Vec::len).sum::<usize>(),
+    });
+    let json = git_stdin(remote, &["hash-object", "-w", "--stdin"], Some(&serde_json::to_vec(&meta).expect("JSON")));
+    let root =
+        git_stdin(remote, &["mktree"], Some(format!("100644 blob {json}\tmirror.json\n040000 tree {segments}\tsegments\n").as_bytes()));
+    let commit = git(
+        remote,
+        &["-c", "user.name=Bench Person", "-c", "user.email=bench@example.invalid", "commit-tree", &root, "-m", "a mirror written by hand"],
+    );
+    git(remote, &["update-ref", &format!("refs/abcd/journals/{journal_id}"), &commit]);
+}
+
+fn bench_status(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
+    let t = Instant::now();
+    let events = cfg.status_events;
+    let sizes = [1usize, events / cfg.status_few_segments];
+    let mut places = Vec::new();
+    for per_segment in sizes {
+        let name = format!("status-{per_segment}");
+        let (remote, root) = (dir.join(format!("{name}-remote.git")), dir.join(&name));
+        let m = Machine::new(dir, &name);
+        first_clone(&root, &remote, &m, &name);
+        let root_commit = git(&root, &["rev-list", "--max-parents=0", "HEAD"]);
+        let id = format!("{per_segment:032x}");
+        hand_written_mirror(&remote, &repository_lines(&id, &root_commit, events), per_segment, &id, &root_commit);
+        let (_, v) = m.fetch(&root);
+        check_fetch(&v, &[(id.clone(), events as u64 - 1)]);
+        places.push((m, root, id));
+    }
+    println!(
+        "[4] wrote and fetched two mirrors of {events} events, in {events} and {} segments, in {:.1} s",
+        cfg.status_few_segments,
+        t.elapsed().as_secs_f64()
+    );
+    let status = |(m, root, id): &(Machine, PathBuf, String)| -> f64 {
+        let run = m.abcd(root, &["mirror", "status", "--json"]);
+        let v = parse(&run.stdout, "abcd mirror status --json");
+        let shown = v["repositories"].as_array().expect("repositories").iter().find(|r| r["journal_id"] == id.as_str()).cloned();
+        let shown = shown.unwrap_or_else(|| panic!("status shows the mirror {id}: {v}"));
+        assert_eq!((shown["head_seq"].as_u64(), shown["verification"].as_str()), (Some(events as u64 - 1), Some("verified")), "{v}");
+        run.wall.as_secs_f64()
+    };
+    let (mut many, mut few, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..cfg.status_rounds {
+        let m = rotate(round, 1, &mut [&mut || status(&places[0]), &mut || status(&places[1])]);
+        many.push(m[0]);
+        few.push(m[1]);
+        ratios.push(m[0] / m[1]);
+    }
+    let note = format!(
+        "benchmark 4: `abcd mirror status` of a verified mirror of {events} events in {events} one-line segments {} vs in {} segments of {} lines {} (medians; {} rounds, one run of each per round, rotating)",
+        ms(median(&many)),
+        cfg.status_few_segments,
+        sizes[1],
+        ms(median(&few)),
+        cfg.status_rounds
+    );
+    println!("[4] {note}");
+    let rows = vec![Row {
+        name: format!("4. `abcd mirror status` of {events} events, {events} segments vs {}", cfg.status_few_segments),
+        contenders: format!("{events} segments {} vs {} segments {}", ms(median(&many)), cfg.status_few_segments, ms(median(&few))),
+        ratio_label: "many/few segments latency".into(),
+        ratios,
+        target: Target::AtMost(2.0),
+    }];
+    (rows, note)
 }

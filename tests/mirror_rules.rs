@@ -1372,3 +1372,56 @@ fn a_remote_name_git_accepts_is_accepted_and_a_refusal_names_a_way_out() {
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(said.contains("git remote rename"), "a way out for a name git lists: {said}");
 }
+
+// ----- the cost of a mirror follows its bytes, not its segment count (issue 34) ---------
+
+/// The git children `abcd mirror <verb>` started that read a mirror's objects.
+fn object_readers(children: &[String]) -> Vec<&String> {
+    children.iter().filter(|a| matches!(mirror_lab::git_subcommand(a), "cat-file" | "ls-tree")).collect()
+}
+
+/// A first `mirror fetch` and a `mirror status` of another machine's mirror whose every
+/// line is a segment of its own (as anyone who can push may write it): each call reads the
+/// mirror through at most 2 git children, and starts as many children at 4,096 and at
+/// 65,536 (MIRROR.md's most) segments as at 1.
+#[test]
+fn status_and_a_first_fetch_start_as_many_git_children_whatever_the_segment_count() {
+    let mut seen: Vec<(usize, usize, usize)> = Vec::new();
+    for segments in [1usize, 4096, 65_536] {
+        let lab = Lab::new();
+        let c = lab.machine("machine-c");
+        let id = format!("{segments:032x}");
+        let scope = Scope::Repository { root_commit: lab.root_commit.clone() };
+        let t = chain::at("2026-12-01T09:00:00.000Z");
+        let mut journal = Chain::open(&id, scope.clone(), t, 4100);
+        for i in 1..segments as i64 {
+            let actor = chain::actor(None, 4100);
+            journal.push(chain::plus_ms(t, i), &actor, COMPACTION_RECORDED, json!({"session": null, "trigger": "manual"}));
+        }
+        let commit = lab.mirror_in_segments(journal.lines(), 1, &id, &scope);
+        lab.set_ref(&id, &commit);
+        let git = mirror_lab::GitLog::new(lab.dir.path());
+
+        let (out, fetch) = git.run(&c, &["mirror", "fetch", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(verdict(&fetched, &id), "verified", "{fetched}");
+        assert_eq!(journal_entry(&fetched, &id)["head_seq"], segments as u64 - 1, "{fetched}");
+        assert!(object_readers(&fetch).len() <= 2, "a first fetch of {segments} segments read them through {:?}", object_readers(&fetch));
+
+        let started = Instant::now();
+        let (out, status) = git.run(&c, &["mirror", "status", "--json"]);
+        let took = started.elapsed();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mirrored = shown["repositories"].as_array().unwrap().iter().find(|r| r["journal_id"] == id.as_str()).expect("the mirror");
+        assert_eq!((mirrored["head_seq"].as_u64(), mirrored["verification"].as_str()), (Some(segments as u64 - 1), Some("verified")));
+        assert!(object_readers(&status).len() <= 2, "status of {segments} segments read them through {:?}", object_readers(&status));
+        eprintln!("{segments} one-line segments: fetch {} git children, status {} ({} ms)", fetch.len(), status.len(), took.as_millis());
+        seen.push((segments, fetch.len(), status.len()));
+    }
+    let (_, fetch_1, status_1) = seen[0];
+    for (segments, fetch, status) in &seen[1..] {
+        assert_eq!((*fetch, *status), (fetch_1, status_1), "git children of fetch and status at {segments} segments against 1");
+    }
+}

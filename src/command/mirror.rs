@@ -994,11 +994,13 @@ fn scope_name(scope: &Scope) -> &'static str {
     }
 }
 
-/// A verified mirror commit folded from its segments, one at a time.
+/// A verified mirror commit folded from its segments, one at a time, all of its objects
+/// read through one git child.
 fn mirrored_state(place: &MirrorPlace, commit: &str) -> Result<(mirror::MirrorMeta, crate::fold::FoldedState), String> {
-    let m = mirror::read_commit(&place.repo, commit).map_err(|e| e.to_string())?;
+    let mut batch = crate::git::objects::Batch::new(&place.repo);
+    let m = mirror::read_commit_in(&mut batch, commit).map_err(|e| e.to_string())?;
     let mut state = crate::fold::FoldedState::default();
-    mirror::read::each_event(&place.repo, &m, &mut |event| {
+    mirror::read::each_event(&mut batch, &m, &mut |event| {
         // A redacted line (MIRROR.md §11) is not in the mirror: the fold steps over its seq
         // as over any seq it cannot read, chained by the next line's prev.
         let at = state.journal.events;

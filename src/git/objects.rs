@@ -113,6 +113,17 @@ impl Repo {
         Repo { dir: dir.to_owned() }
     }
 
+    /// git with `args` in this repository, its location and prompts held to abcd's.
+    fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.args(GLOBAL_ARGS).args(args).current_dir(&self.dir);
+        for key in GIT_LOCATION_ENV {
+            cmd.env_remove(key);
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true");
+        cmd
+    }
+
     fn run<S: AsRef<OsStr>>(
         &self,
         args: &[S],
@@ -122,12 +133,7 @@ impl Repo {
         env: &[(&str, &str)],
     ) -> Result<Ran, GitError> {
         let command = subcommand(args);
-        let mut cmd = Command::new("git");
-        cmd.args(GLOBAL_ARGS).args(args).current_dir(&self.dir);
-        for key in GIT_LOCATION_ENV {
-            cmd.env_remove(key);
-        }
-        cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true");
+        let mut cmd = self.command(args);
         cmd.envs(env.iter().copied());
         match child::run(cmd, input, Instant::now() + deadline, out_cap, STDERR_KEPT) {
             Ok(f) => Ok(Ran { code: f.code, out: f.out, err: f.err }),
@@ -477,6 +483,244 @@ impl Repo {
     }
 }
 
+/// Object bytes one `git cat-file --batch-command` child reads at most: past it the next
+/// object is read by a new child, so each child's work (and its deadline,
+/// [`PLUMBING_DEADLINE`]) is bounded by bytes, and the number of children by the bytes
+/// read, never by how many objects they are.
+pub const BATCH_CHILD_MAX_BYTES: u64 = 64 << 20;
+/// Requests written ahead of the answer read: a few KiB, under any pipe's buffer, so a
+/// write never waits on a child that waits on its own full stdout.
+const BATCH_AHEAD: usize = 64;
+
+/// What one batch request asks: an object's type and size, or the object itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ask {
+    Info,
+    Contents,
+}
+
+/// Objects read through long-lived `git cat-file --batch-command` children, one request a
+/// line and the answers read as they come: one child for any number of objects, a new one
+/// only past [`BATCH_CHILD_MAX_BYTES`]. Requests run ahead of answers, so reading many
+/// small objects costs no round trip each.
+pub struct Batch<'r> {
+    repo: &'r Repo,
+    session: Option<child::Session>,
+    /// Requests written to the current child and not answered yet, oldest first.
+    asked: std::collections::VecDeque<(Ask, String)>,
+    /// Object bytes the current child has handed over.
+    read: u64,
+    /// False while requests were written since the last `flush`.
+    flushed: bool,
+    started: usize,
+    max_child_bytes: u64,
+}
+
+impl<'r> Batch<'r> {
+    pub fn new(repo: &'r Repo) -> Batch<'r> {
+        Batch::with_child_bytes(repo, BATCH_CHILD_MAX_BYTES)
+    }
+
+    /// A batch whose children read at most `max_child_bytes` each.
+    fn with_child_bytes(repo: &'r Repo, max_child_bytes: u64) -> Batch<'r> {
+        Batch { repo, session: None, asked: Default::default(), read: 0, flushed: true, started: 0, max_child_bytes }
+    }
+
+    /// How many git children this batch has started.
+    pub fn children(&self) -> usize {
+        self.started
+    }
+
+    /// The type and size of the object `spec` names (`<id>`, `<rev>:<path>`), None when
+    /// there is none. Nothing of the object is read.
+    pub fn info(&mut self, spec: &str) -> Result<Option<(String, u64)>, GitError> {
+        self.ask(Ask::Info, spec)?;
+        let answer = self.header()?;
+        self.asked.pop_front();
+        Ok(answer.map(|(kind, size)| (kind, size as u64)))
+    }
+
+    /// The object `spec` names, None when there is none; one over `max` bytes is refused
+    /// (`Unreadable`) before its bytes are read.
+    pub fn read(&mut self, spec: &str, max: usize) -> Result<Option<Object>, GitError> {
+        let mut one = None;
+        self.read_each(&[spec], max, |_, o| {
+            one = o;
+            Ok::<(), GitError>(())
+        })?;
+        Ok(one)
+    }
+
+    /// The objects `specs` name, handed to `each` in order with their index, one at a time
+    /// (one object in memory): None for one that does not exist; one over `max` bytes ends
+    /// the reading (`Unreadable`). An error from `each` ends it too, and is returned.
+    pub fn read_each<S: AsRef<str>, E: From<GitError>>(
+        &mut self,
+        specs: &[S],
+        max: usize,
+        mut each: impl FnMut(usize, Option<Object>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut sent = 0;
+        for k in 0..specs.len() {
+            // Requests go in runs of half the window, each closed by a `flush`: the child
+            // answers a run in few writes while the answers of the run before are read.
+            if sent < specs.len() && sent - k <= BATCH_AHEAD / 2 {
+                let upto = (k + BATCH_AHEAD).min(specs.len());
+                while sent < upto {
+                    self.ask(Ask::Contents, specs[sent].as_ref()).inspect_err(|_| self.end())?;
+                    sent += 1;
+                }
+                self.flush().inspect_err(|_| self.end())?;
+            }
+            let object = self.contents(max).inspect_err(|_| self.end())?;
+            if let Err(e) = each(k, object) {
+                self.end();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one request to the child, starting one when there is none.
+    fn ask(&mut self, ask: Ask, spec: &str) -> Result<(), GitError> {
+        if spec.contains('\n') {
+            return Err(GitError::Unreadable { command: "cat-file".into(), why: "an object name holding a line feed".into() });
+        }
+        if self.session.is_none() {
+            self.begin()?;
+        }
+        self.send(ask, spec)?;
+        self.asked.push_back((ask, spec.to_string()));
+        Ok(())
+    }
+
+    /// Asks the child to write out the answers to every request so far (it holds them
+    /// back otherwise: `--buffer`).
+    fn flush(&mut self) -> Result<(), GitError> {
+        if !self.flushed {
+            self.write_line("flush\n")?;
+            self.flushed = true;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, ask: Ask, spec: &str) -> Result<(), GitError> {
+        self.flushed = false;
+        self.write_line(&format!("{} {spec}\n", if ask == Ask::Info { "info" } else { "contents" }))
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<(), GitError> {
+        use std::io::Write;
+        let written = self.session.as_mut().and_then(|s| s.input()).map(|stdin| stdin.write_all(line.as_bytes()));
+        match written {
+            Some(Ok(())) => Ok(()),
+            _ => Err(self.broken("it stopped reading its requests")),
+        }
+    }
+
+    fn begin(&mut self) -> Result<(), GitError> {
+        let cmd = self.repo.command(&["cat-file", "--batch-command", "--buffer"]);
+        let session = child::start(cmd, Instant::now() + PLUMBING_DEADLINE, STDERR_KEPT).map_err(|e| match e {
+            ChildFail::Deadline => GitError::Deadline { command: "cat-file".into(), seconds: PLUMBING_DEADLINE.as_secs() },
+            ChildFail::Spawn(why) => GitError::Failed { command: "cat-file".into(), why: format!("git could not be started: {why}") },
+            ChildFail::TooLong | ChildFail::Read => {
+                GitError::Unreadable { command: "cat-file".into(), why: "its pipes could not be opened".into() }
+            }
+        })?;
+        self.session = Some(session);
+        self.started += 1;
+        self.read = 0;
+        self.flushed = true;
+        Ok(())
+    }
+
+    /// Ends the current child; requests not answered are dropped with it.
+    fn end(&mut self) {
+        self.session = None;
+        self.asked.clear();
+    }
+
+    /// Why the child said no more: its deadline, or its own first line of stderr.
+    fn broken(&mut self, what: &str) -> GitError {
+        self.asked.clear();
+        let Some(session) = self.session.take() else {
+            return GitError::Unreadable { command: "cat-file".into(), why: what.into() };
+        };
+        if session.timed_out() {
+            return GitError::Deadline { command: "cat-file".into(), seconds: PLUMBING_DEADLINE.as_secs() };
+        }
+        let err = session.stderr();
+        match String::from_utf8_lossy(&err).lines().map(str::trim).find(|l| !l.is_empty()) {
+            Some(line) => GitError::Failed { command: "cat-file".into(), why: crate::secrets::shown_name(line).to_string() },
+            None => GitError::Unreadable { command: "cat-file".into(), why: what.into() },
+        }
+    }
+
+    /// The answer's header to the oldest request: its type and size, None for a missing
+    /// object.
+    fn header(&mut self) -> Result<Option<(String, usize)>, GitError> {
+        use std::io::{BufRead, Read};
+        self.flush()?;
+        let mut line = Vec::new();
+        let got = match self.session.as_mut() {
+            Some(s) => (s.output()).take(BATCH_HEADER_MAX as u64 + 1).read_until(b'\n', &mut line),
+            None => return Err(self.broken("no child to answer")),
+        };
+        if got.is_err() || line.last() != Some(&b'\n') {
+            return Err(self.broken("an answer without its header line"));
+        }
+        line.pop();
+        let unreadable = |why: &str| GitError::Unreadable { command: "cat-file".into(), why: why.into() };
+        let header = std::str::from_utf8(&line).map_err(|_| unreadable("a header that is not UTF-8"))?;
+        if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+            return Ok(None);
+        }
+        let mut parts = header.split(' ');
+        let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            return Err(unreadable("a header that is not `<id> <type> <size>`"));
+        };
+        let size = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
+        Ok(Some((kind.to_string(), size)))
+    }
+
+    /// The oldest request's object, read whole; over `max` bytes it is refused unread. An
+    /// object that would take this child past its byte bound is asked again of a new one.
+    fn contents(&mut self, max: usize) -> Result<Option<Object>, GitError> {
+        use std::io::Read;
+        let (kind, size) = loop {
+            let Some((kind, size)) = self.header()? else {
+                self.asked.pop_front();
+                return Ok(None);
+            };
+            if size > max {
+                self.end();
+                return Err(GitError::Unreadable { command: "cat-file".into(), why: format!("an object of {size} bytes, over {max}") });
+            }
+            if self.read > 0 && self.read.saturating_add(size as u64) > self.max_child_bytes {
+                // This child has read its share: a new one is asked everything not answered.
+                let pending: Vec<(Ask, String)> = self.asked.drain(..).collect();
+                self.session = None;
+                self.begin()?;
+                for (ask, spec) in pending {
+                    self.send(ask, &spec)?;
+                    self.asked.push_back((ask, spec));
+                }
+                self.flush()?;
+                continue;
+            }
+            break (kind, size);
+        };
+        let mut bytes = vec![0u8; size + 1];
+        let got = self.session.as_mut().map(|s| s.output().read_exact(&mut bytes));
+        if !matches!(got, Some(Ok(()))) || bytes.pop() != Some(b'\n') {
+            return Err(self.broken("an object shorter than its header says"));
+        }
+        self.asked.pop_front();
+        self.read += size as u64;
+        Ok(Some(Object { kind, bytes }))
+    }
+}
+
 /// The git subcommand an argument list runs (past any `-c name=value`), for messages.
 fn subcommand<S: AsRef<OsStr>>(args: &[S]) -> String {
     let mut words = args.iter().map(|a| a.as_ref().to_string_lossy().into_owned());
@@ -515,6 +759,71 @@ fn object_id(text: String, command: &str) -> Result<String, GitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn repo() -> (tempfile::TempDir, Repo) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new("git").args(["init", "-q"]).current_dir(dir.path()).output().unwrap();
+        assert!(out.status.success());
+        let repo = Repo::at(dir.path());
+        (dir, repo)
+    }
+
+    /// Objects totalling exactly the bound come through one child; one byte more starts a
+    /// second, which answers from the object that would have passed the bound on.
+    #[test]
+    fn a_batch_child_reads_up_to_its_byte_bound_and_a_new_one_reads_past_it() {
+        let (_dir, repo) = repo();
+        let quarter = (BATCH_CHILD_MAX_BYTES / 4) as usize;
+        let blobs: Vec<Vec<u8>> = (0..4u8).map(|k| vec![b'a' + k; quarter]).chain([b"z".to_vec()]).collect();
+        let ids: Vec<String> = blobs.iter().map(|b| repo.write_blob(b.clone()).unwrap()).collect();
+        for (n, children) in [(4, 1), (5, 2)] {
+            let mut batch = Batch::new(&repo);
+            let mut got = Vec::new();
+            batch
+                .read_each(&ids[..n], quarter, |k, o| {
+                    got.push((k, o.unwrap()));
+                    Ok::<(), GitError>(())
+                })
+                .unwrap();
+            assert_eq!(batch.children(), children, "{n} objects of {} bytes", blobs[..n].iter().map(Vec::len).sum::<usize>());
+            for (k, o) in got {
+                assert_eq!((o.kind.as_str(), &o.bytes), ("blob", &blobs[k]), "object {k}");
+            }
+        }
+    }
+
+    /// One child answers many more objects than it is asked ahead, in order; a missing
+    /// one is None, `info` reads no bytes, and an object over the caller's cap is refused
+    /// unread, after which the batch goes on with a new child.
+    #[test]
+    fn a_batch_answers_in_order_and_refuses_an_object_over_its_cap() {
+        let (_dir, repo) = repo();
+        let blobs: Vec<Vec<u8>> = (0..BATCH_AHEAD * 3 + 1).map(|k| format!("object {k}\n").into_bytes()).collect();
+        let written: Vec<String> = blobs.iter().map(|b| repo.write_blob(b.clone()).unwrap()).collect();
+        let mut ids = written.clone();
+        ids.insert(7, "0".repeat(40));
+        let mut batch = Batch::new(&repo);
+        let mut got = Vec::new();
+        batch
+            .read_each(&ids, 64, |_, o| {
+                got.push(o.map(|o| o.bytes));
+                Ok::<(), GitError>(())
+            })
+            .unwrap();
+        let mut want: Vec<Option<Vec<u8>>> = blobs.iter().cloned().map(Some).collect();
+        want.insert(7, None);
+        assert_eq!(got, want);
+        assert_eq!(batch.children(), 1);
+
+        assert_eq!(batch.info(&written[0]).unwrap(), Some(("blob".to_string(), blobs[0].len() as u64)));
+        assert_eq!(batch.info(&"0".repeat(40)).unwrap(), None);
+        let cap = blobs[10].len();
+        assert_eq!(batch.read(&written[10], cap).unwrap().map(|o| o.bytes), Some(blobs[10].clone()));
+        let over = batch.read(&written[10], cap - 1).unwrap_err();
+        assert!(over.to_string().contains(&format!("over {}", cap - 1)), "{over}");
+        assert_eq!(batch.read(&written[11], cap).unwrap().map(|o| o.bytes), Some(blobs[11].clone()));
+        assert_eq!(batch.children(), 2);
+    }
 
     #[test]
     fn a_message_names_the_subcommand_past_any_config() {

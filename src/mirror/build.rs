@@ -16,7 +16,7 @@ use super::redaction::{self, Record};
 use super::segment::Fill;
 use super::{
     MIRROR_FORMAT, MIRROR_FORMAT_REDACTED, MIRROR_JSON, MIRROR_MAX_SEGMENTS, MirrorMeta, SEGMENTS_DIR, ShapeError, journal_ref,
-    read_commit, segment_name,
+    read_commit_in, segment_name,
 };
 
 /// What the pusher says of its journal beside the lines: `mirror.json`'s claims.
@@ -100,7 +100,9 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
     let mut total_bytes = 0u64;
     let mut format = MIRROR_FORMAT;
     if let Some(p) = &parent {
-        let mirror = read_commit(repo, p).map_err(|e| match e {
+        // The local mirror's trees and its last segment through one git child.
+        let mut batch = crate::git::objects::Batch::new(repo);
+        let mirror = read_commit_in(&mut batch, p).map_err(|e| match e {
             ShapeError::Git(g) => BuildError::Git(g),
             ShapeError::Bad(why) => unmirrorable(format!("its local mirror {p} is not a mirror commit: {why}")),
         })?;
@@ -115,7 +117,7 @@ pub fn build(repo: &Repo, storage: &dyn Storage, path: &Path, claims: &Claims<'_
         }
         segments = mirror.segments;
         let Some(tail_entry) = segments.pop() else { return Err(diverged("the mirror holds no segment")) };
-        let tail = super::read::read_segment(repo, &tail_entry.id).map_err(|e| unmirrorable(e.to_string()))?;
+        let tail = super::read::read_segment(&mut batch, &tail_entry.id).map_err(|e| unmirrorable(e.to_string()))?;
         let tail_start = mirror.meta.bytes.checked_sub(tail.len() as u64).ok_or_else(|| diverged("its mirror.json is inconsistent"))?;
         let mut here = vec![0u8; tail.len()];
         let n = crate::journal::storage::read_fully_at(file.as_ref(), &mut here, tail_start)

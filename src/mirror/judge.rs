@@ -3,12 +3,12 @@
 //! verified copy's head are verified again; the rest is compared by blob id.
 
 use crate::event::Scope;
-use crate::git::objects::{GitError, Repo};
+use crate::git::objects::{Batch, GitError, Repo};
 use crate::journal::format;
 use crate::journal::genesis;
 
-use super::read::{Walk, WalkError, read_segment, walk_segment};
-use super::{MirrorCommit, ShapeError, machine_name_ok, read_commit};
+use super::read::{Walk, WalkError, each_segment, read_segment, walk_segment};
+use super::{MirrorCommit, ShapeError, machine_name_ok, read_commit_in};
 
 /// What a fetch says of one mirrored journal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +84,9 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
             )));
         }
     }
-    let mirror = match super::check_sizes(repo, incoming).and_then(|()| read_commit(repo, incoming)) {
+    // Every object of both commits comes through this one child.
+    let mut batch = Batch::new(repo);
+    let mirror = match read_commit_in(&mut batch, incoming) {
         Ok(m) => m,
         Err(ShapeError::Bad(why)) => {
             return verdict(Verdict::Rewritten(format!("its commit {} is not a mirror commit: {why}", short(incoming))));
@@ -113,7 +115,7 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
     let mut walk = Walk::default();
     let (mut index, mut from, mut first_bytes) = (0usize, 0usize, None);
     if let Some(v) = verified {
-        match resume_point(repo, v, &mirror) {
+        match resume_point(&mut batch, v, &mirror) {
             Ok(Some((w, i, f, bytes))) => (walk, index, from, first_bytes) = (w, i, f, Some(bytes)),
             Ok(None) => {}
             Err(Resume::Changed(why)) => return judged(Verdict::Rewritten(why), mirror),
@@ -141,18 +143,18 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
             Ok(_) => None,
         };
     };
-    for (k, entry) in mirror.segments.iter().enumerate().skip(index) {
-        let start = if k == index { from } else { 0 };
-        let bytes = match first_bytes.take().filter(|_| k == index) {
-            Some(b) => Ok(b),
-            None => read_segment(repo, &entry.id),
-        };
-        let walked = bytes.and_then(|bytes| walk_segment(&bytes, &entry.name, start, &mut walk, &mut check_genesis));
-        match walked {
-            Ok(()) => {}
-            Err(WalkError::Broken(why)) => return judged(Verdict::Rewritten(why), mirror),
-            Err(WalkError::Git(g)) => return Err(g),
-        }
+    let mut rest = mirror.segments.get(index..).unwrap_or_default();
+    let mut walked = Ok(());
+    if let (Some(bytes), Some((entry, after))) = (first_bytes, rest.split_first()) {
+        walked = walk_segment(&bytes, &entry.name, from, &mut walk, &mut check_genesis);
+        rest = after;
+    }
+    let walked = walked
+        .and_then(|()| each_segment(&mut batch, rest, |entry, bytes| walk_segment(&bytes, &entry.name, 0, &mut walk, &mut check_genesis)));
+    match walked {
+        Ok(()) => {}
+        Err(WalkError::Broken(why)) => return judged(Verdict::Rewritten(why), mirror),
+        Err(WalkError::Git(g)) => return Err(g),
     }
     if let Some(fault) = genesis_fault {
         return judged(fault, mirror);
@@ -192,8 +194,8 @@ enum Resume {
 /// but its last unchanged by id, and its last a byte prefix of the same-named segment.
 /// None when `v` cannot be read as a mirror (the whole chain is then verified). Also hands
 /// back the new commit's segment of that name, read for the comparison.
-fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<Resumed>, Resume> {
-    let old = match read_commit(repo, v) {
+fn resume_point(batch: &mut Batch<'_>, v: &str, new: &MirrorCommit) -> Result<Option<Resumed>, Resume> {
+    let old = match read_commit_in(batch, v) {
         Ok(m) => m,
         Err(ShapeError::Git(g)) => return Err(Resume::Git(g)),
         Err(ShapeError::Bad(_)) => return Ok(None),
@@ -220,8 +222,8 @@ fn resume_point(repo: &Repo, v: &str, new: &MirrorCommit) -> Result<Option<Resum
     }
     let index = old_full.len();
     let Some(new_last) = new.segments.get(index).filter(|n| n.name == old_last.name) else { return Err(changed(&old_last.name)) };
-    let read = |id: &str| {
-        read_segment(repo, id).map_err(|e| match e {
+    let mut read = |id: &str| {
+        read_segment(batch, id).map_err(|e| match e {
             WalkError::Git(g) => Resume::Git(g),
             WalkError::Broken(why) => Resume::Changed(why),
         })

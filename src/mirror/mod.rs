@@ -21,7 +21,7 @@ pub mod segment;
 use serde::{Deserialize, Serialize};
 
 use crate::event::Scope;
-use crate::git::objects::{GitError, Repo, TreeEntry};
+use crate::git::objects::{Batch, GitError, Repo, TreeEntry};
 
 /// The `format` of a `mirror.json` whose segments hold no redaction record: what every
 /// abcd before §11 reads.
@@ -42,13 +42,8 @@ pub const SEGMENT_NAME_DIGITS: usize = 20;
 /// A machine's name as a mirror records it, at most.
 pub const MACHINE_NAME_MAX: usize = 64;
 
-/// A mirror commit's whole listing (`ls-tree -r -t`) is read this far at most: an entry is
-/// at most about 110 bytes (a SHA-256 id and a segment's name), so a listing past this holds
-/// more segments than a mirror may, and is refused before it is held in memory.
-pub const LISTING_MAX_BYTES: usize = (MIRROR_MAX_SEGMENTS + 2) * 128;
-
 /// The `segments/` tree object of a mirror is at most this many bytes (an entry is at most
-/// 66: mode, name, a SHA-256 id): checked before the tree is listed, so a forged tree of a
+/// 66: mode, name, a SHA-256 id): checked before the tree is read, so a forged tree of a
 /// million entries costs neither abcd nor its git child its size in memory.
 pub const SEGMENTS_TREE_MAX_BYTES: u64 = MIRROR_MAX_SEGMENTS as u64 * 72;
 
@@ -133,59 +128,54 @@ pub enum ShapeError {
     Bad(String),
 }
 
-/// Checks a fetched commit's trees are small enough to list (`SEGMENTS_TREE_MAX_BYTES`)
-/// before [`read_commit`] lists them.
-pub fn check_sizes(repo: &Repo, commit: &str) -> Result<(), ShapeError> {
-    let segments = format!("{commit}:{SEGMENTS_DIR}");
-    let sizes = repo.object_sizes(&[&format!("{commit}^{{tree}}"), &segments])?;
-    match &sizes[..] {
-        [Some((root, root_size)), Some((kind, size))] if root == "tree" && kind == "tree" => {
-            if *size > SEGMENTS_TREE_MAX_BYTES || *root_size > ROOT_TREE_MAX_BYTES {
-                return Err(ShapeError::Bad(format!(
-                    "its segments/ tree is over {SEGMENTS_TREE_MAX_BYTES} bytes: more segments than a mirror may hold"
-                )));
-            }
-            Ok(())
-        }
-        _ => Err(ShapeError::Bad(
-            "its tree holds no segments/ tree beside mirror.json, or entries other than mirror.json and segments/".into(),
-        )),
-    }
+/// Reads a mirror commit's `mirror.json` and segment list, holding them to §3–§5's shape,
+/// through one `git cat-file --batch-command` child.
+pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError> {
+    read_commit_in(&mut Batch::new(repo), commit)
 }
 
-/// Reads a mirror commit's `mirror.json` and segment list, holding them to §3–§5's shape.
-pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError> {
+/// [`read_commit`] through `batch`, whose child the caller goes on to read segments with.
+/// Each tree's size is asked before the tree is read (`ROOT_TREE_MAX_BYTES`,
+/// `SEGMENTS_TREE_MAX_BYTES`), and the trees are read as git stores them.
+pub fn read_commit_in(batch: &mut Batch<'_>, commit: &str) -> Result<MirrorCommit, ShapeError> {
     let bad = |why: String| ShapeError::Bad(why);
-    // One listing of the whole tree: the two root entries, then the segments under `segments/`.
-    let all = repo.ls_tree_all(commit, LISTING_MAX_BYTES).map_err(|e| match e {
-        GitError::Unreadable { .. } => bad(format!("its tree lists more than {MIRROR_MAX_SEGMENTS} segments")),
-        other => ShapeError::Git(other),
-    })?;
-    let (root, under): (Vec<TreeEntry>, Vec<TreeEntry>) = all.into_iter().partition(|e| !e.name.contains('/'));
+    let no_shape = || bad("its tree holds no segments/ tree beside mirror.json, or entries other than mirror.json and segments/".into());
+    let root_spec = format!("{commit}^{{tree}}");
+    let sizes = (batch.info(&root_spec)?, batch.info(&format!("{commit}:{SEGMENTS_DIR}"))?);
+    let (Some((root_kind, root_size)), Some((kind, size))) = sizes else { return Err(no_shape()) };
+    if root_kind != "tree" || kind != "tree" {
+        return Err(no_shape());
+    }
+    if size > SEGMENTS_TREE_MAX_BYTES || root_size > ROOT_TREE_MAX_BYTES {
+        return Err(bad(format!("its segments/ tree is over {SEGMENTS_TREE_MAX_BYTES} bytes: more segments than a mirror may hold")));
+    }
+    let tree = |batch: &mut Batch<'_>, spec: &str, max: u64| -> Result<Vec<TreeEntry>, ShapeError> {
+        let object = batch.read(spec, max as usize)?.filter(|o| o.kind == "tree").ok_or_else(no_shape)?;
+        parse_tree(&object.bytes, id_bytes(commit)).ok_or_else(|| bad("a tree of it is not shaped as git writes trees".into()))
+    };
+    let root = tree(batch, &root_spec, ROOT_TREE_MAX_BYTES)?;
     let names: Vec<(&str, &str)> = root.iter().map(|e| (e.name.as_str(), e.kind.as_str())).collect();
     if names != [(MIRROR_JSON, "blob"), (SEGMENTS_DIR, "tree")] {
         return Err(bad(format!("its tree holds {} entries other than mirror.json and segments/", root.len())));
     }
-    let mut segments = Vec::with_capacity(under.len());
-    for mut e in under {
-        let name = e.name.strip_prefix("segments/").filter(|n| !n.contains('/')).map(str::to_string);
-        match name {
-            Some(n) if e.kind == "blob" && e.mode == "100644" && segment_seq(&n).is_some() => {
-                e.name = n;
-                segments.push(e);
-            }
-            _ => {
-                return Err(bad(format!("segments/ holds {}, not a segment named <20 digits>.jsonl", crate::secrets::shown_name(&e.name))));
-            }
+    let listed = tree(batch, &root[1].id, SEGMENTS_TREE_MAX_BYTES)?;
+    let mut segments = Vec::with_capacity(listed.len());
+    for e in listed {
+        if !(e.kind == "blob" && e.mode == "100644" && segment_seq(&e.name).is_some()) {
+            let path = format!("{SEGMENTS_DIR}/{}", e.name);
+            return Err(bad(format!("segments/ holds {}, not a segment named <20 digits>.jsonl", crate::secrets::shown_name(&path))));
         }
+        segments.push(e);
     }
     if segments.is_empty() || segments.len() > MIRROR_MAX_SEGMENTS {
         return Err(bad(format!("it holds {} segments; a mirror holds 1 to {MIRROR_MAX_SEGMENTS}", segments.len())));
     }
-    let json = repo.read_blob(&root[0].id, MIRROR_JSON_MAX_BYTES).map_err(|e| match e {
-        GitError::Unreadable { .. } => bad(format!("mirror.json is over {MIRROR_JSON_MAX_BYTES} bytes")),
-        other => ShapeError::Git(other),
-    })?;
+    let json = match batch.read(&root[0].id, MIRROR_JSON_MAX_BYTES) {
+        Ok(Some(o)) => o.bytes,
+        Ok(None) => return Err(no_shape()),
+        Err(GitError::Unreadable { .. }) => return Err(bad(format!("mirror.json is over {MIRROR_JSON_MAX_BYTES} bytes"))),
+        Err(other) => return Err(ShapeError::Git(other)),
+    };
     // serde's own words can quote the forged value or field name: only a missing field (one
     // of §5's own names) is named.
     let meta: MirrorMeta = serde_json::from_slice(&json).map_err(|e| {
@@ -206,6 +196,39 @@ pub fn read_commit(repo: &Repo, commit: &str) -> Result<MirrorCommit, ShapeError
         )));
     }
     Ok(MirrorCommit { commit: commit.to_string(), meta, segments })
+}
+
+/// Bytes of an object id in a tree, for a repository whose ids are `id`'s length in hex
+/// (SHA-1's 20, SHA-256's 32).
+fn id_bytes(id: &str) -> usize {
+    id.len() / 2
+}
+
+/// A tree object's entries (`<mode> <name>\0<id>`, the id `id_len` bytes), kinds named as
+/// `git ls-tree` names them; None when the bytes are not shaped so.
+fn parse_tree(bytes: &[u8], id_len: usize) -> Option<Vec<TreeEntry>> {
+    let mut entries = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let space = rest.iter().position(|&b| b == b' ')?;
+        let nul = space + rest[space..].iter().position(|&b| b == 0)?;
+        let mode = std::str::from_utf8(&rest[..space]).ok()?;
+        let name = std::str::from_utf8(&rest[space + 1..nul]).ok()?;
+        let id = rest.get(nul + 1..nul + 1 + id_len)?;
+        let (mode, kind) = match mode {
+            "40000" => ("040000".to_string(), "tree"),
+            "160000" => (mode.to_string(), "commit"),
+            m if !m.is_empty() && m.bytes().all(|b| (b'0'..=b'7').contains(&b)) => (m.to_string(), "blob"),
+            _ => return None,
+        };
+        if name.is_empty() {
+            return None;
+        }
+        let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        entries.push(TreeEntry { mode, kind: kind.into(), id, name: name.into() });
+        rest = &rest[nul + 1 + id_len..];
+    }
+    Some(entries)
 }
 
 #[cfg(test)]

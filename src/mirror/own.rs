@@ -7,12 +7,12 @@
 //! words say why.
 
 use crate::event::Scope;
-use crate::git::objects::{GitError, Repo};
+use crate::git::objects::{Batch, GitError, Repo};
 use crate::journal::format::{Event, Hash};
 use crate::journal::genesis;
 
-use super::read::{Walk, WalkError, read_segment, walk_segment_lines};
-use super::{MirrorCommit, ShapeError, check_sizes, journal_ref, read_commit};
+use super::read::{Walk, WalkError, each_segment, walk_segment_lines};
+use super::{MirrorCommit, ShapeError, journal_ref, read_commit_in};
 
 /// Lines [`own_lines`] holds in memory at most: four times a checkpoint interval's worth of
 /// segments (1,024 segments), far past any journal a repair reads back in one go.
@@ -68,7 +68,8 @@ impl Walked {
 pub fn walk_own(repo: &Repo, journal_id: &str, visit: &mut LineVisitor<'_>) -> Result<Walked, GitError> {
     let mut walked = Walked { commit: repo.read_ref(&journal_ref(journal_id))?, ..Walked::default() };
     let Some(commit) = walked.commit.clone() else { return Ok(walked) };
-    let mirror = match check_sizes(repo, &commit).and_then(|()| read_commit(repo, &commit)) {
+    let mut batch = Batch::new(repo);
+    let mirror = match read_commit_in(&mut batch, &commit) {
         Ok(m) => m,
         Err(ShapeError::Git(g)) => return Err(g),
         Err(ShapeError::Bad(why)) => {
@@ -82,7 +83,7 @@ pub fn walk_own(repo: &Repo, journal_id: &str, visit: &mut LineVisitor<'_>) -> R
             Some(format!("its mirror.json names journal {}, not {journal_id}", crate::secrets::shown_name(&mirror.meta.journal_id)));
         return Ok(walked);
     }
-    walk_segments(repo, journal_id, &mirror, &mut walked, visit)?;
+    walk_segments(&mut batch, journal_id, &mirror, &mut walked, visit)?;
     if walked.stopped.is_none() {
         let claims_hold = walked.last_line.is_some_and(|(seq, hash)| seq == mirror.meta.head_seq && hash.to_hex() == mirror.meta.head_hash)
             && walked.bytes == mirror.meta.bytes;
@@ -94,39 +95,24 @@ pub fn walk_own(repo: &Repo, journal_id: &str, visit: &mut LineVisitor<'_>) -> R
 }
 
 fn walk_segments(
-    repo: &Repo,
+    batch: &mut Batch<'_>,
     journal_id: &str,
     mirror: &MirrorCommit,
     walked: &mut Walked,
     visit: &mut LineVisitor<'_>,
 ) -> Result<(), GitError> {
     let mut walk = Walk::default();
-    for entry in &mirror.segments {
-        let bytes = match read_segment(repo, &entry.id) {
-            Ok(b) => b,
-            Err(WalkError::Git(g)) => return Err(g),
-            Err(WalkError::Broken(why)) => {
-                walked.stopped = Some(why);
-                return Ok(());
-            }
-        };
+    // A stop that is no error (a broken rule, the caller's own) ends the reading as
+    // `Broken` and is told through `walked.stopped`.
+    let read = each_segment(batch, &mirror.segments, |entry, bytes| {
         // A segment is verified whole before any of its lines is handed on, so a line is
         // never handed on from a segment that breaks the chain further down.
         let mut lines: Vec<(Event, std::ops::Range<usize>)> = Vec::new();
         let mut at = 0usize;
-        let walked_segment = walk_segment_lines(&bytes, &entry.name, 0, &mut walk, &mut |event, line| {
+        walk_segment_lines(&bytes, &entry.name, 0, &mut walk, &mut |event, line| {
             lines.push((event.clone(), at..at + line.len()));
             at += line.len();
-        });
-        if let Err(e) = walked_segment {
-            match e {
-                WalkError::Git(g) => return Err(g),
-                WalkError::Broken(why) => {
-                    walked.stopped = Some(why);
-                    return Ok(());
-                }
-            }
-        }
+        })?;
         for (event, range) in lines {
             // A redacted line is not in the mirror, so nothing after it chains on what the
             // mirror can give back.
@@ -141,33 +127,35 @@ fn walk_segments(
                 match genesis::decode_opened(&event.data) {
                     Ok(o) if o.journal_id == journal_id && o.scope == mirror.meta.scope => walked.scope = Some(o.scope),
                     Ok(o) if o.journal_id == journal_id => {
-                        walked.stopped = Some("its journal.opened names another scope than its mirror.json".into());
-                        return Ok(());
+                        return Err(WalkError::Broken("its journal.opened names another scope than its mirror.json".into()));
                     }
                     Ok(o) => {
-                        walked.stopped = Some(format!(
+                        return Err(WalkError::Broken(format!(
                             "its journal.opened names journal {}, not {journal_id}",
                             crate::secrets::shown_name(&o.journal_id)
-                        ));
-                        return Ok(());
+                        )));
                     }
                     Err(why) => {
-                        walked.stopped = Some(format!("its first line is not a journal.opened this build reads: {why}"));
-                        return Ok(());
+                        return Err(WalkError::Broken(format!("its first line is not a journal.opened this build reads: {why}")));
                     }
                 }
             }
-            if let Err(why) = visit(&event, &bytes[range.clone()]) {
-                walked.stopped = Some(why);
-                return Ok(());
-            }
+            visit(&event, &bytes[range.clone()]).map_err(WalkError::Broken)?;
             walked.lines += 1;
             walked.bytes += range.len() as u64;
             walked.head = Some(event.chain_position());
             walked.last_line = Some((event.seq, event.hash));
         }
+        Ok(())
+    });
+    match read {
+        Ok(()) => Ok(()),
+        Err(WalkError::Git(g)) => Err(g),
+        Err(WalkError::Broken(why)) => {
+            walked.stopped = Some(why);
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// Lines of this machine's mirror of one journal, held in memory.
@@ -365,8 +353,8 @@ mod tests {
         let lines = journal(ID, 3);
         let (dir, repo, commit) = mirrored(ID, &lines);
         // The segment rewritten with one byte of seq 2 changed, as a local forgery would.
-        let m = read_commit(&repo, &commit).unwrap();
-        let mut seg = read_segment(&repo, &m.segments[0].id).unwrap();
+        let m = crate::mirror::read_commit(&repo, &commit).unwrap();
+        let mut seg = crate::mirror::read::read_segment(&mut Batch::new(&repo), &m.segments[0].id).unwrap();
         let at = lines[..2].concat().len() + 30;
         seg[at] ^= 1;
         let blob = repo.write_blob(seg).unwrap();

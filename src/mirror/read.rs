@@ -1,7 +1,9 @@
 //! A mirror's segments read as one chain (MIRROR.md §7 rule 2), one segment in memory at a
-//! time: each segment's lines verified and chained onto the one before, and handed on.
+//! time: each segment's lines verified and chained onto the one before, and handed on. The
+//! segments come through one `git cat-file --batch-command` child ([`Batch`]), whatever
+//! their number.
 
-use crate::git::objects::{GitError, Repo};
+use crate::git::objects::{Batch, GitError, TreeEntry};
 use crate::journal::format::{self, Event};
 use crate::journal::scan::{self, Head, StartPoint, Verdict};
 use crate::journal::storage::BytesFile;
@@ -169,20 +171,51 @@ fn walk_run(
 }
 
 /// Reads a segment's blob, held to the size limit.
-pub fn read_segment(repo: &Repo, id: &str) -> Result<Vec<u8>, WalkError> {
-    repo.read_blob(id, SEGMENT_MAX_BYTES).map_err(|e| match e {
-        GitError::Unreadable { .. } => WalkError::Broken(format!("segment blob {id} is over {SEGMENT_MAX_BYTES} bytes")),
-        other => WalkError::Git(other),
-    })
+pub fn read_segment(batch: &mut Batch<'_>, id: &str) -> Result<Vec<u8>, WalkError> {
+    let mut bytes = None;
+    each_segment(
+        batch,
+        std::slice::from_ref(&TreeEntry { mode: String::new(), kind: String::new(), id: id.into(), name: String::new() }),
+        |_, b| {
+            bytes = Some(b);
+            Ok(())
+        },
+    )?;
+    bytes.ok_or_else(|| WalkError::Broken(format!("segment blob {id} is missing")))
 }
 
-/// Every event of a mirror commit in order, verified as it goes.
-pub fn each_event(repo: &Repo, mirror: &MirrorCommit, visit: &mut dyn FnMut(&Event)) -> Result<Walk, WalkError> {
-    let mut walk = Walk::default();
-    for entry in &mirror.segments {
-        let bytes = read_segment(repo, &entry.id)?;
-        walk_segment(&bytes, &entry.name, 0, &mut walk, visit)?;
+/// Reads `segments` in order through `batch`, handing each one's bytes to `each` (one
+/// segment in memory at a time): a blob over the size limit, missing, or not a blob is
+/// broken. An error from `each` ends the reading and is returned.
+pub fn each_segment(
+    batch: &mut Batch<'_>,
+    segments: &[TreeEntry],
+    mut each: impl FnMut(&TreeEntry, Vec<u8>) -> Result<(), WalkError>,
+) -> Result<(), WalkError> {
+    let ids: Vec<&str> = segments.iter().map(|e| e.id.as_str()).collect();
+    let mut handed = 0;
+    let read = batch.read_each(&ids, SEGMENT_MAX_BYTES, |k, object| {
+        handed = k + 1;
+        let entry = &segments[k];
+        match object {
+            Some(o) if o.kind == "blob" => each(entry, o.bytes),
+            _ => Err(WalkError::Broken(format!("segment blob {} is missing", entry.id))),
+        }
+    });
+    match read {
+        Err(WalkError::Git(GitError::Unreadable { why, .. })) if why.starts_with("an object of") => {
+            let id = segments.get(handed).map_or("", |e| e.id.as_str());
+            Err(WalkError::Broken(format!("segment blob {id} is over {SEGMENT_MAX_BYTES} bytes")))
+        }
+        other => other,
     }
+}
+
+/// Every event of a mirror commit in order, verified as it goes, its segments read through
+/// `batch`.
+pub fn each_event(batch: &mut Batch<'_>, mirror: &MirrorCommit, visit: &mut dyn FnMut(&Event)) -> Result<Walk, WalkError> {
+    let mut walk = Walk::default();
+    each_segment(batch, &mirror.segments, |entry, bytes| walk_segment(&bytes, &entry.name, 0, &mut walk, visit))?;
     Ok(walk)
 }
 

@@ -435,3 +435,100 @@ pub fn hook_ok(m: &Machine) {
 pub fn last_push(m: &Machine) -> Value {
     m.status()["last_push"].clone()
 }
+
+impl Lab {
+    /// Stores `blobs` in the remote through one `git fast-import`; their ids, in order.
+    pub fn blobs(&self, blobs: &[&[u8]]) -> Vec<String> {
+        let mut input = Vec::new();
+        for (k, b) in blobs.iter().enumerate() {
+            input.extend_from_slice(format!("blob\nmark :{}\ndata {}\n", k + 1, b.len()).as_bytes());
+            input.extend_from_slice(b);
+            input.push(b'\n');
+        }
+        let marks = self.dir.path().join("fast-import.marks");
+        git_in(&self.remote, &["fast-import", "--quiet", &format!("--export-marks={}", marks.display())], Some(&input));
+        let mut ids = vec![String::new(); blobs.len()];
+        for line in std::fs::read_to_string(&marks).expect("the marks").lines() {
+            let (mark, id) = line.split_once(' ').expect("`:<mark> <id>`");
+            ids[mark[1..].parse::<usize>().expect("a mark number") - 1] = id.to_string();
+        }
+        ids
+    }
+
+    /// A whole mirror commit of the journal `lines` (each with its `LF`), `per_segment`
+    /// lines to a segment, every claim as §5 says, written in the remote.
+    pub fn mirror_in_segments(&self, lines: &[Vec<u8>], per_segment: usize, journal_id: &str, scope: &abcd::event::Scope) -> String {
+        let chunks: Vec<Vec<u8>> = lines.chunks(per_segment).map(|c| c.concat()).collect();
+        let ids = self.blobs(&chunks.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        let segments: Vec<Entry> = ids.iter().enumerate().map(|(k, id)| Entry::blob(id, &segment_name((k * per_segment) as u64))).collect();
+        let last: Value = serde_json::from_slice(lines.last().expect("a genesis at least")).expect("a line is JSON");
+        let meta = json!({
+            "format": "abcd-mirror/1",
+            "journal_id": journal_id,
+            "scope": scope,
+            "repository": self.root_commit,
+            "machine": "machine-x",
+            "path": "/home/x/wc",
+            "head_seq": last["seq"],
+            "head_hash": last["hash"],
+            "head_time": last["time"],
+            "bytes": lines.iter().map(Vec::len).sum::<usize>(),
+        });
+        let parts = Parts { json: serde_json::to_vec(&meta).unwrap(), segments, extra_root: vec![], with_segments: true };
+        self.write(&parts, None)
+    }
+}
+
+/// A `git` first on `PATH` that writes each invocation (its parent's pid, then its
+/// arguments) to a log, then runs the real git: what abcd's own children were, counted.
+pub struct GitLog {
+    pub bin: PathBuf,
+    pub log: PathBuf,
+}
+
+impl GitLog {
+    pub fn new(dir: &Path) -> GitLog {
+        let real = std::env::split_paths(&std::env::var_os("PATH").expect("a PATH"))
+            .map(|d| d.join("git"))
+            .find(|p| p.is_file())
+            .expect("git on PATH");
+        let bin = dir.join("counting-git-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let log = dir.join("git-children.log");
+        let script = format!("#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$*\" >> '{}'\nexec '{}' \"$@\"\n", log.display(), real.display());
+        let path = bin.join("git");
+        std::fs::write(&path, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        GitLog { bin, log }
+    }
+
+    /// Runs `abcd args` on `m` with this git first on `PATH`: its output, and the
+    /// arguments of each git child abcd itself started (not those git started).
+    pub fn run(&self, m: &Machine, args: &[&str]) -> (Output, Vec<String>) {
+        let _ = std::fs::remove_file(&self.log);
+        let path = std::env::join_paths(std::iter::once(self.bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())))
+            .unwrap();
+        let child =
+            m.abcd().args(args).env("PATH", path).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let pid = child.id().to_string();
+        let out = child.wait_with_output().unwrap();
+        let logged = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let children =
+            logged.lines().filter_map(|l| l.split_once(' ')).filter(|(ppid, _)| *ppid == pid).map(|(_, a)| a.to_string()).collect();
+        (out, children)
+    }
+}
+
+/// The git subcommand of a logged child's arguments, past `-c <name=value>` and options.
+pub fn git_subcommand(args: &str) -> &str {
+    let mut words = args.split(' ');
+    while let Some(w) = words.next() {
+        if w == "-c" {
+            words.next();
+        } else if !w.starts_with('-') {
+            return w;
+        }
+    }
+    ""
+}

@@ -2053,6 +2053,12 @@ fn bench_stop(cfg: &Config, dir: &Path) -> (Vec<Row>, String) {
     let seen = std::cell::Cell::new(0usize);
     let (mut present_runs, mut away_runs) = (0u64, 0u64);
     let hook = |root: &Path, payload: &[u8], away: bool| {
+        if away {
+            // A listing is reused for FORGE_LISTING_REUSE across stops; this row measures a
+            // stop that lists, so each timed away stop finds no listing kept (untimed).
+            let kept = root.join(".abcd/.work.local").join(abcd::owed::listing_cache::FORGE_CACHE_FILE);
+            let _ = std::fs::remove_file(kept);
+        }
         let mut cmd = Command::new(abcd_bin());
         cmd.args(["hook", "stop"]);
         env(&mut cmd, root);

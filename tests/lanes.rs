@@ -267,8 +267,9 @@ fn a_loop_turns_session_start_names_the_turn() {
     let c = copy(true);
     let (lane, _driver) = c.lane(&["true"]);
     let start = json!({"session_id": "lane-s2", "cwd": lane, "hook_event_name": "SessionStart", "source": "startup"});
+    // The lane is run r1's: the environment counts only in a worktree of the run it names.
     let turn = [
-        ("ABCD_LOOP_RUN", "night"),
+        ("ABCD_LOOP_RUN", "r1"),
         ("ABCD_LOOP_TURN", "3"),
         ("ABCD_LOOP_PHASE", "2"),
         ("ABCD_LOOP_ROUND", "1"),
@@ -287,7 +288,7 @@ fn a_loop_turns_session_start_names_the_turn() {
     let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", repo::text(&out)));
     let context = common::unmarked(reply["hookSpecificOutput"]["additionalContext"].as_str().unwrap());
     assert!(
-        context.starts_with("abcd: this session is turn 3 of loop night (phase 2, round 1, the advance step), in the loop's lane worktree"),
+        context.starts_with("abcd: this session is turn 3 of loop r1 (phase 2, round 1, the advance step), in the loop's lane worktree"),
         "{context}"
     );
     assert!(context.contains("implementer of lane r1/impl"), "the lane's plan follows: {context}");

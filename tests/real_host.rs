@@ -286,16 +286,7 @@ impl Lab {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("unshare runs");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = lines_of(child.stdout.take().unwrap());
         let mut stdin = child.stdin.take();
         let mut pending: Vec<&str> = prompts.unwrap_or_default().to_vec();
         pending.reverse();
@@ -359,6 +350,21 @@ impl Lab {
             stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
         }
     }
+}
+
+/// The lines a child prints, as they come, on a channel a reader thread feeds (so a test
+/// waits on them with a deadline).
+fn lines_of(stdout: std::process::ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 fn user_message(text: &str) -> Value {
@@ -917,10 +923,10 @@ fn the_models_bash_call_of_abcd_mode_autonomous_is_refused() {
         let main = run.main_requests();
         assert_eq!(main.len(), 4, "{who:?}: {}", run.summary());
         for (at, denial) in [(1, &denials[0]), (2, &denials[1])] {
-            let result = parts(main[at]).into_iter().filter(|p| p.kind == "tool_result").last().unwrap();
+            let result = parts(main[at]).into_iter().rfind(|p| p.kind == "tool_result").unwrap();
             assert!(result.is_error && result.text.contains(denial.as_str()), "{who:?}: {result:#?}");
         }
-        let marked = parts(main[3]).into_iter().filter(|p| p.kind == "tool_result").last().unwrap();
+        let marked = parts(main[3]).into_iter().rfind(|p| p.kind == "tool_result").unwrap();
         assert_eq!(marked.text.trim(), "1", "{who:?}: the Bash tool's commands carry CLAUDECODE=1: {marked:#?}");
         assert!(of_kind(&lab.repository_events(), "away.set").is_empty(), "{who:?}: the mode was never set");
     });
@@ -1368,16 +1374,7 @@ impl Night {
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(lab.base.join("night.stderr.txt")).unwrap());
         let mut shell = cmd.spawn().expect("unshare runs");
-        let stdout = shell.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = lines_of(shell.stdout.take().unwrap());
         let stdin = shell.stdin.take();
         Night { lab, shell, stdin, lines, log }
     }

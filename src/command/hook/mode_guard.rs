@@ -318,7 +318,7 @@ fn check_simple(simple: &Simple, place: &ShellPlace<'_>, depth: usize) -> Option
         while words.first().is_some_and(|w| is_assignment(w)) {
             words = &words[1..];
         }
-        let Some(program) = words.first() else { return None };
+        let program = words.first()?;
         let name = base_name(program);
         if name == "env" {
             let mut rest = &words[1..];

@@ -1628,7 +1628,8 @@ fn the_night_of_the_phased_loop() {
     assert_eq!(collected.iter().filter(|e| e["data"]["lane"] == "reviewer" && e["data"]["launch"] == launch4).count(), 1);
 
     // The model: every scripted turn served once, in order, and not one request past the
-    // script; so no turn ran twice, the held one included.
+    // script; so no turn ran twice, the held one included. No turn's `{cwd}` went unexpanded.
+    assert!(night.requests().iter().all(|r| r["kind"] != "script_error"), "{}", night.request_summary());
     let main = night.main_requests();
     let served: Vec<Value> = main.iter().map(|r| r["turn"].clone()).collect();
     assert_eq!(served, (0..used).map(|i| json!(i)).collect::<Vec<_>>(), "requests: {}", night.request_summary());
@@ -1667,6 +1668,8 @@ fn the_night_of_the_phased_loop() {
     assert_eq!(after["turn"], 7, "the compaction came right after the edit: {}", night.request_summary());
     assert!(all_text(after).contains("a reviewer asked for a doc comment"), "the compacted conversation");
     let carried = latest_session_start_context(after).expect("the plan comes back after the compaction");
+    // The compacted conversation holds the compact start's context alone, not an earlier one.
+    assert_eq!(all_text(after).matches("SessionStart hook additional context: ").count(), 1, "{}", all_text(after));
     assert!(carried.contains(NIGHT_ITEM), "{carried}");
     // The question was the turn's reply: no Stop hook held the implementer on it.
     assert!(!all_text(&main[9]).contains(STOP_CONTEXT_MARK), "{}", all_text(&main[9]));

@@ -123,8 +123,14 @@ def working_directory(request):
     return None
 
 
+class NoWorkingDirectory(Exception):
+    """The script names {cwd}, and the request names no working directory to put there."""
+
+
 def with_cwd(value, cwd):
     if isinstance(value, str):
+        if "{cwd}" in value and cwd is None:
+            raise NoWorkingDirectory()
         return value.replace("{cwd}", cwd) if cwd is not None else value
     if isinstance(value, list):
         return [with_cwd(v, cwd) for v in value]
@@ -216,7 +222,15 @@ class Handler(BaseHTTPRequestHandler):
         else:
             kind, index, turn = "side", None, {"say": "OK"}
         if "tools" in turn:
-            turn = dict(turn, tools=with_cwd(turn["tools"], working_directory(request)))
+            try:
+                turn = dict(turn, tools=with_cwd(turn["tools"], working_directory(request)))
+            except NoWorkingDirectory:
+                # A tool call on a path left unexpanded would fail somewhere else, or not at
+                # all: the run fails here, said in the log and in the answer.
+                SCRIPT.record({"method": "POST", "path": self.path, "kind": "script_error", "turn": index,
+                               "error": "{cwd} in the script, and no working directory in the request"})
+                return self.reply_json(500, {"type": "error", "error": {"type": "api_error",
+                                                                        "message": "model_server: {cwd} cannot be expanded"}})
         entry = {"method": "POST", "path": self.path, "kind": kind, "turn": index, "answer": turn, "body": request}
         if turn.get("hold"):
             entry["held"] = turn["hold"]

@@ -582,6 +582,10 @@ fn away_no_agent_route_to_setting_or_ending_the_mode_passes_pre_tool_use() {
     std::fs::write(lane.join(".git"), "gitdir: /nowhere\n").unwrap();
     let home = repo.home.display().to_string();
     let away_store = format!("{home}/repos/x/away.json");
+    let git_binary = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH");
     let refused = [
         "abcd mode autonomous --until +8h".to_string(),
         "abcd mode back".into(),
@@ -625,6 +629,9 @@ fn away_no_agent_route_to_setting_or_ending_the_mode_passes_pre_tool_use() {
         format!("cp /tmp/x {}/src/lib.rs", lane.display()),
         format!("cat {away_store}"),
         "cp .abcd/.work.local/checklist.json /tmp/copy.json".into(),
+        // A program binary named by its path is no script to read (its bytes hold
+        // "abcdef…" and "mode" as any binary may).
+        format!("{} status", git_binary.display()),
     ];
     let pre = |command: &str| {
         let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "Bash",

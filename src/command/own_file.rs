@@ -14,7 +14,7 @@ use crate::host::claude_settings::LOCAL_SETTINGS;
 use crate::places;
 
 /// Path components from the lanes folder to a lane's worktree: `<repo>/<run>/<lane>`.
-const LANE_DEPTH: usize = 3;
+pub const LANE_DEPTH: usize = 3;
 
 /// Which of abcd's own files a path is.
 #[derive(Clone, Debug, PartialEq, Eq)]

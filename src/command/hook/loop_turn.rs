@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use crate::command::loops::{LOOP_PHASE_ENV, LOOP_ROUND_ENV, LOOP_RUN_ENV, LOOP_STEP_ENV, LOOP_TURN_ENV};
+use crate::command::own_file::LANE_DEPTH;
 use crate::places;
 
 /// The most characters of a step's name the line shows (the loop's steps are short words).
@@ -45,13 +46,10 @@ fn loop_turn_at(root: &Path, var: &dyn Fn(&str) -> Option<String>, home: Option<
     parts.len() == LANE_DEPTH && parts[1] == std::ffi::OsStr::new(&run)
 }
 
-/// Path components from the lanes folder to a lane's worktree: `<repo>/<run>/<lane>`.
-const LANE_DEPTH: usize = 3;
-
 /// The start's block with the loop turn's line added after the away block, if any, when
 /// the session runs a turn of the loop whose worktree `root` is ([`is_loop_turn`]).
 pub fn with_turn_line(block: Option<String>, root: &Path) -> Option<String> {
-    let line = if is_loop_turn(root) { turn_line(&|name| std::env::var(name).ok()) } else { None };
+    let line = is_loop_turn(root).then(|| turn_line(&|name| std::env::var(name).ok())).flatten();
     match (block, line) {
         (Some(b), Some(l)) => Some(format!("{b}\n{l}")),
         (b, l) => b.or(l),

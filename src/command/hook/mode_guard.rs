@@ -401,8 +401,9 @@ fn check_simple(simple: &Simple, place: &ShellPlace<'_>, depth: usize) -> Option
     if WRITE_LAST.contains(&name) && operands.len() >= 2 {
         return operands.last().and_then(|t| own_file_write(t, place));
     }
-    // A program named by a path is read when it is a script file.
-    if program.contains('/') {
+    // A program named by a path is read when it is a script (`#!`): a binary is no
+    // command line, and reading one on every call would cost the hook for nothing.
+    if program.contains('/') && starts_with_shebang(program, place) {
         return script_file(program, place, depth);
     }
     None
@@ -418,11 +419,21 @@ fn mode_action(args: &[String]) -> Option<String> {
     MODE_ACTIONS.iter().find(|m| *m == action).map(|m| m.to_string())
 }
 
+/// Whether the file a word names starts with `#!`.
+fn starts_with_shebang(word: &str, place: &ShellPlace<'_>) -> bool {
+    run_path(word, place).is_some_and(|path| crate::platform::fs::read_regular(&path, 2).is_ok_and(|head| head == b"#!"))
+}
+
+/// The file a word names for the shell to run, relative to where the command runs.
+fn run_path(word: &str, place: &ShellPlace<'_>) -> Option<PathBuf> {
+    let path = expand(word, place)?;
+    Some(if path.is_absolute() { path } else { place.cwd.join(path) })
+}
+
 /// A script file the command runs: read and checked as a command of its own; one that
 /// cannot be read whole and names `abcd` and `mode` is refused.
 fn script_file(word: &str, place: &ShellPlace<'_>, depth: usize) -> Option<Refused> {
-    let path = expand(word, place)?;
-    let path = if path.is_absolute() { path } else { place.cwd.join(path) };
+    let path = run_path(word, place)?;
     // A path that is no readable regular file runs nothing this reading could follow.
     let bytes = crate::platform::fs::read_regular(&path, SCRIPT_MAX_BYTES + 1).ok()?;
     let text = String::from_utf8_lossy(&bytes);

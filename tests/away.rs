@@ -1300,3 +1300,121 @@ fn mode_back_on_an_untrusted_record_names_the_fix_and_closes_the_window_after_it
         assert!(stdout(&repo.abcd(&["mode"])).starts_with("present"), "{damage}: closed");
     }
 }
+
+/// A PreToolUse call of the Bash tool, as the host sends it, from session `session`.
+fn pre_bash(repo: &Repo, session: &str, command: &str) -> Option<Value> {
+    let payload = json!({"session_id": session, "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": command}});
+    reply(&repo.hook("pre-tool-use", payload, &[]))
+}
+
+fn denied(r: &Option<Value>) -> bool {
+    r.as_ref().is_some_and(|r| r["hookSpecificOutput"]["permissionDecision"] == "deny")
+}
+
+/// The repository journal's `away.mode_refused` events' data, oldest first.
+fn refusals(repo: &Repo) -> Vec<Value> {
+    std::fs::read_to_string(repo.repository_journal())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "away.mode_refused")
+        .map(|e| e["data"].clone())
+        .collect()
+}
+
+/// Issue 35: each refused attempt is recorded in the repository journal (the route, the
+/// action, the session, the working copy; never the command, which may carry a secret) and
+/// `abcd mode` shows it. What the guard lets through records nothing.
+#[test]
+fn a_refused_bash_call_is_recorded_without_its_command_and_shown_by_mode() {
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    let token = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
+    let secret_command = format!("GH_TOKEN={token} abcd mode back");
+    assert!(denied(&pre_bash(&repo, "s1", &secret_command)));
+    let recorded = refusals(&repo);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(
+        recorded[0],
+        json!({"route": "shell_rule", "action": "back", "session": "s1", "working_copy": repo.root.canonicalize().unwrap().display().to_string()})
+    );
+    let journal = std::fs::read_to_string(repo.repository_journal()).unwrap();
+    assert!(!journal.contains(&token) && !journal.contains("GH_TOKEN"), "the command is not recorded");
+    // What the guard allows records nothing.
+    for command in ["abcd mode queue 'push feat/x'", "echo \"abcd mode autonomous\"", "abcd mode", "git commit -m \"abcd mode back\""] {
+        assert!(!denied(&pre_bash(&repo, "s1", command)), "{command}");
+    }
+    assert_eq!(refusals(&repo).len(), 1, "allowed shapes record nothing");
+    // The file tool's rule on abcd's own files records its route.
+    let away_store = repo.repository_journal();
+    let payload = json!({"session_id": "s2", "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": away_store, "content": "{}"}});
+    assert!(denied(&reply(&repo.hook("pre-tool-use", payload, &[]))));
+    let recorded = refusals(&repo);
+    assert_eq!((recorded.len(), &recorded[1]["route"], &recorded[1]["action"]), (2, &json!("file_tool_rule"), &json!("own_file_write")));
+    let shown = stdout(&repo.abcd(&["mode"]));
+    assert!(shown.contains("2 refused attempts by an agent"), "{shown}");
+    assert!(shown.contains("`abcd mode back` (session s1, its shell command refused before it ran"), "{shown}");
+    assert!(shown.contains("a write into abcd's own files (session s2, its file tool refused before it ran"), "{shown}");
+    assert!(!shown.contains(&token), "{shown}");
+    let json: Value = serde_json::from_str(stdout(&repo.abcd(&["mode", "--json"])).trim()).unwrap();
+    assert_eq!(json["refused"]["count"], 2, "{json}");
+    assert_eq!(json["refused"]["latest"][0]["session"], "s2", "newest first: {json}");
+}
+
+/// Issue 35: the verb's own refusal (a host's tool started the process) is recorded too,
+/// with the mark's variable name and never its value; `abcd mode back` lists every
+/// refused attempt of the window, and the next period starts with none.
+#[test]
+fn the_verbs_refusal_is_recorded_and_mode_back_lists_the_windows_refusals() {
+    let repo = Repo::new();
+    let out = repo.command(&["mode", "autonomous"]).env("CLAUDECODE", "1").env("CLAUDE_CODE_SESSION_ID", "s9").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let recorded = refusals(&repo);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!((&recorded[0]["route"], &recorded[0]["action"]), (&json!("verb"), &json!("autonomous")));
+    assert_eq!((&recorded[0]["mark"], &recorded[0]["session"]), (&json!("CLAUDECODE"), &json!("s9")));
+    assert!(stdout(&repo.abcd(&["mode"])).contains("1 refused attempt by an agent"), "{}", stdout(&repo.abcd(&["mode"])));
+    // The person sets the mode: a new period, which starts with no refusal.
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    assert!(!stdout(&repo.abcd(&["mode"])).contains("refused attempt"), "{}", stdout(&repo.abcd(&["mode"])));
+    let out = repo.command(&["mode", "back"]).env("CODEX_TOOL_CALL_ID", "call_value_7").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(denied(&pre_bash(&repo, "s1", "sh -c 'abcd mode back'")));
+    let journal = std::fs::read_to_string(repo.repository_journal()).unwrap();
+    assert!(!journal.contains("call_value_7"), "the mark's value is not recorded");
+    assert_eq!(refusals(&repo).len(), 3);
+    let back = repo.abcd(&["mode", "back"]);
+    assert!(back.status.success(), "{}", stderr(&back));
+    let text = stdout(&back);
+    assert!(text.contains("2 refused attempts by an agent"), "{text}");
+    assert!(text.contains("`abcd mode back` (no session named, the verb refused: CODEX_TOOL_CALL_ID was set"), "{text}");
+    assert!(text.contains("`abcd mode back` (session s1, its shell command refused before it ran"), "{text}");
+    assert!(!stdout(&repo.abcd(&["mode"])).contains("refused attempt"), "shown on return, then a new period");
+}
+
+/// Issue 35: a looping model does not flood the journal. The first
+/// `REFUSALS_RECORDED_MAX` refused attempts of a period are recorded; every one after is
+/// still refused, by the hook and by the verb, and not recorded; `abcd mode` says so and
+/// shows the count and the latest few.
+#[test]
+fn refused_attempts_are_recorded_up_to_the_limit_and_refused_past_it() {
+    use abcd::away::refusals::{REFUSALS_RECORDED_MAX, REFUSALS_SHOWN};
+    let repo = Repo::new();
+    assert!(repo.abcd(&["mode", "autonomous"]).status.success());
+    for n in 1..=REFUSALS_RECORDED_MAX {
+        assert!(denied(&pre_bash(&repo, &format!("s{n}"), "abcd mode back")));
+        assert_eq!(refusals(&repo).len(), n, "attempt {n} is recorded");
+    }
+    assert!(denied(&pre_bash(&repo, "late", "abcd mode back")), "past the limit, still refused");
+    let out = repo.command(&["mode", "back"]).env("CLAUDECODE", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "past the limit, the verb still refuses: {}", stderr(&out));
+    assert_eq!(refusals(&repo).len(), REFUSALS_RECORDED_MAX, "and neither is recorded");
+    let shown = stdout(&repo.abcd(&["mode"]));
+    assert!(shown.contains(&format!("{REFUSALS_RECORDED_MAX} refused attempts by an agent")), "{shown}");
+    assert!(shown.contains("later attempts are refused but not recorded"), "{shown}");
+    let listed = shown.lines().filter(|l| l.starts_with("  refused at ")).count();
+    assert_eq!(listed, REFUSALS_SHOWN, "{shown}");
+    assert!(shown.contains(&format!("session s{REFUSALS_RECORDED_MAX},")) && !shown.contains("session s1,"), "the latest: {shown}");
+}

@@ -196,6 +196,12 @@ fn pattern_holds(pattern: &str, s: &str) -> bool {
                 None => false,
             }
         }
+        // A variable's name, as `away.mode_refused` records a host's mark.
+        "^[A-Z_][A-Z0-9_]{0,63}$" => {
+            (1..=64).contains(&s.len())
+                && !s.as_bytes()[0].is_ascii_digit()
+                && s.bytes().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        }
         "^[0-9a-f]{64}$" => hex(64),
         "^[0-9a-f]{32}$" => hex(32),
         // A secret kind's name (`SecretKind::name`): lowercase words joined by `_`.
@@ -3358,4 +3364,73 @@ fn mirror_line_redacted_data_is_what_the_schema_says() {
     }
     assert!(event::is_v1_kind(event::MIRROR_LINE_REDACTED));
     assert!(matches!(event::decode(event::MIRROR_LINE_REDACTED, &written), Ok(event::Known::Unfolded)), "read by the push, not folded");
+}
+
+/// `away.mode_refused` (issue 35): the keys abcd writes are the schema's, the routes and
+/// actions are the code's, and data the fold refuses the schema refuses too where it can
+/// say so; what it cannot (a mark only and always on the verb's route, the actions each
+/// route refuses, a secret, the period's limit) the fold checks.
+#[test]
+fn the_mode_refused_schema_agrees_with_the_code() {
+    use abcd::away::refusals::{AwayModeRefused, REFUSALS_RECORDED_MAX, RefusalRoute, RefusedAction};
+    let refused = schema("away.mode_refused.schema.json");
+    let code = in_repository(event::AWAY_MODE_REFUSED);
+    let verb = AwayModeRefused {
+        route: RefusalRoute::Verb,
+        action: RefusedAction::Back,
+        mark: Some("CLAUDECODE".into()),
+        session: Some("3f2c8a1e-5b7d-4e90-a1c3-d5e7f9012b4c".into()),
+        working_copy: "/home/ana/src/shop".into(),
+    };
+    let good = serde_json::to_value(&verb).unwrap();
+    assert_eq!(keys_of(&good), keys_of(&refused["properties"]), "away.mode_refused keys");
+    let p = &refused["properties"];
+    assert_eq!(strings(&p["route"]["enum"]), ["shell_rule", "file_tool_rule", "verb"]);
+    assert_eq!(strings(&p["action"]["enum"]), ["autonomous", "back", "own_file_write", "unreadable"]);
+    assert_eq!((&p["session"]["pattern"], &p["working_copy"]["pattern"]), (&json!(SESSION_ID), &json!(TEXT_LINE)));
+    assert_eq!(p["working_copy"]["maxLength"], json!(away::WORKING_COPY_MAX_CHARS));
+    agree(&refused, &code, &good, true);
+    agree(&refused, &code, &without(&good, "session"), true);
+    let shell = json!({"route": "shell_rule", "action": "unreadable", "working_copy": "/w"});
+    agree(&refused, &code, &shell, true);
+    agree(&refused, &code, &json!({"route": "file_tool_rule", "action": "own_file_write", "session": "s1", "working_copy": "/w"}), true);
+    for data in [
+        with(&good, "command", json!("abcd mode back")),
+        without(&good, "route"),
+        without(&good, "action"),
+        without(&good, "working_copy"),
+        with(&good, "route", json!("hook")),
+        with(&good, "action", json!("queue")),
+        with(&good, "mark", json!("claudecode")),
+        with(&good, "mark", json!("CLAUDECODE=1")),
+        with(&good, "mark", json!("A".repeat(65))),
+        with(&good, "session", json!("has space")),
+        with(&good, "working_copy", json!("a\nb")),
+        with(&good, "working_copy", json!("")),
+    ] {
+        agree(&refused, &code, &data, false);
+    }
+    // What only the fold can say.
+    for data in [
+        without(&good, "mark"),
+        with(&shell, "mark", json!("CLAUDECODE")),
+        with(&good, "action", json!("own_file_write")),
+        json!({"route": "file_tool_rule", "action": "back", "working_copy": "/w"}),
+        with(&good, "session", json!(github_token())),
+        with(&good, "working_copy", json!(format!("/home/{}", github_token()))),
+    ] {
+        assert!(errors_of(&refused, &data).is_empty() && code(&data).is_err(), "the fold refuses {data}");
+    }
+    assert!(folds(working_copy_scope(), &[], event::AWAY_MODE_REFUSED, &good).is_err(), "not the repository journal");
+    // No window is needed (an attempt while present is recorded too), and the period's
+    // limit holds in the fold: the last one it takes, and the one past it.
+    assert!(folds(repository_scope(), &[], event::AWAY_MODE_REFUSED, &good).is_ok(), "while present");
+    let before: Vec<(&str, Value)> = (1..REFUSALS_RECORDED_MAX).map(|_| (event::AWAY_MODE_REFUSED, good.clone())).collect();
+    assert!(folds(repository_scope(), &before, event::AWAY_MODE_REFUSED, &good).is_ok(), "the limit's own");
+    let mut full = before.clone();
+    full.push((event::AWAY_MODE_REFUSED, good.clone()));
+    assert!(folds(repository_scope(), &full, event::AWAY_MODE_REFUSED, &good).is_err(), "one past the limit");
+    // A mode change starts a new period.
+    full.push((event::AWAY_SET, serde_json::to_value(window()).unwrap()));
+    assert!(folds(repository_scope(), &full, event::AWAY_MODE_REFUSED, &good).is_ok(), "a new period after away.set");
 }

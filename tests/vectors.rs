@@ -464,6 +464,28 @@ fn all_vectors() -> Vec<Vector> {
         Expected::clean(6),
     ));
 
+    // A repository journal (the away record) holding refused attempts (issue 35): one while
+    // present, then, in a window, one by the shell rule and one by the verb.
+    let wc = "/home/ana/src/shop";
+    let mut refused = Chain::new(ID_B, Scope::Repository { root_commit: "9f3b2c1d0e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c".into() }, PID);
+    refused.push(
+        abcd::event::AWAY_MODE_REFUSED,
+        json!({"route": "file_tool_rule", "action": "own_file_write", "session": SESSION, "working_copy": wc}),
+    );
+    refused.push(
+        abcd::event::AWAY_SET,
+        json!({"set_by": "Ana Lima", "working_copy": wc, "start": "2026-11-30T06:00:02Z", "end": "2026-11-30T14:00:00Z", "hold_pushes": false}),
+    );
+    refused.push(abcd::event::AWAY_MODE_REFUSED, json!({"route": "shell_rule", "action": "back", "session": SESSION, "working_copy": wc}));
+    refused.push(abcd::event::AWAY_MODE_REFUSED, json!({"route": "verb", "action": "back", "mark": "CLAUDECODE", "working_copy": wc}));
+    refused.push(abcd::event::AWAY_ENDED, json!({"ended_by": "Ana Lima", "working_copy": wc}));
+    v.push(vector(
+        "mode-refused",
+        "A repository journal (the away record) with agents' refused attempts (`away.mode_refused`): a file tool on abcd's own file while present (seq 1), then in the window set at seq 2 `abcd mode back` refused by the shell rule (seq 3) and by the verb under the host's mark `CLAUDECODE`, named but not its value (seq 4); the window ends at seq 5. No command is recorded.",
+        refused.bytes(),
+        Expected::clean(6),
+    ));
+
     // --- salvaged journals (SPEC §5.4, §10) ---------------------------------------------
 
     let a8 = journal_a(8);

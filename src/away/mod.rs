@@ -10,6 +10,7 @@
 //! and named, and never reaches the away block or `abcd mode back`.
 
 pub mod notify;
+pub mod refusals;
 pub mod sweep;
 pub mod text;
 
@@ -210,12 +211,18 @@ pub struct AwayState {
     /// Decisions recorded while no window was open: counted (the journal keeps them).
     #[serde(default)]
     pub decisions_outside_window: u64,
+    /// The refused attempts of the current period (`refusals`): left out while none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<refusals::Refusal>,
 }
 
 impl AwayState {
     /// Whether every text the record would show passes the fold's checks: a cache read
     /// back (`state.json`) is held to what the fold let in.
     pub fn shown_text_passes(&self) -> bool {
+        if !refusals::shown_text_passes(self) {
+            return false;
+        }
         let Some(w) = &self.window else { return true };
         let line = |field: &str, text: &str, max: usize| check_line(field, text, max).is_ok();
         line("set_by", &w.set_by, PERSON_MAX_CHARS)
@@ -378,6 +385,10 @@ pub fn queue_has_room(window: &Window) -> bool {
 pub fn fold_set(state: &mut AwayState, set: AwaySet) -> Result<(), Rejection> {
     check_set(&set)?;
     let carried = state.window.take().filter(|w| w.ended.is_none());
+    if carried.is_none() {
+        // Leaving starts a new period of refused attempts (`refusals`).
+        state.refusals.clear();
+    }
     let mut window = Window {
         set_by: set.set_by,
         working_copy: set.working_copy,
@@ -473,6 +484,8 @@ pub fn fold_ended(state: &mut AwayState, e: AwayEnded, at: Timestamp) -> Result<
     check_ended(&e)?;
     let window = open_mut(state, "an end recorded")?;
     window.ended = Some(Ended { by: e.ended_by, working_copy: e.working_copy, at });
+    // Coming back starts a new period of refused attempts: `mode back` listed the window's.
+    state.refusals.clear();
     Ok(())
 }
 

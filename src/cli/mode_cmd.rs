@@ -5,6 +5,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::EXIT_OK;
+use crate::away::refusals;
 use crate::away::{MAX_WINDOW, SWEEP_DEADLINE_DEFAULT, SWEEP_DEADLINE_MAX, SWEEP_DEADLINE_MIN, Status, sweep, text};
 use crate::checklist::time_input::{ahead_rule, span_words};
 use crate::command::away::{self as away_cmd, Back, Decided, Queued, SweepView, WindowSet};
@@ -127,6 +128,7 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                 if let Some(v) = &swept {
                     out["sweep"] = sweep_json(v);
                 }
+                out["refused"] = refusals::json(&record.refusals);
                 out.to_string()
             } else {
                 let status = text::status_line(record.window.as_ref(), now, &show);
@@ -141,6 +143,7 @@ pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
                     None => vec![status],
                 };
                 lines.extend(swept.as_ref().map(sweep_text));
+                lines.extend(refusals::lines(&record.refusals, &show));
                 lines.join("\n")
             }
         }

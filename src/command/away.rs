@@ -87,7 +87,7 @@ pub fn set(
     sweep_deadline: Option<&str>,
     notify: Option<&str>,
 ) -> Result<WindowSet, CommandError> {
-    refuse_host_tool("autonomous", &|name| std::env::var(name).ok())?;
+    super::mode_refusals::refuse_host_tool_recorded(repo, "autonomous", &|name| std::env::var(name).ok())?;
     let notify = notify.map(away::fold_whitespace);
     if let Some(command) = &notify {
         check_notify(command)?;
@@ -266,12 +266,17 @@ pub fn refuse_host_tool(action: &str, var: &dyn Fn(&str) -> Option<String>) -> R
 }
 
 pub fn back(repo: &Repository, now: jiff::Timestamp, show: &dyn Fn(jiff::Timestamp) -> String) -> Result<Option<Back>, CommandError> {
-    refuse_host_tool("back", &|name| std::env::var(name).ok())?;
+    super::mode_refusals::refuse_host_tool_recorded(repo, "back", &|name| std::env::var(name).ok())?;
     let cwd = std::path::Path::new(&repo.working_copy);
     let ended = AwayEnded { ended_by: person(cwd), working_copy: repo.working_copy.clone() };
     let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.open_window() {
         None => (vec![], None),
-        Some(w) => (vec![caller_event(event::AWAY_ENDED, json!(ended))], Some((text::back_report(w, show), w.status(now), w.clone()))),
+        Some(w) => {
+            // The window's refused attempts after what it held (`away::refusals`).
+            let mut lines = text::back_report(w, show);
+            lines.extend(away::refusals::lines(&state.away.refusals, show));
+            (vec![caller_event(event::AWAY_ENDED, json!(ended))], Some((lines, w.status(now), w.clone())))
+        }
     })?;
     let Some((lines, was, window)) = written.outcome else {
         return Ok(None);

@@ -34,6 +34,7 @@ pub mod launch;
 pub mod loop_driver;
 pub mod loops;
 pub mod mirror;
+pub mod mode_refusals;
 pub mod notify;
 pub mod own_file;
 pub mod replay;

@@ -11,6 +11,7 @@ pub mod ids;
 pub mod loops;
 pub mod mirror;
 pub mod notify;
+pub mod refusal;
 pub mod run;
 pub mod session;
 
@@ -22,6 +23,7 @@ pub use self::checklist::{ItemAdded, ItemChanged, PromiseFired, WriteRefused};
 pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
 pub use self::notify::{AwayNotificationRecorded, AwayNotified, NotifyKind};
+pub use self::refusal::{AWAY_MODE_REFUSED, AwayModeRefused, RefusalRoute, RefusedAction};
 pub use self::session::{BranchCreated, CompactionRecorded, SessionJudged, SessionStarted};
 use crate::journal::genesis;
 pub use crate::journal::genesis::{
@@ -121,6 +123,8 @@ pub const V1_KINDS: &[&str] = &[
     // A person's decision to mirror a flagged line as a redaction record (issue 34,
     // MIRROR.md §11): read by the push, not folded.
     MIRROR_LINE_REDACTED,
+    // An agent's refused attempt to set or end the away mode (issue 35).
+    AWAY_MODE_REFUSED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -167,6 +171,7 @@ pub enum Known {
     AwayNotified(AwayNotified),
     AwayNotificationRecorded(AwayNotificationRecorded),
     PromiseFired(PromiseFired),
+    AwayModeRefused(AwayModeRefused),
     /// A v1 kind that no fold of this build reads yet.
     Unfolded,
 }
@@ -252,6 +257,7 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         AWAY_NOTIFIED => Ok(Known::AwayNotified(typed(kind, data)?)),
         AWAY_NOTIFICATION_RECORDED => Ok(Known::AwayNotificationRecorded(typed(kind, data)?)),
         CHECKLIST_PROMISE_FIRED => Ok(Known::PromiseFired(typed(kind, data)?)),
+        AWAY_MODE_REFUSED => Ok(Known::AwayModeRefused(typed(kind, data)?)),
         k if is_v1_kind(k) => Ok(Known::Unfolded),
         k => Err(DecodeError::UnknownKind(k.to_string())),
     }

@@ -301,6 +301,10 @@ pub fn audit_line(event: &Event) -> AuditLine {
             Ok(()) => format!("host notification recorded while away: {}", n.notification_type),
             Err(r) => skipped_line(&event.kind, r),
         },
+        Ok(Known::AwayModeRefused(r)) => match crate::away::refusals::check_refused(&r) {
+            Ok(()) => crate::away::refusals::audit_words(&r),
+            Err(e) => skipped_line(&event.kind, e),
+        },
         Ok(Known::Unfolded) => format!("{} (not folded by this build)", event.kind),
         Err(event::DecodeError::UnknownKind(k)) => format!("{k} (unknown kind, kept and skipped)"),
         Err(_) => format!("{} skipped: its data does not match the kind's schema", event.kind),

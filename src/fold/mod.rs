@@ -267,6 +267,7 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
         Ok(Known::AwaySweepStarted(x)) => in_repository(state).and_then(|away| away::fold_sweep_started(away, x)),
         Ok(Known::AwaySweepAnswered(x)) => in_repository(state).and_then(|away| away::fold_sweep_answered(away, x, event.time)),
         Ok(Known::AwayReturnShown(x)) => in_repository(state).and_then(|away| away::fold_return_shown(away, x)),
+        Ok(Known::AwayModeRefused(x)) => in_repository(state).and_then(|away| away::refusals::fold_refused(away, x, event.time)),
         Ok(Known::RunStarted(x)) => {
             let machine = matches!(state.journal.scope, Some(Scope::Machine {}));
             in_ledger(state, true).and_then(|l| ledger::fold_run_started(l, x, event.time, machine))

@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use serde_json::json;
 
 use crate::away::notify::{AwayNotificationRecorded, AwayNotified, command_due};
+use crate::away::refusals::{AwayModeRefused, RefusalRoute, RefusedAction};
 use crate::away::{AwayHandedBack, AwayReturnShown, AwayState, AwayStopRecorded, AwaySweepAnswered, RecordedStop, Window};
 use crate::event::{self, Scope};
 use crate::journal::append::JournalError;
@@ -145,6 +146,22 @@ impl AwayView {
                 (w.outcome, warning)
             }
             Err(e) => (None, Some(format!("the {} event was not recorded, so the notify command was not run: {e}", event::AWAY_NOTIFIED))),
+        }
+    }
+
+    /// Records an agent's refused attempt (`away.mode_refused`), within the period's limit:
+    /// a warning when it could not be recorded (the attempt is refused all the same).
+    pub fn record_refusal(&self, route: RefusalRoute, action: RefusedAction, working_copy: &Path, session: Option<&str>) -> Option<String> {
+        let session = crate::command::mode_refusals::session_kept(session);
+        let data =
+            AwayModeRefused { route, action, mark: None, session: session.clone(), working_copy: working_copy.display().to_string() };
+        let Some((store, scope)) = self.repository.as_ref() else {
+            let why = self.warning.as_deref().unwrap_or("the repository has no first commit, so no away record");
+            return Some(format!("the refused attempt was not recorded: {why}"));
+        };
+        match crate::command::mode_refusals::append(store, scope, &data, session) {
+            Ok((_, warning)) => warning,
+            Err(why) => Some(why),
         }
     }
 

@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::json;
 
+use crate::away::refusals::{RefusalRoute, RefusedAction};
 use crate::checklist::render;
 use crate::event::{self, AwayShown, BranchCreated, CompactionRecorded, ContextReceipt, Scope, SessionStarted};
 use crate::fold::context::Delivery;
@@ -128,7 +129,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             Ok(HookOutcome { reply: HookReply::default(), warning })
         }
         RequestDetail::PreToolUse { call } => {
-            let mut outcome = pre_tool_use(&store, &scope, &root, call, &event)?;
+            let mut outcome = pre_tool_use(&store, &scope, &root, call, &event, req.session_id.as_deref())?;
             // The blocker sweep's ask rides a tool call the hook lets through (docs/sweep.md).
             if outcome.reply.deny.is_none() {
                 let (ask, warning) = away::read(&root).answer_sweep(
@@ -406,6 +407,7 @@ fn pre_tool_use(
     root: &Path,
     call: &ToolCall,
     event: &dyn Fn(&str, serde_json::Value) -> NewEvent,
+    session: Option<&str>,
 ) -> Result<HookOutcome, HookError> {
     match call {
         ToolCall::WritesFile { tool, path } => {
@@ -413,14 +415,21 @@ fn pre_tool_use(
             let target = resolve(root, Path::new(path));
             let deny = crate::command::own_file::abcd_own_file(&target, &home)
                 .map(|own| format!("abcd refuses {tool} on {} ({}). {}", target.display(), own.why(), own.instead()));
-            Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: None })
+            // Refused whether or not the attempt can be recorded (a failure is one line).
+            let warning = deny
+                .as_ref()
+                .and_then(|_| away::read(root).record_refusal(RefusalRoute::FileToolRule, RefusedAction::OwnFileWrite, root, session));
+            Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning })
         }
         ToolCall::Shell { command } => {
             let home = places::home_dir()?;
             let place = mode_guard::ShellPlace { cwd: root, home_store: &home, var: &|name| std::env::var(name).ok() };
             if let Some(refused) = mode_guard::refusal(command, &place) {
-                // Refused before anything of it is recorded: it does not run.
-                return Ok(HookOutcome { reply: HookReply { deny: Some(refused.words()), ..Default::default() }, warning: None });
+                // Refused before anything of it is recorded: it does not run. The attempt
+                // itself is recorded (never its command), and refused whether or not it can be.
+                let action = crate::command::mode_refusals::action_of(&refused);
+                let warning = away::read(root).record_refusal(RefusalRoute::ShellRule, action, root, session);
+                return Ok(HookOutcome { reply: HookReply { deny: Some(refused.words()), ..Default::default() }, warning });
             }
             let mut warning = None;
             for made in git::branch_creations(command) {

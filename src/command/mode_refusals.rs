@@ -1,0 +1,79 @@
+//! Recording each refused attempt to set or end the away mode (issue 35) in the repository
+//! journal, at both choke points: the PreToolUse rules (`hook::mode_guard`, the file-tool
+//! rule) and the verb under a host's tool mark. The attempt is refused whether or not it is
+//! recorded: a record that cannot be written is said in one line, and past
+//! `away::refusals::REFUSALS_RECORDED_MAX` in a period nothing more is written. The command
+//! itself is never recorded (it may carry a secret); the route, the action, the mark's
+//! name, the session and the working copy are.
+
+use serde_json::json;
+
+use super::CommandError;
+use super::away::Repository;
+use super::hook::mode_guard::Refused;
+use crate::away::refusals::{self, AwayModeRefused, RefusalRoute, RefusedAction};
+use crate::event::{self, Scope};
+use crate::journal::format::{Actor, NewEvent};
+use crate::store::Store;
+
+/// What became of a refused attempt's record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    Yes,
+    /// The period already holds `REFUSALS_RECORDED_MAX`: refused, not recorded.
+    OverLimit,
+}
+
+/// The session id as the record keeps one: an id abcd keys by, with no secret; else none.
+pub fn session_kept(session: Option<&str>) -> Option<String> {
+    session.filter(|s| event::session_id_ok(s) && crate::secrets::scan(s).is_none()).map(String::from)
+}
+
+/// What the shell rule refused, as the record names it.
+pub fn action_of(refused: &Refused) -> RefusedAction {
+    match refused {
+        Refused::ModeVerb(a) if a == "autonomous" => RefusedAction::Autonomous,
+        Refused::ModeVerb(_) => RefusedAction::Back,
+        Refused::OwnFileWrite(..) => RefusedAction::OwnFileWrite,
+        Refused::Unreadable => RefusedAction::Unreadable,
+    }
+}
+
+/// Appends `away.mode_refused` under the writer lock when the period has room. `Err`
+/// says, in words, why it was not recorded; the second value is a warning about the files
+/// derived from the journal.
+pub fn append(store: &Store, scope: &Scope, data: &AwayModeRefused, session: Option<String>) -> Result<(Recorded, Option<String>), String> {
+    let event = NewEvent { kind: event::AWAY_MODE_REFUSED.into(), actor: Actor::this_process(session), data: json!(data) };
+    let written = store.append_with(Some(scope), |state| {
+        if refusals::has_room(&state.away) { (vec![event.clone()], Recorded::Yes) } else { (vec![], Recorded::OverLimit) }
+    });
+    match written {
+        Ok(w) => {
+            let warning =
+                w.after.err().map(|e| format!("the {} event is saved but away.json was not refreshed: {e}", event::AWAY_MODE_REFUSED));
+            Ok((w.outcome, warning))
+        }
+        Err(e) => Err(format!("the refused attempt was not recorded in the away record: {e}")),
+    }
+}
+
+/// The verb's refusal (`away::refuse_host_tool`), recorded first: `abcd mode autonomous|back`
+/// in a process a host's tool started is refused whether or not the record can be written,
+/// and the refusal says which.
+pub fn refuse_host_tool_recorded(repo: &Repository, action: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
+    let Err(refused) = super::away::refuse_host_tool(action, var) else { return Ok(()) };
+    let CommandError::Refused(words) = refused else { return Err(refused) };
+    let data = AwayModeRefused {
+        route: RefusalRoute::Verb,
+        action: if action == "autonomous" { RefusedAction::Autonomous } else { RefusedAction::Back },
+        mark: crate::host::host_tool_mark(var).map(String::from),
+        session: session_kept(crate::host::session_from_env().as_deref()),
+        working_copy: repo.working_copy.clone(),
+    };
+    let said = match append(&repo.store, &repo.scope, &data, data.session.clone()) {
+        Ok((Recorded::Yes, _)) => " The attempt is recorded for the person (`abcd mode` shows it).".to_string(),
+        Ok((Recorded::OverLimit, _)) => String::new(),
+        Err(why) => format!(" ({why}.)"),
+    };
+    Err(CommandError::Refused(format!("{words}{said}")))
+}

@@ -928,7 +928,19 @@ fn the_models_bash_call_of_abcd_mode_autonomous_is_refused() {
         }
         let marked = parts(main[3]).into_iter().rfind(|p| p.kind == "tool_result").unwrap();
         assert_eq!(marked.text.trim(), "1", "{who:?}: the Bash tool's commands carry CLAUDECODE=1: {marked:#?}");
-        assert!(of_kind(&lab.repository_events(), "away.set").is_empty(), "{who:?}: the mode was never set");
+        let events = lab.repository_events();
+        assert!(of_kind(&events, "away.set").is_empty(), "{who:?}: the mode was never set");
+        // Each refused call is recorded for the person: the route, the action, the
+        // client's session, never the command.
+        let refused = of_kind(&events, "away.mode_refused");
+        assert_eq!(refused.len(), 2, "{who:?}: {events:#?}");
+        for r in &refused {
+            assert_eq!((&r["data"]["route"], &r["data"]["action"]), (&json!("shell_rule"), &json!("autonomous")), "{who:?}: {r}");
+            assert_eq!(r["data"]["session"], json!(run.session_id()), "{who:?}: {r}");
+            assert!(r["data"].get("command").is_none() && !r.to_string().contains("--until"), "{who:?}: no command: {r}");
+        }
+        let shown = lab.abcd(&["mode"]);
+        assert!(shown.contains("2 refused attempts by an agent"), "{who:?}: {shown}");
     });
 }
 

@@ -115,11 +115,11 @@ fn action_words(action: RefusedAction) -> &'static str {
     }
 }
 
-fn route_words(r: &Refusal) -> String {
-    match r.route {
+fn route_words(route: RefusalRoute, mark: Option<&str>) -> String {
+    match route {
         RefusalRoute::ShellRule => "its shell command refused before it ran".into(),
         RefusalRoute::FileToolRule => "its file tool refused before it ran".into(),
-        RefusalRoute::Verb => format!("the verb refused: {} was set", r.mark.as_deref().unwrap_or("a host's mark")),
+        RefusalRoute::Verb => format!("the verb refused: {} was set", mark.unwrap_or("a host's mark")),
     }
 }
 
@@ -141,7 +141,13 @@ pub fn lines(refusals: &[Refusal], show: &dyn Fn(Timestamp) -> String) -> Vec<St
     let mut out = vec![head];
     for r in latest(refusals) {
         let session = r.session.as_deref().map_or("no session named".to_string(), |s| format!("session {s}"));
-        out.push(format!("  refused at {}: {} ({session}, {}; in {})", show(r.at), action_words(r.action), route_words(r), r.working_copy));
+        out.push(format!(
+            "  refused at {}: {} ({session}, {}; in {})",
+            show(r.at),
+            action_words(r.action),
+            route_words(r.route, r.mark.as_deref()),
+            r.working_copy
+        ));
     }
     out
 }
@@ -158,13 +164,5 @@ pub fn json(refusals: &[Refusal]) -> serde_json::Value {
 
 /// The attempt in plain words for `abcd replay`.
 pub fn audit_words(r: &AwayModeRefused) -> String {
-    let kept = Refusal {
-        at: Timestamp::UNIX_EPOCH,
-        route: r.route,
-        action: r.action,
-        mark: r.mark.clone(),
-        session: None,
-        working_copy: r.working_copy.clone(),
-    };
-    format!("refused an agent's attempt: {} ({}; in {})", action_words(r.action), route_words(&kept), r.working_copy)
+    format!("refused an agent's attempt: {} ({}; in {})", action_words(r.action), route_words(r.route, r.mark.as_deref()), r.working_copy)
 }

@@ -507,6 +507,13 @@ fn every_verified_event_folds_without_being_skipped() {
             }
         }
         folded_items += state.checklist.items.len();
+        if name == "decision-answered" {
+            // The later answer replaces the earlier; the plain decision is no trade-off.
+            let t = &state.away.tradeoffs;
+            assert_eq!(t.len(), 1, "{name}: {t:?}");
+            assert_eq!((t[0].seq, t[0].item.as_deref(), t[0].answer), (1, Some("choose-the-cache"), Some(away::Answer::Keep)), "{name}");
+            assert_eq!(state.away.tied_to("/home/ana/src/shop", "choose-the-cache").count(), 1, "{name}");
+        }
         if name == "valid" {
             let items = &state.checklist.items;
             assert_eq!(items.len(), 2, "valid: {items:?}");
@@ -1802,11 +1809,22 @@ fn the_away_schemas_agree_with_the_code() {
         undo: "git revert HEAD".into(),
         working_copy: wc.into(),
         tradeoff: None,
+        item: None,
     })
     .unwrap();
-    // Every key, with the optional trade-off set; the trade-offs are the code's.
-    let full = with(&good, "tradeoff", json!("speed"));
+    // Every key, with the optional trade-off and item set; the trade-offs are the code's.
+    let full = with(&with(&good, "tradeoff", json!("speed")), "item", json!("choose-the-cache"));
     assert_eq!(keys_of(&full), keys_of(&decision["properties"]), "decision.recorded keys");
+    assert_eq!(decision["properties"]["item"]["maxLength"], json!(item::ID_MAX_BYTES), "an item id's limit is the checklist's");
+    // The item: an id (both sides of its length), only on a trade-off.
+    let tied = with(&good, "tradeoff", json!("speed"));
+    agree(&decision, &code, &with(&tied, "item", json!("a".repeat(item::ID_MAX_BYTES))), true);
+    agree(&decision, &code, &with(&tied, "item", json!("7")), true);
+    for v in [json!("a".repeat(item::ID_MAX_BYTES + 1)), json!(""), json!("Not A Slug"), json!("a--b"), json!(7)] {
+        agree(&decision, &code, &with(&tied, "item", v), false);
+    }
+    agree(&decision, &code, &with(&good, "item", json!("choose-the-cache")), false);
+    assert!(good.get("item").is_none(), "left out while none");
     assert_eq!(decision["properties"]["tradeoff"]["enum"], json!(Tradeoff::ALL.map(Tradeoff::name)), "trade-offs");
     agree(&decision, &code, &full, true);
     assert!(good.get("tradeoff").is_none(), "left out while none");
@@ -1836,6 +1854,62 @@ fn the_away_schemas_agree_with_the_code() {
     let data = with(&good, "grounds", json!(format!("the token {token} works")));
     assert!(errors_of(&decision, &data).is_empty() && code(&data).is_err(), "{data}");
     assert!(folds(working_copy_scope(), &[], event::DECISION_RECORDED, &good).is_err(), "a decision belongs in a repository journal");
+}
+
+/// `decision.answered` (issue 35, design-done): the keys abcd writes are the schema's, and
+/// the schema and the fold agree on every rule the schema can state; what it cannot (the
+/// seq names a trade-off decision before it) the fold checks.
+#[test]
+fn the_decision_answered_schema_agrees_with_the_code() {
+    let answered = schema("decision.answered.schema.json");
+    let recorded = serde_json::to_value(DecisionRecorded {
+        text: "Cache in memory".into(),
+        grounds: "a 3x faster build".into(),
+        undo: "drop the cache".into(),
+        working_copy: "/home/ana/src/shop".into(),
+        tradeoff: Some(Tradeoff::Speed),
+        item: Some("choose-the-cache".into()),
+    })
+    .unwrap();
+    let plain = without(&without(&recorded, "tradeoff"), "item");
+    // Genesis at seq 0, the window at 1, the trade-off at 2, a plain decision at 3.
+    let before = [
+        (event::AWAY_SET, serde_json::to_value(window()).unwrap()),
+        (event::DECISION_RECORDED, recorded),
+        (event::DECISION_RECORDED, plain),
+    ];
+    let code = |data: &Value| folds(repository_scope(), &before, event::DECISION_ANSWERED, data);
+    let good = serde_json::to_value(away::DecisionAnswered { seq: 2, answer: away::Answer::Keep, working_copy: "/home/ana/src/wt".into() })
+        .unwrap();
+    assert_eq!(keys_of(&good), keys_of(&answered["properties"]), "decision.answered keys");
+    assert_eq!(answered["properties"]["answer"]["enum"], json!(away::Answer::ALL.map(away::Answer::name)), "the answers are the code's");
+    assert_eq!(answered["properties"]["working_copy"]["maxLength"], json!(away::WORKING_COPY_MAX_CHARS));
+    agree(&answered, code, &good, true);
+    agree(&answered, code, &with(&good, "answer", json!("undo")), true);
+    agree(&answered, code, &with(&good, "working_copy", json!("é".repeat(away::WORKING_COPY_MAX_CHARS))), true);
+    for data in [
+        without(&good, "seq"),
+        without(&good, "answer"),
+        without(&good, "working_copy"),
+        with(&good, "extra", json!(1)),
+        with(&good, "seq", json!(0)),
+        with(&good, "seq", json!(-1)),
+        with(&good, "seq", json!("2")),
+        with(&good, "answer", json!("maybe")),
+        with(&good, "answer", json!("Keep")),
+        with(&good, "working_copy", json!("é".repeat(away::WORKING_COPY_MAX_CHARS + 1))),
+        with(&good, "working_copy", json!("")),
+        with(&good, "working_copy", json!("a\nb")),
+    ] {
+        agree(&answered, code, &data, false);
+    }
+    // What the schema cannot say: the seq is a trade-off decision's (not the window's, not
+    // a plain decision's, not one after the journal's end).
+    for seq in [1, 3, 99] {
+        let data = with(&good, "seq", json!(seq));
+        assert!(errors_of(&answered, &data).is_empty() && code(&data).is_err(), "{data}");
+    }
+    assert!(folds(working_copy_scope(), &[], event::DECISION_ANSWERED, &good).is_err(), "an answer belongs in a repository journal");
 }
 
 /// Each rule the session and away schemas state with a pattern and lengths is exactly the

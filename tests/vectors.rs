@@ -484,6 +484,23 @@ fn all_vectors() -> Vec<Vector> {
         "A repository journal (the away record) with agents' refused attempts (`away.mode_refused`): a file tool on abcd's own file while present (seq 1), then in the window set at seq 2 `abcd mode back` refused by the shell rule (seq 3) and by the verb under the host's mark `CLAUDECODE`, named but not its value (seq 4); the window ends at seq 5. No command is recorded.",
         refused.bytes(),
         Expected::clean(6),
+    let mut answered = Chain::new(ID_B, Scope::Repository { root_commit: "9f3b2c1d0e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c".into() }, PID);
+    let wc = "/home/ana/src/shop";
+    answered.push(
+        abcd::event::DECISION_RECORDED,
+        json!({"text": "Cache parsed files in memory", "grounds": "a 3× faster build", "undo": "git revert 4f1c2e9", "working_copy": wc, "tradeoff": "speed", "item": "choose-the-cache"}),
+    );
+    answered.push(
+        abcd::event::DECISION_RECORDED,
+        json!({"text": "Keep the old parser", "grounds": "its 41 tests pass", "undo": "git revert 77ab0d1", "working_copy": wc}),
+    );
+    answered.push(abcd::event::DECISION_ANSWERED, json!({"seq": 1, "answer": "undo", "working_copy": wc}));
+    answered.push(abcd::event::DECISION_ANSWERED, json!({"seq": 1, "answer": "keep", "working_copy": "/home/ana/src/shop-review"}));
+    v.push(vector(
+        "decision-answered",
+        "A repository journal: a speed trade-off tied to checklist item `choose-the-cache` (`decision.recorded` with `item`, seq 1), a decision that is no trade-off (seq 2, written without `tradeoff` or `item`, as before those keys existed), then the person's answers to seq 1 (`decision.answered`): `undo` at seq 3, replaced by `keep` at seq 4 from another working copy. A reader must conclude that the trade-off is answered `keep` (a later answer replaces an earlier one), so `abcd checklist design-done choose-the-cache` in that working copy says yes.",
+        answered.bytes(),
+        Expected::clean(5),
     ));
 
     // --- salvaged journals (SPEC §5.4, §10) ---------------------------------------------

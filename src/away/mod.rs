@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::checklist::item::Rejection;
 use crate::checklist::time_input::{ahead_rule, span_words};
+pub use crate::event::away::{Answer, AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, DecisionAnswered, Tradeoff};
 pub use crate::event::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded, RecordedStop, StopLabel};
-pub use crate::event::away::{AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, Tradeoff};
 
 /// The longest window: without `--until` the mode lapses after this, and `--until` may
 /// name no later time (SPEC §6).
@@ -55,6 +55,11 @@ pub const SWEEP_DEADLINE_MAX: SignedDuration = SignedDuration::from_hours(1);
 /// shown in; past it, the next is skipped (a repository has far fewer worktrees).
 pub const SWEEP_ANSWERS_MAX: usize = 256;
 pub const RETURN_SHOWN_MAX: usize = 256;
+/// Trade-off decisions the record keeps for their answers (design-done). Past it, the
+/// oldest answered one goes (an answered trade-off holds no item back); when every kept one
+/// is unanswered, the next trade-off is refused, as a step past the queue's cap is: each is
+/// the person's to answer, so none is ever dropped unanswered.
+pub const TRADEOFFS_KEPT: usize = 4_096;
 
 /// A queued step as the record keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +94,29 @@ pub struct Decision {
     pub working_copy: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tradeoff: Option<Tradeoff>,
+    /// The seq of its `decision.recorded`: what the person answers a trade-off by. Left out
+    /// of a record only when read from a cache written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The checklist item the trade-off is tied to, and the person's answer once given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
+}
+
+/// A trade-off decision as design-done reads it: kept across windows, with the person's
+/// answer once given (the latest, when answered twice).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TradeoffRecord {
+    pub seq: u64,
+    pub tradeoff: Tradeoff,
+    pub text: String,
+    pub working_copy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
 }
 
 /// The blocker sweep that setting the away mode started, and who answered it.
@@ -214,6 +242,15 @@ pub struct AwayState {
     /// The refused attempts of the current period (`refusals`): left out while none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<refusals::Refusal>,
+    /// Every trade-off decision, in seq order, within [`TRADEOFFS_KEPT`]. Left out while
+    /// empty, as is the count below, so a record without them is written as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tradeoffs: Vec<TradeoffRecord>,
+    /// `decision.recorded` and `decision.answered` events this fold was handed, taken or
+    /// not: a cache whose count is not the journal's (one written by a build that kept no
+    /// seqs or answers) is not believed (`fold::cached_state_passes`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decision_events_seen: u64,
 }
 
 impl AwayState {
@@ -221,6 +258,15 @@ impl AwayState {
     /// back (`state.json`) is held to what the fold let in.
     pub fn shown_text_passes(&self) -> bool {
         if !refusals::shown_text_passes(self) {
+            return false;
+        }
+        let tradeoffs_pass = self.tradeoffs.len() <= TRADEOFFS_KEPT
+            && self.tradeoffs.iter().all(|t| {
+                check_line("text", &t.text, DECISION_FIELD_MAX_CHARS).is_ok()
+                    && check_line("working_copy", &t.working_copy, WORKING_COPY_MAX_CHARS).is_ok()
+                    && t.item.as_deref().is_none_or(|i| check_item(i).is_ok())
+            });
+        if !tradeoffs_pass {
             return false;
         }
         let Some(w) = &self.window else { return true };
@@ -235,6 +281,7 @@ impl AwayState {
                 line("text", &d.text, DECISION_FIELD_MAX_CHARS)
                     && line("grounds", &d.grounds, DECISION_FIELD_MAX_CHARS)
                     && line("undo", &d.undo, DECISION_FIELD_MAX_CHARS)
+                    && d.item.as_deref().is_none_or(|i| check_item(i).is_ok())
             })
             && w.ended.as_ref().is_none_or(|e| line("ended_by", &e.by, PERSON_MAX_CHARS))
             && w.sweep.as_ref().is_none_or(|s| {
@@ -257,6 +304,22 @@ impl AwayState {
     /// The window while the person is away at `now`.
     pub fn holding(&self, now: Timestamp) -> Option<&Window> {
         self.window.as_ref().filter(|w| w.status(now) == Status::Away)
+    }
+
+    /// The trade-off decision recorded at `seq`, if the record keeps one there.
+    pub fn tradeoff_at(&self, seq: u64) -> Option<&TradeoffRecord> {
+        self.tradeoffs.binary_search_by_key(&seq, |t| t.seq).ok().map(|i| &self.tradeoffs[i])
+    }
+
+    /// Every trade-off tied to checklist item `item` of `working_copy`, in seq order.
+    pub fn tied_to<'a>(&'a self, working_copy: &'a str, item: &'a str) -> impl Iterator<Item = &'a TradeoffRecord> + 'a {
+        self.tradeoffs.iter().filter(move |t| t.working_copy == working_copy && t.item.as_deref() == Some(item))
+    }
+
+    /// Whether one more trade-off can be kept: the record has room, or holds an answered one
+    /// to let go.
+    pub fn tradeoff_has_room(&self) -> bool {
+        self.tradeoffs.len() < TRADEOFFS_KEPT || self.tradeoffs.iter().any(|t| t.answer.is_some())
     }
 }
 
@@ -325,7 +388,21 @@ pub fn check_decision(d: &DecisionRecorded) -> Result<(), Rejection> {
     check_line("text", &d.text, DECISION_FIELD_MAX_CHARS)?;
     check_line("grounds", &d.grounds, DECISION_FIELD_MAX_CHARS)?;
     check_line("undo", &d.undo, DECISION_FIELD_MAX_CHARS)?;
-    check_line("working_copy", &d.working_copy, WORKING_COPY_MAX_CHARS)
+    check_line("working_copy", &d.working_copy, WORKING_COPY_MAX_CHARS)?;
+    match (&d.item, d.tradeoff) {
+        (Some(_), None) => Err(reject("item", "is only recorded on a trade-off")),
+        (Some(item), Some(_)) => check_item(item),
+        (None, _) => Ok(()),
+    }
+}
+
+/// A tied item's id: a checklist id (a slug) that carries no secret.
+pub fn check_item(item: &str) -> Result<(), Rejection> {
+    crate::checklist::item::validate_id(item).map_err(|_| reject("item", "is not a checklist item id"))?;
+    match crate::secrets::scan(item) {
+        Some(kind) => Err(reject("item", format!("carries {} ({})", kind.describe(), kind.name()))),
+        None => Ok(()),
+    }
 }
 
 pub fn check_queued(q: &AwayQueued) -> Result<(), Rejection> {
@@ -489,10 +566,31 @@ pub fn fold_ended(state: &mut AwayState, e: AwayEnded, at: Timestamp) -> Result<
     Ok(())
 }
 
-/// `decision.recorded`: kept in the open window for `abcd mode back`; outside one, only
-/// counted (the journal keeps it for the audit).
-pub fn fold_decision(state: &mut AwayState, d: DecisionRecorded, at: Timestamp) -> Result<(), Rejection> {
+/// `decision.recorded` at `seq`: a trade-off is kept for its answer (within
+/// [`TRADEOFFS_KEPT`]); every decision is kept in the open window for `abcd mode back`;
+/// outside one, only counted (the journal keeps it for the audit).
+pub fn fold_decision(state: &mut AwayState, d: DecisionRecorded, at: Timestamp, seq: u64) -> Result<(), Rejection> {
     check_decision(&d)?;
+    if let Some(tradeoff) = d.tradeoff {
+        if !state.tradeoff_has_room() {
+            return Err(Rejection {
+                field: None,
+                reason: format!("the record already holds {TRADEOFFS_KEPT} trade-offs, none of them answered"),
+            });
+        }
+        if state.tradeoffs.len() >= TRADEOFFS_KEPT {
+            let answered = state.tradeoffs.iter().position(|t| t.answer.is_some()).expect("room means one is answered");
+            state.tradeoffs.remove(answered);
+        }
+        state.tradeoffs.push(TradeoffRecord {
+            seq,
+            tradeoff,
+            text: d.text.clone(),
+            working_copy: d.working_copy.clone(),
+            item: d.item.clone(),
+            answer: None,
+        });
+    }
     let Some(window) = state.window.as_mut().filter(|w| w.ended.is_none()) else {
         state.decisions_outside_window += 1;
         return Ok(());
@@ -508,7 +606,24 @@ pub fn fold_decision(state: &mut AwayState, d: DecisionRecorded, at: Timestamp) 
         at,
         working_copy: d.working_copy,
         tradeoff: d.tradeoff,
+        seq: Some(seq),
+        item: d.item,
+        answer: None,
     });
+    Ok(())
+}
+
+/// `decision.answered`: the person's answer to the trade-off recorded at its seq, replacing
+/// an earlier answer; shown beside the decision in the window that holds it.
+pub fn fold_answered(state: &mut AwayState, a: DecisionAnswered) -> Result<(), Rejection> {
+    check_line("working_copy", &a.working_copy, WORKING_COPY_MAX_CHARS)?;
+    let Ok(i) = state.tradeoffs.binary_search_by_key(&a.seq, |t| t.seq) else {
+        return Err(reject("seq", "names no trade-off decision the record keeps"));
+    };
+    state.tradeoffs[i].answer = Some(a.answer);
+    if let Some(d) = state.window.as_mut().and_then(|w| w.decisions.iter_mut().find(|d| d.seq == Some(a.seq))) {
+        d.answer = Some(a.answer);
+    }
     Ok(())
 }
 

@@ -135,7 +135,7 @@ pub fn return_lists(window: &Window, copies: &[CopyReport], heading: &str) -> Op
         lines.push("Decided while they were away (trade-offs first), each with how to undo it:".into());
         lines.extend(decisions.iter().map(|d| {
             let tag = d.tradeoff.map(|t| format!("{} trade-off: ", t.name())).unwrap_or_default();
-            format!("- {tag}{} (grounds: {}; undo: {})", d.text, d.grounds, d.undo)
+            format!("- {tag}{} (grounds: {}; undo: {}){}", d.text, d.grounds, d.undo, super::text::tradeoff_answer(d))
         }));
     }
     Some(within(lines, RETURN_LISTS_MAX_CHARS))

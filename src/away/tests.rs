@@ -35,7 +35,7 @@ fn ended() -> AwayEnded {
 }
 
 fn decision(text: &str) -> DecisionRecorded {
-    DecisionRecorded { text: text.into(), grounds: "g".into(), undo: "u".into(), working_copy: "/w/a".into(), tradeoff: None }
+    DecisionRecorded { text: text.into(), grounds: "g".into(), undo: "u".into(), working_copy: "/w/a".into(), tradeoff: None, item: None }
 }
 
 fn show(at: Timestamp) -> String {
@@ -92,10 +92,10 @@ fn a_secret_in_a_step_or_a_decision_is_refused_naming_the_kind_only() {
     assert!(!r.reason.contains("ghp_0123"), "{r:?}");
     let mut s = AwayState::default();
     fold_set(&mut s, set_at(T0, 8, false)).unwrap();
-    assert!(fold_decision(&mut s, decision(&format!("use {secret}")), t(T0)).is_err());
+    assert!(fold_decision(&mut s, decision(&format!("use {secret}")), t(T0), 1).is_err());
     let mut d = decision("fine");
     d.undo = format!("rotate {secret}");
-    assert_eq!(fold_decision(&mut s, d, t(T0)).unwrap_err().field.as_deref(), Some("undo"));
+    assert_eq!(fold_decision(&mut s, d, t(T0), 1).unwrap_err().field.as_deref(), Some("undo"));
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn setting_again_carries_over_what_is_unread_but_not_a_closed_windows_items() {
     fold_set(&mut s, set_at(T0, 1, false)).unwrap();
     fold_queued(&mut s, queued("push feat/x"), t(T0)).unwrap();
     fold_stop(&mut s, stop(StopLabel::NoNextLook, None), t(T0)).unwrap();
-    fold_decision(&mut s, decision("chose A"), t(T0)).unwrap();
+    fold_decision(&mut s, decision("chose A"), t(T0), 1).unwrap();
     // Lapsed and set again: everything carried, the new terms taken.
     fold_set(&mut s, set_at("2026-12-01T20:00:00Z", 8, true)).unwrap();
     let w = s.window.as_ref().unwrap();
@@ -190,7 +190,7 @@ fn hand_backs_are_recorded_once_per_branch_and_head() {
 #[test]
 fn decisions_outside_a_window_are_counted_not_kept() {
     let mut s = AwayState::default();
-    fold_decision(&mut s, decision("chose A"), t(T0)).unwrap();
+    fold_decision(&mut s, decision("chose A"), t(T0), 1).unwrap();
     assert_eq!(s.decisions_outside_window, 1);
     assert!(s.window.is_none());
 }
@@ -274,7 +274,7 @@ quickcheck::quickcheck! {
                 1 => fold_queued(&mut s, queued(&format!("step {}", arg % 7)), now),
                 2 => fold_stop(&mut s, stop(StopLabel::WorkOwed, Some(&format!("item {arg}"))), now),
                 3 => fold_ended(&mut s, ended(), now),
-                4 => fold_decision(&mut s, decision(&format!("d {arg}")), now),
+                4 => fold_decision(&mut s, decision(&format!("d {arg}")), now, 1),
                 _ => fold_handed_back(&mut s, AwayHandedBack { branch: format!("b{}", arg % 5), head: format!("{:040x}", arg), working_copy: "/w".into() }, now),
             };
             if r.is_err() && s != before {
@@ -297,7 +297,7 @@ quickcheck::quickcheck! {
 fn a_lapsed_window_holding_only_a_decision_still_has_its_line() {
     let mut s = AwayState::default();
     fold_set(&mut s, set_at(T0, 1, false)).unwrap();
-    fold_decision(&mut s, decision("chose A"), t(T0)).unwrap();
+    fold_decision(&mut s, decision("chose A"), t(T0), 1).unwrap();
     let w = s.window.clone().unwrap();
     let line = text::lapsed_line(&w, t("2026-12-01T20:00:00Z"), &show).unwrap();
     assert!(line.contains("1 decision"), "{line}");
@@ -330,4 +330,78 @@ fn sweep_answers_and_return_lists_shown_hold_their_caps_on_both_sides() {
     }
     assert!(fold_return_shown(&mut s, shown(RETURN_SHOWN_MAX)).is_err());
     assert!(return_owed(&s, "/w/new").is_none(), "past the cap nothing more is shown");
+}
+
+fn tradeoff(text: &str, item: Option<&str>) -> DecisionRecorded {
+    DecisionRecorded { tradeoff: Some(Tradeoff::Speed), item: item.map(String::from), ..decision(text) }
+}
+
+fn answered(seq: u64, answer: Answer) -> DecisionAnswered {
+    DecisionAnswered { seq, answer, working_copy: "/w/b".into() }
+}
+
+/// A trade-off is kept for its answer past its window, tied to the item it names; an
+/// answer names a trade-off's seq (else it is skipped), and a later one replaces the earlier,
+/// in the record and in the window's decision.
+#[test]
+fn a_tradeoff_is_kept_for_its_answer_and_a_later_answer_replaces_the_earlier() {
+    let mut s = AwayState::default();
+    fold_set(&mut s, set_at(T0, 8, false)).unwrap();
+    fold_decision(&mut s, tradeoff("cache", Some("choose-the-cache")), t(T0), 2).unwrap();
+    fold_decision(&mut s, decision("plain"), t(T0), 3).unwrap();
+    fold_ended(&mut s, ended(), t(T0)).unwrap();
+    fold_set(&mut s, set_at("2026-12-02T18:00:00Z", 8, false)).unwrap();
+    assert!(s.window.as_ref().unwrap().decisions.is_empty(), "a closed window's decisions are not carried over");
+    assert_eq!(s.tied_to("/w/a", "choose-the-cache").count(), 1, "the trade-off is kept past its window");
+    assert_eq!(s.tied_to("/w/other", "choose-the-cache").count(), 0, "an item is its working copy's");
+    assert!(fold_answered(&mut s, answered(3, Answer::Keep)).is_err(), "a plain decision is no trade-off");
+    assert!(fold_answered(&mut s, answered(4, Answer::Keep)).is_err(), "no decision there");
+    fold_answered(&mut s, answered(2, Answer::Undo)).unwrap();
+    fold_answered(&mut s, answered(2, Answer::Keep)).unwrap();
+    assert_eq!(s.tradeoff_at(2).unwrap().answer, Some(Answer::Keep));
+
+    // In an open window, the decision shows its seq, item and answer.
+    let mut s = AwayState::default();
+    fold_set(&mut s, set_at(T0, 8, false)).unwrap();
+    fold_decision(&mut s, tradeoff("cache", Some("choose-the-cache")), t(T0), 2).unwrap();
+    let line = |s: &AwayState| text::back_report(s.window.as_ref().unwrap(), &show).join("\n");
+    assert!(line(&s).contains("(tied to checklist item choose-the-cache); seq 2, awaiting the person's answer: `abcd decide --answer 2 keep` or `abcd decide --answer 2 undo`"), "{}", line(&s));
+    fold_answered(&mut s, answered(2, Answer::Undo)).unwrap();
+    assert!(line(&s).ends_with("seq 2, answered undo: undoing it is the session's next work"), "{}", line(&s));
+}
+
+/// An item is only tied to a trade-off, and is an item id.
+#[test]
+fn an_item_goes_with_a_tradeoff_and_is_an_id() {
+    let mut s = AwayState::default();
+    let r = fold_decision(&mut s, DecisionRecorded { item: Some("choose-the-cache".into()), ..decision("x") }, t(T0), 1).unwrap_err();
+    assert_eq!(r.field.as_deref(), Some("item"));
+    let r = fold_decision(&mut s, tradeoff("x", Some("Not An Id")), t(T0), 1).unwrap_err();
+    assert_eq!(r.field.as_deref(), Some("item"));
+    assert_eq!(s, AwayState::default(), "a refused decision changes nothing");
+}
+
+/// [`TRADEOFFS_KEPT`] both sides of the edge: the last one fits; past it, the oldest
+/// answered one goes, and while none is answered the next is refused (nothing dropped).
+#[test]
+fn the_tradeoffs_kept_are_bounded_and_an_unanswered_one_is_never_dropped() {
+    let mut s = AwayState::default();
+    for seq in 1..=TRADEOFFS_KEPT as u64 {
+        fold_decision(&mut s, tradeoff("t", None), t(T0), seq).unwrap();
+    }
+    assert_eq!(s.tradeoffs.len(), TRADEOFFS_KEPT);
+    assert!(!s.tradeoff_has_room());
+    let before = s.clone();
+    let next = TRADEOFFS_KEPT as u64 + 1;
+    let r = fold_decision(&mut s, tradeoff("t", None), t(T0), next).unwrap_err();
+    assert!(r.reason.contains(&TRADEOFFS_KEPT.to_string()), "{r:?}");
+    assert_eq!(s, before, "refused whole");
+    // A plain decision is not held back by the cap.
+    fold_decision(&mut s, decision("plain"), t(T0), next).unwrap();
+    fold_answered(&mut s, answered(7, Answer::Keep)).unwrap();
+    assert!(s.tradeoff_has_room());
+    fold_decision(&mut s, tradeoff("t", None), t(T0), next + 1).unwrap();
+    assert_eq!(s.tradeoffs.len(), TRADEOFFS_KEPT);
+    assert!(s.tradeoff_at(7).is_none(), "the answered one went");
+    assert!(s.tradeoff_at(1).is_some() && s.tradeoff_at(next + 1).is_some());
 }

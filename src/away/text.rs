@@ -120,7 +120,7 @@ pub fn back_report(w: &Window, show: Show<'_>) -> Vec<String> {
     decisions.sort_by_key(|d| d.tradeoff.is_none());
     for d in decisions {
         let tag = d.tradeoff.map(|t| format!(" ({} trade-off)", t.name())).unwrap_or_default();
-        lines.push(format!("decided{tag}: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo));
+        lines.push(format!("decided{tag}: {} (grounds: {}; undo: {}){}", d.text, d.grounds, d.undo, tradeoff_answer(d)));
     }
     for n in &w.notifications {
         let said = n.line.as_deref().map(|l| format!(": {l}")).unwrap_or_default();
@@ -140,6 +140,29 @@ pub fn back_report(w: &Window, show: Show<'_>) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The exact command that answers the trade-off recorded at `seq` with `answer`.
+pub fn answer_command(seq: u64, answer: super::Answer) -> String {
+    format!("abcd decide --answer {seq} {}", answer.name())
+}
+
+/// What `abcd mode back` and the return lists add after a trade-off: the item it is tied
+/// to, its seq, and the person's answer or the commands that give it (an undo is the
+/// session's next work). Nothing for a decision that is no trade-off.
+pub fn tradeoff_answer(d: &super::Decision) -> String {
+    let (Some(_), Some(seq)) = (d.tradeoff, d.seq) else { return String::new() };
+    let item = d.item.as_deref().map(|i| format!(" (tied to checklist item {i})")).unwrap_or_default();
+    let answer = match d.answer {
+        None => format!(
+            "awaiting the person's answer: `{}` or `{}`",
+            answer_command(seq, super::Answer::Keep),
+            answer_command(seq, super::Answer::Undo)
+        ),
+        Some(super::Answer::Keep) => "answered keep".to_string(),
+        Some(super::Answer::Undo) => "answered undo: undoing it is the session's next work".to_string(),
+    };
+    format!("{item}; seq {seq}, {answer}")
 }
 
 /// Bare `abcd mode`: the state in one line.

@@ -96,6 +96,11 @@ enum ChecklistAction {
         #[arg(long)]
         stats: bool,
     },
+    /// Whether the person answered every trade-off tied to an item (`abcd decide --tradeoff KIND --item <id>`): exit 0 yes (also when none is tied), 1 no, listing each unanswered one with the command that answers it
+    DesignDone {
+        /// The item's id, as `abcd checklist` lists it
+        id: String,
+    },
 }
 
 /// A time option's help, its limit worded from the constant the refusal names.
@@ -189,6 +194,7 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
         None if args.all => list_all(&store, json_out)?,
         None => list(&store, json_out)?,
         Some(ChecklistAction::Show { id }) => show(&store, &id, json_out)?,
+        Some(ChecklistAction::DesignDone { id }) => return super::design_done_cmd::run_design_done(&cwd, &id, json_out),
         Some(ChecklistAction::Render { budget, stats }) => {
             let (context, warning) = checklist::render_within(&store, &cwd, budget, crate::clock::now()?)?;
             if let Some(w) = warning {

@@ -20,6 +20,7 @@ macro_rules! errln {
 
 mod checklist_cmd;
 mod demo;
+mod design_done_cmd;
 mod hook_cmd;
 mod init;
 mod journal_cmd;

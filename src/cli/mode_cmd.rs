@@ -85,25 +85,36 @@ enum ModeAction {
 
 #[derive(Args, Debug)]
 #[command(
-    about = "Record a decision a session made instead of asking (shown by `abcd mode back`)",
+    about = "Record a decision a session made instead of asking (shown by `abcd mode back`), or answer a trade-off",
     long_about = "Record a decision: what was decided, on what grounds, and how to undo it. While the \
 person is away, a session decides every question that is not the person's to approve and records \
 it here; `abcd mode back` prints the window's decisions. Each field is one line of at most 1000 \
-characters, and a secret in any of them is refused. Exit codes: 0 ok, 1 failure, 2 refused."
+characters, and a secret in any of them is refused.\n\n\
+A trade-off (`--tradeoff`) may be tied to an item of this working copy's checklist (`--item <id>`): \
+`abcd checklist design-done <id>` then answers yes only once the person has answered every trade-off \
+tied to it, with `abcd decide --answer <seq> keep|undo` (the seq `abcd mode back`, the return lists \
+and design-done print beside each trade-off). Only the person answers: a process a host's tool \
+started is refused. A later answer replaces an earlier one. Exit codes: 0 ok, 1 failure, 2 refused."
 )]
 pub struct DecideArgs {
     /// What was decided
-    #[arg(allow_hyphen_values = true)]
-    text: String,
+    #[arg(allow_hyphen_values = true, required_unless_present = "answer")]
+    text: Option<String>,
     /// Why
-    #[arg(long, allow_hyphen_values = true)]
-    grounds: String,
+    #[arg(long, allow_hyphen_values = true, required_unless_present = "answer")]
+    grounds: Option<String>,
     /// How to reverse it
-    #[arg(long, allow_hyphen_values = true)]
-    undo: String,
+    #[arg(long, allow_hyphen_values = true, required_unless_present = "answer")]
+    undo: Option<String>,
     /// The trade-off it settles: security, speed or compatibility (listed first on the person's return)
     #[arg(long, allow_hyphen_values = true, value_name = "KIND")]
     tradeoff: Option<String>,
+    /// The checklist item (its id in this working copy) the trade-off is tied to: `abcd checklist design-done <id>` waits for the person's answer to it
+    #[arg(long, allow_hyphen_values = true, value_name = "ID")]
+    item: Option<String>,
+    /// The person's answer to the trade-off recorded at SEQ: keep it, or have it undone
+    #[arg(long, num_args = 2, value_names = ["SEQ", "keep|undo"], conflicts_with_all = ["text", "grounds", "undo", "tradeoff", "item"])]
+    answer: Option<Vec<String>>,
     /// Print JSON for scripts
     #[arg(long)]
     json: bool,
@@ -256,7 +267,19 @@ fn back_text(back: Option<Back>, json_out: bool) -> String {
 
 pub fn run_decide(args: DecideArgs) -> anyhow::Result<i32> {
     let repo = away_cmd::open_repository(&std::env::current_dir()?)?;
-    let Decided { text, seq } = away_cmd::decide(&repo, &args.text, &args.grounds, &args.undo, args.tradeoff.as_deref())?;
+    if let Some([seq, answer]) = args.answer.as_deref() {
+        return super::design_done_cmd::run_answer(&repo, seq, answer, args.json);
+    }
+    // Clap requires all three unless `--answer` is given.
+    let field = |f: &Option<String>| f.clone().unwrap_or_default();
+    let Decided { text, seq } = away_cmd::decide(
+        &repo,
+        &field(&args.text),
+        &field(&args.grounds),
+        &field(&args.undo),
+        args.tradeoff.as_deref(),
+        args.item.as_deref(),
+    )?;
     outln!("{}", if args.json { json!({"recorded": true, "seq": seq}).to_string() } else { format!("decision recorded: {text}") });
     Ok(EXIT_OK)
 }

@@ -291,7 +291,14 @@ pub struct Decided {
     pub seq: Option<u64>,
 }
 
-pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str, tradeoff: Option<&str>) -> Result<Decided, CommandError> {
+pub fn decide(
+    repo: &Repository,
+    text: &str,
+    grounds: &str,
+    undo: &str,
+    tradeoff: Option<&str>,
+    item: Option<&str>,
+) -> Result<Decided, CommandError> {
     let tradeoff = tradeoff
         .map(|t| {
             away::Tradeoff::parse(t).ok_or_else(|| {
@@ -303,12 +310,16 @@ pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str, tradeoff
             })
         })
         .transpose()?;
+    if let Some(item) = item {
+        super::design_done::check_tied_item(std::path::Path::new(&repo.working_copy), item, tradeoff.is_some())?;
+    }
     let data = DecisionRecorded {
         text: away::fold_whitespace(text),
         grounds: away::fold_whitespace(grounds),
         undo: away::fold_whitespace(undo),
         working_copy: repo.working_copy.clone(),
         tradeoff,
+        item: item.map(String::from),
     };
     if let Err(r) = away::check_decision(&data) {
         let field = match r.field.as_deref() {
@@ -318,7 +329,19 @@ pub fn decide(repo: &Repository, text: &str, grounds: &str, undo: &str, tradeoff
         };
         return Err(CommandError::Refused(format!("refused: {field} {}; nothing was written", r.reason)));
     }
-    let written = repo.store.append_with(Some(&repo.scope), |_| (vec![caller_event(event::DECISION_RECORDED, json!(data))], ()))?;
+    let written = repo.store.append_with(Some(&repo.scope), |state| {
+        if data.tradeoff.is_some() && !state.away.tradeoff_has_room() {
+            return (vec![], false);
+        }
+        (vec![caller_event(event::DECISION_RECORDED, json!(data))], true)
+    })?;
+    if !written.outcome {
+        return Err(CommandError::Refused(format!(
+            "refused: the record already holds {} trade-offs and the person has answered none of them; nothing was written. \
+             The person answers them with `abcd decide --answer <seq> keep|undo` (`abcd mode back` prints the seqs); meanwhile queue this one for them with `abcd mode queue '<step>'`",
+            away::TRADEOFFS_KEPT
+        )));
+    }
     Ok(Decided { text: data.text, seq: written.appended.first().map(|a| a.seq) })
 }
 

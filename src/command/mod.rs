@@ -5,6 +5,8 @@
 //! - [`error`]: the one error type, and whether the person can fix what stopped the work.
 //! - [`away`]: `abcd mode` and `abcd decide`: the away record in the repository journal.
 //! - [`checklist`]: `abcd checklist` add, set, show and render.
+//! - [`design_done`]: trade-offs tied to checklist items, the person's answers, and
+//!   `abcd checklist design-done`.
 //! - [`hook`]: `abcd hook <event>`: each Claude Code hook's logic over host-neutral
 //!   requests and replies (the host adapter, `host`, speaks the host's JSON).
 //! - [`init`]: `abcd init`: the repository managed and the hooks installed.
@@ -24,6 +26,7 @@
 
 pub mod away;
 pub mod checklist;
+pub mod design_done;
 pub mod error;
 pub mod hook;
 pub mod init;

@@ -1,6 +1,6 @@
 //! The away family (repository journal): `away.set`, `queued`, `stop_recorded`,
-//! `handed_back`, `ended`, `sweep_started`, `sweep_answered`, `return_shown` and
-//! `decision.recorded`. Their limits and fold live in `away`.
+//! `handed_back`, `ended`, `sweep_started`, `sweep_answered`, `return_shown`,
+//! `decision.recorded` and `decision.answered`. Their limits and fold live in `away`.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -103,6 +103,45 @@ pub struct DecisionRecorded {
     /// The trade-off it settles, if it is one (`abcd decide --tradeoff`); left out while none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tradeoff: Option<Tradeoff>,
+    /// The checklist item of `working_copy` the trade-off is tied to (`abcd decide --item`),
+    /// which `abcd checklist design-done` holds until the person answers it. Left out while
+    /// none, so a decision without it is written byte for byte as before the key existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
+}
+
+/// `data` of `decision.answered`: the person's answer (`abcd decide --answer <seq>
+/// keep|undo`) to the trade-off decision recorded at `seq` of the same repository journal,
+/// given from `working_copy`. A later answer to the same seq replaces the earlier one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionAnswered {
+    pub seq: u64,
+    pub answer: Answer,
+    pub working_copy: String,
+}
+
+/// The person's answer to a trade-off: keep it, or have it undone (the session's next work).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    Keep,
+    Undo,
+}
+
+impl Answer {
+    pub const ALL: [Answer; 2] = [Answer::Keep, Answer::Undo];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Answer::Keep => "keep",
+            Answer::Undo => "undo",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Answer> {
+        Answer::ALL.into_iter().find(|a| a.name() == text)
+    }
 }
 
 /// The kind of trade-off a decision settles (seed 000: decided overnight, listed first on

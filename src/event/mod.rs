@@ -17,8 +17,8 @@ pub mod session;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::away::{Answer, AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, DecisionAnswered, Tradeoff};
 pub use self::away::{AwayEnded, AwayHandedBack, AwayQueued, AwaySet, AwayStopRecorded, DecisionRecorded};
-pub use self::away::{AwayReturnShown, AwaySweepAnswered, AwaySweepStarted, Tradeoff};
 pub use self::checklist::{ItemAdded, ItemChanged, PromiseFired, WriteRefused};
 pub use self::context::{AwayShown, ContextInjected, ContextReceipt};
 pub use self::ids::{SESSION_ID_MAX_BYTES, session_id_ok};
@@ -66,6 +66,7 @@ pub const AWAY_NOTIFIED: &str = "away.notified";
 pub const AWAY_NOTIFICATION_RECORDED: &str = "away.notification_recorded";
 pub const MIRROR_LINE_REDACTED: &str = "mirror.line_redacted";
 pub const CHECKLIST_PROMISE_FIRED: &str = "checklist.promise_fired";
+pub const DECISION_ANSWERED: &str = "decision.answered";
 
 /// Every kind format v1 defines (SPEC §2), whether or not this build folds it yet.
 pub const V1_KINDS: &[&str] = &[
@@ -125,6 +126,8 @@ pub const V1_KINDS: &[&str] = &[
     MIRROR_LINE_REDACTED,
     // An agent's refused attempt to set or end the away mode (issue 35).
     AWAY_MODE_REFUSED,
+    // The person's answer to a trade-off decision (issue 35, design-done).
+    DECISION_ANSWERED,
 ];
 
 pub fn is_v1_kind(kind: &str) -> bool {
@@ -150,6 +153,7 @@ pub enum Known {
     AwayHandedBack(AwayHandedBack),
     AwayEnded(AwayEnded),
     DecisionRecorded(DecisionRecorded),
+    DecisionAnswered(DecisionAnswered),
     RunStarted(run::RunStarted),
     DriverClaimed(run::DriverClaimed),
     RunHalted(run::RunNamed),
@@ -235,6 +239,7 @@ pub fn decode(kind: &str, data: &serde_json::Value) -> Result<Known, DecodeError
         AWAY_HANDED_BACK => Ok(Known::AwayHandedBack(typed(kind, data)?)),
         AWAY_ENDED => Ok(Known::AwayEnded(typed(kind, data)?)),
         DECISION_RECORDED => Ok(Known::DecisionRecorded(typed(kind, data)?)),
+        DECISION_ANSWERED => Ok(Known::DecisionAnswered(typed(kind, data)?)),
         RUN_STARTED => Ok(Known::RunStarted(typed(kind, data)?)),
         RUN_DRIVER_CLAIMED => Ok(Known::DriverClaimed(typed(kind, data)?)),
         RUN_HALTED => Ok(Known::RunHalted(typed(kind, data)?)),

@@ -169,10 +169,17 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::DecisionRecorded(d)) => match crate::away::check_decision(&d) {
             Ok(()) => {
                 let tradeoff = d.tradeoff.map(|t| format!(" ({} trade-off)", t.name())).unwrap_or_default();
-                format!("decided{tradeoff}: {} (grounds: {}; undo: {})", d.text, d.grounds, d.undo)
+                let item = d.item.as_deref().map(|i| format!(", tied to checklist item {i}")).unwrap_or_default();
+                format!("decided{tradeoff}: {} (grounds: {}; undo: {}{item})", d.text, d.grounds, d.undo)
             }
             Err(r) => skipped_line(&event.kind, r),
         },
+        Ok(Known::DecisionAnswered(a)) => {
+            match crate::away::check_line("working_copy", &a.working_copy, crate::away::WORKING_COPY_MAX_CHARS) {
+                Ok(()) => format!("the person answered the trade-off of seq {}: {} (from {})", a.seq, a.answer.name(), a.working_copy),
+                Err(r) => skipped_line(&event.kind, r),
+            }
+        }
         Ok(Known::AwaySweepStarted(s)) => match crate::away::check_sweep_started(&s) {
             Ok(()) => format!("blocker sweep started from {}: answers until {}", s.working_copy, format_time(s.deadline)),
             Err(r) => skipped_line(&event.kind, r),

@@ -228,6 +228,9 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
     }
     let first_of_kind = !summary.by_kind.contains_key(&event.kind);
     *summary.by_kind.entry(event.kind.clone()).or_insert(0) += 1;
+    if event.kind == event::DECISION_RECORDED || event.kind == event::DECISION_ANSWERED {
+        state.away.decision_events_seen += 1;
+    }
     let folded = match event::decode(&event.kind, &event.data) {
         Ok(Known::Opened(opened)) => {
             summary.journal_id = Some(opened.journal_id);
@@ -263,7 +266,8 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
         Ok(Known::AwayStopRecorded(x)) => in_repository(state).and_then(|away| away::fold_stop(away, x, event.time)),
         Ok(Known::AwayHandedBack(x)) => in_repository(state).and_then(|away| away::fold_handed_back(away, x, event.time)),
         Ok(Known::AwayEnded(x)) => in_repository(state).and_then(|away| away::fold_ended(away, x, event.time)),
-        Ok(Known::DecisionRecorded(x)) => in_repository(state).and_then(|away| away::fold_decision(away, x, event.time)),
+        Ok(Known::DecisionRecorded(x)) => in_repository(state).and_then(|away| away::fold_decision(away, x, event.time, event.seq)),
+        Ok(Known::DecisionAnswered(x)) => in_repository(state).and_then(|away| away::fold_answered(away, x)),
         Ok(Known::AwaySweepStarted(x)) => in_repository(state).and_then(|away| away::fold_sweep_started(away, x)),
         Ok(Known::AwaySweepAnswered(x)) => in_repository(state).and_then(|away| away::fold_sweep_answered(away, x, event.time)),
         Ok(Known::AwayReturnShown(x)) => in_repository(state).and_then(|away| away::fold_return_shown(away, x)),
@@ -464,6 +468,14 @@ pub fn cached_state_passes(state: &FoldedState) -> bool {
         && state.sessions.keys().all(|s| crate::event::session_id_ok(s))
         && loops_accounted_for(state)
         && state.loops.shown_text_passes()
+        && decisions_accounted_for(state)
+}
+
+/// Every `decision.recorded` and `decision.answered` the journal summary counts was handed
+/// to the away fold: a cache from a build that kept no seqs or answers has none counted.
+fn decisions_accounted_for(state: &FoldedState) -> bool {
+    let counted = |kind: &str| state.journal.by_kind.get(kind).copied().unwrap_or(0);
+    counted(event::DECISION_RECORDED) + counted(event::DECISION_ANSWERED) == state.away.decision_events_seen
 }
 
 /// Every `loop.started` the journal summary counts is a record or a refusal of the loop
@@ -753,6 +765,34 @@ mod tests {
         }
         assert_eq!(s.loops, alone);
         assert!(cached_state_passes(&s), "a state folded here is believed when read back");
+    }
+
+    /// A cache is believed only when every `decision.recorded` and `decision.answered` the
+    /// journal counts was handed to the away fold: one written by a build that kept no seqs
+    /// or answers for its decisions is folded anew.
+    #[test]
+    fn a_cache_that_did_not_fold_the_decisions_it_counts_is_not_believed() {
+        let repo = (
+            "journal.opened",
+            json!({"journal_id": "0123456789abcdef0123456789abcdef", "scope": {"kind": "repository", "root_commit": "ab".repeat(20)}}),
+        );
+        let recorded = json!({"text": "t", "grounds": "g", "undo": "u", "working_copy": "/w", "tradeoff": "speed", "item": "x"});
+        let kinds = vec![
+            repo,
+            (event::DECISION_RECORDED, recorded),
+            (event::DECISION_ANSWERED, json!({"seq": 1, "answer": "keep", "working_copy": "/w"})),
+        ];
+        let mut s = FoldedState::default();
+        let notes: Vec<_> = events(&kinds).iter().map(|e| fold_event(&mut s, e)).collect();
+        assert!(notes.iter().all(|n| *n == FoldNote::Folded), "{notes:?}");
+        assert_eq!(s.away.decision_events_seen, 2);
+        assert!(cached_state_passes(&s));
+        let mut older = s.clone();
+        older.away.decision_events_seen = 0;
+        older.away.tradeoffs.clear();
+        assert!(!cached_state_passes(&older), "a cache from a build that kept no answers");
+        older.away.decision_events_seen = 1;
+        assert!(!cached_state_passes(&older), "one event short");
     }
 
     /// A loop event the loop's fold refuses is skipped and named like any other refused

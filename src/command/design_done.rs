@@ -1,0 +1,138 @@
+//! Design-done (issue 35): a trade-off decision tied to a checklist item (`abcd decide
+//! --tradeoff KIND --item <id>`), the person's answer to it (`abcd decide --answer <seq>
+//! keep|undo`), and `abcd checklist design-done <id>`, yes only when every trade-off tied
+//! to the item has an answer. The trade-offs and answers are the repository journal's (the
+//! away family's); the item is the working copy's checklist's, so design-done reads both.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::away::{Repository, read_record};
+use super::{CommandError, caller_event};
+pub use crate::away::text::answer_command;
+use crate::away::{self, Answer, DecisionAnswered, TradeoffRecord};
+use crate::event;
+use crate::journal::storage::RealDisk;
+use crate::places;
+use crate::store::Store;
+
+/// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
+fn named(id: &str) -> String {
+    if away::check_item(id).is_ok() { format!(" `{id}`") } else { String::new() }
+}
+
+/// Refuses `--item` that names no item of the checklist of the working copy `cwd` is in,
+/// or that is given without `--tradeoff`.
+pub fn check_tied_item(cwd: &Path, item: &str, has_tradeoff: bool) -> Result<(), CommandError> {
+    if !has_tradeoff {
+        return Err(CommandError::Refused(
+            "refused: --item ties a trade-off to a checklist item, and this decision names no --tradeoff; nothing was written. \
+             Add `--tradeoff security|speed|compatibility` when the decision settles a trade-off, or leave --item out"
+                .into(),
+        ));
+    }
+    if item_held(cwd, item)? {
+        return Ok(());
+    }
+    Err(CommandError::Refused(format!(
+        "refused: --item{} names no item of this working copy's checklist, so no design-done could wait on it; nothing was written. \
+         Run `abcd checklist` to see the ids, or leave --item out",
+        named(item)
+    )))
+}
+
+/// Whether the working copy's checklist (its working state) holds an item of this id.
+fn item_held(cwd: &Path, item: &str) -> Result<bool, CommandError> {
+    if away::check_item(item).is_err() {
+        return Ok(false);
+    }
+    let (paths, scope) = places::working_copy_journal(cwd)?;
+    let store = Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
+    Ok(store.checklist_view().checklist.get(item).is_some())
+}
+
+/// `abcd decide --answer`: what was answered, and the answer it replaces, if any.
+pub struct Answered {
+    pub record: TradeoffRecord,
+    pub replaced: Option<Answer>,
+    pub seq: Option<u64>,
+}
+
+/// The person's answer to the trade-off recorded at `seq`. Only the person's route: a
+/// process a host's tool started is refused by the rule the away mode's verbs keep
+/// (`host::host_tool_mark`). A later answer replaces an earlier one (the journal keeps both).
+pub fn answer(
+    repo: &Repository,
+    seq_text: &str,
+    answer_text: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Answered, CommandError> {
+    if let Some(mark) = crate::host::host_tool_mark(var) {
+        return Err(CommandError::Refused(format!(
+            "refused: `abcd decide --answer` runs in a process an agent session's tool started ({mark} is set), and only the person \
+             answers a trade-off; nothing was written. An agent records its own decisions with `abcd decide` and queues what it \
+             needs from the person with `abcd mode queue '<step>'`; the person runs `abcd decide --answer {seq_text} keep|undo` \
+             in a terminal of their own."
+        )));
+    }
+    let names: Vec<&str> = Answer::ALL.iter().map(|a| a.name()).collect();
+    let Some(answer) = Answer::parse(answer_text) else {
+        return Err(CommandError::Refused(format!(
+            "refused: an answer is {}; nothing was written. Run `abcd decide --answer <seq> keep` to keep the trade-off, or `… undo` to have it undone",
+            names.join(" or ")
+        )));
+    };
+    let not_tradeoff = |seq: &str| {
+        CommandError::Refused(format!(
+            "refused: seq {seq} is not a trade-off decision of this repository, so there is nothing to answer; nothing was written. \
+             `abcd mode back` and the return lists print each trade-off with its seq, and `abcd checklist design-done <id>` the ones an item waits on"
+        ))
+    };
+    let seq: u64 = match seq_text.parse() {
+        Ok(n) => n,
+        // A seq is digits; anything else is not repeated (it may be a pasted secret).
+        Err(_) => return Err(not_tradeoff("(the one given, not a number)")),
+    };
+    let data = DecisionAnswered { seq, answer, working_copy: repo.working_copy.clone() };
+    let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.tradeoff_at(seq) {
+        None => (vec![], None),
+        Some(t) => (vec![caller_event(event::DECISION_ANSWERED, json!(data))], Some((t.clone(), t.answer))),
+    })?;
+    let Some((mut record, replaced)) = written.outcome else {
+        return Err(not_tradeoff(&seq.to_string()));
+    };
+    record.answer = Some(answer);
+    Ok(Answered { record, replaced, seq: written.appended.first().map(|a| a.seq) })
+}
+
+/// `abcd checklist design-done <id>`: every trade-off tied to the item, each with its
+/// answer when given.
+pub struct DesignDone {
+    pub item: String,
+    pub tradeoffs: Vec<TradeoffRecord>,
+}
+
+impl DesignDone {
+    /// Yes when every tied trade-off has an answer (none tied: yes).
+    pub fn done(&self) -> bool {
+        self.tradeoffs.iter().all(|t| t.answer.is_some())
+    }
+
+    pub fn unanswered(&self) -> impl Iterator<Item = &TradeoffRecord> {
+        self.tradeoffs.iter().filter(|t| t.answer.is_none())
+    }
+}
+
+pub fn design_done(cwd: &Path, item: &str) -> Result<DesignDone, CommandError> {
+    if !item_held(cwd, item)? {
+        return Err(CommandError::Refused(format!(
+            "refused: no checklist item{} in this working copy, so there is no design to be done; run `abcd checklist` to see the ids",
+            named(item)
+        )));
+    }
+    let repo = super::away::open_repository(cwd)?;
+    let record = read_record(&repo)?;
+    let tradeoffs = record.tied_to(&repo.working_copy, item).cloned().collect();
+    Ok(DesignDone { item: item.to_string(), tradeoffs })
+}

@@ -484,8 +484,10 @@ fn all_vectors() -> Vec<Vector> {
         "A repository journal (the away record) with agents' refused attempts (`away.mode_refused`): a file tool on abcd's own file while present (seq 1), then in the window set at seq 2 `abcd mode back` refused by the shell rule (seq 3) and by the verb under the host's mark `CLAUDECODE`, named but not its value (seq 4); the window ends at seq 5. No command is recorded.",
         refused.bytes(),
         Expected::clean(6),
+    ));
+
+    // A trade-off tied to an item and the person's answers to it (issue 35, design-done).
     let mut answered = Chain::new(ID_B, Scope::Repository { root_commit: "9f3b2c1d0e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c".into() }, PID);
-    let wc = "/home/ana/src/shop";
     answered.push(
         abcd::event::DECISION_RECORDED,
         json!({"text": "Cache parsed files in memory", "grounds": "a 3× faster build", "undo": "git revert 4f1c2e9", "working_copy": wc, "tradeoff": "speed", "item": "choose-the-cache"}),

@@ -1392,6 +1392,10 @@ fn the_verbs_refusal_is_recorded_and_mode_back_lists_the_windows_refusals() {
     assert!(text.contains("`abcd mode back` (no session named, the verb refused: CODEX_TOOL_CALL_ID was set"), "{text}");
     assert!(text.contains("`abcd mode back` (session s1, its shell command refused before it ran"), "{text}");
     assert!(!stdout(&repo.abcd(&["mode"])).contains("refused attempt"), "shown on return, then a new period");
+    // The audit words each one; the journal keeps what the period's list no longer shows.
+    let audit = stdout(&repo.abcd(&["replay", "--repo"]));
+    assert_eq!(audit.matches("refused an agent's attempt: ").count(), 3, "{audit}");
+    assert!(audit.contains("refused an agent's attempt: `abcd mode back` (the verb refused: CODEX_TOOL_CALL_ID was set;"), "{audit}");
 }
 
 /// Issue 35: a looping model does not flood the journal. The first

@@ -34,10 +34,10 @@ fn ok(t: &TestRepo, args: &[&str]) {
     assert!(out.status.success(), "abcd {args:?}: {}", repo::text(&out));
 }
 
-/// The host's status-line payload for `dir`, shaped as its docs show it.
+/// The host's status-line payload for `dir`, shaped as its docs show it and as the client
+/// sent it (docs/real-host.md, "The status line under the interactive client").
 fn payload(dir: &Path) -> Vec<u8> {
     json!({
-        "hook_event_name": "Status",
         "session_id": "0c1f5d6e-4a1b-4c55-9a53-2c7d0b1f3e21",
         "transcript_path": "/home/ana/.claude/projects/-wc/0c1f5d6e-4a1b-4c55-9a53-2c7d0b1f3e21.jsonl",
         "cwd": dir,

@@ -96,3 +96,63 @@ pub fn line(seen: &Seen, now: Timestamp, show: &dyn Fn(Timestamp) -> String) -> 
     }
     secrets::one_line_after_scan(&format!("abcd: {}", parts.join(" · ")), Bound::Chars(LINE_MAX_CHARS)).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::projection::OpenCounts;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    /// Away until 20:00, set by `who`, with `working` items owed.
+    fn away(who: &str, working: u64) -> Seen {
+        let mut state = AwayState::default();
+        let set = serde_json::from_value(serde_json::json!({"set_by": who, "working_copy": "/wc",
+            "start": "2026-12-01T18:00:00Z", "end": "2026-12-01T20:00:00Z", "hold_pushes": false}))
+        .unwrap();
+        crate::away::fold_set(&mut state, set).unwrap();
+        Seen { away: state, away_unreadable: false, plan: PlanStatus { open: OpenCounts { working, waiting: 0 }, degraded: false } }
+    }
+
+    fn show(t: Timestamp) -> String {
+        t.to_string()
+    }
+
+    #[test]
+    fn the_line_is_cut_to_its_cap_only_past_it() {
+        let now = at("2026-12-01T19:00:00Z");
+        let short = line(&away("Ana", 2), now, &show).unwrap();
+        assert_eq!(short, "abcd: away until 2026-12-01T20:00:00Z, set by Ana · 2 owed");
+        // The line without the name is this long; a name that makes it exactly the cap is
+        // kept whole, one character more is cut.
+        let bare = short.chars().count() - "Ana".len();
+        let exact = "N".repeat(LINE_MAX_CHARS - bare);
+        let whole = line(&away(&exact, 2), now, &show).unwrap();
+        assert_eq!(whole.chars().count(), LINE_MAX_CHARS);
+        assert!(whole.ends_with(" · 2 owed"), "{whole}");
+        let over = line(&away(&format!("{exact}N"), 2), now, &show).unwrap();
+        assert!(over.chars().count() <= LINE_MAX_CHARS, "{over}");
+        assert!(!over.ends_with(" · 2 owed"), "cut: {over}");
+    }
+
+    #[test]
+    fn a_line_carrying_a_secret_is_not_shown() {
+        let now = at("2026-12-01T19:00:00Z");
+        let mut seen = away("Ana", 1);
+        seen.away.window.as_mut().unwrap().set_by = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB".into();
+        assert_eq!(line(&seen, now, &show), None);
+    }
+
+    #[test]
+    fn the_payloads_folder_is_read_up_to_its_cap() {
+        let mut at_cap = br#"{"cwd":"/a","workspace":{"current_dir":"/b"}}"#.to_vec();
+        at_cap.resize(MAX_PAYLOAD_BYTES, b' ');
+        assert_eq!(folder_of(&at_cap).unwrap(), std::path::PathBuf::from("/b"), "workspace.current_dir first");
+        let mut over = at_cap.clone();
+        over.push(b' ');
+        assert!(folder_of(&over).is_err());
+        assert_eq!(folder_of(br#"{"cwd":"/a"}"#).unwrap(), std::path::PathBuf::from("/a"));
+    }
+}

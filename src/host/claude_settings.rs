@@ -269,6 +269,27 @@ pub fn installed(settings: &Object) -> Vec<(HookEvent, Option<String>)> {
         .collect()
 }
 
+/// `settings` with the status line set to run `command` (the key added last when missing).
+pub fn with_status_line(mut settings: Object, command: &str) -> Object {
+    *settings.get_or_insert(STATUS_LINE_KEY, || Json::Null) =
+        Json::Object(Object::from_pairs([("type", Json::string("command")), ("command", Json::string(command))]));
+    settings
+}
+
+/// The status line `settings` set: `None` when the key is absent, else its `command` (empty
+/// when it names none).
+pub fn status_line_of(settings: &Object) -> Option<String> {
+    settings.get(STATUS_LINE_KEY).map(|v| v.get("command").and_then(Json::as_str).unwrap_or_default().to_string())
+}
+
+/// Whether a status line's command is abcd's: its last word is [`STATUS_LINE_VERB`] and its
+/// program's file name is `abcd`.
+pub fn status_line_is_abcds(command: &str) -> bool {
+    let Some(program) = command.strip_suffix(STATUS_LINE_VERB).and_then(|rest| rest.strip_suffix(' ')) else { return false };
+    let program = program.trim().trim_matches('\'');
+    Path::new(program).file_name().is_some_and(|n| n == "abcd")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,25 +348,4 @@ mod tests {
         let twice = object(r#"{"a": 1, "b": 2, "a": 3}"#);
         assert_eq!(serde_json::to_string(&twice).unwrap(), r#"{"a":3,"b":2}"#);
     }
-}
-
-/// `settings` with the status line set to run `command` (the key added last when missing).
-pub fn with_status_line(mut settings: Object, command: &str) -> Object {
-    *settings.get_or_insert(STATUS_LINE_KEY, || Json::Null) =
-        Json::Object(Object::from_pairs([("type", Json::string("command")), ("command", Json::string(command))]));
-    settings
-}
-
-/// The status line `settings` set: `None` when the key is absent, else its `command` (empty
-/// when it names none).
-pub fn status_line_of(settings: &Object) -> Option<String> {
-    settings.get(STATUS_LINE_KEY).map(|v| v.get("command").and_then(Json::as_str).unwrap_or_default().to_string())
-}
-
-/// Whether a status line's command is abcd's: its last word is [`STATUS_LINE_VERB`] and its
-/// program's file name is `abcd`.
-pub fn status_line_is_abcds(command: &str) -> bool {
-    let Some(program) = command.strip_suffix(STATUS_LINE_VERB).and_then(|rest| rest.strip_suffix(' ')) else { return false };
-    let program = program.trim().trim_matches('\'');
-    Path::new(program).file_name().is_some_and(|n| n == "abcd")
 }

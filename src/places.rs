@@ -183,6 +183,16 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
     Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit }))
 }
 
+/// [`repository_journal`] from the root-commit cache alone: `None` when the cache is not
+/// there yet. For the status line, which runs every few hundred milliseconds and starts no
+/// git; a hook or a verb writes the cache the first time it asks git.
+pub fn repository_journal_cached(cwd: &Path) -> Result<Option<(JournalPaths, Scope)>, PlaceError> {
+    let (_, main_root) = working_copy_root(cwd)?;
+    let Some(commit) = read_root_commit_cache(&main_root.join(LOCAL_TIER).join(ROOT_COMMIT_CACHE)) else { return Ok(None) };
+    let dir = home_dir()?.join("repos").join(&commit);
+    Ok(Some((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit })))
+}
+
 /// Why the root commit is unknown: a HEAD on a branch that does not exist yet (read from
 /// git's files) is a repository with no commit, which the person fixes with a first commit.
 fn no_root_commit(main_root: &Path, why: String) -> PlaceError {

@@ -183,3 +183,134 @@ fn a_working_copy_whose_path_carries_a_token_gets_no_journal_and_is_never_echoed
     assert!(!moved.join(".abcd").exists(), "init wrote nothing");
     assert!(!t.home.join("repos").exists(), "no repository journal");
 }
+
+// ----------------------------------------------------------------------------------------
+// The status line (issue 35): installed only where no settings layer sets one, into the
+// uncommitted local layer; `init --check` names the layer that wins.
+
+const LOCAL: &str = ".claude/settings.local.json";
+
+/// `abcd init` (with `args`) in `t` with the user's settings folder `user_home/.claude`.
+fn init_with_home(t: &TestRepo, user_home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_abcd"))
+        .arg("init")
+        .args(args)
+        .current_dir(&t.root)
+        .env("ABCD_HOME", &t.home)
+        .env("HOME", user_home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .expect("abcd runs")
+}
+
+fn write_json(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const THEIR_LINE: &str = r#"{"statusLine": {"type": "command", "command": "~/bin/my-line"}, "theme": "dark"}"#;
+
+/// A user home with no settings.
+fn empty_home(t: &TestRepo) -> PathBuf {
+    let home = t.dir.path().join("person");
+    std::fs::create_dir_all(&home).unwrap();
+    home
+}
+
+#[test]
+fn init_installs_the_status_line_into_the_local_settings_when_no_layer_sets_one() {
+    let t = TestRepo::new();
+    let home = empty_home(&t);
+    // The person's own local settings: every key is kept where it was.
+    write_json(&t.root.join(LOCAL), r#"{"permissions": {"allow": ["Bash(ls)"]}, "model": "opus"}"#);
+    let out = init_with_home(&t, &home, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let local = std::fs::read_to_string(t.root.join(LOCAL)).unwrap();
+    in_order(&local, &["permissions", "allow", "model", "statusLine", "type", "command"]);
+    let v: Value = serde_json::from_str(&local).unwrap();
+    assert_eq!(v["statusLine"]["type"], "command");
+    let command = v["statusLine"]["command"].as_str().unwrap();
+    assert!(command.ends_with(" status-line"), "{command}");
+    assert_eq!(v["model"], "opus");
+    assert!(!settings(&t).contains("statusLine"), "never the committed project file: {}", settings(&t));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("status line: {} runs `{command}`", t.root.join(LOCAL).display())), "{said}");
+    // The uncommitted layer stays out of git.
+    assert_eq!(repo::git(&t.root, &["status", "--porcelain", "--", LOCAL]), "", "git does not list {LOCAL}");
+    // A second run changes nothing.
+    assert!(init_with_home(&t, &home, &[]).status.success());
+    assert_eq!(std::fs::read_to_string(t.root.join(LOCAL)).unwrap(), local);
+}
+
+/// `init` with a status line set in `layer_path` only: nothing of abcd's is written anywhere.
+fn left_alone_when(t: &TestRepo, home: &Path, layer_path: &Path, layer: &str) {
+    write_json(layer_path, THEIR_LINE);
+    let out = init_with_home(t, home, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("status line: left as it is: {layer} ({}) set their own", layer_path.display())), "{said}");
+    assert_eq!(std::fs::read_to_string(layer_path).unwrap(), THEIR_LINE, "their file is untouched");
+    assert!(!settings(t).contains("statusLine"), "{}", settings(t));
+    let local = std::fs::read_to_string(t.root.join(LOCAL)).unwrap_or_default();
+    assert!(layer == "the local settings" || !local.contains("statusLine"), "{local}");
+}
+
+#[test]
+fn init_leaves_the_status_line_alone_when_the_user_settings_set_one() {
+    let t = TestRepo::new();
+    let home = empty_home(&t);
+    left_alone_when(&t, &home, &home.join(".claude/settings.json"), "the user settings");
+    assert!(!t.root.join(LOCAL).exists(), "no local settings were made");
+}
+
+#[test]
+fn init_leaves_the_status_line_alone_when_the_project_settings_set_one() {
+    let t = TestRepo::new();
+    let home = empty_home(&t);
+    let project = t.root.join(SETTINGS);
+    write_json(&project, THEIR_LINE);
+    let out = init_with_home(&t, &home, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("status line: left as it is: the project settings ({}) set their own", project.display())), "{said}");
+    let v: Value = serde_json::from_str(&settings(&t)).unwrap();
+    assert_eq!(v["statusLine"]["command"], "~/bin/my-line", "their status line is kept as it was");
+    assert!(!t.root.join(LOCAL).exists(), "no local settings were made");
+}
+
+#[test]
+fn init_leaves_the_status_line_alone_when_the_local_settings_set_one() {
+    let t = TestRepo::new();
+    let home = empty_home(&t);
+    left_alone_when(&t, &home, &t.root.join(LOCAL), "the local settings");
+}
+
+#[test]
+fn init_check_names_the_layer_whose_status_line_wins() {
+    let t = TestRepo::new();
+    let home = empty_home(&t);
+    let user = home.join(".claude/settings.json");
+    write_json(&user, THEIR_LINE);
+    assert!(init_with_home(&t, &home, &[]).status.success());
+    let check = |t: &TestRepo| String::from_utf8_lossy(&init_with_home(t, &home, &["--check"]).stdout).into_owned();
+    let said = check(&t);
+    assert!(
+        said.contains(&format!("ok      status line from the user settings ({}), which wins: the person's own", user.display())),
+        "{said}"
+    );
+    // The local layer beats the user's: abcd's, once written there.
+    let local = serde_json::json!({"statusLine": {"type": "command", "command": format!("{} status-line", env!("CARGO_BIN_EXE_abcd"))}});
+    write_json(&t.root.join(LOCAL), &local.to_string());
+    let said = check(&t);
+    assert!(
+        said.contains(&format!("ok      status line from the local settings ({}), which wins: abcd's", t.root.join(LOCAL).display())),
+        "{said}"
+    );
+    // No layer sets one: missing, and `init` is what to run.
+    std::fs::remove_file(&user).unwrap();
+    std::fs::remove_file(t.root.join(LOCAL)).unwrap();
+    let out = init_with_home(&t, &home, &["--check"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("MISSING status line `abcd status-line` in {}", t.root.join(LOCAL).display())), "{said}");
+    assert_eq!(out.status.code(), Some(1), "{said}");
+}

@@ -1708,3 +1708,124 @@ fn the_night_of_the_phased_loop() {
     assert_eq!(of_kind(&repository, "away.queued").len(), 1, "{repository:#?}");
     assert_eq!(of_kind(&repository, "decision.recorded").len(), 1, "{repository:#?}");
 }
+
+// ---------------------------------------------------------------------------- the interactive client
+
+/// How long the interactive client may take to draw what a step waits for (the trust
+/// dialog, then the status line); the pane is polled, so a quick client passes quickly.
+const TUI_DEADLINE: Duration = Duration::from_secs(60);
+/// How often the pane is read while waiting.
+const TUI_POLL: Duration = Duration::from_millis(200);
+
+/// A tmux server of one test's own (its own socket), killed when the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-L", &self.socket, "-f", "/dev/null"]);
+        cmd
+    }
+
+    fn pane(&self) -> String {
+        let out = self.cmd().args(["capture-pane", "-p", "-t", "abcd"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Polls the pane until `seen` holds for it; the last pane either way.
+    fn wait_for(&self, seen: impl Fn(&str) -> bool) -> Result<String, String> {
+        let start = Instant::now();
+        loop {
+            let pane = self.pane();
+            if seen(&pane) {
+                return Ok(pane);
+            }
+            if start.elapsed() > TUI_DEADLINE {
+                return Err(pane);
+            }
+            std::thread::sleep(TUI_POLL);
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            assert!(self.cmd().args(["send-keys", "-t", "abcd", k]).status().unwrap().success(), "tmux send-keys {k}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").stderr(Stdio::null()).status();
+    }
+}
+
+/// A word the shell takes as it is.
+fn sh_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Issue 35, acceptance 3: the status line `abcd init` installed is drawn by the real
+/// interactive client (print mode draws none), driven under tmux with the workspace trust
+/// dialog accepted; the person's `!` shell carries the same host variables as the model's
+/// Bash tool (docs/decisions.md, issue 35, the status line).
+#[test]
+fn the_interactive_client_draws_abcds_status_line() {
+    let Some(client) = client() else { return };
+    if !Command::new("tmux").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        assert_ne!(std::env::var(MODE_VAR).as_deref(), Ok("require"), "the status-line scenario needs tmux on PATH");
+        let _ = writeln!(std::io::stderr(), "real_host: the status-line scenario SKIPPED: tmux is not on PATH");
+        return;
+    }
+    let lab = Lab::new(Some(client), Install::Init);
+    let home = lab.base.join("home");
+    // `init` with the client's own HOME, so the user layer it reads is the lab's (empty).
+    let out = lab.abcd_command().env("HOME", &home).arg("init").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let local: Value = serde_json::from_slice(&std::fs::read(lab.repo.join(".claude/settings.local.json")).unwrap()).unwrap();
+    assert_eq!(local["statusLine"]["command"], format!("{} status-line", abcd_exe().display()), "{local}");
+    lab.git(&["config", "user.name", "Ana Lima"]);
+    lab.abcd(&["checklist", "add", "Write the parser"]);
+    lab.abcd(&["mode", "autonomous", "--until", "+8h"]);
+    // The onboarding done and the key approved, as a person's client has them: a fresh
+    // client's onboarding checks the network, which the sandbox has none of.
+    let key = "not-a-key-the-scripted-model-server-takes-any";
+    let state = json!({"hasCompletedOnboarding": true, "lastOnboardingVersion": CLIENT_VERSION, "theme": "dark",
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []}});
+    std::fs::write(home.join(".claude.json"), state.to_string()).unwrap();
+    let script = lab.base.join("tui.script.json");
+    std::fs::write(&script, json!({"turns": [], "after": "Noted."}).to_string()).unwrap();
+    let sandbox = lab.in_sandbox(&script, &lab.base.join("tui.requests.jsonl"));
+    let mut line = String::from("cd ") + &sh_word(&lab.repo.display().to_string()) + " && exec env -i";
+    for (k, v) in sandbox.get_envs() {
+        let v = if k == "TERM" { "xterm-256color".into() } else { v.unwrap().to_string_lossy() };
+        line += &format!(" {}={}", k.to_string_lossy(), sh_word(&v));
+    }
+    line += &format!(" {}", sh_word(&sandbox.get_program().to_string_lossy()));
+    for a in sandbox.get_args() {
+        line += &format!(" {}", sh_word(&a.to_string_lossy()));
+    }
+    line += &format!(" {}", sh_word(&client.display().to_string()));
+    let tmux = Tmux { socket: format!("abcd-real-host-{}", std::process::id()) };
+    let started = tmux.cmd().args(["new-session", "-d", "-s", "abcd", "-x", "160", "-y", "40", &line]).status().unwrap();
+    assert!(started.success(), "tmux new-session");
+    let trust = tmux.wait_for(|p| p.contains("Yes, I trust this folder"));
+    assert!(trust.is_ok(), "the trust dialog never showed: {}", trust.unwrap_err());
+    tmux.keys(&["Down", "Enter"]);
+    let expected = "abcd: away until ";
+    let drawn = tmux.wait_for(|p| p.contains(expected));
+    let pane = drawn.unwrap_or_else(|pane| panic!("no status line within {TUI_DEADLINE:?}:\n{pane}"));
+    let shown = pane.lines().find(|l| l.contains(expected)).unwrap().trim().to_string();
+    assert!(shown.starts_with(expected) && shown.ends_with(", set by Ana Lima · 1 owed"), "{shown}");
+    // The person's `!` shell: the host's variables are there as in the model's Bash tool.
+    let dump = lab.base.join("bang-env.txt");
+    tmux.keys(&["!", &format!("env | grep -E '^(CLAUDECODE|CLAUDE_CODE_SESSION_ID)=' | cut -d= -f1 | sort > {}", dump.display()), "Enter"]);
+    let start = Instant::now();
+    while std::fs::read_to_string(&dump).map_or(true, |t| t.is_empty()) && start.elapsed() < TUI_DEADLINE {
+        std::thread::sleep(TUI_POLL);
+    }
+    assert_eq!(std::fs::read_to_string(&dump).unwrap_or_default(), "CLAUDECODE\nCLAUDE_CODE_SESSION_ID\n", "{}", tmux.pane());
+}

@@ -61,6 +61,7 @@ pub fn verify_clean(path: &Path, home: &Path) -> u64 {
 
 /// Each contender once per op, in an order that rotates with the round; each contender
 /// times itself (so it can prepare untimed) and returns seconds. The median per contender.
+#[allow(dead_code)]
 pub fn rotate(round: usize, ops: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<f64> {
     let n = contenders.len();
     let mut times = vec![Vec::with_capacity(ops); n];

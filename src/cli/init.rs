@@ -7,7 +7,7 @@ use clap::Args;
 use super::shell_word;
 
 use crate::command::CommandError;
-use crate::command::init::{self, InGit, Installed};
+use crate::command::init::{self, InGit, Installed, StatusLineInstall};
 use crate::places::PlaceError;
 
 #[derive(Args, Debug)]
@@ -29,7 +29,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
             super::EXIT_FAILURE
         });
     }
-    let Installed { created, tier, hook, already_installed, settings_relative, in_git } = init::install(&at)?;
+    let Installed { created, tier, hook, already_installed, settings_relative, in_git, status_line } = init::install(&at)?;
     outln!(
         "{}",
         if created {
@@ -51,6 +51,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
         if already_installed { ", already installed" } else { "" }
     );
     outln!("{}", commit_advice(&at.main_root, &settings_relative, &in_git, hook.from_path));
+    outln!("{}", status_line_said(&status_line));
     outln!("next: write the plan down, one item at a time, e.g. `abcd checklist add \"Fix the login bug\"`");
     Ok(super::EXIT_OK)
 }
@@ -95,6 +96,28 @@ fn commit_advice(root: &Path, settings: &Path, in_git: &InGit, from_path: bool) 
         InGit::Unknown(why) => format!(
             "whether {name} is committed could not be read ({why}); a lane's worktree holds only committed files, so the hooks reach a lane's agent only once it is committed{portable}: {}",
             commit("")
+        ),
+    }
+}
+
+/// What `init` says of the status line.
+fn status_line_said(done: &StatusLineInstall) -> String {
+    match done {
+        StatusLineInstall::Installed { path, command } => {
+            format!("status line: {} runs `{command}` (the uncommitted layer, kept out of git)", path.display())
+        }
+        StatusLineInstall::Present(f) if f.abcds => {
+            format!("status line: {} ({}) already runs abcd's (`{}`)", f.layer.describe(), f.path.display(), f.command)
+        }
+        StatusLineInstall::Present(f) => format!(
+            "status line: left as it is: {} ({}) set their own (`{}`); abcd installs its own only where no settings file sets one (`abcd status-line` prints the line for a command of yours)",
+            f.layer.describe(),
+            f.path.display(),
+            f.command
+        ),
+        StatusLineInstall::Unknown { path, why } => format!(
+            "status line: not installed: {} cannot be read ({why}), so whether it sets one is unknown; fix it and run `abcd init` again",
+            path.display()
         ),
     }
 }

@@ -31,6 +31,7 @@ mod mirror_cmd;
 mod mode_cmd;
 mod replay;
 mod run_cmd;
+mod status_line_cmd;
 mod terminal;
 
 use std::path::PathBuf;
@@ -83,6 +84,12 @@ enum Command {
         #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure", "notification"])]
         event: String,
     },
+    /// The line Claude Code's status bar shows: reads the host's status-line payload on
+    /// stdin and prints the away mode (until when, set by whom), the items owed and a
+    /// degraded plan; nothing while the person is present and the plan is whole. Always
+    /// exits 0, printing nothing on stdout on abcd's own fault (`abcd init` installs it)
+    #[command(name = "status-line")]
+    StatusLine,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         /// The shell to print the script for
@@ -440,6 +447,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Replay(a) => replay::run(&a),
         Command::Demo => demo::run(),
         Command::Init(a) => init::run(&a),
+        Command::StatusLine => Ok(status_line_cmd::run()),
         Command::Hook { event } => Ok(hook_cmd::run(crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"))),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut Stdout);

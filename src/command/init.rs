@@ -8,7 +8,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::CommandError;
-use crate::host::claude_settings::{Json, Object, installed, merge_hooks};
+use crate::host::claude_settings::{
+    Json, LOCAL_SETTINGS, Object, PROJECT_SETTINGS, STATUS_LINE_VERB, installed, merge_hooks, status_line_is_abcds, status_line_of,
+    with_status_line,
+};
 use crate::host::{HookEvent, claude};
 use crate::{git, places, platform};
 
@@ -169,6 +172,8 @@ pub struct Installed {
     /// The settings file, relative to the repository's root (`.claude/settings.json`).
     pub settings_relative: PathBuf,
     pub in_git: InGit,
+    /// What became of the status line.
+    pub status_line: StatusLineInstall,
 }
 
 pub fn install(at: &Places) -> Result<Installed, CommandError> {
@@ -201,7 +206,8 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
     let already_installed = merged == settings;
     let in_git = settings_in_git(at, !already_installed);
     let settings_relative = at.settings.strip_prefix(&at.main_root).unwrap_or(&at.settings).to_path_buf();
-    Ok(Installed { created, tier, hook, already_installed, settings_relative, in_git })
+    let status_line = install_status_line(at, &hook.command)?;
+    Ok(Installed { created, tier, hook, already_installed, settings_relative, in_git, status_line })
 }
 
 /// What `init --check` finds: each thing that should be installed, and whether it is, told
@@ -240,7 +246,122 @@ pub fn check(at: &Places, on_found: &mut dyn FnMut(bool, &str)) -> Result<usize,
             }
         }
     }
+    match status_line_winner(at) {
+        Err((path, why)) => found(false, format!("status line: {} cannot be read ({why})", path.display())),
+        Ok(None) => found(false, format!("status line `abcd {STATUS_LINE_VERB}` in {}", at.root.join(LOCAL_SETTINGS).display())),
+        Ok(Some(f)) => found(
+            true,
+            format!(
+                "status line from {} ({}), which wins: {} (`{}`)",
+                f.layer.describe(),
+                f.path.display(),
+                if f.abcds { "abcd's" } else { "the person's own, not abcd's" },
+                f.command
+            ),
+        ),
+    }
     Ok(missing)
+}
+
+/// One of the host's settings files that may set the status line, highest precedence first
+/// (docs/status-line.md: local, then project, then user).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingsLayer {
+    Local,
+    Project,
+    User,
+}
+
+impl SettingsLayer {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SettingsLayer::Local => "the local settings",
+            SettingsLayer::Project => "the project settings",
+            SettingsLayer::User => "the user settings",
+        }
+    }
+}
+
+/// The settings files the host reads for `at`'s working copy, highest precedence first.
+/// The user's is `$CLAUDE_CONFIG_DIR/settings.json` when that is set, else
+/// `~/.claude/settings.json`; none when neither `HOME` nor it is set.
+pub fn settings_layers(at: &Places) -> Vec<(SettingsLayer, PathBuf)> {
+    let mut layers = vec![(SettingsLayer::Local, at.root.join(LOCAL_SETTINGS)), (SettingsLayer::Project, at.root.join(PROJECT_SETTINGS))];
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".claude")));
+    if let Some(dir) = config {
+        layers.push((SettingsLayer::User, dir.join("settings.json")));
+    }
+    layers
+}
+
+/// The status line that wins for `at`: the first layer that sets one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusLineFound {
+    pub layer: SettingsLayer,
+    pub path: PathBuf,
+    pub command: String,
+    pub abcds: bool,
+}
+
+/// Where the status line comes from: `Err` names a layer that cannot be read (it might set
+/// one), with why.
+pub fn status_line_winner(at: &Places) -> Result<Option<StatusLineFound>, (PathBuf, String)> {
+    for (layer, path) in settings_layers(at) {
+        let settings = match read_settings(&path) {
+            Ok(Ok(s)) => s,
+            Ok(Err(why)) => return Err((path, why)),
+            Err(e) => return Err((path, e.to_string())),
+        };
+        if let Some(command) = status_line_of(&settings) {
+            let abcds = status_line_is_abcds(&command);
+            return Ok(Some(StatusLineFound { layer, path, command, abcds }));
+        }
+    }
+    Ok(None)
+}
+
+/// What `init` did about the status line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatusLineInstall {
+    /// Written into the local settings at this path, running this command.
+    Installed { path: PathBuf, command: String },
+    /// A layer already sets one (abcd's or the person's own): left as it is.
+    Present(StatusLineFound),
+    /// A layer could not be read, so whether the person has one is unknown: nothing written.
+    Unknown { path: PathBuf, why: String },
+}
+
+/// The line the host runs for abcd's status line: `hook_command` (a bare name or a path,
+/// quoted for the shell when it needs it) and the verb.
+pub fn status_line_command(hook_command: &str) -> String {
+    let plain = !hook_command.is_empty() && hook_command.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    let program = if plain { hook_command.to_string() } else { format!("'{}'", hook_command.replace('\'', "'\\''")) };
+    format!("{program} {STATUS_LINE_VERB}")
+}
+
+/// Installs abcd's status line into the local settings (never the committed project file,
+/// which would replace every teammate's own) when no layer sets one; every other key of
+/// the local settings is kept where it was. The local settings are kept out of git.
+fn install_status_line(at: &Places, hook_command: &str) -> Result<StatusLineInstall, CommandError> {
+    match status_line_winner(at) {
+        Err((path, why)) => return Ok(StatusLineInstall::Unknown { path, why }),
+        Ok(Some(found)) => return Ok(StatusLineInstall::Present(found)),
+        Ok(None) => {}
+    }
+    let path = at.root.join(LOCAL_SETTINGS);
+    let local = read_settings(&path)?.map_err(|why| CommandError::Failed(format!("{} became unreadable: {why}", path.display())))?;
+    let command = status_line_command(hook_command);
+    let mut text = serde_json::to_string_pretty(&Json::Object(with_status_line(local, &command))).map_err(CommandError::failed)?;
+    text.push('\n');
+    // The uncommitted layer stays out of git, as `abcd launch` keeps a lane's.
+    ensure_excluded(&at.exclude, super::lane_start::LOCAL_SETTINGS_EXCLUDE)?;
+    std::fs::create_dir_all(path.parent().expect("settings have a folder")).map_err(CommandError::failed)?;
+    crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &path, text.as_bytes(), true)
+        .map_err(CommandError::failed)?;
+    Ok(StatusLineInstall::Installed { path, command })
 }
 
 /// How many hook events `init` installs.

@@ -18,6 +18,7 @@
 //!   may save aside and reset there.
 //! - [`lane_start`]: what a lane's agent starts with: abcd's hooks and its assignment.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
+//! - [`status_line`]: `abcd status-line`: the one line the host's status bar shows.
 //! - [`own_file`]: the one predicate every guard asks: is this path abcd's own file?
 //! - [`loops`]: `abcd loop` start, drive, control, stop and status, and the turn runner
 //!   `__loop-turn`.
@@ -42,6 +43,7 @@ pub mod notify;
 pub mod own_file;
 pub mod replay;
 pub mod run;
+pub mod status_line;
 pub mod sweep;
 
 pub use error::{Blame, CommandError};

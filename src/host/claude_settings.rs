@@ -21,6 +21,11 @@ pub const LOCAL_SETTINGS: &str = ".claude/settings.local.json";
 /// kill must come well after it.
 pub const STOP_HOOK_TIMEOUT_SECS: u64 = 30;
 
+/// The settings key of the host's status line (docs/status-line.md).
+pub const STATUS_LINE_KEY: &str = "statusLine";
+/// The words after abcd's program in the status line's command.
+pub const STATUS_LINE_VERB: &str = "status-line";
+
 /// The host notifications abcd records while away: the session waits on a person.
 pub const NOTIFICATION_MATCHER: &str = "idle_prompt|agent_needs_input|permission_prompt|elicitation_dialog";
 
@@ -262,6 +267,27 @@ pub fn installed(settings: &Object) -> Vec<(HookEvent, Option<String>)> {
             (event, command)
         })
         .collect()
+}
+
+/// `settings` with the status line set to run `command` (the key added last when missing).
+pub fn with_status_line(mut settings: Object, command: &str) -> Object {
+    *settings.get_or_insert(STATUS_LINE_KEY, || Json::Null) =
+        Json::Object(Object::from_pairs([("type", Json::string("command")), ("command", Json::string(command))]));
+    settings
+}
+
+/// The status line `settings` set: `None` when the key is absent, else its `command` (empty
+/// when it names none).
+pub fn status_line_of(settings: &Object) -> Option<String> {
+    settings.get(STATUS_LINE_KEY).map(|v| v.get("command").and_then(Json::as_str).unwrap_or_default().to_string())
+}
+
+/// Whether a status line's command is abcd's: its last word is [`STATUS_LINE_VERB`] and its
+/// program's file name is `abcd`.
+pub fn status_line_is_abcds(command: &str) -> bool {
+    let Some(program) = command.strip_suffix(STATUS_LINE_VERB).and_then(|rest| rest.strip_suffix(' ')) else { return false };
+    let program = program.trim().trim_matches('\'');
+    Path::new(program).file_name().is_some_and(|n| n == "abcd")
 }
 
 #[cfg(test)]

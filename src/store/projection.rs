@@ -321,7 +321,30 @@ pub struct SessionContextFile {
     /// so it reads as armed and the hook checks.
     #[serde(default = "armed_unless_said")]
     pub promises_armed: bool,
+    /// How many items are open, by state, for the status line (`abcd status-line`), which
+    /// reads this small file instead of the whole checklist. A file without it was written
+    /// before the status line read it, and the status line then reads the checklist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<OpenCounts>,
     pub text: String,
+}
+
+/// How many of the checklist's items are working and waiting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenCounts {
+    pub working: u64,
+    pub waiting: u64,
+}
+
+impl OpenCounts {
+    pub fn of(items: &[Item]) -> OpenCounts {
+        let count = |state| items.iter().filter(|i| i.fields.state == state).count() as u64;
+        OpenCounts {
+            working: count(crate::event::checklist::ItemState::Working),
+            waiting: count(crate::event::checklist::ItemState::Waiting),
+        }
+    }
 }
 
 fn armed_unless_said() -> bool {
@@ -339,6 +362,7 @@ impl SessionContextFile {
             rendered_at,
             valid_until: next_look_after(items, rendered_at),
             promises_armed: crate::checklist::promise::any_armed(items),
+            open: Some(OpenCounts::of(items)),
             text,
         };
         file.digest = digest_when_rendered(SESSION_CONTEXT_DIGEST_CONTEXT, &file);

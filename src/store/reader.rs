@@ -44,6 +44,14 @@ pub struct ChecklistView {
     pub line: Option<Head>,
 }
 
+/// The plan as the status line shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanStatus {
+    pub open: projection::OpenCounts,
+    /// The plan shown is not all of it: the journal is damaged, replaced or unreadable.
+    pub degraded: bool,
+}
+
 /// The session-start hook's checklist text from `session-context.json`.
 #[derive(Clone, Debug)]
 pub struct CachedContext {
@@ -147,6 +155,40 @@ impl Store {
             && still_shows(file.as_ref(), named, head, &seen).ok()?
             && self.no_hole_before(file.as_ref(), named).ok()?;
         shows.then_some(CachedContext { journal_seq: cached.journal.seq, promises_armed: cached.promises_armed, text: cached.text })
+    }
+
+    /// What the status line shows of the plan: the open counts and whether the plan is
+    /// degraded. Read from `session-context.json` when it shows the journal's head by the
+    /// rules [`Store::cached_session_context`] holds it to (a few small reads, however long
+    /// the plan), else from [`Store::checklist_view`], whose read also rewrites the
+    /// projections for the next call.
+    pub fn plan_status(&self) -> PlanStatus {
+        if let Some(open) = self.cached_open_counts() {
+            return PlanStatus { open, degraded: false };
+        }
+        let view = self.checklist_view();
+        // A fallback, or a fold of a damaged journal (no line vouches for it): the plan shown
+        // is not all of it.
+        let degraded = match view.source {
+            ViewSource::LastGood | ViewSource::Nothing => true,
+            ViewSource::Journal => view.line.is_none(),
+            ViewSource::Projection | ViewSource::Empty => false,
+        };
+        PlanStatus { open: projection::OpenCounts::of(&view.checklist.items), degraded }
+    }
+
+    fn cached_open_counts(&self) -> Option<projection::OpenCounts> {
+        let storage = &**self.journal.storage();
+        let paths = self.journal.paths();
+        let file = open_trusted(storage, &paths.journal).ok()?;
+        self.check_place(Some(file.as_ref()), None).ok()?;
+        let (tail, seen) = scan::read_tail_seen(file.as_ref()).ok()?;
+        let Tail::Good { head, .. } = tail else { return None };
+        let cached = projection::load_session_context(storage, &paths.dir().join(projection::SESSION_CONTEXT_FILE)).ok()?;
+        let named = Head::from(cached.journal);
+        let open = cached.open?;
+        let shows = still_shows(file.as_ref(), named, head, &seen).ok()? && self.no_hole_before(file.as_ref(), named).ok()?;
+        shows.then_some(open)
     }
 
     /// Every item the checklist has held: the working state's, and each closed item the

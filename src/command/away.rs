@@ -97,7 +97,7 @@ pub fn set(
     let start = jiff::Timestamp::from_second(now.as_second()).map_err(|e| CommandError::Failed(e.to_string()))?;
     let end = match until {
         Some(text) => {
-            let zoned = start.to_zoned_datetime(jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC));
+            let zoned = start.to_zoned_datetime(crate::clock::local_zone());
             parse_time_input("--until", text, &zoned, away::MAX_WINDOW)
                 .map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
         }
@@ -189,7 +189,7 @@ pub fn set_machine_sweep_deadline(minutes: u64) -> Result<jiff::SignedDuration, 
 fn sweep_deadline_from(start: jiff::Timestamp, text: Option<&str>) -> Result<jiff::Timestamp, CommandError> {
     let deadline = match text {
         Some(text) => {
-            let zoned = start.to_zoned_datetime(jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC));
+            let zoned = start.to_zoned_datetime(crate::clock::local_zone());
             parse_time_input("--sweep-deadline", text, &zoned, away::SWEEP_DEADLINE_MAX)
                 .map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
         }

@@ -918,7 +918,7 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
             Some(j) => (j.verdict.clone(), j.why.clone()),
             None => ("unknown".to_string(), Some("no record of the last fetch's verdict; run `abcd mirror fetch`".into())),
         };
-        let view = match mirrored_state(place, &commit) {
+        let view = match mirror::folded::state_of(&place.repo, &place.home, remote, id, &commit).map_err(|e| e.to_string()) {
             Ok((meta, state)) => {
                 let kind = scope_name(&meta.scope);
                 let mut v = journal_view(
@@ -992,25 +992,6 @@ fn scope_name(scope: &Scope) -> &'static str {
         Scope::Repository { .. } => "repository",
         Scope::Machine {} => "machine",
     }
-}
-
-/// A verified mirror commit folded from its segments, one at a time, all of its objects
-/// read through one git child.
-fn mirrored_state(place: &MirrorPlace, commit: &str) -> Result<(mirror::MirrorMeta, crate::fold::FoldedState), String> {
-    let mut batch = crate::git::objects::Batch::new(&place.repo);
-    let m = mirror::read_commit_in(&mut batch, commit).map_err(|e| e.to_string())?;
-    let mut state = crate::fold::FoldedState::default();
-    mirror::read::each_event(&mut batch, &m, &mut |event| {
-        // A redacted line (MIRROR.md §11) is not in the mirror: the fold steps over its seq
-        // as over any seq it cannot read, chained by the next line's prev.
-        let at = state.journal.events;
-        if at > 0 && event.seq > at {
-            crate::fold::fold_lost(&mut state, at, event.seq - 1, event.prev);
-        }
-        crate::fold::fold_event(&mut state, event);
-    })
-    .map_err(|e| e.to_string())?;
-    Ok((m.meta, state))
 }
 
 /// The time of a local journal's last verified line, read from its tail.

@@ -1574,3 +1574,36 @@ fn a_damaged_or_forged_folded_state_never_shows_what_the_verified_copy_does_not_
         assert_eq!(open_titles(wc), ["Alpha one"], "status shows the verified copy, not the kept file: {wc}");
     }
 }
+
+/// A fetch judges each mirror's fast-forward without a git child of its own: the incoming
+/// commit's ancestry is read through the batch children (no `merge-base`), this machine's
+/// own refs are listed once (no `rev-parse` per mirror), and the verified refs move in one
+/// `update-ref` transaction; the batch children are at most one per thread judging.
+#[test]
+fn a_fetch_of_many_fast_forwards_starts_no_git_child_per_mirror() {
+    let lab = Lab::new();
+    let pushers: Vec<Machine> = (0..4).map(|k| lab.machine(&format!("machine-p{k}"))).collect();
+    for (k, p) in pushers.iter().enumerate() {
+        p.add(&format!("Item {k} one"));
+        p.push_ok();
+    }
+    let c = lab.machine("machine-c");
+    let first = c.fetch_ok();
+    let mirrors = first["journals"].as_array().unwrap().len();
+    assert_eq!(mirrors, pushers.len(), "a working copy's journal from each pusher: {first}");
+    for (k, p) in pushers.iter().enumerate() {
+        p.add(&format!("Item {k} two"));
+        p.push_ok();
+    }
+    let git = mirror_lab::GitLog::new(lab.dir.path());
+    let (out, children) = git.run(&c, &["mirror", "fetch", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in &pushers {
+        assert_eq!(verdict(&fetched, &p.journal_id()), "verified", "{fetched}");
+    }
+    let named = |sub: &str| children.iter().filter(|a| mirror_lab::git_subcommand(a) == sub).count();
+    assert_eq!((named("merge-base"), named("rev-parse")), (0, 0), "{children:#?}");
+    assert_eq!(named("update-ref"), 1, "{children:#?}");
+    assert!(named("cat-file") <= abcd::command::mirror::FETCH_PARALLEL, "{children:#?}");
+}

@@ -1607,3 +1607,33 @@ fn a_fetch_of_many_fast_forwards_starts_no_git_child_per_mirror() {
     assert_eq!(named("update-ref"), 1, "{children:#?}");
     assert!(named("cat-file") <= abcd::command::mirror::FETCH_PARALLEL, "{children:#?}");
 }
+
+/// `ANCESTRY_WALK_MAX` on both sides of its edge: a fast-forward 64 commits above the
+/// verified copy is placed through the batch child alone, one 65 commits above asks `git
+/// merge-base`; both verify.
+#[test]
+fn a_fast_forward_within_the_ancestry_walk_needs_no_merge_base_and_one_past_it_asks_git() {
+    assert_eq!(abcd::mirror::judge::ANCESTRY_WALK_MAX, 64);
+    for (above, merge_bases) in [(64usize, 0usize), (65, 1)] {
+        let lab = Lab::new();
+        let (a, c) = (lab.machine("machine-a"), lab.machine("machine-c"));
+        a.add("Alpha one");
+        a.push_ok();
+        let id = a.journal_id();
+        assert_eq!(verdict(&c.fetch_ok(), &id), "verified");
+        // Commits of the same tree on top of the verified copy: the same lines, a longer history.
+        let mut at = lab.journal_ref(&id).unwrap();
+        let tree = lab.git(&["rev-parse", &format!("{at}^{{tree}}")]);
+        for k in 0..above {
+            at = lab.commit(&tree, Some(&at), &format!("step {k}"));
+        }
+        lab.set_ref(&id, &at);
+        let git = mirror_lab::GitLog::new(lab.dir.path());
+        let (out, children) = git.run(&c, &["mirror", "fetch", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(verdict(&fetched, &id), "verified", "{fetched}");
+        let asked = children.iter().filter(|a| mirror_lab::git_subcommand(a) == "merge-base").count();
+        assert_eq!(asked, merge_bases, "{above} commits above the verified copy: {children:#?}");
+    }
+}

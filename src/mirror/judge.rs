@@ -254,7 +254,7 @@ fn reaches(batch: &mut Batch<'_>, from: &str, target: &str) -> Result<Option<boo
             _ => return Ok(None),
         }
     }
-    Ok(None)
+    Ok((at == target).then_some(true))
 }
 
 /// The `parent` ids of a commit object's headers, in order.

@@ -79,6 +79,12 @@ fn decode(bytes: &[u8], journal_id: &str) -> Option<Kept> {
     consistent.then_some(kept)
 }
 
+/// The state kept at `path` for `journal_id`, read up to [`FOLDED_MAX_BYTES`]: a longer
+/// file is cut there and fails its digest.
+fn read_kept(path: &Path, journal_id: &str) -> Option<Kept> {
+    crate::platform::fs::read_regular(path, FOLDED_MAX_BYTES).ok().and_then(|b| decode(&b, journal_id))
+}
+
 /// Why a mirror's state could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum FoldError {
@@ -113,7 +119,7 @@ impl From<WalkError> for FoldError {
 /// through one `git cat-file --batch-command` child.
 pub fn state_of(repo: &Repo, home: &Path, remote: &str, journal_id: &str, commit: &str) -> Result<(MirrorMeta, FoldedState), FoldError> {
     let path = kept_path(home, remote, journal_id);
-    let kept = crate::platform::fs::read_regular(&path, FOLDED_MAX_BYTES).ok().and_then(|b| decode(&b, journal_id));
+    let kept = read_kept(&path, journal_id);
     if let Some(k) = kept.as_ref().filter(|k| k.commit == commit) {
         return Ok((k.meta.clone(), k.state.clone()));
     }
@@ -255,6 +261,23 @@ mod tests {
             last_segment_id: "b".repeat(40),
             last_segment_len: 10,
             state,
+        }
+    }
+
+    #[test]
+    fn a_kept_state_of_exactly_the_most_bytes_is_read_and_one_byte_more_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kept.cbor");
+        let mut k = kept();
+        // The path claim pads the file; its CBOR length header is 5 bytes at either size.
+        k.meta.path = "p".repeat(70_000);
+        let overhead = encode(&k).len() as u64 - 70_000;
+        for (extra, read) in [(0u64, true), (1, false)] {
+            k.meta.path = "p".repeat((FOLDED_MAX_BYTES - overhead + extra) as usize);
+            let bytes = encode(&k);
+            assert_eq!(bytes.len() as u64, FOLDED_MAX_BYTES + extra);
+            std::fs::write(&path, &bytes).unwrap();
+            assert_eq!(read_kept(&path, &k.journal_id).is_some(), read, "{} bytes", bytes.len());
         }
     }
 

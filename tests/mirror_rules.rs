@@ -32,6 +32,8 @@ const MIRROR_JSON_MAX_BYTES: usize = 65_536;
 const REMOTE_NAME_MAX: usize = 64;
 const AUTO_EVERY_MIN_SECONDS: u64 = 10;
 const AUTO_EVERY_MAX_SECONDS: u64 = 86_400;
+/// The folder of the repository's home where this machine keeps mirrors' folded states.
+const FOLDED_DIR: &str = "mirror-folded";
 
 #[test]
 fn the_spec_values_are_the_library_constants() {
@@ -41,6 +43,7 @@ fn the_spec_values_are_the_library_constants() {
     assert_eq!(REMOTE_NAME_MAX, abcd::git::objects::REMOTE_NAME_MAX);
     assert_eq!(AUTO_EVERY_MIN_SECONDS, abcd::command::mirror::AUTO_EVERY_MIN_SECONDS);
     assert_eq!(AUTO_EVERY_MAX_SECONDS, abcd::command::mirror::AUTO_EVERY_MAX_SECONDS);
+    assert_eq!(FOLDED_DIR, abcd::mirror::folded::FOLDED_DIR);
 }
 
 // ----- §7 rule 1: shape -------------------------------------------------------------------
@@ -1423,5 +1426,214 @@ fn status_and_a_first_fetch_start_as_many_git_children_whatever_the_segment_coun
     let (_, fetch_1, status_1) = seen[0];
     for (segments, fetch, status) in &seen[1..] {
         assert_eq!((*fetch, *status), (fetch_1, status_1), "git children of fetch and status at {segments} segments against 1");
+    }
+}
+
+/// The blob ids of a remote mirror commit's segments.
+fn segment_ids(lab: &Lab, commit: &str) -> std::collections::BTreeSet<String> {
+    lab.parts(commit).segments.into_iter().map(|e| e.id).collect()
+}
+
+/// A mirror of MIRROR.md's most segments (65,536, one line each) that this machine fetched
+/// and showed once: a repeat `mirror status` reads none of its segments again and starts
+/// no more git children than the first; a fast-forward of one new line (in the last
+/// segment) that breaks the chain is `rewritten` by a fetch that reads no old segment but
+/// the last; one that verifies is folded by the next status reading no other old segment.
+#[test]
+fn a_repeat_status_reads_no_segment_again_and_a_fast_forward_reads_only_what_is_new() {
+    let segments = abcd::mirror::MIRROR_MAX_SEGMENTS;
+    let lab = Lab::new();
+    let c = lab.machine("machine-c");
+    let id = format!("{segments:032x}");
+    let scope = Scope::Repository { root_commit: lab.root_commit.clone() };
+    let t = chain::at("2026-12-01T09:00:00.000Z");
+    let mut journal = Chain::open(&id, scope.clone(), t, 4100);
+    let actor = chain::actor(None, 4100);
+    for i in 1..segments as i64 {
+        journal.push(chain::plus_ms(t, i), &actor, COMPACTION_RECORDED, json!({"session": null, "trigger": "manual"}));
+    }
+    let first = lab.mirror_in_segments(journal.lines(), 1, &id, &scope);
+    lab.set_ref(&id, &first);
+    let old_ids = segment_ids(&lab, &first);
+    let git = mirror_lab::GitLog::new(lab.dir.path());
+    let (out, _) = git.run(&c, &["mirror", "fetch", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let shown_head = |out: &std::process::Output| -> (Option<u64>, String) {
+        let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let m = shown["repositories"].as_array().unwrap().iter().find(|r| r["journal_id"] == id.as_str()).expect("the mirror").clone();
+        (m["head_seq"].as_u64(), m["verification"].as_str().unwrap_or_default().to_string())
+    };
+    let (out, first_status) = git.run(&c, &["mirror", "status", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(shown_head(&out), (Some(segments as u64 - 1), "verified".to_string()));
+
+    let (out, repeat) = git.run(&c, &["mirror", "status", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(shown_head(&out), (Some(segments as u64 - 1), "verified".to_string()));
+    let read: Vec<String> = git.contents_read().into_iter().filter(|o| old_ids.contains(o)).collect();
+    assert!(read.is_empty(), "a repeat status read {} segments it had folded before", read.len());
+    assert!(repeat.len() <= first_status.len(), "a repeat status started {repeat:?}, the first {first_status:?}");
+
+    // A new line appended to the last segment (as a writer appends, MIRROR.md §4) whose
+    // hash does not verify: rewritten, and the fetch read no old segment but the last.
+    let (line, _) =
+        journal.encode(chain::plus_ms(t, segments as i64), &actor, COMPACTION_RECORDED, json!({"session": null, "trigger": "auto"}));
+    let mut broken = line.clone();
+    let at = broken.windows(4).position(|w| w == b"auto").unwrap();
+    broken[at] = b'A';
+    let last_old = lab.parts(&first).segments.last().unwrap().id.clone();
+    for (bytes, expect) in [(broken, "rewritten"), (line, "verified")] {
+        lab.set_ref(&id, &first);
+        lab.forge_child(&id, |lab, p| {
+            let last = p.segments.last_mut().unwrap();
+            last.id = lab.blob(&[lab.cat(&last.id), bytes.clone()].concat());
+            let mut meta = p.meta();
+            let head: Value = serde_json::from_slice(&bytes).unwrap_or(json!({}));
+            meta["head_seq"] = json!(segments as u64);
+            if expect == "verified" {
+                (meta["head_hash"], meta["head_time"]) = (head["hash"].clone(), head["time"].clone());
+            }
+            meta["bytes"] = json!(meta["bytes"].as_u64().unwrap() + bytes.len() as u64);
+            p.set_meta(&meta);
+        });
+        let (out, _) = git.run(&c, &["mirror", "fetch", "--json"]);
+        let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(verdict(&fetched, &id), expect, "{fetched}");
+        let read: Vec<String> = git.contents_read().into_iter().filter(|o| old_ids.contains(o) && *o != last_old).collect();
+        assert!(read.is_empty(), "a fetch of a fast-forward read {} old segments besides the last", read.len());
+
+        let (out, _) = git.run(&c, &["mirror", "status", "--json"]);
+        let head = if expect == "verified" { segments as u64 } else { segments as u64 - 1 };
+        assert_eq!(shown_head(&out), (Some(head), expect.to_string()));
+        let read: Vec<String> = git.contents_read().into_iter().filter(|o| old_ids.contains(o) && *o != last_old).collect();
+        assert!(read.is_empty(), "a status after a {expect} fast-forward read {} old segments besides the last", read.len());
+    }
+}
+
+/// The file this machine keeps a mirror's folded state in (MIRROR.md §7), found under the
+/// repository's home folder.
+fn folded_files(m: &Machine, lab: &Lab) -> Vec<std::path::PathBuf> {
+    let dir = m.repo_home(&lab.root_commit).join(FOLDED_DIR);
+    let mut found = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() { stack.push(p) } else { found.push(p) }
+        }
+    }
+    found
+}
+
+/// The state this machine keeps of a mirror it folded is a cache, never a verdict: a copy
+/// damaged by a byte, or one taken from a machine that folded another commit of the same
+/// journal, never makes status show what the verified copy does not hold, and a fetch of
+/// a tampered remote says `rewritten` whatever that file holds.
+#[test]
+fn a_damaged_or_forged_folded_state_never_shows_what_the_verified_copy_does_not_hold() {
+    let lab = Lab::new();
+    let (a, b, d) = (lab.machine("machine-a"), lab.machine("machine-b"), lab.machine("machine-d"));
+    a.add("Alpha one");
+    let a_id = a.journal_id();
+    a.push_ok();
+    let verified = lab.journal_ref(&a_id).unwrap();
+    assert_eq!(verdict(&b.fetch_ok(), &a_id), "verified");
+    assert_eq!(open_titles(working_copy(&b.status(), &a_id)), ["Alpha one"]);
+    let kept = folded_files(&b, &lab);
+    assert_eq!(kept.len(), 1, "b keeps one folded state: {kept:?}");
+
+    // Damaged: one byte of the title in b's own file.
+    let mut bytes = std::fs::read(&kept[0]).unwrap();
+    let at = bytes.windows(9).position(|w| w == b"Alpha one").expect("the title in the file");
+    bytes[at + 8] = b'X';
+    std::fs::write(&kept[0], &bytes).unwrap();
+    assert_eq!(open_titles(working_copy(&b.status(), &a_id)), ["Alpha one"], "a damaged file is not read");
+
+    // Forged: machine d's file for a later commit (a second item), and the remote tampered
+    // so that commit is not a fast-forward b verifies.
+    a.add("Alpha two");
+    a.push_ok();
+    assert_eq!(verdict(&d.fetch_ok(), &a_id), "verified");
+    assert_eq!(open_titles(working_copy(&d.status(), &a_id)), ["Alpha one", "Alpha two"]);
+    let theirs = folded_files(&d, &lab);
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    lab.forge_child(&a_id, |lab, p| {
+        let mut bytes = lab.cat(&p.segments[0].id);
+        let at = bytes.windows(9).position(|w| w == b"Alpha one").expect("the first title");
+        bytes[at] = b'a';
+        p.segments[0].id = lab.blob(&bytes);
+    });
+    for forged in [std::fs::read(&theirs[0]).unwrap(), b"not a folded state".to_vec()] {
+        std::fs::write(&kept[0], &forged).unwrap();
+        let fetched = b.fetch_refused();
+        assert_eq!(verdict(&fetched, &a_id), "rewritten", "{fetched}");
+        assert_eq!(verified_ref(&b, &a_id), verified, "the verified copy stays");
+        let status = b.status();
+        let wc = working_copy(&status, &a_id);
+        assert_eq!(wc["verification"], "rewritten", "{wc}");
+        assert_eq!(open_titles(wc), ["Alpha one"], "status shows the verified copy, not the kept file: {wc}");
+    }
+}
+
+/// A fetch judges each mirror's fast-forward without a git child of its own: the incoming
+/// commit's ancestry is read through the batch children (no `merge-base`), this machine's
+/// own refs are listed once (no `rev-parse` per mirror), and the verified refs move in one
+/// `update-ref` transaction; the batch children are at most one per thread judging.
+#[test]
+fn a_fetch_of_many_fast_forwards_starts_no_git_child_per_mirror() {
+    let lab = Lab::new();
+    let pushers: Vec<Machine> = (0..4).map(|k| lab.machine(&format!("machine-p{k}"))).collect();
+    for (k, p) in pushers.iter().enumerate() {
+        p.add(&format!("Item {k} one"));
+        p.push_ok();
+    }
+    let c = lab.machine("machine-c");
+    let first = c.fetch_ok();
+    let mirrors = first["journals"].as_array().unwrap().len();
+    assert_eq!(mirrors, pushers.len(), "a working copy's journal from each pusher: {first}");
+    for (k, p) in pushers.iter().enumerate() {
+        p.add(&format!("Item {k} two"));
+        p.push_ok();
+    }
+    let git = mirror_lab::GitLog::new(lab.dir.path());
+    let (out, children) = git.run(&c, &["mirror", "fetch", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in &pushers {
+        assert_eq!(verdict(&fetched, &p.journal_id()), "verified", "{fetched}");
+    }
+    let named = |sub: &str| children.iter().filter(|a| mirror_lab::git_subcommand(a) == sub).count();
+    assert_eq!((named("merge-base"), named("rev-parse")), (0, 0), "{children:#?}");
+    assert_eq!(named("update-ref"), 1, "{children:#?}");
+    assert!(named("cat-file") <= abcd::command::mirror::FETCH_PARALLEL, "{children:#?}");
+}
+
+/// `ANCESTRY_WALK_MAX` on both sides of its edge: a fast-forward 64 commits above the
+/// verified copy is placed through the batch child alone, one 65 commits above asks `git
+/// merge-base`; both verify.
+#[test]
+fn a_fast_forward_within_the_ancestry_walk_needs_no_merge_base_and_one_past_it_asks_git() {
+    assert_eq!(abcd::mirror::judge::ANCESTRY_WALK_MAX, 64);
+    for (above, merge_bases) in [(64usize, 0usize), (65, 1)] {
+        let lab = Lab::new();
+        let (a, c) = (lab.machine("machine-a"), lab.machine("machine-c"));
+        a.add("Alpha one");
+        a.push_ok();
+        let id = a.journal_id();
+        assert_eq!(verdict(&c.fetch_ok(), &id), "verified");
+        // Commits of the same tree on top of the verified copy: the same lines, a longer history.
+        let mut at = lab.journal_ref(&id).unwrap();
+        let tree = lab.git(&["rev-parse", &format!("{at}^{{tree}}")]);
+        for k in 0..above {
+            at = lab.commit(&tree, Some(&at), &format!("step {k}"));
+        }
+        lab.set_ref(&id, &at);
+        let git = mirror_lab::GitLog::new(lab.dir.path());
+        let (out, children) = git.run(&c, &["mirror", "fetch", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(verdict(&fetched, &id), "verified", "{fetched}");
+        let asked = children.iter().filter(|a| mirror_lab::git_subcommand(a) == "merge-base").count();
+        assert_eq!(asked, merge_bases, "{above} commits above the verified copy: {children:#?}");
     }
 }

@@ -14,7 +14,7 @@ use crate::git::objects::{PushOutcome, PushedRef, Repo, remote_name_ok};
 use crate::journal::lock::JournalLock;
 use crate::journal::storage::RealDisk;
 use crate::mirror::build::{Built, Claims, build};
-use crate::mirror::judge::{Verdict, judge};
+use crate::mirror::judge::{Verdict, judge, judge_in};
 use crate::mirror::{self, JOURNALS_PREFIX, SAVED_PREFIX, incoming_prefix, journal_ref, verified_prefix};
 use crate::places;
 
@@ -518,29 +518,46 @@ pub fn fetch(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result<
         verified.into_iter().filter_map(|(r, c)| r.strip_prefix(&verified_p).map(|id| (id.to_string(), c))).collect();
     let ids: Vec<&String> = incoming.keys().chain(verified.keys()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     let own = own_journals(place)?;
-    // Each mirror is judged on its own (its git children are the cost), a few at a time.
+    // This machine's own mirrors, listed once for every journal's rule 6.
+    let own_refs: std::collections::BTreeMap<String, String> = place
+        .repo
+        .refs_under(JOURNALS_PREFIX)
+        .map_err(CommandError::failed)?
+        .into_iter()
+        .filter_map(|(r, c)| r.strip_prefix(JOURNALS_PREFIX).map(|id| (id.to_string(), c)))
+        .collect();
+    // Mirrors are judged a few at a time, each thread reading every object it needs
+    // through one `git cat-file --batch-command` child of its own.
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let found: std::sync::Mutex<Vec<Option<Result<JournalFetched, CommandError>>>> =
-        std::sync::Mutex::new((0..ids.len()).map(|_| None).collect());
+    type Found = Option<Result<(JournalFetched, Option<RefMove>), CommandError>>;
+    let found: std::sync::Mutex<Vec<Found>> = std::sync::Mutex::new((0..ids.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for _ in 0..FETCH_PARALLEL.min(ids.len()) {
             scope.spawn(|| {
+                let mut batch = crate::git::objects::Batch::new(&place.repo);
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(id) = ids.get(k) else { break };
-                    let local = own.get(id.as_str()).map(PathBuf::as_path);
-                    let one = fetched_one(place, id, incoming.get(*id), verified.get(*id).map(String::as_str), &verified_p, local);
+                    let mine =
+                        Mine { local: own.get(id.as_str()).map(PathBuf::as_path), own_ref: own_refs.get(id.as_str()).map(String::as_str) };
+                    let one =
+                        fetched_one(place, &mut batch, id, incoming.get(*id), verified.get(*id).map(String::as_str), &verified_p, mine);
                     found.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(one);
                 }
             });
         }
     });
-    let journals = found
+    let judged = found
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
         .into_iter()
         .map(|f| f.expect("every id was judged"))
         .collect::<Result<Vec<_>, _>>()?;
+    let (journals, moves): (Vec<JournalFetched>, Vec<Option<RefMove>>) = judged.into_iter().unzip();
+    // Every verified ref moves in one transaction, each only from the copy it was judged
+    // against.
+    let moves: Vec<RefMove> = moves.into_iter().flatten().collect();
+    place.repo.move_refs(&moves).map_err(CommandError::failed)?;
     let report = FetchReport { remote, fetched_at: crate::journal::format::format_time(now), journals };
     write_record(&fetch_record_path(&place.home, &report.remote), &report)?;
     Ok(report)
@@ -563,15 +580,29 @@ fn own_journals(place: &MirrorPlace) -> Result<std::collections::BTreeMap<String
 /// Mirrors judged at once by a fetch, each on a thread of its own with its git children.
 pub const FETCH_PARALLEL: usize = 4;
 
-/// One mirror judged, its verified ref moved when it verified, and what to say of it.
+/// A verified ref to move: its name, the commit that verified, the copy it was judged
+/// against (None: there was none).
+type RefMove = (String, String, Option<String>);
+
+/// What this machine holds of a journal it writes: the journal file, and the commit its
+/// own mirror ref names.
+#[derive(Clone, Copy)]
+struct Mine<'a> {
+    local: Option<&'a Path>,
+    own_ref: Option<&'a str>,
+}
+
+/// One mirror judged through `batch`: what to say of it, and the verified ref's move when
+/// it verified.
 fn fetched_one(
     place: &MirrorPlace,
+    batch: &mut crate::git::objects::Batch<'_>,
     id: &str,
     incoming: Option<&(String, String)>,
     v: Option<&str>,
     verified_p: &str,
-    local: Option<&Path>,
-) -> Result<JournalFetched, CommandError> {
+    mine: Mine<'_>,
+) -> Result<(JournalFetched, Option<RefMove>), CommandError> {
     let entry = |verdict: &str, why: Option<String>| JournalFetched {
         journal_id: id.to_string(),
         verdict: verdict.into(),
@@ -585,49 +616,47 @@ fn fetched_one(
     if !journal_id_ok(id) {
         let mut e = entry("rewritten", Some("the ref's name is not a journal id (32 hex digits); it is not read".into()));
         e.journal_id = crate::secrets::shown_name(id);
-        return Ok(e);
+        return Ok((e, None));
     }
     let Some((c, kind)) = incoming else {
         let mut gone = entry(Verdict::Gone.word(), Verdict::Gone.why());
-        if let Some(kept) = v.and_then(|v| mirror::read_commit(&place.repo, v).ok()) {
+        if let Some(kept) = v.and_then(|v| mirror::read_commit_in(batch, v).ok()) {
             (gone.machine, gone.path, gone.head_seq) =
                 (Some(claim_shown(&kept.meta.machine)), Some(claim_shown(&kept.meta.path)), Some(kept.meta.head_seq));
         }
-        return Ok(gone);
+        return Ok((gone, None));
     };
     if kind != "commit" {
         let why = format!("the ref names a {}, not a mirror commit", crate::secrets::shown_name(kind));
-        return Ok(entry("rewritten", Some(why)));
+        return Ok((entry("rewritten", Some(why)), None));
     }
     let unreadable = |e: crate::git::objects::GitError| {
         let why = format!("its objects could not be read ({e}); nothing is concluded and the verified copy stays");
         entry("unreadable", Some(why))
     };
-    let mut judged = match judge(&place.repo, id, c, v, &place.repository) {
+    let mut judged = match judge_in(batch, id, c, v, &place.repository) {
         Ok(j) => j,
-        Err(e) => return Ok(unreadable(e)),
+        Err(e) => return Ok((unreadable(e), None)),
     };
     // The writer knows its own lines (MIRROR.md §7 rule 6).
     if judged.verdict == Verdict::Verified
         && let Some(m) = &judged.mirror
     {
-        match mirror::own::never_written_here(&place.repo, &RealDisk, local, id, m) {
+        match mirror::own::never_written_here(&place.repo, &RealDisk, mine.local, mine.own_ref, id, m) {
             Ok(None) => {}
             Ok(Some(why)) => judged.verdict = Verdict::Forged(why),
-            Err(e) => return Ok(unreadable(e)),
+            Err(e) => return Ok((unreadable(e), None)),
         }
     }
-    if judged.verdict == Verdict::Verified {
-        place.repo.move_ref(&format!("{verified_p}{id}"), c, v).map_err(CommandError::failed)?;
-    }
+    let moved = (judged.verdict == Verdict::Verified).then(|| (format!("{verified_p}{id}"), c.clone(), v.map(str::to_string)));
     // The claims of what is shown: the new commit when it verified, else the kept copy's.
     // A mirror never verified still names who claims it (machine, path), never a head.
     let (shown, head) = match (&judged.verdict, v) {
         (Verdict::Verified, _) => (judged.mirror.clone(), true),
-        (_, Some(v)) => (mirror::read_commit(&place.repo, v).ok(), true),
+        (_, Some(v)) => (mirror::read_commit_in(batch, v).ok(), true),
         (_, None) => (judged.mirror.clone(), false),
     };
-    Ok(JournalFetched {
+    let fetched = JournalFetched {
         journal_id: id.to_string(),
         verdict: judged.verdict.word().into(),
         machine: shown.as_ref().map(|m| claim_shown(&m.meta.machine)),
@@ -636,7 +665,8 @@ fn fetched_one(
         why: judged.verdict.why().map(|w| reason_shown(&w)),
         redacted: (judged.verdict == Verdict::Verified && judged.redacted.0 > 0).then_some(judged.redacted.0),
         first_redacted_seq: judged.redacted.1.filter(|_| judged.verdict == Verdict::Verified),
-    })
+    };
+    Ok((fetched, moved))
 }
 
 /// The record of the last fetch from `remote` (a name `remote_name_ok` accepted).
@@ -918,7 +948,7 @@ pub fn status(place: &MirrorPlace, remote: &str, now: jiff::Timestamp) -> Result
             Some(j) => (j.verdict.clone(), j.why.clone()),
             None => ("unknown".to_string(), Some("no record of the last fetch's verdict; run `abcd mirror fetch`".into())),
         };
-        let view = match mirrored_state(place, &commit) {
+        let view = match mirror::folded::state_of(&place.repo, &place.home, remote, id, &commit).map_err(|e| e.to_string()) {
             Ok((meta, state)) => {
                 let kind = scope_name(&meta.scope);
                 let mut v = journal_view(
@@ -992,25 +1022,6 @@ fn scope_name(scope: &Scope) -> &'static str {
         Scope::Repository { .. } => "repository",
         Scope::Machine {} => "machine",
     }
-}
-
-/// A verified mirror commit folded from its segments, one at a time, all of its objects
-/// read through one git child.
-fn mirrored_state(place: &MirrorPlace, commit: &str) -> Result<(mirror::MirrorMeta, crate::fold::FoldedState), String> {
-    let mut batch = crate::git::objects::Batch::new(&place.repo);
-    let m = mirror::read_commit_in(&mut batch, commit).map_err(|e| e.to_string())?;
-    let mut state = crate::fold::FoldedState::default();
-    mirror::read::each_event(&mut batch, &m, &mut |event| {
-        // A redacted line (MIRROR.md §11) is not in the mirror: the fold steps over its seq
-        // as over any seq it cannot read, chained by the next line's prev.
-        let at = state.journal.events;
-        if at > 0 && event.seq > at {
-            crate::fold::fold_lost(&mut state, at, event.seq - 1, event.prev);
-        }
-        crate::fold::fold_event(&mut state, event);
-    })
-    .map_err(|e| e.to_string())?;
-    Ok((m.meta, state))
 }
 
 /// The time of a local journal's last verified line, read from its tail.

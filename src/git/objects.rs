@@ -272,6 +272,24 @@ impl Repo {
         self.ok(&["update-ref", "-m", "abcd mirror", name, new, old.unwrap_or(&zero)], None, SHORT_OUTPUT_MAX, &[]).map(|_| ())
     }
 
+    /// Moves each ref to its new commit only while it still names its old one (None: only
+    /// while it does not exist), all in one `git update-ref --stdin` transaction: every
+    /// ref moves, or none does.
+    pub fn move_refs(&self, moves: &[(String, String, Option<String>)]) -> Result<(), GitError> {
+        if moves.is_empty() {
+            return Ok(());
+        }
+        let mut input = String::new();
+        for (name, new, old) in moves {
+            if [name, new].iter().any(|t| t.contains(['\n', '\0'])) || old.as_ref().is_some_and(|o| o.contains(['\n', '\0'])) {
+                return Err(GitError::Unreadable { command: "update-ref".into(), why: "a ref name or id holding a line feed".into() });
+            }
+            let zero = "0".repeat(new.len());
+            input += &format!("update {name} {new} {}\n", old.as_deref().unwrap_or(&zero));
+        }
+        self.ok(&["update-ref", "-m", "abcd mirror", "--stdin"], Some(input.into_bytes()), SHORT_OUTPUT_MAX, &[]).map(|_| ())
+    }
+
     /// Deletes `name` only while it still names `old`, so a ref another writer moved since
     /// it was read is left as it is.
     pub fn delete_ref(&self, name: &str, old: &str) -> Result<(), GitError> {
@@ -524,6 +542,11 @@ impl<'r> Batch<'r> {
     /// A batch whose children read at most `max_child_bytes` each.
     fn with_child_bytes(repo: &'r Repo, max_child_bytes: u64) -> Batch<'r> {
         Batch { repo, session: None, asked: Default::default(), read: 0, flushed: true, started: 0, max_child_bytes }
+    }
+
+    /// The repository this batch reads.
+    pub fn repo(&self) -> &'r Repo {
+        self.repo
     }
 
     /// How many git children this batch has started.

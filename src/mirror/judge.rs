@@ -67,26 +67,36 @@ pub struct Judged {
 /// copy `verified` (if this machine holds one) for the repository whose first root commit
 /// is `repository`. A git failure is an error, not a verdict: nothing was learned.
 pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&str>, repository: &str) -> Result<Judged, GitError> {
+    judge_in(&mut Batch::new(repo), journal_id, incoming, verified, repository)
+}
+
+/// [`judge`] with every object read through `batch`, which the caller may go on to judge
+/// other mirrors with: one git child for any number of them.
+pub fn judge_in(
+    batch: &mut Batch<'_>,
+    journal_id: &str,
+    incoming: &str,
+    verified: Option<&str>,
+    repository: &str,
+) -> Result<Judged, GitError> {
     let verdict = |v: Verdict| Ok(Judged { verdict: v, mirror: None, redacted: (0, None) });
     if verified == Some(incoming) {
         return verdict(Verdict::Unchanged);
     }
     if let Some(v) = verified {
-        let base = repo.merge_base(incoming, v)?;
-        if base.as_deref() == Some(incoming) {
-            return verdict(Verdict::RolledBack);
-        }
-        if base.as_deref() != Some(v) {
-            return verdict(Verdict::Rewritten(format!(
-                "its commit {} does not descend from the verified copy {}: the remote's history was rewritten",
-                short(incoming),
-                short(v)
-            )));
+        match placed(batch, incoming, v)? {
+            Placed::FastForward => {}
+            Placed::RolledBack => return verdict(Verdict::RolledBack),
+            Placed::Apart => {
+                return verdict(Verdict::Rewritten(format!(
+                    "its commit {} does not descend from the verified copy {}: the remote's history was rewritten",
+                    short(incoming),
+                    short(v)
+                )));
+            }
         }
     }
-    // Every object of both commits comes through this one child.
-    let mut batch = Batch::new(repo);
-    let mirror = match read_commit_in(&mut batch, incoming) {
+    let mirror = match read_commit_in(batch, incoming) {
         Ok(m) => m,
         Err(ShapeError::Bad(why)) => {
             return verdict(Verdict::Rewritten(format!("its commit {} is not a mirror commit: {why}", short(incoming))));
@@ -115,7 +125,7 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
     let mut walk = Walk::default();
     let (mut index, mut from, mut first_bytes) = (0usize, 0usize, None);
     if let Some(v) = verified {
-        match resume_point(&mut batch, v, &mirror) {
+        match resume_point(batch, v, &mirror) {
             Ok(Some((w, i, f, bytes))) => (walk, index, from, first_bytes) = (w, i, f, Some(bytes)),
             Ok(None) => {}
             Err(Resume::Changed(why)) => return judged(Verdict::Rewritten(why), mirror),
@@ -149,8 +159,8 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
         walked = walk_segment(&bytes, &entry.name, from, &mut walk, &mut check_genesis);
         rest = after;
     }
-    let walked = walked
-        .and_then(|()| each_segment(&mut batch, rest, |entry, bytes| walk_segment(&bytes, &entry.name, 0, &mut walk, &mut check_genesis)));
+    let walked =
+        walked.and_then(|()| each_segment(batch, rest, |entry, bytes| walk_segment(&bytes, &entry.name, 0, &mut walk, &mut check_genesis)));
     match walked {
         Ok(()) => {}
         Err(WalkError::Broken(why)) => return judged(Verdict::Rewritten(why), mirror),
@@ -178,6 +188,79 @@ pub fn judge(repo: &Repo, journal_id: &str, incoming: &str, verified: Option<&st
         return judged(Verdict::Rewritten("mirror.json's head or length is not what its segments hold".into()), mirror);
     }
     Ok(Judged { verdict: Verdict::Verified, mirror: Some(mirror), redacted: (walk.redacted, walk.first_redacted) })
+}
+
+/// Commits of one side's history a judgement reads through its batch to place the
+/// incoming commit against the verified copy; past them it asks `git merge-base`. A push
+/// adds one commit, so a fetch after a few pushes reads a few.
+pub const ANCESTRY_WALK_MAX: usize = 64;
+/// A commit's own bytes (headers and message) as that walk reads them, at most: a mirror
+/// commit's are about 300; a larger one is left to `git merge-base`.
+const COMMIT_READ_MAX_BYTES: usize = 64 << 10;
+
+/// Where the incoming commit stands against the verified copy.
+enum Placed {
+    FastForward,
+    RolledBack,
+    Apart,
+}
+
+/// Where `incoming` stands against the verified copy `v` (not equal): `v` among its
+/// ancestors, it among `v`'s, or neither, as `git merge-base` would say. Each side's
+/// history is read through `batch` while it runs through commits of one parent, up to
+/// [`ANCESTRY_WALK_MAX`]; a merge, a longer history or an unreadable commit is left to
+/// `git merge-base`.
+fn placed(batch: &mut Batch<'_>, incoming: &str, v: &str) -> Result<Placed, GitError> {
+    let walked = match reaches(batch, incoming, v)? {
+        Some(true) => Some(Placed::FastForward),
+        Some(false) => match reaches(batch, v, incoming)? {
+            Some(true) => Some(Placed::RolledBack),
+            Some(false) => Some(Placed::Apart),
+            None => None,
+        },
+        None => None,
+    };
+    if let Some(p) = walked {
+        return Ok(p);
+    }
+    let base = batch.repo().merge_base(incoming, v)?;
+    Ok(if base.as_deref() == Some(incoming) {
+        Placed::RolledBack
+    } else if base.as_deref() == Some(v) {
+        Placed::FastForward
+    } else {
+        Placed::Apart
+    })
+}
+
+/// Some(true) when `target` is `from` or one of its ancestors, Some(false) when `from`'s
+/// history ends in a root without it (every commit on the way of one parent, so there is
+/// no other path), None when the walk cannot tell within its bound.
+fn reaches(batch: &mut Batch<'_>, from: &str, target: &str) -> Result<Option<bool>, GitError> {
+    let mut at = from.to_string();
+    for _ in 0..ANCESTRY_WALK_MAX {
+        if at == target {
+            return Ok(Some(true));
+        }
+        let object = match batch.read(&at, COMMIT_READ_MAX_BYTES) {
+            Ok(Some(o)) if o.kind == "commit" => o,
+            Ok(_) | Err(GitError::Unreadable { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let parents = commit_parents(&object.bytes);
+        match parents.as_slice() {
+            [] => return Ok(Some(false)),
+            [one] => at = one.clone(),
+            _ => return Ok(None),
+        }
+    }
+    Ok((at == target).then_some(true))
+}
+
+/// The `parent` ids of a commit object's headers, in order.
+fn commit_parents(bytes: &[u8]) -> Vec<String> {
+    let headers = bytes.split(|b| *b == b'\n').take_while(|l| !l.is_empty());
+    headers.filter_map(|l| l.strip_prefix(b"parent ")).map(|id| String::from_utf8_lossy(id).into_owned()).collect()
 }
 
 /// Where a fast-forward's verification resumes: the walk so far, the segment's index, the

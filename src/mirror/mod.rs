@@ -8,10 +8,12 @@
 //! - [`build`]: a local journal's next mirror commit, written to the local object store.
 //! - [`judge`]: a fetched mirror commit against the rules and the last verified copy.
 //! - [`read`]: a verified mirror's events, one segment at a time.
+//! - [`folded`]: a verified mirror's folded state, kept so a status folds each line once.
 //! - [`own`]: this machine's own mirror of a journal read back as verified lines, verbatim
 //!   (what repair, restore and a mirror restart take lost lines back from).
 
 pub mod build;
+pub mod folded;
 pub mod judge;
 pub mod own;
 pub mod read;

@@ -189,23 +189,24 @@ pub fn own_lines(repo: &Repo, journal_id: &str, limits: Limits) -> Result<OwnLin
 /// The first 12 hex digits of a commit, for messages.
 /// What a writer checks of a mirror of its own journal that verified (MIRROR.md §7 rule 6):
 /// this machine knows its lines, so a mirror whose last line is neither in this machine's
-/// own mirror (the commit `refs/abcd/journals/<id>` names, or one of its ancestors) nor in
-/// the journal file at `local` holds lines it never wrote. `Some(why)` then; None when
+/// own mirror (`own_ref`, the commit its `refs/abcd/journals/<id>` names as the caller
+/// listed it, or one of its ancestors) nor in the journal file at `local` holds lines it
+/// never wrote. `Some(why)` then; None when
 /// every line is this machine's, or when the journal is not this machine's (no local ref,
 /// no local file): of another machine's lines only its chain speaks (§9).
 pub fn never_written_here(
     repo: &Repo,
     storage: &dyn crate::journal::storage::Storage,
     local: Option<&std::path::Path>,
+    own_ref: Option<&str>,
     journal_id: &str,
     incoming: &MirrorCommit,
 ) -> Result<Option<String>, GitError> {
-    let own_ref = repo.read_ref(&journal_ref(journal_id))?;
     if own_ref.is_none() && local.is_none() {
         return Ok(None);
     }
-    if let Some(own) = &own_ref
-        && (own == &incoming.commit || repo.is_ancestor(&incoming.commit, own)?)
+    if let Some(own) = own_ref
+        && (own == incoming.commit || repo.is_ancestor(&incoming.commit, own)?)
     {
         return Ok(None);
     }

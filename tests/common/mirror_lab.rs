@@ -484,6 +484,8 @@ impl Lab {
 pub struct GitLog {
     pub bin: PathBuf,
     pub log: PathBuf,
+    /// Every request written to a `git cat-file --batch-command` child, one a line.
+    pub requests: PathBuf,
 }
 
 impl GitLog {
@@ -495,18 +497,34 @@ impl GitLog {
         let bin = dir.join("counting-git-bin");
         std::fs::create_dir_all(&bin).unwrap();
         let log = dir.join("git-children.log");
-        let script = format!("#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$*\" >> '{}'\nexec '{}' \"$@\"\n", log.display(), real.display());
+        let requests = dir.join("git-batch-requests.log");
+        // A batch child's requests pass through `tee` on their way in: what it was asked
+        // to read, object by object.
+        let script = format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$*\" >> '{log}'\ncase \" $* \" in *' --batch-command '*) tee -a '{requests}' | '{real}' \"$@\"; exit $? ;; esac\nexec '{real}' \"$@\"\n",
+            log = log.display(),
+            requests = requests.display(),
+            real = real.display()
+        );
         let path = bin.join("git");
         std::fs::write(&path, script).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        GitLog { bin, log }
+        GitLog { bin, log, requests }
+    }
+
+    /// The object names the last [`GitLog::run`] asked its batch children for the contents
+    /// of (`contents <name>` requests), in order.
+    pub fn contents_read(&self) -> Vec<String> {
+        let logged = std::fs::read_to_string(&self.requests).unwrap_or_default();
+        logged.lines().filter_map(|l| l.strip_prefix("contents ")).map(str::to_string).collect()
     }
 
     /// Runs `abcd args` on `m` with this git first on `PATH`: its output, and the
     /// arguments of each git child abcd itself started (not those git started).
     pub fn run(&self, m: &Machine, args: &[&str]) -> (Output, Vec<String>) {
         let _ = std::fs::remove_file(&self.log);
+        let _ = std::fs::remove_file(&self.requests);
         let path = std::env::join_paths(std::iter::once(self.bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())))
             .unwrap();
         let child =

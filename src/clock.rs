@@ -107,13 +107,20 @@ mod tests {
 
     /// The offset and abbreviation `zone` gives at each of a year's instants.
     fn seen(zone: &TimeZone) -> Vec<(i32, String)> {
-        ["2026-01-15T12:00:00Z", "2026-03-29T00:30:00Z", "2026-03-29T01:30:00Z", "2026-07-01T12:00:00Z", "2026-10-25T00:30:00Z", "2026-11-01T06:30:00Z"]
-            .iter()
-            .map(|t| {
-                let info = zone.to_offset_info(t.parse::<Timestamp>().unwrap());
-                (info.offset().seconds(), info.abbreviation().to_string())
-            })
-            .collect()
+        [
+            "2026-01-15T12:00:00Z",
+            "2026-03-29T00:30:00Z",
+            "2026-03-29T01:30:00Z",
+            "2026-07-01T12:00:00Z",
+            "2026-10-25T00:30:00Z",
+            "2026-11-01T06:30:00Z",
+        ]
+        .iter()
+        .map(|t| {
+            let info = zone.to_offset_info(t.parse::<Timestamp>().unwrap());
+            (info.offset().seconds(), info.abbreviation().to_string())
+        })
+        .collect()
     }
 
     #[test]

@@ -274,6 +274,10 @@ fn dispatch() -> i32 {
     if let Some(event) = plain_hook_call(std::env::args_os()) {
         return hook_cmd::run(event);
     }
+    // The host runs `abcd status-line` on every change of the conversation: the same.
+    if plain_status_line_call(std::env::args_os()) {
+        return status_line_cmd::run();
+    }
     // `abcd checklist ...` is parsed against the checklist's own definition first (see
     // `checklist_call`); anything it does not take whole goes through the full parse.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -427,6 +431,12 @@ fn checklist_call(args: &[std::ffi::OsString]) -> Option<checklist_cmd::Checklis
     checklist_cmd::ChecklistArgs::from_arg_matches(&matches).ok()
 }
 
+/// Whether the command line is `abcd status-line` with nothing else.
+fn plain_status_line_call(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    let args: Vec<std::ffi::OsString> = args.take(3).collect();
+    matches!(&args[..], [_, verb] if verb == "status-line")
+}
+
 /// The event of `abcd hook <event>` with nothing else on the command line.
 fn plain_hook_call(args: impl Iterator<Item = std::ffi::OsString>) -> Option<crate::host::HookEvent> {
     let args: Vec<std::ffi::OsString> = args.take(4).collect();
@@ -504,6 +514,17 @@ mod tests {
         ] {
             assert_eq!(plain_hook_call(args(other)), None, "{other:?} goes through clap");
         }
+    }
+
+    #[test]
+    fn the_plain_status_line_call_takes_exactly_abcd_status_line() {
+        assert!(plain_status_line_call(args(&["abcd", "status-line"])));
+        for other in [&["abcd", "status-line", "--help"][..], &["abcd", "status-line", "x"], &["abcd", "status"], &["abcd"]] {
+            assert!(!plain_status_line_call(args(other)), "{other:?} goes through clap");
+        }
+        // The plain call and clap's parse run the same verb.
+        let parsed = Cli::try_parse_from(["abcd", "status-line"]).unwrap();
+        assert!(matches!(parsed.command, Command::StatusLine));
     }
 
     #[test]

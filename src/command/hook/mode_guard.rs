@@ -50,9 +50,7 @@ impl Refused {
             Refused::ModeVerb(action) => {
                 format!("abcd refuses this command: it runs `abcd mode {action}`, which only the person may run. {INSTEAD}")
             }
-            Refused::AnswerVerb => format!(
-                "abcd refuses this command: it runs `abcd decide --answer`, and only the person answers a trade-off (in a terminal of their own). Record your own decisions with `abcd decide` (without --answer) and queue what you need from the person with `abcd mode queue '<step>'`."
-            ),
+            Refused::AnswerVerb => "abcd refuses this command: it runs `abcd decide --answer`, and only the person answers a trade-off (in a terminal of their own). Record your own decisions with `abcd decide` (without --answer) and queue what you need from the person with `abcd mode queue '<step>'`.".to_string(),
             Refused::OwnFileWrite(path, own) => {
                 format!("abcd refuses this command: it writes {} ({}). {} {INSTEAD}", path.display(), own.why(), own.instead())
             }

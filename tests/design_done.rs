@@ -273,3 +273,41 @@ fn a_decision_without_an_item_is_written_byte_for_byte_as_before_and_folds() {
     let yes = repo.abcd(&["checklist", "design-done", &id]);
     assert_eq!(yes.status.code(), Some(0), "an untied trade-off holds no item: {}", repo::text(&yes));
 }
+
+/// A PreToolUse call of the Bash tool, as the host sends it; the hook's reply.
+fn pre_bash(repo: &Repo, command: &str) -> Value {
+    let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": command}});
+    let mut child = repo.command(&["hook", "pre-tool-use"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "a hook always exits 0");
+    serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap_or(Value::Null)
+}
+
+/// ATTACK (adversary, issue 35): the verb's guard reads the environment, which the agent's
+/// own shell command can clear (`env -u CLAUDECODE abcd decide --answer 1 keep`), so the
+/// PreToolUse shell rule refuses every route it can read to `abcd decide --answer`, as it
+/// does for `abcd mode autonomous|back`; an agent's own `abcd decide` passes.
+#[test]
+fn the_shell_rule_refuses_an_agents_answer_by_any_route_it_can_read() {
+    let repo = Repo::new();
+    let id = repo.item("Choose the cache");
+    let seq = repo.decide("Cache in memory", &["--tradeoff", "speed", "--item", &id]);
+    for command in [
+        format!("abcd decide --answer {seq} keep"),
+        format!("env -u CLAUDECODE -u CLAUDE_CODE_SESSION_ID abcd decide --answer {seq} keep"),
+        format!("sh -c 'abcd decide --answer={seq} undo'"),
+        format!("cargo run --release -- decide --answer {seq} keep"),
+        format!("cd /tmp && /usr/local/bin/abcd --json decide --answer {seq} keep"),
+    ] {
+        let reply = pre_bash(&repo, &command);
+        assert_eq!(reply["hookSpecificOutput"]["permissionDecision"], "deny", "{command}: {reply}");
+        let why = reply["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap();
+        assert!(why.contains("abcd decide --answer") && why.contains("only the person"), "{why}");
+    }
+    for command in ["abcd decide 'Cache in memory' --grounds g --undo u", "echo 'abcd decide --answer 1 keep'"] {
+        assert_eq!(pre_bash(&repo, command), Value::Null, "{command} passes");
+    }
+    assert_eq!(repo.abcd(&["checklist", "design-done", &id]).status.code(), Some(1), "still unanswered");
+}

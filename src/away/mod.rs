@@ -251,6 +251,10 @@ pub struct AwayState {
     /// seqs or answers) is not believed (`fold::cached_state_passes`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub decision_events_seen: u64,
+    /// `away.mode_refused` events this fold was handed, recorded or not: a cache whose count
+    /// is not the journal's (one written by a build that knew no refusals) is not believed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mode_refused_seen: u64,
 }
 
 impl AwayState {

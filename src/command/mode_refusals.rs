@@ -29,13 +29,15 @@ pub fn session_kept(session: Option<&str>) -> Option<String> {
     session.filter(|s| event::session_id_ok(s) && crate::secrets::scan(s).is_none()).map(String::from)
 }
 
-/// What the shell rule refused, as the record names it.
-pub fn action_of(refused: &Refused) -> RefusedAction {
+/// What the shell rule refused, as the record names it; none for `abcd decide --answer`,
+/// which sets or ends no mode (its verb's refusal is not recorded either).
+pub fn action_of(refused: &Refused) -> Option<RefusedAction> {
     match refused {
-        Refused::ModeVerb(a) if a == "autonomous" => RefusedAction::Autonomous,
-        Refused::ModeVerb(_) => RefusedAction::Back,
-        Refused::OwnFileWrite(..) => RefusedAction::OwnFileWrite,
-        Refused::Unreadable => RefusedAction::Unreadable,
+        Refused::ModeVerb(a) if a == "autonomous" => Some(RefusedAction::Autonomous),
+        Refused::ModeVerb(_) => Some(RefusedAction::Back),
+        Refused::OwnFileWrite(..) => Some(RefusedAction::OwnFileWrite),
+        Refused::Unreadable => Some(RefusedAction::Unreadable),
+        Refused::AnswerVerb => None,
     }
 }
 

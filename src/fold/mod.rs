@@ -231,6 +231,9 @@ pub fn fold_event_keeping_retired(state: &mut FoldedState, event: &Event, retire
     if event.kind == event::DECISION_RECORDED || event.kind == event::DECISION_ANSWERED {
         state.away.decision_events_seen += 1;
     }
+    if event.kind == event::AWAY_MODE_REFUSED {
+        state.away.mode_refused_seen += 1;
+    }
     let folded = match event::decode(&event.kind, &event.data) {
         Ok(Known::Opened(opened)) => {
             summary.journal_id = Some(opened.journal_id);
@@ -457,7 +460,9 @@ pub fn quarantine_name_ok(name: &str) -> bool {
 /// a journal's loops as absent (docs/decisions.md, "Loop records in the folded state").
 /// And it holds at most `CLOSED_ITEMS_KEPT` closed items: one written by a build that did
 /// not retire them holds every closed item, which this fold would not (docs/decisions.md,
-/// "Closed items leave the working state").
+/// "Closed items leave the working state"). Every `away.mode_refused`, `decision.recorded` and
+/// `decision.answered` the journal counts was handed to the away fold (one from a build that
+/// knew none of them keeps no refusals, seqs or answers).
 pub fn cached_state_passes(state: &FoldedState) -> bool {
     let c = &state.checklist;
     checklist::shown_text_passes(&c.items, &c.updated_by, &state.journal.skipped, c.last_refusal.as_ref()).is_ok()
@@ -469,6 +474,7 @@ pub fn cached_state_passes(state: &FoldedState) -> bool {
         && loops_accounted_for(state)
         && state.loops.shown_text_passes()
         && decisions_accounted_for(state)
+        && state.journal.by_kind.get(event::AWAY_MODE_REFUSED).copied().unwrap_or(0) == state.away.mode_refused_seen
 }
 
 /// Every `decision.recorded` and `decision.answered` the journal summary counts was handed
@@ -793,6 +799,33 @@ mod tests {
         assert!(!cached_state_passes(&older), "a cache from a build that kept no answers");
         older.away.decision_events_seen = 1;
         assert!(!cached_state_passes(&older), "one event short");
+    }
+
+    /// ATTACK (adversary, issue 35): a cache written by a build that knew no
+    /// `away.mode_refused` counts the events (its summary counts every kind) but keeps no
+    /// refusals; believed, `abcd mode` would show none and the writers would record a
+    /// period's limit over again. It is folded anew.
+    #[test]
+    fn a_cache_that_did_not_fold_the_refusals_it_counts_is_not_believed() {
+        let repo = (
+            "journal.opened",
+            json!({"journal_id": "0123456789abcdef0123456789abcdef", "scope": {"kind": "repository", "root_commit": "ab".repeat(20)}}),
+        );
+        let refused = json!({"route": "shell_rule", "action": "back", "session": "s1", "working_copy": "/w"});
+        let kinds = vec![repo, (event::AWAY_MODE_REFUSED, refused.clone()), (event::AWAY_MODE_REFUSED, refused)];
+        let mut s = FoldedState::default();
+        let notes: Vec<_> = events(&kinds).iter().map(|e| fold_event(&mut s, e)).collect();
+        assert!(notes.iter().all(|n| *n == FoldNote::Folded), "{notes:?}");
+        assert_eq!(s.away.refusals.len(), 2);
+        assert!(cached_state_passes(&s));
+        // The older build's record: what it wrote, read back by this build.
+        let mut written = serde_json::to_value(&s.away).unwrap();
+        let away = written.as_object_mut().unwrap();
+        away.retain(|k, _| k != "refusals" && k != "mode_refused_seen");
+        let mut older = s.clone();
+        older.away = serde_json::from_value(written).unwrap();
+        assert!(older.away.refusals.is_empty());
+        assert!(!cached_state_passes(&older), "a cache from a build that kept no refusals");
     }
 
     /// A loop event the loop's fold refuses is skipped and named like any other refused

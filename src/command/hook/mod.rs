@@ -427,8 +427,8 @@ fn pre_tool_use(
             if let Some(refused) = mode_guard::refusal(command, &place) {
                 // Refused before anything of it is recorded: it does not run. The attempt
                 // itself is recorded (never its command), and refused whether or not it can be.
-                let action = crate::command::mode_refusals::action_of(&refused);
-                let warning = away::read(root).record_refusal(RefusalRoute::ShellRule, action, root, session);
+                let warning = crate::command::mode_refusals::action_of(&refused)
+                    .and_then(|action| away::read(root).record_refusal(RefusalRoute::ShellRule, action, root, session));
                 return Ok(HookOutcome { reply: HookReply { deny: Some(refused.words()), ..Default::default() }, warning });
             }
             let mut warning = None;

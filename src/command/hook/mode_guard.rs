@@ -31,6 +31,9 @@ pub const MODE_ACTIONS: [&str; 2] = ["autonomous", "back"];
 pub enum Refused {
     /// It runs `abcd mode autonomous` or `abcd mode back` (the action named).
     ModeVerb(String),
+    /// It runs `abcd decide --answer`: the answer to a trade-off is the person's, and the
+    /// verb's own guard reads an environment the command can clear (`env -u CLAUDECODE`).
+    AnswerVerb,
     /// It writes, moves over or removes abcd's own file at this path.
     OwnFileWrite(PathBuf, OwnFile),
     /// It names `abcd` and `mode` where the reading could not follow it (too long, too
@@ -47,6 +50,7 @@ impl Refused {
             Refused::ModeVerb(action) => {
                 format!("abcd refuses this command: it runs `abcd mode {action}`, which only the person may run. {INSTEAD}")
             }
+            Refused::AnswerVerb => "abcd refuses this command: it runs `abcd decide --answer`, and only the person answers a trade-off (in a terminal of their own). Record your own decisions with `abcd decide` (without --answer) and queue what you need from the person with `abcd mode queue '<step>'`.".to_string(),
             Refused::OwnFileWrite(path, own) => {
                 format!("abcd refuses this command: it writes {} ({}). {} {INSTEAD}", path.display(), own.why(), own.instead())
             }
@@ -376,11 +380,11 @@ fn check_simple(simple: &Simple, place: &ShellPlace<'_>, depth: usize) -> Option
         return args.first().and_then(|file| script_file(file, place, depth));
     }
     if name == "abcd" {
-        return mode_action(args).map(Refused::ModeVerb);
+        return verb_refused(args);
     }
     if name == "cargo" && args.iter().any(|a| a == "run") {
         let after = args.iter().position(|a| a == "--").map_or(&[][..], |at| &args[at + 1..]);
-        return mode_action(after).map(Refused::ModeVerb);
+        return verb_refused(after);
     }
     if name == "dd" {
         return args.iter().filter_map(|a| a.strip_prefix("of=")).find_map(|t| own_file_write(t, place));
@@ -407,6 +411,18 @@ fn check_simple(simple: &Simple, place: &ShellPlace<'_>, depth: usize) -> Option
         return script_file(program, place, depth);
     }
     None
+}
+
+/// What of abcd's arguments only the person may run: `mode autonomous|back`, or
+/// `decide --answer`.
+fn verb_refused(args: &[String]) -> Option<Refused> {
+    mode_action(args).map(Refused::ModeVerb).or_else(|| answers(args).then_some(Refused::AnswerVerb))
+}
+
+/// `decide … --answer` among abcd's arguments (flags before the verb skipped).
+fn answers(args: &[String]) -> bool {
+    args.iter().find(|a| !a.starts_with('-')).is_some_and(|verb| verb == "decide")
+        && args.iter().any(|a| a == "--answer" || a.starts_with("--answer="))
 }
 
 /// `mode autonomous|back` among abcd's arguments (flags before it skipped): the action.

@@ -258,7 +258,7 @@ pub fn refuse_host_tool(action: &str, var: &dyn Fn(&str) -> Option<String>) -> R
     match crate::host::host_tool_mark(var) {
         None => Ok(()),
         Some(mark) => Err(CommandError::Refused(format!(
-            "refused: `abcd mode {action}` runs in a process an agent session's tool started ({mark} is set), and only the person sets or ends the away mode; nothing was written. \
+            "refused: `abcd mode {action}` runs in a process an agent session's tool started ({mark} is set), and only the person sets or ends the away mode; the mode was not changed. \
              An agent queues what it needs from the person with `abcd mode queue '<step>'` and records its own decisions with `abcd decide`; \
              the person runs `abcd mode {action}` in a terminal of their own."
         ))),

@@ -1714,6 +1714,8 @@ fn the_night_of_the_phased_loop() {
 /// How long the interactive client may take to draw what a step waits for (the trust
 /// dialog, then the status line); the pane is polled, so a quick client passes quickly.
 const TUI_DEADLINE: Duration = Duration::from_secs(60);
+/// How long a key's effect is waited for before the key is sent again.
+const TUI_KEY_SEEN: Duration = Duration::from_secs(2);
 /// How often the pane is read while waiting.
 const TUI_POLL: Duration = Duration::from_millis(200);
 
@@ -1814,7 +1816,21 @@ fn the_interactive_client_draws_abcds_status_line() {
     assert!(started.success(), "tmux new-session");
     let trust = tmux.wait_for(|p| p.contains("Yes, I trust this folder"));
     assert!(trust.is_ok(), "the trust dialog never showed: {}", trust.unwrap_err());
-    tmux.keys(&["Down", "Enter"]);
+    // The dialog may take keys before it draws their effect: Enter goes only once the
+    // pane shows the cursor on "Yes" (an Enter on the default "No, exit" ends the client).
+    // A Down sent before the dialog takes keys is lost, so Down is sent again until the
+    // cursor shows on "Yes" (two options: from either one, Down reaches it).
+    let on_yes = |p: &str| p.contains("❯ Yes, I trust this folder");
+    let start = Instant::now();
+    while !on_yes(&tmux.pane()) {
+        assert!(start.elapsed() < TUI_DEADLINE, "the trust dialog's cursor never reached Yes: {}", tmux.pane());
+        tmux.keys(&["Down"]);
+        let moved = Instant::now();
+        while !on_yes(&tmux.pane()) && moved.elapsed() < TUI_KEY_SEEN {
+            std::thread::sleep(TUI_POLL);
+        }
+    }
+    tmux.keys(&["Enter"]);
     let expected = "abcd: away until ";
     let drawn = tmux.wait_for(|p| p.contains(expected));
     let pane = drawn.unwrap_or_else(|pane| panic!("no status line within {TUI_DEADLINE:?}:\n{pane}"));

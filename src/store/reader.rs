@@ -143,6 +143,17 @@ impl Store {
     /// and still holds at `now`, and its text passes the checks again. `None` for anything
     /// else, a damaged or replaced journal included: the hook then renders from the view.
     pub fn cached_session_context(&self, budget: usize, now: jiff::Timestamp) -> Option<CachedContext> {
+        let cached = self.session_context_at_head()?;
+        cached.holds_for(budget, now).then_some(CachedContext {
+            journal_seq: cached.journal.seq,
+            promises_armed: cached.promises_armed,
+            text: cached.text,
+        })
+    }
+
+    /// `session-context.json` when it shows the journal's head by the rules `checklist.json`
+    /// is held to (see [`Store::cached_session_context`]); `None` for anything else.
+    fn session_context_at_head(&self) -> Option<projection::SessionContextFile> {
         let storage = &**self.journal.storage();
         let paths = self.journal.paths();
         let file = open_trusted(storage, &paths.journal).ok()?;
@@ -151,10 +162,8 @@ impl Store {
         let Tail::Good { head, .. } = tail else { return None };
         let cached = projection::load_session_context(storage, &paths.dir().join(projection::SESSION_CONTEXT_FILE)).ok()?;
         let named = Head::from(cached.journal);
-        let shows = cached.holds_for(budget, now)
-            && still_shows(file.as_ref(), named, head, &seen).ok()?
-            && self.no_hole_before(file.as_ref(), named).ok()?;
-        shows.then_some(CachedContext { journal_seq: cached.journal.seq, promises_armed: cached.promises_armed, text: cached.text })
+        let shows = still_shows(file.as_ref(), named, head, &seen).ok()? && self.no_hole_before(file.as_ref(), named).ok()?;
+        shows.then_some(cached)
     }
 
     /// What the status line shows of the plan: the open counts and whether the plan is
@@ -178,17 +187,7 @@ impl Store {
     }
 
     fn cached_open_counts(&self) -> Option<projection::OpenCounts> {
-        let storage = &**self.journal.storage();
-        let paths = self.journal.paths();
-        let file = open_trusted(storage, &paths.journal).ok()?;
-        self.check_place(Some(file.as_ref()), None).ok()?;
-        let (tail, seen) = scan::read_tail_seen(file.as_ref()).ok()?;
-        let Tail::Good { head, .. } = tail else { return None };
-        let cached = projection::load_session_context(storage, &paths.dir().join(projection::SESSION_CONTEXT_FILE)).ok()?;
-        let named = Head::from(cached.journal);
-        let open = cached.open?;
-        let shows = still_shows(file.as_ref(), named, head, &seen).ok()? && self.no_hole_before(file.as_ref(), named).ok()?;
-        shows.then_some(open)
+        self.session_context_at_head()?.open
     }
 
     /// Every item the checklist has held: the working state's, and each closed item the

@@ -16,12 +16,15 @@
 //! `--bench` (as `cargo test --all-targets` does) it runs a smoke mode with tiny sizes.
 
 mod common;
+#[path = "../tests/common/status_line_payload.rs"]
+mod status_line_payload;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use common::{Row, Target, abcd_bin, assert_succeeded, median, ms, print_report, true_bin, verify_clean, write_ignoring_closed};
+use status_line_payload::payload;
 
 /// First argument that makes this bench the trivial process: it exits at once.
 const HELPER_ARG: &str = "abcd-bench-helper";
@@ -185,23 +188,6 @@ fn away_copy(wc: &Path, home: &Path, open: usize) {
         abcd(wc, home, &["checklist", "add", &format!("Item {i} of the bench's plan, a title of a usual length")]);
     }
     abcd(wc, home, &["mode", "autonomous", "--until", "+8h"]);
-}
-
-/// The host's status-line payload, shaped as its docs show it.
-fn payload(wc: &Path) -> Vec<u8> {
-    serde_json::json!({
-        "session_id": "bench-session-0123456789abcdef",
-        "transcript_path": "/home/bench/.claude/projects/-bench/bench-session-0123456789abcdef.jsonl",
-        "cwd": wc,
-        "model": {"id": "claude-opus-4-1", "display_name": "Opus"},
-        "workspace": {"current_dir": wc, "project_dir": wc},
-        "version": "2.1.332",
-        "output_style": {"name": "default"},
-        "cost": {"total_cost_usd": 0.01, "total_duration_ms": 4500, "total_api_duration_ms": 2300, "total_lines_added": 0, "total_lines_removed": 0},
-        "exceeds_200k_tokens": false
-    })
-    .to_string()
-    .into_bytes()
 }
 
 /// One run's wall time and CPU time (user + system, `wait4`'s rusage of that child alone).

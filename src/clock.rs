@@ -53,12 +53,17 @@ pub const ZONE_FILE_MAX_BYTES: u64 = 256 << 10;
 /// The machine's time zone, UTC when it cannot be learned. `TZ` names it (a zone file's
 /// name or path, or a POSIX rule such as `CET-1CEST,M3.5.0,M10.5.0/3`), else
 /// `/etc/localtime` does. The zone file is read directly: jiff's own lookup lists every
-/// folder of the zone database on first use (21 folders, some 600 names, here), which
-/// the status line would pay on each refresh. What this cannot read (a `TZDIR`, a name
+/// folder of the zone database on first use, which the status line would pay on each
+/// refresh (docs/benchmarks.md, issue 35's status line). What this cannot read (a `TZDIR`, a name
 /// with `..`) goes to jiff's lookup.
 pub fn local_zone() -> TimeZone {
-    zone_from(std::env::var("TZ").ok().as_deref(), std::env::var_os("TZDIR").is_some(), Path::new("/etc/localtime"))
-        .unwrap_or_else(|| TimeZone::try_system().unwrap_or(TimeZone::UTC))
+    // Read once per process: a listing shows many times, and a process's zone does not move.
+    static ZONE: std::sync::OnceLock<TimeZone> = std::sync::OnceLock::new();
+    ZONE.get_or_init(|| {
+        zone_from(std::env::var("TZ").ok().as_deref(), std::env::var_os("TZDIR").is_some(), Path::new("/etc/localtime"))
+            .unwrap_or_else(|| TimeZone::try_system().unwrap_or(TimeZone::UTC))
+    })
+    .clone()
 }
 
 /// The zone `tz` (the `TZ` variable) or `localtime` names; `None` leaves it to jiff.

@@ -29,16 +29,8 @@ impl Repo {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
-        cmd.args(args)
-            .current_dir(&self.root)
-            .env("ABCD_HOME", &self.home)
-            .env("ABCD_TEST_NOW", NOW)
-            .env("TZ", "UTC")
-            .env("PATH", "/usr/bin:/bin")
-            .env_remove("CLAUDE_CODE_SESSION_ID")
-            .env_remove("CLAUDECODE")
-            .env_remove("CODEX_TOOL_CALL_ID");
+        let mut cmd = repo::abcd(&self.root, &self.home);
+        cmd.args(args).env("ABCD_TEST_NOW", NOW).env("TZ", "UTC").env("PATH", "/usr/bin:/bin");
         cmd
     }
 
@@ -207,6 +199,21 @@ fn the_answer_is_refused_in_a_process_a_hosts_tool_started() {
     }
     assert_eq!(repo.repository_lines(), before, "nothing was written");
     assert_eq!(repo.abcd(&["checklist", "design-done", &id]).status.code(), Some(1));
+}
+
+/// REVIEW: the host's-mark refusal named the seq as typed, so a token pasted as the seq was
+/// printed whole (the binary before it: the corpus's GitHub token in stderr). The refusal
+/// names a seq only when it is one.
+#[test]
+fn the_answer_refused_under_a_hosts_mark_never_repeats_a_token_given_as_the_seq() {
+    let repo = Repo::new();
+    for (token, random) in common::secret_corpus::corpus() {
+        let out = repo.command(&["decide", "--answer", &token, "keep"]).env("CLAUDECODE", "1").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", repo::text(&out));
+        let said = repo::text(&out);
+        assert_eq!(common::secret_corpus::leaked_run(&said, &random), None, "{said}");
+        assert!(said.contains("abcd decide --answer <seq> keep|undo"), "{said}");
+    }
 }
 
 /// A seq that is not a trade-off decision is refused naming where the seqs are printed.

@@ -3465,6 +3465,8 @@ fn the_mode_refused_schema_agrees_with_the_code() {
     assert_eq!(p["working_copy"]["maxLength"], json!(away::WORKING_COPY_MAX_CHARS));
     agree(&refused, &code, &good, true);
     agree(&refused, &code, &without(&good, "session"), true);
+    // The mark's limit, the side it holds: a name of MARK_MAX_BYTES (65 is refused below).
+    agree(&refused, &code, &with(&good, "mark", json!("A".repeat(abcd::away::refusals::MARK_MAX_BYTES))), true);
     let shell = json!({"route": "shell_rule", "action": "unreadable", "working_copy": "/w"});
     agree(&refused, &code, &shell, true);
     agree(&refused, &code, &json!({"route": "file_tool_rule", "action": "own_file_write", "session": "s1", "working_copy": "/w"}), true);

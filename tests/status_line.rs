@@ -3,53 +3,29 @@
 //! lapsed window, a degraded plan, and nothing on stdout (exit 0) on abcd's own faults.
 
 mod common;
+#[path = "common/status_line_payload.rs"]
+mod status_line_payload;
 
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use abcd::command::status_line::MAX_PAYLOAD_BYTES;
 use common::repo::{self, TestRepo};
 use serde_json::json;
+use status_line_payload::payload;
 
 /// The instant the clock reads (UTC, so the shown times are fixed).
 const NOW: &str = "2026-12-01T18:00:00Z";
 
 fn abcd(t: &TestRepo, now: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
-    cmd.args(args)
-        .current_dir(&t.root)
-        .env("ABCD_HOME", &t.home)
-        .env("HOME", t.dir.path())
-        .env("ABCD_TEST_NOW", now)
-        .env("TZ", "UTC")
-        .env_remove("CLAUDECODE")
-        .env_remove("CLAUDE_CODE_SESSION_ID")
-        .env_remove("CODEX_TOOL_CALL_ID");
+    let mut cmd = repo::abcd(&t.root, &t.home);
+    cmd.args(args).env("HOME", t.dir.path()).env("ABCD_TEST_NOW", now).env("TZ", "UTC");
     cmd
 }
 
 fn ok(t: &TestRepo, args: &[&str]) {
     let out = abcd(t, NOW, args).output().unwrap();
     assert!(out.status.success(), "abcd {args:?}: {}", repo::text(&out));
-}
-
-/// The host's status-line payload for `dir`, shaped as its docs show it and as the client
-/// sent it (docs/real-host.md, "The status line under the interactive client").
-fn payload(dir: &Path) -> Vec<u8> {
-    json!({
-        "session_id": "0c1f5d6e-4a1b-4c55-9a53-2c7d0b1f3e21",
-        "transcript_path": "/home/ana/.claude/projects/-wc/0c1f5d6e-4a1b-4c55-9a53-2c7d0b1f3e21.jsonl",
-        "cwd": dir,
-        "model": {"id": "claude-opus-4-1", "display_name": "Opus"},
-        "workspace": {"current_dir": dir, "project_dir": dir},
-        "version": "2.1.332",
-        "output_style": {"name": "default"},
-        "cost": {"total_cost_usd": 0.01, "total_duration_ms": 4500, "total_api_duration_ms": 2300, "total_lines_added": 0, "total_lines_removed": 0},
-        "exceeds_200k_tokens": false
-    })
-    .to_string()
-    .into_bytes()
 }
 
 fn status_line(t: &TestRepo, now: &str, input: &[u8]) -> Output {

@@ -617,10 +617,16 @@ pub fn fold_decision(state: &mut AwayState, d: DecisionRecorded, at: Timestamp, 
     Ok(())
 }
 
+/// The rules of `decision.answered` its data is held to alone: a plain working copy (its
+/// seq is held to the record by [`fold_answered`]).
+pub fn check_answered(a: &DecisionAnswered) -> Result<(), Rejection> {
+    check_line("working_copy", &a.working_copy, WORKING_COPY_MAX_CHARS)
+}
+
 /// `decision.answered`: the person's answer to the trade-off recorded at its seq, replacing
 /// an earlier answer; shown beside the decision in the window that holds it.
 pub fn fold_answered(state: &mut AwayState, a: DecisionAnswered) -> Result<(), Rejection> {
-    check_line("working_copy", &a.working_copy, WORKING_COPY_MAX_CHARS)?;
+    check_answered(&a)?;
     let Ok(i) = state.tradeoffs.binary_search_by_key(&a.seq, |t| t.seq) else {
         return Err(reject("seq", "names no trade-off decision the record keeps"));
     };

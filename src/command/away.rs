@@ -255,14 +255,33 @@ pub struct Back {
 /// started, whatever route led there (a script file, `python -c`, a copy of the binary
 /// under another name). `action` names the verb in the refusal.
 pub fn refuse_host_tool(action: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
-    match crate::host::host_tool_mark(var) {
-        None => Ok(()),
-        Some(mark) => Err(CommandError::Refused(format!(
-            "refused: `abcd mode {action}` runs in a process an agent session's tool started ({mark} is set), and only the person sets or ends the away mode; the mode was not changed. \
-             An agent queues what it needs from the person with `abcd mode queue '<step>'` and records its own decisions with `abcd decide`; \
-             the person runs `abcd mode {action}` in a terminal of their own."
-        ))),
-    }
+    refuse_person_only(
+        PersonOnly { command: &format!("abcd mode {action}"), act: "sets or ends the away mode", unchanged: "the mode was not changed" },
+        var,
+    )
+}
+
+/// A verb only the person runs, as its refusal names it.
+pub struct PersonOnly<'a> {
+    /// The command the person runs, as they would type it.
+    pub command: &'a str,
+    /// What only the person does, after "only the person".
+    pub act: &'a str,
+    /// What stayed as it was.
+    pub unchanged: &'a str,
+}
+
+/// The one refusal of a person's verb in a process a host's tool started (`CLAUDECODE=1`,
+/// `CODEX_TOOL_CALL_ID`, …): what was refused and why, what an agent does instead, and
+/// where the person runs it. The mark is named, never its value.
+pub fn refuse_person_only(verb: PersonOnly<'_>, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
+    let Some(mark) = crate::host::host_tool_mark(var) else { return Ok(()) };
+    let PersonOnly { command, act, unchanged } = verb;
+    Err(CommandError::Refused(format!(
+        "refused: `{command}` runs in a process an agent session's tool started ({mark} is set), and only the person {act}; {unchanged}. \
+         An agent queues what it needs from the person with `abcd mode queue '<step>'` and records its own decisions with `abcd decide`; \
+         the person runs `{command}` in a terminal of their own."
+    )))
 }
 
 pub fn back(repo: &Repository, now: jiff::Timestamp, show: &dyn Fn(jiff::Timestamp) -> String) -> Result<Option<Back>, CommandError> {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::away::{Repository, read_record};
+use super::away::{PersonOnly, Repository, read_record};
 use super::{CommandError, caller_event};
 pub use crate::away::text::answer_command;
 use crate::away::{self, Answer, DecisionAnswered, TradeoffRecord};
@@ -60,22 +60,18 @@ pub struct Answered {
 }
 
 /// The person's answer to the trade-off recorded at `seq`. Only the person's route: a
-/// process a host's tool started is refused by the rule the away mode's verbs keep
-/// (`host::host_tool_mark`). A later answer replaces an earlier one (the journal keeps both).
+/// process a host's tool started is refused by the refusal the away mode's verbs give
+/// (`away::refuse_person_only`). A later answer replaces an earlier one (the journal keeps both).
 pub fn answer(
     repo: &Repository,
     seq_text: &str,
     answer_text: &str,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Answered, CommandError> {
-    if let Some(mark) = crate::host::host_tool_mark(var) {
-        return Err(CommandError::Refused(format!(
-            "refused: `abcd decide --answer` runs in a process an agent session's tool started ({mark} is set), and only the person \
-             answers a trade-off; nothing was written. An agent records its own decisions with `abcd decide` and queues what it \
-             needs from the person with `abcd mode queue '<step>'`; the person runs `abcd decide --answer {seq_text} keep|undo` \
-             in a terminal of their own."
-        )));
-    }
+    // The seq is named only when it is one: a pasted secret is never repeated.
+    let shown_seq = seq_text.parse::<u64>().map_or("<seq>".to_string(), |n| n.to_string());
+    let command = format!("abcd decide --answer {shown_seq} keep|undo");
+    super::away::refuse_person_only(PersonOnly { command: &command, act: "answers a trade-off", unchanged: "nothing was written" }, var)?;
     let names: Vec<&str> = Answer::ALL.iter().map(|a| a.name()).collect();
     let Some(answer) = Answer::parse(answer_text) else {
         return Err(CommandError::Refused(format!(

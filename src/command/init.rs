@@ -337,9 +337,7 @@ pub enum StatusLineInstall {
 /// The line the host runs for abcd's status line: `hook_command` (a bare name or a path,
 /// quoted for the shell when it needs it) and the verb.
 pub fn status_line_command(hook_command: &str) -> String {
-    let plain = !hook_command.is_empty() && hook_command.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
-    let program = if plain { hook_command.to_string() } else { format!("'{}'", hook_command.replace('\'', "'\\''")) };
-    format!("{program} {STATUS_LINE_VERB}")
+    format!("{} {STATUS_LINE_VERB}", git::worktree::shell_quote(hook_command))
 }
 
 /// Installs abcd's status line into the local settings (never the committed project file,

@@ -33,8 +33,7 @@ pub fn session_kept(session: Option<&str>) -> Option<String> {
 /// which sets or ends no mode (its verb's refusal is not recorded either).
 pub fn action_of(refused: &Refused) -> Option<RefusedAction> {
     match refused {
-        Refused::ModeVerb(a) if a == "autonomous" => Some(RefusedAction::Autonomous),
-        Refused::ModeVerb(_) => Some(RefusedAction::Back),
+        Refused::ModeVerb(a) => Some(RefusedAction::of_mode_verb(a)),
         Refused::OwnFileWrite(..) => Some(RefusedAction::OwnFileWrite),
         Refused::Unreadable => Some(RefusedAction::Unreadable),
         Refused::AnswerVerb => None,
@@ -67,7 +66,7 @@ pub fn refuse_host_tool_recorded(repo: &Repository, action: &str, var: &dyn Fn(&
     let CommandError::Refused(words) = refused else { return Err(refused) };
     let data = AwayModeRefused {
         route: RefusalRoute::Verb,
-        action: if action == "autonomous" { RefusedAction::Autonomous } else { RefusedAction::Back },
+        action: RefusedAction::of_mode_verb(action),
         mark: crate::host::host_tool_mark(var).map(String::from),
         session: session_kept(crate::host::session_from_env().as_deref()),
         working_copy: repo.working_copy.clone(),

@@ -33,6 +33,15 @@ pub enum RefusedAction {
     Unreadable,
 }
 
+impl RefusedAction {
+    /// The action of `abcd mode <action>` (`autonomous` or `back`, the verbs a choke point
+    /// refuses; `hook::mode_guard::MODE_ACTIONS`).
+    pub fn of_mode_verb(action: &str) -> RefusedAction {
+        debug_assert!(action == "autonomous" || action == "back", "{action} is no mode verb a choke point refuses");
+        if action == "autonomous" { RefusedAction::Autonomous } else { RefusedAction::Back }
+    }
+}
+
 /// `data` of `away.mode_refused`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -175,7 +175,7 @@ pub fn audit_line(event: &Event) -> AuditLine {
             Err(r) => skipped_line(&event.kind, r),
         },
         Ok(Known::DecisionAnswered(a)) => {
-            match crate::away::check_line("working_copy", &a.working_copy, crate::away::WORKING_COPY_MAX_CHARS) {
+            match crate::away::check_answered(&a) {
                 Ok(()) => format!("the person answered the trade-off of seq {}: {} (from {})", a.seq, a.answer.name(), a.working_copy),
                 Err(r) => skipped_line(&event.kind, r),
             }

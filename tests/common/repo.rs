@@ -55,10 +55,16 @@ pub fn commit_all(root: &Path, message: &str) {
     git(root, &["commit", "-q", "-m", message]);
 }
 
-/// The abcd binary under test, run in `root` with `home` as its home store.
+/// The abcd binary under test, run in `root` with `home` as its home store, as the
+/// person's own terminal runs it: without a host's tool marks (`CLAUDECODE`, …) or session,
+/// which a developer running the tests inside an agent session would pass on, and which
+/// make the person's verbs refuse.
 pub fn abcd(root: &Path, home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
-    cmd.current_dir(root).env("ABCD_HOME", home);
+    cmd.current_dir(root).env("ABCD_HOME", home).env_remove(abcd::host::claude::SESSION_ENV);
+    for (mark, _) in abcd::host::HOST_TOOL_MARKS {
+        cmd.env_remove(mark);
+    }
     cmd
 }
 

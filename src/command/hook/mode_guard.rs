@@ -437,7 +437,9 @@ fn mode_action(args: &[String]) -> Option<String> {
 
 /// Whether the file a word names starts with `#!`.
 fn starts_with_shebang(word: &str, place: &ShellPlace<'_>) -> bool {
-    run_path(word, place).is_some_and(|path| crate::platform::fs::read_regular(&path, 2).is_ok_and(|head| head == b"#!"))
+    const SHEBANG: &[u8] = b"#!";
+    run_path(word, place)
+        .is_some_and(|path| crate::platform::fs::read_regular(&path, SHEBANG.len() as u64).is_ok_and(|head| head == SHEBANG))
 }
 
 /// The file a word names for the shell to run, relative to where the command runs.

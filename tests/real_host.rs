@@ -1540,7 +1540,7 @@ fn the_night_of_the_phased_loop() {
         // the person. It decides, queues what only the person may do, and approves; its
         // answer is held while the driver is killed.
         json!({"say": "Deciding.", "tools": [{"name": "Bash", "input": {"command":
-            "abcd decide 'No test for greet in phase 1' --grounds 'the phase asks for greet only' --undo 'add the test in a later phase' && abcd mode queue 'merge abcd/night/implementer into main'",
+            "abcd decide 'No test for greet in phase 1' --grounds 'the phase asks for greet only' --undo 'add the test in a later phase' --tradeoff speed --item 1 && abcd mode queue 'merge abcd/night/implementer into main'",
             "description": "Decide and queue"}}]}),
         json!({"say": "LGTM", "hold": HOLD_DRIVER_KILL}),
         // Turn 5, the implementer's advance, held while the whole tree is killed (driver,
@@ -1707,6 +1707,21 @@ fn the_night_of_the_phased_loop() {
     let repository = night.lab.repository_events();
     assert_eq!(of_kind(&repository, "away.queued").len(), 1, "{repository:#?}");
     assert_eq!(of_kind(&repository, "decision.recorded").len(), 1, "{repository:#?}");
+
+    // Design-done: the reviewer tied its trade-off to the lane's plan item, so the item's
+    // design waits on the person's answer; the person answers from their own terminal.
+    let decided = &of_kind(&repository, "decision.recorded")[0];
+    assert_eq!((decided["data"]["tradeoff"].as_str(), decided["data"]["item"].as_str()), (Some("speed"), Some("1")), "{decided}");
+    let plan = night.lab.abcd_command().current_dir(&lane).args(["checklist", "--json"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&plan.stdout).contains(NIGHT_ITEM), "item 1 is the night's plan item: {plan:?}");
+    let design_done = || night.lab.abcd_command().current_dir(&lane).args(["checklist", "design-done", "1"]).output().unwrap();
+    let waiting = design_done();
+    assert_eq!(waiting.status.code(), Some(1), "{waiting:?}");
+    let seq = decided["seq"].as_u64().unwrap().to_string();
+    assert!(String::from_utf8_lossy(&waiting.stdout).contains(&format!("abcd decide --answer {seq} keep")), "{waiting:?}");
+    let answered = night.lab.abcd_command().current_dir(&lane).args(["decide", "--answer", &seq, "keep"]).output().unwrap();
+    assert!(answered.status.success(), "{answered:?}");
+    assert_eq!(design_done().status.code(), Some(0), "answered: the design is done");
 }
 
 // ---------------------------------------------------------------------------- the interactive client

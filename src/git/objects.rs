@@ -780,10 +780,11 @@ fn object_id(text: String, command: &str) -> Result<String, GitError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn repo() -> (tempfile::TempDir, Repo) {
+    /// An empty repository in a folder of its own, removed when the folder is dropped.
+    pub(crate) fn repo() -> (tempfile::TempDir, Repo) {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new("git").args(["init", "-q"]).current_dir(dir.path()).output().unwrap();
         assert!(out.status.success());

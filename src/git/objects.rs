@@ -172,17 +172,7 @@ impl Repo {
 
     /// The entries of a tree (`<commit>^{tree}` or `<commit>:<path>` are trees too).
     pub fn ls_tree(&self, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
-        self.list_tree(&["ls-tree", "-z", "--full-tree", tree], PLUMBING_OUTPUT_MAX)
-    }
-
-    /// Every entry of a tree and of the trees under it (trees named too), paths joined by `/`.
-    /// A listing over `out_cap` bytes is refused (`Unreadable`) rather than read.
-    pub fn ls_tree_all(&self, tree: &str, out_cap: usize) -> Result<Vec<TreeEntry>, GitError> {
-        self.list_tree(&["ls-tree", "-r", "-t", "-z", "--full-tree", tree], out_cap)
-    }
-
-    fn list_tree(&self, args: &[&str], out_cap: usize) -> Result<Vec<TreeEntry>, GitError> {
-        let out = self.ok(args, None, out_cap, &[])?;
+        let out = self.ok(&["ls-tree", "-z", "--full-tree", tree], None, PLUMBING_OUTPUT_MAX, &[])?;
         out.split(|b| *b == 0)
             .filter(|r| !r.is_empty())
             .map(|record| {
@@ -356,17 +346,12 @@ impl Repo {
         let mut total = 0usize;
         for _ in ids {
             let end = rest.iter().position(|&b| b == b'\n').ok_or_else(|| unreadable("an answer without its header line"))?;
-            let header = std::str::from_utf8(&rest[..end]).map_err(|_| unreadable("a header that is not UTF-8"))?;
+            let header = batch_header(&rest[..end])?;
             rest = &rest[end + 1..];
-            if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+            let Some((kind, size)) = header else {
                 answers.push(None);
                 continue;
-            }
-            let mut parts = header.split(' ');
-            let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-                return Err(unreadable("a header that is not `<id> <type> <size>`"));
             };
-            let size: usize = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
             total = total.saturating_add(size);
             if total > max_bytes {
                 return Err(unreadable(&format!("more than {max_bytes} bytes of objects")));
@@ -374,26 +359,8 @@ impl Repo {
             if rest.len() < size + 1 || rest[size] != b'\n' {
                 return Err(unreadable("an object shorter than its header says"));
             }
-            answers.push(Some(Object { kind: kind.to_string(), bytes: rest[..size].to_vec() }));
+            answers.push(Some(Object { kind, bytes: rest[..size].to_vec() }));
             rest = &rest[size + 1..];
-        }
-        Ok(answers)
-    }
-
-    /// The type and size of each object `specs` name (`<id>`, `<commit>:<path>`), in one
-    /// `cat-file --batch-check`; None for one that does not exist.
-    pub fn object_sizes(&self, specs: &[&str]) -> Result<Vec<Option<(String, u64)>>, GitError> {
-        let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
-        let out = self.ok_text(&["cat-file", "--batch-check=%(objecttype) %(objectsize)"], Some(input.into_bytes()))?;
-        let answers: Vec<Option<(String, u64)>> = out
-            .lines()
-            .map(|l| {
-                let (kind, size) = l.split_once(' ')?;
-                Some((kind.to_string(), size.parse().ok()?))
-            })
-            .collect();
-        if answers.len() != specs.len() {
-            return Err(GitError::Unreadable { command: "cat-file".into(), why: "not one answer per object asked".into() });
         }
         Ok(answers)
     }
@@ -693,17 +660,7 @@ impl<'r> Batch<'r> {
             return Err(self.broken("an answer without its header line"));
         }
         line.pop();
-        let unreadable = |why: &str| GitError::Unreadable { command: "cat-file".into(), why: why.into() };
-        let header = std::str::from_utf8(&line).map_err(|_| unreadable("a header that is not UTF-8"))?;
-        if header.ends_with(" missing") || header.ends_with(" ambiguous") {
-            return Ok(None);
-        }
-        let mut parts = header.split(' ');
-        let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-            return Err(unreadable("a header that is not `<id> <type> <size>`"));
-        };
-        let size = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
-        Ok(Some((kind.to_string(), size)))
+        batch_header(&line)
     }
 
     /// The oldest request's object, read whole; over `max` bytes it is refused unread. An
@@ -742,6 +699,22 @@ impl<'r> Batch<'r> {
         self.read += size as u64;
         Ok(Some(Object { kind, bytes }))
     }
+}
+
+/// A `git cat-file --batch` answer's header line (without its line feed): the object's
+/// type and size, None for an object that is missing or ambiguous.
+fn batch_header(line: &[u8]) -> Result<Option<(String, usize)>, GitError> {
+    let unreadable = |why: &str| GitError::Unreadable { command: "cat-file".into(), why: why.into() };
+    let header = std::str::from_utf8(line).map_err(|_| unreadable("a header that is not UTF-8"))?;
+    if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+        return Ok(None);
+    }
+    let mut parts = header.split(' ');
+    let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(unreadable("a header that is not `<id> <type> <size>`"));
+    };
+    let size = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
+    Ok(Some((kind.to_string(), size)))
 }
 
 /// The git subcommand an argument list runs (past any `-c name=value`), for messages.

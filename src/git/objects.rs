@@ -41,6 +41,9 @@ pub enum GitError {
     Deadline { command: String, seconds: u64 },
     #[error("git {command} printed something abcd cannot read: {why}")]
     Unreadable { command: String, why: String },
+    /// An object over the cap its reader named, refused before its bytes were read.
+    #[error("git {command} holds an object of {size} bytes, over {max}")]
+    TooLarge { command: String, size: usize, max: usize },
 }
 
 /// One entry of a tree as `git ls-tree` lists it.
@@ -531,7 +534,7 @@ impl<'r> Batch<'r> {
     }
 
     /// The object `spec` names, None when there is none; one over `max` bytes is refused
-    /// (`Unreadable`) before its bytes are read.
+    /// (`TooLarge`) before its bytes are read.
     pub fn read(&mut self, spec: &str, max: usize) -> Result<Option<Object>, GitError> {
         let mut one = None;
         self.read_each(&[spec], max, |_, o| {
@@ -543,7 +546,7 @@ impl<'r> Batch<'r> {
 
     /// The objects `specs` name, handed to `each` in order with their index, one at a time
     /// (one object in memory): None for one that does not exist; one over `max` bytes ends
-    /// the reading (`Unreadable`). An error from `each` ends it too, and is returned.
+    /// the reading (`TooLarge`). An error from `each` ends it too, and is returned.
     pub fn read_each<S: AsRef<str>, E: From<GitError>>(
         &mut self,
         specs: &[S],
@@ -674,7 +677,7 @@ impl<'r> Batch<'r> {
             };
             if size > max {
                 self.end();
-                return Err(GitError::Unreadable { command: "cat-file".into(), why: format!("an object of {size} bytes, over {max}") });
+                return Err(GitError::TooLarge { command: "cat-file".into(), size, max });
             }
             if self.read > 0 && self.read.saturating_add(size as u64) > self.max_child_bytes {
                 // This child has read its share: a new one is asked everything not answered.

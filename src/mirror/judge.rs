@@ -244,7 +244,7 @@ fn reaches(batch: &mut Batch<'_>, from: &str, target: &str) -> Result<Option<boo
         }
         let object = match batch.read(&at, COMMIT_READ_MAX_BYTES) {
             Ok(Some(o)) if o.kind == "commit" => o,
-            Ok(_) | Err(GitError::Unreadable { .. }) => return Ok(None),
+            Ok(_) | Err(GitError::Unreadable { .. } | GitError::TooLarge { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
         let parents = commit_parents(&object.bytes);

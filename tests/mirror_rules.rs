@@ -1405,9 +1405,7 @@ fn status_and_a_first_fetch_start_as_many_git_children_whatever_the_segment_coun
         lab.set_ref(&id, &commit);
         let git = mirror_lab::GitLog::new(lab.dir.path());
 
-        let (out, fetch) = git.run(&c, &["mirror", "fetch", "--json"]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (fetched, fetch) = logged_fetch(&git, &c);
         assert_eq!(verdict(&fetched, &id), "verified", "{fetched}");
         assert_eq!(journal_entry(&fetched, &id)["head_seq"], segments as u64 - 1, "{fetched}");
         assert!(object_readers(&fetch).len() <= 2, "a first fetch of {segments} segments read them through {:?}", object_readers(&fetch));
@@ -1427,6 +1425,14 @@ fn status_and_a_first_fetch_start_as_many_git_children_whatever_the_segment_coun
     for (segments, fetch, status) in &seen[1..] {
         assert_eq!((*fetch, *status), (fetch_1, status_1), "git children of fetch and status at {segments} segments against 1");
     }
+}
+
+/// `mirror fetch --json` run by `m` under `git`'s log: it exits 0, and its report and
+/// the git children it started are handed back.
+fn logged_fetch(git: &mirror_lab::GitLog, m: &Machine) -> (Value, Vec<String>) {
+    let (out, children) = git.run(m, &["mirror", "fetch", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    (serde_json::from_slice(&out.stdout).unwrap(), children)
 }
 
 /// The blob ids of a remote mirror commit's segments.
@@ -1596,9 +1602,7 @@ fn a_fetch_of_many_fast_forwards_starts_no_git_child_per_mirror() {
         p.push_ok();
     }
     let git = mirror_lab::GitLog::new(lab.dir.path());
-    let (out, children) = git.run(&c, &["mirror", "fetch", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (fetched, children) = logged_fetch(&git, &c);
     for p in &pushers {
         assert_eq!(verdict(&fetched, &p.journal_id()), "verified", "{fetched}");
     }
@@ -1629,9 +1633,7 @@ fn a_fast_forward_within_the_ancestry_walk_needs_no_merge_base_and_one_past_it_a
         }
         lab.set_ref(&id, &at);
         let git = mirror_lab::GitLog::new(lab.dir.path());
-        let (out, children) = git.run(&c, &["mirror", "fetch", "--json"]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        let fetched: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (fetched, children) = logged_fetch(&git, &c);
         assert_eq!(verdict(&fetched, &id), "verified", "{fetched}");
         let asked = children.iter().filter(|a| mirror_lab::git_subcommand(a) == "merge-base").count();
         assert_eq!(asked, merge_bases, "{above} commits above the verified copy: {children:#?}");

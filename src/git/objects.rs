@@ -41,6 +41,9 @@ pub enum GitError {
     Deadline { command: String, seconds: u64 },
     #[error("git {command} printed something abcd cannot read: {why}")]
     Unreadable { command: String, why: String },
+    /// An object over the cap its reader named, refused before its bytes were read.
+    #[error("git {command} holds an object of {size} bytes, over {max}")]
+    TooLarge { command: String, size: usize, max: usize },
 }
 
 /// One entry of a tree as `git ls-tree` lists it.
@@ -172,17 +175,7 @@ impl Repo {
 
     /// The entries of a tree (`<commit>^{tree}` or `<commit>:<path>` are trees too).
     pub fn ls_tree(&self, tree: &str) -> Result<Vec<TreeEntry>, GitError> {
-        self.list_tree(&["ls-tree", "-z", "--full-tree", tree], PLUMBING_OUTPUT_MAX)
-    }
-
-    /// Every entry of a tree and of the trees under it (trees named too), paths joined by `/`.
-    /// A listing over `out_cap` bytes is refused (`Unreadable`) rather than read.
-    pub fn ls_tree_all(&self, tree: &str, out_cap: usize) -> Result<Vec<TreeEntry>, GitError> {
-        self.list_tree(&["ls-tree", "-r", "-t", "-z", "--full-tree", tree], out_cap)
-    }
-
-    fn list_tree(&self, args: &[&str], out_cap: usize) -> Result<Vec<TreeEntry>, GitError> {
-        let out = self.ok(args, None, out_cap, &[])?;
+        let out = self.ok(&["ls-tree", "-z", "--full-tree", tree], None, PLUMBING_OUTPUT_MAX, &[])?;
         out.split(|b| *b == 0)
             .filter(|r| !r.is_empty())
             .map(|record| {
@@ -356,17 +349,12 @@ impl Repo {
         let mut total = 0usize;
         for _ in ids {
             let end = rest.iter().position(|&b| b == b'\n').ok_or_else(|| unreadable("an answer without its header line"))?;
-            let header = std::str::from_utf8(&rest[..end]).map_err(|_| unreadable("a header that is not UTF-8"))?;
+            let header = batch_header(&rest[..end])?;
             rest = &rest[end + 1..];
-            if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+            let Some((kind, size)) = header else {
                 answers.push(None);
                 continue;
-            }
-            let mut parts = header.split(' ');
-            let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-                return Err(unreadable("a header that is not `<id> <type> <size>`"));
             };
-            let size: usize = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
             total = total.saturating_add(size);
             if total > max_bytes {
                 return Err(unreadable(&format!("more than {max_bytes} bytes of objects")));
@@ -374,26 +362,8 @@ impl Repo {
             if rest.len() < size + 1 || rest[size] != b'\n' {
                 return Err(unreadable("an object shorter than its header says"));
             }
-            answers.push(Some(Object { kind: kind.to_string(), bytes: rest[..size].to_vec() }));
+            answers.push(Some(Object { kind, bytes: rest[..size].to_vec() }));
             rest = &rest[size + 1..];
-        }
-        Ok(answers)
-    }
-
-    /// The type and size of each object `specs` name (`<id>`, `<commit>:<path>`), in one
-    /// `cat-file --batch-check`; None for one that does not exist.
-    pub fn object_sizes(&self, specs: &[&str]) -> Result<Vec<Option<(String, u64)>>, GitError> {
-        let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
-        let out = self.ok_text(&["cat-file", "--batch-check=%(objecttype) %(objectsize)"], Some(input.into_bytes()))?;
-        let answers: Vec<Option<(String, u64)>> = out
-            .lines()
-            .map(|l| {
-                let (kind, size) = l.split_once(' ')?;
-                Some((kind.to_string(), size.parse().ok()?))
-            })
-            .collect();
-        if answers.len() != specs.len() {
-            return Err(GitError::Unreadable { command: "cat-file".into(), why: "not one answer per object asked".into() });
         }
         Ok(answers)
     }
@@ -564,7 +534,7 @@ impl<'r> Batch<'r> {
     }
 
     /// The object `spec` names, None when there is none; one over `max` bytes is refused
-    /// (`Unreadable`) before its bytes are read.
+    /// (`TooLarge`) before its bytes are read.
     pub fn read(&mut self, spec: &str, max: usize) -> Result<Option<Object>, GitError> {
         let mut one = None;
         self.read_each(&[spec], max, |_, o| {
@@ -576,7 +546,7 @@ impl<'r> Batch<'r> {
 
     /// The objects `specs` name, handed to `each` in order with their index, one at a time
     /// (one object in memory): None for one that does not exist; one over `max` bytes ends
-    /// the reading (`Unreadable`). An error from `each` ends it too, and is returned.
+    /// the reading (`TooLarge`). An error from `each` ends it too, and is returned.
     pub fn read_each<S: AsRef<str>, E: From<GitError>>(
         &mut self,
         specs: &[S],
@@ -693,17 +663,7 @@ impl<'r> Batch<'r> {
             return Err(self.broken("an answer without its header line"));
         }
         line.pop();
-        let unreadable = |why: &str| GitError::Unreadable { command: "cat-file".into(), why: why.into() };
-        let header = std::str::from_utf8(&line).map_err(|_| unreadable("a header that is not UTF-8"))?;
-        if header.ends_with(" missing") || header.ends_with(" ambiguous") {
-            return Ok(None);
-        }
-        let mut parts = header.split(' ');
-        let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-            return Err(unreadable("a header that is not `<id> <type> <size>`"));
-        };
-        let size = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
-        Ok(Some((kind.to_string(), size)))
+        batch_header(&line)
     }
 
     /// The oldest request's object, read whole; over `max` bytes it is refused unread. An
@@ -717,7 +677,7 @@ impl<'r> Batch<'r> {
             };
             if size > max {
                 self.end();
-                return Err(GitError::Unreadable { command: "cat-file".into(), why: format!("an object of {size} bytes, over {max}") });
+                return Err(GitError::TooLarge { command: "cat-file".into(), size, max });
             }
             if self.read > 0 && self.read.saturating_add(size as u64) > self.max_child_bytes {
                 // This child has read its share: a new one is asked everything not answered.
@@ -742,6 +702,22 @@ impl<'r> Batch<'r> {
         self.read += size as u64;
         Ok(Some(Object { kind, bytes }))
     }
+}
+
+/// A `git cat-file --batch` answer's header line (without its line feed): the object's
+/// type and size, None for an object that is missing or ambiguous.
+fn batch_header(line: &[u8]) -> Result<Option<(String, usize)>, GitError> {
+    let unreadable = |why: &str| GitError::Unreadable { command: "cat-file".into(), why: why.into() };
+    let header = std::str::from_utf8(line).map_err(|_| unreadable("a header that is not UTF-8"))?;
+    if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+        return Ok(None);
+    }
+    let mut parts = header.split(' ');
+    let (Some(_), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(unreadable("a header that is not `<id> <type> <size>`"));
+    };
+    let size = size.parse().map_err(|_| unreadable("a size that is not a number"))?;
+    Ok(Some((kind.to_string(), size)))
 }
 
 /// The git subcommand an argument list runs (past any `-c name=value`), for messages.
@@ -780,10 +756,11 @@ fn object_id(text: String, command: &str) -> Result<String, GitError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn repo() -> (tempfile::TempDir, Repo) {
+    /// An empty repository in a folder of its own, removed when the folder is dropped.
+    pub(crate) fn repo() -> (tempfile::TempDir, Repo) {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new("git").args(["init", "-q"]).current_dir(dir.path()).output().unwrap();
         assert!(out.status.success());

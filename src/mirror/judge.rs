@@ -244,7 +244,7 @@ fn reaches(batch: &mut Batch<'_>, from: &str, target: &str) -> Result<Option<boo
         }
         let object = match batch.read(&at, COMMIT_READ_MAX_BYTES) {
             Ok(Some(o)) if o.kind == "commit" => o,
-            Ok(_) | Err(GitError::Unreadable { .. }) => return Ok(None),
+            Ok(_) | Err(GitError::Unreadable { .. } | GitError::TooLarge { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
         let parents = commit_parents(&object.bytes);
@@ -331,4 +331,36 @@ fn resume_point(batch: &mut Batch<'_>, v: &str, new: &MirrorCommit) -> Result<Op
 /// The first 12 hex digits of a commit, for messages.
 fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root commit of the empty tree whose object is exactly `size` bytes, its message
+    /// padded to it (`commit-tree` keeps a message as given).
+    fn root_commit_of(repo: &Repo, size: usize) -> String {
+        let tree = repo.write_tree(&[]).unwrap();
+        let probe = repo.write_commit(&tree, None, "x", 0).unwrap();
+        let (_, probe_size) = Batch::new(repo).info(&probe).unwrap().unwrap();
+        let message = "x".repeat(size + 1 - probe_size as usize);
+        repo.write_commit(&tree, None, &message, 0).unwrap()
+    }
+
+    /// The ancestry walk reads a commit of exactly its bound (a root without the target:
+    /// it tells `Some(false)` itself); one byte more is left to `git merge-base`, which
+    /// places the two apart all the same.
+    #[test]
+    fn the_ancestry_walk_reads_a_commit_of_its_bound_and_leaves_one_byte_more_to_merge_base() {
+        let (_dir, repo) = crate::git::objects::tests::repo();
+        let tree = repo.write_tree(&[]).unwrap();
+        let other = repo.write_commit(&tree, None, "another root", 1).unwrap();
+        for (size, walked) in [(COMMIT_READ_MAX_BYTES, Some(false)), (COMMIT_READ_MAX_BYTES + 1, None)] {
+            let commit = root_commit_of(&repo, size);
+            let mut batch = Batch::new(&repo);
+            assert_eq!(batch.info(&commit).unwrap(), Some(("commit".to_string(), size as u64)));
+            assert_eq!(reaches(&mut batch, &commit, &other).unwrap(), walked, "a commit of {size} bytes");
+            assert!(matches!(placed(&mut batch, &commit, &other).unwrap(), Placed::Apart), "a commit of {size} bytes");
+        }
+    }
 }

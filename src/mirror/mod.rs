@@ -175,7 +175,9 @@ pub fn read_commit_in(batch: &mut Batch<'_>, commit: &str) -> Result<MirrorCommi
     let json = match batch.read(&root[0].id, MIRROR_JSON_MAX_BYTES) {
         Ok(Some(o)) => o.bytes,
         Ok(None) => return Err(no_shape()),
-        Err(GitError::Unreadable { .. }) => return Err(bad(format!("mirror.json is over {MIRROR_JSON_MAX_BYTES} bytes"))),
+        Err(GitError::TooLarge { .. } | GitError::Unreadable { .. }) => {
+            return Err(bad(format!("mirror.json is over {MIRROR_JSON_MAX_BYTES} bytes")));
+        }
         Err(other) => return Err(ShapeError::Git(other)),
     };
     // serde's own words can quote the forged value or field name: only a missing field (one

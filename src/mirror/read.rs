@@ -203,7 +203,7 @@ pub fn each_segment(
         }
     });
     match read {
-        Err(WalkError::Git(GitError::Unreadable { why, .. })) if why.starts_with("an object of") => {
+        Err(WalkError::Git(GitError::TooLarge { .. })) => {
             let id = segments.get(handed).map_or("", |e| e.id.as_str());
             Err(WalkError::Broken(format!("segment blob {id} is over {SEGMENT_MAX_BYTES} bytes")))
         }

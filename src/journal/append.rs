@@ -95,7 +95,7 @@ pub enum JournalError {
     /// The journal's genesis names another scope than this path's, and no move of a
     /// checkout explains it (journal-format/SPEC.md §11).
     #[error("refusing to {action} {}: {finding}; {}", path.display(), finding.remedy())]
-    Foreign { action: &'static str, path: PathBuf, finding: Box<super::scope::ForeignJournal> },
+    Foreign { action: &'static str, path: PathBuf, finding: Box<super::genesis::ForeignJournal> },
     #[error("refusing to use {}: {reason}; {}", path.display(), storage::untrusted_remedy(path, reason))]
     Untrusted { path: PathBuf, reason: &'static str },
     #[error("{} is not an abcd journal: {reason}", path.display())]
@@ -345,7 +345,7 @@ impl Journal {
             // genesis, which bounds nothing for the rule of proof (format §10, §11), and not
             // `before_damage`, which would read as an acknowledged head.
             None => {
-                let file = super::verify::open_trusted(&*self.storage, path)?;
+                let file = open_trusted(&*self.storage, path)?;
                 let genesis = read_genesis(file.as_ref(), path).map(|g| g.head).unwrap_or(before_damage);
                 Anchor { damage_found: true, ..Anchor::from(genesis) }
             }
@@ -1041,6 +1041,21 @@ pub fn truncate_durably(file: &dyn StorageFile, path: &Path, len: u64) -> Result
         poison(path);
         JournalError::SyncFailed { path: path.to_owned(), source }
     })
+}
+
+/// Refuses what SPEC §1 forbids before any byte is read.
+pub fn open_trusted(storage: &dyn storage::Storage, path: &Path) -> Result<Box<dyn StorageFile>, JournalError> {
+    let facts = storage
+        .facts(path)
+        .map_err(|source| JournalError::Io { what: "inspecting", path: path.to_owned(), source })?
+        .ok_or_else(|| JournalError::Missing { path: path.to_owned() })?;
+    if let Some(reason) = super::storage::untrusted_reason(&facts) {
+        return Err(JournalError::Untrusted { path: path.to_owned(), reason });
+    }
+    if facts.len > MAX_JOURNAL_BYTES {
+        return Err(JournalError::TooLarge { path: path.to_owned() });
+    }
+    storage.open_read(path).map_err(|source| JournalError::Io { what: "opening", path: path.to_owned(), source })
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! id and scope) and `journal.repaired` (the chain continued past quarantined bytes). They
 //! live beside the journal so that it needs nothing above it; `event` re-exports them.
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 pub const JOURNAL_OPENED: &str = "journal.opened";
@@ -130,4 +132,62 @@ pub fn new_journal_id() -> std::io::Result<String> {
     let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(id.len(), JOURNAL_ID_HEX_DIGITS, "two hex digits a byte");
     Ok(id)
+}
+
+/// A journal found at a path that is not its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignJournal {
+    pub journal_id: String,
+    /// The scope the journal names.
+    pub names: Scope,
+    /// The scope of the path it was found at.
+    pub here: Scope,
+    pub why: ForeignWhy,
+    /// Where the journal belongs: the same place under its own scope's root.
+    pub home: Option<PathBuf>,
+}
+
+/// Why a journal of another scope is not taken as moved here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ForeignWhy {
+    /// Another repository (another first root commit), or another kind of scope: a
+    /// repository or the machine does not move.
+    OtherScope,
+    /// A working copy's journal whose root still holds it: a copy, not a move.
+    StillThere,
+    /// A working copy's journal this home store has no record of: nothing shows that the
+    /// checkout was moved rather than the file copied from another machine or backup.
+    Unknown,
+}
+
+impl std::fmt::Display for ForeignJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "this is the journal of {} (journal {}), not of {}", self.names, self.journal_id, self.here)?;
+        match self.why {
+            ForeignWhy::OtherScope => Ok(()),
+            ForeignWhy::StillThere => write!(f, ": that working copy still holds it, so this is a copy, not a moved checkout"),
+            ForeignWhy::Unknown => {
+                write!(f, ": this home store has no record of it, so nothing shows the checkout was moved here rather than the file copied")
+            }
+        }
+    }
+}
+
+impl ForeignJournal {
+    /// What a person can do about it, in words for a refusal or a reader's note.
+    pub fn remedy(&self) -> String {
+        "run `abcd journal repair` to set it aside (it is moved to quarantine/, never deleted, and repair says how to put it back where it belongs)".into()
+    }
+
+    /// The command that puts a set-aside copy back where it belongs, when that place is known.
+    pub fn way_back(&self, aside: &Path) -> String {
+        match &self.home {
+            Some(home) => format!(
+                "to put it back where it belongs: `mv -n '{}' '{}'` (if that place holds no journal), then run abcd there",
+                aside.display(),
+                home.display()
+            ),
+            None => format!("it stays in {} until you move it", aside.display()),
+        }
+    }
 }

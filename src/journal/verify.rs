@@ -5,11 +5,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::anchor::{Anchor, AnchorStore, Holds, PathReplaced};
-use super::append::{JournalError, MAX_JOURNAL_BYTES, anchor_disagreement, read_genesis};
+pub use super::append::open_trusted;
+use super::append::{JournalError, anchor_disagreement, read_genesis};
 use super::format::{Event, Hash};
 use super::genesis::Scope;
 use super::scan::{self, Head, LinePos, ScanError, StartPoint, Verdict};
-use super::storage::{Storage, StorageFile};
+use super::storage::Storage;
 
 /// How the journal compares with what the home store remembers of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,21 +58,6 @@ pub enum VerifyError<E> {
     Journal(#[from] JournalError),
     #[error(transparent)]
     Visitor(E),
-}
-
-/// Refuses what SPEC §1 forbids before any byte is read.
-pub fn open_trusted(storage: &dyn Storage, path: &Path) -> Result<Box<dyn StorageFile>, JournalError> {
-    let facts = storage
-        .facts(path)
-        .map_err(|source| JournalError::Io { what: "inspecting", path: path.to_owned(), source })?
-        .ok_or_else(|| JournalError::Missing { path: path.to_owned() })?;
-    if let Some(reason) = super::storage::untrusted_reason(&facts) {
-        return Err(JournalError::Untrusted { path: path.to_owned(), reason });
-    }
-    if facts.len > MAX_JOURNAL_BYTES {
-        return Err(JournalError::TooLarge { path: path.to_owned() });
-    }
-    storage.open_read(path).map_err(|source| JournalError::Io { what: "opening", path: path.to_owned(), source })
 }
 
 /// Verifies the journal at `path`, handing every verified event to `visit` in order.

@@ -16,7 +16,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::{Os, This};
+use super::This;
+use super::os::Os;
 
 /// What `stat` says of a file beyond `std`'s portable metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The Linux port of [`Os`](super::Os): processes from `/proc/<pid>/stat` and `comm`, the
+//! The Linux port of [`Os`](super::os::Os): processes from `/proc/<pid>/stat` and `comm`, the
 //! `flock` holder from `/proc/locks`, `fdatasync`, and `renameat2`'s exchange and
 //! no-replace renames.
 
@@ -9,8 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
-use super::Os;
-use super::process::{ProcessError, Stat};
+use super::os::{Os, ProcessError, Stat};
 
 /// This port.
 pub struct Linux;

@@ -36,7 +36,9 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
-use super::{Os, This};
+use super::This;
+pub use super::os::ProcessError;
+use super::os::{Os, Stat};
 
 /// Programs that only pass a command along and end with it: shells and the wrappers a
 /// shell line puts in front of a command. The driver a run records by default is the
@@ -103,20 +105,6 @@ impl Liveness {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ProcessError {
-    #[error("cannot read /proc/{pid}/stat: {source}")]
-    Unreadable { pid: u32, source: io::Error },
-    #[error("/proc/{pid}/stat is not in the form Linux writes")]
-    Malformed { pid: u32 },
-    #[error("/proc is not mounted, so no process can be named")]
-    NoProc,
-    #[error("process {pid} ended while it was being named")]
-    Gone { pid: u32 },
-    #[error("this process has no parent to name as its driver; pass --driver-pid")]
-    NoParent,
-}
-
-#[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
     /// Only the program is named, never its arguments: they may hold secrets.
     #[error("`{}` was not found (on PATH, when it has no `/`)", program.display())]
@@ -165,27 +153,6 @@ impl SpawnedChild {
             },
             Err(_) => ExitReport::Unknown,
         }
-    }
-}
-
-/// What a port reads of a process (Linux: from `/proc/<pid>/stat`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Stat {
-    /// The command name as the OS keeps it.
-    pub(super) comm: String,
-    /// The state letter as `ps` shows it: `Z` for a zombie, `X` (`x` on old Linux kernels)
-    /// for a dead task.
-    pub(super) state: char,
-    /// The parent's pid (0 when the parent is outside this pid namespace, and for pid 1).
-    pub(super) ppid: u32,
-    /// See [`ProcessId::start_ticks`].
-    pub(super) start_ticks: u64,
-}
-
-impl Stat {
-    /// Exited and waiting to be reaped (`Z`), or already dead (`X`, `x` on old kernels).
-    pub(super) fn exited(&self) -> bool {
-        matches!(self.state, 'Z' | 'X' | 'x')
     }
 }
 

@@ -1,6 +1,6 @@
 //! The checklist through the real binary, in a throwaway working copy with its own home.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

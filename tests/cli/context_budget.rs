@@ -3,7 +3,7 @@
 //! `abcd checklist render --stats` accounting for every character. Through the binary, in
 //! a real repository (the away record needs its first commit), at a fixed clock.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! keep|undo`, and `abcd checklist design-done <id>` answering yes only when every trade-off
 //! tied to the item has an answer. Through the built binary, in real git repositories.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! repository with no commit is told to make one (and the command it names works); a time
 //! abcd cannot read shows the forms it reads and the field's one limit.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -3,7 +3,7 @@
 //! worktree holds only committed files) with a command that can be pasted; and the hooks
 //! run `abcd` from PATH when that is the very binary that ran `init`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

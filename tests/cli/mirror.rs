@@ -3,9 +3,7 @@
 //! "machine" with its own home store and `ABCD_MACHINE`. The layout and verdicts are
 //! journal-format/MIRROR.md's; the verbs' output is the mirror contract's.
 
-mod common;
-#[path = "common/remote.rs"]
-mod remote;
+use crate::common::remote;
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;

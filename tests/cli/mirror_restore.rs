@@ -5,9 +5,7 @@
 //! byte; `abcd mirror restart` keeps every line a repaired journal lost before it drops the
 //! old mirror.
 
-mod common;
-#[path = "common/mirror_lab.rs"]
-mod mirror_lab;
+use crate::common::mirror_lab;
 
 use std::path::{Path, PathBuf};
 

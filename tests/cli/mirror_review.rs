@@ -1,15 +1,12 @@
 //! Rules of the mirror (journal-format/MIRROR.md, src/mirror/, src/command/mirror.rs) that
 //! an independent review found broken, one test each; docs/decisions.md and the commit that
 //! mended them say what was wrong. The fixture, shared with
-//! tests/mirror_rules.rs, is tests/common/mirror_lab.rs: a bare repository as the remote
+//! tests/cli/mirror_rules.rs, is tests/common/mirror_lab.rs: a bare repository as the remote
 //! and clones of it, each a "machine" with its own home store and `ABCD_MACHINE`; forged
 //! remote states are made with git plumbing in the remote.
 
-#[path = "common/chain.rs"]
-mod chain;
-mod common;
-#[path = "common/mirror_lab.rs"]
-mod mirror_lab;
+use crate::common::chain;
+use crate::common::mirror_lab;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

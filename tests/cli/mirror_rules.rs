@@ -1,14 +1,12 @@
-//! The rules of journal-format/MIRROR.md §6–§8 that the acceptance tests (tests/mirror.rs)
+//! The rules of journal-format/MIRROR.md §6–§8 that the acceptance tests (tests/cli/mirror.rs)
 //! do not pin, one test per rule, through the built binary with real git: a bare
 //! repository as the remote and clones of it, each a "machine" with its own home store and
 //! `ABCD_MACHINE`. Every crafted remote state is made with git plumbing in the bare
 //! repository (hash-object, mktree, commit-tree, update-ref), as anyone who can push could.
 
-#[path = "common/chain.rs"]
-mod chain;
-mod common;
-#[path = "common/mirror_lab.rs"]
-mod mirror_lab;
+use crate::common;
+use crate::common::chain;
+use crate::common::mirror_lab;
 
 use std::io::Write;
 use std::path::Path;
@@ -1182,7 +1180,7 @@ fn auto_off_refuses_a_bad_remote_name_too() {
 }
 
 /// Issue 34: a working copy whose path looks like a token. abcd keeps no record for a new
-/// one (tests/init.rs); one whose journal was made before it was moved to such a path is
+/// one (tests/cli/init.rs); one whose journal was made before it was moved to such a path is
 /// neither read nor pushed, and the push names the rule and what to run, never the path.
 #[test]
 fn a_working_copy_whose_path_looks_like_a_token_is_never_pushed_or_echoed() {

@@ -2,9 +2,8 @@
 //! journals, unless one of its files looks like it holds a secret; then the whole ref stays
 //! on this machine and the push names the file and the kind, never the value.
 
-mod common;
-#[path = "common/remote.rs"]
-mod remote;
+use crate::common;
+use crate::common::remote;
 
 use remote::{Lab, Machine, text};
 

@@ -5,7 +5,7 @@
 //! streams. Nothing panics (exit 101), ever. Each run has its own managed repository and
 //! home store.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -202,7 +202,7 @@ fn a_receipt_waiting(fx: &Fixture) {
 // Every verb that prints (from `abcd --help` and each subcommand's), by family, with what
 // makes it print. A verb's `--json` form prints through the same writer as its text: it is
 // here for the verbs that only read, where it costs no fixture. The loop's verbs other than
-// `status` need a loop driven by agents and are left to `tests/loop.rs`.
+// `status` need a loop driven by agents and are left to `tests/runs/loop.rs`.
 
 const HELP_AND_GENERATED: &[Verb] = &[
     reads(&["--help"], nothing),

@@ -1,7 +1,7 @@
 //! The binary's own start (`src/main.rs` starts from C's `main`, not Rust's runtime start):
 //! what the runtime start did for abcd must still hold.
 
-mod common;
+use crate::common;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;

@@ -2,9 +2,8 @@
 //! host documents (docs/status-line.md): the away mode's line, nothing while present, a
 //! lapsed window, a degraded plan, and nothing on stdout (exit 0) on abcd's own faults.
 
-mod common;
-#[path = "common/status_line_payload.rs"]
-mod status_line_payload;
+use crate::common;
+use crate::common::status_line_payload;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

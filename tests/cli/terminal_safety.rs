@@ -2,7 +2,7 @@
 //! line separators show as `\uXXXX` escapes instead of acting. JSON output
 //! stays valid and decodes to the same values; a hook's texts carry the visible escape.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

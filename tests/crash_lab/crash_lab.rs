@@ -32,7 +32,7 @@
 //!
 //! Quick mode (the `cargo test` default): 100 one-writer kills, 20 rounds in which both
 //! writers die, 20 killed first adds. Full mode:
-//! `ABCD_CRASH_LAB_KILLS=1000 cargo test --test crash_lab -- --nocapture`: the pair rounds
+//! `ABCD_CRASH_LAB_KILLS=1000 cargo test --test crash_lab crash_lab:: -- --nocapture`: the pair rounds
 //! default to a fifth of the kills and the first adds to a tenth
 //! (`ABCD_CRASH_LAB_PAIR_KILLS`, `ABCD_CRASH_LAB_FIRST_KILLS` set them);
 //! `ABCD_CRASH_LAB_SEED` replays a schedule (the timing still varies from run to run);
@@ -40,7 +40,7 @@
 //! `--nocapture` to see it). On a violation the lab stops, keeps the working copy, and
 //! prints its path with the seed and the last steps.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::os::unix::process::{CommandExt, ExitStatusExt};

@@ -63,7 +63,7 @@
 //! what was lost or adopted, grouped by the kinds of damage with the smallest example of
 //! each; `ABCD_REPAIR_MODEL_SEED=<seed>` replays one case and prints its shape.
 
-mod common;
+use crate::common;
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -2,7 +2,7 @@
 //! git repositories in temp folders, the clock set through `ABCD_TEST_NOW`, a stub `gh`
 //! on PATH that counts its calls, and payloads shaped as the host documents them.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

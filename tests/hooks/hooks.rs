@@ -1,7 +1,7 @@
 //! The hooks through the real binary, fed payloads shaped as the host documents them
 //! (`tests/fixtures/hooks/`). Each test has its own working copy and ABCD_HOME.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -152,7 +152,7 @@ fn compaction_stop_and_prompt_hooks_answer_as_the_host_expects() {
 
     // A branch creation the recorder saw but git never made (this folder has no history at
     // all) is never named: the behind note reads the own branches from git
-    // (tests/own_work.rs has the cases with real git).
+    // (tests/hooks/own_work.rs has the cases with real git).
     let (out, _) = hook(
         &repo,
         "pre-tool-use",

@@ -2,7 +2,7 @@
 //! Each test has its own working copy with a local bare repository as `origin`, so push and
 //! fetch stay offline, and a stub `gh` written into its temp dir stands in for the forge.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

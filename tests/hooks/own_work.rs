@@ -3,7 +3,7 @@
 //! set through `ABCD_TEST_NOW`, commit dates set explicitly, and a stub `gh` on PATH that
 //! counts its calls and prints a fixed listing.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

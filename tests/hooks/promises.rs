@@ -2,7 +2,7 @@
 //! repositories in temp folders, the clock set through `ABCD_TEST_NOW`, and a stub `gh` on
 //! PATH whose answer each test sets.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

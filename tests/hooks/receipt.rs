@@ -1,11 +1,11 @@
 //! Injection receipts end to end through the built binary (issue 21): what a hook injects
 //! is recorded with its marker; a later hook reads a transcript written as the host writes
-//! it (tests/real_host.rs proves the shapes against the real client) and records whether
+//! it (tests/real_host/real_host.rs proves the shapes against the real client) and records whether
 //! the text reached the model; one not delivered is sent again once; hostile transcripts
 //! leave the hook allowed and the receipt unknown. While away, a prompt carries only what
 //! changed of the away window.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! One test in this binary: it sets the environment the library reads (`ABCD_HOME`, the
 //! test clock, the block cap) before anything else runs.
 
-mod common;
+use crate::common;
 
 use abcd::command::hook::stop::{self, StopPayload, StopRead};
 use abcd::event::SESSION_JUDGED;

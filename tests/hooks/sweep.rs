@@ -2,7 +2,7 @@
 //! real git repositories with linked worktrees in temp folders, the clock set through
 //! `ABCD_TEST_NOW`, and hook payloads shaped as the host documents them.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! expects, which the test holds. An ignored test names the known limit or open item it
 //! documents (docs/decisions.md).
 
-mod common;
+use crate::common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! `abcd replay` through the binary: audit lines, cache comparison, time travel.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

@@ -5,10 +5,10 @@
 //! Inputs that showed an abcd bug live in `fuzz/known-gaps/<target>/` and are replayed by
 //! a test of their own (F1, F2: both fixed; their inputs are in the corpus too). A gap
 //! still open would be an ignored test that fails (`cargo test --release --test
-//! fuzz_corpus -- --ignored`); none is.
+//! journal fuzz_corpus:: -- --ignored`); none is.
 
 #[allow(dead_code)]
-#[path = "../fuzz/checks.rs"]
+#[path = "../../fuzz/checks.rs"]
 mod checks;
 
 use std::path::{Path, PathBuf};

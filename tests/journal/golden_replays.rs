@@ -20,12 +20,11 @@
 //! - checks the facts each scenario's README says the audit must show (`must_show`), so a
 //!   regeneration cannot bless a regression silently.
 //!
-//! `ABCD_REGENERATE_REPLAYS=1 cargo test --test golden_replays` rewrites every scenario's
+//! `ABCD_REGENERATE_REPLAYS=1 cargo test --test journal golden_replays::` rewrites every scenario's
 //! inputs and `expected/` (never its README.md), then runs the same checks. Exit codes
 //! and `must_show` live in this file and are never regenerated.
 
-#[path = "common/chain.rs"]
-mod chain;
+use crate::common::chain;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -48,7 +47,7 @@ use serde_json::{Value, json};
 
 const REGENERATE_VAR: &str = "ABCD_REGENERATE_REPLAYS";
 const REGENERATE_HINT: &str =
-    "if the change is intended, run `ABCD_REGENERATE_REPLAYS=1 cargo test --test golden_replays` and review the diff of replay/";
+    "if the change is intended, run `ABCD_REGENERATE_REPLAYS=1 cargo test --test journal golden_replays::` and review the diff of replay/";
 
 /// The files every scenario's `expected/` holds, and nothing else.
 const EXPECTED_FILES: [&str; 5] = ["audit.txt", "audit.ndjson", "state.json", "checklist.json", "checklist.last-good.json"];
@@ -992,7 +991,7 @@ fn every_scenario_is_complete_and_listed() {
         .map(|p| p.file_name().expect("named").to_string_lossy().into_owned())
         .collect();
     for folder in &folders {
-        assert!(SCENARIOS.iter().any(|s| s.0 == folder), "replay/{folder} is not a scenario of tests/golden_replays.rs");
+        assert!(SCENARIOS.iter().any(|s| s.0 == folder), "replay/{folder} is not a scenario of tests/journal/golden_replays.rs");
     }
     let index = std::fs::read_to_string(root.join(README)).expect("replay/README.md exists");
     for &(name, exit, at_exit) in SCENARIOS {

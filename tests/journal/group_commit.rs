@@ -1,7 +1,7 @@
 //! Group commit on a real disk: many threads through one handle, fewer syncs than
 //! appends, nothing lost, and a failed sync fails its whole batch and every later append.
 
-mod common;
+use crate::common;
 
 use std::io;
 use std::sync::Arc;

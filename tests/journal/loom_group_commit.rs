@@ -53,7 +53,7 @@ mod sync {
     }
 }
 
-#[path = "../src/journal/group_sync.rs"]
+#[path = "../../src/journal/group_sync.rs"]
 #[allow(dead_code)]
 mod group_sync;
 

@@ -3,7 +3,7 @@
 //! §8.1, §11; issue 20): `abcd journal verify` names the loss, appends are refused, readers
 //! say the plan is degraded, and only `abcd journal repair` starts afresh, on the record.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -4,7 +4,7 @@
 //! event brings `checklist.json` to the head (and leaves `state.json` trailing, to the
 //! bound), and one event past the bound brings both to the head.
 
-mod common;
+use crate::common;
 
 use abcd::store::reader::ViewSource;
 use abcd::store::{PROJECTION_LAG_MAX, Store};

@@ -1,7 +1,7 @@
 //! Properties of the journal, checked with quickcheck on a real disk in a temp folder.
 //! `ABCD_QUICKCHECK_TESTS` raises the case count for a long run (default 64 in CI).
 
-mod common;
+use crate::common;
 
 use abcd::fold::FoldedState;
 use abcd::journal::repair::{self, RepairOutcome};

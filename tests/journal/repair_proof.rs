@@ -3,7 +3,7 @@
 //! another journal is, the quarantine holds exactly the rest, verify exits 0, replay names
 //! what was lost, and the exit status is 0.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

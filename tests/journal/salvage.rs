@@ -2,7 +2,7 @@
 //! line the damage did not touch stays, lost seqs are named by a gap record, and damage a
 //! full read found stops appends until the repair.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

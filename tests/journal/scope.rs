@@ -5,7 +5,7 @@
 //! `git worktree move`) keeps its journal, with the move recorded as `journal.moved`.
 //! Everything through the binary, with real git, one home store (one machine).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

@@ -12,7 +12,7 @@
 //! `ABCD_REAL_HOST=require` (what `.ci/run` sets) it fails instead. `docs/real-host.md`
 //! says what the tier proves and what to do when a new client version behaves otherwise.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

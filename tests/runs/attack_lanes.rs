@@ -5,7 +5,7 @@
 //! call to the real git, and acts once (swaps a folder, or waits for the test's word)
 //! before a chosen call.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

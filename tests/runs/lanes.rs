@@ -4,7 +4,7 @@
 //! named by every hook; a lane whose base commit lacks abcd's hooks still gets them, and its
 //! session start says where the agent is.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! The launch ledger end to end through the built binary (issue 7): real git repositories
 //! in temp folders and real child processes (`sleep`, small `sh` scripts as fake agents).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 //! The verification's failure path is a unit test in `src/ledger/worktree.rs`, which can
 //! swap the built commit for one missing a file.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! replies from a file and log every run to a side log), and a driver killed with SIGKILL
 //! at random moments.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

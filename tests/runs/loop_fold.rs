@@ -4,7 +4,7 @@
 //! `state.json` or checkpoint written before loops were folded is not believed for a
 //! journal that holds a loop.
 
-mod common;
+use crate::common;
 
 use std::io;
 use std::path::{Path, PathBuf};

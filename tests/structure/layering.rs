@@ -8,8 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-#[path = "common/src_tree.rs"]
-mod src_tree;
+use crate::common::src_tree;
 use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
 
 /// The layer order, lowest first. A module may import only modules of lower layers. The

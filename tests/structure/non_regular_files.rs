@@ -3,9 +3,8 @@
 //! wait on, so every verb and hook returns whatever is on disk (issue 20's reproductions).
 //! Each run is bounded by its own guard, so a regression fails instead of hanging the suite.
 
-mod common;
-#[path = "common/src_tree.rs"]
-mod src_tree;
+use crate::common;
+use crate::common::src_tree;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -4,12 +4,11 @@
 //! and the rest of the crate compiles unchanged. `docs/platform.md` lists the contract.
 //!
 //! Test code is left out: `#[cfg(test)]` items and the files they declare (read as
-//! `tests/layering.rs` reads them, through `common/src_tree.rs`).
+//! `tests/structure/layering.rs` reads them, through `common/src_tree.rs`).
 
 use std::path::Path;
 
-#[path = "common/src_tree.rs"]
-mod src_tree;
+use crate::common::src_tree;
 use src_tree::{CodeLine, code_lines, src_dir, write_file};
 
 /// What reaches the OS past `std`'s portable surface.

@@ -5,12 +5,11 @@
 //! is not such a text; a new one fails here until it goes through the helper or is listed.
 //!
 //! Test code is left out: `#[cfg(test)]` items and the files they declare (read as
-//! `tests/layering.rs` reads them, through `common/src_tree.rs`).
+//! `tests/structure/layering.rs` reads them, through `common/src_tree.rs`).
 
 use std::path::Path;
 
-#[path = "common/src_tree.rs"]
-mod src_tree;
+use crate::common::src_tree;
 use src_tree::{CodeLine, code_lines, src_dir, write_file};
 
 /// What cuts a text or a buffer short. `.take(` counts on a line that also reads `chars()`.

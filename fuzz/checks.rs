@@ -1,6 +1,6 @@
 //! The invariants the fuzz targets check, written once. The fuzz targets include this file
-//! with `#[path = "../checks.rs"]`; `tests/fuzz_corpus.rs` includes it with
-//! `#[path = "../fuzz/checks.rs"]` and replays every committed corpus input through the
+//! with `#[path = "../checks.rs"]`; `tests/journal/fuzz_corpus.rs` includes it with
+//! `#[path = "../../fuzz/checks.rs"]` and replays every committed corpus input through the
 //! same functions, so an ordinary `cargo test` re-checks every input a fuzzer ever kept.
 //!
 //! Every check panics on a broken invariant: that is what libFuzzer reports as a crash.

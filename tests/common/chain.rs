@@ -1,9 +1,6 @@
 //! Deterministic journals for tests: every line is built by
 //! `abcd::journal::format::encode_line` with the times, pids and sessions the caller
 //! fixes, so a generated journal is the same bytes on every run and every machine.
-//!
-//! Not part of `common/mod.rs` (which every integration test compiles); a test that wants
-//! it says `#[path = "common/chain.rs"] mod chain;`.
 #![allow(dead_code)]
 
 use abcd::event::{JournalOpened, Scope};

@@ -1,11 +1,8 @@
-//! The mirror lab of tests/mirror_rules.rs and tests/mirror_review.rs (issue 22): a bare
+//! The mirror lab of tests/cli/mirror_rules.rs and tests/cli/mirror_review.rs (issue 22): a bare
 //! repository as the remote and clones of it, each a "machine" with its own home store and
 //! `ABCD_MACHINE`, driven through the built binary with real git; forged remote states are
 //! made with git plumbing in the bare repository (hash-object, mktree, commit-tree,
 //! update-ref), as anyone who can push could. Nothing leaves the temp folder.
-//!
-//! Not part of `common/mod.rs` (which every integration test compiles); a test that wants
-//! it says `mod common;` and `#[path = "common/mirror_lab.rs"] mod mirror_lab;`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -1,9 +1,16 @@
 //! Helpers shared by the integration tests: temporary journals with their own home
-//! store, so no test touches the real one, and working copies (`repo`).
+//! store, so no test touches the real one, and working copies (`repo`). Every test binary
+//! declares this module once (`#[path = "../common/mod.rs"] mod common;` in its `main.rs`)
+//! and its modules say `use crate::common;` (docs/testing.md).
 #![allow(dead_code)]
 
+pub mod chain;
+pub mod mirror_lab;
+pub mod remote;
 pub mod repo;
 pub mod secret_corpus;
+pub mod src_tree;
+pub mod status_line_payload;
 
 use std::path::{Path, PathBuf};
 

@@ -1,9 +1,6 @@
 //! A git remote on disk and the "machines" that mirror their journals through it (issue 22):
 //! a bare repository holding one first commit, and clones of it, each with a home store and
 //! an `ABCD_MACHINE` of its own, managed by `abcd init`. Nothing leaves the temp folder.
-//!
-//! Not part of `common/mod.rs` (which every integration test compiles); a test that wants
-//! it says `mod common;` and `#[path = "common/remote.rs"] mod remote;`.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;

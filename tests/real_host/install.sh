@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned Claude Code client for the real-host test tier (tests/real_host.rs)
+# Installs the pinned Claude Code client for the real-host test tier (tests/real_host/real_host.rs)
 # into a cache outside the repository, when it is missing, and prints the path of its
 # native binary on stdout. Exit 0 with the path; exit 1 with one line on stderr when the
 # client is absent and cannot be installed (no npm, no registry).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A scripted stand-in for the model API, and the launcher of one Claude Code client run
-against it (abcd's real-host tier, tests/real_host.rs). Standard library only.
+against it (abcd's real-host tier, tests/real_host/real_host.rs). Standard library only.
 
     model_server.py --script SCRIPT.json --log REQUESTS.jsonl [--isolated] -- CLIENT ARGS...
 

@@ -1,0 +1,204 @@
+//! Projections left behind on purpose (`Store::project`, `PROJECTION_LAG_MAX`): events
+//! that cannot change the checklist leave `state.json` and `checklist.json` behind by at
+//! most the bound, readers still get the head's checklist without folding, a checklist
+//! event brings `checklist.json` to the head (and leaves `state.json` trailing, to the
+//! bound), and one event past the bound brings both to the head.
+
+use crate::common;
+
+use abcd::store::reader::ViewSource;
+use abcd::store::{PROJECTION_LAG_MAX, Store};
+use common::{TempJournal, event};
+
+/// A session start the fold accepts (not skipped), so the skipped list stays empty.
+fn session_started(n: u64) -> abcd::journal::NewEvent {
+    let data = serde_json::json!({"session": format!("s{n}"), "source": "startup", "working_copy": "/wc"});
+    abcd::journal::NewEvent { data, ..event("session.started", n) }
+}
+
+fn named_seq(tj: &TempJournal, file: &str) -> u64 {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(tj.paths.dir().join(file)).unwrap()).unwrap();
+    v["journal"]["seq"].as_u64().unwrap()
+}
+
+fn named(tj: &TempJournal) -> (u64, u64) {
+    (named_seq(tj, abcd::store::projection::STATE_FILE), named_seq(tj, abcd::store::projection::CHECKLIST_FILE))
+}
+
+#[test]
+fn neutral_events_leave_the_projections_behind_up_to_the_bound_and_no_further() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    assert_eq!(named(&tj), (1, 1), "a new journal's first append writes them");
+    for n in 1..=PROJECTION_LAG_MAX {
+        store.append(&[session_started(n)], Some(&tj.scope())).unwrap();
+        assert_eq!(named(&tj), (1, 1), "{n} behind: left as they are");
+        let view = store.checklist_view();
+        assert_eq!((view.source, view.head_seq), (ViewSource::Projection, Some(1 + n)), "the behind checklist.json still serves the head");
+        assert_eq!(store.current_state().unwrap().head.seq, 1 + n, "state readers fold forward");
+    }
+    store.append(&[session_started(99)], Some(&tj.scope())).unwrap();
+    let head = 2 + PROJECTION_LAG_MAX;
+    assert_eq!(named(&tj), (head, head), "one past the bound: rewritten");
+    // A checklist event (here one the fold skips: it changes the skipped list) is never left
+    // behind by checklist.json; state.json trails it like any other event, to the bound.
+    store.append(&[event("checklist.item_added", 1)], Some(&tj.scope())).unwrap();
+    assert_eq!(named(&tj), (head, head + 1));
+    let view = store.checklist_view();
+    assert_eq!(view.skipped.len(), 1, "the skipped checklist event shows");
+    assert_eq!(store.current_state().unwrap().state.journal.skipped.len(), 1, "state readers fold it forward");
+    for n in 2..=PROJECTION_LAG_MAX {
+        store.append(&[event("checklist.item_added", n)], Some(&tj.scope())).unwrap();
+        assert_eq!(named(&tj), (head, head + n), "{n} behind: state.json left, checklist.json current");
+    }
+    store.append(&[event("checklist.item_added", 99)], Some(&tj.scope())).unwrap();
+    let last = head + PROJECTION_LAG_MAX + 1;
+    assert_eq!(named(&tj), (last, last), "one past the bound: both rewritten");
+}
+
+#[test]
+fn a_behind_checklist_json_is_not_served_past_a_checklist_event_or_the_bound() {
+    // A checklist event appended behind the store's back (a shell write): re-folded.
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    tj.journal().append_batch(&[session_started(1), event("checklist.item_added", 2)], Some(&tj.scope())).unwrap();
+    let view = store.checklist_view();
+    assert_eq!((view.source, view.skipped.len()), (ViewSource::Journal, 1));
+
+    // Neutral events only, but one more than the bound: re-folded.
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let neutral: Vec<_> = (0..PROJECTION_LAG_MAX).map(session_started).collect();
+    tj.journal().append_batch(&neutral, Some(&tj.scope())).unwrap();
+    assert_eq!(store.checklist_view().source, ViewSource::Projection, "exactly the bound behind: served");
+    tj.journal().append_batch(&[session_started(0)], Some(&tj.scope())).unwrap();
+    assert_eq!(store.checklist_view().source, ViewSource::Journal, "one past it: folded");
+}
+
+/// `append_unseen` (the session-start hook's append): with the seq the projections name,
+/// it leaves them (and reads no state) while they may lag; without it, past the bound, or
+/// at a checkpoint boundary, it projects as `append` does.
+#[test]
+fn append_unseen_leaves_the_projections_only_while_they_may_lag() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let view = store.checklist_view();
+    assert_eq!(view.projection_seq, Some(1));
+    let (a, _, err) = store.append_unseen(&[session_started(1)], &tj.scope(), view.projection_seq).unwrap();
+    assert!(err.is_none());
+    assert_eq!((a[0].seq, named(&tj)), (2, (1, 1)), "appended, projections left");
+    assert_eq!(store.current_state().unwrap().state.work.sessions_started, 2);
+    // A named seq too far behind: projected.
+    let neutral: Vec<_> = (0..PROJECTION_LAG_MAX).map(session_started).collect();
+    tj.journal().append_batch(&neutral, Some(&tj.scope())).unwrap();
+    store.append_unseen(&[session_started(3)], &tj.scope(), view.projection_seq).unwrap();
+    let head = 2 + PROJECTION_LAG_MAX + 1;
+    assert_eq!(named(&tj), (head, head));
+    // A checkpoint boundary: written even while the projections may lag.
+    let to_boundary: Vec<_> = (head + 1..abcd::store::checkpoint::CHECKPOINT_EVERY_EVENTS).map(session_started).collect();
+    for chunk in to_boundary.chunks(100) {
+        tj.journal().append_batch(chunk, Some(&tj.scope())).unwrap();
+    }
+    let cps = || abcd::store::checkpoint::list(&abcd::journal::storage::RealDisk, &tj.paths.checkpoints).unwrap_or_default().len();
+    let before = cps();
+    let at = abcd::store::checkpoint::CHECKPOINT_EVERY_EVENTS - 10;
+    store.append_unseen(&[session_started(4)], &tj.scope(), Some(at)).unwrap();
+    assert_eq!(cps(), before + 1, "the 1,000th event's checkpoint");
+}
+
+/// Checklist writes measure the lag against `state.json`, a hook's `append_unseen` against
+/// `checklist.json` (which may be newer), so `state.json` can trail by twice the bound and
+/// no more (found by review; documented in `PROJECTION_LAG_MAX`).
+#[test]
+fn state_json_trails_by_at_most_twice_the_bound_when_checklist_writes_and_hooks_alternate() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let mut worst = 0;
+    for round in 0..3 {
+        for n in 1..=PROJECTION_LAG_MAX {
+            store.append(&[event("checklist.item_added", round * 1000 + n)], Some(&tj.scope())).unwrap();
+        }
+        for n in 0..PROJECTION_LAG_MAX {
+            let view = store.checklist_view();
+            let (appended, _, _) = store.append_unseen(&[session_started(n)], &tj.scope(), view.projection_seq).unwrap();
+            let head = appended[0].seq;
+            worst = worst.max(head - named(&tj).0);
+            assert!(head - named(&tj).0 <= 2 * PROJECTION_LAG_MAX, "state.json {} behind at head {head}", head - named(&tj).0);
+        }
+    }
+    assert!(worst > PROJECTION_LAG_MAX, "the mixed sequence does reach past one bound ({worst}), so the test can fail");
+    assert_eq!(store.current_state().unwrap().head.seq, 1 + 3 * 2 * PROJECTION_LAG_MAX, "readers still fold to the head");
+}
+
+#[test]
+fn last_good_is_the_view_just_written_and_never_another_heads() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    let read = |file: &str| std::fs::read(tj.paths.dir().join(file)).unwrap();
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let at_one = store.current_state().unwrap();
+    store.write_last_good(&at_one).unwrap();
+    let (checklist, last_good) = (abcd::store::projection::CHECKLIST_FILE, abcd::store::projection::LAST_GOOD_FILE);
+    assert_eq!(read(last_good), read(checklist), "last-good is the checklist.json of the same head, byte for byte");
+    // The view moves on (checklist.json now names seq 2); last-good asked for seq 1 is seq 1's.
+    store.append(&[event("checklist.item_added", 1)], Some(&tj.scope())).unwrap();
+    assert_eq!(named_seq(&tj, checklist), 2);
+    store.write_last_good(&at_one).unwrap();
+    assert_eq!(named_seq(&tj, last_good), 1, "last-good shows the state it was given");
+}
+
+/// The view takes the lines the tail read verified from it (`still_shows`), and verifies
+/// only those before its window: a checklist event before the window, or inside it while
+/// the projection names a line before it, is found either way; so is a projection that
+/// names a line the window holds with another hash.
+#[test]
+fn a_behind_checklist_json_is_judged_the_same_before_and_inside_the_tail_window() {
+    // Where the checklist event sits among 30 neutral events written behind the store's
+    // back (30 lines are more than the 4 KiB tail window holds).
+    for at in [0usize, 5, 24, 28, 30] {
+        let tj = TempJournal::new();
+        let store = Store::new(tj.journal());
+        store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+        let mut behind: Vec<_> = (0..30).map(session_started).collect();
+        behind.insert(at, event("checklist.item_added", 7));
+        tj.journal().append_batch(&behind, Some(&tj.scope())).unwrap();
+        let view = store.checklist_view();
+        assert_eq!(view.source, ViewSource::Journal, "a checklist event {at} lines after the named one is folded");
+        assert_eq!(view.skipped.len(), 1, "at {at}");
+    }
+    // Neutral lines only, named before the window and inside it: served.
+    for lag in [3u64, 30] {
+        let tj = TempJournal::new();
+        let store = Store::new(tj.journal());
+        store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+        let neutral: Vec<_> = (0..lag).map(session_started).collect();
+        tj.journal().append_batch(&neutral, Some(&tj.scope())).unwrap();
+        let view = store.checklist_view();
+        assert_eq!((view.source, view.head_seq), (ViewSource::Projection, Some(1 + lag)), "{lag} behind");
+    }
+}
+
+#[test]
+fn a_checklist_json_naming_a_window_line_by_another_hash_is_not_served() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    tj.journal().append_batch(&(0..3).map(session_started).collect::<Vec<_>>(), Some(&tj.scope())).unwrap();
+    let current = store.current_state().unwrap();
+    assert_eq!(current.head.seq, 4);
+    // A well-formed checklist.json (right digest) naming seq 3 at its offsets, by a wrong hash.
+    let bytes = std::fs::read(&tj.paths.journal).unwrap();
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let offset = lines[..3].iter().map(|l| l.len() as u64).sum::<u64>();
+    let wrong = abcd::journal::format::Hash([9; 32]);
+    let named = abcd::journal::scan::Head { seq: 3, hash: wrong, offset, end: offset + lines[3].len() as u64 };
+    let forged = abcd::store::projection::ChecklistFile::from_state(&current.state, named).render();
+    std::fs::write(tj.paths.dir().join(abcd::store::projection::CHECKLIST_FILE), forged).unwrap();
+    let view = store.checklist_view();
+    assert_eq!(view.source, ViewSource::Journal, "a named line whose hash is not the journal's is not trusted");
+}

@@ -47,7 +47,7 @@ fn main() {
     let crt_static = std::env::var("CARGO_CFG_TARGET_FEATURE").is_ok_and(|f| f.split(',').any(|f| f == "crt-static"));
     if std::env::var_os("ABCD_PIE").is_none_or(|v| v != "1") && !crt_static {
         println!("cargo::rustc-link-arg-bin=abcd=-no-pie");
-        // Tells `tests/process_start.rs` that the binary was linked this way.
+        // Tells `tests/cli/process_start.rs` that the binary was linked this way.
         println!("cargo::rustc-cfg=abcd_fixed_address");
     }
 }

@@ -1115,7 +1115,7 @@ pub const CUT_MARK: char = '…';
 /// kind, and the caller leaves it out or says what was left out. The cut is scanned again:
 /// a prefix can read as a token the whole did not (a placeholder's tail cut off), and that
 /// prefix is left out too. A text within its bound is returned as it is; a cut one ends in
-/// [`CUT_MARK`], inside the bound. `tests/text_cuts.rs` holds that no other code cuts text.
+/// [`CUT_MARK`], inside the bound. `tests/structure/text_cuts.rs` holds that no other code cuts text.
 pub fn cut_after_scan(text: &str, bound: Bound) -> Result<String, SecretKind> {
     if let Some(kind) = scan(text) {
         return Err(kind);

@@ -238,7 +238,7 @@ fn with_journal_hint(e: places::PlaceError) -> anyhow::Error {
 }
 
 /// Test seam (test builds only): `ABCD_TEST_PANIC=1` panics before any verb runs, to prove
-/// that a real panic still exits 101 with its message (`tests/process_start.rs`).
+/// that a real panic still exits 101 with its message (`tests/cli/process_start.rs`).
 #[cfg(feature = "test-support")]
 const PANIC_ENV: &str = "ABCD_TEST_PANIC";
 

@@ -2,7 +2,7 @@
 //! queue requests; whoever finds no leader becomes one, takes a bounded batch off the
 //! queue, writes it with one sync outside the lock, and hands each request's result to
 //! its own slot, waking only that request's thread. This file uses only `super::sync`, so
-//! `tests/loom_group_commit.rs` compiles the same source against loom's primitives.
+//! `tests/journal/loom_group_commit.rs` compiles the same source against loom's primitives.
 //!
 //! Why a slot per request: on a 2-CPU machine, waking every waiter on one condition
 //! variable to let each look for its result under one mutex costs more context switches

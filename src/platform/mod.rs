@@ -1,5 +1,5 @@
 //! The operating system behind one seam: what abcd asks of the kernel beyond portable
-//! `std` calls. Every other module reaches the OS through here (`tests/platform_seam.rs`
+//! `std` calls. Every other module reaches the OS through here (`tests/structure/platform_seam.rs`
 //! holds that), so a port (macOS) is one new file implementing `Os` plus its tests (and
 //! its `cfg` lines below), and the rest of the crate compiles unchanged. `docs/platform.md`
 //! lists the contract.

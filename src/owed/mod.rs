@@ -6,7 +6,8 @@
 //! Nothing here records anything or decides the verdict: the caller passes the reading to
 //! `verdict::stop::judge` and records what it accepts. Every child runs without a shell,
 //! with stdin closed and prompts off, is killed when its deadline passes, and has its
-//! output read up to [`CHILD_OUTPUT_MAX`] bytes.
+//! output read up to [`CHILD_OUTPUT_MAX`] bytes: git's children are started by
+//! `git::run` as every git child is, the forge's (`gh`) by `run_bounded`.
 
 mod branches;
 mod forge;
@@ -268,30 +269,18 @@ pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timesta
 /// Why a child's read gave nothing usable.
 pub(crate) use crate::platform::child::ChildFail as RunFail;
 
-/// A finished child: its exit code (None when a signal ended it) and its stdout.
-#[derive(Debug)]
-struct Ran {
-    code: Option<i32>,
-    out: Vec<u8>,
-}
-
-/// Runs `program` directly (no shell) in `cwd`, stdin closed, stderr discarded, prompts
-/// off, through [`crate::platform::child::run`]: its own process group, killed when `deadline`
-/// passes or its stdout passes `cap` bytes.
-fn run_bounded<S: AsRef<OsStr>>(program: &OsStr, args: &[S], cwd: &Path, deadline: Instant, cap: usize) -> Result<Ran, RunFail> {
-    run_bounded_with_input(program, args, None, cwd, deadline, cap)
-}
-
-/// [`run_bounded`], with `input` (when some) written to the child's stdin, which is then
-/// closed; a child that stops reading early (or is killed) just leaves the rest unwritten.
-fn run_bounded_with_input<S: AsRef<OsStr>>(
+/// Runs the forge's `program` directly (no shell) in `cwd`, stdin closed, stderr
+/// discarded, prompts off (its own and those of the git it may start, which takes no
+/// optional lock either), through
+/// [`crate::platform::child::run`]: its own process group, killed when `deadline` passes or
+/// its stdout passes `cap` bytes.
+fn run_bounded<S: AsRef<OsStr>>(
     program: &OsStr,
     args: &[S],
-    input: Option<Vec<u8>>,
     cwd: &Path,
     deadline: Instant,
     cap: usize,
-) -> Result<Ran, RunFail> {
+) -> Result<crate::platform::child::Finished, RunFail> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
@@ -299,8 +288,7 @@ fn run_bounded_with_input<S: AsRef<OsStr>>(
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GH_PROMPT_DISABLED", "1")
         .env("GH_NO_UPDATE_NOTIFIER", "1");
-    let finished = crate::platform::child::run(cmd, input, deadline, cap, 0)?;
-    Ok(Ran { code: finished.code, out: finished.out })
+    crate::platform::child::run(cmd, None, deadline, cap, 0)
 }
 
 #[cfg(test)]
@@ -473,18 +461,6 @@ mod tests {
         let far = Instant::now() + Duration::from_secs(30);
         let got = run_bounded(OsStr::new("/nonexistent/abcd-no-such-program"), &sh(""), dir.path(), far, 1024);
         assert!(matches!(got, Err(RunFail::Spawn(_))));
-    }
-
-    #[test]
-    fn input_is_written_to_the_child_and_closed_and_a_child_ignoring_it_is_no_failure() {
-        let far = Instant::now() + Duration::from_secs(30);
-        let input = b"line one\nline two\n".repeat(20_000);
-        let ran = run_bounded_with_input(OsStr::new("/bin/sh"), &sh("wc -l"), Some(input), Path::new("/"), far, 1024).unwrap();
-        assert_eq!(String::from_utf8(ran.out).unwrap().trim(), "40000");
-        // A child that never reads its input ends normally; the writer gives up on the pipe.
-        let big = vec![b'x'; 1 << 20];
-        let ran = run_bounded_with_input(OsStr::new("/bin/sh"), &sh("printf done"), Some(big), Path::new("/"), far, 1024).unwrap();
-        assert_eq!((ran.code, ran.out.as_slice()), (Some(0), b"done".as_slice()));
     }
 
     #[test]

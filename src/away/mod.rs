@@ -280,7 +280,7 @@ impl AwayState {
             && w.queue.iter().all(|q| check_step(&q.step).is_ok())
             && w.stops.iter().all(|e| e.stop.next.as_deref().is_none_or(|n| line("next", n, STOP_NEXT_MAX_CHARS)))
             && w.stops.iter().all(|e| e.stop.error_type.as_deref().is_none_or(error_type_ok))
-            && w.handed_back.iter().all(|h| crate::git::branch::branch_name_ok(&h.branch) && crate::secrets::scan(&h.branch).is_none())
+            && w.handed_back.iter().all(|h| crate::ref_name::branch_name_ok(&h.branch) && crate::secrets::scan(&h.branch).is_none())
             && w.decisions.iter().all(|d| {
                 line("text", &d.text, DECISION_FIELD_MAX_CHARS)
                     && line("grounds", &d.grounds, DECISION_FIELD_MAX_CHARS)
@@ -431,7 +431,7 @@ pub fn check_stop_recorded(s: &AwayStopRecorded) -> Result<(), Rejection> {
 }
 
 pub fn check_handed_back(h: &AwayHandedBack) -> Result<(), Rejection> {
-    if !crate::git::branch::branch_name_ok(&h.branch) {
+    if !crate::ref_name::branch_name_ok(&h.branch) {
         return Err(reject("branch", "is not a branch name abcd records"));
     }
     if let Some(kind) = crate::secrets::scan(&h.branch) {

@@ -115,9 +115,9 @@ pub fn audit_line(event: &Event) -> AuditLine {
         Ok(Known::SessionStarted(_) | Known::CompactionRecorded(_)) => {
             format!("{} (a field is not shown: it is too long or carries a secret)", event.kind)
         }
-        Ok(Known::BranchCreated(b)) if crate::git::branch::branch_name_ok(&b.branch) && clean(&b.branch) && clean(&b.command) => {
+        Ok(Known::BranchCreated(b)) if crate::ref_name::branch_name_ok(&b.branch) && clean(&b.branch) && clean(&b.command) => {
             match b.renamed_from {
-                Some(old) if crate::git::branch::branch_name_ok(&old) && clean(&old) => {
+                Some(old) if crate::ref_name::branch_name_ok(&old) && clean(&old) => {
                     format!("branch {} created by `{}` (renamed from {old})", b.branch, b.command)
                 }
                 _ => format!("branch {} created by `{}`", b.branch, b.command),

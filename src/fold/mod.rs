@@ -426,7 +426,7 @@ fn fold_judged(state: &mut FoldedState, j: crate::event::SessionJudged, seq: u64
 }
 
 fn fold_branch(work: &mut WorkState, b: crate::event::BranchCreated) -> Result<(), checklist::Rejection> {
-    if !crate::git::branch::branch_name_ok(&b.branch) || crate::secrets::scan(&b.branch).is_some() {
+    if !crate::ref_name::branch_name_ok(&b.branch) || crate::secrets::scan(&b.branch).is_some() {
         return Err(checklist::Rejection { field: Some("branch".into()), reason: "is not a branch name abcd records".into() });
     }
     if let Some(old) = &b.renamed_from {
@@ -468,7 +468,7 @@ pub fn cached_state_passes(state: &FoldedState) -> bool {
     checklist::shown_text_passes(&c.items, &c.updated_by, &state.journal.skipped, c.last_refusal.as_ref()).is_ok()
         && c.closed_held() <= checklist::CLOSED_ITEMS_KEPT
         && state.away.shown_text_passes()
-        && state.work.branches.iter().all(|b| crate::git::branch::branch_name_ok(b) && crate::secrets::scan(b).is_none())
+        && state.work.branches.iter().all(|b| crate::ref_name::branch_name_ok(b) && crate::secrets::scan(b).is_none())
         && state.ledger.shown_text_passes()
         && state.sessions.keys().all(|s| crate::event::session_id_ok(s))
         && loops_accounted_for(state)

@@ -81,8 +81,6 @@ pub struct BranchCreation {
     pub renamed_from: Option<String>,
 }
 
-pub use crate::ref_name::branch_name_ok;
-
 /// Splits a shell command into simple commands at `;`, `&&`, `||`, `|` and newlines,
 /// and each into words (quotes removed; no expansion). Good enough to find git calls.
 fn simple_commands(command: &str) -> Vec<Vec<String>> {
@@ -186,7 +184,7 @@ fn creation_in(words: &[String]) -> Option<BranchCreation> {
     }
     let (sub, args) = rest.split_first()?;
     let made = |branch: &str, form: &str, from: Option<&str>| {
-        branch_name_ok(branch).then(|| BranchCreation {
+        crate::ref_name::branch_name_ok(branch).then(|| BranchCreation {
             branch: branch.to_string(),
             form: form.to_string(),
             renamed_from: from.map(str::to_owned),

@@ -4,11 +4,10 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::worktree::{GIT_LOCATION_ENV, GLOBAL_ARGS};
-use crate::platform::child::{self, ChildFail};
+use super::run::{Git, Ran, RunError, first_line, subcommand};
+use crate::platform::child;
 
 /// A local plumbing command (hash-object, mktree, cat-file…) is killed past this.
 pub const PLUMBING_DEADLINE: Duration = Duration::from_secs(30);
@@ -26,8 +25,6 @@ const LISTING_OUTPUT_MAX: usize = 1 << 20;
 const HOOK_LINES_KEPT: usize = 3;
 /// A `cat-file --batch` header line (`<id> <type> <size>`), at most, in bytes.
 const BATCH_HEADER_MAX: usize = 128;
-/// stderr kept from one child, for the one line an error names.
-const STDERR_KEPT: usize = 8 << 10;
 /// A remote's name as a ref path part: git's config names, kept to safe characters.
 pub const REMOTE_NAME_MAX: usize = 64;
 /// abcd's own commits name abcd, so they need no identity of the person's.
@@ -44,6 +41,19 @@ pub enum GitError {
     /// An object over the cap its reader named, refused before its bytes were read.
     #[error("git {command} holds an object of {size} bytes, over {max}")]
     TooLarge { command: String, size: usize, max: usize },
+}
+
+impl GitError {
+    /// A child that gave nothing usable, in this module's terms: `deadline` is the one it
+    /// was given.
+    fn of_run(e: RunError, deadline: Duration) -> GitError {
+        let why = e.why();
+        match e {
+            RunError::Deadline { command } => GitError::Deadline { command, seconds: deadline.as_secs() },
+            RunError::Spawn { command, .. } => GitError::Failed { command, why },
+            RunError::TooLong { command, .. } | RunError::Read { command } => GitError::Unreadable { command, why },
+        }
+    }
 }
 
 /// One entry of a tree as `git ls-tree` lists it.
@@ -105,26 +115,9 @@ pub struct Repo {
     dir: PathBuf,
 }
 
-struct Ran {
-    code: Option<i32>,
-    out: Vec<u8>,
-    err: Vec<u8>,
-}
-
 impl Repo {
     pub fn at(dir: &Path) -> Repo {
         Repo { dir: dir.to_owned() }
-    }
-
-    /// git with `args` in this repository, its location and prompts held to abcd's.
-    fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
-        let mut cmd = Command::new("git");
-        cmd.args(GLOBAL_ARGS).args(args).current_dir(&self.dir);
-        for key in GIT_LOCATION_ENV {
-            cmd.env_remove(key);
-        }
-        cmd.env("GIT_TERMINAL_PROMPT", "0").env("GIT_ASKPASS", "true").env("SSH_ASKPASS", "true");
-        cmd
     }
 
     fn run<S: AsRef<OsStr>>(
@@ -135,16 +128,8 @@ impl Repo {
         out_cap: usize,
         env: &[(&str, &str)],
     ) -> Result<Ran, GitError> {
-        let command = subcommand(args);
-        let mut cmd = self.command(args);
-        cmd.envs(env.iter().copied());
-        match child::run(cmd, input, Instant::now() + deadline, out_cap, STDERR_KEPT) {
-            Ok(f) => Ok(Ran { code: f.code, out: f.out, err: f.err }),
-            Err(ChildFail::Deadline) => Err(GitError::Deadline { command, seconds: deadline.as_secs() }),
-            Err(ChildFail::Spawn(why)) => Err(GitError::Failed { command, why: format!("git could not be started: {why}") }),
-            Err(ChildFail::TooLong) => Err(GitError::Unreadable { command, why: format!("more than {out_cap} bytes") }),
-            Err(ChildFail::Read) => Err(GitError::Unreadable { command, why: "its output could not be read".into() }),
-        }
+        let git = env.iter().fold(Git::new(&self.dir), |git, (k, v)| git.env(*k, *v));
+        git.run(args, input, Instant::now() + deadline, out_cap).map_err(|e| GitError::of_run(e, deadline))
     }
 
     /// Runs a local plumbing command and takes its stdout when it exits 0.
@@ -612,14 +597,9 @@ impl<'r> Batch<'r> {
     }
 
     fn begin(&mut self) -> Result<(), GitError> {
-        let cmd = self.repo.command(&["cat-file", "--batch-command", "--buffer"]);
-        let session = child::start(cmd, Instant::now() + PLUMBING_DEADLINE, STDERR_KEPT).map_err(|e| match e {
-            ChildFail::Deadline => GitError::Deadline { command: "cat-file".into(), seconds: PLUMBING_DEADLINE.as_secs() },
-            ChildFail::Spawn(why) => GitError::Failed { command: "cat-file".into(), why: format!("git could not be started: {why}") },
-            ChildFail::TooLong | ChildFail::Read => {
-                GitError::Unreadable { command: "cat-file".into(), why: "its pipes could not be opened".into() }
-            }
-        })?;
+        let session = Git::new(&self.repo.dir)
+            .start(&["cat-file", "--batch-command", "--buffer"], Instant::now() + PLUMBING_DEADLINE)
+            .map_err(|e| GitError::of_run(e, PLUMBING_DEADLINE))?;
         self.session = Some(session);
         self.started += 1;
         self.read = 0;
@@ -642,9 +622,8 @@ impl<'r> Batch<'r> {
         if session.timed_out() {
             return GitError::Deadline { command: "cat-file".into(), seconds: PLUMBING_DEADLINE.as_secs() };
         }
-        let err = session.stderr();
-        match String::from_utf8_lossy(&err).lines().map(str::trim).find(|l| !l.is_empty()) {
-            Some(line) => GitError::Failed { command: "cat-file".into(), why: crate::secrets::shown_name(line).to_string() },
+        match first_line(&session.stderr()) {
+            Some(line) => GitError::Failed { command: "cat-file".into(), why: crate::secrets::shown_name(&line) },
             None => GitError::Unreadable { command: "cat-file".into(), why: what.into() },
         }
     }
@@ -720,31 +699,9 @@ fn batch_header(line: &[u8]) -> Result<Option<(String, usize)>, GitError> {
     Ok(Some((kind.to_string(), size)))
 }
 
-/// The git subcommand an argument list runs (past any `-c name=value`), for messages.
-fn subcommand<S: AsRef<OsStr>>(args: &[S]) -> String {
-    let mut words = args.iter().map(|a| a.as_ref().to_string_lossy().into_owned());
-    while let Some(w) = words.next() {
-        if w == "-c" {
-            words.next();
-            continue;
-        }
-        return w;
-    }
-    String::new()
-}
-
 fn failed<S: AsRef<OsStr>>(args: &[S], ran: &Ran) -> GitError {
-    let command = subcommand(args);
-    let why = String::from_utf8_lossy(&ran.err)
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| crate::secrets::shown_name(l).to_string())
-        .unwrap_or_else(|| match ran.code {
-            Some(code) => format!("it exited with {code}"),
-            None => "a signal ended it".into(),
-        });
-    GitError::Failed { command, why }
+    let why = ran.first_err_line().map(|l| crate::secrets::shown_name(&l)).unwrap_or_else(|| ran.ended());
+    GitError::Failed { command: subcommand(args), why }
 }
 
 fn object_id(text: String, command: &str) -> Result<String, GitError> {
@@ -758,6 +715,7 @@ fn object_id(text: String, command: &str) -> Result<String, GitError> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use std::process::Command;
 
     /// An empty repository in a folder of its own, removed when the folder is dropped.
     pub(crate) fn repo() -> (tempfile::TempDir, Repo) {
@@ -823,13 +781,6 @@ pub(crate) mod tests {
         assert!(over.to_string().contains(&format!("over {}", cap - 1)), "{over}");
         assert_eq!(batch.read(&written[11], cap).unwrap().map(|o| o.bytes), Some(blobs[11].clone()));
         assert_eq!(batch.children(), 2);
-    }
-
-    #[test]
-    fn a_message_names_the_subcommand_past_any_config() {
-        assert_eq!(subcommand(&["-c", "pack.window=0", "push", "origin"]), "push");
-        assert_eq!(subcommand(&["fetch"]), "fetch");
-        assert_eq!(subcommand::<&str>(&[]), "");
     }
 
     #[test]

@@ -2,11 +2,9 @@
 //! root commit, and the person's name as git would author a commit.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
-use super::worktree::{GIT_DEADLINE, GIT_OUTPUT_MAX};
-use crate::platform::child::{self, ChildFail};
+use super::run::{GIT_DEADLINE, GIT_OUTPUT_MAX, Git, Ran};
 
 /// The `.git` file of a linked worktree, and its `commondir`, are read up to this many bytes.
 pub const MAX_GITDIR_FILE_BYTES: u64 = 4096;
@@ -45,16 +43,9 @@ pub fn is_commit_id(c: &str) -> bool {
 }
 
 /// One bounded `git` child in `cwd`: killed at [`GIT_DEADLINE`] or past [`GIT_OUTPUT_MAX`]
-/// bytes of output; its stderr is not kept.
-fn git(cwd: &Path, args: &[&str]) -> Result<child::Finished, String> {
-    let mut cmd = Command::new("git");
-    cmd.args(args).current_dir(cwd);
-    child::run(cmd, None, Instant::now() + GIT_DEADLINE, GIT_OUTPUT_MAX, 0).map_err(|fail| match fail {
-        ChildFail::Spawn(why) => why,
-        ChildFail::Deadline => format!("git did not answer within {} s", GIT_DEADLINE.as_secs()),
-        ChildFail::TooLong => format!("git printed more than {GIT_OUTPUT_MAX} bytes"),
-        ChildFail::Read => "the output of git could not be read".to_string(),
-    })
+/// bytes of output.
+fn git(cwd: &Path, args: &[&str]) -> Result<Ran, String> {
+    Git::new(cwd).run(args, None, Instant::now() + GIT_DEADLINE, GIT_OUTPUT_MAX).map_err(|e| e.to_string())
 }
 
 /// The first root commit reachable from HEAD (one `git rev-list`).

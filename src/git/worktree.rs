@@ -7,34 +7,24 @@
 //!
 //! The save never touches the work tree or the real index: it builds its tree in a
 //! temporary index (HEAD plus exactly the paths `git status` names), commits that tree on
-//! top of HEAD and creates the ref only where none exists. Every git child runs without a
-//! shell, with stdin closed, prompts and hooks off, in a process group of its own, is
-//! killed after [`GIT_DEADLINE`], and has its stdout read up to [`GIT_OUTPUT_MAX`] bytes.
-//! Its runner goes through `platform::child::run`, keeps the start of stderr for the error a
-//! person reads, and sets a child's environment.
+//! top of HEAD and creates the ref only where none exists. Every git child is started by
+//! [`super::run`] (no shell, stdin closed, prompts and hooks off, a process group of its
+//! own), is killed after [`GIT_DEADLINE`], and has its stdout read up to [`GIT_OUTPUT_MAX`]
+//! bytes; the first line of its stderr is the error a person reads.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::platform::child::ChildFail;
-
 use super::refs::DEFAULT_REFS;
+use super::run::{self, GIT_DEADLINE, GIT_OUTPUT_MAX, Ran, RunError, first_line, subcommand};
 
-/// Each git child is killed when it runs longer than this.
-pub const GIT_DEADLINE: Duration = Duration::from_secs(10);
 /// `git worktree add` and `remove` are killed after this: they write or delete a whole tree,
 /// which on a large repository takes far longer than a read.
 pub const GIT_WORKTREE_DEADLINE: Duration = Duration::from_secs(600);
-/// Bytes read from one git child's stdout at most; a child printing more is killed and
-/// the step fails (a status listing of ~100,000 changed paths fits).
-pub const GIT_OUTPUT_MAX: usize = 16 << 20;
-/// Bytes of a failing child's stderr kept for the error message; the rest is drained.
-pub const GIT_STDERR_KEPT: usize = 2 << 10;
 /// A run or lane name is 1 to this many of `[A-Za-z0-9._-]`.
 pub const NAME_LEN_MAX: usize = 64;
 /// Paths handed to one git child at most, so an argument list stays far below the
@@ -49,28 +39,6 @@ pub const SAVED_REF_PREFIX: &str = "refs/abcd/saved";
 /// identity being configured.
 const SAVER_NAME: &str = "abcd";
 const SAVER_EMAIL: &str = "abcd@localhost";
-/// Options before every subcommand: no hooks (update-ref runs `reference-transaction`),
-/// no fsmonitor (status then reads the disk itself), pathspecs taken literally (a file
-/// named `*.rs` is that file), and no optional locks, so `git status` never rewrites the
-/// real index while reading it.
-pub(crate) const GLOBAL_ARGS: &[&str] =
-    &["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "--literal-pathspecs", "--no-optional-locks"];
-/// Variables that would point a child at another repository, index or work tree than the
-/// lane's (they are set when abcd itself runs under a git hook), or change how pathspecs
-/// read.
-pub(crate) const GIT_LOCATION_ENV: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_GLOB_PATHSPECS",
-    "GIT_NOGLOB_PATHSPECS",
-    "GIT_ICASE_PATHSPECS",
-];
 /// How many worktrees the resume listing reads at once, each on a thread of its own with
 /// its git children: the listing's wall time is then about one worktree's, not their sum.
 pub const LISTING_PARALLEL: usize = 8;
@@ -744,7 +712,7 @@ fn verify(git: &Git<'_>, temp: &Path, ref_name: &str, head: &str, commit: &str, 
 
     // What the work tree holds at each changed path: files are hashed as `git add` would
     // (filters applied), a symlink as its target's text, which is what git stores for it.
-    let root = git.root;
+    let root = git.git.dir();
     let mut files: Vec<&str> = Vec::new();
     let mut links: Vec<(&str, PathBuf)> = Vec::new();
     for path in changed {
@@ -831,41 +799,34 @@ fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes)
 }
 
-/// The first non-empty line of a child's stderr, for an error a person reads.
-fn first_line(err: &[u8]) -> Option<String> {
-    text(err).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
-}
-
-/// A finished child: its exit code (None when a signal ended it), its stdout and the start
-/// of its stderr.
-struct Ran {
-    code: Option<i32>,
-    out: Vec<u8>,
-    err: Vec<u8>,
-}
-
-/// git in one worktree, with extra environment.
+/// git in one worktree, with extra environment and the deadline its steps get.
 struct Git<'a> {
-    root: &'a Path,
-    env: Vec<(&'static str, OsString)>,
+    git: run::Git<'a>,
     deadline: Duration,
+}
+
+impl From<RunError> for WorktreeError {
+    fn from(e: RunError) -> WorktreeError {
+        match e {
+            RunError::Deadline { command } => WorktreeError::Deadline { command },
+            other => WorktreeError::Git { command: other.command().to_string(), why: other.why() },
+        }
+    }
 }
 
 impl<'a> Git<'a> {
     fn new(root: &'a Path) -> Self {
-        Git { root, env: Vec::new(), deadline: GIT_DEADLINE }
+        Git { git: run::Git::new(root), deadline: GIT_DEADLINE }
     }
 
     /// For a command that checks out or deletes a whole work tree: killed midway it would
     /// leave one half made (or locked), so it gets [`GIT_WORKTREE_DEADLINE`].
     fn for_whole_tree(root: &'a Path) -> Self {
-        Git { root, env: Vec::new(), deadline: GIT_WORKTREE_DEADLINE }
+        Git { deadline: GIT_WORKTREE_DEADLINE, ..Git::new(root) }
     }
 
     fn with_env(&self, key: &'static str, value: OsString) -> Git<'a> {
-        let mut env = self.env.clone();
-        env.push((key, value));
-        Git { root: self.root, env, deadline: self.deadline }
+        Git { git: self.git.clone().env(key, value), deadline: self.deadline }
     }
 
     /// Runs git and takes its stdout only when it exits 0.
@@ -874,44 +835,22 @@ impl<'a> Git<'a> {
         if ran.code == Some(0) {
             return Ok(ran.out);
         }
-        let why = first_line(&ran.err).unwrap_or_else(|| match ran.code {
-            Some(code) => format!("it exited with {code}"),
-            None => "a signal ended it".into(),
-        });
+        let why = ran.first_err_line().unwrap_or_else(|| ran.ended());
         Err(WorktreeError::Git { command: subcommand(args), why })
     }
 
-    /// Runs git directly (no shell) in the worktree, stdin closed, prompts off, in a
-    /// process group of its own so a kill reaches whatever it started (a filter, say);
-    /// kills it after [`GIT_DEADLINE`] or when its stdout passes [`GIT_OUTPUT_MAX`] bytes.
-    /// A nonzero exit is the caller's to judge.
+    /// Runs git in the worktree (see [`super::run`]); kills it after this step's deadline
+    /// or when its stdout passes [`GIT_OUTPUT_MAX`] bytes. A nonzero exit is the caller's
+    /// to judge.
     fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Ran, WorktreeError> {
-        let failed = |why: String| WorktreeError::Git { command: subcommand(args), why };
-        let mut cmd = Command::new("git");
-        cmd.args(GLOBAL_ARGS).args(args).current_dir(self.root);
-        for key in GIT_LOCATION_ENV {
-            cmd.env_remove(key);
-        }
-        cmd.env("GIT_TERMINAL_PROMPT", "0");
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        match crate::platform::child::run(cmd, None, Instant::now() + self.deadline, GIT_OUTPUT_MAX, GIT_STDERR_KEPT) {
-            Ok(f) => Ok(Ran { code: f.code, out: f.out, err: f.err }),
-            Err(ChildFail::Spawn(e)) => Err(failed(format!("git could not be started: {e}"))),
-            Err(ChildFail::TooLong) => Err(failed(format!("it printed more than {GIT_OUTPUT_MAX} bytes"))),
-            Err(ChildFail::Read) => Err(failed("its output could not be read".into())),
-            Err(ChildFail::Deadline) => Err(WorktreeError::Deadline { command: subcommand(args) }),
-        }
+        Ok(self.git.run(args, None, Instant::now() + self.deadline, GIT_OUTPUT_MAX)?)
     }
-}
-
-/// The git subcommand an argument list runs, for messages.
-fn subcommand<S: AsRef<OsStr>>(args: &[S]) -> String {
-    args.first().map(|a| a.as_ref().to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     /// git for the test's own set-up, with no system or global config.
     fn sh_git(dir: &Path, args: &[&str], envs: &[(&str, &OsStr)]) -> String {

@@ -8,16 +8,15 @@
 //! out (a branch cut with `git worktree add -b` is the cutting copy's, docs/own-work.md).
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use jiff::Timestamp;
 
 use super::{
-    AwayQuery, BRANCHES_EXAMINED_MAX, CHILD_OUTPUT_MAX, HandBack, OWN_COMMITS_SCANNED_MAX, OwnBranch, RECENT_OWN_COMMIT,
-    REFLOG_ENTRIES_MAX, RunFail, run_bounded_with_input,
+    AwayQuery, BRANCHES_EXAMINED_MAX, CHILD_OUTPUT_MAX, HandBack, OWN_COMMITS_SCANNED_MAX, OwnBranch, RECENT_OWN_COMMIT, REFLOG_ENTRIES_MAX,
 };
+use crate::git::run::{self, Ran, RunError};
 use crate::verdict::stop::{Owed, QUEUED_STEPS_SCANNED_MAX};
 
 pub(super) struct BranchQuery<'a> {
@@ -52,7 +51,7 @@ enum Stop {
 /// Reads the own unpushed branches. A budget cut keeps what was read and marks the
 /// reading incomplete; a git failure is a note.
 pub(super) fn read(q: &BranchQuery<'_>) -> BranchReading {
-    read_with(q, OsStr::new("git"), Reads::Batched)
+    read_through(q, run::Git::new(q.root), Reads::Batched)
 }
 
 /// How the per-branch questions are put to git.
@@ -66,10 +65,16 @@ enum Reads {
     PerBranch,
 }
 
-/// [`read`] with the git program and the way of reading named.
-fn read_with(q: &BranchQuery<'_>, program: &OsStr, reads: Reads) -> BranchReading {
+/// [`read`] with the git program (a test's logging wrapper) and the way of reading named.
+#[cfg(test)]
+fn read_with(q: &BranchQuery<'_>, program: &std::ffi::OsStr, reads: Reads) -> BranchReading {
+    read_through(q, run::Git::with_program(program, q.root), reads)
+}
+
+/// [`read`] through `git` and the way of reading named.
+fn read_through(q: &BranchQuery<'_>, git: run::Git<'_>, reads: Reads) -> BranchReading {
     let mut r = BranchReading::default();
-    let git = Git { program, root: q.root, deadline: q.deadline, reads };
+    let git = Git { git, deadline: q.deadline, reads };
     match examine(q, &git, &mut r) {
         Ok(()) => {}
         Err(Stop::Budget) => {
@@ -82,29 +87,24 @@ fn read_with(q: &BranchQuery<'_>, program: &OsStr, reads: Reads) -> BranchReadin
 }
 
 struct Git<'a> {
-    program: &'a OsStr,
-    root: &'a Path,
+    git: run::Git<'a>,
     deadline: Instant,
     reads: Reads,
 }
 
 impl Git<'_> {
     /// Runs git; a nonzero exit is the caller's to judge.
-    fn run(&self, args: &[&str]) -> Result<super::Ran, Stop> {
+    fn run(&self, args: &[&str]) -> Result<Ran, Stop> {
         self.run_with_input(args, None)
     }
 
-    /// Runs git with `input` on its stdin (when some); a nonzero exit is the caller's to
-    /// judge.
-    fn run_with_input(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<super::Ran, Stop> {
-        let what = args.first().copied().unwrap_or("");
-        match run_bounded_with_input(self.program, args, input, self.root, self.deadline, CHILD_OUTPUT_MAX) {
-            Ok(ran) => Ok(ran),
-            Err(RunFail::Deadline) => Err(Stop::Budget),
-            Err(RunFail::TooLong) => Err(Stop::Failed(format!("git {what} printed more than {CHILD_OUTPUT_MAX} bytes"))),
-            Err(RunFail::Read) => Err(Stop::Failed(format!("the output of git {what} could not be read"))),
-            Err(RunFail::Spawn(why)) => Err(Stop::Failed(format!("git could not be started: {why}"))),
-        }
+    /// Runs git with `input` on its stdin (when some), killed at the budget's end or past
+    /// [`CHILD_OUTPUT_MAX`] bytes; a nonzero exit is the caller's to judge.
+    fn run_with_input(&self, args: &[&str], input: Option<Vec<u8>>) -> Result<Ran, Stop> {
+        self.git.run(args, input, self.deadline, CHILD_OUTPUT_MAX).map_err(|e| match e {
+            RunError::Deadline { .. } => Stop::Budget,
+            other => Stop::Failed(other.to_string()),
+        })
     }
 
     /// Whether the candidates in `which` are asked about in one run: only when batching
@@ -376,7 +376,7 @@ fn for_one<T>(cand: &mut Cand<'_>, got: Result<T, Stop>) -> Result<Option<T>, St
 
 /// A batched read's output when git gave one (exit 0, within the cap); None when it did
 /// not, so the caller asks branch by branch. A budget cut goes up.
-fn batched(got: Result<super::Ran, Stop>) -> Result<Option<Vec<u8>>, Stop> {
+fn batched(got: Result<Ran, Stop>) -> Result<Option<Vec<u8>>, Stop> {
     match got {
         Ok(ran) if ran.code == Some(0) => Ok(Some(ran.out)),
         Ok(_) | Err(Stop::Failed(_)) => Ok(None),
@@ -942,8 +942,14 @@ mod tests {
         (path, calls)
     }
 
+    /// The runs logged, each without abcd's global options, which every run must carry.
     fn calls(log: &Path) -> Vec<String> {
-        let calls = std::fs::read_to_string(log).unwrap_or_default().lines().map(str::to_owned).collect();
+        let global = format!("{} ", run::GLOBAL_ARGS.join(" "));
+        let calls = std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(|c| c.strip_prefix(&global).unwrap_or_else(|| panic!("a git run without abcd's global options: {c}")).to_owned())
+            .collect();
         std::fs::remove_file(log).ok();
         calls
     }

@@ -4,12 +4,13 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use serde::Deserialize;
 
-use super::{CHILD_OUTPUT_MAX, FORGE_DEADLINE, FORGE_LIST_MAX, RunFail, run_bounded};
+use super::limits::{CHILD_OUTPUT_MAX, FORGE_DEADLINE, FORGE_LIST_MAX};
 use crate::checklist::promise::{Checks, Merge, PrFact, PrState};
 use crate::verdict::stop::{Owed, PrWhy};
 
@@ -262,6 +263,31 @@ pub(super) fn parse_facts(bytes: &[u8]) -> Result<Vec<PrFact>, String> {
             Some(PrFact { number: pr.number, head: pr.head_ref_name.clone().unwrap_or_default(), state, checks, merge })
         })
         .collect())
+}
+
+/// Why a child's read gave nothing usable.
+pub(super) use crate::platform::child::ChildFail as RunFail;
+
+/// Runs the forge's `program` directly (no shell) in `cwd`, stdin closed, stderr
+/// discarded, prompts off (its own and those of the git it may start, which takes no
+/// optional lock either), through
+/// [`crate::platform::child::run`]: its own process group, killed when `deadline` passes or
+/// its stdout passes `cap` bytes.
+pub(super) fn run_bounded<S: AsRef<OsStr>>(
+    program: &OsStr,
+    args: &[S],
+    cwd: &Path,
+    deadline: Instant,
+    cap: usize,
+) -> Result<crate::platform::child::Finished, RunFail> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GH_PROMPT_DISABLED", "1")
+        .env("GH_NO_UPDATE_NOTIFIER", "1");
+    crate::platform::child::run(cmd, None, deadline, cap, 0)
 }
 
 #[cfg(test)]

@@ -6,16 +6,16 @@
 //! Nothing here records anything or decides the verdict: the caller passes the reading to
 //! `verdict::stop::judge` and records what it accepts. Every child runs without a shell,
 //! with stdin closed and prompts off, is killed when its deadline passes, and has its
-//! output read up to [`CHILD_OUTPUT_MAX`] bytes.
+//! output read up to [`CHILD_OUTPUT_MAX`] bytes: git's children are started by
+//! `git::run` as every git child is, the forge's (`gh`) by `run_bounded`.
 
 mod branches;
 mod forge;
+mod limits;
 pub mod listing_cache;
 
-use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use jiff::Timestamp;
 
@@ -24,29 +24,10 @@ use crate::checklist::state::Item;
 use crate::verdict::stop::{BehindRef, BehindWhy, Owed};
 
 pub use forge::find_on_path;
-
-/// All git and forge reads share this budget from the hook's start (SPEC §6).
-pub const OWED_BUDGET: Duration = Duration::from_secs(14);
-/// The prompt hook's own-branch reads (the behind note) end this long after the hook's
-/// start: well inside the host's 10 s timeout for a hook other than Stop, which would kill
-/// the hook and its whole context with it.
-pub const OWN_BUDGET: Duration = Duration::from_secs(6);
-/// The one forge listing's deadline.
-pub const FORGE_DEADLINE: Duration = Duration::from_secs(10);
-/// A commit by this checkout's user.email this recent makes a checked-out branch own.
-pub const RECENT_OWN_COMMIT: Duration = Duration::from_secs(14 * 24 * 60 * 60);
-/// Pull requests listed at most.
-pub const FORGE_LIST_MAX: usize = 200;
-/// Own branches examined at most; the rest are named in a note, not read.
-pub const BRANCHES_EXAMINED_MAX: usize = 256;
-/// Bytes read from one child's stdout at most; a child printing more is killed and its
-/// read counts as failed.
-pub const CHILD_OUTPUT_MAX: usize = 4 << 20;
-/// HEAD reflog entries read at most (the newest), for the branches checked out here.
-pub const REFLOG_ENTRIES_MAX: usize = 10_000;
-/// Commits beyond the default branch scanned at most (the newest) for one of this
-/// checkout's, per checked-out branch.
-pub const OWN_COMMITS_SCANNED_MAX: usize = 1_000;
+pub use limits::{
+    BRANCHES_EXAMINED_MAX, CHILD_OUTPUT_MAX, FORGE_DEADLINE, FORGE_LIST_MAX, OWED_BUDGET, OWN_BUDGET, OWN_COMMITS_SCANNED_MAX,
+    RECENT_OWN_COMMIT, REFLOG_ENTRIES_MAX,
+};
 
 /// What the stop hook asks.
 #[derive(Clone, Copy, Debug)]
@@ -265,48 +246,13 @@ pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timesta
     (owed, looks)
 }
 
-/// Why a child's read gave nothing usable.
-pub(crate) use crate::platform::child::ChildFail as RunFail;
-
-/// A finished child: its exit code (None when a signal ended it) and its stdout.
-#[derive(Debug)]
-struct Ran {
-    code: Option<i32>,
-    out: Vec<u8>,
-}
-
-/// Runs `program` directly (no shell) in `cwd`, stdin closed, stderr discarded, prompts
-/// off, through [`crate::platform::child::run`]: its own process group, killed when `deadline`
-/// passes or its stdout passes `cap` bytes.
-fn run_bounded<S: AsRef<OsStr>>(program: &OsStr, args: &[S], cwd: &Path, deadline: Instant, cap: usize) -> Result<Ran, RunFail> {
-    run_bounded_with_input(program, args, None, cwd, deadline, cap)
-}
-
-/// [`run_bounded`], with `input` (when some) written to the child's stdin, which is then
-/// closed; a child that stops reading early (or is killed) just leaves the rest unwritten.
-fn run_bounded_with_input<S: AsRef<OsStr>>(
-    program: &OsStr,
-    args: &[S],
-    input: Option<Vec<u8>>,
-    cwd: &Path,
-    deadline: Instant,
-    cap: usize,
-) -> Result<Ran, RunFail> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(cwd)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GH_PROMPT_DISABLED", "1")
-        .env("GH_NO_UPDATE_NOTIFIER", "1");
-    let finished = crate::platform::child::run(cmd, input, deadline, cap, 0)?;
-    Ok(Ran { code: finished.code, out: finished.out })
-}
-
 #[cfg(test)]
 mod tests {
+    use super::forge::{RunFail, run_bounded};
     use super::*;
     use crate::checklist::item::ItemFields;
+    use std::ffi::OsStr;
+    use std::time::Duration;
 
     fn item(id: &str, state: ItemState, next_look: Option<Timestamp>) -> Item {
         let at: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
@@ -473,18 +419,6 @@ mod tests {
         let far = Instant::now() + Duration::from_secs(30);
         let got = run_bounded(OsStr::new("/nonexistent/abcd-no-such-program"), &sh(""), dir.path(), far, 1024);
         assert!(matches!(got, Err(RunFail::Spawn(_))));
-    }
-
-    #[test]
-    fn input_is_written_to_the_child_and_closed_and_a_child_ignoring_it_is_no_failure() {
-        let far = Instant::now() + Duration::from_secs(30);
-        let input = b"line one\nline two\n".repeat(20_000);
-        let ran = run_bounded_with_input(OsStr::new("/bin/sh"), &sh("wc -l"), Some(input), Path::new("/"), far, 1024).unwrap();
-        assert_eq!(String::from_utf8(ran.out).unwrap().trim(), "40000");
-        // A child that never reads its input ends normally; the writer gives up on the pipe.
-        let big = vec![b'x'; 1 << 20];
-        let ran = run_bounded_with_input(OsStr::new("/bin/sh"), &sh("printf done"), Some(big), Path::new("/"), far, 1024).unwrap();
-        assert_eq!((ran.code, ran.out.as_slice()), (Some(0), b"done".as_slice()));
     }
 
     #[test]

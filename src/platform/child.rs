@@ -1,8 +1,8 @@
 //! One bounded child process: started in a process group of its own, its stdout capped,
 //! its stderr kept up to a bound, killed (with whatever it started) when a deadline
-//! passes. The owed-work reads (`git`, `gh`) and a lane's git (`git::worktree`) run
-//! their children through here; each sets its own program, arguments, folder and
-//! environment, and judges the exit code itself. A [`Session`] is the same bounds for a
+//! passes. Every git child (built by `git::run`) and the forge's `gh` (`owed`) run
+//! through here; each caller sets its own program, arguments, folder and environment,
+//! and judges the exit code itself. A [`Session`] is the same bounds for a
 //! child spoken to while it runs (`git cat-file --batch-command`): its stdin and stdout
 //! stay open, and the deadline kills it wherever the conversation stands.
 

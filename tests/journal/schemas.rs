@@ -72,7 +72,7 @@ const REFUSAL_WORD: &str = r"^[a-z_.]+$";
 /// A line with something on it (the away record's text, `away::check_line`): no control
 /// character anywhere, and at least one character that is not white space.
 const TEXT_LINE: &str = r"^[^\u0000-\u001F\u007F-\u009F]*[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][^\u0000-\u001F\u007F-\u009F]*$";
-/// A branch name (`git::branch::branch_name_ok` bar its byte limit, `git check-ref-format
+/// A branch name (`ref_name::branch_name_ok` bar its byte limit, `git check-ref-format
 /// --branch`): not empty, not `HEAD` or `@`, no leading `-`, no component empty, starting
 /// with `.` or ending in `.lock`, no trailing `.`, no `..` or `@{`, and no white space,
 /// control character, `~`, `^`, `:`, `?`, `*`, `[` or `\`.
@@ -1951,7 +1951,7 @@ fn the_session_and_away_patterns_are_the_codes_rules() {
         }),
         // The schema's maxLength counts characters; the code's limit is in bytes, which the
         // schema states in words: checked here with the byte limit added, and below without.
-        ("branch", &branch["properties"]["branch"], git::branch_name_ok),
+        ("branch", &branch["properties"]["branch"], abcd::ref_name::branch_name_ok),
     ];
     const PIECES: &[&str] = &[
         "a",
@@ -2034,7 +2034,7 @@ fn the_session_and_away_patterns_are_the_codes_rules() {
     // Where the schema alone is looser: a branch name of at most 200 characters but more
     // than 200 bytes.
     let long = "é".repeat(101);
-    assert!(errors_of(&branch["properties"]["branch"], &json!(long)).is_empty() && !git::branch_name_ok(&long));
+    assert!(errors_of(&branch["properties"]["branch"], &json!(long)).is_empty() && !abcd::ref_name::branch_name_ok(&long));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -533,8 +533,6 @@ fn test_items_are_left_out_to_their_closing_brace() {
 /// changes or a new one fails), and is empty when the last is opened.
 const CIRCLES_NOT_YET_OPENED: &[&str] = &[
     "19 files: command, command/away, command/checklist, command/design_done, command/error, command/hook, command/hook/away, command/hook/mode_guard, command/init, command/lane, command/lane_start, command/launch, command/loop_driver, command/mirror, command/mode_refusals, command/notify, command/own_file, command/run, command/sweep",
-    "3 files: git/refs, git/repo, git/worktree",
-    "2 files: owed, owed/forge",
 ];
 
 #[test]
@@ -576,4 +574,52 @@ fn a_circle_of_files_is_caught_and_what_is_no_import_is_left_out() {
     );
     assert!(circles.iter().any(|c| c.starts_with("2 files: p, p/kid")), "{circles:#?}");
     assert!(!circles.iter().any(|c| c.contains("q")), "a comment, a string or test code read as an import: {circles:#?}");
+}
+
+/// Where a git child may be started, relative to `src/`: the one runner (`git/run.rs`,
+/// which holds the program's name), and the demo's set-up of its sample repository.
+const GIT_STARTERS: &[&str] = &["git/run.rs", "cli/demo.rs"];
+
+/// `"git"` allowed in shipped code outside the starters: (file relative to `src/`, the code
+/// that holds it, why).
+const GIT_NAME_READS: &[(&str, &str, &str)] =
+    &[("git/branch.rs", "words[git] == \"git\"", "a shell command's words are read for a git call; nothing is started")];
+
+/// Every `"git"` (the program's name) in shipped code outside [`GIT_STARTERS`] that no
+/// read of it excuses, as `file:line: line`: a git child started anywhere but the runner.
+fn git_named_outside_its_runner(root: &Path) -> Vec<String> {
+    let mut found = vec![];
+    for src_tree::CodeLine { rel, number, code, line } in src_tree::code_lines(root, |rel| GIT_STARTERS.contains(&rel)) {
+        let excused = GIT_NAME_READS.iter().any(|(file, read, _)| rel == *file && code.contains(read));
+        if code.contains("\"git\"") && !excused {
+            found.push(format!("{rel}:{number}: {line}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn git_is_started_only_through_its_runner() {
+    let found = git_named_outside_its_runner(&src_dir());
+    assert!(found.is_empty(), "git started outside src/git/run.rs (build the child with `git::run::Git`):\n{}", found.join("\n"));
+}
+
+/// The check itself, on a small tree that starts git once in each way it catches.
+#[test]
+fn a_git_child_started_outside_the_runner_is_caught() {
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    write_file(root, "git/run.rs", "const PROGRAM: &str = \"git\";\nfn c() { Command::new(PROGRAM); }\n");
+    write_file(root, "cli/demo.rs", "fn d() { Command::new(\"git\").arg(\"init\"); }\n");
+    write_file(root, "git/branch.rs", "fn b(words: &[String], git: usize) -> bool { words[git] == \"git\" }\n");
+    write_file(
+        root,
+        "git/objects.rs",
+        "fn o() {\n    // runs \"git\" here\n    let c = Command::new(\"git\");\n}\n#[cfg(test)]\nmod tests {\n    fn t() { Command::new(\"git\"); }\n}\n",
+    );
+    write_file(root, "owed/mod.rs", "fn w() { run(OsStr::new(\"git\"), &[\"log\"]); }\n");
+    let found = git_named_outside_its_runner(root);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("git/objects.rs:3: "), "{found:?}");
+    assert!(found[1].starts_with("owed/mod.rs:1: "), "{found:?}");
 }

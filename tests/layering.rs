@@ -16,7 +16,7 @@ use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
 /// first `LEAF_LAYERS` are the leaf utilities.
 const LAYERS: &[(&str, &[&str])] = &[
     ("the OS seam", &["platform"]),
-    ("primitives", &["byte_search", "utc_time", "clock", "cron", "ref_name"]),
+    ("primitives", &["byte_search", "utc_time", "clock", "cron", "ref_name", "refusal"]),
     ("secret scanner", &["secrets"]),
     ("journal: bytes", &["journal"]),
     ("wire types", &["event"]),

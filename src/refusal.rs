@@ -265,6 +265,7 @@ impl std::error::Error for Refusal {}
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
 
     #[test]
     fn the_message_has_one_shape() {
@@ -299,5 +300,103 @@ mod tests {
             assert!(!code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{code}");
             assert!(!code.starts_with('-') && !code.ends_with('-') && !code.contains("--"), "{code}");
         }
+    }
+
+    /// The most string literals in shipped code under `src/` that open with a refusal's
+    /// prefix: every other refusal is built by [`Refusal`]'s `Display`.
+    const REFUSAL_PREFIX_LITERALS_MAX: usize = 3;
+
+    /// The string literals that open with a refusal's prefix (`"refused: `, `"refused [`),
+    /// test code left out, as `file:line` with the line.
+    fn refusal_prefix_literals(root: &Path) -> Vec<String> {
+        let mut files = vec![];
+        collect_rs(root, &mut files);
+        let mut found = vec![];
+        for file in files {
+            if file.file_name().is_some_and(|n| n == "tests.rs") || file.components().any(|c| c.as_os_str() == "tests") {
+                continue;
+            }
+            let text = without_test_items(&std::fs::read_to_string(&file).unwrap());
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains("\"refused: ") || code.contains("\"refused [") {
+                    found.push(format!("{}:{}: {}", file.strip_prefix(root).unwrap_or(&file).display(), i + 1, line.trim()));
+                }
+            }
+        }
+        found
+    }
+
+    fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                collect_rs(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The text with each `#[cfg(test)]` item blanked to its closing brace or semicolon,
+    /// its lines kept so numbers still point at the file.
+    fn without_test_items(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find("#[cfg(test)]") {
+            out.push_str(&rest[..at]);
+            let item = &rest[at..];
+            let mut depth = 0usize;
+            let mut end = item.len();
+            for (i, c) in item.char_indices().skip("#[cfg(test)]".len()) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            end = i + 1;
+                            break;
+                        }
+                    }
+                    ';' if depth == 0 => {
+                        end = i + 1;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            out.extend(item[..end].chars().filter(|&c| c == '\n'));
+            rest = &item[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    #[test]
+    fn refusals_are_built_by_the_one_type() {
+        let found = refusal_prefix_literals(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+        assert!(
+            found.len() <= REFUSAL_PREFIX_LITERALS_MAX,
+            "{} hand-written refusal prefixes (at most {REFUSAL_PREFIX_LITERALS_MAX}): build them with refusal::Refusal\n{}",
+            found.len(),
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_count_sees_a_literal_on_either_side_of_its_edge() {
+        let root = std::env::temp_dir().join(format!("abcd-refusal-count-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("command")).unwrap();
+        let one = "fn r() -> String { \"refused: x\".into() }\n";
+        let body = one.repeat(REFUSAL_PREFIX_LITERALS_MAX);
+        let test_item = "#[cfg(test)]\nmod tests {\n    fn t() { let _ = \"refused: in a test\"; }\n}\n";
+        std::fs::write(root.join("command/a.rs"), format!("{body}{test_item}// \"refused: in a comment\"\n")).unwrap();
+        assert_eq!(refusal_prefix_literals(&root).len(), REFUSAL_PREFIX_LITERALS_MAX);
+        std::fs::write(root.join("command/b.rs"), "fn s() -> String { \"refused [x]: y\".into() }\n").unwrap();
+        let found = refusal_prefix_literals(&root);
+        assert_eq!(found.len(), REFUSAL_PREFIX_LITERALS_MAX + 1, "{found:?}");
+        assert!(found.iter().any(|f| f.starts_with("command/b.rs:1:")), "{found:?}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -22,6 +22,7 @@ pub mod phased;
 pub mod places;
 pub mod platform;
 pub mod ref_name;
+pub mod refusal;
 pub mod secrets;
 pub mod store;
 pub mod utc_time;

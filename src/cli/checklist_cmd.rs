@@ -185,8 +185,9 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
     let store = Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths.clone(), &scope)?);
     let json_out = args.json;
     if args.all && args.action.is_some() {
-        return Err(CommandError::Refused(
-            "refused: --all goes with the bare listing only; run `abcd checklist --all` (the item's id then works with `show` and `set` while it is in the working state)".into(),
+        return Err(CommandError::from(
+            crate::refusal::Refusal::new(crate::refusal::RefusalKind::BadValue, "checklist", "--all goes with the bare listing only")
+                .instead("run `abcd checklist --all` (the item's id then works with `show` and `set` while it is in the working state)"),
         )
         .into());
     }

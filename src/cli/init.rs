@@ -60,10 +60,14 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
 /// how to get one.
 fn outside_a_repository(e: CommandError) -> anyhow::Error {
     match e {
-        CommandError::Place(PlaceError::NotInWorkingCopy { cwd }) => CommandError::Refused(format!(
-            "{} is not inside a git repository; cd into one, or make this folder one with `git init`, and run `abcd init` again",
-            cwd.display()
-        ))
+        CommandError::Place(PlaceError::NotInWorkingCopy { cwd }) => CommandError::from(
+            crate::refusal::Refusal::new(
+                crate::refusal::RefusalKind::NotInRepository,
+                "init",
+                format!("{} is not inside a git repository", cwd.display()),
+            )
+            .instead("cd into one, or make this folder one with `git init`, and run `abcd init` again"),
+        )
         .into(),
         other => other.into(),
     }

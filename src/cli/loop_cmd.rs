@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{EXIT_FAILURE, EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_FAILURE, EXIT_OK};
 use crate::command::loops::{self, AgentRequest, LoopEnd, StartRequest, StartedHow, TurnOutcome, TurnRequest};
 use crate::phased::agent::{self, Reader};
 use crate::phased::{Control, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_TURNS, PauseReason, RunState, StopReason, TurnKind};
@@ -322,8 +322,10 @@ fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
 /// them and these stderr lines.
 pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
     let Some(reader) = Reader::from_name(&args.reader) else {
-        errln!("abcd turn: unknown reader {:?}", args.reader);
-        return Ok(EXIT_REFUSED);
+        let why = format!("unknown reader {:?}", args.reader);
+        return Err(
+            crate::command::CommandError::from(crate::refusal::Refusal::new(crate::refusal::RefusalKind::BadValue, "turn", why)).into()
+        );
     };
     // The agent named by its lane, so a reply's fault is laid at its writer's door.
     let agent = [TurnKind::Advance, TurnKind::Review, TurnKind::Feedback]

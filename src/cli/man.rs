@@ -56,11 +56,13 @@ pub(super) fn page(words: &[String]) -> Result<String, CommandError> {
             && asked.chars().all(|c| c.is_ascii_alphanumeric() || " -()".contains(c))
             && crate::secrets::scan(&asked).is_none();
         let verbs: Vec<String> = all.iter().skip(1).map(|(name, _)| name.trim_start_matches("abcd-").replace('-', " ")).collect();
-        return Err(CommandError::Refused(format!(
-            "refused: abcd has no man page for {}; `abcd man` takes nothing (the main page) or one of: {}",
-            if shown { format!("`{asked}`") } else { "that".to_string() },
-            verbs.join(", ")
-        )));
+        return Err(crate::refusal::Refusal::new(
+            crate::refusal::RefusalKind::NotFound,
+            "man",
+            format!("abcd has no man page for {}", if shown { format!("`{asked}`") } else { "that".to_string() }),
+        )
+        .instead(format!("`abcd man` takes nothing (the main page) or one of: {}", verbs.join(", ")))
+        .into());
     };
     let mut roff = Vec::new();
     // Every page's footer names abcd and its version, as the main page's does.
@@ -125,7 +127,12 @@ mod tests {
     #[test]
     fn an_unknown_page_is_refused_with_the_list() {
         let e = page(&words(&["chekclist"])).unwrap_err().to_string();
-        assert!(e.starts_with("refused: abcd has no man page for `chekclist`; `abcd man` takes nothing (the main page) or one of: journal, journal verify,"), "{e}");
+        assert!(
+            e.starts_with(
+                "refused [not-found]: man: abcd has no man page for `chekclist`; `abcd man` takes nothing (the main page) or one of: journal, journal verify,"
+            ),
+            "{e}"
+        );
         assert!(e.contains(", checklist, checklist add,") && e.contains(", run start,"), "{e}");
         assert!(!e.contains("__") && !e.contains("help"), "{e}");
         let secret = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");

@@ -228,10 +228,14 @@ impl JournalChoice {
 /// a journal file named by path.
 fn with_journal_hint(e: places::PlaceError) -> anyhow::Error {
     match e {
-        places::PlaceError::NotInWorkingCopy { cwd } => crate::command::CommandError::Refused(format!(
-            "{} is not inside a git repository; run this inside one, or name a journal file with --journal PATH",
-            cwd.display()
-        ))
+        places::PlaceError::NotInWorkingCopy { cwd } => crate::command::CommandError::from(
+            crate::refusal::Refusal::new(
+                crate::refusal::RefusalKind::NotInRepository,
+                "journal",
+                format!("{} is not inside a git repository", cwd.display()),
+            )
+            .instead("run this inside one, or name a journal file with --journal PATH"),
+        )
         .into(),
         other => other.into(),
     }

@@ -13,6 +13,7 @@ use crate::event::{self, Scope};
 use crate::journal::JournalError;
 use crate::journal::storage::RealDisk;
 use crate::places;
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
 /// The repository journal, opened for a verb a person ran in a managed working copy.
@@ -99,18 +100,19 @@ pub fn set(
         Some(text) => {
             let zoned = start.to_zoned_datetime(crate::clock::local_zone());
             parse_time_input("--until", text, &zoned, away::MAX_WINDOW)
-                .map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
+                .map_err(|e| Refusal::new(K::BadValue, "mode autonomous", e.to_string()).nothing_written())?
         }
         None => start.checked_add(away::MAX_WINDOW).map_err(|e| CommandError::Failed(e.to_string()))?,
     };
     if let Err(r) = away::check_until(end, start) {
-        return Err(CommandError::Refused(format!(
-            "refused: {} {}; nothing was written. Give a time within the next {}, or leave --until out for {}",
-            r.field.unwrap_or_default(),
-            r.reason,
-            span_words(away::MAX_WINDOW),
-            span_words(away::MAX_WINDOW)
-        )));
+        return Err(Refusal::new(K::BadValue, "mode autonomous", format!("{} {}", r.field.unwrap_or_default(), r.reason))
+            .nothing_written()
+            .instead(format!(
+                "give a time within the next {}, or leave --until out for {}",
+                span_words(away::MAX_WINDOW),
+                span_words(away::MAX_WINDOW)
+            ))
+            .into());
     }
     let set = AwaySet {
         set_by: person(std::path::Path::new(&repo.working_copy)),
@@ -121,7 +123,9 @@ pub fn set(
         notify,
     };
     if let Err(r) = away::check_set(&set) {
-        return Err(CommandError::Refused(format!("refused: {} {}; nothing was written", r.field.unwrap_or_default(), r.reason)));
+        return Err(Refusal::new(K::BadValue, "mode autonomous", format!("{} {}", r.field.unwrap_or_default(), r.reason))
+            .nothing_written()
+            .into());
     }
     // Never past the window's end: a session asked after it is no longer away. A window
     // shorter than a sweep's least length starts none.
@@ -168,13 +172,14 @@ pub fn machine_sweep_deadline() -> Option<jiff::SignedDuration> {
 pub fn set_machine_sweep_deadline(minutes: u64) -> Result<jiff::SignedDuration, CommandError> {
     let span = i64::try_from(minutes).ok().map(jiff::SignedDuration::from_mins);
     if span.is_none_or(|s| away::check_sweep_span(s).is_err()) {
-        return Err(CommandError::Refused(format!(
-            "refused: a sweep lasts {} to {}; give minutes from {} to {}; nothing was written",
-            span_words(away::SWEEP_DEADLINE_MIN),
-            span_words(away::SWEEP_DEADLINE_MAX),
-            away::SWEEP_DEADLINE_MIN.as_mins(),
-            away::SWEEP_DEADLINE_MAX.as_mins()
-        )));
+        return Err(Refusal::new(
+            K::BadValue,
+            "the sweep's length",
+            format!("a sweep lasts {} to {}", span_words(away::SWEEP_DEADLINE_MIN), span_words(away::SWEEP_DEADLINE_MAX)),
+        )
+        .nothing_written()
+        .instead(format!("give minutes from {} to {}", away::SWEEP_DEADLINE_MIN.as_mins(), away::SWEEP_DEADLINE_MAX.as_mins()))
+        .into());
     }
     let home = places::home_dir()?;
     crate::platform::fs::create_dir_all(&home, 0o700).map_err(CommandError::failed)?;
@@ -191,15 +196,15 @@ fn sweep_deadline_from(start: jiff::Timestamp, text: Option<&str>) -> Result<jif
         Some(text) => {
             let zoned = start.to_zoned_datetime(crate::clock::local_zone());
             parse_time_input("--sweep-deadline", text, &zoned, away::SWEEP_DEADLINE_MAX)
-                .map_err(|e| CommandError::Refused(format!("refused: {e}; nothing was written")))?
+                .map_err(|e| Refusal::new(K::BadValue, "mode autonomous", e.to_string()).nothing_written())?
         }
         None => start
             .checked_add(machine_sweep_deadline().unwrap_or(away::SWEEP_DEADLINE_DEFAULT))
             .map_err(|e| CommandError::Failed(e.to_string()))?,
     };
     away::check_sweep_span(deadline.duration_since(start)).map_err(|why| {
-        CommandError::Refused(format!(
-            "refused: --sweep-deadline {why}; nothing was written. Give a time {} to {} from now, or leave it out for {}",
+        Refusal::new(K::BadValue, "mode autonomous", format!("--sweep-deadline {why}")).nothing_written().instead(format!(
+            "give a time {} to {} from now, or leave it out for {}",
             span_words(away::SWEEP_DEADLINE_MIN),
             span_words(away::SWEEP_DEADLINE_MAX),
             span_words(away::SWEEP_DEADLINE_DEFAULT)
@@ -217,26 +222,33 @@ pub struct Queued {
 pub fn queue(repo: &Repository, now: jiff::Timestamp, step: &str) -> Result<Queued, CommandError> {
     let step = away::fold_whitespace(step);
     if let Err(r) = away::check_step(&step) {
-        return Err(CommandError::Refused(format!("refused: the step {}; nothing was written", r.reason)));
+        return Err(Refusal::new(K::BadValue, "mode queue", format!("the step {}", r.reason)).nothing_written().into());
     }
     let data = AwayQueued { step: step.clone(), working_copy: repo.working_copy.clone() };
     let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.holding(now) {
         None => (
             vec![],
-            Err("refused: the person is not away (no away window holds), so there is no return to queue for; ask the person instead"
-                .to_string()),
+            Err(Refusal::new(
+                K::NotAway,
+                "mode queue",
+                "the person is not away (no away window holds), so there is no return to queue for",
+            )
+            .instead("ask the person instead")),
         ),
         Some(w) if !away::queue_has_room(w) => (
             vec![],
-            Err(format!(
-                "refused: the queue already holds {} steps, the most a window keeps; nothing was written. Do what you can meanwhile and record it with `abcd decide`",
-                away::QUEUE_MAX_STEPS
-            )),
+            Err(Refusal::new(
+                K::Full,
+                "mode queue",
+                format!("the queue already holds {} steps, the most a window keeps", away::QUEUE_MAX_STEPS),
+            )
+            .nothing_written()
+            .instead("do what you can meanwhile and record it with `abcd decide`")),
         ),
         Some(w) => (vec![caller_event(event::AWAY_QUEUED, json!(data))], Ok(w.queue.len() + 1)),
     })?;
     match written.outcome {
-        Err(why) => Err(CommandError::Refused(why)),
+        Err(why) => Err(why.into()),
         Ok(queue_len) => Ok(Queued { step, queue_len }),
     }
 }
@@ -277,11 +289,16 @@ pub struct PersonOnly<'a> {
 pub fn refuse_person_only(verb: PersonOnly<'_>, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
     let Some(mark) = crate::host::host_tool_mark(var) else { return Ok(()) };
     let PersonOnly { command, act, unchanged } = verb;
-    Err(CommandError::Refused(format!(
-        "refused: `{command}` runs in a process an agent session's tool started ({mark} is set), and only the person {act}; {unchanged}. \
-         An agent queues what it needs from the person with `abcd mode queue '<step>'` and records its own decisions with `abcd decide`; \
+    Err(Refusal::new(
+        K::PersonOnly,
+        format!("`{command}`"),
+        format!("it runs in a process an agent session's tool started ({mark} is set), and only the person {act}; {unchanged}"),
+    )
+    .instead(format!(
+        "an agent queues what it needs from the person with `abcd mode queue '<step>'` and records its own decisions with `abcd decide`; \
          the person runs `{command}` in a terminal of their own."
-    )))
+    ))
+    .into())
 }
 
 pub fn back(repo: &Repository, now: jiff::Timestamp, show: &dyn Fn(jiff::Timestamp) -> String) -> Result<Option<Back>, CommandError> {
@@ -322,10 +339,9 @@ pub fn decide(
         .map(|t| {
             away::Tradeoff::parse(t).ok_or_else(|| {
                 let names: Vec<&str> = away::Tradeoff::ALL.iter().map(|t| t.name()).collect();
-                CommandError::Refused(format!(
-                    "refused: --tradeoff must be one of {}; nothing was written. Leave it out for a decision that is not a trade-off",
-                    names.join(", ")
-                ))
+                Refusal::new(K::BadValue, "decide", format!("--tradeoff must be one of {}", names.join(", ")))
+                    .nothing_written()
+                    .instead("leave it out for a decision that is not a trade-off")
             })
         })
         .transpose()?;
@@ -346,7 +362,7 @@ pub fn decide(
             Some(f) => format!("--{f}"),
             None => "the decision".to_string(),
         };
-        return Err(CommandError::Refused(format!("refused: {field} {}; nothing was written", r.reason)));
+        return Err(Refusal::new(K::BadValue, "decide", format!("{field} {}", r.reason)).nothing_written().into());
     }
     let written = repo.store.append_with(Some(&repo.scope), |state| {
         if data.tradeoff.is_some() && !state.away.tradeoff_has_room() {
@@ -355,11 +371,16 @@ pub fn decide(
         (vec![caller_event(event::DECISION_RECORDED, json!(data))], true)
     })?;
     if !written.outcome {
-        return Err(CommandError::Refused(format!(
-            "refused: the record already holds {} trade-offs and the person has answered none of them; nothing was written. \
-             The person answers them with `abcd decide --answer <seq> keep|undo` (`abcd mode back` prints the seqs); meanwhile queue this one for them with `abcd mode queue '<step>'`",
-            away::TRADEOFFS_KEPT
-        )));
+        return Err(Refusal::new(
+            K::Full,
+            "decide",
+            format!("the record already holds {} trade-offs and the person has answered none of them", away::TRADEOFFS_KEPT),
+        )
+        .nothing_written()
+        .instead(
+            "the person answers them with `abcd decide --answer <seq> keep|undo` (`abcd mode back` prints the seqs); meanwhile queue this one for them with `abcd mode queue '<step>'`",
+        )
+        .into());
     }
     Ok(Decided { text: data.text, seq: written.appended.first().map(|a| a.seq) })
 }
@@ -375,8 +396,31 @@ fn check_notify(command: &str) -> Result<(), CommandError> {
     } else {
         "give one command line, e.g. --notify 'notify-send abcd \"$1\"'"
     };
-    Err(CommandError::Refused(format!(
-        "refused: --notify {}, and the command is kept in the repository journal and shown by `abcd mode`; nothing was written. Instead, {instead}",
-        r.reason
-    )))
+    Err(Refusal::new(
+        K::BadValue,
+        "mode autonomous",
+        format!("--notify {}, and the command is kept in the repository journal and shown by `abcd mode`", r.reason),
+    )
+    .nothing_written()
+    .instead(format!("instead, {instead}"))
+    .into())
+}
+
+#[cfg(test)]
+mod refusal_kinds {
+    use crate::refusal::RefusalKind as K;
+
+    #[test]
+    fn a_persons_verb_under_a_hosts_mark_is_refused_by_kind_naming_the_mark_never_its_value() {
+        let value = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+        let marked = |name: &str| (name == crate::host::CODEX_TOOL_CALL_ENV).then(|| value.clone());
+        let e = super::refuse_host_tool("back", &marked).unwrap_err();
+        let r = e.refusal().expect("a refusal");
+        assert_eq!(r.kind, K::PersonOnly);
+        let said = r.to_string();
+        assert!(said.starts_with("refused [person-only]: `abcd mode back`: "), "{said}");
+        assert!(said.contains("CODEX_TOOL_CALL_ID is set") && !said.contains("ghp_"), "{said}");
+        assert!(r.instead.as_deref().is_some_and(|i| i.contains("abcd mode queue")), "{said}");
+        assert!(super::refuse_host_tool("back", &|_| None).is_ok(), "the person's own terminal is not refused");
+    }
 }

@@ -10,6 +10,7 @@ use crate::checklist::state::Item;
 use crate::checklist::time_input::{CHECKLIST_MAX_AHEAD, parse_time_input};
 use crate::event::{self, ItemAdded, ItemChanged, Scope, WriteRefused};
 use crate::journal::format::{Actor, NewEvent};
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 use crate::store::reader::{ChecklistHistory, ChecklistView};
 
@@ -76,7 +77,7 @@ pub fn show(store: &Store, id: &str) -> Result<(Item, ChecklistView), CommandErr
     let view = store.checklist_view();
     match view.checklist.get(id) {
         Some(found) => Ok((found.clone(), view)),
-        None => Err(not_held(store, id, view.checklist.retired_total > 0, "")),
+        None => Err(not_held(store, "checklist show", id, view.checklist.retired_total > 0).into()),
     }
 }
 
@@ -91,7 +92,12 @@ pub fn all(store: &Store) -> Result<ChecklistHistory, CommandError> {
 /// record could not be read (then no block, as the hook reads it).
 pub fn render_within(store: &Store, cwd: &Path, budget: usize, now: jiff::Timestamp) -> Result<(Context, Option<String>), CommandError> {
     if !(MIN_BUDGET_CHARS..=HOOK_OUTPUT_CAP_CHARS).contains(&budget) {
-        return Err(CommandError::Refused(format!("--budget must be {MIN_BUDGET_CHARS} to {HOOK_OUTPUT_CAP_CHARS} characters")));
+        return Err(Refusal::new(
+            K::BadValue,
+            "checklist render",
+            format!("--budget must be {MIN_BUDGET_CHARS} to {HOOK_OUTPUT_CAP_CHARS} characters"),
+        )
+        .into());
     }
     let view = store.checklist_view();
     let record = super::hook::away::read(cwd);
@@ -101,18 +107,24 @@ pub fn render_within(store: &Store, cwd: &Path, budget: usize, now: jiff::Timest
     if let Some(block) = &block {
         let least = block.chars().count() + render::BLOCK_SEP.chars().count() + MIN_BUDGET_CHARS;
         if budget < least {
-            return Err(CommandError::Refused(format!(
-                "refused: --budget {budget} cannot hold the render while away: the away block takes {} characters and the \
-                 checklist at least {MIN_BUDGET_CHARS}; run `abcd checklist render --budget {least}` (or more)",
-                least - MIN_BUDGET_CHARS
-            )));
+            return Err(Refusal::new(
+                K::BadValue,
+                "checklist render",
+                format!(
+                    "--budget {budget} cannot hold the render while away: the away block takes {} characters and the \
+                     checklist at least {MIN_BUDGET_CHARS}",
+                    least - MIN_BUDGET_CHARS
+                ),
+            )
+            .instead(format!("run `abcd checklist render --budget {least}` (or more)"))
+            .into());
         }
     }
     Ok((render::context_parts(block.as_deref(), &view.checklist.items, &view.notes, budget, now), record.warning))
 }
 
-fn unknown_id(id: &str) -> CommandError {
-    CommandError::Refused(format!("no checklist item{}; run `abcd checklist` to see the ids", named_id(id)))
+fn unknown_id(what: &str, id: &str) -> Refusal {
+    Refusal::new(K::NotFound, what, format!("no checklist item{}", named_id(id))).instead("run `abcd checklist` to see the ids")
 }
 
 /// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
@@ -122,16 +134,21 @@ fn named_id(id: &str) -> String {
 
 /// The refusal for an id the working state does not hold: a retired item's says so and
 /// how to see it or start it again; else the id is unknown. The journal is read (whole)
-/// only when the working state has retired items. `then`: what the refusal adds at its end.
-fn not_held(store: &Store, id: &str, retired_any: bool, then: &str) -> CommandError {
+/// only when the working state has retired items.
+fn not_held(store: &Store, what: &str, id: &str, retired_any: bool) -> Refusal {
     let retired = if retired_any { store.checklist_history().ok().and_then(|h| h.retired(id).cloned()) } else { None };
     match retired {
-        Some(found) => CommandError::Refused(format!(
-            "refused: checklist item{} is {} and was retired from the working state after {CLOSED_ITEMS_KEPT} newer closed items (it is kept in the journal only){then}; run `abcd checklist --all` to see it, or `abcd checklist add \"<title>\"` to start it again",
-            named_id(id),
-            found.fields.state.name(),
-        )),
-        None => unknown_id(id),
+        Some(found) => Refusal::new(
+            K::NotFound,
+            what,
+            format!(
+                "checklist item{} is {} and was retired from the working state after {CLOSED_ITEMS_KEPT} newer closed items (it is kept in the journal only)",
+                named_id(id),
+                found.fields.state.name(),
+            ),
+        )
+        .instead("run `abcd checklist --all` to see it, or `abcd checklist add \"<title>\"` to start it again"),
+        None => unknown_id(what, id),
     }
 }
 
@@ -140,7 +157,7 @@ fn not_held(store: &Store, id: &str, retired_any: bool, then: &str) -> CommandEr
 pub type ZonedNow<'a> = &'a dyn Fn() -> Result<jiff::ZonedDateTime, CommandError>;
 
 fn parse_time(field: &'static str, text: &str, now: ZonedNow) -> Result<jiff::Timestamp, CommandError> {
-    parse_time_input(field, text, &now()?, CHECKLIST_MAX_AHEAD).map_err(|e| CommandError::Refused(format!("refused: {e}")))
+    parse_time_input(field, text, &now()?, CHECKLIST_MAX_AHEAD).map_err(|e| Refusal::new(K::BadValue, "checklist", e.to_string()).into())
 }
 
 fn credential_from(input: &CredentialInput, now: ZonedNow) -> Result<Option<Credential>, CommandError> {
@@ -153,17 +170,24 @@ fn credential_from(input: &CredentialInput, now: ZonedNow) -> Result<Option<Cred
 fn blocker_from(text: &str) -> Result<BlockerKind, CommandError> {
     BlockerKind::parse(text).ok_or_else(|| {
         let names: Vec<&str> = BlockerKind::ALL.iter().map(|k| k.name()).collect();
-        CommandError::Refused(format!(
-            "refused: --blocker must be one of {} (a design decision, a step only the person's hands can do, another session, a credential); nothing was written",
-            names.join(", ")
-        ))
+        CommandError::from(
+            Refusal::new(
+                K::BadValue,
+                "checklist",
+                format!(
+                    "--blocker must be one of {} (a design decision, a step only the person's hands can do, another session, a credential)",
+                    names.join(", ")
+                ),
+            )
+            .nothing_written(),
+        )
     })
 }
 
 /// What a write decides once it holds the journal lock.
 enum Outcome {
     Written(String),
-    Refused(String),
+    Refused(Refusal),
     /// The working state holds no such item; whether it has retired any.
     NotHeld {
         id: String,
@@ -183,18 +207,23 @@ fn refused_event(verb: &str, field: &str, kind: &str, session: Option<String>) -
 /// Secrets first (refused and recorded, field and kind only), then the field rules
 /// (refused, nothing recorded); with `promise_written`, the promise's grammar too (a
 /// promise kept from before the grammar is left as it is by a write that does not set it).
-fn judge(verb: &str, fields: &ItemFields, session: &Option<String>, promise_written: bool) -> Result<(), Box<(Option<NewEvent>, String)>> {
+fn judge(verb: &str, fields: &ItemFields, session: &Option<String>, promise_written: bool) -> Result<(), Box<(Option<NewEvent>, Refusal)>> {
+    let what = format!("checklist {verb}");
     if let Some((field, kind)) = item::scannable_fields(fields).into_iter().find_map(|(f, t)| crate::secrets::scan(t).map(|k| (f, k))) {
-        let msg = format!(
-            "refused: {field} carries {} ({}); secrets never go into the checklist. Keep the secret in your credential store and record only what the item needs with --credential-kind and --credential-scope",
-            kind.describe(),
-            kind.name()
+        let refusal = Refusal::new(
+            K::Secret,
+            what,
+            format!("{field} carries {} ({}); secrets never go into the checklist", kind.describe(), kind.name()),
+        )
+        .instead(
+            "keep the secret in your credential store and record only what the item needs with --credential-kind and --credential-scope",
         );
-        return Err(Box::new((Some(refused_event(verb, field, kind.name(), session.clone())), msg)));
+        return Err(Box::new((Some(refused_event(verb, field, kind.name(), session.clone())), refusal)));
     }
-    item::validate_item(fields).map_err(|e| Box::new((None, format!("refused: {e}; nothing was written"))))?;
+    item::validate_item(fields).map_err(|e| Box::new((None, Refusal::new(K::BadValue, what.clone(), e.to_string()).nothing_written())))?;
     if promise_written && let Some(p) = &fields.promise {
-        crate::checklist::promise::parse(p).map_err(|e| Box::new((None, format!("refused: promise: {e}; nothing was written"))))?;
+        crate::checklist::promise::parse(p)
+            .map_err(|e| Box::new((None, Refusal::new(K::BadValue, what.clone(), format!("promise: {e}")).nothing_written())))?;
     }
     // The fold applies the same check; this keeps the two from drifting apart.
     debug_assert!(check_item(fields).is_ok());
@@ -252,7 +281,9 @@ pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, ses
         .as_deref()
         .map(|t| {
             ItemState::parse(t).ok_or_else(|| {
-                CommandError::Refused("refused: --state must be working, waiting, done or dropped; nothing was written".into())
+                CommandError::from(
+                    Refusal::new(K::BadValue, "checklist set", "--state must be working, waiting, done or dropped").nothing_written(),
+                )
             })
         })
         .transpose()?;
@@ -284,7 +315,13 @@ pub fn set(store: &Store, scope: &Scope, request: SetRequest, now: ZonedNow, ses
             changes.owner_refs = Some(refs);
         }
         if changes.is_empty() {
-            return (vec![], Outcome::Refused("refused: nothing to change; name a field to set (see `abcd checklist set --help`)".into()));
+            return (
+                vec![],
+                Outcome::Refused(
+                    Refusal::new(K::NothingToChange, "checklist set", "nothing to change")
+                        .instead("name a field to set (see `abcd checklist set --help`)"),
+                ),
+            );
         }
         let next = changes.apply_to(&current.fields);
         match judge("set", &next, &session, promise_written) {
@@ -322,12 +359,11 @@ fn finish(
     match outcome {
         Outcome::Refused(r) => {
             // A refusal recorded in the journal is still a refusal; its warnings go with it.
-            Err(CommandError::Refused(with_warnings_first(r, &warnings)))
+            Err(r.after_warnings(warnings).into())
         }
         Outcome::NotHeld { id, retired_any } => {
             // Told after the lock is let go: reading the whole journal holds up no writer.
-            let refusal = not_held(store, &id, retired_any, "; nothing was written").to_string();
-            Err(CommandError::Refused(with_warnings_first(refusal, &warnings)))
+            Err(not_held(store, "checklist set", &id, retired_any).nothing_written().after_warnings(warnings).into())
         }
         Outcome::Written(id) => {
             // Last-good is written only after a successful, validated and scanned write.
@@ -340,9 +376,4 @@ fn finish(
             Ok(ItemWritten { id, seq: appended.last().map(|a| a.seq), warnings })
         }
     }
-}
-
-/// A failed refresh is told before the refusal, each on its own `abcd:` line as printed.
-fn with_warnings_first(refusal: String, warnings: &[String]) -> String {
-    warnings.iter().map(|w| format!("{w}\nabcd: ")).chain(std::iter::once(refusal)).collect()
 }

@@ -15,6 +15,7 @@ use crate::away::{self, Answer, DecisionAnswered, TradeoffRecord};
 use crate::event;
 use crate::journal::storage::RealDisk;
 use crate::places;
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
 /// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
@@ -26,20 +27,26 @@ fn named(id: &str) -> String {
 /// or that is given without `--tradeoff`.
 pub fn check_tied_item(cwd: &Path, item: &str, has_tradeoff: bool) -> Result<(), CommandError> {
     if !has_tradeoff {
-        return Err(CommandError::Refused(
-            "refused: --item ties a trade-off to a checklist item, and this decision names no --tradeoff; nothing was written. \
-             Add `--tradeoff security|speed|compatibility` when the decision settles a trade-off, or leave --item out"
-                .into(),
-        ));
+        return Err(Refusal::new(
+            K::BadValue,
+            "decide",
+            "--item ties a trade-off to a checklist item, and this decision names no --tradeoff",
+        )
+        .nothing_written()
+        .instead("add `--tradeoff security|speed|compatibility` when the decision settles a trade-off, or leave --item out")
+        .into());
     }
     if item_held(cwd, item)? {
         return Ok(());
     }
-    Err(CommandError::Refused(format!(
-        "refused: --item{} names no item of this working copy's checklist, so no design-done could wait on it; nothing was written. \
-         Run `abcd checklist` to see the ids, or leave --item out",
-        named(item)
-    )))
+    Err(Refusal::new(
+        K::NotFound,
+        "decide",
+        format!("--item{} names no item of this working copy's checklist, so no design-done could wait on it", named(item)),
+    )
+    .nothing_written()
+    .instead("run `abcd checklist` to see the ids, or leave --item out")
+    .into())
 }
 
 /// Whether the working copy's checklist (its working state) holds an item of this id.
@@ -74,16 +81,23 @@ pub fn answer(
     super::away::refuse_person_only(PersonOnly { command: &command, act: "answers a trade-off", unchanged: "nothing was written" }, var)?;
     let names: Vec<&str> = Answer::ALL.iter().map(|a| a.name()).collect();
     let Some(answer) = Answer::parse(answer_text) else {
-        return Err(CommandError::Refused(format!(
-            "refused: an answer is {}; nothing was written. Run `abcd decide --answer <seq> keep` to keep the trade-off, or `… undo` to have it undone",
-            names.join(" or ")
-        )));
+        return Err(Refusal::new(K::BadValue, "decide --answer", format!("an answer is {}", names.join(" or ")))
+            .nothing_written()
+            .instead("run `abcd decide --answer <seq> keep` to keep the trade-off, or `… undo` to have it undone")
+            .into());
     };
     let not_tradeoff = |seq: &str| {
-        CommandError::Refused(format!(
-            "refused: seq {seq} is not a trade-off decision of this repository, so there is nothing to answer; nothing was written. \
-             `abcd mode back` and the return lists print each trade-off with its seq, and `abcd checklist design-done <id>` the ones an item waits on"
-        ))
+        CommandError::from(
+            Refusal::new(
+                K::DecisionState,
+                "decide --answer",
+                format!("seq {seq} is not a trade-off decision of this repository, so there is nothing to answer"),
+            )
+            .nothing_written()
+            .instead(
+                "`abcd mode back` and the return lists print each trade-off with its seq, and `abcd checklist design-done <id>` the ones an item waits on",
+            ),
+        )
     };
     let seq: u64 = match seq_text.parse() {
         Ok(n) => n,
@@ -122,10 +136,13 @@ impl DesignDone {
 
 pub fn design_done(cwd: &Path, item: &str) -> Result<DesignDone, CommandError> {
     if !item_held(cwd, item)? {
-        return Err(CommandError::Refused(format!(
-            "refused: no checklist item{} in this working copy, so there is no design to be done; run `abcd checklist` to see the ids",
-            named(item)
-        )));
+        return Err(Refusal::new(
+            K::NotFound,
+            "checklist design-done",
+            format!("no checklist item{} in this working copy, so there is no design to be done", named(item)),
+        )
+        .instead("run `abcd checklist` to see the ids")
+        .into());
     }
     let repo = super::away::open_repository(cwd)?;
     let record = read_record(&repo)?;

@@ -2,17 +2,18 @@
 //! the work (a refusal) or the work failed; `cli` turns that into exit code 2 or 1 and
 //! prints the message. No other module picks an exit code.
 
-use super::loop_driver::DriveError;
 use crate::clock::BadTestNow;
 use crate::journal::JournalError;
 use crate::journal::repair::RepairError;
 use crate::places::PlaceError;
+use crate::refusal::Refusal;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
-    /// What was refused, why, and what to run instead. Never carries a secret.
+    /// What was refused, why, and what to run instead, in the one shape the CLI prints.
+    /// Never carries a secret.
     #[error("{0}")]
-    Refused(String),
+    Refused(Refusal),
     #[error(transparent)]
     Journal(#[from] JournalError),
     #[error(transparent)]
@@ -21,10 +22,11 @@ pub enum CommandError {
     Repair(#[from] RepairError),
     #[error(transparent)]
     Clock(#[from] BadTestNow),
-    /// The loop's driver could not go on (a journal write, a reply file, a record it cannot
-    /// find); the CLI answers it as a failure, whatever it holds.
+    /// A failure of a lower step (the loop's driver: a journal write, a reply file, a record
+    /// it cannot find) told by that error's own words and causes; the CLI answers it as a
+    /// failure, whatever it holds.
     #[error(transparent)]
-    Drive(#[from] DriveError),
+    FailedBy(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// Writing what the command streams to its caller failed (a closed pipe, a full disk).
     #[error(transparent)]
     Output(std::io::Error),
@@ -42,10 +44,24 @@ pub enum Blame {
     Failed,
 }
 
+impl From<Refusal> for CommandError {
+    fn from(r: Refusal) -> CommandError {
+        CommandError::Refused(r)
+    }
+}
+
 impl CommandError {
     /// A failure told by its error's own words.
     pub fn failed(e: impl std::fmt::Display) -> CommandError {
         CommandError::Failed(e.to_string())
+    }
+
+    /// The refusal this error is, if it is one.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            CommandError::Refused(r) => Some(r),
+            _ => None,
+        }
     }
 
     pub fn blame(&self) -> Blame {
@@ -54,7 +70,7 @@ impl CommandError {
             CommandError::Journal(j) => journal_blame(j),
             // As the CLI has always answered: a repair that could not run is the person's to look at.
             CommandError::Repair(_) => Blame::Refused,
-            CommandError::Output(_) | CommandError::Drive(_) | CommandError::Failed(_) => Blame::Failed,
+            CommandError::Output(_) | CommandError::FailedBy(_) | CommandError::Failed(_) => Blame::Failed,
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::host::claude_settings::{
     with_status_line,
 };
 use crate::host::{HookEvent, claude};
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::{git, places, platform};
 
 /// The line `abcd init` keeps in `.git/info/exclude`.
@@ -63,10 +64,9 @@ fn refused_exclude(path: &Path, why: impl std::fmt::Display) -> CommandError {
 }
 
 fn refused_exclude_line(path: &Path, why: impl std::fmt::Display, line: &str) -> CommandError {
-    CommandError::Refused(format!(
-        "refusing to change {}: {why}; make it a regular file holding the line {line} (or remove it) and run `abcd init` again",
-        path.display()
-    ))
+    Refusal::new(K::FileShape, format!("changing {}", path.display()), why.to_string())
+        .instead(format!("make it a regular file holding the line {line} (or remove it) and run `abcd init` again"))
+        .into()
 }
 
 /// Appends `line` to git's `info/exclude` at `path` unless it holds it (made when absent).
@@ -179,15 +179,14 @@ pub struct Installed {
 pub fn install(at: &Places) -> Result<Installed, CommandError> {
     // Refuse before writing anything: a settings file abcd cannot parse stays untouched.
     let settings = read_settings(&at.settings)?.map_err(|why| {
-        CommandError::Refused(format!(
-            "refusing to change {}: {why}; nothing was written. Fix the file (or move it aside) and run `abcd init` again",
-            at.settings.display()
-        ))
+        Refusal::new(K::FileShape, format!("changing {}", at.settings.display()), why.to_string())
+            .nothing_written()
+            .instead("fix the file (or move it aside) and run `abcd init` again")
     })?;
     let exclude = read_exclude(&at.exclude)?;
     let hook = hook_command()?;
     let merged = merge_hooks(settings.clone(), &hook.command)
-        .map_err(|why| CommandError::Refused(format!("refusing to change {}: {why}; nothing was written", at.settings.display())))?;
+        .map_err(|why| Refusal::new(K::FileShape, format!("changing {}", at.settings.display()), why.to_string()).nothing_written())?;
     let abcd_dir = at.main_root.join(".abcd");
     let created = !abcd_dir.is_dir();
     std::fs::create_dir_all(&abcd_dir).map_err(CommandError::failed)?;

@@ -11,6 +11,7 @@ use crate::journal::scan::Head;
 use crate::journal::scope::{ForeignJournal, ScopeFinding};
 use crate::journal::storage::{self, RealDisk, Storage, StorageFile};
 use crate::journal::{Journal, JournalError};
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
 /// A repair's outcome, and how many temp files killed writers had left.
@@ -109,10 +110,13 @@ pub fn checkpoint(journal: Journal) -> Result<Checkpointed, CommandError> {
     let store = Store::new(journal);
     let current = store.current_state()?;
     if let Some(c) = &current.degraded {
-        return Err(CommandError::Refused(format!(
-            "refusing to checkpoint: the journal is corrupt at seq {}, byte offset {} ({}); run `abcd journal repair` first",
-            c.seq, c.offset, c.problem
-        )));
+        return Err(Refusal::new(
+            K::JournalDamaged,
+            "journal checkpoint",
+            format!("the journal is corrupt at seq {}, byte offset {} ({})", c.seq, c.offset, c.problem),
+        )
+        .instead("run `abcd journal repair` first")
+        .into());
     }
     // A checkpoint names only durable lines (a killed writer may have left unsynced ones).
     let path = &store.journal().paths().journal;
@@ -209,10 +213,13 @@ pub fn restore(
     let id = match journal_id {
         Some(id) => {
             if !journal_id_shaped(id) {
-                return Err(CommandError::Refused(format!(
-                    "refused: {} is not a journal id (32 lowercase hex digits); `abcd journal verify` prints a journal's id",
-                    crate::secrets::shown_name(id)
-                )));
+                return Err(Refusal::new(
+                    K::BadName,
+                    "journal restore",
+                    format!("{} is not a journal id (32 lowercase hex digits)", crate::secrets::shown_name(id)),
+                )
+                .instead("`abcd journal verify` prints a journal's id")
+                .into());
             }
             id.to_string()
         }
@@ -222,9 +229,13 @@ pub fn restore(
                 (Some(id), _) => id.clone(),
                 (None, Some(scope)) => only_mirror_of(repo, scope, &shown)?,
                 (None, None) => {
-                    return Err(CommandError::Refused(format!(
-                        "refused: the home store records no journal at {shown} and the file names none, so which mirror to restore from is unknown; name it with --id <journal-id>"
-                    )));
+                    return Err(Refusal::new(
+                        K::NotFound,
+                        "journal restore",
+                        format!("the home store records no journal at {shown} and the file names none, so which mirror to restore from is unknown"),
+                    )
+                    .instead("name it with --id <journal-id>")
+                    .into());
                 }
             },
         },
@@ -237,10 +248,16 @@ pub fn restore(
         (Some(_), Some(r)) if r.journal_id.as_deref() != Some(id.as_str()) => Found::Replaced,
         (Some(_), Some(r)) => match &r.verdict {
             Verdict::Corrupt(c) => {
-                return Err(CommandError::Refused(format!(
-                    "refused: {shown} is journal {id} itself, damaged at seq {} (byte {}): {}; damage is repaired in place, not restored over: run `abcd journal repair`",
-                    c.seq, c.offset, c.problem
-                )));
+                return Err(Refusal::new(
+                    K::JournalDamaged,
+                    "journal restore",
+                    format!(
+                        "{shown} is journal {id} itself, damaged at seq {} (byte {}): {}; damage is repaired in place, not restored over",
+                        c.seq, c.offset, c.problem
+                    ),
+                )
+                .instead("run `abcd journal repair`")
+                .into());
             }
             Verdict::Clean | Verdict::TornTail(_) => Found::CutShort,
         },
@@ -275,23 +292,45 @@ pub fn restore(
         return Err(remove_tmp(CommandError::Failed(why)));
     }
     let Some(commit) = walked.commit.clone() else {
-        return Err(remove_tmp(CommandError::Refused(format!(
-            "refused: this machine holds no mirror of journal {id} (no {}), so there is nothing to restore {shown} from; a journal is mirrored by `abcd mirror push`. To start a new journal there on the record, run `abcd journal repair`",
-            crate::mirror::journal_ref(&id)
-        ))));
+        return Err(remove_tmp(
+            Refusal::new(
+                K::NoMirror,
+                "journal restore",
+                format!(
+                    "this machine holds no mirror of journal {id} (no {}), so there is nothing to restore {shown} from; a journal is mirrored by `abcd mirror push`",
+                    crate::mirror::journal_ref(&id)
+                ),
+            )
+            .instead("to start a new journal there on the record, run `abcd journal repair`")
+            .into(),
+        ));
     };
     if walked.lines == 0 {
-        return Err(remove_tmp(CommandError::Refused(format!(
-            "refused: this machine's mirror of journal {id} ({commit}) holds no line that verifies ({}), so {shown} is not restored from it; `abcd journal repair` starts a new journal there on the record",
-            walked.stopped.as_deref().unwrap_or("it is empty")
-        ))));
+        return Err(remove_tmp(
+            Refusal::new(
+                K::MirrorMismatch,
+                "journal restore",
+                format!(
+                    "this machine's mirror of journal {id} ({commit}) holds no line that verifies ({}), so {shown} is not restored from it",
+                    walked.stopped.as_deref().unwrap_or("it is empty")
+                ),
+            )
+            .instead("`abcd journal repair` starts a new journal there on the record")
+            .into(),
+        ));
     }
     if let (Some(want), Some(have)) = (scope, &walked.scope)
         && want != have
     {
-        return Err(remove_tmp(CommandError::Refused(format!(
-            "refused: this machine's mirror of journal {id} is the journal of {have}, not of {want}, so it is not restored at {shown}; name another journal with --id"
-        ))));
+        return Err(remove_tmp(
+            Refusal::new(
+                K::MirrorMismatch,
+                "journal restore",
+                format!("this machine's mirror of journal {id} is the journal of {have}, not of {want}, so it is not restored at {shown}"),
+            )
+            .instead("name another journal with --id")
+            .into(),
+        ));
     }
     out.sync_data().map_err(|e| remove_tmp(CommandError::Failed(format!("fdatasync of {} failed: {e}", tmp.display()))))?;
     // The restored file verifies clean from genesis, as a file abcd wrote must.
@@ -318,7 +357,7 @@ pub fn restore(
                     "{shown} holds journal {id} with lines its mirror ({commit}) does not: they differ, so restoring would drop lines. If it was repaired since the last push, `abcd mirror restart` keeps the mirror's lost lines and starts its mirror again"
                 )
             };
-            return Err(remove_tmp(CommandError::Refused(format!("refused: {why}"))));
+            return Err(remove_tmp(Refusal::new(K::MirrorMismatch, "journal restore", why).into()));
         }
     }
 
@@ -329,10 +368,18 @@ pub fn restore(
         if a.seq <= head.seq {
             let agrees = scan::line_is_at(out.as_ref(), Head::from(a)).map_err(|e| remove_tmp(CommandError::failed(e)))?;
             if !agrees {
-                return Err(remove_tmp(CommandError::Refused(format!(
-                    "refused: the home store's anchor of journal {id} names seq {} (hash {}) at byte {}, and this machine's mirror ({commit}) holds another line there: the mirror is not the history this machine acknowledged, so {shown} is not restored from it; `abcd journal verify` shows the finding",
-                    a.seq, a.hash, a.offset
-                ))));
+                return Err(remove_tmp(
+                    Refusal::new(
+                        K::MirrorMismatch,
+                        "journal restore",
+                        format!(
+                            "the home store's anchor of journal {id} names seq {} (hash {}) at byte {}, and this machine's mirror ({commit}) holds another line there: the mirror is not the history this machine acknowledged, so {shown} is not restored from it",
+                            a.seq, a.hash, a.offset
+                        ),
+                    )
+                    .instead("`abcd journal verify` shows the finding")
+                    .into(),
+                ));
             }
         } else {
             lost = Some((head.seq + 1, a.seq));
@@ -420,9 +467,13 @@ pub const SCOPE_SEARCH_MAX_REFS: usize = 256;
 fn only_mirror_of(repo: &crate::git::objects::Repo, scope: &Scope, shown: &str) -> Result<String, CommandError> {
     let refs = repo.refs_under(crate::mirror::JOURNALS_PREFIX).map_err(CommandError::failed)?;
     if refs.len() > SCOPE_SEARCH_MAX_REFS {
-        return Err(CommandError::Refused(format!(
-            "refused: the home store records no journal at {shown}, and this machine holds more than {SCOPE_SEARCH_MAX_REFS} journal mirrors to search; name the journal with --id <journal-id> (`git for-each-ref refs/abcd/journals/` lists them)"
-        )));
+        return Err(Refusal::new(
+            K::Ambiguous,
+            "journal restore",
+            format!("the home store records no journal at {shown}, and this machine holds more than {SCOPE_SEARCH_MAX_REFS} journal mirrors to search"),
+        )
+        .instead("name the journal with --id <journal-id> (`git for-each-ref refs/abcd/journals/` lists them)")
+        .into());
     }
     let mut ids: Vec<String> = Vec::new();
     for (r, commit) in refs {
@@ -433,14 +484,25 @@ fn only_mirror_of(repo: &crate::git::objects::Repo, scope: &Scope, shown: &str) 
     }
     match &ids[..] {
         [one] => Ok(one.clone()),
-        [] => Err(CommandError::Refused(format!(
-            "refused: the home store records no journal at {shown}, and this machine holds no mirror of the journal of {scope}; there is nothing to restore from (a journal is mirrored by `abcd mirror push`)"
-        ))),
-        many => Err(CommandError::Refused(format!(
-            "refused: the home store records no journal at {shown}, and this machine holds mirrors of {} journals of {scope} ({}); name one with --id <journal-id>",
-            many.len(),
-            many.join(", ")
-        ))),
+        [] => Err(Refusal::new(
+            K::NoMirror,
+            "journal restore",
+            format!(
+                "the home store records no journal at {shown}, and this machine holds no mirror of the journal of {scope}; there is nothing to restore from (a journal is mirrored by `abcd mirror push`)"
+            ),
+        )
+        .into()),
+        many => Err(Refusal::new(
+            K::Ambiguous,
+            "journal restore",
+            format!(
+                "the home store records no journal at {shown}, and this machine holds mirrors of {} journals of {scope} ({})",
+                many.len(),
+                many.join(", ")
+            ),
+        )
+        .instead("name one with --id <journal-id>")
+        .into()),
     }
 }
 

@@ -15,6 +15,7 @@ use crate::event::{self, Scope};
 use crate::git::worktree::{self, WorktreeError};
 use crate::ledger::{self, LaneWorktreeCreated, LaneWorktreeRemoved};
 use crate::places;
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
 /// Paths in a checkout that are abcd's own: its folder, and the host settings `abcd init`
@@ -186,10 +187,14 @@ pub fn lock_lane(journal_dir: &Path, run: &str, lane: &str) -> Result<LaneLock, 
     let dir = super::launch::run_folder(journal_dir, run).map_err(CommandError::failed)?;
     let path = dir.join(format!("{lane}.lane.lock"));
     crate::journal::lock::JournalLock::acquire(&path, LANE_LOCK_WAIT).map(LaneLock).map_err(|e| {
-        refused(format!(
-            "refused: lane {run}/{lane} is held by another abcd verb, a launch or a save aside, for over {} s ({e}); try again once it is done",
-            LANE_LOCK_WAIT.as_secs()
-        ))
+        CommandError::from(
+            Refusal::new(
+                K::LaneBusy,
+                format!("lane {run}/{lane}"),
+                format!("it is held by another abcd verb, a launch or a save aside, for over {} s ({e})", LANE_LOCK_WAIT.as_secs()),
+            )
+            .instead("try again once it is done"),
+        )
     })
 }
 
@@ -211,10 +216,11 @@ pub fn take_folder_for_save(store: &Store, scope: &Scope, run: &str, dir: &Path)
                     let (holds, next) = (why.what_holds(), why.next_step(run, name));
                     return (
                         vec![],
-                        Err(refused(format!(
-                            "refused: {holds} in {}; nothing was saved or reset; {next}, then save aside again",
-                            dir.display()
-                        ))),
+                        Err(CommandError::from(
+                            Refusal::new(K::LaneBusy, "save aside", format!("{holds} in {}", dir.display()))
+                                .untouched(crate::refusal::Untouched::SavedOrReset)
+                                .instead(format!("{next}, then save aside again")),
+                        )),
                     );
                 }
             }
@@ -222,10 +228,6 @@ pub fn take_folder_for_save(store: &Store, scope: &Scope, run: &str, dir: &Path)
         (events, Ok(()))
     })?;
     written.outcome
-}
-
-fn refused(msg: String) -> CommandError {
-    CommandError::Refused(msg)
 }
 
 /// The working copy a lane belongs to: its journal and its root.
@@ -257,14 +259,21 @@ pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf
             Ok(_) => return Ok(path),
             Err(NotTheLane::Missing) => {}
             Err(NotTheLane::Other(what)) => {
-                return Err(refused(format!(
-                    "refused: the worktree of {run}/{lane} is recorded at {}, but what is there is {what}; abcd saves aside, resets and starts agents only in the worktree it made, so it leaves this as it is; move it away (abcd makes the lane's worktree again there) or finish the run; nothing was recorded",
-                    path.display()
-                )));
+                return Err(Refusal::new(
+                    K::NotAbcds,
+                    format!("the worktree of {run}/{lane}"),
+                    format!(
+                        "it is recorded at {}, but what is there is {what}; abcd saves aside, resets and starts agents only in the worktree it made, so it leaves this as it is",
+                        path.display()
+                    ),
+                )
+                .nothing_recorded()
+                .instead("move it away (abcd makes the lane's worktree again there) or finish the run")
+                .into());
             }
         }
-        worktree::prune_worktrees(home.root).map_err(|e| refused(gone_refusal(&path, &e)))?;
-        worktree::add_lane_worktree_on(home.root, &path, &own.branch).map_err(|e| refused(gone_refusal(&path, &e)))?;
+        worktree::prune_worktrees(home.root).map_err(|e| gone_refusal(&path, &e))?;
+        worktree::add_lane_worktree_on(home.root, &path, &own.branch).map_err(|e| gone_refusal(&path, &e))?;
         record_created(home, run, lane, &path, &own.base)?;
         return Ok(path);
     }
@@ -276,10 +285,14 @@ pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf
         let found = verify_own_worktree(home.root, run, lane, &unrecorded);
         let Some(base) = found.as_ref().ok().and_then(|s| s.head.clone()) else {
             let what = found.err().map_or_else(|| "a worktree with no commit".to_string(), |w| w.to_string());
-            return Err(refused(format!(
-                "refused: {} is where abcd makes the worktree of {run}/{lane}, but what is there is {what}; move it away; nothing was recorded",
-                path.display()
-            )));
+            return Err(Refusal::new(
+                K::NotAbcds,
+                format!("the worktree of {run}/{lane}"),
+                format!("{} is where abcd makes it, but what is there is {what}", path.display()),
+            )
+            .nothing_recorded()
+            .instead("move it away")
+            .into());
         };
         record_created(home, run, lane, &path, &base)?;
         return Ok(path);
@@ -287,37 +300,45 @@ pub fn own_worktree(home: LaneHome<'_>, run: &str, lane: &str) -> Result<PathBuf
     let base = match worktree::head_commit(home.root) {
         Ok(Some(base)) => base,
         Ok(None) => {
-            return Err(refused(format!(
-                "refused: {} has no commit yet, and a lane's worktree starts at one; make a first commit (`{}`) and launch again; nothing was recorded",
-                home.root.display(),
-                places::FIRST_COMMIT
-            )));
+            return Err(Refusal::new(
+                K::NoCommit,
+                format!("the worktree of {run}/{lane}"),
+                format!("{} has no commit yet, and a lane's worktree starts at one", home.root.display()),
+            )
+            .nothing_recorded()
+            .instead(format!("make a first commit (`{}`) and launch again", places::FIRST_COMMIT))
+            .into());
         }
         Err(e) => {
-            return Err(refused(format!(
-                "refused: the working copy's HEAD cannot be read ({e}); see what git says with `git -C {} rev-parse HEAD`; nothing was recorded",
-                worktree::shell_quote(&home.root.display().to_string())
-            )));
+            return Err(Refusal::new(
+                K::GitState,
+                format!("the worktree of {run}/{lane}"),
+                format!("the working copy's HEAD cannot be read ({e})"),
+            )
+            .nothing_recorded()
+            .instead(format!("see what git says with `git -C {} rev-parse HEAD`", worktree::shell_quote(&home.root.display().to_string())))
+            .into());
         }
     };
     if let Some(parent) = path.parent() {
         crate::platform::fs::create_dir_all(parent, 0o700).map_err(CommandError::failed)?;
     }
     if let Err(e) = worktree::add_lane_worktree(home.root, &path, &branch, &base) {
-        return Err(refused(format!(
-            "refused: the worktree of {run}/{lane} cannot be made at {} ({e}); if a branch {branch} is left from an earlier run, keep its commits under another name (`git branch -m {branch} NEW-NAME`) or name the run differently; nothing was recorded",
-            path.display()
-        )));
+        return Err(Refusal::new(K::GitState, format!("the worktree of {run}/{lane}"), format!("it cannot be made at {} ({e})", path.display()))
+            .nothing_recorded()
+            .instead(format!(
+                "if a branch {branch} is left from an earlier run, keep its commits under another name (`git branch -m {branch} NEW-NAME`) or name the run differently"
+            ))
+            .into());
     }
     record_created(home, run, lane, &path, &base)?;
     Ok(path)
 }
 
-fn gone_refusal(path: &Path, e: &WorktreeError) -> String {
-    format!(
-        "refused: the lane's worktree {} is gone and cannot be made again ({e}); `git worktree prune` forgets a folder deleted by hand, then launch again; nothing was recorded",
-        path.display()
-    )
+fn gone_refusal(path: &Path, e: &WorktreeError) -> Refusal {
+    Refusal::new(K::GitState, format!("the lane's worktree {}", path.display()), format!("it is gone and cannot be made again ({e})"))
+        .nothing_recorded()
+        .instead("`git worktree prune` forgets a folder deleted by hand, then launch again")
 }
 
 fn record_created(home: LaneHome<'_>, run: &str, lane: &str, path: &Path, base: &str) -> Result<(), CommandError> {

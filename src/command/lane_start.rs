@@ -21,6 +21,7 @@ use super::launch::LaunchRequest;
 use crate::checklist::item::TITLE_MAX_CHARS;
 use crate::host::HookEvent;
 use crate::host::claude_settings::{Json, LOCAL_SETTINGS, Object, PROJECT_SETTINGS, installed, merge_hooks};
+use crate::refusal::{Refusal, RefusalKind as K, Untouched};
 
 /// The line kept in the repository's `info/exclude` so the lane's local settings are never
 /// committed by the lane's agent.
@@ -82,10 +83,13 @@ fn ensure_hooks(lane_dir: &Path) -> Result<Hooks, CommandError> {
     let committed = events_in(&lane_dir.join(PROJECT_SETTINGS)).map(|(_, e)| e).unwrap_or_default();
     let local_path = lane_dir.join(LOCAL_SETTINGS);
     let (local, in_local) = events_in(&local_path).map_err(|why| {
-        CommandError::Refused(format!(
-            "refused: the lane's {} cannot be read ({why}), so abcd cannot give the lane's agent its hooks there; remove it (the worktree is abcd's) and launch again; nothing was started",
-            local_path.display()
-        ))
+        Refusal::new(
+            K::FileShape,
+            "launch",
+            format!("the lane's {} cannot be read ({why}), so abcd cannot give the lane's agent its hooks there", local_path.display()),
+        )
+        .untouched(Untouched::Started)
+        .instead("remove it (the worktree is abcd's) and launch again")
     })?;
     let missing: Vec<HookEvent> = HookEvent::ALL.into_iter().filter(|e| !committed.contains(e) && !in_local.contains(e)).collect();
     if missing.is_empty() {
@@ -94,10 +98,9 @@ fn ensure_hooks(lane_dir: &Path) -> Result<Hooks, CommandError> {
     let person = events_in(&at.settings).ok().map(|(s, _)| s).unwrap_or_default();
     let Some(command) = installed(&person).into_iter().find_map(|(_, c)| c) else { return Ok(Hooks::NoneToGive) };
     let merged = merge_hooks(local, &command).map_err(|why| {
-        CommandError::Refused(format!(
-            "refused: the lane's {} {why}; remove it (the worktree is abcd's) and launch again; nothing was started",
-            local_path.display()
-        ))
+        Refusal::new(K::FileShape, "launch", format!("the lane's {} {why}", local_path.display()))
+            .untouched(Untouched::Started)
+            .instead("remove it (the worktree is abcd's) and launch again")
     })?;
     init::ensure_excluded(&at.exclude, LOCAL_SETTINGS_EXCLUDE)?;
     let mut text = serde_json::to_string_pretty(&Json::Object(merged)).map_err(CommandError::failed)?;

@@ -20,6 +20,7 @@ use crate::git::worktree;
 use crate::journal::JournalError;
 use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState};
 use crate::platform::process::{self, ProcessId, SpawnError, SpawnedChild};
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
 /// The hidden subcommand that runs the watcher.
@@ -74,37 +75,50 @@ pub enum LaneRefusal {
     },
 }
 
-impl std::fmt::Display for LaneRefusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl LaneRefusal {
+    /// The refusal of `what` (a launch, a loop's turn) this says.
+    pub fn refusal(&self, what: &str) -> Refusal {
         match self {
             LaneRefusal::NoRun { run } => {
-                write!(f, "refused: no run named {} in this working copy; `abcd resume` lists the runs", crate::secrets::shown_name(run))
+                Refusal::new(K::NotFound, what, format!("no run named {} in this working copy", crate::secrets::shown_name(run)))
+                    .instead("`abcd resume` lists the runs")
             }
-            LaneRefusal::Finished { run } => write!(f, "refused: run {run} is finished"),
-            LaneRefusal::Halted { run } => write!(f, "refused: run {run} is halted; `abcd run lift --run {run}` lifts it"),
-            LaneRefusal::NoLane { run, lane, lanes } => {
-                write!(f, "refused: run {run} has no lane {} (its lanes: {})", crate::secrets::shown_name(lane), lanes.join(", "))
+            LaneRefusal::Finished { run } => {
+                Refusal::new(K::RunFinished, what, format!("run {run} is finished")).instead("start a run under a new name")
             }
-            LaneRefusal::Starting { run, lane, launch, launcher } => write!(
-                f,
-                "refused: launch {launch} of {run}/{lane} is starting (its launcher, pid {launcher}, is alive); one agent runs in a lane at a time: wait for it to end"
-            ),
+            LaneRefusal::Halted { run } => {
+                Refusal::new(K::RunHalted, what, format!("run {run} is halted")).instead(format!("`abcd run lift --run {run}` lifts it"))
+            }
+            LaneRefusal::NoLane { run, lane, lanes } => Refusal::new(
+                K::NotFound,
+                what,
+                format!("run {run} has no lane {} (its lanes: {})", crate::secrets::shown_name(lane), lanes.join(", ")),
+            )
+            .instead("name one of its lanes"),
+            LaneRefusal::Starting { run, lane, launch, launcher } => Refusal::new(
+                K::LaneBusy,
+                what,
+                format!(
+                    "launch {launch} of {run}/{lane} is starting (its launcher, pid {launcher}, is alive); one agent runs in a lane at a time"
+                ),
+            )
+            .instead("wait for it to end"),
             LaneRefusal::Alive { run, lane, launch, pid } => {
-                write!(f, "refused: launch {launch} of {run}/{lane} is alive (pid {pid}); wait for it to end")
+                Refusal::new(K::LaneBusy, what, format!("launch {launch} of {run}/{lane} is alive (pid {pid})")).instead("wait for it to end")
             }
-            LaneRefusal::ReceiptWaiting { run, lane, launch, receipt } => write!(
-                f,
-                "refused: the receipt of launch {launch} of {run}/{lane} is waiting at {receipt}; collect it first with `abcd collect --run {run} --lane {lane}`"
-            ),
-            LaneRefusal::ReceiptNotAFile { run, lane, launch, receipt, what } => write!(
-                f,
-                "refused: where launch {launch} of {run}/{lane} writes its receipt, {receipt}, there is {what}, not a receipt; move it away, then launch again"
-            ),
+            LaneRefusal::ReceiptWaiting { run, lane, launch, receipt } => {
+                Refusal::new(K::ReceiptState, what, format!("the receipt of launch {launch} of {run}/{lane} is waiting at {receipt}"))
+                    .instead(format!("collect it first with `abcd collect --run {run} --lane {lane}`"))
+            }
+            LaneRefusal::ReceiptNotAFile { run, lane, launch, receipt, what: there } => Refusal::new(
+                K::ReceiptState,
+                what,
+                format!("where launch {launch} of {run}/{lane} writes its receipt, {receipt}, there is {there}, not a receipt"),
+            )
+            .instead("move it away, then launch again"),
         }
     }
-}
 
-impl LaneRefusal {
     /// What to run, or do, so what holds the lane lets it go: for a refusal of another verb
     /// (`run finish`, a save aside).
     pub fn next_step(&self, run: &str, lane: &str) -> String {
@@ -128,7 +142,7 @@ impl LaneRefusal {
             LaneRefusal::ReceiptNotAFile { run, lane, launch, receipt, what } => {
                 format!("where launch {launch} of {run}/{lane} writes its receipt, {receipt}, there is {what}")
             }
-            other => other.to_string(),
+            other => other.refusal("").why,
         }
     }
 }
@@ -424,10 +438,6 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() { p.to_path_buf() } else { base.join(p) }
 }
 
-fn refused(msg: String) -> CommandError {
-    CommandError::Refused(msg)
-}
-
 /// Records the launch before anything starts, then starts its detached watcher (this
 /// binary's hidden subcommand) and waits for the watcher's record of the start. The lane
 /// runs in the worktree abcd makes for it unless `cwd` names a folder. Uncommitted work
@@ -437,23 +447,28 @@ fn refused(msg: String) -> CommandError {
 pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
     for (field, name) in [("run", &request.run), ("lane", &request.lane), ("role", &request.role)] {
         if let Err(r) = ledger::check_name(field, name) {
-            return Err(refused(format!("refused: the {field} name {}; nothing was recorded", r.reason)));
+            return Err(Refusal::new(K::BadName, "launch", format!("the {field} name {}", r.reason)).nothing_recorded().into());
         }
     }
     let Some(words) = request.command.iter().map(|w| w.to_str().map(String::from)).collect::<Option<Vec<String>>>() else {
-        return Err(refused("refused: the command is not valid UTF-8; nothing was recorded".into()));
+        return Err(Refusal::new(K::BadValue, "launch", "the command is not valid UTF-8").nothing_recorded().into());
     };
     if let Err(r) = ledger::check_command(&words) {
-        return Err(refused(format!("refused: the command {}; nothing was recorded", r.reason)));
+        return Err(Refusal::new(K::BadValue, "launch", format!("the command {}", r.reason)).nothing_recorded().into());
     }
     let Some(program) = process::resolve_program(&request.command[0]) else {
-        return Err(refused(format!(
-            "refused: the command {:?} is not an executable program (not found on PATH); nothing was recorded",
-            words[0]
-        )));
+        return Err(Refusal::new(
+            K::NotAProgram,
+            "launch",
+            format!("the command {:?} is not an executable program (not found on PATH)", words[0]),
+        )
+        .nothing_recorded()
+        .into());
     };
-    let folder_refusal = |receipt: &Path| {
-        refused(format!("refused: the receipt path {} is a folder; name the file the agent will write", receipt.display()))
+    let folder_refusal = |receipt: &Path| -> CommandError {
+        Refusal::new(K::WrongPath, "launch", format!("the receipt path {} is a folder", receipt.display()))
+            .instead("name the file the agent will write")
+            .into()
     };
     // A receipt path that does not depend on the lane's folder is checked before any is made.
     let early_receipt =
@@ -471,7 +486,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     // First look: refuse before making or touching any folder.
     let first = wc.store.append_with(Some(&wc.scope), |state| (vec![], lane_refusal(&state.ledger, run_name, lane)))?;
     if let Err(why) = first.outcome {
-        return Err(refused(why.to_string()));
+        return Err(why.refusal("launch").into());
     }
     let lane_dir = match &request.cwd {
         Some(dir) => absolute(here, dir),
@@ -481,8 +496,10 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     if receipt.is_dir() {
         return Err(folder_refusal(&receipt));
     }
-    let status = worktree::status(&lane_dir)
-        .map_err(|_| refused(format!("refused: {} is not a git worktree; pass the lane's worktree with --cwd", lane_dir.display())))?;
+    let status = worktree::status(&lane_dir).map_err(|_| {
+        Refusal::new(K::NotInRepository, "launch", format!("{} is not a git worktree", lane_dir.display()))
+            .instead("pass the lane's worktree with --cwd")
+    })?;
     super::lane_start::prepare(request, &lane_dir, &receipt, on_saved)?;
     let ledger_now = wc.store.current_state()?.state.ledger;
     let receipts = lane::receipts_inside(ledger_now.runs.get(run_name.as_str()).into_iter().flat_map(|r| r.lanes.values()), &lane_dir);
@@ -495,12 +512,19 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
             // Only names a record may hold are shown: a file name can be a secret.
             let (shown, unshown) = ledger::listable_files(&work);
             let more = if unshown > 0 { format!(" and {unshown} not shown") } else { String::new() };
-            return Err(refused(format!(
-                "refused: {} holds uncommitted work ({} file(s): {}{more}) and is not a worktree abcd made for {run_name}/{lane}, so abcd leaves it as it is; commit or stash it, pass --save-aside to save it to a ref and reset those files, or drop --cwd to run the lane in a worktree of its own; nothing was recorded",
-                lane_dir.display(),
-                work.len(),
-                worktree::some_paths(&shown)
-            )));
+            return Err(Refusal::new(
+                K::UncommittedWork,
+                "launch",
+                format!(
+                    "{} holds uncommitted work ({} file(s): {}{more}) and is not a worktree abcd made for {run_name}/{lane}, so abcd leaves it as it is",
+                    lane_dir.display(),
+                    work.len(),
+                    worktree::some_paths(&shown)
+                ),
+            )
+            .nothing_recorded()
+            .instead("commit or stash it, pass --save-aside to save it to a ref and reset those files, or drop --cwd to run the lane in a worktree of its own")
+            .into());
         }
     }
     let launcher = process::this_process().map_err(CommandError::failed)?;
@@ -517,7 +541,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     // The decision and the intent are one step under the writer lock: of launches that
     // race, one is recorded and every other is refused naming it.
     let written = wc.store.append_with(Some(&wc.scope), |state| match lane_refusal(&state.ledger, run_name, lane) {
-        Err(why) => (vec![], Err::<u64, String>(why.to_string())),
+        Err(why) => (vec![], Err::<u64, Refusal>(why.refusal("launch"))),
         Ok(free) => {
             // Another lane's agent alive or starting in this very folder holds it too.
             let others = state.ledger.runs.get(run_name.as_str()).into_iter().flat_map(|r| &r.lanes).filter(|(name, _)| *name != lane);
@@ -528,7 +552,11 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
                 if let Err(why @ (LaneRefusal::Alive { .. } | LaneRefusal::Starting { .. })) = lane_busy(run_name, name, l) {
                     return (
                         vec![],
-                        Err(format!("refused: {} in {}; one agent works in a folder at a time", why.what_holds(), lane_dir.display())),
+                        Err(Refusal::new(
+                            K::LaneBusy,
+                            "launch",
+                            format!("{} in {}; one agent works in a folder at a time", why.what_holds(), lane_dir.display()),
+                        )),
                     );
                 }
             }
@@ -538,25 +566,27 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
         }
     })?;
     drop(held);
-    let n = written.outcome.map_err(refused)?;
+    let n = written.outcome?;
     #[cfg(feature = "test-support")]
     if std::env::var_os(KILL_AFTER_INTENT_VAR).is_some() {
         crate::platform::process::kill_this_process();
     }
     // Checked again now the lane is held: a folder swapped since the first check is not
     // saved, reset or started in.
-    let not_started = |why: String| -> Result<Launched, CommandError> {
+    let not_started = |mut why: Refusal| -> Result<Launched, CommandError> {
         wc.store.append_with(Some(&wc.scope), |_| (not_started_events(run_name, lane, &[n]), ()))?;
-        Err(refused(format!("{why}; launch {n} is recorded as never started")))
+        why.why = format!("{}; launch {n} is recorded as never started", why.why);
+        Err(why.into())
     };
-    let recheck = || -> Result<(), String> {
-        let state = wc.store.current_state().map_err(|e| e.to_string())?.state.ledger;
+    let changed = |why: String| Refusal::new(K::NotAbcds, "launch", why);
+    let recheck = || -> Result<(), Refusal> {
+        let state = wc.store.current_state().map_err(|e| changed(e.to_string()))?.state.ledger;
         let own = state.runs.get(run_name.as_str()).and_then(|r| r.lanes.get(lane.as_str())).and_then(|l| l.own_worktree.clone());
         match (&request.cwd, own) {
             (None, Some(own)) => lane::verify_own_worktree(&wc.root, run_name, lane, &own).map(|_| ()).map_err(|what| {
-                format!("refused: the worktree of {run_name}/{lane} changed after it was checked: what is there now is {what}")
+                changed(format!("the worktree of {run_name}/{lane} changed after it was checked: what is there now is {what}"))
             }),
-            (None, None) => Err(format!("refused: the worktree of {run_name}/{lane} is no longer on the record")),
+            (None, None) => Err(changed(format!("the worktree of {run_name}/{lane} is no longer on the record"))),
             (Some(_), _) => Ok(()),
         }
     };
@@ -568,7 +598,13 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     if !work.is_empty() {
         match run::save_aside(&wc, run_name, lane, &lane_dir) {
             Ok(line) => on_saved(&line),
-            Err(why) => return not_started(format!("refused: the lane's uncommitted work could not be saved aside ({why})")),
+            Err(why) => {
+                return not_started(Refusal::new(
+                    K::UncommittedWork,
+                    "launch",
+                    format!("the lane's uncommitted work could not be saved aside ({why})"),
+                ));
+            }
         }
         if let Err(why) = recheck() {
             return not_started(why);
@@ -588,7 +624,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     let log = outputs.join(format!("{lane}-{n}.watcher.log"));
     let exe = std::env::current_exe().map_err(CommandError::failed)?;
     if let Err(e) = spec.spawn_watcher(&exe, &log) {
-        return not_started(format!("the watcher could not be started ({e})"));
+        return not_started(Refusal::new(K::DriveStopped, "launch", format!("the watcher could not be started ({e})")));
     }
     #[cfg(feature = "test-support")]
     if std::env::var_os(KILL_AFTER_WATCHER_VAR).is_some() {
@@ -620,7 +656,9 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
                 });
             }
             Some(l) if l.exited == Some(ExitStatus::NotStarted) => {
-                return Err(refused(format!("launch {n} of {run_name}/{lane} could not start its command; see {}", log.display())));
+                return Err(Refusal::new(K::NotAProgram, "launch", format!("launch {n} of {run_name}/{lane} could not start its command"))
+                    .instead(format!("see {}", log.display()))
+                    .into());
             }
             _ if Instant::now() >= deadline => {
                 // Settled by the launcher itself, under the lock: a watcher that has not
@@ -639,11 +677,16 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
                 if !settled.outcome {
                     continue;
                 }
-                return Err(refused(format!(
-                    "launch {n} of {run_name}/{lane}: its start was not confirmed within {} s, so it is recorded as never started; see {} and launch again",
-                    START_CONFIRM_WAIT.as_secs(),
-                    log.display()
-                )));
+                return Err(Refusal::new(
+                    K::DriveStopped,
+                    "launch",
+                    format!(
+                        "launch {n} of {run_name}/{lane}: its start was not confirmed within {} s, so it is recorded as never started",
+                        START_CONFIRM_WAIT.as_secs()
+                    ),
+                )
+                .instead(format!("see {} and launch again", log.display()))
+                .into());
             }
             _ => std::thread::sleep(START_POLL),
         }
@@ -680,3 +723,39 @@ pub fn watch(spec: &WatchSpec) -> Result<Watched, CommandError> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod refusal_kinds {
+    use super::LaneRefusal;
+    use crate::refusal::RefusalKind as K;
+
+    #[test]
+    fn each_reason_a_lane_may_not_launch_is_its_kind_and_names_what_to_do() {
+        let (run, lane) = (String::from("r"), String::from("b"));
+        let receipt = String::from("/w/receipt.json");
+        let cases = [
+            (LaneRefusal::NoRun { run: run.clone() }, K::NotFound),
+            (LaneRefusal::Finished { run: run.clone() }, K::RunFinished),
+            (LaneRefusal::Halted { run: run.clone() }, K::RunHalted),
+            (LaneRefusal::NoLane { run: run.clone(), lane: lane.clone(), lanes: vec!["a".into()] }, K::NotFound),
+            (LaneRefusal::Starting { run: run.clone(), lane: lane.clone(), launch: 2, launcher: 7 }, K::LaneBusy),
+            (LaneRefusal::Alive { run: run.clone(), lane: lane.clone(), launch: 2, pid: 8 }, K::LaneBusy),
+            (LaneRefusal::ReceiptWaiting { run: run.clone(), lane: lane.clone(), launch: 2, receipt: receipt.clone() }, K::ReceiptState),
+            (LaneRefusal::ReceiptNotAFile { run, lane, launch: 2, receipt, what: "a folder" }, K::ReceiptState),
+        ];
+        for (why, kind) in cases {
+            let r = why.refusal("launch");
+            assert_eq!(r.kind, kind, "{why:?}");
+            assert!(r.to_string().starts_with(&format!("refused [{}]: launch: ", kind.code())), "{r}");
+            assert!(r.instead.as_deref().is_some_and(|i| !i.is_empty()), "{why:?} names what to do instead");
+        }
+    }
+
+    #[test]
+    fn a_run_or_lane_name_that_looks_like_a_secret_is_never_echoed() {
+        let token = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+        let no_run = LaneRefusal::NoRun { run: token.clone() }.refusal("launch").to_string();
+        let no_lane = LaneRefusal::NoLane { run: "r".into(), lane: token, lanes: vec![] }.refusal("launch").to_string();
+        assert!(!no_run.contains("ghp_") && !no_lane.contains("ghp_"), "{no_run}\n{no_lane}");
+    }
+}

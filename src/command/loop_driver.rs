@@ -38,6 +38,7 @@ use crate::phased::{
     TurnPlan, TurnReplied, next_step,
 };
 use crate::platform::process::{self, ProcessId};
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
 use super::new_event;
@@ -64,9 +65,30 @@ pub enum DriveError {
     Journal(#[from] JournalError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// Driving cannot go on; the words say why and what to run.
+    /// Driving cannot go on; the refusal says why and what to run.
     #[error("{0}")]
-    Refused(String),
+    Refused(Refusal),
+}
+
+impl From<DriveError> for super::CommandError {
+    /// A failure told by the driver's own words, whatever it holds: the verbs that drive
+    /// answer the driver's refusals themselves (`loops::run_driver`, `loops::drive`).
+    fn from(e: DriveError) -> super::CommandError {
+        super::CommandError::FailedBy(Box::new(e))
+    }
+}
+
+/// The driver's refusal (the loop's driver cannot go on), `why`.
+fn stopped(why: String) -> DriveError {
+    DriveError::Refused(Refusal::new(K::DriveStopped, "loop", why))
+}
+
+/// A command's error met by the driver: its refusal as it is, anything else in its words.
+fn drive_refusal(e: super::CommandError) -> DriveError {
+    match e {
+        super::CommandError::Refused(r) => DriveError::Refused(r),
+        other => stopped(other.to_string()),
+    }
 }
 
 /// How a drive ended.
@@ -124,13 +146,12 @@ impl<'a> Driver<'a> {
 
     /// The record as the journal holds it now.
     pub fn record(&self) -> Result<LoopRecord, DriveError> {
-        self.store
-            .current_state()?
-            .state
-            .loops
-            .loops
-            .remove(&self.run)
-            .ok_or_else(|| DriveError::Refused(format!("no loop named {:?} in this working copy; `abcd loop status` lists them", self.run)))
+        self.store.current_state()?.state.loops.loops.remove(&self.run).ok_or_else(|| {
+            DriveError::Refused(
+                Refusal::new(K::NotFound, "loop", format!("no loop named {:?} in this working copy", self.run))
+                    .instead("`abcd loop status` lists them"),
+            )
+        })
     }
 
     /// Claims the run for this process: refused while another driver of it lives; a gone
@@ -139,7 +160,11 @@ impl<'a> Driver<'a> {
         let run = self.run.clone();
         let written = self.store.append_with(Some(self.scope), |state| {
             let Some(r) = state.ledger.runs.get(&run) else {
-                return (vec![], Err(format!("no run named {run:?} in this working copy; `abcd loop status` lists the loops")));
+                return (
+                    vec![],
+                    Err(Refusal::new(K::NotFound, "loop drive", format!("no run named {run:?} in this working copy"))
+                        .instead("`abcd loop status` lists the loops")),
+                );
             };
             if r.driver.process == me {
                 return (vec![], Ok(()));
@@ -147,10 +172,12 @@ impl<'a> Driver<'a> {
             if process::is_alive(&r.driver.process) {
                 return (
                     vec![],
-                    Err(format!(
-                        "loop {run} is driven by a live process (pid {}); a second driver is not started (`abcd loop status {run}`)",
-                        r.driver.process.pid
-                    )),
+                    Err(Refusal::new(
+                        K::RunDriven,
+                        "loop drive",
+                        format!("loop {run} is driven by a live process (pid {}); a second driver is not started", r.driver.process.pid),
+                    )
+                    .instead(format!("`abcd loop status {run}` shows it"))),
                 );
             }
             let data = crate::ledger::DriverClaimed {
@@ -225,14 +252,13 @@ impl<'a> Driver<'a> {
         let lane = role.lane();
         let agent_spec = record.config.agent(role).clone();
         self.ensure_own_worktree(&agent_spec.worktree)?;
-        super::lane_start::ensure_loop_hooks(&self.root, &self.run, Path::new(&agent_spec.worktree))
-            .map_err(|e| DriveError::Refused(e.to_string()))?;
+        super::lane_start::ensure_loop_hooks(&self.root, &self.run, Path::new(&agent_spec.worktree)).map_err(drive_refusal)?;
         let quoted = match &plan.quotes {
             None => None,
             Some(q) => {
                 let bytes = read_bounded(Path::new(&q.reply_file), REPLY_FILE_MAX_BYTES)
-                    .map_err(|e| DriveError::Refused(format!("the reply of turn {} at {} cannot be read ({e})", q.turn, q.reply_file)))?;
-                let reply = ReplyFile::parse(&bytes).map_err(|e| DriveError::Refused(format!("the reply file {} {e}", q.reply_file)))?;
+                    .map_err(|e| stopped(format!("the reply of turn {} at {} cannot be read ({e})", q.turn, q.reply_file)))?;
+                let reply = ReplyFile::parse(&bytes).map_err(|e| stopped(format!("the reply file {} {e}", q.reply_file)))?;
                 Some((reply.reply, q.reply_file.clone()))
             }
         };
@@ -244,10 +270,17 @@ impl<'a> Driver<'a> {
         crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &prompt_file, prompt.as_bytes(), true)?;
         // The turn runner would find out too, but only after the turn is on the record.
         if process::resolve_program(std::ffi::OsStr::new(&agent_spec.template[0])).is_none() {
-            return Err(DriveError::Refused(format!(
-                "the {lane}'s program {:?} is not an executable program (not found on PATH) any more; the loop waits at turn {} (`abcd loop drive {}` when it is back)",
-                agent_spec.template[0], plan.turn, self.run
-            )));
+            return Err(DriveError::Refused(
+                Refusal::new(
+                    K::NotAProgram,
+                    "loop",
+                    format!(
+                        "the {lane}'s program {:?} is not an executable program (not found on PATH) any more; the loop waits at turn {}",
+                        agent_spec.template[0], plan.turn
+                    ),
+                )
+                .instead(format!("`abcd loop drive {}` when it is back", self.run)),
+            ));
         }
         let run = self.run.clone();
         let command = |n: u64| -> Vec<String> {
@@ -288,12 +321,16 @@ impl<'a> Driver<'a> {
             let free = match launch::lane_refusal(&state.ledger, &run, lane) {
                 Ok(free) => free,
                 Err(LaneRefusal::Alive { .. } | LaneRefusal::Starting { .. }) => return (vec![], Err(Retry::Wait)),
-                Err(why) => return (vec![], Err(Retry::Fail(DriveError::Refused(format!("turn {} cannot start: {why}", plan.turn))))),
+                Err(why) => {
+                    let mut refusal = why.refusal("loop");
+                    refusal.why = format!("turn {} cannot start: {}", plan.turn, refusal.why);
+                    return (vec![], Err(Retry::Fail(DriveError::Refused(refusal))));
+                }
             };
             let n = free.next;
             let words = command(n);
             if let Err(r) = crate::ledger::check_command(&words) {
-                return (vec![], Err(Retry::Fail(DriveError::Refused(format!("turn {}: the command {}", plan.turn, r.reason)))));
+                return (vec![], Err(Retry::Fail(stopped(format!("turn {}: the command {}", plan.turn, r.reason)))));
             }
             let reply_file = reply_path(&run_dir, lane, n).display().to_string();
             let intended = LaunchIntended {
@@ -344,7 +381,7 @@ impl<'a> Driver<'a> {
         if let Err(e) = spec.spawn_watcher(&self.exe, &log) {
             // Nothing started: record it so, and let the next look launch the step again.
             self.abandon(plan.turn, role, intended.launch)?;
-            return Err(DriveError::Refused(format!("the watcher of turn {} could not be started ({e}); nothing ran", plan.turn)));
+            return Err(stopped(format!("the watcher of turn {} could not be started ({e}); nothing ran", plan.turn)));
         }
         Ok(Some(format!(
             "turn {}: {} of phase {}{} sent to the {lane} (launch {})",
@@ -647,7 +684,7 @@ impl<'a> Driver<'a> {
             return Ok(());
         }
         let home = super::lane::LaneHome { store: self.store, scope: self.scope, root: &self.root };
-        super::lane::own_worktree(home, &self.run, lane).map(|_| ()).map_err(|e| DriveError::Refused(e.to_string()))
+        super::lane::own_worktree(home, &self.run, lane).map(|_| ()).map_err(drive_refusal)
     }
 
     /// The machine index learns the run is over (best effort, as `abcd run finish` does:

@@ -24,6 +24,7 @@ use crate::phased::{
     PauseReason, PendingTurn, REVIEWER_LANE, RunState, StopReason,
 };
 use crate::platform::process::{self, ProcessId};
+use crate::refusal::{Refusal, RefusalKind as K};
 
 /// How long a detached driver waits for the `abcd loop start` that started it to exit
 /// before it claims the run.
@@ -53,8 +54,9 @@ fn open_here() -> Result<WorkingCopy, CommandError> {
     Ok(run_cmd::open_at(&current_dir()?)?)
 }
 
-fn no_loop(run: &str) -> String {
-    format!("refused: no loop named {} in this working copy; `abcd loop status` lists them", ledger::shown_name(run))
+fn no_loop(what: &str, run: &str) -> Refusal {
+    Refusal::new(K::NotFound, what, format!("no loop named {} in this working copy", ledger::shown_name(run)))
+        .instead("`abcd loop status` lists them")
 }
 
 /// Splits a template the way a POSIX shell splits words: white space separates, single
@@ -176,7 +178,9 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     let wc = match run_cmd::open_at(&here) {
         Ok(wc) => wc,
         Err(e) => {
-            return Err(CommandError::Refused(format!("refused: {e:#}; run `abcd loop start` in a working copy `abcd init` made managed")));
+            return Err(Refusal::new(K::NotInRepository, "loop start", format!("{e:#}"))
+                .instead("run `abcd loop start` in a working copy `abcd init` made managed")
+                .into());
         }
     };
     let mut agents = vec![];
@@ -191,17 +195,21 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     }
     for (field, asked) in [("implementer", implementer), ("reviewer", reviewer)] {
         let words = split_words(&asked.template)
-            .map_err(|why| CommandError::Refused(format!("refused: the {field} template {why}; nothing was recorded")))?;
+            .map_err(|why| Refusal::new(K::BadValue, "loop start", format!("the {field} template {why}")).nothing_recorded())?;
         if let Err(e) = agent::check_template(field, &words) {
-            return Err(CommandError::Refused(format!(
-                "refused: the {e}; nothing was recorded (example: --{field} \"claude -p {{prompt}} --resume {{session}} --output-format json\")"
-            )));
+            return Err(Refusal::new(K::BadValue, "loop start", format!("the {e}"))
+                .nothing_recorded()
+                .instead(format!("for example --{field} \"claude -p {{prompt}} --resume {{session}} --output-format json\""))
+                .into());
         }
         if process::resolve_program(std::ffi::OsStr::new(&words[0])).is_none() {
-            return Err(CommandError::Refused(format!(
-                "refused: the {field}'s program {:?} is not an executable program (not found on PATH); nothing was recorded",
-                words[0]
-            )));
+            return Err(Refusal::new(
+                K::NotAProgram,
+                "loop start",
+                format!("the {field}'s program {:?} is not an executable program (not found on PATH)", words[0]),
+            )
+            .nothing_recorded()
+            .into());
         }
         let dir = match asked.cwd {
             Some(d) if d.is_absolute() => d,
@@ -214,10 +222,9 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
             }
         };
         if !dir.is_dir() {
-            return Err(CommandError::Refused(format!(
-                "refused: the {field}'s folder {} is not a folder; nothing was recorded",
-                dir.display()
-            )));
+            return Err(Refusal::new(K::WrongPath, "loop start", format!("the {field}'s folder {} is not a folder", dir.display()))
+                .nothing_recorded()
+                .into());
         }
         agents.push(AgentSpec { template: words, reader: asked.reader, worktree: dir.display().to_string() });
     }
@@ -226,7 +233,7 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     if let Some(c) = &a.checklist
         && !here.join(c).is_file()
     {
-        return Err(CommandError::Refused(format!("refused: the checklist {c} is not a file; nothing was recorded")));
+        return Err(Refusal::new(K::WrongPath, "loop start", format!("the checklist {c} is not a file")).nothing_recorded().into());
     }
     if own_worktree_asked {
         own_worktree_possible(&wc, &here, a.checklist.as_deref())?;
@@ -252,12 +259,12 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         }
     }
     if let Err(e) = phased::check_config(&checked) {
-        return Err(CommandError::Refused(format!("refused: --{e}; nothing was recorded")));
+        return Err(Refusal::new(K::BadValue, "loop start", format!("--{e}")).nothing_recorded().into());
     }
     if let Some(run) = &a.run
         && let Err(r) = ledger::check_name("run", run)
     {
-        return Err(CommandError::Refused(format!("refused: the run name {}; nothing was recorded", r.reason)));
+        return Err(Refusal::new(K::BadName, "loop start", format!("the run name {}", r.reason)).nothing_recorded().into());
     }
     let at = crate::clock::now()?;
     let me = this_process()?;
@@ -268,7 +275,11 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         let taken = |name: &str| state.ledger.runs.contains_key(name) || state.loops.loops.contains_key(name);
         let run = match a.run {
             Some(run) if taken(&run) => {
-                return (vec![], Err(format!("refused: a run named {run} exists in this working copy; name the loop with --run NEW-NAME")));
+                return (
+                    vec![],
+                    Err(Refusal::new(K::NameTaken, "loop start", format!("a run named {run} exists in this working copy"))
+                        .instead("name the loop with --run NEW-NAME")),
+                );
             }
             Some(run) => run,
             None => match phased::default_run_name(at, taken) {
@@ -276,10 +287,12 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
                 None => {
                     return (
                         vec![],
-                        Err(format!(
-                            "refused: the {} default loop names of this second are taken; name the loop with --run NEW-NAME",
-                            phased::DEFAULT_NAMES_PER_SECOND
-                        )),
+                        Err(Refusal::new(
+                            K::NameTaken,
+                            "loop start",
+                            format!("the {} default loop names of this second are taken", phased::DEFAULT_NAMES_PER_SECOND),
+                        )
+                        .instead("name the loop with --run NEW-NAME")),
                     );
                 }
             },
@@ -290,7 +303,7 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
             // checkout: the reviewer reads the work where it was done.
             let path = match crate::places::lane_worktree(&wc.root, &run, IMPLEMENTER_LANE) {
                 Ok(p) => p.display().to_string(),
-                Err(e) => return (vec![], Err(format!("refused: {e}; nothing was recorded"))),
+                Err(e) => return (vec![], Err(Refusal::new(K::BadName, "loop start", e.to_string()).nothing_recorded())),
             };
             for agent in [&mut config.implementer, &mut config.reviewer] {
                 if agent.worktree.is_empty() {
@@ -302,12 +315,18 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
         let data = LoopStarted { run, config };
         (vec![new_event(event::RUN_STARTED, json!(started)), new_event(LOOP_STARTED, json!(data))], Ok(started))
     })?;
-    let started = written.outcome.map_err(CommandError::Refused)?;
+    let started = written.outcome?;
     let run = started.run.clone();
     if own_worktree_asked && let Err(e) = super::lane::own_worktree(super::lane::LaneHome::of(&wc), &run, IMPLEMENTER_LANE) {
-        return Err(CommandError::Refused(format!(
-            "the loop {run} is recorded, but its worktree could not be made ({e}); once the cause is fixed `abcd loop drive {run}` makes it and carries on, or `abcd loop stop {run}` ends the loop"
-        )));
+        let (kind, cause) = match e.refusal() {
+            Some(r) => (r.kind, r.why.clone()),
+            None => (K::GitState, e.to_string()),
+        };
+        return Err(Refusal::new(kind, "loop start", format!("the loop {run} is recorded, but its worktree could not be made ({cause})"))
+            .instead(format!(
+                "once the cause is fixed `abcd loop drive {run}` makes it and carries on, or `abcd loop stop {run}` ends the loop"
+            ))
+            .into());
     }
     if let Err(e) = index_started(&started) {
         on_index_problem(&with_causes(&e));
@@ -327,27 +346,33 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
 /// of their own: the checkout has no commit, or the checklist they work through is not
 /// committed (a worktree made from HEAD holds only committed files).
 fn own_worktree_possible(wc: &WorkingCopy, here: &std::path::Path, checklist: Option<&str>) -> Result<(), CommandError> {
-    let refused = |why: String| CommandError::Refused(format!("refused: {why}; nothing was recorded"));
+    let refused = |kind, why: String| CommandError::from(Refusal::new(kind, "loop start", why).nothing_recorded());
     match crate::git::worktree::head_commit(&wc.root) {
         Ok(Some(_)) => {}
         Ok(None) => {
-            return Err(refused(format!(
-                "{} has no commit yet, and the loop's agents run in a worktree made from HEAD; make a first commit (`{}`)",
-                wc.root.display(),
-                crate::places::FIRST_COMMIT
-            )));
+            return Err(refused(
+                K::NoCommit,
+                format!(
+                    "{} has no commit yet, and the loop's agents run in a worktree made from HEAD; make a first commit (`{}`)",
+                    wc.root.display(),
+                    crate::places::FIRST_COMMIT
+                ),
+            ));
         }
-        Err(e) => return Err(refused(format!("the working copy's HEAD cannot be read ({e})"))),
+        Err(e) => return Err(refused(K::GitState, format!("the working copy's HEAD cannot be read ({e})"))),
     }
     let Some(c) = checklist else { return Ok(()) };
-    let full = std::fs::canonicalize(here.join(c)).map_err(|e| refused(format!("the checklist {c} cannot be read ({e})")))?;
+    let full = std::fs::canonicalize(here.join(c)).map_err(|e| refused(K::WrongPath, format!("the checklist {c} cannot be read ({e})")))?;
     let root = std::fs::canonicalize(&wc.root).unwrap_or_else(|_| wc.root.clone());
     let inside = full.strip_prefix(&root).ok().and_then(|p| p.to_str()).map(str::to_string);
     let committed = inside.as_deref().is_some_and(|rel| crate::git::worktree::committed_at_head(&wc.root, rel).unwrap_or(false));
     if !committed {
-        return Err(refused(format!(
-            "the checklist {c} is not committed, and the loop's agents run in a worktree of their own made from HEAD, which holds only committed files; commit it, or run the agents here with --implementer-cwd . --reviewer-cwd ."
-        )));
+        return Err(refused(
+            K::UncommittedWork,
+            format!(
+                "the checklist {c} is not committed, and the loop's agents run in a worktree of their own made from HEAD, which holds only committed files; commit it, or run the agents here with --implementer-cwd . --reviewer-cwd ."
+            ),
+        ));
     }
     Ok(())
 }
@@ -383,7 +408,7 @@ fn run_driver(wc: &WorkingCopy, run: &str, say: &mut dyn FnMut(&str)) -> Result<
     let mut d = Driver::new(&wc.store, &wc.scope, wc.root.clone(), run.to_string(), current_exe()?);
     let end = match d.drive(say) {
         Ok(end) => end,
-        Err(DriveError::Refused(why)) => return Err(CommandError::Refused(why)),
+        Err(DriveError::Refused(why)) => return Err(why.into()),
         Err(e) => return Err(e.into()),
     };
     let summary = phased::listing(&d.record()?).summary;
@@ -412,18 +437,20 @@ pub fn drive(run: &str, starter: Option<u32>, say: &mut dyn FnMut(&str)) -> Resu
     }
     let loops = wc.store.current_state()?.state.loops;
     let Some(record) = loops.loops.get(run) else {
-        return Err(CommandError::Refused(no_loop(run)));
+        return Err(no_loop("loop drive", run).into());
     };
     if record.state == RunState::Stopped {
-        return Err(CommandError::Refused(format!(
-            "refused: loop {run} has stopped ({}); there is nothing to drive",
-            phased::stop_words(record)
-        )));
+        return Err(Refusal::new(
+            K::LoopState,
+            "loop drive",
+            format!("loop {run} has stopped ({}); there is nothing to drive", phased::stop_words(record)),
+        )
+        .into());
     }
     let d = Driver::new(&wc.store, &wc.scope, wc.root.clone(), run.to_string(), current_exe()?);
     match d.claim(me) {
         Ok(()) => {}
-        Err(DriveError::Refused(why)) => return Err(CommandError::Refused(format!("refused: {why}"))),
+        Err(DriveError::Refused(why)) => return Err(why.into()),
         Err(e) => return Err(e.into()),
     }
     run_driver(&wc, run, say)
@@ -442,16 +469,16 @@ pub struct Controlled {
 pub fn control(run: &str, asked: Control) -> Result<Controlled, CommandError> {
     let wc = open_here()?;
     let written = wc.store.append_with(Some(&wc.scope), |state| {
-        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
+        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(&format!("loop {}", asked.name()), run))) };
         // A resume after non-convergence is a retry (seed 001 §7).
         let control =
             if asked == Control::Resume && r.paused_reason == Some(PauseReason::PhaseNotConverged) { Control::Retry } else { asked };
         match phased::control_refusal(r, control) {
-            Some(why) => (vec![], Err(format!("refused: {why}"))),
+            Some(why) => (vec![], Err(Refusal::new(K::LoopState, format!("loop {}", asked.name()), why))),
             None => (vec![new_event(control.kind(), json!(phased::LoopNamed { run: run.into() }))], Ok(control)),
         }
     })?;
-    let control = written.outcome.map_err(CommandError::Refused)?;
+    let control = written.outcome?;
     let record = wc.store.current_state()?.state.loops.loops.remove(run).expect("just recorded");
     let driver = if control == Control::Pause { None } else { driver_alive(&wc, run) };
     Ok(Controlled { control, driver, summary: phased::listing(&record).summary })
@@ -470,9 +497,12 @@ pub fn stop(run: &str) -> Result<Option<PendingTurn>, CommandError> {
     let wc = open_here()?;
     let root = wc.root.display().to_string();
     let written = wc.store.append_with(Some(&wc.scope), |state| {
-        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(run))) };
+        let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop("loop stop", run))) };
         if r.state == RunState::Stopped {
-            return (vec![], Err(format!("refused: loop {run} has already stopped ({})", phased::stop_words(r))));
+            return (
+                vec![],
+                Err(Refusal::new(K::LoopState, "loop stop", format!("loop {run} has already stopped ({})", phased::stop_words(r)))),
+            );
         }
         let mut events = vec![new_event(LOOP_STOPPED, json!(LoopStopped { run: run.into(), reason: StopReason::Manual, detail: None }))];
         if state.ledger.runs.get(run).is_some_and(|l| !l.finished) {
@@ -480,7 +510,7 @@ pub fn stop(run: &str) -> Result<Option<PendingTurn>, CommandError> {
         }
         (events, Ok(r.pending.clone()))
     })?;
-    let pending = written.outcome.map_err(CommandError::Refused)?;
+    let pending = written.outcome?;
     // Best effort, as `abcd run finish`: a run missing there is still read from its working copy.
     let _ = loop_driver::finish_in_index(run, &root);
     Ok(pending)
@@ -505,7 +535,7 @@ pub fn status(run: Option<&str>) -> Result<Vec<LoopStatus>, CommandError> {
     };
     let (mut loops, ledger) = (state.loops.loops, state.ledger);
     let chosen: Vec<LoopRecord> = match run {
-        Some(r) => vec![loops.remove(r).ok_or_else(|| CommandError::Refused(no_loop(r)))?],
+        Some(r) => vec![loops.remove(r).ok_or_else(|| no_loop("loop status", r))?],
         None => loops.into_values().collect(),
     };
     Ok(chosen

@@ -17,6 +17,7 @@ use crate::mirror::build::{Built, Claims, build};
 use crate::mirror::judge::{Verdict, judge, judge_in};
 use crate::mirror::{self, JOURNALS_PREFIX, SAVED_PREFIX, incoming_prefix, journal_ref, verified_prefix};
 use crate::places;
+use crate::refusal::{Refusal, RefusalKind as K};
 
 /// The remote a mirror verb uses when none is named.
 pub const DEFAULT_REMOTE: &str = "origin";
@@ -71,9 +72,10 @@ impl MirrorPlace {
     fn lock(&self, wait: Duration) -> Result<JournalLock, CommandError> {
         crate::platform::fs::create_dir_all(&self.home, 0o700).map_err(CommandError::failed)?;
         JournalLock::acquire(&self.home.join(MIRROR_LOCK_FILE), wait).map_err(|e| {
-            CommandError::Refused(format!(
-                "refused: another push or fetch of this repository's mirror is running ({e}); run this again when it ends"
-            ))
+            CommandError::from(
+                Refusal::new(K::MirrorBusy, "mirror", format!("another push or fetch of this repository's mirror is running ({e})"))
+                    .instead("run this again when it ends"),
+            )
         })
     }
 
@@ -81,9 +83,9 @@ impl MirrorPlace {
     fn remote(&self, remote: &str) -> Result<String, CommandError> {
         checked_remote_name(remote)?;
         if !self.repo.has_remote(remote).map_err(CommandError::failed)? {
-            return Err(CommandError::Refused(format!(
-                "refused: this repository has no remote named {remote}; add one with `git remote add {remote} <url>`, or name another with --remote"
-            )));
+            return Err(Refusal::new(K::NotFound, "mirror", format!("this repository has no remote named {remote}"))
+                .instead(format!("add one with `git remote add {remote} <url>`, or name another with --remote"))
+                .into());
         }
         Ok(remote.to_string())
     }
@@ -115,11 +117,17 @@ fn checked_remote_name(remote: &str) -> Result<String, CommandError> {
     if remote_name_ok(remote) {
         return Ok(remote.to_string());
     }
-    Err(CommandError::Refused(format!(
-        "refused: {} is not a remote name abcd accepts (a name git accepts for a remote, not starting with `-`, at most {} bytes); name another remote from `git remote`, or give this one a shorter name with `git remote rename <name> <new name>`",
-        crate::secrets::shown_name(remote),
-        crate::git::objects::REMOTE_NAME_MAX
-    )))
+    Err(Refusal::new(
+        K::BadName,
+        "mirror",
+        format!(
+            "{} is not a remote name abcd accepts (a name git accepts for a remote, not starting with `-`, at most {} bytes)",
+            crate::secrets::shown_name(remote),
+            crate::git::objects::REMOTE_NAME_MAX
+        ),
+    )
+    .instead("name another remote from `git remote`, or give this one a shorter name with `git remote rename <name> <new name>`")
+    .into())
 }
 
 /// What a push did with one journal.
@@ -730,9 +738,13 @@ pub struct LastPush {
 /// `abcd mirror auto on|off`: stores the setting (checking the remote when turning on).
 pub fn set_auto(place: &MirrorPlace, on: bool, remote: &str, every_seconds: u64) -> Result<AutoSetting, CommandError> {
     if !(AUTO_EVERY_MIN_SECONDS..=AUTO_EVERY_MAX_SECONDS).contains(&every_seconds) {
-        return Err(CommandError::Refused(format!(
-            "refused: --every {every_seconds} is outside {AUTO_EVERY_MIN_SECONDS}..={AUTO_EVERY_MAX_SECONDS} seconds; name an interval inside it"
-        )));
+        return Err(Refusal::new(
+            K::BadValue,
+            "mirror auto",
+            format!("--every {every_seconds} is outside {AUTO_EVERY_MIN_SECONDS}..={AUTO_EVERY_MAX_SECONDS} seconds"),
+        )
+        .instead("name an interval inside it")
+        .into());
     }
     // Turning off needs no remote to exist, but the name is held to the same rule.
     let remote = if on { place.remote(remote)? } else { checked_remote_name(remote)? };
@@ -1151,12 +1163,15 @@ pub struct Redacted {
 /// not yet in this machine's mirror, that the scan flags, and that is not the genesis or a
 /// gap record, is redacted. Nothing is pushed: the next push carries the record.
 pub fn redact(place: &MirrorPlace, journal_id: &str, seq: u64) -> Result<Redacted, CommandError> {
-    let refused = |why: String| CommandError::Refused(format!("refused: {why}"));
+    let refused = |kind, why: String| CommandError::from(Refusal::new(kind, "mirror redact", why));
     if !journal_id_ok(journal_id) {
-        return Err(refused(format!(
-            "{} is not a journal id (32 hex digits); `abcd mirror push` names the journal id and the seq of each line it holds back",
-            crate::secrets::shown_name(journal_id)
-        )));
+        return Err(refused(
+            K::BadName,
+            format!(
+                "{} is not a journal id (32 hex digits); `abcd mirror push` names the journal id and the seq of each line it holds back",
+                crate::secrets::shown_name(journal_id)
+            ),
+        ));
     }
     let _mirror_lock = place.lock(MIRROR_LOCK_WAIT)?;
     let mut found = None;
@@ -1169,23 +1184,32 @@ pub fn redact(place: &MirrorPlace, journal_id: &str, seq: u64) -> Result<Redacte
         }
     }
     let Some((path, shown, file)) = found else {
-        return Err(refused(format!(
-            "no journal of this repository on this machine has the id {journal_id}; `abcd mirror push` names the journal id and the seq of each line it holds back"
-        )));
+        return Err(refused(
+            K::NotFound,
+            format!(
+                "no journal of this repository on this machine has the id {journal_id}; `abcd mirror push` names the journal id and the seq of each line it holds back"
+            ),
+        ));
     };
     if seq == 0 {
-        return Err(refused(format!(
-            "seq 0 of journal {journal_id} is its genesis, which names the journal and its scope for every reader, so it is never redacted; a working copy whose path looks like a secret is moved with `git worktree move`"
-        )));
+        return Err(refused(
+            K::BadValue,
+            format!(
+                "seq 0 of journal {journal_id} is its genesis, which names the journal and its scope for every reader, so it is never redacted; a working copy whose path looks like a secret is moved with `git worktree move`"
+            ),
+        ));
     }
     let mirrored = match place.repo.read_ref(&journal_ref(journal_id)).map_err(CommandError::failed)? {
         Some(c) => mirror::read_commit(&place.repo, &c).ok().map(|m| m.meta.head_seq),
         None => None,
     };
     if let Some(head) = mirrored.filter(|head| seq <= *head) {
-        return Err(refused(format!(
-            "the line of seq {seq} of journal {journal_id} is already in this machine's mirror (through seq {head}), so the remote holds it and a redaction cannot take it back; if it holds a secret, revoke that secret where it was issued"
-        )));
+        return Err(refused(
+            K::MirrorCurrent,
+            format!(
+                "the line of seq {seq} of journal {journal_id} is already in this machine's mirror (through seq {head}), so the remote holds it and a redaction cannot take it back; if it holds a secret, revoke that secret where it was issued"
+            ),
+        ));
     }
     let mut line_found: Option<(crate::journal::format::Event, Vec<u8>)> = None;
     let mut decided: Option<(u64, String)> = None;
@@ -1208,19 +1232,28 @@ pub fn redact(place: &MirrorPlace, journal_id: &str, seq: u64) -> Result<Redacte
         return Err(CommandError::Failed(format!("reading {shown} failed: {e}")));
     }
     let Some((event, line)) = line_found else {
-        return Err(refused(format!(
-            "journal {journal_id} at {shown} holds no verified line of seq {seq}; `abcd journal verify` shows how far it verifies, and `abcd mirror push` names the seq of each line it holds back"
-        )));
+        return Err(refused(
+            K::NotFound,
+            format!(
+                "journal {journal_id} at {shown} holds no verified line of seq {seq}; `abcd journal verify` shows how far it verifies, and `abcd mirror push` names the seq of each line it holds back"
+            ),
+        ));
     };
     let Some(kind) = crate::mirror::build::flagged(&line, &event) else {
-        return Err(refused(format!(
-            "the secret scan flags nothing in the line of seq {seq} of journal {journal_id}, so the push carries it as it is; only a line the push holds back is redacted"
-        )));
+        return Err(refused(
+            K::BadValue,
+            format!(
+                "the secret scan flags nothing in the line of seq {seq} of journal {journal_id}, so the push carries it as it is; only a line the push holds back is redacted"
+            ),
+        ));
     };
     if event.gap().is_some() {
-        return Err(refused(format!(
-            "the line of seq {seq} of journal {journal_id} is a repair's gap record, which the chain after it needs whole, so it is not redacted; it stays on this machine with the lines after it"
-        )));
+        return Err(refused(
+            K::BadValue,
+            format!(
+                "the line of seq {seq} of journal {journal_id} is a repair's gap record, which the chain after it needs whole, so it is not redacted; it stays on this machine with the lines after it"
+            ),
+        ));
     }
     let hash = event.hash.to_hex();
     if let Some((recorded_seq, _)) = decided.as_ref().filter(|(_, h)| *h == hash) {
@@ -1261,30 +1294,47 @@ pub fn restart(place: &MirrorPlace, journal: &crate::journal::Journal, remote: &
     let shown = path.display().to_string();
     let report = crate::journal::verify::verify_chain(&*storage, path, journal.anchors())?;
     let Some(id) = report.journal_id.clone() else {
-        return Err(CommandError::Refused(format!(
-            "refused: {shown} holds no journal whose first line verifies, so there is no journal to mirror; `abcd journal restore` rebuilds it from its mirror"
-        )));
+        return Err(Refusal::new(
+            K::JournalDamaged,
+            "mirror restart",
+            format!("{shown} holds no journal whose first line verifies, so there is no journal to mirror"),
+        )
+        .instead("`abcd journal restore` rebuilds it from its mirror")
+        .into());
     };
     if !report.is_ok() {
-        return Err(CommandError::Refused(format!(
-            "refused: journal {id} at {shown} does not verify clean (`abcd journal verify` names the finding); its mirror is restarted only from a journal that does: run `abcd journal repair` (or `abcd journal restore` for a journal that was lost) first"
-        )));
+        return Err(Refusal::new(
+            K::JournalDamaged,
+            "mirror restart",
+            format!(
+                "journal {id} at {shown} does not verify clean (`abcd journal verify` names the finding); its mirror is restarted only from a journal that does"
+            ),
+        )
+        .instead("run `abcd journal repair` (or `abcd journal restore` for a journal that was lost) first")
+        .into());
     }
     let local_ref = journal_ref(&id);
     let Some(old) = place.repo.read_ref(&local_ref).map_err(CommandError::failed)? else {
-        return Err(CommandError::Refused(format!(
-            "refused: this machine holds no mirror of journal {id} ({local_ref}), so there is nothing to restart; `abcd mirror push` starts one"
-        )));
+        return Err(Refusal::new(
+            K::NoMirror,
+            "mirror restart",
+            format!("this machine holds no mirror of journal {id} ({local_ref}), so there is nothing to restart"),
+        )
+        .instead("`abcd mirror push` starts one")
+        .into());
     };
     // Only a mirror a push refuses as no longer held by the journal is restarted.
     let claims = Claims { repository: &place.repository, machine: &place.machine, path: &place.main_root.display().to_string() };
     match build(&place.repo, &*storage, path, &claims) {
         Err(crate::mirror::build::BuildError::Diverged { .. }) => {}
         Ok(_) => {
-            return Err(CommandError::Refused(format!(
-                "refused: journal {id} still holds every line its mirror {} holds, so its mirror needs no restart; `abcd mirror push` sends what is new",
-                short(&old)
-            )));
+            return Err(Refusal::new(
+                K::MirrorCurrent,
+                "mirror restart",
+                format!("journal {id} still holds every line its mirror {} holds, so its mirror needs no restart", short(&old)),
+            )
+            .instead("`abcd mirror push` sends what is new")
+            .into());
         }
         Err(e) => return Err(CommandError::Failed(e.to_string())),
     }
@@ -1293,10 +1343,15 @@ pub fn restart(place: &MirrorPlace, journal: &crate::journal::Journal, remote: &
     let own = crate::mirror::own::own_lines(&place.repo, &id, crate::mirror::own::Limits::DEFAULT)
         .map_err(|e| CommandError::Failed(format!("reading this machine's mirror of journal {id} failed: {e}")))?;
     if let Some(why) = &own.walked.stopped {
-        return Err(CommandError::Refused(format!(
-            "refused: this machine's mirror {} of journal {id} cannot be read whole ({why}), so the lines the journal lost could not all be kept; the mirror is left as it is",
-            short(&old)
-        )));
+        return Err(Refusal::new(
+            K::MirrorMismatch,
+            "mirror restart",
+            format!(
+                "this machine's mirror {} of journal {id} cannot be read whole ({why}), so the lines the journal lost could not all be kept; the mirror is left as it is",
+                short(&old)
+            ),
+        )
+        .into());
     }
     let mirror_head = own.walked.last_line.map_or(0, |(seq, _)| seq);
     let file = crate::journal::verify::open_trusted(&*storage, path)?;
@@ -1329,9 +1384,15 @@ pub fn restart(place: &MirrorPlace, journal: &crate::journal::Journal, remote: &
         && report.events == k as u64
         && own.lines.iter().take(k).all(|l| crate::journal::format::verify_line(l).is_ok_and(|e| held.contains(&e.hash)));
     if journal_is_prefix {
-        return Err(CommandError::Refused(format!(
-            "refused: journal {id} at {shown} holds the first {k} lines of its mirror and lacks the {lost_lines} after them, which fit its chain: `abcd journal restore` puts them back, then `abcd mirror push` goes on from there"
-        )));
+        return Err(Refusal::new(
+            K::MirrorMismatch,
+            "mirror restart",
+            format!(
+                "journal {id} at {shown} holds the first {k} lines of its mirror and lacks the {lost_lines} after them, which fit its chain"
+            ),
+        )
+        .instead("`abcd journal restore` puts them back, then `abcd mirror push` goes on from there")
+        .into());
     }
     let mut quarantine = None;
     if let Some((first, _)) = lost_seqs {
@@ -1354,19 +1415,31 @@ pub fn restart(place: &MirrorPlace, journal: &crate::journal::Journal, remote: &
         PushedRef { outcome: PushOutcome::UpToDate, .. } => "absent",
         PushedRef { outcome: PushOutcome::NotFastForward, summary, .. } => {
             if remote_holds(place, &remote, &local_ref)? {
-                return Err(CommandError::Refused(format!(
-                    "refused: the remote {remote}'s {local_ref} no longer names this machine's last pushed mirror {} ({summary}); it is left as it is, and so is the local ref (the lost lines are kept in {}); run `abcd mirror fetch` to see what it holds",
-                    short(&old),
-                    quarantine.as_deref().unwrap_or("no quarantine file: the journal lost none")
-                )));
+                return Err(Refusal::new(
+                    K::RemoteRefused,
+                    "mirror restart",
+                    format!(
+                        "the remote {remote}'s {local_ref} no longer names this machine's last pushed mirror {} ({summary}); it is left as it is, and so is the local ref (the lost lines are kept in {})",
+                        short(&old),
+                        quarantine.as_deref().unwrap_or("no quarantine file: the journal lost none")
+                    ),
+                )
+                .instead("run `abcd mirror fetch` to see what it holds")
+                .into());
             }
             "absent"
         }
         PushedRef { summary, .. } => {
-            return Err(CommandError::Refused(format!(
-                "refused: the remote {remote} would not delete {local_ref} ({summary}); the old mirror is left there and here (the lost lines are kept in {}); a remote that refuses deletions needs its owner to remove the ref",
-                quarantine.as_deref().unwrap_or("no quarantine file: the journal lost none")
-            )));
+            return Err(Refusal::new(
+                K::RemoteRefused,
+                "mirror restart",
+                format!(
+                    "the remote {remote} would not delete {local_ref} ({summary}); the old mirror is left there and here (the lost lines are kept in {})",
+                    quarantine.as_deref().unwrap_or("no quarantine file: the journal lost none")
+                ),
+            )
+            .instead("a remote that refuses deletions needs its owner to remove the ref")
+            .into());
         }
     };
     place.repo.delete_ref(&local_ref, &old).map_err(CommandError::failed)?;

@@ -63,7 +63,7 @@ pub fn append(store: &Store, scope: &Scope, data: &AwayModeRefused, session: Opt
 /// and the refusal says which.
 pub fn refuse_host_tool_recorded(repo: &Repository, action: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
     let Err(refused) = super::away::refuse_host_tool(action, var) else { return Ok(()) };
-    let CommandError::Refused(words) = refused else { return Err(refused) };
+    let CommandError::Refused(refusal) = refused else { return Err(refused) };
     let data = AwayModeRefused {
         route: RefusalRoute::Verb,
         action: RefusedAction::of_mode_verb(action),
@@ -76,5 +76,5 @@ pub fn refuse_host_tool_recorded(repo: &Repository, action: &str, var: &dyn Fn(&
         Ok((Recorded::OverLimit, _)) => String::new(),
         Err(why) => format!(" ({why}.)"),
     };
-    Err(CommandError::Refused(format!("{words}{said}")))
+    Err(refusal.then(&said).into())
 }

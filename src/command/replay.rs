@@ -14,6 +14,7 @@ use crate::journal::scan::{Head, Verdict};
 use crate::journal::storage::{RealDisk, Storage};
 use crate::journal::verify::{self, VerifyReport};
 use crate::places;
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::checkpoint::{self, Checkpoint, CheckpointRejected};
 use crate::store::projection::{self, ChecklistFile};
 
@@ -82,11 +83,9 @@ pub fn select_projections(name: Option<&str>) -> Result<Vec<(&'static str, &'sta
     {
         let known: Vec<&str> = PROJECTIONS.iter().map(|(n, _)| *n).collect();
         // The argument is echoed only when it is no secret (a person may paste anything).
-        return Err(CommandError::Refused(format!(
-            "refused: no derived file named {}; the known ones: {}",
-            crate::secrets::shown_name(name),
-            known.join(", ")
-        )));
+        return Err(Refusal::new(K::NotFound, "replay", format!("no derived file named {}", crate::secrets::shown_name(name)))
+            .instead(format!("the known ones: {}", known.join(", ")))
+            .into());
     }
     Ok(PROJECTIONS.iter().copied().filter(|(n, _)| name.is_none_or(|p| p == *n)).collect())
 }
@@ -184,11 +183,16 @@ pub fn replay(
 
     if let Some(at) = at {
         let Some((head, st)) = snapshots.get(&at) else {
-            return Err(CommandError::Refused(format!(
-                "the journal has no verified event {at} (it holds seq 0..{}{})",
-                report.head.map_or(0, |h| h.seq),
-                if state.journal.lost.is_empty() { "" } else { ", less the seqs a repair lost" }
-            )));
+            return Err(Refusal::new(
+                K::NotFound,
+                "replay --at",
+                format!(
+                    "the journal has no verified event {at} (it holds seq 0..{}{})",
+                    report.head.map_or(0, |h| h.seq),
+                    if state.journal.lost.is_empty() { "" } else { ", less the seqs a repair lost" }
+                ),
+            )
+            .into());
         };
         let mut projections_at = vec![];
         for (name, _) in selected {

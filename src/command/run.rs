@@ -17,6 +17,7 @@ use crate::journal::storage::RealDisk;
 use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside};
 use crate::places::{self, PlaceError};
 use crate::platform::process::{self, ProcessId};
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
 /// A receipt read to hash it, at most, in bytes.
@@ -63,9 +64,10 @@ fn machine() -> Result<(Store, Scope), PlaceError> {
 fn driver_from(pid: Option<u32>) -> Result<Driver, CommandError> {
     let process = match pid {
         Some(pid) => process::identify(pid)
-            .ok_or_else(|| CommandError::Refused(format!("refused: no live process has pid {pid}; nothing was written")))?,
-        None => process::nearest_non_shell_ancestor()
-            .map_err(|e| CommandError::Refused(format!("refused: the driver cannot be found ({e}); name it with --driver-pid")))?,
+            .ok_or_else(|| Refusal::new(K::NotFound, "--driver-pid", format!("no live process has pid {pid}")).nothing_written())?,
+        None => process::nearest_non_shell_ancestor().map_err(|e| {
+            Refusal::new(K::NotFound, "the run's driver", format!("the driver cannot be found ({e})")).instead("name it with --driver-pid")
+        })?,
     };
     Ok(Driver { session: crate::host::session_from_env(), process })
 }
@@ -78,8 +80,13 @@ pub fn driver_words(d: &Driver) -> String {
     }
 }
 
-fn no_run_named(run: &str) -> String {
-    format!("refused: no run named {} in this working copy; `abcd resume` lists the runs", ledger::shown_name(run))
+fn no_run_named(what: &str, run: &str) -> Refusal {
+    Refusal::new(K::NotFound, what, format!("no run named {} in this working copy", ledger::shown_name(run)))
+        .instead("`abcd resume` lists the runs")
+}
+
+fn no_lane_named(what: &str, run: &str, lane: &str) -> Refusal {
+    Refusal::new(K::NotFound, what, format!("run {run} has no lane {}", ledger::shown_name(lane))).instead("`abcd resume` lists its lanes")
 }
 
 /// `abcd run start`: the run as recorded, with its driver.
@@ -91,53 +98,62 @@ pub struct Started {
 
 pub fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>) -> Result<Started, CommandError> {
     if let Err(r) = ledger::check_name("run", run) {
-        return Err(CommandError::Refused(format!("refused: the run name {}; nothing was written", r.reason)));
+        return Err(Refusal::new(K::BadName, "run start", format!("the run name {}", r.reason)).nothing_written().into());
     }
     for (i, lane) in lanes.iter().enumerate() {
         if let Err(r) = ledger::check_name("lane", lane) {
             // Named by its place when it looks like a secret: a refusal never echoes one.
             let which = if crate::secrets::scan(lane).is_some() { format!("number {}", i + 1) } else { format!("{lane:?}") };
-            return Err(CommandError::Refused(format!(
-                "refused: lane {which}: the name {}; nothing was written",
-                r.reason.replace('"', "")
-            )));
+            return Err(Refusal::new(K::BadName, "run start", format!("lane {which}: the name {}", r.reason.replace('"', "")))
+                .nothing_written()
+                .into());
         }
     }
     let mut unique = lanes.clone();
     unique.sort();
     unique.dedup();
     if unique.len() != lanes.len() || lanes.len() > ledger::LANES_MAX {
-        return Err(CommandError::Refused(format!("refused: name each lane once, at most {}; nothing was written", ledger::LANES_MAX)));
+        return Err(Refusal::new(K::BadValue, "run start", format!("name each lane once, at most {}", ledger::LANES_MAX))
+            .nothing_written()
+            .into());
     }
     let driver = driver_from(driver_pid)?;
     let wc = open_here()?;
     let data = RunStarted { run: run.into(), working_copy: wc.root.display().to_string(), lanes, driver: driver.clone() };
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        Some(existing) if existing.finished => (vec![], Err(format!("refused: run {run} is finished; start a run under a new name"))),
+        Some(existing) if existing.finished => (
+            vec![],
+            Err(Refusal::new(K::RunFinished, "run start", format!("run {run} is finished")).instead("start a run under a new name")),
+        ),
         Some(existing) if process::is_alive(&existing.driver.process) => (
             vec![],
-            Err(format!(
-                "refused: run {run} is driven by a live process, {}; a second driver is not started",
-                driver_words(&existing.driver)
+            Err(Refusal::new(
+                K::RunDriven,
+                "run start",
+                format!("run {run} is driven by a live process, {}; a second driver is not started", driver_words(&existing.driver)),
             )),
         ),
         Some(existing) if state.loops.loops.contains_key(run) => (
             vec![],
-            Err(format!(
-                "refused: run {run} is a loop's and its driver ({}) is gone; `abcd loop drive {run}` carries the loop on",
-                driver_words(&existing.driver)
-            )),
+            Err(Refusal::new(
+                K::RunDriven,
+                "run start",
+                format!("run {run} is a loop's and its driver ({}) is gone", driver_words(&existing.driver)),
+            )
+            .instead(format!("`abcd loop drive {run}` carries the loop on"))),
         ),
         Some(existing) => (
             vec![],
-            Err(format!(
-                "refused: run {run} exists and its driver ({}) is gone; claim it with `abcd run takeover {run}`",
-                driver_words(&existing.driver)
-            )),
+            Err(Refusal::new(
+                K::NameTaken,
+                "run start",
+                format!("run {run} exists and its driver ({}) is gone", driver_words(&existing.driver)),
+            )
+            .instead(format!("claim it with `abcd run takeover {run}`"))),
         ),
         None => (vec![new_event(event::RUN_STARTED, json!(data))], Ok(())),
     })?;
-    written.outcome.map_err(CommandError::Refused)?;
+    written.outcome?;
     // The index comes second: a run missing from it is still found from its own working
     // copy by `abcd resume` run there.
     let (machine, scope) = machine()?;
@@ -157,21 +173,28 @@ pub fn takeover(run: &str, driver_pid: Option<u32>) -> Result<TakenOver, Command
     let driver = driver_from(driver_pid)?;
     let wc = open_here()?;
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        None => (vec![], Err(no_run_named(run))),
-        Some(r) if process::is_alive(&r.driver.process) => {
-            (vec![], Err(format!("refused: run {run}'s driver is alive ({}); a run has one driver", driver_words(&r.driver))))
-        }
+        None => (vec![], Err(no_run_named("run takeover", run))),
+        Some(r) if process::is_alive(&r.driver.process) => (
+            vec![],
+            Err(Refusal::new(
+                K::RunDriven,
+                "run takeover",
+                format!("run {run}'s driver is alive ({}); a run has one driver", driver_words(&r.driver)),
+            )),
+        ),
         // A loop's driver is `abcd loop drive`, which claims the run itself: a takeover by
         // any other process would only make `loop drive` refuse while that process lives.
-        Some(_) if state.loops.loops.contains_key(run) => {
-            (vec![], Err(format!("refused: run {run} is a loop's; `abcd loop drive {run}` takes it over and carries the loop on")))
-        }
+        Some(_) if state.loops.loops.contains_key(run) => (
+            vec![],
+            Err(Refusal::new(K::RunDriven, "run takeover", format!("run {run} is a loop's"))
+                .instead(format!("`abcd loop drive {run}` takes it over and carries the loop on"))),
+        ),
         Some(r) => {
             let data = DriverClaimed { run: run.into(), driver: driver.clone(), previous: r.driver.clone() };
             (vec![new_event(event::RUN_DRIVER_CLAIMED, json!(data))], Ok(r.driver.clone()))
         }
     })?;
-    let previous = written.outcome.map_err(CommandError::Refused)?;
+    let previous = written.outcome?;
     Ok(TakenOver { driver, previous })
 }
 
@@ -182,7 +205,9 @@ pub fn halt(run: Option<&str>, halted: bool) -> Result<Vec<String>, CommandError
     let kind = if halted { event::RUN_HALTED } else { event::RUN_LIFTED };
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let names: Vec<String> = match run {
-            Some(r) if !state.ledger.runs.contains_key(r) => return (vec![], Err(no_run_named(r))),
+            Some(r) if !state.ledger.runs.contains_key(r) => {
+                return (vec![], Err(no_run_named(if halted { "run halt" } else { "run lift" }, r)));
+            }
             Some(r) => vec![r.to_string()],
             None => state.ledger.runs.iter().filter(|(_, r)| !r.finished).map(|(n, _)| n.clone()).collect(),
         };
@@ -193,7 +218,7 @@ pub fn halt(run: Option<&str>, halted: bool) -> Result<Vec<String>, CommandError
             .collect();
         (events, Ok(names))
     })?;
-    written.outcome.map_err(CommandError::Refused)
+    Ok(written.outcome?)
 }
 
 /// `abcd run finish`: the run is over in its working copy and in the machine index; then
@@ -202,7 +227,7 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
     let wc = open_here()?;
     let data = RunNamed { run: run.into(), working_copy: Some(wc.root.display().to_string()) };
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
-        None => (vec![], Err(no_run_named(run))),
+        None => (vec![], Err(no_run_named("run finish", run))),
         Some(r) if r.finished => (vec![], Ok(())),
         Some(r) => match unfinished_business(run, r) {
             Err(why) => (vec![], Err(why)),
@@ -212,7 +237,7 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
             }
         },
     })?;
-    written.outcome.map_err(CommandError::Refused)?;
+    written.outcome?;
     let (machine, scope) = machine()?;
     machine.append_with(Some(&scope), |state| match state.ledger.index.get(run) {
         Some(entry) if !entry.finished => (vec![new_event(event::RUN_FINISHED, json!(data))], ()),
@@ -225,17 +250,14 @@ pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> 
 /// (a finished run leaves `abcd resume`, and with it every way to these). When nothing
 /// holds it, each lane's launches to record `not_started` with the finish, so no watcher
 /// starts an agent for a finished run.
-fn unfinished_business(run: &str, r: &Run) -> Result<Vec<crate::journal::NewEvent>, String> {
+fn unfinished_business(run: &str, r: &Run) -> Result<Vec<crate::journal::NewEvent>, Refusal> {
     let mut abandoned = vec![];
     for (lane, l) in &r.lanes {
         match super::launch::lane_busy(run, lane, l) {
             Ok(launches) => abandoned.extend(super::launch::not_started_events(run, lane, &launches)),
             Err(why) => {
-                return Err(format!(
-                    "refused: run {run} is not finished, as {}; {}, then run `abcd run finish {run}` again",
-                    why.what_holds(),
-                    why.next_step(run, lane)
-                ));
+                return Err(Refusal::new(K::LaneBusy, "run finish", format!("run {run} is not finished, as {}", why.what_holds()))
+                    .instead(format!("{}, then run `abcd run finish {run}` again", why.next_step(run, lane))));
             }
         }
     }
@@ -282,51 +304,65 @@ fn hash_receipt(path: &Path) -> std::io::Result<ReceiptRead> {
 /// `abcd collect`: the receipt of the lane's last launch, hashed and recorded.
 pub fn collect_here(run: &str, lane: &str) -> Result<ReceiptCollected, CommandError> {
     let wc = open_here()?;
-    collect(&wc, run, lane)?.map_err(CommandError::Refused)
+    Ok(collect(&wc, run, lane)??)
 }
 
 /// Collects the last launch's receipt under the lock: it must exist and be uncollected.
-/// The inner error is the refusal, worded for the person.
-fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> Result<Result<ReceiptCollected, String>, JournalError> {
+/// The inner error is the refusal.
+fn collect(wc: &WorkingCopy, run: &str, lane: &str) -> Result<Result<ReceiptCollected, Refusal>, JournalError> {
+    let refused = |kind, why: String| Refusal::new(kind, "collect", why);
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let Some(r) = state.ledger.runs.get(run) else {
-            return (vec![], Err(no_run_named(run)));
+            return (vec![], Err(no_run_named("collect", run)));
         };
         let Some(l) = r.lanes.get(lane) else {
-            return (vec![], Err(format!("refused: run {run} has no lane {}; `abcd resume` lists its lanes", ledger::shown_name(lane))));
+            return (vec![], Err(no_lane_named("collect", run, lane)));
         };
         let Some(last) = l.last() else {
             return (
                 vec![],
-                Err(format!(
-                    "refused: lane {lane} of run {run} has launched nothing; start an agent with `abcd launch --run {run} --lane {lane} …`"
-                )),
+                Err(refused(K::ReceiptState, format!("lane {lane} of run {run} has launched nothing"))
+                    .instead(format!("start an agent with `abcd launch --run {run} --lane {lane} …`"))),
             );
         };
         if last.collected.is_some() {
-            return (vec![], Err(format!("refused: the receipt of launch {} of {run}/{lane} was already collected", last.launch)));
+            return (
+                vec![],
+                Err(refused(K::ReceiptState, format!("the receipt of launch {} of {run}/{lane} was already collected", last.launch))),
+            );
         }
         let receipt = Path::new(&last.receipt);
         match super::launch::receipt_at(receipt) {
             super::launch::ReceiptAt::Absent => {
                 return (
                     vec![],
-                    Err(format!("refused: the receipt of launch {} of {run}/{lane} has not arrived at {}", last.launch, last.receipt)),
+                    Err(refused(
+                        K::ReceiptState,
+                        format!("the receipt of launch {} of {run}/{lane} has not arrived at {}", last.launch, last.receipt),
+                    )),
                 );
             }
             super::launch::ReceiptAt::NotAFile { what } => {
                 return (
                     vec![],
-                    Err(format!(
-                        "refused: where launch {} of {run}/{lane} writes its receipt, {}, there is {what}, not a receipt; move it away, then launch again",
-                        last.launch, last.receipt
-                    )),
+                    Err(refused(
+                        K::ReceiptState,
+                        format!(
+                            "where launch {} of {run}/{lane} writes its receipt, {}, there is {what}, not a receipt",
+                            last.launch, last.receipt
+                        ),
+                    )
+                    .instead("move it away, then launch again")),
                 );
             }
             super::launch::ReceiptAt::File { .. } => {}
         }
         match hash_receipt(receipt) {
-            Err(e) => (vec![], Err(format!("refused: the receipt {} cannot be read ({e}); fix what stops it, then collect again", last.receipt))),
+            Err(e) => (
+                vec![],
+                Err(refused(K::ReceiptState, format!("the receipt {} cannot be read ({e})", last.receipt))
+                    .instead("fix what stops it, then collect again")),
+            ),
             Ok(read) => {
                 let data = ReceiptCollected {
                     run: run.into(),
@@ -810,7 +846,7 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
             if l.receipt_waiting {
                 match collect(&wc, &r.run, &l.lane)? {
                     Ok(c) => on_move(StepMove::Collected { run: run.clone(), lane: lane.clone(), launch: c.launch }),
-                    Err(why) => on_move(StepMove::NotCollected { run: run.clone(), lane: lane.clone(), why }),
+                    Err(why) => on_move(StepMove::NotCollected { run: run.clone(), lane: lane.clone(), why: why.to_string() }),
                 }
             }
             // A loop between turns builds each turn on the last one's uncommitted work:
@@ -883,29 +919,35 @@ pub fn save_lane_aside(run: &str, lane: &str) -> Result<String, CommandError> {
     let wc = open_here()?;
     let ledger_now = wc.store.current_state()?.state.ledger;
     let Some(r) = ledger_now.runs.get(run) else {
-        return Err(CommandError::Refused(no_run_named(run)));
+        return Err(no_run_named("run save-aside", run).into());
     };
     let Some(l) = r.lanes.get(lane) else {
-        return Err(CommandError::Refused(format!(
-            "refused: run {run} has no lane {}; `abcd resume` lists its lanes",
-            ledger::shown_name(lane)
-        )));
+        return Err(no_lane_named("run save-aside", run, lane).into());
     };
     let Some(own) = &l.own_worktree else {
-        return Err(CommandError::Refused(format!(
-            "refused: abcd made no worktree for {run}/{lane} (or removed it), so it has nothing of the lane's to save; work in a folder of yours is yours to commit or stash"
-        )));
+        return Err(Refusal::new(
+            K::NotAbcds,
+            "run save-aside",
+            format!("abcd made no worktree for {run}/{lane} (or removed it), so it has nothing of the lane's to save"),
+        )
+        .instead("work in a folder of yours is yours to commit or stash")
+        .into());
     };
     let _held = super::lane::lock_lane(wc.store.journal().paths().dir(), run, lane)?;
     if let Err(what) = super::lane::verify_own_worktree(&wc.root, run, lane, own) {
-        return Err(CommandError::Refused(format!(
-            "refused: the worktree of {run}/{lane} is recorded at {}, but what is there is {what}; abcd saves aside only in the worktree it made, so it leaves this as it is",
-            own.path
-        )));
+        return Err(Refusal::new(
+            K::NotAbcds,
+            "run save-aside",
+            format!(
+                "the worktree of {run}/{lane} is recorded at {}, but what is there is {what}; abcd saves aside only in the worktree it made, so it leaves this as it is",
+                own.path
+            ),
+        )
+        .into());
     }
     // Any lane of the run may work there (a loop's reviewer shares its implementer's).
     super::lane::take_folder_for_save(&wc.store, &wc.scope, run, Path::new(&own.path))?;
-    save_aside(&wc, run, lane, Path::new(&own.path)).map_err(|why| CommandError::Refused(format!("refused: {why}")))
+    save_aside(&wc, run, lane, Path::new(&own.path)).map_err(|why| Refusal::new(K::UncommittedWork, "run save-aside", why).into())
 }
 
 /// Saves a lane's uncommitted work to a ref, records it, and returns the lane to its last

@@ -15,6 +15,7 @@ use crate::away::{AwayState, Status};
 use crate::journal::JournalError;
 use crate::journal::storage::RealDisk;
 use crate::places::{self, PlaceError};
+use crate::refusal::{Refusal, RefusalKind as K};
 use crate::secrets::{self, Bound};
 use crate::store::Store;
 use crate::store::reader::PlanStatus;
@@ -36,14 +37,16 @@ pub struct Seen {
 /// The folder the payload names: `workspace.current_dir`, else `cwd`; absolute only.
 pub fn folder_of(payload: &[u8]) -> Result<std::path::PathBuf, CommandError> {
     if payload.len() > MAX_PAYLOAD_BYTES {
-        return Err(CommandError::Refused(format!("the status line's payload is over {MAX_PAYLOAD_BYTES} bytes")));
+        return Err(Refusal::new(K::BadValue, "status-line", format!("the status line's payload is over {MAX_PAYLOAD_BYTES} bytes")).into());
     }
-    let value: serde_json::Value =
-        serde_json::from_slice(payload).map_err(|e| CommandError::Refused(format!("the status line's payload is not JSON ({e})")))?;
+    let value: serde_json::Value = serde_json::from_slice(payload)
+        .map_err(|e| Refusal::new(K::BadValue, "status-line", format!("the status line's payload is not JSON ({e})")))?;
     let named = value.pointer("/workspace/current_dir").and_then(|v| v.as_str()).or_else(|| value.get("cwd").and_then(|v| v.as_str()));
     match named.map(std::path::PathBuf::from) {
         Some(p) if p.is_absolute() => Ok(p),
-        _ => Err(CommandError::Refused("the status line's payload names no absolute workspace.current_dir or cwd".into())),
+        _ => {
+            Err(Refusal::new(K::BadValue, "status-line", "the status line's payload names no absolute workspace.current_dir or cwd").into())
+        }
     }
 }
 

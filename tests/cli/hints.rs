@@ -122,7 +122,7 @@ fn a_time_abcd_cannot_read_is_refused_showing_the_forms_and_the_one_limit() {
         assert!(stderr(&out).contains(&format!("next_look {forms}, at most 366 days ahead")), "{typed}: {}", stderr(&out));
     }
     // One limit for --until, in one wording, whatever the form; both sides of its edge.
-    let too_far = "refused: --until is too far ahead: it may be at most 7 days ahead; nothing was written";
+    let too_far = "refused [bad-value]: mode autonomous: --until is too far ahead: it may be at most 7 days ahead; nothing was written";
     for typed in ["+7d1s", "+8d", "+400d", "2026-12-08T18:00:01Z"] {
         let out = abcd_in(&t.root, &t.home, &["mode", "autonomous", "--until", typed]);
         assert_eq!(out.status.code(), Some(2), "{typed}");

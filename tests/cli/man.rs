@@ -30,7 +30,7 @@ fn an_unknown_verb_is_refused_with_the_pages_there_are() {
     let said = String::from_utf8(out.stderr).unwrap();
     assert!(
         said.starts_with(
-            "abcd: refused: abcd has no man page for `nonsense`; `abcd man` takes nothing (the main page) or one of: journal,"
+            "abcd: refused [not-found]: man: abcd has no man page for `nonsense`; `abcd man` takes nothing (the main page) or one of: journal,"
         ),
         "{said}"
     );

@@ -210,6 +210,7 @@ fn collect_before_launch_and_no_launch_over_a_live_agent() {
     let refused = c.launch("r1", "impl", "implementer", &receipt, None, &["true"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("abcd collect --run r1 --lane impl"), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("refused [receipt-state]: launch: "), "{}", stderr(&refused));
     let collected = c.abcd(&["collect", "--run", "r1", "--lane", "impl"]);
     assert!(collected.status.success(), "{}", stderr(&collected));
     assert!(c.lane("r1", "impl")["stage"].as_str().unwrap().contains("receipt collected"));
@@ -462,6 +463,7 @@ fn resume_lists_two_runs_in_two_working_copies_and_step_does_only_the_safe_moves
     let refused = a.launch("ra", "impl", "implementer", &a.receipt("x"), None, &["true"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("halted"));
+    assert!(stderr(&refused).contains("refused [run-halted]: launch: "), "{}", stderr(&refused));
     // --step: collects the receipt, saves aside the work, starts nothing.
     let step = a.abcd(&["resume", "--step"]);
     assert!(step.status.success(), "{}", stderr(&step));
@@ -691,6 +693,7 @@ fn finish_keeps_a_worktree_with_anything_of_the_lanes_and_moves_abcds_files_out(
         "{}",
         stderr(&refused)
     );
+    assert!(stderr(&refused).contains("refused [lane-busy]: run finish: "), "{}", stderr(&refused));
     assert!(c.lane("r1", "live")["agent_alive"] == true, "still listed");
     let _ = Command::new("kill").arg(&live_agent).status();
     eventually("the live agent to exit", || c.lane("r1", "live")["stage"].as_str().unwrap().contains("exited"));

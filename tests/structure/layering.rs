@@ -15,7 +15,7 @@ use src_tree::{collect_rs, is_test_file, src_dir, strip_test_items, write_file};
 /// first `LEAF_LAYERS` are the leaf utilities.
 const LAYERS: &[(&str, &[&str])] = &[
     ("the OS seam", &["platform"]),
-    ("primitives", &["byte_search", "utc_time", "clock", "cron", "ref_name"]),
+    ("primitives", &["byte_search", "utc_time", "clock", "cron", "ref_name", "refusal"]),
     ("secret scanner", &["secrets"]),
     ("journal: bytes", &["journal"]),
     ("wire types", &["event"]),
@@ -532,7 +532,7 @@ fn test_items_are_left_out_to_their_closing_brace() {
 /// The circles not yet opened, by their files: the list only shrinks (a circle that
 /// changes or a new one fails), and is empty when the last is opened.
 const CIRCLES_NOT_YET_OPENED: &[&str] = &[
-    "19 files: command, command/away, command/checklist, command/design_done, command/error, command/hook, command/hook/away, command/hook/mode_guard, command/init, command/lane, command/lane_start, command/launch, command/loop_driver, command/mirror, command/mode_refusals, command/notify, command/own_file, command/run, command/sweep",
+    "14 files: command/away, command/checklist, command/design_done, command/hook, command/hook/away, command/hook/mode_guard, command/init, command/lane, command/lane_start, command/launch, command/mode_refusals, command/notify, command/own_file, command/run",
 ];
 
 #[test]

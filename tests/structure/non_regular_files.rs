@@ -254,7 +254,7 @@ fn init_refuses_a_fifo_for_gits_exclude_file() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     let err = text(&out.stderr);
     assert!(
-        err.contains(&format!("refusing to change {}: it is a FIFO (named pipe), not a regular file", exclude.display()))
+        err.contains(&format!("refused [file-shape]: changing {}: it is a FIFO (named pipe), not a regular file", exclude.display()))
             && err.contains("run `abcd init` again"),
         "{err}"
     );

@@ -15,7 +15,7 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// How many folders up the search for a working copy's root goes.
 const MAX_ROOT_SEARCH_DEPTH: usize = 64;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum PlaceError {
     #[error(
         "{} is not inside a git repository; cd into one (or make one here with `git init`), run `abcd init` there, and run this again",
@@ -144,13 +144,18 @@ pub fn broken_worktree_link(cwd: &Path) -> Option<PathBuf> {
 /// The managed working copy's journal paths and scope.
 pub fn working_copy_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
     let (root, main_root) = working_copy_root(cwd)?;
+    journal_of(&root, &main_root)
+}
+
+/// The working copy journal of the work tree at `root` whose `.abcd/` is at `main_root`.
+fn journal_of(root: &Path, main_root: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
     if !main_root.join(".abcd").is_dir() {
-        return Err(PlaceError::NotManaged { root: main_root });
+        return Err(PlaceError::NotManaged { root: main_root.to_owned() });
     }
     let tier = root.join(LOCAL_TIER);
     // The scope names the root canonical, so the same folder reached through a symlinked
     // path is the same working copy, and a moved one is told from it (format §11).
-    let canonical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+    let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
     path_passes(&canonical)?;
     Ok((JournalPaths::beside(&tier.join(JOURNAL_FILE)), Scope::WorkingCopy { root: canonical.display().to_string() }))
 }
@@ -166,11 +171,17 @@ const ROOT_COMMIT_CACHE_MAX_BYTES: u64 = 4096;
 /// orphan branch's included) finds the same record.
 pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
     let (_, main_root) = working_copy_root(cwd)?;
+    repository_of(&main_root, home_dir)
+}
+
+/// The repository journal of the repository whose main worktree is `main_root`, in the
+/// home store `home` names.
+fn repository_of(main_root: &Path, home: impl FnOnce() -> Result<PathBuf, PlaceError>) -> Result<(JournalPaths, Scope), PlaceError> {
     let cache = main_root.join(LOCAL_TIER).join(ROOT_COMMIT_CACHE);
     let commit = match read_root_commit_cache(&cache) {
         Some(c) => c,
         None => {
-            let c = git::repo::root_commit(&main_root).map_err(|why| no_root_commit(&main_root, why))?;
+            let c = git::repo::root_commit(main_root).map_err(|why| no_root_commit(main_root, why))?;
             if main_root.join(LOCAL_TIER).is_dir() {
                 // A cache: a failed write only means the next call asks git again.
                 let _ =
@@ -179,7 +190,7 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
             c
         }
     };
-    let dir = home_dir()?.join("repos").join(&commit);
+    let dir = home()?.join("repos").join(&commit);
     Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit }))
 }
 
@@ -188,8 +199,15 @@ pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceErro
 /// git; a hook or a verb writes the cache the first time it asks git.
 pub fn repository_journal_cached(cwd: &Path) -> Result<Option<(JournalPaths, Scope)>, PlaceError> {
     let (_, main_root) = working_copy_root(cwd)?;
+    repository_cached_of(&main_root, home_dir)
+}
+
+fn repository_cached_of(
+    main_root: &Path,
+    home: impl FnOnce() -> Result<PathBuf, PlaceError>,
+) -> Result<Option<(JournalPaths, Scope)>, PlaceError> {
     let Some(commit) = read_root_commit_cache(&main_root.join(LOCAL_TIER).join(ROOT_COMMIT_CACHE)) else { return Ok(None) };
-    let dir = home_dir()?.join("repos").join(&commit);
+    let dir = home()?.join("repos").join(&commit);
     Ok(Some((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit })))
 }
 
@@ -257,4 +275,268 @@ pub fn machine_name() -> String {
 /// The home store's folder of one repository (`repos/<root-commit>`).
 pub fn repository_home(root_commit: &str) -> Result<PathBuf, PlaceError> {
     Ok(home_dir()?.join("repos").join(root_commit))
+}
+
+/// One folder's places, found once at the edge (a verb a person ran, a hook's payload) and
+/// passed down as `&Place`: the work tree's root and the repository's (its main worktree),
+/// the local tier, the home store and both journals. Each answer is what the free function
+/// of the same concern answers for the folder, the same error in the same order, so a
+/// command refuses as it did when it walked the folders itself. The repository journal is
+/// learned on first ask and kept: learning it may start `git` and write the root-commit
+/// cache, which a command that never asks must not do.
+#[derive(Clone, Debug)]
+pub struct Place {
+    cwd: PathBuf,
+    roots: Result<(PathBuf, PathBuf), PlaceError>,
+    working_copy: Result<(JournalPaths, Scope), PlaceError>,
+    repository: std::sync::OnceLock<Result<(JournalPaths, Scope), PlaceError>>,
+    home: Result<PathBuf, PlaceError>,
+}
+
+impl Place {
+    /// The places of the folder the process runs in.
+    pub fn here() -> std::io::Result<Place> {
+        Ok(Place::at(&std::env::current_dir()?))
+    }
+
+    /// The places of `cwd`, with the home store of the environment ([`home_dir`]).
+    pub fn at(cwd: &Path) -> Place {
+        Place::with_home(cwd, home_dir())
+    }
+
+    /// The places of `cwd` with the home store given: what a test builds from plain values.
+    pub fn with_home(cwd: &Path, home: Result<PathBuf, PlaceError>) -> Place {
+        let roots = working_copy_root(cwd);
+        let working_copy = roots.clone().and_then(|(root, main_root)| journal_of(&root, &main_root));
+        Place { cwd: cwd.to_owned(), roots, working_copy, repository: std::sync::OnceLock::new(), home }
+    }
+
+    /// The folder the places were found from.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The top of the work tree and the root that holds `.abcd/` ([`working_copy_root`]).
+    pub fn roots(&self) -> Result<(PathBuf, PathBuf), PlaceError> {
+        self.roots.clone()
+    }
+
+    /// The top of the work tree.
+    pub fn root(&self) -> Result<PathBuf, PlaceError> {
+        Ok(self.roots()?.0)
+    }
+
+    /// The repository's root: its main worktree's top.
+    pub fn main_root(&self) -> Result<PathBuf, PlaceError> {
+        Ok(self.roots()?.1)
+    }
+
+    /// The managed working copy's journal paths and scope ([`working_copy_journal`]).
+    pub fn working_copy(&self) -> Result<(JournalPaths, Scope), PlaceError> {
+        self.working_copy.clone()
+    }
+
+    /// The repository journal's paths and scope ([`repository_journal`]), learned once.
+    pub fn repository(&self) -> Result<(JournalPaths, Scope), PlaceError> {
+        self.repository
+            .get_or_init(|| {
+                let (_, main_root) = self.roots()?;
+                repository_of(&main_root, || self.home.clone())
+            })
+            .clone()
+    }
+
+    /// [`Place::repository`] from the root-commit cache alone ([`repository_journal_cached`]).
+    pub fn repository_cached(&self) -> Result<Option<(JournalPaths, Scope)>, PlaceError> {
+        if let Some(found) = self.repository.get() {
+            return found.clone().map(Some);
+        }
+        let (_, main_root) = self.roots()?;
+        repository_cached_of(&main_root, || self.home.clone())
+    }
+
+    /// The home store ([`home_dir`]).
+    pub fn home(&self) -> Result<PathBuf, PlaceError> {
+        self.home.clone()
+    }
+
+    /// The home store's folder of one repository (`repos/<root-commit>`).
+    pub fn repository_home(&self, root_commit: &str) -> Result<PathBuf, PlaceError> {
+        Ok(self.home()?.join("repos").join(root_commit))
+    }
+
+    /// [`open_scoped`] with this place's home store's anchors (a hook's lock wait).
+    pub fn open_scoped(&self, storage: SharedStorage, paths: JournalPaths, scope: &Scope) -> Result<Journal, PlaceError> {
+        Ok(Journal::new(storage, paths, Some(AnchorStore::new(&self.home()?))).expecting(scope.clone()))
+    }
+
+    /// [`open_scoped_for_verb`] with this place's home store's anchors.
+    pub fn open_scoped_for_verb(&self, storage: SharedStorage, paths: JournalPaths, scope: &Scope) -> Result<Journal, PlaceError> {
+        Ok(self.open_scoped(storage, paths, scope)?.with_lock_wait(VERB_LOCK_WAIT))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A root commit the cache may hold: with it, the repository journal is found without git.
+    pub(crate) const CACHED_COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    /// A working copy made of plain folders (no git run): `.git/`, `.abcd/`, its local tier
+    /// with the root-commit cache, and a home store beside it.
+    pub(crate) struct Folder {
+        pub dir: tempfile::TempDir,
+    }
+
+    impl Folder {
+        pub(crate) fn managed() -> Folder {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(dir.path().join("copy/.git")).unwrap();
+            std::fs::create_dir_all(dir.path().join("copy").join(LOCAL_TIER)).unwrap();
+            std::fs::create_dir_all(dir.path().join("home")).unwrap();
+            std::fs::write(dir.path().join("copy").join(LOCAL_TIER).join(ROOT_COMMIT_CACHE), format!("{CACHED_COMMIT}\n")).unwrap();
+            Folder { dir }
+        }
+
+        pub(crate) fn copy(&self) -> PathBuf {
+            self.dir.path().join("copy")
+        }
+
+        pub(crate) fn home(&self) -> PathBuf {
+            self.dir.path().join("home")
+        }
+
+        pub(crate) fn place(&self, within: &str) -> Place {
+            let dir = if within.is_empty() { self.copy() } else { self.copy().join(within) };
+            Place::with_home(&dir, Ok(self.home()))
+        }
+    }
+
+    #[test]
+    fn a_place_names_the_roots_the_journals_and_the_home_it_was_given() {
+        let f = Folder::managed();
+        std::fs::create_dir_all(f.copy().join("src/deep")).unwrap();
+        let place = f.place("src/deep");
+        assert_eq!(place.cwd(), f.copy().join("src/deep"));
+        assert_eq!(place.roots().unwrap(), (f.copy(), f.copy()));
+        let (paths, scope) = place.working_copy().unwrap();
+        assert_eq!(paths.journal, f.copy().join(LOCAL_TIER).join(JOURNAL_FILE));
+        let canonical = std::fs::canonicalize(f.copy()).unwrap().display().to_string();
+        assert_eq!(scope, Scope::WorkingCopy { root: canonical });
+        let (paths, scope) = place.repository().unwrap();
+        assert_eq!(paths.journal, f.home().join("repos").join(CACHED_COMMIT).join(JOURNAL_FILE));
+        assert_eq!(scope, Scope::Repository { root_commit: CACHED_COMMIT.into() });
+        assert_eq!(place.repository_cached().unwrap().map(|(p, _)| p.journal), Some(paths.journal));
+        assert_eq!(place.repository_home(CACHED_COMMIT).unwrap(), f.home().join("repos").join(CACHED_COMMIT));
+    }
+
+    #[test]
+    fn a_place_refuses_as_the_folder_functions_do() {
+        let f = Folder::managed();
+        let outside = Place::with_home(f.dir.path(), Ok(f.home()));
+        // A temporary folder may sit inside a repository on some machines; the rule holds
+        // only where it does not.
+        if working_copy_root(f.dir.path()).is_err() {
+            assert!(matches!(outside.roots(), Err(PlaceError::NotInWorkingCopy { .. })));
+            assert!(matches!(outside.working_copy(), Err(PlaceError::NotInWorkingCopy { .. })));
+            assert!(matches!(outside.repository(), Err(PlaceError::NotInWorkingCopy { .. })));
+        }
+        std::fs::remove_dir_all(f.copy().join(".abcd")).unwrap();
+        let unmanaged = f.place("");
+        assert!(matches!(unmanaged.working_copy(), Err(PlaceError::NotManaged { .. })));
+        let homeless = Place::with_home(&f.copy(), Err(PlaceError::NoHome));
+        assert!(matches!(homeless.home(), Err(PlaceError::NoHome)));
+    }
+
+    #[test]
+    fn the_repository_journal_is_learned_once_per_place() {
+        let f = Folder::managed();
+        let place = f.place("");
+        let first = place.repository().unwrap();
+        // The cache gone, a new look would ask git (and fail here, with no repository): the
+        // place answers what it learned.
+        std::fs::remove_file(f.copy().join(LOCAL_TIER).join(ROOT_COMMIT_CACHE)).unwrap();
+        assert_eq!(place.repository().unwrap(), first);
+        assert_eq!(place.repository_cached().unwrap(), Some(first));
+    }
+
+    /// The calls that find a folder's places again. A command takes the `&Place` its verb
+    /// or hook resolved; it finds another working copy's through `Place::at`.
+    const RESOLVING_CALLS: &[&str] =
+        &["working_copy_root(", "working_copy_journal(", "repository_journal(", "repository_journal_cached(", "env::current_dir("];
+
+    /// The source without its test items (`#[cfg(test)]` and the item after it, to its
+    /// closing brace or semicolon) and without line comments.
+    fn product_code(text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("#[cfg(test)]") {
+            out.push_str(&rest[..at]);
+            let after = &rest[at..];
+            let (mut depth, mut end) = (0usize, after.len());
+            // The braces by code point: a source scan that counts braces reads this one whole.
+            let (open, close) = ('\u{7b}', '\u{7d}');
+            for (i, c) in after.char_indices() {
+                if c == open {
+                    depth += 1;
+                } else if c == close && depth == 1 {
+                    end = i + 1;
+                    break;
+                } else if c == close {
+                    depth -= 1;
+                } else if c == ';' && depth == 0 {
+                    end = i + 1;
+                    break;
+                }
+            }
+            rest = &after[end..];
+        }
+        out.push_str(rest);
+        out.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Each `file: call` under `root/command` that resolves a folder again.
+    fn resolving_in_commands(root: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut dirs = vec![root.join("command")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("tests.rs") {
+                    // A `tests.rs` is a test module's file (`#[cfg(test)] mod tests;`).
+                    let code = product_code(&std::fs::read_to_string(&path).unwrap());
+                    for call in RESOLVING_CALLS.iter().filter(|c| code.contains(**c)) {
+                        found.push(format!("{}: {call}", path.strip_prefix(root).unwrap().display()));
+                    }
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn no_command_resolves_a_folder_again() {
+        let found = resolving_in_commands(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+        assert!(found.is_empty(), "a command resolves a folder itself; take the verb's `&Place` instead:\n{}", found.join("\n"));
+    }
+
+    #[test]
+    fn a_command_resolving_a_folder_is_caught_and_test_code_is_not() {
+        let tree = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tree.path().join("command/hook")).unwrap();
+        std::fs::write(tree.path().join("command/run.rs"), "fn f() { let c = std::env::current_dir(); }\n").unwrap();
+        std::fs::write(
+            tree.path().join("command/hook/mod.rs"),
+            "// places::working_copy_root(cwd) in a comment\nfn g() { crate::places::repository_journal(x); }\n#[cfg(test)]\nmod tests {\n    fn t() { if y { places::working_copy_journal(x); } }\n}\n#[cfg(test)]\nmod more;\nfn h() {}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            resolving_in_commands(tree.path()),
+            vec!["command/hook/mod.rs: repository_journal(", "command/run.rs: env::current_dir("]
+        );
+    }
 }

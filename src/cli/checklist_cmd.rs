@@ -180,9 +180,9 @@ struct SetArgs {
 }
 
 pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
-    let cwd = std::env::current_dir()?;
-    let (paths, scope) = places::working_copy_journal(&cwd)?;
-    let store = Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths.clone(), &scope)?);
+    let place = places::Place::here()?;
+    let (paths, scope) = place.working_copy()?;
+    let store = Store::new(place.open_scoped_for_verb(RealDisk::shared(), paths.clone(), &scope)?);
     let json_out = args.json;
     if args.all && args.action.is_some() {
         return Err(CommandError::from(
@@ -195,9 +195,9 @@ pub fn run(args: ChecklistArgs) -> anyhow::Result<i32> {
         None if args.all => list_all(&store, json_out)?,
         None => list(&store, json_out)?,
         Some(ChecklistAction::Show { id }) => show(&store, &id, json_out)?,
-        Some(ChecklistAction::DesignDone { id }) => return super::design_done_cmd::run_design_done(&cwd, &id, json_out),
+        Some(ChecklistAction::DesignDone { id }) => return super::design_done_cmd::run_design_done(&place, &id, json_out),
         Some(ChecklistAction::Render { budget, stats }) => {
-            let (context, warning) = checklist::render_within(&store, &cwd, budget, crate::clock::now()?)?;
+            let (context, warning) = checklist::render_within(&store, &place, budget, crate::clock::now()?)?;
             if let Some(w) = warning {
                 errln!("abcd: {w}");
             }

@@ -42,8 +42,8 @@ fn tradeoff_line(t: &TradeoffRecord) -> String {
 }
 
 /// Exit 0 when the design is done, 1 when a tied trade-off waits for the person's answer.
-pub fn run_design_done(cwd: &std::path::Path, id: &str, json_out: bool) -> anyhow::Result<i32> {
-    let found: DesignDone = design_done::design_done(cwd, id)?;
+pub fn run_design_done(place: &crate::places::Place, id: &str, json_out: bool) -> anyhow::Result<i32> {
+    let found: DesignDone = design_done::design_done(place, id)?;
     let done = found.done();
     if json_out {
         outln!("{}", json!({"item": found.item, "design_done": done, "tradeoffs": found.tradeoffs}));

@@ -18,7 +18,7 @@ pub struct InitArgs {
 }
 
 pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
-    let at = init::places_of(&std::env::current_dir()?).map_err(outside_a_repository)?;
+    let at = init::places_of(&crate::places::Place::here()?).map_err(outside_a_repository)?;
     if args.check {
         let missing = init::check(&at, &mut |ok, what| outln!("{} {what}", if ok { "ok     " } else { "MISSING" }))?;
         return Ok(if missing == 0 {

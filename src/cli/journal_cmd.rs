@@ -135,15 +135,15 @@ pub fn verify_details(r: &VerifyReport) -> String {
 }
 
 pub fn repair(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32> {
-    let (paths, scope) = choice.resolve()?;
+    let here = places::Place::here()?;
+    let (paths, scope) = choice.resolve_at(&here)?;
     let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
     let journal = match &scope {
         Some(scope) => journal.expecting(scope.clone()),
         None => journal,
     };
     let store = crate::store::Store::new(journal);
-    let cwd = std::env::current_dir()?;
-    let repaired = journal_cmd::repair(&store, scope.as_ref(), crate::host::session_from_env(), &cwd)?;
+    let repaired = journal_cmd::repair(&store, scope.as_ref(), crate::host::session_from_env(), &here)?;
     if let Some(why) = &repaired.mirror_unread {
         errln!("abcd: repaired without this machine's mirror: {why}");
     }
@@ -298,8 +298,9 @@ pub fn checkpoint(choice: &JournalChoice, json_out: bool) -> anyhow::Result<i32>
 pub fn restore(choice: &JournalChoice, id: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
     // The mirror refs are the repository's: outside a managed checkout there is nothing to
     // restore from, whatever journal is named.
-    let place = crate::command::mirror::MirrorPlace::here()?;
-    let (paths, scope) = choice.resolve()?;
+    let here = super::place_here()?;
+    let place = crate::command::mirror::MirrorPlace::of(&here)?;
+    let (paths, scope) = choice.resolve_at(&here)?;
     let journal = places::open_journal_for_verb(RealDisk::shared(), paths)?;
     let restored = journal_cmd::restore(&journal, scope.as_ref(), &place.repo, id, crate::host::session_from_env())?;
     journal_cmd::rebuild_projections(journal)?;

@@ -80,7 +80,7 @@ pub struct WatchArgs {
 }
 
 pub fn run_launch(args: LaunchArgs) -> anyhow::Result<i32> {
-    let here = std::env::current_dir()?;
+    let here = super::place_here()?;
     let request = LaunchRequest {
         run: args.run.clone(),
         lane: args.lane.clone(),

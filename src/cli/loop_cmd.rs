@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{EXIT_FAILURE, EXIT_OK};
+use super::{EXIT_FAILURE, EXIT_OK, place_here};
 use crate::command::loops::{self, AgentRequest, LoopEnd, StartRequest, StartedHow, TurnOutcome, TurnRequest};
 use crate::phased::agent::{self, Reader};
 use crate::phased::{Control, DEFAULT_MAX_ROUNDS, DEFAULT_MAX_TURNS, PauseReason, RunState, StopReason, TurnKind};
@@ -161,7 +161,7 @@ pub fn run_loop(action: LoopAction) -> anyhow::Result<i32> {
         LoopAction::Retry { run } => control(&run, Control::Retry),
         LoopAction::Stop { run } => stop(&run),
         LoopAction::Drive { run, starter_pid } => {
-            let end = loops::drive(&run, starter_pid, &mut |line| outln!("{line}"))?;
+            let end = loops::drive(&place_here()?, &run, starter_pid, &mut |line| outln!("{line}"))?;
             Ok(print_end(&run, end))
         }
     }
@@ -187,7 +187,7 @@ fn start(a: StartArgs) -> anyhow::Result<i32> {
         run: a.run,
         detach: a.detach,
     };
-    let started = loops::start(asked, &mut |why| {
+    let started = loops::start(&place_here()?, asked, &mut |why| {
         errln!("abcd: the machine index was not updated ({why}); `abcd resume` run in this working copy still finds the loop")
     })?;
     let run = &started.run;
@@ -229,7 +229,7 @@ fn print_end(run: &str, end: LoopEnd) -> i32 {
 }
 
 fn control(run: &str, asked: Control) -> anyhow::Result<i32> {
-    let c = loops::control(run, asked)?;
+    let c = loops::control(&place_here()?, run, asked)?;
     let done = match c.control {
         Control::Pause => "paused: no new turn starts (a turn in flight is still collected)",
         Control::Resume => "resumed",
@@ -248,7 +248,7 @@ fn control(run: &str, asked: Control) -> anyhow::Result<i32> {
 }
 
 fn stop(run: &str) -> anyhow::Result<i32> {
-    let pending = loops::stop(run)?;
+    let pending = loops::stop(&place_here()?, run)?;
     outln!("loop {run} stopped (manual)");
     if let Some(p) = pending {
         outln!(
@@ -262,7 +262,7 @@ fn stop(run: &str) -> anyhow::Result<i32> {
 }
 
 fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
-    let chosen = loops::status(run)?;
+    let chosen = loops::status(&place_here()?, run)?;
     if json_out {
         let items: Vec<serde_json::Value> = chosen
             .iter()

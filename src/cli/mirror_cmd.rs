@@ -102,7 +102,8 @@ enum MirrorAction {
 }
 
 pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
-    let place = MirrorPlace::here()?;
+    let here = super::place_here()?;
+    let place = MirrorPlace::of(&here)?;
     let now = crate::clock::now()?;
     match args.action {
         MirrorAction::Push { remote, background: true } => {
@@ -138,8 +139,7 @@ pub fn run_mirror(args: MirrorArgs) -> anyhow::Result<i32> {
             Ok(EXIT_OK)
         }
         MirrorAction::Restart { remote, repo } => {
-            let cwd = std::env::current_dir()?;
-            let (paths, _) = if repo { crate::places::repository_journal(&cwd)? } else { crate::places::working_copy_journal(&cwd)? };
+            let (paths, _) = if repo { here.repository()? } else { here.working_copy()? };
             let journal = crate::places::open_journal_for_verb(crate::journal::storage::RealDisk::shared(), paths)?;
             let restarted = mirror_cmd::restart(&place, &journal, &remote.remote)?;
             if remote.json {

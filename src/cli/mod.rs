@@ -202,13 +202,20 @@ impl JournalChoice {
         if let Some(path) = &self.journal {
             return Ok((JournalPaths::beside(path), None));
         }
-        let cwd = std::env::current_dir()?;
+        self.resolve_at(&places::Place::here()?)
+    }
+
+    /// [`JournalChoice::resolve`] for a verb that resolved its place already.
+    fn resolve_at(&self, place: &places::Place) -> anyhow::Result<(JournalPaths, Option<Scope>)> {
+        if let Some(path) = &self.journal {
+            return Ok((JournalPaths::beside(path), None));
+        }
         let found = if self.machine {
             places::machine_journal()
         } else if self.repo {
-            places::repository_journal(&cwd)
+            place.repository()
         } else {
-            places::working_copy_journal(&cwd)
+            place.working_copy()
         };
         let (paths, scope) = found.map_err(with_journal_hint)?;
         Ok((paths, Some(scope)))
@@ -222,6 +229,12 @@ impl JournalChoice {
             None => journal,
         })
     }
+}
+
+/// The places of the folder a verb runs in, resolved once for the verb; a folder that
+/// cannot be learned (removed under the process) is a failure.
+pub(crate) fn place_here() -> Result<places::Place, crate::command::CommandError> {
+    places::Place::here().map_err(crate::command::CommandError::failed)
 }
 
 /// A verb that takes `--journal` says so when it finds no working copy: it can still read

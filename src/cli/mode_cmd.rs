@@ -125,7 +125,7 @@ fn show(at: jiff::Timestamp) -> String {
 }
 
 pub fn run_mode(args: ModeArgs) -> anyhow::Result<i32> {
-    let repo = away_cmd::open_repository(&std::env::current_dir()?)?;
+    let repo = away_cmd::open_repository(&crate::places::Place::here()?)?;
     let now = crate::clock::now()?;
     let json_out = args.json;
     let out = match args.action {
@@ -266,7 +266,7 @@ fn back_text(back: Option<Back>, json_out: bool) -> String {
 }
 
 pub fn run_decide(args: DecideArgs) -> anyhow::Result<i32> {
-    let repo = away_cmd::open_repository(&std::env::current_dir()?)?;
+    let repo = away_cmd::open_repository(&crate::places::Place::here()?)?;
     if let Some([seq, answer]) = args.answer.as_deref() {
         return super::design_done_cmd::run_answer(&repo, seq, answer, args.json);
     }

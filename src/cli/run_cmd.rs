@@ -4,8 +4,8 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::EXIT_OK;
 use super::terminal::{Lines, terminal_safe};
+use super::{EXIT_OK, place_here};
 use crate::command::lane::WorktreeEnd;
 use crate::command::run::{self as run_cmd, RESUME_SCHEMA, ResumeFile, RunListing, StepMove, driver_words};
 use crate::phased::RunState;
@@ -105,7 +105,7 @@ pub struct ResumeArgs {
 pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
     match action {
         RunAction::Start { run, lanes, driver_pid, json } => {
-            let started = run_cmd::start(&run, lanes, driver_pid)?;
+            let started = run_cmd::start(&place_here()?, &run, lanes, driver_pid)?;
             if json {
                 outln!("{}", json!({"run": run, "driver": started.driver, "working_copy": started.working_copy, "lanes": started.lanes}));
             } else {
@@ -113,17 +113,17 @@ pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
             }
         }
         RunAction::Takeover { run, driver_pid, json } => {
-            let taken = run_cmd::takeover(&run, driver_pid)?;
+            let taken = run_cmd::takeover(&place_here()?, &run, driver_pid)?;
             if json {
                 outln!("{}", json!({"run": run, "driver": taken.driver, "previous": taken.previous}));
             } else {
                 outln!("run {run} taken over by {} (its driver {} was gone)", driver_words(&taken.driver), driver_words(&taken.previous));
             }
         }
-        RunAction::Halt { run } => print_halted(&run_cmd::halt(run.as_deref(), true)?, true),
-        RunAction::Lift { run } => print_halted(&run_cmd::halt(run.as_deref(), false)?, false),
+        RunAction::Halt { run } => print_halted(&run_cmd::halt(&place_here()?, run.as_deref(), true)?, true),
+        RunAction::Lift { run } => print_halted(&run_cmd::halt(&place_here()?, run.as_deref(), false)?, false),
         RunAction::Finish { run } => {
-            let ends = run_cmd::finish(&run)?;
+            let ends = run_cmd::finish(&place_here()?, &run)?;
             outln!("run {run} finished");
             for end in ends {
                 match end {
@@ -141,7 +141,7 @@ pub fn run_run(action: RunAction) -> anyhow::Result<i32> {
                 }
             }
         }
-        RunAction::SaveAside { run, lane } => outln!("{}", run_cmd::save_lane_aside(&run, &lane)?),
+        RunAction::SaveAside { run, lane } => outln!("{}", run_cmd::save_lane_aside(&place_here()?, &run, &lane)?),
     }
     Ok(EXIT_OK)
 }
@@ -156,7 +156,7 @@ fn print_halted(names: &[String], halted: bool) {
 }
 
 pub fn run_collect(args: CollectArgs) -> anyhow::Result<i32> {
-    let c = run_cmd::collect_here(&args.run, &args.lane)?;
+    let c = run_cmd::collect_here(&place_here()?, &args.run, &args.lane)?;
     if args.json {
         outln!("{}", json!(c));
     } else {
@@ -235,7 +235,9 @@ fn gone_driver_hint(r: &RunListing) -> String {
 }
 
 pub fn run_resume(args: ResumeArgs) -> anyhow::Result<i32> {
-    let listings = run_cmd::resume(args.step, &mut print_move)?;
+    // Outside a working copy (or in a folder gone) the listing still shows every run.
+    let here = place_here().ok();
+    let listings = run_cmd::resume(here.as_ref(), args.step, &mut print_move)?;
     if args.json {
         outln!("{}", serde_json::to_string(&ResumeFile { schema: RESUME_SCHEMA, runs: &listings })?);
     } else {

@@ -19,7 +19,7 @@ fn line() -> anyhow::Result<Option<String>> {
     let mut payload = Vec::new();
     std::io::stdin().lock().take(status_line::MAX_PAYLOAD_BYTES as u64 + 1).read_to_end(&mut payload)?;
     let folder = status_line::folder_of(&payload)?;
-    let Some(seen) = status_line::read(&folder)? else { return Ok(None) };
+    let Some(seen) = status_line::read(&crate::places::Place::at(&folder))? else { return Ok(None) };
     let now = crate::clock::now()?;
     Ok(status_line::line(&seen, now, &crate::clock::show))
 }

@@ -12,7 +12,7 @@ use crate::checklist::time_input::{parse_time_input, span_words};
 use crate::event::{self, Scope};
 use crate::journal::JournalError;
 use crate::journal::storage::RealDisk;
-use crate::places;
+use crate::places::{self, Place};
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
@@ -22,15 +22,17 @@ pub struct Repository {
     pub scope: Scope,
     /// The working copy the verb ran in, as its root folder.
     pub working_copy: String,
+    /// Where the verb ran.
+    pub place: Place,
 }
 
-pub fn open_repository(cwd: &std::path::Path) -> Result<Repository, CommandError> {
+pub fn open_repository(place: &Place) -> Result<Repository, CommandError> {
     // The away mode is a managed checkout's: outside one, refuse naming `abcd init`.
-    places::working_copy_journal(cwd)?;
-    let (root, _) = places::working_copy_root(cwd)?;
-    let (paths, scope) = places::repository_journal(cwd)?;
-    let store = Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
-    Ok(Repository { store, scope, working_copy: root.display().to_string() })
+    place.working_copy()?;
+    let root = place.root()?;
+    let (paths, scope) = place.repository()?;
+    let store = Store::new(place.open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
+    Ok(Repository { store, scope, working_copy: root.display().to_string(), place: place.clone() })
 }
 
 /// Who the person is, as git would author a commit: `user.name`, else `$USER`.
@@ -73,7 +75,7 @@ pub struct SweepView {
 /// The open window's sweep with what every working copy's checklist holds now.
 pub fn sweep_view(repo: &Repository, window: &Window, now: jiff::Timestamp) -> Option<SweepView> {
     let sweep = window.sweep.clone()?;
-    let (copies, warning) = match super::sweep::collect(std::path::Path::new(&repo.working_copy)) {
+    let (copies, warning) = match super::sweep::collect(&repo.place) {
         Ok(found) => (found.iter().map(|f| f.report(&sweep, now)).collect(), None),
         Err(e) => (Vec::new(), Some(format!("the working copies could not be listed ({e})"))),
     };
@@ -346,7 +348,7 @@ pub fn decide(
         })
         .transpose()?;
     if let Some(item) = item {
-        super::design_done::check_tied_item(std::path::Path::new(&repo.working_copy), item, tradeoff.is_some())?;
+        super::design_done::check_tied_item(&repo.place, item, tradeoff.is_some())?;
     }
     let data = DecisionRecorded {
         text: away::fold_whitespace(text),
@@ -422,5 +424,24 @@ mod refusal_kinds {
         assert!(said.contains("CODEX_TOOL_CALL_ID is set") && !said.contains("ghp_"), "{said}");
         assert!(r.instead.as_deref().is_some_and(|i| i.contains("abcd mode queue")), "{said}");
         assert!(super::refuse_host_tool("back", &|_| None).is_ok(), "the person's own terminal is not refused");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::places::tests::{CACHED_COMMIT, Folder};
+
+    #[test]
+    fn the_repository_is_opened_from_the_place_only_in_a_managed_working_copy() {
+        let f = Folder::managed();
+        let repo = open_repository(&f.place("")).unwrap();
+        assert_eq!(repo.working_copy, f.copy().display().to_string());
+        assert_eq!(repo.scope, Scope::Repository { root_commit: CACHED_COMMIT.into() });
+        assert_eq!(repo.store.journal().paths().journal, f.home().join("repos").join(CACHED_COMMIT).join(places::JOURNAL_FILE));
+        // The root commit is known, but the working copy is not managed: refused, naming `abcd init`.
+        std::fs::remove_dir_all(f.copy().join(".abcd")).unwrap();
+        let refused = open_repository(&f.place("")).err().expect("an unmanaged working copy is refused");
+        assert!(matches!(refused, CommandError::Place(places::PlaceError::NotManaged { .. })), "{refused:?}");
     }
 }

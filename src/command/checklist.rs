@@ -3,7 +3,7 @@
 //! reads (`list`, `show`, `render`) come from the store's O(1) view. Nothing here prints.
 
 use crate::checklist::item::{self, BlockerKind, CLOSED_ITEMS_KEPT, ChangeSet, Credential, ItemFields, ItemState, check_item};
-use std::path::Path;
+use crate::places::Place;
 
 use crate::checklist::render::{self, Context, HOOK_OUTPUT_CAP_CHARS, MIN_BUDGET_CHARS};
 use crate::checklist::state::Item;
@@ -87,10 +87,10 @@ pub fn all(store: &Store) -> Result<ChecklistHistory, CommandError> {
     Ok(store.checklist_history()?)
 }
 
-/// What the session-start hook injects in `cwd` (the away block while away, then the
+/// What the session-start hook injects at `place` (the away block while away, then the
 /// checklist), within `budget` characters, in its parts; and a warning when the away
 /// record could not be read (then no block, as the hook reads it).
-pub fn render_within(store: &Store, cwd: &Path, budget: usize, now: jiff::Timestamp) -> Result<(Context, Option<String>), CommandError> {
+pub fn render_within(store: &Store, place: &Place, budget: usize, now: jiff::Timestamp) -> Result<(Context, Option<String>), CommandError> {
     if !(MIN_BUDGET_CHARS..=HOOK_OUTPUT_CAP_CHARS).contains(&budget) {
         return Err(Refusal::new(
             K::BadValue,
@@ -100,7 +100,7 @@ pub fn render_within(store: &Store, cwd: &Path, budget: usize, now: jiff::Timest
         .into());
     }
     let view = store.checklist_view();
-    let record = super::hook::away::read(cwd);
+    let record = super::hook::away::read(place);
     let block = record.holding(now).map(|w| crate::away::text::away_block(w, &|t| crate::clock::show(t)));
     // The away block is never cut (its rules are what the model works by while nobody
     // watches): a budget that cannot hold it and the smallest checklist is refused.

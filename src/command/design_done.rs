@@ -4,8 +4,6 @@
 //! to the item has an answer. The trade-offs and answers are the repository journal's (the
 //! away family's); the item is the working copy's checklist's, so design-done reads both.
 
-use std::path::Path;
-
 use serde_json::json;
 
 use super::away::{PersonOnly, Repository, read_record};
@@ -14,7 +12,7 @@ pub use crate::away::text::answer_command;
 use crate::away::{self, Answer, DecisionAnswered, TradeoffRecord};
 use crate::event;
 use crate::journal::storage::RealDisk;
-use crate::places;
+use crate::places::Place;
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
@@ -25,7 +23,7 @@ fn named(id: &str) -> String {
 
 /// Refuses `--item` that names no item of the checklist of the working copy `cwd` is in,
 /// or that is given without `--tradeoff`.
-pub fn check_tied_item(cwd: &Path, item: &str, has_tradeoff: bool) -> Result<(), CommandError> {
+pub fn check_tied_item(place: &Place, item: &str, has_tradeoff: bool) -> Result<(), CommandError> {
     if !has_tradeoff {
         return Err(Refusal::new(
             K::BadValue,
@@ -36,7 +34,7 @@ pub fn check_tied_item(cwd: &Path, item: &str, has_tradeoff: bool) -> Result<(),
         .instead("add `--tradeoff security|speed|compatibility` when the decision settles a trade-off, or leave --item out")
         .into());
     }
-    if item_held(cwd, item)? {
+    if item_held(place, item)? {
         return Ok(());
     }
     Err(Refusal::new(
@@ -50,12 +48,12 @@ pub fn check_tied_item(cwd: &Path, item: &str, has_tradeoff: bool) -> Result<(),
 }
 
 /// Whether the working copy's checklist (its working state) holds an item of this id.
-fn item_held(cwd: &Path, item: &str) -> Result<bool, CommandError> {
+fn item_held(place: &Place, item: &str) -> Result<bool, CommandError> {
     if away::check_item(item).is_err() {
         return Ok(false);
     }
-    let (paths, scope) = places::working_copy_journal(cwd)?;
-    let store = Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
+    let (paths, scope) = place.working_copy()?;
+    let store = Store::new(place.open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
     Ok(store.checklist_view().checklist.get(item).is_some())
 }
 
@@ -134,8 +132,8 @@ impl DesignDone {
     }
 }
 
-pub fn design_done(cwd: &Path, item: &str) -> Result<DesignDone, CommandError> {
-    if !item_held(cwd, item)? {
+pub fn design_done(place: &Place, item: &str) -> Result<DesignDone, CommandError> {
+    if !item_held(place, item)? {
         return Err(Refusal::new(
             K::NotFound,
             "checklist design-done",
@@ -144,8 +142,47 @@ pub fn design_done(cwd: &Path, item: &str) -> Result<DesignDone, CommandError> {
         .instead("run `abcd checklist` to see the ids")
         .into());
     }
-    let repo = super::away::open_repository(cwd)?;
+    let repo = super::away::open_repository(place)?;
     let record = read_record(&repo)?;
     let tradeoffs = record.tied_to(&repo.working_copy, item).cloned().collect();
     Ok(DesignDone { item: item.to_string(), tradeoffs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::checklist::{AddRequest, CredentialInput, add};
+    use crate::places::tests::Folder;
+
+    fn add_item(place: &Place, title: &str) -> String {
+        let (paths, scope) = place.working_copy().unwrap();
+        let store = Store::new(place.open_scoped_for_verb(RealDisk::shared(), paths, &scope).unwrap());
+        let request = AddRequest {
+            title: title.into(),
+            waits_on: None,
+            next_look: None,
+            promise: None,
+            owner_refs: vec![],
+            credential: CredentialInput::default(),
+            blocker: None,
+        };
+        let now = || Ok(jiff::Timestamp::from_second(1_800_000_000).unwrap().to_zoned_datetime(jiff::tz::TimeZone::UTC));
+        add(&store, &scope, request, &now, None).unwrap().id
+    }
+
+    #[test]
+    fn an_item_is_tied_only_when_the_places_checklist_holds_it() {
+        let f = Folder::managed();
+        let place = f.place("");
+        let id = add_item(&place, "Pick the storage engine");
+        assert!(check_tied_item(&place, &id, true).is_ok());
+        let unknown = check_tied_item(&place, "no-such-item", true).unwrap_err();
+        assert_eq!(unknown.blame(), crate::command::Blame::Refused, "{unknown:?}");
+        // Held, but with no trade-off to tie: refused all the same.
+        let untraded = check_tied_item(&place, &id, false).unwrap_err();
+        assert_eq!(untraded.blame(), crate::command::Blame::Refused, "{untraded:?}");
+        // Another working copy's checklist does not hold it.
+        let other = Folder::managed();
+        assert!(check_tied_item(&other.place(""), &id, true).is_err());
+    }
 }

@@ -13,6 +13,7 @@ use crate::host::claude_settings::{
     with_status_line,
 };
 use crate::host::{HookEvent, claude};
+use crate::places::Place;
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::{git, places, platform};
 
@@ -29,12 +30,16 @@ pub struct Places {
     pub exclude: PathBuf,
 }
 
-pub fn places_of(cwd: &Path) -> Result<Places, CommandError> {
-    let (root, main_root) = places::working_copy_root(cwd)?;
+pub fn places_of(place: &Place) -> Result<Places, CommandError> {
+    let (root, main_root) = place.roots()?;
     let settings = main_root.join(crate::host::claude_settings::PROJECT_SETTINGS);
     let exclude = main_root.join(".git").join("info").join("exclude");
     Ok(Places { root, main_root, settings, exclude })
 }
+
+/// The line kept in the repository's `info/exclude` so a lane's local settings are never
+/// committed by the lane's agent.
+pub const LOCAL_SETTINGS_EXCLUDE: &str = "/.claude/settings.local.json";
 
 /// The most of git's `info/exclude` abcd reads; a longer one is refused, not read in part.
 const MAX_EXCLUDE_BYTES: u64 = 1 << 20;
@@ -354,7 +359,7 @@ fn install_status_line(at: &Places, hook_command: &str) -> Result<StatusLineInst
     let mut text = serde_json::to_string_pretty(&Json::Object(with_status_line(local, &command))).map_err(CommandError::failed)?;
     text.push('\n');
     // The uncommitted layer stays out of git, as `abcd launch` keeps a lane's.
-    ensure_excluded(&at.exclude, super::lane_start::LOCAL_SETTINGS_EXCLUDE)?;
+    ensure_excluded(&at.exclude, LOCAL_SETTINGS_EXCLUDE)?;
     std::fs::create_dir_all(path.parent().expect("settings have a folder")).map_err(CommandError::failed)?;
     crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &path, text.as_bytes(), true)
         .map_err(CommandError::failed)?;

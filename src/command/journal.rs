@@ -11,6 +11,7 @@ use crate::journal::scan::Head;
 use crate::journal::scope::{ForeignJournal, ScopeFinding};
 use crate::journal::storage::{self, RealDisk, Storage, StorageFile};
 use crate::journal::{Journal, JournalError};
+use crate::places::Place;
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
@@ -44,7 +45,7 @@ pub struct SetAside {
 /// repaired as one holding nothing (a new journal on the record when the home store
 /// recorded one here, else nothing until the next append creates one). A working copy's
 /// journal moved here with its checkout is repaired as usual and its move recorded.
-pub fn repair(store: &Store, create: Option<&Scope>, session: Option<String>, cwd: &std::path::Path) -> Result<Repaired, CommandError> {
+pub fn repair(store: &Store, create: Option<&Scope>, session: Option<String>, place: &Place) -> Result<Repaired, CommandError> {
     let journal = store.journal();
     let set_aside = match store.scope_finding()? {
         ScopeFinding::Foreign(finding) => {
@@ -62,7 +63,7 @@ pub fn repair(store: &Store, create: Option<&Scope>, session: Option<String>, cw
     // proves.
     let (lines, mirror_unread) = match set_aside {
         Some(_) => (vec![], None),
-        None => match mirror_lines_for_repair(journal, cwd) {
+        None => match mirror_lines_for_repair(journal, place) {
             Ok(found) => (found.lines, None),
             Err(e) => (vec![], Some(e.to_string())),
         },
@@ -514,7 +515,7 @@ fn only_mirror_of(repo: &crate::git::objects::Repo, scope: &Scope, shown: &str) 
 ///
 /// [`repair`] hands them to the salvage. It reads git objects only (no network) and never
 /// changes anything.
-pub fn mirror_lines_for_repair(journal: &Journal, cwd: &std::path::Path) -> Result<MirrorLines, CommandError> {
+pub fn mirror_lines_for_repair(journal: &Journal, place: &Place) -> Result<MirrorLines, CommandError> {
     let path = &journal.paths().journal;
     let storage = journal.storage();
     let from_file = crate::journal::verify::open_trusted(&**storage, path)
@@ -529,7 +530,7 @@ pub fn mirror_lines_for_repair(journal: &Journal, cwd: &std::path::Path) -> Resu
         },
     };
     // The mirror refs live in the repository's main worktree; no home store is read.
-    let Ok((_, main_root)) = crate::places::working_copy_root(cwd) else { return Ok(MirrorLines::default()) };
+    let Ok(main_root) = place.main_root() else { return Ok(MirrorLines::default()) };
     let repo = crate::git::objects::Repo::at(&main_root);
     let own = crate::mirror::own::own_lines(&repo, &id, crate::mirror::own::Limits::DEFAULT)
         .map_err(|e| CommandError::Failed(format!("reading this machine's mirror of journal {id} failed: {e}")))?;

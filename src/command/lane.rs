@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::run::WorkingCopy;
 use super::{CommandError, caller_event};
 use crate::event::{self, Scope};
 use crate::git::worktree::{self, WorktreeError};
-use crate::ledger::{self, LaneWorktreeCreated, LaneWorktreeRemoved};
-use crate::places;
+use crate::journal::storage::RealDisk;
+use crate::ledger::{self, LaneWorktreeCreated, LaneWorktreeRemoved, WorkSavedAside};
+use crate::places::{self, Place, PlaceError};
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
 
@@ -184,7 +184,7 @@ pub struct LaneLock(#[allow(dead_code)] crate::journal::lock::JournalLock);
 
 /// Takes `run`'s `lane`, waiting at most [`LANE_LOCK_WAIT`] for another verb to let it go.
 pub fn lock_lane(journal_dir: &Path, run: &str, lane: &str) -> Result<LaneLock, CommandError> {
-    let dir = super::launch::run_folder(journal_dir, run).map_err(CommandError::failed)?;
+    let dir = run_folder(journal_dir, run).map_err(CommandError::failed)?;
     let path = dir.join(format!("{lane}.lane.lock"));
     crate::journal::lock::JournalLock::acquire(&path, LANE_LOCK_WAIT).map(LaneLock).map_err(|e| {
         CommandError::from(
@@ -196,38 +196,6 @@ pub fn lock_lane(journal_dir: &Path, run: &str, lane: &str) -> Result<LaneLock, 
             .instead("try again once it is done"),
         )
     })
-}
-
-/// Takes, under the writer lock, the folder `dir` of `run` for a save aside: refused when
-/// an agent of any lane of the run is alive or starting there (a loop's two lanes share a
-/// folder), or a receipt waits; launches whose launcher is gone are recorded `not_started`
-/// in the same step, so no watcher of theirs starts an agent in it afterwards.
-pub fn take_folder_for_save(store: &Store, scope: &Scope, run: &str, dir: &Path) -> Result<(), CommandError> {
-    let written = store.append_with(Some(scope), |state| {
-        let Some(r) = state.ledger.runs.get(run) else { return (vec![], Ok(())) };
-        let mut events = vec![];
-        for (name, l) in &r.lanes {
-            if !l.launches.iter().any(|x| Path::new(&x.worktree) == dir) {
-                continue;
-            }
-            match super::launch::lane_busy(run, name, l) {
-                Ok(abandoned) => events.extend(super::launch::not_started_events(run, name, &abandoned)),
-                Err(why) => {
-                    let (holds, next) = (why.what_holds(), why.next_step(run, name));
-                    return (
-                        vec![],
-                        Err(CommandError::from(
-                            Refusal::new(K::LaneBusy, "save aside", format!("{holds} in {}", dir.display()))
-                                .untouched(crate::refusal::Untouched::SavedOrReset)
-                                .instead(format!("{next}, then save aside again")),
-                        )),
-                    );
-                }
-            }
-        }
-        (events, Ok(()))
-    })?;
-    written.outcome
 }
 
 /// The working copy a lane belongs to: its journal and its root.
@@ -372,7 +340,7 @@ pub enum WorktreeEnd {
 pub fn remove_own_worktrees(home: LaneHome<'_>, run: &str) -> Result<Vec<WorktreeEnd>, CommandError> {
     let state = home.store.current_state()?;
     let Some(r) = state.state.ledger.runs.get(run) else { return Ok(vec![]) };
-    let runs_dir = super::launch::run_folder(home.store.journal().paths().dir(), run).map_err(CommandError::failed)?;
+    let runs_dir = run_folder(home.store.journal().paths().dir(), run).map_err(CommandError::failed)?;
     let mut ends = vec![];
     for (lane, l) in &r.lanes {
         let Some(own) = &l.own_worktree else { continue };
@@ -514,6 +482,81 @@ fn record_removed(
     let data = LaneWorktreeRemoved { run: run.into(), lane: lane.into(), worktree: path.into(), branch_deleted };
     home.store.append_with(Some(home.scope), |_| (vec![caller_event(event::LANE_WORKTREE_REMOVED, json!(data))], ()))?;
     Ok(WorktreeEnd::Removed { lane: lane.into(), path: path.into(), branch: branch.into(), branch_deleted, kept })
+}
+
+/// A working copy's journal, opened for a verb, and the working copy's root.
+pub struct WorkingCopy {
+    pub store: Store,
+    pub scope: Scope,
+    pub root: PathBuf,
+}
+
+/// The working copy at `place`, its journal opened for a verb.
+pub fn open(place: &Place) -> Result<WorkingCopy, PlaceError> {
+    let (paths, scope) = place.working_copy()?;
+    let root = place.root()?;
+    Ok(WorkingCopy { store: Store::new(place.open_scoped_for_verb(RealDisk::shared(), paths, &scope)?), scope, root })
+}
+
+/// The working copy at `dir`, one other than the verb's own (a lane's worktree, a run the
+/// machine journal lists, the watcher's).
+pub fn open_at(dir: &Path) -> Result<WorkingCopy, PlaceError> {
+    open(&Place::at(dir))
+}
+
+/// The run's folder in the local tier (`runs/<run>/`, 0700), for the agents' output.
+pub fn run_folder(journal_dir: &Path, run: &str) -> std::io::Result<PathBuf> {
+    let dir = journal_dir.join("runs").join(run);
+    crate::platform::fs::create_dir_all(&dir, 0o700)?;
+    Ok(dir)
+}
+
+/// Saves a lane's uncommitted work to a ref, records it, and returns the lane to its last
+/// commit only after the save is verified and recorded. The line says what was done and
+/// how to bring the work back; the error, why nothing (or only the save) was done.
+pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Result<String, String> {
+    let now = crate::clock::now().map_err(|e| e.to_string())?;
+    // The receipts agents wrote inside the tree are theirs to abcd, not work to save.
+    let ledger_now = wc.store.current_state().map_err(|e| e.to_string())?.state.ledger;
+    let receipts = receipts_inside(ledger_now.runs.get(run).into_iter().flat_map(|r| r.lanes.values()), tree);
+    let keep = |p: &str| is_abcd_own(p) || receipts.iter().any(|r| r == p);
+    // The folder saved is the folder reset: one swapped for another (or for a link to
+    // another) while git reads it is found before anything is recorded or reset.
+    let identity = |t: &Path| std::fs::metadata(t).ok().map(|m| crate::platform::fs::inode(&m)).map(|i| (i.dev, i.ino));
+    let before = identity(tree);
+    let unchanged = || {
+        if before.is_some() && identity(tree) == before {
+            Ok(())
+        } else {
+            Err(format!("{} changed while its work was being saved (another folder now stands there); nothing was reset", tree.display()))
+        }
+    };
+    let saved = worktree::save_aside(tree, run, lane, now, &keep).map_err(|e| format!("{e}; nothing was reset"))?;
+    unchanged()?;
+    // Only names a record may hold are listed: a name with a newline or a secret would
+    // make the fold skip the whole record, leaving the save known only by its ref.
+    let (listed, files_not_listed) = ledger::listable_files(&saved.files);
+    let data = WorkSavedAside {
+        run: run.into(),
+        lane: lane.into(),
+        worktree: tree.display().to_string(),
+        ref_name: saved.ref_name.clone(),
+        commit: saved.commit.clone(),
+        files_not_listed,
+        files: listed,
+    };
+    wc.store
+        .append_with(Some(&wc.scope), |_| (vec![caller_event(event::WORK_SAVED_ASIDE, json!(data))], ()))
+        .map_err(|e| format!("the save {} is made but was not recorded ({e}); nothing was reset", saved.ref_name))?;
+    unchanged().map_err(|why| format!("saved to {} but {why}", saved.ref_name))?;
+    worktree::return_to_last_commit(tree, &saved.files, &keep)
+        .map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
+    Ok(format!(
+        "saved {} uncommitted file(s) of {run}/{lane} to {}; the lane is back at its last commit. Bring the work back with: {}",
+        saved.files.len(),
+        saved.ref_name,
+        saved.restore_command
+    ))
 }
 
 #[cfg(test)]

@@ -12,20 +12,16 @@
 //! plugin reaches the lane's agent as it reaches every session: nothing is written then.
 //! `docs/decisions.md` ("Issue 33") gives the reasons.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::CommandError;
 use super::checklist::{self, AddRequest};
 use super::init;
-use super::launch::LaunchRequest;
 use crate::checklist::item::TITLE_MAX_CHARS;
 use crate::host::HookEvent;
 use crate::host::claude_settings::{Json, LOCAL_SETTINGS, Object, PROJECT_SETTINGS, installed, merge_hooks};
 use crate::refusal::{Refusal, RefusalKind as K, Untouched};
-
-/// The line kept in the repository's `info/exclude` so the lane's local settings are never
-/// committed by the lane's agent.
-pub const LOCAL_SETTINGS_EXCLUDE: &str = "/.claude/settings.local.json";
 
 /// What the launch gave the lane's agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,7 +75,7 @@ fn events_in(path: &Path) -> Result<(Object, Vec<HookEvent>), String> {
 }
 
 fn ensure_hooks(lane_dir: &Path) -> Result<Hooks, CommandError> {
-    let at = init::places_of(lane_dir)?;
+    let at = init::places_of(&crate::places::Place::at(lane_dir))?;
     let committed = events_in(&lane_dir.join(PROJECT_SETTINGS)).map(|(_, e)| e).unwrap_or_default();
     let local_path = lane_dir.join(LOCAL_SETTINGS);
     let (local, in_local) = events_in(&local_path).map_err(|why| {
@@ -102,7 +98,7 @@ fn ensure_hooks(lane_dir: &Path) -> Result<Hooks, CommandError> {
             .untouched(Untouched::Started)
             .instead("remove it (the worktree is abcd's) and launch again")
     })?;
-    init::ensure_excluded(&at.exclude, LOCAL_SETTINGS_EXCLUDE)?;
+    init::ensure_excluded(&at.exclude, init::LOCAL_SETTINGS_EXCLUDE)?;
     let mut text = serde_json::to_string_pretty(&Json::Object(merged)).map_err(CommandError::failed)?;
     text.push('\n');
     std::fs::create_dir_all(local_path.parent().expect("the settings have a folder")).map_err(CommandError::failed)?;
@@ -129,7 +125,7 @@ pub fn assignment_title(request: &LaunchRequest, lane_dir: &Path, receipt: &Path
 /// its checklist, within the context budget. It names the lane's branch, which is its work.
 fn seed_plan(request: &LaunchRequest, lane_dir: &Path, receipt: &Path) -> Result<(), CommandError> {
     let title = assignment_title(request, lane_dir, receipt);
-    let wc = super::run::open_at(lane_dir)?;
+    let wc = super::lane::open_at(lane_dir)?;
     let view = wc.store.checklist_view();
     if view.checklist.items.iter().any(|i| i.fields.title == title) {
         return Ok(());
@@ -145,6 +141,23 @@ fn seed_plan(request: &LaunchRequest, lane_dir: &Path, receipt: &Path) -> Result
     };
     checklist::add(&wc.store, &wc.scope, add, &|| Ok(crate::clock::now_zoned()?), crate::host::session_from_env())?;
     Ok(())
+}
+
+/// `abcd launch`: an agent for a lane, as the person asked for it.
+pub struct LaunchRequest {
+    pub run: String,
+    pub lane: String,
+    pub role: String,
+    /// The receipt's path, relative to the lane's worktree unless absolute.
+    pub receipt: PathBuf,
+    /// The folder the lane runs in, relative to `here` unless absolute; when none, the
+    /// worktree abcd makes for the lane ([`super::lane::own_worktree`]).
+    pub cwd: Option<PathBuf>,
+    /// The person's word that uncommitted work in a `cwd` abcd did not make may be saved
+    /// aside and the folder reset.
+    pub save_aside: bool,
+    /// The agent's command line; its first word is the program.
+    pub command: Vec<OsString>,
 }
 
 #[cfg(test)]

@@ -14,11 +14,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{CommandError, lane, new_event, run};
+use super::{CommandError, lane, new_event};
 use crate::event::{self, Scope};
 use crate::git::worktree;
 use crate::journal::JournalError;
 use crate::ledger::{self, ExitStatus, LaunchExited, LaunchIntended, LaunchStarted, LedgerState};
+use crate::places::Place;
+
+pub use super::lane_start::LaunchRequest;
 use crate::platform::process::{self, ProcessId, SpawnError, SpawnedChild};
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
@@ -267,13 +270,6 @@ pub fn lane_busy_with(run: &str, lane: &str, l: &ledger::Lane, is_alive: &dyn Fn
     Ok(abandoned)
 }
 
-/// The run's folder in the local tier (`runs/<run>/`, 0700), for the agents' output.
-pub fn run_folder(journal_dir: &Path, run: &str) -> std::io::Result<PathBuf> {
-    let dir = journal_dir.join("runs").join(run);
-    crate::platform::fs::create_dir_all(&dir, 0o700)?;
-    Ok(dir)
-}
-
 /// What the watcher of one launch is told.
 #[derive(Clone, Debug)]
 pub struct WatchSpec {
@@ -403,23 +399,6 @@ pub const KILL_AFTER_INTENT_VAR: &str = "ABCD_TEST_KILL_AFTER_INTENT";
 #[cfg(feature = "test-support")]
 pub const KILL_AFTER_WATCHER_VAR: &str = "ABCD_TEST_KILL_AFTER_WATCHER";
 
-/// `abcd launch`: an agent for a lane, as the person asked for it.
-pub struct LaunchRequest {
-    pub run: String,
-    pub lane: String,
-    pub role: String,
-    /// The receipt's path, relative to the lane's worktree unless absolute.
-    pub receipt: PathBuf,
-    /// The folder the lane runs in, relative to `here` unless absolute; when none, the
-    /// worktree abcd makes for the lane ([`lane::own_worktree`]).
-    pub cwd: Option<PathBuf>,
-    /// The person's word that uncommitted work in a `cwd` abcd did not make may be saved
-    /// aside and the folder reset.
-    pub save_aside: bool,
-    /// The agent's command line; its first word is the program.
-    pub command: Vec<OsString>,
-}
-
 /// A launch whose start the watcher recorded.
 pub struct Launched {
     pub launch: u64,
@@ -444,7 +423,8 @@ fn absolute(base: &Path, p: &Path) -> PathBuf {
 /// there is saved aside first (in a folder abcd did not make, only with `save_aside`), and
 /// `on_saved` is told the line that names it, as it is told a note when the lane's plan
 /// could not be given its assignment.
-pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
+pub fn launch(request: &LaunchRequest, place: &Place, on_saved: &mut dyn FnMut(&str)) -> Result<Launched, CommandError> {
+    let here = place.cwd();
     for (field, name) in [("run", &request.run), ("lane", &request.lane), ("role", &request.role)] {
         if let Err(r) = ledger::check_name(field, name) {
             return Err(Refusal::new(K::BadName, "launch", format!("the {field} name {}", r.reason)).nothing_recorded().into());
@@ -476,7 +456,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     if early_receipt.is_absolute() && early_receipt.is_dir() {
         return Err(folder_refusal(&early_receipt));
     }
-    let wc = run::open_at(here)?;
+    let wc = lane::open(place)?;
     let (run_name, lane) = (&request.run, &request.lane);
     // Held from the first look until the intent is recorded: racing launches look, make
     // the lane's worktree and judge its work one after another. From the intent on, the
@@ -596,7 +576,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
     // Saved aside only by the launch that won the lane, while its intent holds the lane:
     // launches that race never save and reset the same folder at once.
     if !work.is_empty() {
-        match run::save_aside(&wc, run_name, lane, &lane_dir) {
+        match lane::save_aside(&wc, run_name, lane, &lane_dir) {
             Ok(line) => on_saved(&line),
             Err(why) => {
                 return not_started(Refusal::new(
@@ -611,7 +591,7 @@ pub fn launch(request: &LaunchRequest, here: &Path, on_saved: &mut dyn FnMut(&st
         }
     }
 
-    let outputs = run_folder(wc.store.journal().paths().dir(), run_name).map_err(CommandError::failed)?;
+    let outputs = lane::run_folder(wc.store.journal().paths().dir(), run_name).map_err(CommandError::failed)?;
     let spec = WatchSpec {
         working_copy: wc.root.clone(),
         run: run_name.clone(),
@@ -707,8 +687,8 @@ pub enum Watched {
 /// writer lock and only while its launch is intended and neither started nor ended; then
 /// waits and records the exit.
 pub fn watch(spec: &WatchSpec) -> Result<Watched, CommandError> {
-    let wc = run::open_at(&spec.working_copy)?;
-    let outputs = run_folder(wc.store.journal().paths().dir(), &spec.run).map_err(CommandError::failed)?;
+    let wc = lane::open_at(&spec.working_copy)?;
+    let outputs = lane::run_folder(wc.store.journal().paths().dir(), &spec.run).map_err(CommandError::failed)?;
     let stdout = outputs.join(format!("{}-{}.out", spec.lane, spec.launch));
     let stderr = outputs.join(format!("{}-{}.err", spec.lane, spec.launch));
     let child = match start_recorded(&wc.store, &wc.scope, spec, &stdout, &stderr)? {

@@ -141,7 +141,7 @@ impl<'a> Driver<'a> {
     }
 
     fn run_dir(&self) -> std::io::Result<PathBuf> {
-        launch::run_folder(self.journal().paths().dir(), &self.run)
+        crate::command::lane::run_folder(self.journal().paths().dir(), &self.run)
     }
 
     /// The record as the journal holds it now.

@@ -14,8 +14,9 @@ use serde_json::json;
 
 use super::CommandError;
 use super::caller_event as new_event;
+use super::lane::{self, WorkingCopy};
 use super::loop_driver::{self, DriveEnd, DriveError, Driver};
-use super::run::{self as run_cmd, WorkingCopy, with_causes};
+use super::run::with_causes;
 use crate::event;
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
 use crate::phased::agent::{self, Reader, ReplyFile};
@@ -23,6 +24,7 @@ use crate::phased::{
     self, AgentSpec, Config, Control, IMPLEMENTER_LANE, LOOP_STARTED, LOOP_STOPPED, LoopListing, LoopRecord, LoopStarted, LoopStopped,
     PauseReason, PendingTurn, REVIEWER_LANE, RunState, StopReason,
 };
+use crate::places::Place;
 use crate::platform::process::{self, ProcessId};
 use crate::refusal::{Refusal, RefusalKind as K};
 
@@ -38,20 +40,12 @@ fn failed(e: &dyn std::error::Error) -> CommandError {
     CommandError::Failed(with_causes(e))
 }
 
-fn current_dir() -> Result<PathBuf, CommandError> {
-    std::env::current_dir().map_err(|e| failed(&e))
-}
-
 fn current_exe() -> Result<PathBuf, CommandError> {
     std::env::current_exe().map_err(|e| failed(&e))
 }
 
 fn this_process() -> Result<ProcessId, CommandError> {
     process::this_process().map_err(|e| failed(&e))
-}
-
-fn open_here() -> Result<WorkingCopy, CommandError> {
-    Ok(run_cmd::open_at(&current_dir()?)?)
 }
 
 fn no_loop(what: &str, run: &str) -> Refusal {
@@ -173,9 +167,9 @@ pub enum LoopEnd {
 /// tells the machine index, and with `detach` starts the driver in the background.
 /// `on_index_problem` is told at once when the machine index could not learn of the run
 /// (best effort: `abcd resume` run in the working copy still finds the loop).
-pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<Started, CommandError> {
-    let here = current_dir()?;
-    let wc = match run_cmd::open_at(&here) {
+pub fn start(place: &Place, a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<Started, CommandError> {
+    let here = place.cwd().to_path_buf();
+    let wc = match lane::open(place) {
         Ok(wc) => wc,
         Err(e) => {
             return Err(Refusal::new(K::NotInRepository, "loop start", format!("{e:#}"))
@@ -334,7 +328,7 @@ pub fn start(a: StartRequest, on_index_problem: &mut dyn FnMut(&str)) -> Result<
     if !a.detach {
         return Ok(Started { run, how: StartedHow::Here(Box::new(wc)) });
     }
-    let dir = super::launch::run_folder(wc.store.journal().paths().dir(), &run).map_err(|e| failed(&e))?;
+    let dir = lane::run_folder(wc.store.journal().paths().dir(), &run).map_err(|e| failed(&e))?;
     let log = dir.join("driver.log");
     let args: Vec<OsString> =
         ["loop".into(), "drive".into(), run.clone().into(), "--starter-pid".into(), me.pid.to_string().into()].into_iter().collect();
@@ -424,8 +418,8 @@ fn run_driver(wc: &WorkingCopy, run: &str, say: &mut dyn FnMut(&str)) -> Result<
 
 /// `abcd loop drive`: claims a loop whose driver is gone (after waiting for the `loop start
 /// --detach` that started this process, when `starter` names it) and drives it.
-pub fn drive(run: &str, starter: Option<u32>, say: &mut dyn FnMut(&str)) -> Result<LoopEnd, CommandError> {
-    let wc = open_here()?;
+pub fn drive(place: &Place, run: &str, starter: Option<u32>, say: &mut dyn FnMut(&str)) -> Result<LoopEnd, CommandError> {
+    let wc = lane::open(place)?;
     let me = this_process()?;
     if let Some(pid) = starter {
         // The starter recorded itself as the driver and exits right after starting this
@@ -466,8 +460,8 @@ pub struct Controlled {
 }
 
 /// `abcd loop pause|resume|skip|retry`.
-pub fn control(run: &str, asked: Control) -> Result<Controlled, CommandError> {
-    let wc = open_here()?;
+pub fn control(place: &Place, run: &str, asked: Control) -> Result<Controlled, CommandError> {
+    let wc = lane::open(place)?;
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop(&format!("loop {}", asked.name()), run))) };
         // A resume after non-convergence is a retry (seed 001 §7).
@@ -493,8 +487,8 @@ fn driver_alive(wc: &WorkingCopy, run: &str) -> Option<ProcessId> {
 /// `abcd loop stop`: the loop stopped (manual) and its run finished, in the working copy
 /// and the machine index. Returns the turn that was in flight, if one was: its agent is
 /// not killed.
-pub fn stop(run: &str) -> Result<Option<PendingTurn>, CommandError> {
-    let wc = open_here()?;
+pub fn stop(place: &Place, run: &str) -> Result<Option<PendingTurn>, CommandError> {
+    let wc = lane::open(place)?;
     let root = wc.root.display().to_string();
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let Some(r) = state.loops.loops.get(run) else { return (vec![], Err(no_loop("loop stop", run))) };
@@ -525,8 +519,8 @@ pub struct LoopStatus {
 }
 
 /// `abcd loop status`: the loop named, or every loop of this working copy.
-pub fn status(run: Option<&str>) -> Result<Vec<LoopStatus>, CommandError> {
-    let wc = open_here()?;
+pub fn status(place: &Place, run: Option<&str>) -> Result<Vec<LoopStatus>, CommandError> {
+    let wc = lane::open(place)?;
     // A working copy whose journal has no event yet has no loop either.
     let state = match wc.store.current_state() {
         Ok(s) => s.state,

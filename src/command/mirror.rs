@@ -16,7 +16,7 @@ use crate::journal::storage::RealDisk;
 use crate::mirror::build::{Built, Claims, build};
 use crate::mirror::judge::{Verdict, judge, judge_in};
 use crate::mirror::{self, JOURNALS_PREFIX, SAVED_PREFIX, incoming_prefix, journal_ref, verified_prefix};
-use crate::places;
+use crate::places::{self, Place};
 use crate::refusal::{Refusal, RefusalKind as K};
 
 /// The remote a mirror verb uses when none is named.
@@ -47,21 +47,18 @@ pub struct MirrorPlace {
 }
 
 impl MirrorPlace {
-    pub fn here() -> Result<MirrorPlace, CommandError> {
-        let cwd = std::env::current_dir().map_err(CommandError::failed)?;
-        Self::at(&cwd)
-    }
-
-    pub fn at(cwd: &Path) -> Result<MirrorPlace, CommandError> {
+    /// The mirror's view of `place`: its repository, the repository journal and the
+    /// repository's folder in the home store.
+    pub fn of(place: &Place) -> Result<MirrorPlace, CommandError> {
         // A managed working copy is required, as for every verb.
-        places::working_copy_journal(cwd)?;
-        let (_, main_root) = places::working_copy_root(cwd)?;
-        let (paths, scope) = places::repository_journal(cwd)?;
+        place.working_copy()?;
+        let main_root = place.main_root()?;
+        let (paths, scope) = place.repository()?;
         let Scope::Repository { root_commit } = scope else { unreachable!("the repository journal's scope names the repository") };
         Ok(MirrorPlace {
             repo: Repo::at(&main_root),
             main_root,
-            home: places::repository_home(&root_commit)?,
+            home: place.repository_home(&root_commit)?,
             repository: root_commit,
             repository_journal: paths.journal,
             machine: places::machine_name(),
@@ -96,7 +93,7 @@ impl MirrorPlace {
         let mut found = Vec::new();
         let worktrees = self.repo.worktrees().map_err(CommandError::failed)?;
         for root in worktrees {
-            match places::working_copy_journal(&root) {
+            match Place::at(&root).working_copy() {
                 Ok((paths, _)) if paths.journal.exists() => found.push((Some(paths.journal), root.display().to_string())),
                 // A journal made before the rule on paths: neither read nor shown.
                 Err(places::PlaceError::PathCarriesSecret { .. }) if root.join(places::LOCAL_TIER).join(places::JOURNAL_FILE).exists() => {
@@ -765,13 +762,13 @@ pub fn auto_setting(home: &Path) -> AutoSetting {
 /// the last one started, starts `abcd mirror push --background` detached and returns. It
 /// reads two small files and starts at most one process; it never waits for the push. A
 /// push that cannot start is recorded for `mirror status`, not told to the host.
-pub fn push_in_background_if_due(cwd: &Path, now: jiff::Timestamp) {
+pub fn push_in_background_if_due(place: &Place, now: jiff::Timestamp) {
     // Outside a managed checkout, or before the repository's record is known, nothing is due.
-    if places::working_copy_journal(cwd).is_err() {
+    if place.working_copy().is_err() {
         return;
     }
-    let Ok((_, Scope::Repository { root_commit })) = places::repository_journal(cwd) else { return };
-    let Ok(home) = places::repository_home(&root_commit) else { return };
+    let Ok((_, Scope::Repository { root_commit })) = place.repository() else { return };
+    let Ok(home) = place.repository_home(&root_commit) else { return };
     let setting = auto_setting(&home);
     if !setting.on {
         return;
@@ -794,7 +791,7 @@ pub fn push_in_background_if_due(cwd: &Path, now: jiff::Timestamp) {
             if std::fs::symlink_metadata(&log).is_ok_and(|m| m.len() > BACKGROUND_LOG_MAX_BYTES) {
                 let _ = crate::journal::storage::write_atomic(&RealDisk, &log, b"", false);
             }
-            crate::platform::process::spawn_detached(&exe, &args, cwd, &log, &log, &[])
+            crate::platform::process::spawn_detached(&exe, &args, place.cwd(), &log, &log, &[])
                 .map_err(|e| format!("the background push could not start: {e}"))
         });
     if let Err(why) = started {

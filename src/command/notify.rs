@@ -55,7 +55,7 @@ pub fn notify_if_due(
     let summary = notify::summary(kind, &place, detail);
     let data = AwayNotified { kind, at: now, summary: summary.clone(), working_copy: root.display().to_string() };
     let (command, warning) = view.record_notified(data, session, now);
-    let started = command.map(|c| start(root, &c, &summary)).and_then(Result::err);
+    let started = command.map(|c| start(view, root, &c, &summary)).and_then(Result::err);
     match (warning, started) {
         (None, None) => None,
         (w, s) => Some(w.into_iter().chain(s).collect::<Vec<_>>().join("; ")),
@@ -63,9 +63,9 @@ pub fn notify_if_due(
 }
 
 /// Starts the supervisor detached, its own output to [`NOTIFY_LOG_FILE`].
-fn start(root: &Path, command: &str, summary: &str) -> Result<(), String> {
-    let (paths, _) = crate::places::repository_journal(root).map_err(|e| format!("the notify command was not run: {e}"))?;
-    let folder = paths.journal.parent().ok_or("the notify command was not run: the repository journal has no folder")?.to_path_buf();
+fn start(view: &AwayView, root: &Path, command: &str, summary: &str) -> Result<(), String> {
+    // The record just written names the repository journal; its folder holds the log.
+    let folder = view.repository_folder().ok_or("the notify command was not run: the repository journal has no folder")?;
     let log = folder.join(NOTIFY_LOG_FILE);
     if std::fs::symlink_metadata(&log).is_ok_and(|m| m.len() > NOTIFY_LOG_MAX_BYTES) {
         let _ = crate::journal::storage::write_atomic(&crate::journal::storage::RealDisk, &log, b"", false);
@@ -134,13 +134,14 @@ pub fn supervise(command: &str, summary: &str, bound: Duration) -> Supervised {
 /// scanned line of its message are recorded for `abcd mode back`; while present, nothing.
 pub fn notification(
     root: &Path,
+    away: &crate::command::hook::away::AwayOnce<'_>,
     session_id: Option<&str>,
     notification_type: &str,
     message: Option<&str>,
 ) -> Result<crate::command::hook::HookOutcome, crate::command::hook::HookError> {
-    use crate::command::hook::{HookError, HookOutcome, away};
+    use crate::command::hook::{HookError, HookOutcome};
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-    let record = away::read(root);
+    let record = away.get();
     let mut warnings: Vec<String> = record.warning.iter().cloned().collect();
     if record.holding(now).is_some() {
         let notification_type =

@@ -10,12 +10,13 @@ use serde_json::json;
 
 use super::CommandError;
 use super::caller_event as new_event;
+use super::lane::{WorkingCopy, open, open_at, save_aside};
 use crate::event::{self, Scope};
 use crate::git::worktree;
 use crate::journal::JournalError;
 use crate::journal::storage::RealDisk;
-use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted, WorkSavedAside};
-use crate::places::{self, PlaceError};
+use crate::ledger::{self, Driver, DriverClaimed, LedgerState, ReceiptCollected, Run, RunNamed, RunStarted};
+use crate::places::{self, Place, PlaceError};
 use crate::platform::process::{self, ProcessId};
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::store::Store;
@@ -35,25 +36,6 @@ pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     words
-}
-
-/// A working copy's journal, opened for a verb, and the working copy's root.
-pub struct WorkingCopy {
-    pub store: Store,
-    pub scope: Scope,
-    pub root: PathBuf,
-}
-
-/// The working copy the process runs in; a folder that cannot be learned is a failure.
-fn open_here() -> Result<WorkingCopy, CommandError> {
-    let cwd = std::env::current_dir().map_err(|e| CommandError::Failed(e.to_string()))?;
-    Ok(open_at(&cwd)?)
-}
-
-pub fn open_at(dir: &Path) -> Result<WorkingCopy, PlaceError> {
-    let (paths, scope) = places::working_copy_journal(dir)?;
-    let root = places::working_copy_root(dir)?.0;
-    Ok(WorkingCopy { store: Store::new(places::open_scoped_for_verb(RealDisk::shared(), paths, &scope)?), scope, root })
 }
 
 fn machine() -> Result<(Store, Scope), PlaceError> {
@@ -96,7 +78,7 @@ pub struct Started {
     pub lanes: Vec<String>,
 }
 
-pub fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>) -> Result<Started, CommandError> {
+pub fn start(place: &Place, run: &str, lanes: Vec<String>, driver_pid: Option<u32>) -> Result<Started, CommandError> {
     if let Err(r) = ledger::check_name("run", run) {
         return Err(Refusal::new(K::BadName, "run start", format!("the run name {}", r.reason)).nothing_written().into());
     }
@@ -118,7 +100,7 @@ pub fn start(run: &str, lanes: Vec<String>, driver_pid: Option<u32>) -> Result<S
             .into());
     }
     let driver = driver_from(driver_pid)?;
-    let wc = open_here()?;
+    let wc = open(place)?;
     let data = RunStarted { run: run.into(), working_copy: wc.root.display().to_string(), lanes, driver: driver.clone() };
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
         Some(existing) if existing.finished => (
@@ -169,9 +151,9 @@ pub struct TakenOver {
     pub previous: Driver,
 }
 
-pub fn takeover(run: &str, driver_pid: Option<u32>) -> Result<TakenOver, CommandError> {
+pub fn takeover(place: &Place, run: &str, driver_pid: Option<u32>) -> Result<TakenOver, CommandError> {
     let driver = driver_from(driver_pid)?;
-    let wc = open_here()?;
+    let wc = open(place)?;
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
         None => (vec![], Err(no_run_named("run takeover", run))),
         Some(r) if process::is_alive(&r.driver.process) => (
@@ -200,8 +182,8 @@ pub fn takeover(run: &str, driver_pid: Option<u32>) -> Result<TakenOver, Command
 
 /// `abcd run halt` (`halted`) or `abcd run lift`: the runs it names, halted or lifted now
 /// or already; none when the working copy has no unfinished run.
-pub fn halt(run: Option<&str>, halted: bool) -> Result<Vec<String>, CommandError> {
-    let wc = open_here()?;
+pub fn halt(place: &Place, run: Option<&str>, halted: bool) -> Result<Vec<String>, CommandError> {
+    let wc = open(place)?;
     let kind = if halted { event::RUN_HALTED } else { event::RUN_LIFTED };
     let written = wc.store.append_with(Some(&wc.scope), |state| {
         let names: Vec<String> = match run {
@@ -223,8 +205,8 @@ pub fn halt(run: Option<&str>, halted: bool) -> Result<Vec<String>, CommandError
 
 /// `abcd run finish`: the run is over in its working copy and in the machine index; then
 /// each clean worktree abcd made for its lanes is removed (see [`super::lane::remove_own_worktrees`]).
-pub fn finish(run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> {
-    let wc = open_here()?;
+pub fn finish(place: &Place, run: &str) -> Result<Vec<super::lane::WorktreeEnd>, CommandError> {
+    let wc = open(place)?;
     let data = RunNamed { run: run.into(), working_copy: Some(wc.root.display().to_string()) };
     let written = wc.store.append_with(Some(&wc.scope), |state| match state.ledger.runs.get(run) {
         None => (vec![], Err(no_run_named("run finish", run))),
@@ -302,8 +284,8 @@ fn hash_receipt(path: &Path) -> std::io::Result<ReceiptRead> {
 }
 
 /// `abcd collect`: the receipt of the lane's last launch, hashed and recorded.
-pub fn collect_here(run: &str, lane: &str) -> Result<ReceiptCollected, CommandError> {
-    let wc = open_here()?;
+pub fn collect_here(place: &Place, run: &str, lane: &str) -> Result<ReceiptCollected, CommandError> {
+    let wc = open(place)?;
     Ok(collect(&wc, run, lane)??)
 }
 
@@ -815,8 +797,8 @@ pub enum StepMove {
 /// `abcd resume`: with `step`, the safe moves first (each handed to `on_move` as it is
 /// made); then the listing of every unfinished run, written to `resume.json` in this
 /// working copy's local tier when the verb runs in one.
-pub fn resume(step: bool, on_move: &mut dyn FnMut(StepMove)) -> Result<Vec<RunListing>, CommandError> {
-    let here = open_here().ok();
+pub fn resume(place: Option<&Place>, step: bool, on_move: &mut dyn FnMut(StepMove)) -> Result<Vec<RunListing>, CommandError> {
+    let here = place.and_then(|p| open(p).ok());
     if step {
         step_moves(here.as_ref(), on_move)?;
     }
@@ -893,7 +875,7 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
                 // Held and judged again, as `abcd run save-aside` does: a launch may have
                 // taken the lane since the listing was read.
                 let held = super::lane::lock_lane(wc.store.journal().paths().dir(), &run, &lane)
-                    .and_then(|held| super::lane::take_folder_for_save(&wc.store, &wc.scope, &run, Path::new(w)).map(|()| held));
+                    .and_then(|held| take_folder_for_save(&wc.store, &wc.scope, &run, Path::new(w)).map(|()| held));
                 let _held = match held {
                     Ok(held) => held,
                     Err(e) => {
@@ -915,8 +897,8 @@ fn step_moves(here: Option<&WorkingCopy>, on_move: &mut dyn FnMut(StepMove)) -> 
 /// `lane`, saved aside and the worktree returned to its last commit. Works for a finished
 /// run too (its kept worktree is otherwise out of every verb's reach); refused in any
 /// folder that does not pass the lane test, and while an agent of the run lives or starts.
-pub fn save_lane_aside(run: &str, lane: &str) -> Result<String, CommandError> {
-    let wc = open_here()?;
+pub fn save_lane_aside(place: &Place, run: &str, lane: &str) -> Result<String, CommandError> {
+    let wc = open(place)?;
     let ledger_now = wc.store.current_state()?.state.ledger;
     let Some(r) = ledger_now.runs.get(run) else {
         return Err(no_run_named("run save-aside", run).into());
@@ -946,56 +928,40 @@ pub fn save_lane_aside(run: &str, lane: &str) -> Result<String, CommandError> {
         .into());
     }
     // Any lane of the run may work there (a loop's reviewer shares its implementer's).
-    super::lane::take_folder_for_save(&wc.store, &wc.scope, run, Path::new(&own.path))?;
+    take_folder_for_save(&wc.store, &wc.scope, run, Path::new(&own.path))?;
     save_aside(&wc, run, lane, Path::new(&own.path)).map_err(|why| Refusal::new(K::UncommittedWork, "run save-aside", why).into())
 }
 
-/// Saves a lane's uncommitted work to a ref, records it, and returns the lane to its last
-/// commit only after the save is verified and recorded. The line says what was done and
-/// how to bring the work back; the error, why nothing (or only the save) was done.
-pub fn save_aside(wc: &WorkingCopy, run: &str, lane: &str, tree: &Path) -> Result<String, String> {
-    let now = crate::clock::now().map_err(|e| e.to_string())?;
-    // The receipts agents wrote inside the tree are theirs to abcd, not work to save.
-    let ledger_now = wc.store.current_state().map_err(|e| e.to_string())?.state.ledger;
-    let receipts = super::lane::receipts_inside(ledger_now.runs.get(run).into_iter().flat_map(|r| r.lanes.values()), tree);
-    let keep = |p: &str| super::lane::is_abcd_own(p) || receipts.iter().any(|r| r == p);
-    // The folder saved is the folder reset: one swapped for another (or for a link to
-    // another) while git reads it is found before anything is recorded or reset.
-    let identity = |t: &Path| std::fs::metadata(t).ok().map(|m| crate::platform::fs::inode(&m)).map(|i| (i.dev, i.ino));
-    let before = identity(tree);
-    let unchanged = || {
-        if before.is_some() && identity(tree) == before {
-            Ok(())
-        } else {
-            Err(format!("{} changed while its work was being saved (another folder now stands there); nothing was reset", tree.display()))
+/// Takes, under the writer lock, the folder `dir` of `run` for a save aside: refused when
+/// an agent of any lane of the run is alive or starting there (a loop's two lanes share a
+/// folder), or a receipt waits; launches whose launcher is gone are recorded `not_started`
+/// in the same step, so no watcher of theirs starts an agent in it afterwards.
+pub fn take_folder_for_save(store: &Store, scope: &Scope, run: &str, dir: &Path) -> Result<(), CommandError> {
+    let written = store.append_with(Some(scope), |state| {
+        let Some(r) = state.ledger.runs.get(run) else { return (vec![], Ok(())) };
+        let mut events = vec![];
+        for (name, l) in &r.lanes {
+            if !l.launches.iter().any(|x| Path::new(&x.worktree) == dir) {
+                continue;
+            }
+            match super::launch::lane_busy(run, name, l) {
+                Ok(abandoned) => events.extend(super::launch::not_started_events(run, name, &abandoned)),
+                Err(why) => {
+                    let (holds, next) = (why.what_holds(), why.next_step(run, name));
+                    return (
+                        vec![],
+                        Err(CommandError::from(
+                            Refusal::new(K::LaneBusy, "save aside", format!("{holds} in {}", dir.display()))
+                                .untouched(crate::refusal::Untouched::SavedOrReset)
+                                .instead(format!("{next}, then save aside again")),
+                        )),
+                    );
+                }
+            }
         }
-    };
-    let saved = worktree::save_aside(tree, run, lane, now, &keep).map_err(|e| format!("{e}; nothing was reset"))?;
-    unchanged()?;
-    // Only names a record may hold are listed: a name with a newline or a secret would
-    // make the fold skip the whole record, leaving the save known only by its ref.
-    let (listed, files_not_listed) = ledger::listable_files(&saved.files);
-    let data = WorkSavedAside {
-        run: run.into(),
-        lane: lane.into(),
-        worktree: tree.display().to_string(),
-        ref_name: saved.ref_name.clone(),
-        commit: saved.commit.clone(),
-        files_not_listed,
-        files: listed,
-    };
-    wc.store
-        .append_with(Some(&wc.scope), |_| (vec![new_event(event::WORK_SAVED_ASIDE, json!(data))], ()))
-        .map_err(|e| format!("the save {} is made but was not recorded ({e}); nothing was reset", saved.ref_name))?;
-    unchanged().map_err(|why| format!("saved to {} but {why}", saved.ref_name))?;
-    worktree::return_to_last_commit(tree, &saved.files, &keep)
-        .map_err(|e| format!("saved to {} but the lane was not reset: {e}", saved.ref_name))?;
-    Ok(format!(
-        "saved {} uncommitted file(s) of {run}/{lane} to {}; the lane is back at its last commit. Bring the work back with: {}",
-        saved.files.len(),
-        saved.ref_name,
-        saved.restore_command
-    ))
+        (events, Ok(()))
+    })?;
+    written.outcome
 }
 
 #[cfg(test)]

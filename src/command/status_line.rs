@@ -14,7 +14,7 @@ use super::CommandError;
 use crate::away::{AwayState, Status};
 use crate::journal::JournalError;
 use crate::journal::storage::RealDisk;
-use crate::places::{self, PlaceError};
+use crate::places::{Place, PlaceError};
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::secrets::{self, Bound};
 use crate::store::Store;
@@ -50,17 +50,17 @@ pub fn folder_of(payload: &[u8]) -> Result<std::path::PathBuf, CommandError> {
     }
 }
 
-/// What `folder` shows: `None` outside a working copy abcd manages (nothing to say there).
-pub fn read(folder: &std::path::Path) -> Result<Option<Seen>, CommandError> {
-    let (paths, scope) = match places::working_copy_journal(folder) {
+/// What `place` shows: `None` outside a working copy abcd manages (nothing to say there).
+pub fn read(place: &Place) -> Result<Option<Seen>, CommandError> {
+    let (paths, scope) = match place.working_copy() {
         Ok(found) => found,
         Err(PlaceError::NotInWorkingCopy { .. } | PlaceError::NotManaged { .. }) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let plan = Store::new(places::open_scoped(RealDisk::shared(), paths, &scope)?).plan_status();
-    let (away, away_unreadable) = match places::repository_journal_cached(folder)? {
+    let plan = Store::new(place.open_scoped(RealDisk::shared(), paths, &scope)?).plan_status();
+    let (away, away_unreadable) = match place.repository_cached()? {
         None => (AwayState::default(), false),
-        Some((paths, scope)) => match Store::new(places::open_scoped(RealDisk::shared(), paths, &scope)?).current_state() {
+        Some((paths, scope)) => match Store::new(place.open_scoped(RealDisk::shared(), paths, &scope)?).current_state() {
             Ok(current) if current.degraded.is_none() => (current.state.away, false),
             Ok(_) => (AwayState::default(), true),
             Err(JournalError::Missing { .. }) => (AwayState::default(), false),

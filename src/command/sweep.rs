@@ -11,7 +11,7 @@ use super::CommandError;
 use crate::away::Sweep;
 use crate::away::sweep::{BlockedItem, CopyReport, Reporting, reporting};
 use crate::journal::storage::RealDisk;
-use crate::places;
+use crate::places::Place;
 use crate::store::Store;
 
 /// One working copy as found on disk.
@@ -55,18 +55,20 @@ pub fn copy_key(root: &Path) -> String {
     std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()).display().to_string()
 }
 
-/// Every working copy of the repository that `cwd` is in and that has a journal, with the
+/// Every working copy of the repository `place` is in and that has a journal, with the
 /// open items its checklist marks blocked.
-pub fn collect(cwd: &Path) -> Result<Vec<Found>, CommandError> {
-    let (_, main_root) = places::working_copy_root(cwd)?;
+pub fn collect(place: &Place) -> Result<Vec<Found>, CommandError> {
+    let main_root = place.main_root()?;
     let roots: Vec<PathBuf> = crate::git::objects::Repo::at(&main_root).worktrees().map_err(CommandError::failed)?;
     let mut found = Vec::new();
     for root in roots {
-        let Ok((paths, scope)) = places::working_copy_journal(&root) else { continue };
+        // Each other working copy is a place of its own, in the same home store.
+        let copy = Place::with_home(&root, place.home());
+        let Ok((paths, scope)) = copy.working_copy() else { continue };
         if !paths.journal.exists() {
             continue;
         }
-        let (items, updated_at, unreadable) = match places::open_scoped(RealDisk::shared(), paths, &scope) {
+        let (items, updated_at, unreadable) = match copy.open_scoped(RealDisk::shared(), paths, &scope) {
             Ok(journal) => {
                 let view = Store::new(journal).checklist_view();
                 let items = view

@@ -310,13 +310,14 @@ fn mirror_lines_for_repair_hands_back_every_mirrored_line_verbatim() {
     use abcd::journal::anchor::AnchorStore;
     use abcd::journal::storage::RealDisk;
     use abcd::journal::{Journal, JournalPaths};
+    use abcd::places::Place;
 
     let lab = Lab::new();
     let (a, before) = pushed_machine(&lab, "machine-a");
     let id = a.journal_id();
     let journal_of =
         |m: &Machine| Journal::new(RealDisk::shared(), JournalPaths::beside(&m.journal_path()), Some(AnchorStore::new(&m.home)));
-    let got = mirror_lines_for_repair(&journal_of(&a), &a.root).unwrap();
+    let got = mirror_lines_for_repair(&journal_of(&a), &Place::at(&a.root)).unwrap();
     assert_eq!(got.lines, lines(&before));
     assert_eq!(got.journal_id.as_deref(), Some(id.as_str()));
     assert_eq!(got.commit, Some(a.git(&["rev-parse", "--verify", &format!("refs/abcd/journals/{id}")])));
@@ -326,19 +327,19 @@ fn mirror_lines_for_repair_hands_back_every_mirrored_line_verbatim() {
     let mut damaged = before.clone();
     damaged[lines(&before)[..3].concat().len() + 40] ^= 1;
     std::fs::write(a.journal_path(), &damaged).unwrap();
-    assert_eq!(mirror_lines_for_repair(&journal_of(&a), &a.root).unwrap().lines, lines(&before));
+    assert_eq!(mirror_lines_for_repair(&journal_of(&a), &Place::at(&a.root)).unwrap().lines, lines(&before));
     // A file gone: the path's record names the journal.
     std::fs::remove_file(a.journal_path()).unwrap();
-    assert_eq!(mirror_lines_for_repair(&journal_of(&a), &a.root).unwrap().lines, lines(&before));
+    assert_eq!(mirror_lines_for_repair(&journal_of(&a), &Place::at(&a.root)).unwrap().lines, lines(&before));
 
     // Never pushed: no lines, not an error.
     let b = lab.machine("machine-b");
     b.add("Bravo one");
-    let none = mirror_lines_for_repair(&journal_of(&b), &b.root).unwrap();
+    let none = mirror_lines_for_repair(&journal_of(&b), &Place::at(&b.root)).unwrap();
     assert!(none.lines.is_empty() && none.commit.is_none(), "{none:?}");
     // Outside any repository: no lines.
     let elsewhere = tempfile::tempdir().unwrap();
-    assert!(mirror_lines_for_repair(&journal_of(&a), elsewhere.path()).unwrap().lines.is_empty());
+    assert!(mirror_lines_for_repair(&journal_of(&a), &Place::at(elsewhere.path())).unwrap().lines.is_empty());
 }
 
 /// MIRROR.md §10 states the reader's limits the code uses.

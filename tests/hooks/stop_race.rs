@@ -23,7 +23,9 @@ fn payload(stop_hook_active: bool) -> StopPayload<'static> {
 }
 
 fn read(store: &Store, root: &std::path::Path, active: bool) -> Box<stop::PendingStop> {
-    match stop::read(store, root, &payload(active), std::time::Instant::now()).unwrap() {
+    let place = places::Place::at(root);
+    let away = abcd::command::hook::away::AwayOnce::new(&place);
+    match stop::read(store, root, &away, &payload(active), std::time::Instant::now()).unwrap() {
         StopRead::ToJudge(pending) => pending,
         StopRead::Answered(o) => panic!("answered without a verdict: {:?} {:?}", o.reply, o.warning),
     }

@@ -16,7 +16,7 @@ use crate::event::{self, Scope};
 use crate::journal::append::JournalError;
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
-use crate::places;
+use crate::places::{self, Place};
 use crate::store::Store;
 
 /// The repository's away record, read for one hook call.
@@ -29,6 +29,11 @@ pub struct AwayView {
 }
 
 impl AwayView {
+    /// The repository journal's folder, when the repository has one.
+    pub fn repository_folder(&self) -> Option<std::path::PathBuf> {
+        self.repository.as_ref().and_then(|(store, _)| store.journal().paths().journal.parent().map(Path::to_path_buf))
+    }
+
     /// The window while the person is away at `now`.
     pub fn holding(&self, now: Timestamp) -> Option<&Window> {
         self.state.holding(now)
@@ -78,12 +83,12 @@ impl AwayView {
     /// closed: recorded as shown once per working copy (under the lock), then returned as
     /// `(for the model, for the person)`; `None` when shown before or when there is nothing
     /// to show. The second value is a warning.
-    pub fn return_lists(&self, root: &Path, session: Option<&str>) -> (Option<(String, String)>, Option<String>) {
+    pub fn return_lists(&self, place: &Place, root: &Path, session: Option<&str>) -> (Option<(String, String)>, Option<String>) {
         let key = crate::command::sweep::copy_key(root);
         let Some(window) = crate::away::return_owed(&self.state, &key) else { return (None, None) };
         let Some((store, scope)) = self.repository.as_ref() else { return (None, None) };
         let mut warnings = Vec::new();
-        let copies: Vec<_> = match crate::command::sweep::collect(root) {
+        let copies: Vec<_> = match crate::command::sweep::collect(place) {
             Ok(found) => found.iter().map(crate::command::sweep::Found::items_only).collect(),
             Err(e) => {
                 warnings.push(format!("the other working copies' blocked items are not in the return lists: {e}"));
@@ -186,16 +191,40 @@ impl AwayView {
     }
 }
 
-/// Reads the away record for a hook in `cwd`. Never fails: what cannot be read is "not
+/// The away record of one hook call, read on first ask and then kept: every part of the
+/// hook sees the same record, and a hook that never asks reads nothing.
+pub struct AwayOnce<'a> {
+    place: &'a Place,
+    view: std::cell::OnceCell<std::rc::Rc<AwayView>>,
+}
+
+impl<'a> AwayOnce<'a> {
+    pub fn new(place: &'a Place) -> AwayOnce<'a> {
+        AwayOnce { place, view: std::cell::OnceCell::new() }
+    }
+
+    /// The record, read the first time it is asked for.
+    pub fn get(&self) -> &AwayView {
+        self.view.get_or_init(|| std::rc::Rc::new(read(self.place)))
+    }
+
+    /// The same record, for a value that outlives this borrow (the Stop hook's pending verdict).
+    pub fn shared(&self) -> std::rc::Rc<AwayView> {
+        self.get();
+        self.view.get().map(std::rc::Rc::clone).expect("read just above")
+    }
+}
+
+/// Reads the away record for a hook at `place`. Never fails: what cannot be read is "not
 /// away", said once in `warning`. A repository without a first commit has no record.
-pub fn read(cwd: &Path) -> AwayView {
+pub fn read(place: &Place) -> AwayView {
     let not_away = |warning: Option<String>| AwayView { state: AwayState::default(), repository: None, warning };
-    let (paths, scope) = match places::repository_journal(cwd) {
+    let (paths, scope) = match place.repository() {
         Ok(found) => found,
         Err(places::PlaceError::NoRootCommit { .. } | places::PlaceError::NoCommitYet { .. }) => return not_away(None),
         Err(e) => return not_away(Some(format!("the away record cannot be found ({e}); reading as not away"))),
     };
-    let store = match places::open_scoped(RealDisk::shared(), paths, &scope) {
+    let store = match place.open_scoped(RealDisk::shared(), paths, &scope) {
         Ok(journal) => Store::new(journal),
         Err(e) => return not_away(Some(format!("the away record cannot be opened ({e}); reading as not away"))),
     };
@@ -210,4 +239,24 @@ pub fn read(cwd: &Path) -> AwayView {
         Err(e) => (AwayState::default(), Some(format!("the away record cannot be read ({e}); reading as not away"))),
     };
     AwayView { state, repository: Some((store, scope)), warning }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::places::tests::{CACHED_COMMIT, Folder};
+
+    #[test]
+    fn one_hook_reads_its_away_record_once_from_its_place() {
+        let f = Folder::managed();
+        let place = f.place("");
+        let away = AwayOnce::new(&place);
+        let first: *const AwayView = away.get();
+        assert!(std::ptr::eq(first, away.get()), "read again");
+        assert!(std::rc::Rc::ptr_eq(&away.shared(), &away.shared()), "read again");
+        // A repository journal not created yet: never away, and nothing to warn of.
+        assert!(away.get().warning.is_none(), "{:?}", away.get().warning);
+        assert!(away.get().state.window.is_none());
+        assert_eq!(away.get().repository_folder(), Some(f.home().join("repos").join(CACHED_COMMIT)));
+    }
 }

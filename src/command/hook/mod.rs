@@ -24,7 +24,7 @@ use crate::host::{HookEvent, HookReply, HookRequest, RequestDetail, ToolCall};
 use crate::journal::append::{AppendNotes, Appended, JournalError};
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
-use crate::places::{self, PlaceError};
+use crate::places::{self, Place, PlaceError};
 use crate::store::Store;
 use crate::store::context as start_frame;
 
@@ -61,26 +61,29 @@ pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutc
     if let Some(folder) = places::broken_worktree_link(&req.cwd) {
         return Err(HookError::BrokenWorktreeLink(folder));
     }
-    let outcome = handle_managed(req, started)?;
+    // The payload's folder is resolved here, once, for every part of the hook.
+    let place = Place::at(&req.cwd);
+    let outcome = handle_managed(req, &place, started)?;
     // After the hook's own work: a background mirror push when one is due (it never waits
     // for the push, and what the push does is recorded for `abcd mirror status`).
-    crate::command::mirror::push_in_background_if_due(&req.cwd, crate::clock::wall_now());
+    crate::command::mirror::push_in_background_if_due(&place, crate::clock::wall_now());
     Ok(outcome)
 }
 
-fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<HookOutcome, HookError> {
+fn handle_managed(req: &HookRequest, place: &Place, started: std::time::Instant) -> Result<HookOutcome, HookError> {
     if !req.cwd.is_dir() {
         return Err(HookError::NoSuchCwd(req.cwd.clone()));
     }
-    let (paths, scope) = match places::working_copy_journal(&req.cwd) {
+    let (paths, scope) = match place.working_copy() {
         Ok(found) => found,
         Err(PlaceError::NotInWorkingCopy { .. } | PlaceError::NotManaged { .. }) => {
             return Ok(HookOutcome { reply: HookReply::default(), warning: None });
         }
         Err(e) => return Err(e.into()),
     };
-    let store = Store::new(places::open_scoped(RealDisk::shared(), paths.clone(), &scope)?);
-    let root = places::working_copy_root(&req.cwd)?.0;
+    let store = Store::new(place.open_scoped(RealDisk::shared(), paths.clone(), &scope)?);
+    let root = place.root()?;
+    let away = away::AwayOnce::new(place);
     let actor = Actor::this_process(req.session_id.clone());
     let event = |kind: &str, data: serde_json::Value| NewEvent { kind: kind.into(), actor: actor.clone(), data };
     match &req.detail {
@@ -96,7 +99,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             start_copy::record_start(req, &root);
             let started = event(event::SESSION_STARTED, json!(started_data));
             let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-            let AwayAtStart { block, shown, warning } = away_block(&root)?;
+            let AwayAtStart { block, shown, warning } = away_block(&away)?;
             let block = loop_turn::with_turn_line(block, &root);
             let cached = store.cached_session_context(start_frame::checklist_budget(block.as_deref()), now);
             // Promises due now fire before the checklist is shown, so the start shows them
@@ -129,10 +132,10 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             Ok(HookOutcome { reply: HookReply::default(), warning })
         }
         RequestDetail::PreToolUse { call } => {
-            let mut outcome = pre_tool_use(&store, &scope, &root, call, &event, req.session_id.as_deref())?;
+            let mut outcome = pre_tool_use(&store, &scope, place, &away, call, &event, req.session_id.as_deref())?;
             // The blocker sweep's ask rides a tool call the hook lets through (docs/sweep.md).
             if outcome.reply.deny.is_none() {
-                let (ask, warning) = away::read(&root).answer_sweep(
+                let (ask, warning) = away.get().answer_sweep(
                     &root,
                     req.session_id.as_deref(),
                     crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?,
@@ -142,7 +145,7 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
             }
             Ok(outcome)
         }
-        RequestDetail::UserPromptSubmit => user_prompt(&store, &scope, &root, req, &actor, started),
+        RequestDetail::UserPromptSubmit => user_prompt(&store, &scope, place, &away, req, &actor, started),
         RequestDetail::Stop { stop_hook_active, last_assistant_message, session_crons } => {
             let payload = stop::StopPayload {
                 session_id: req.session_id.as_deref(),
@@ -151,13 +154,13 @@ fn handle_managed(req: &HookRequest, started: std::time::Instant) -> Result<Hook
                 session_crons,
             };
             let receipts_warning = settle_at_turn_end(&store, &scope, req, &actor);
-            let mut outcome = stop::stop(&store, &scope, &root, &payload, started)?;
+            let mut outcome = stop::stop(&store, &scope, &root, &away, &payload, started)?;
             outcome.warning = join(outcome.warning.into_iter().chain(receipts_warning).collect());
             Ok(outcome)
         }
-        RequestDetail::StopFailure { error } => stop::stop_failure(&root, req.session_id.as_deref(), error),
+        RequestDetail::StopFailure { error } => stop::stop_failure(&root, &away, req.session_id.as_deref(), error),
         RequestDetail::Notification { notification_type, message } => {
-            crate::command::notify::notification(&root, req.session_id.as_deref(), notification_type, message.as_deref())
+            crate::command::notify::notification(&root, &away, req.session_id.as_deref(), notification_type, message.as_deref())
         }
         RequestDetail::Compact { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
     }
@@ -228,12 +231,12 @@ struct AwayAtStart {
     warning: Option<String>,
 }
 
-fn away_block(root: &Path) -> Result<AwayAtStart, HookError> {
+fn away_block(away: &away::AwayOnce<'_>) -> Result<AwayAtStart, HookError> {
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-    let record = away::read(root);
+    let record = away.get();
     let window = record.holding(now);
     let block = window.map(|w| crate::away::text::away_block(w, &|t| crate::clock::show(t)));
-    Ok(AwayAtStart { block, shown: window.map(context::away_shown), warning: record.warning })
+    Ok(AwayAtStart { block, shown: window.map(context::away_shown), warning: record.warning.clone() })
 }
 
 /// The prompt hook: settles the session's injections it can, sends again (once) one the
@@ -242,11 +245,13 @@ fn away_block(root: &Path) -> Result<AwayAtStart, HookError> {
 fn user_prompt(
     store: &Store,
     scope: &Scope,
-    root: &Path,
+    place: &Place,
+    away: &away::AwayOnce<'_>,
     req: &HookRequest,
     actor: &Actor,
     started: std::time::Instant,
 ) -> Result<HookOutcome, HookError> {
+    let root = &place.root()?;
     // A wake reaches the session as a prompt: promises due by now fire here.
     let mut state = store.current_state().ok().map(|c| c.state);
     let known = state.as_ref().map(|s| s.checklist.items.as_slice());
@@ -260,7 +265,7 @@ fn user_prompt(
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
     // Read only where it can be sent: a re-injection goes alone.
     let behind = || behind_note(&view.checklist, &work.branches, root, now, started);
-    let record = away::read(root);
+    let record = away.get();
     let show = |t| crate::clock::show(t);
     let window = record.holding(now);
     let mut sweep_warnings: Vec<String> = Vec::new();
@@ -289,7 +294,7 @@ fn user_prompt(
             // The blocker sweep's ask while it is open, and the return lists once back
             // (docs/sweep.md): each recorded once per working copy.
             let (ask, asked) = record.answer_sweep(root, session, now);
-            let (lists, listed) = record.return_lists(root, session);
+            let (lists, listed) = record.return_lists(place, root, session);
             sweep_warnings.extend(asked.into_iter().chain(listed));
             if let Some((_, person)) = &lists {
                 system_message = Some(system_message.map_or_else(|| person.clone(), |m| format!("{m}\n{person}")));
@@ -302,7 +307,7 @@ fn user_prompt(
     let made = text.map(|t| context::inject(&t, context::Injecting { session, source, covers_seq, away: shown, reinjects }, actor));
     let mut events: Vec<NewEvent> = receipts.iter().map(|r| context::receipt_event(r, actor)).collect();
     events.extend(made.as_ref().and_then(|m| m.event.clone()));
-    let mut warnings: Vec<String> = record.warning.into_iter().chain(fired_warning).chain(sweep_warnings).collect();
+    let mut warnings: Vec<String> = record.warning.iter().cloned().chain(fired_warning).chain(sweep_warnings).collect();
     let (warning, dropped) = record_settled(store, scope, events);
     warnings.extend(warning);
     // A re-injection another hook made or made moot meanwhile is not sent.
@@ -404,31 +409,33 @@ fn behind_note(
 fn pre_tool_use(
     store: &Store,
     scope: &Scope,
-    root: &Path,
+    place: &Place,
+    away: &away::AwayOnce<'_>,
     call: &ToolCall,
     event: &dyn Fn(&str, serde_json::Value) -> NewEvent,
     session: Option<&str>,
 ) -> Result<HookOutcome, HookError> {
+    let root = &place.root()?;
     match call {
         ToolCall::WritesFile { tool, path } => {
-            let home = places::home_dir()?;
+            let home = place.home()?;
             let target = resolve(root, Path::new(path));
             let deny = crate::command::own_file::abcd_own_file(&target, &home)
                 .map(|own| format!("abcd refuses {tool} on {} ({}). {}", target.display(), own.why(), own.instead()));
             // Refused whether or not the attempt can be recorded (a failure is one line).
             let warning = deny
                 .as_ref()
-                .and_then(|_| away::read(root).record_refusal(RefusalRoute::FileToolRule, RefusedAction::OwnFileWrite, root, session));
+                .and_then(|_| away.get().record_refusal(RefusalRoute::FileToolRule, RefusedAction::OwnFileWrite, root, session));
             Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning })
         }
         ToolCall::Shell { command } => {
-            let home = places::home_dir()?;
-            let place = mode_guard::ShellPlace { cwd: root, home_store: &home, var: &|name| std::env::var(name).ok() };
-            if let Some(refused) = mode_guard::refusal(command, &place) {
+            let home = place.home()?;
+            let shell_place = mode_guard::ShellPlace { cwd: root, home_store: &home, var: &|name| std::env::var(name).ok() };
+            if let Some(refused) = mode_guard::refusal(command, &shell_place) {
                 // Refused before anything of it is recorded: it does not run. The attempt
                 // itself is recorded (never its command), and refused whether or not it can be.
                 let warning = crate::command::mode_refusals::action_of(&refused)
-                    .and_then(|action| away::read(root).record_refusal(RefusalRoute::ShellRule, action, root, session));
+                    .and_then(|action| away.get().record_refusal(RefusalRoute::ShellRule, action, root, session));
                 return Ok(HookOutcome { reply: HookReply { deny: Some(refused.words()), ..Default::default() }, warning });
             }
             let mut warning = None;
@@ -448,11 +455,11 @@ fn pre_tool_use(
         ToolCall::Question => {
             // While away, every call of the question tool is refused, whatever it asks.
             let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-            let record = away::read(root);
+            let record = away.get();
             let deny = record.holding(now).map(|_| {
                 format!("abcd: the person is away, so no question reaches them, whatever it asks. {}", crate::verdict::stop::QUESTION_ROUTE)
             });
-            Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: record.warning })
+            Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: record.warning.clone() })
         }
         ToolCall::Other { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
     }

@@ -46,7 +46,7 @@ fn fresh_start(req: &HookRequest) -> bool {
 }
 
 fn speaks_for(dir: &Path) -> bool {
-    dir.is_dir() && (places::broken_worktree_link(dir).is_some() || places::working_copy_journal(dir).is_ok())
+    dir.is_dir() && (places::broken_worktree_link(dir).is_some() || places::Place::at(dir).working_copy().is_ok())
 }
 
 fn index_dir() -> Option<PathBuf> {

@@ -52,8 +52,15 @@ fn bad_session(id: Option<&str>) -> HookOutcome {
 }
 
 /// The Stop hook: the reads, then the verdict decided and recorded under the writer lock.
-pub fn stop(store: &Store, scope: &Scope, root: &Path, p: &StopPayload<'_>, started: Instant) -> Result<HookOutcome, HookError> {
-    match read(store, root, p, started)? {
+pub fn stop(
+    store: &Store,
+    scope: &Scope,
+    root: &Path,
+    away: &away::AwayOnce<'_>,
+    p: &StopPayload<'_>,
+    started: Instant,
+) -> Result<HookOutcome, HookError> {
+    match read(store, root, away, p, started)? {
         StopRead::Answered(outcome) => Ok(outcome),
         StopRead::ToJudge(pending) => pending.finish(store, scope, root),
     }
@@ -74,7 +81,7 @@ pub enum StopRead {
 pub struct PendingStop {
     session: String,
     now: jiff::ZonedDateTime,
-    record: away::AwayView,
+    record: std::rc::Rc<away::AwayView>,
     window: Option<crate::away::Window>,
     queued: Vec<String>,
     reading: owed::OwedReading,
@@ -94,11 +101,11 @@ pub struct PendingStop {
 }
 
 /// Everything but the recording: see [`stop`].
-pub fn read(store: &Store, root: &Path, p: &StopPayload<'_>, started: Instant) -> Result<StopRead, HookError> {
+pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPayload<'_>, started: Instant) -> Result<StopRead, HookError> {
     let Some(session) = p.session_id.filter(|id| session_id_ok(id)) else { return Ok(StopRead::Answered(bad_session(p.session_id))) };
     let now = crate::clock::now_zoned().map_err(|e| HookError::Clock(e.to_string()))?;
     let now_ts = now.timestamp();
-    let record = away::read(root);
+    let record = away.shared();
     let mut warnings: Vec<String> = record.warning.iter().cloned().collect();
     let window = record.holding(now_ts).cloned();
     let queued = window.as_ref().map(|w| w.queued_steps()).unwrap_or_default();
@@ -298,9 +305,9 @@ impl PendingStop {
 
 /// StopFailure: the host ended the turn on an API error. While away, recorded with the
 /// error type (one the host's shape allows, else `unknown`); the host ignores any output.
-pub fn stop_failure(root: &Path, session_id: Option<&str>, error: &str) -> Result<HookOutcome, HookError> {
+pub fn stop_failure(root: &Path, away: &away::AwayOnce<'_>, session_id: Option<&str>, error: &str) -> Result<HookOutcome, HookError> {
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
-    let record = away::read(root);
+    let record = away.get();
     let mut warnings: Vec<String> = record.warning.iter().cloned().collect();
     if record.holding(now).is_some() {
         let error_type = if error_type_ok(error) { error.to_string() } else { "unknown".to_string() };
@@ -308,7 +315,7 @@ pub fn stop_failure(root: &Path, session_id: Option<&str>, error: &str) -> Resul
         let session = session_id.filter(|id| session_id_ok(id));
         warnings.extend(record.record_stop(stop, root, session, now));
         if crate::away::notify::NOTIFY_ERROR_TYPES.contains(&error) {
-            warnings.extend(notify_if_due(&record, NotifyKind::StopFailure, Some(error), root, session, now));
+            warnings.extend(notify_if_due(record, NotifyKind::StopFailure, Some(error), root, session, now));
         }
     }
     Ok(outcome(HookReply::default(), warnings))

@@ -5,7 +5,9 @@
 
 use serde_json::json;
 
+use super::mode_refusals::{Recorded, append, session_kept};
 use super::{CommandError, caller_event};
+use crate::away::refusals::{AwayModeRefused, RefusalRoute, RefusedAction};
 use crate::away::sweep::CopyReport;
 use crate::away::{self, AwayEnded, AwayQueued, AwaySet, AwaySweepStarted, DecisionRecorded, Status, Sweep, Window, text};
 use crate::checklist::time_input::{parse_time_input, span_words};
@@ -90,7 +92,7 @@ pub fn set(
     sweep_deadline: Option<&str>,
     notify: Option<&str>,
 ) -> Result<WindowSet, CommandError> {
-    super::mode_refusals::refuse_host_tool_recorded(repo, "autonomous", &|name| std::env::var(name).ok())?;
+    refuse_host_tool_recorded(repo, "autonomous", &|name| std::env::var(name).ok())?;
     let notify = notify.map(away::fold_whitespace);
     if let Some(command) = &notify {
         check_notify(command)?;
@@ -304,7 +306,7 @@ pub fn refuse_person_only(verb: PersonOnly<'_>, var: &dyn Fn(&str) -> Option<Str
 }
 
 pub fn back(repo: &Repository, now: jiff::Timestamp, show: &dyn Fn(jiff::Timestamp) -> String) -> Result<Option<Back>, CommandError> {
-    super::mode_refusals::refuse_host_tool_recorded(repo, "back", &|name| std::env::var(name).ok())?;
+    refuse_host_tool_recorded(repo, "back", &|name| std::env::var(name).ok())?;
     let cwd = std::path::Path::new(&repo.working_copy);
     let ended = AwayEnded { ended_by: person(cwd), working_copy: repo.working_copy.clone() };
     let written = repo.store.append_with(Some(&repo.scope), |state| match state.away.open_window() {
@@ -348,7 +350,7 @@ pub fn decide(
         })
         .transpose()?;
     if let Some(item) = item {
-        super::design_done::check_tied_item(&repo.place, item, tradeoff.is_some())?;
+        check_tied_item(&repo.place, item, tradeoff.is_some())?;
     }
     let data = DecisionRecorded {
         text: away::fold_whitespace(text),
@@ -425,6 +427,68 @@ mod refusal_kinds {
         assert!(r.instead.as_deref().is_some_and(|i| i.contains("abcd mode queue")), "{said}");
         assert!(super::refuse_host_tool("back", &|_| None).is_ok(), "the person's own terminal is not refused");
     }
+}
+
+/// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
+pub(super) fn named(id: &str) -> String {
+    if away::check_item(id).is_ok() { format!(" `{id}`") } else { String::new() }
+}
+
+/// Refuses `--item` that names no item of the checklist of the working copy `cwd` is in,
+/// or that is given without `--tradeoff`.
+pub fn check_tied_item(place: &Place, item: &str, has_tradeoff: bool) -> Result<(), CommandError> {
+    if !has_tradeoff {
+        return Err(Refusal::new(
+            K::BadValue,
+            "decide",
+            "--item ties a trade-off to a checklist item, and this decision names no --tradeoff",
+        )
+        .nothing_written()
+        .instead("add `--tradeoff security|speed|compatibility` when the decision settles a trade-off, or leave --item out")
+        .into());
+    }
+    if item_held(place, item)? {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        K::NotFound,
+        "decide",
+        format!("--item{} names no item of this working copy's checklist, so no design-done could wait on it", named(item)),
+    )
+    .nothing_written()
+    .instead("run `abcd checklist` to see the ids, or leave --item out")
+    .into())
+}
+
+/// Whether the working copy's checklist (its working state) holds an item of this id.
+pub(super) fn item_held(place: &Place, item: &str) -> Result<bool, CommandError> {
+    if away::check_item(item).is_err() {
+        return Ok(false);
+    }
+    let (paths, scope) = place.working_copy()?;
+    let store = Store::new(place.open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
+    Ok(store.checklist_view().checklist.get(item).is_some())
+}
+
+/// The verb's refusal (`away::refuse_host_tool`), recorded first: `abcd mode autonomous|back`
+/// in a process a host's tool started is refused whether or not the record can be written,
+/// and the refusal says which.
+pub fn refuse_host_tool_recorded(repo: &Repository, action: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
+    let Err(refused) = refuse_host_tool(action, var) else { return Ok(()) };
+    let CommandError::Refused(refusal) = refused else { return Err(refused) };
+    let data = AwayModeRefused {
+        route: RefusalRoute::Verb,
+        action: RefusedAction::of_mode_verb(action),
+        mark: crate::host::host_tool_mark(var).map(String::from),
+        session: session_kept(crate::host::session_from_env().as_deref()),
+        working_copy: repo.working_copy.clone(),
+    };
+    let said = match append(&repo.store, &repo.scope, &data, data.session.clone()) {
+        Ok((Recorded::Yes, _)) => " The attempt is recorded for the person (`abcd mode` shows it).".to_string(),
+        Ok((Recorded::OverLimit, _)) => String::new(),
+        Err(why) => format!(" ({why}.)"),
+    };
+    Err(refusal.then(&said).into())
 }
 
 #[cfg(test)]

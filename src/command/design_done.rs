@@ -6,56 +6,13 @@
 
 use serde_json::json;
 
-use super::away::{PersonOnly, Repository, read_record};
+use super::away::{PersonOnly, Repository, item_held, named, read_record};
 use super::{CommandError, caller_event};
 pub use crate::away::text::answer_command;
-use crate::away::{self, Answer, DecisionAnswered, TradeoffRecord};
+use crate::away::{Answer, DecisionAnswered, TradeoffRecord};
 use crate::event;
-use crate::journal::storage::RealDisk;
 use crate::places::Place;
 use crate::refusal::{Refusal, RefusalKind as K};
-use crate::store::Store;
-
-/// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
-fn named(id: &str) -> String {
-    if away::check_item(id).is_ok() { format!(" `{id}`") } else { String::new() }
-}
-
-/// Refuses `--item` that names no item of the checklist of the working copy `cwd` is in,
-/// or that is given without `--tradeoff`.
-pub fn check_tied_item(place: &Place, item: &str, has_tradeoff: bool) -> Result<(), CommandError> {
-    if !has_tradeoff {
-        return Err(Refusal::new(
-            K::BadValue,
-            "decide",
-            "--item ties a trade-off to a checklist item, and this decision names no --tradeoff",
-        )
-        .nothing_written()
-        .instead("add `--tradeoff security|speed|compatibility` when the decision settles a trade-off, or leave --item out")
-        .into());
-    }
-    if item_held(place, item)? {
-        return Ok(());
-    }
-    Err(Refusal::new(
-        K::NotFound,
-        "decide",
-        format!("--item{} names no item of this working copy's checklist, so no design-done could wait on it", named(item)),
-    )
-    .nothing_written()
-    .instead("run `abcd checklist` to see the ids, or leave --item out")
-    .into())
-}
-
-/// Whether the working copy's checklist (its working state) holds an item of this id.
-fn item_held(place: &Place, item: &str) -> Result<bool, CommandError> {
-    if away::check_item(item).is_err() {
-        return Ok(false);
-    }
-    let (paths, scope) = place.working_copy()?;
-    let store = Store::new(place.open_scoped_for_verb(RealDisk::shared(), paths, &scope)?);
-    Ok(store.checklist_view().checklist.get(item).is_some())
-}
 
 /// `abcd decide --answer`: what was answered, and the answer it replaces, if any.
 pub struct Answered {
@@ -151,8 +108,11 @@ pub fn design_done(place: &Place, item: &str) -> Result<DesignDone, CommandError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::away::check_tied_item;
     use crate::command::checklist::{AddRequest, CredentialInput, add};
+    use crate::journal::storage::RealDisk;
     use crate::places::tests::Folder;
+    use crate::store::Store;
 
     fn add_item(place: &Place, title: &str) -> String {
         let (paths, scope) = place.working_copy().unwrap();

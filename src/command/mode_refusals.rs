@@ -8,10 +8,7 @@
 
 use serde_json::json;
 
-use super::CommandError;
-use super::away::Repository;
-use super::hook::mode_guard::Refused;
-use crate::away::refusals::{self, AwayModeRefused, RefusalRoute, RefusedAction};
+use crate::away::refusals::{self, AwayModeRefused};
 use crate::event::{self, Scope};
 use crate::journal::format::{Actor, NewEvent};
 use crate::store::Store;
@@ -27,17 +24,6 @@ pub enum Recorded {
 /// The session id as the record keeps one: an id abcd keys by, with no secret; else none.
 pub fn session_kept(session: Option<&str>) -> Option<String> {
     session.filter(|s| event::session_id_ok(s) && crate::secrets::scan(s).is_none()).map(String::from)
-}
-
-/// What the shell rule refused, as the record names it; none for `abcd decide --answer`,
-/// which sets or ends no mode (its verb's refusal is not recorded either).
-pub fn action_of(refused: &Refused) -> Option<RefusedAction> {
-    match refused {
-        Refused::ModeVerb(a) => Some(RefusedAction::of_mode_verb(a)),
-        Refused::OwnFileWrite(..) => Some(RefusedAction::OwnFileWrite),
-        Refused::Unreadable => Some(RefusedAction::Unreadable),
-        Refused::AnswerVerb => None,
-    }
 }
 
 /// Appends `away.mode_refused` under the writer lock when the period has room. `Err`
@@ -56,25 +42,4 @@ pub fn append(store: &Store, scope: &Scope, data: &AwayModeRefused, session: Opt
         }
         Err(e) => Err(format!("the refused attempt was not recorded in the away record: {e}")),
     }
-}
-
-/// The verb's refusal (`away::refuse_host_tool`), recorded first: `abcd mode autonomous|back`
-/// in a process a host's tool started is refused whether or not the record can be written,
-/// and the refusal says which.
-pub fn refuse_host_tool_recorded(repo: &Repository, action: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<(), CommandError> {
-    let Err(refused) = super::away::refuse_host_tool(action, var) else { return Ok(()) };
-    let CommandError::Refused(refusal) = refused else { return Err(refused) };
-    let data = AwayModeRefused {
-        route: RefusalRoute::Verb,
-        action: RefusedAction::of_mode_verb(action),
-        mark: crate::host::host_tool_mark(var).map(String::from),
-        session: session_kept(crate::host::session_from_env().as_deref()),
-        working_copy: repo.working_copy.clone(),
-    };
-    let said = match append(&repo.store, &repo.scope, &data, data.session.clone()) {
-        Ok((Recorded::Yes, _)) => " The attempt is recorded for the person (`abcd mode` shows it).".to_string(),
-        Ok((Recorded::OverLimit, _)) => String::new(),
-        Err(why) => format!(" ({why}.)"),
-    };
-    Err(refusal.then(&said).into())
 }

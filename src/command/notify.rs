@@ -138,8 +138,8 @@ pub fn notification(
     session_id: Option<&str>,
     notification_type: &str,
     message: Option<&str>,
-) -> Result<crate::command::hook::HookOutcome, crate::command::hook::HookError> {
-    use crate::command::hook::{HookError, HookOutcome};
+) -> Result<crate::command::hook::outcome::HookOutcome, crate::command::hook::outcome::HookError> {
+    use crate::command::hook::outcome::{HookError, HookOutcome};
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
     let record = away.get();
     let mut warnings: Vec<String> = record.warning.iter().cloned().collect();

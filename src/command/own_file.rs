@@ -7,7 +7,7 @@
 //! abcd's own paths inside it (its `.abcd/`, the committed host settings, and the local
 //! settings `abcd launch` gives the lane's agent).
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use super::lane;
 use crate::host::claude_settings::LOCAL_SETTINGS;
@@ -53,12 +53,12 @@ impl OwnFile {
 }
 
 /// Whether `target` (absolute, `..` folded, symlinks resolved where it exists: see
-/// `hook::resolve`) is abcd's own file, with `home` the home store.
+/// `resolve`) is abcd's own file, with `home` the home store.
 pub fn abcd_own_file(target: &Path, home: &Path) -> Option<OwnFile> {
     if in_local_tier(target) {
         return Some(OwnFile::LocalTier);
     }
-    let home = super::hook::resolve(Path::new("/"), home);
+    let home = resolve(Path::new("/"), home);
     let inside = target.strip_prefix(&home).ok()?;
     let mut parts = inside.components();
     let lanes = parts.next();
@@ -84,10 +84,43 @@ fn in_local_tier(target: &Path) -> bool {
     comps.windows(tier.len()).any(|w| w == tier.as_slice())
 }
 
+/// The path a tool would write: relative to the working copy, `..` folded, and the
+/// longest existing prefix resolved through symlinks (the file itself may not exist yet).
+pub fn resolve(base: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() { path.to_path_buf() } else { base.join(path) };
+    let mut lexical = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    let mut existing = lexical.clone();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (existing.file_name().map(|n| n.to_owned()), existing.parent().map(Path::to_path_buf)) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return lexical,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::hook::resolve;
 
     #[test]
     fn resolve_folds_dotdot_and_follows_symlinked_folders() {

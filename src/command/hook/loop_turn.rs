@@ -39,8 +39,8 @@ pub fn is_loop_turn(root: &Path) -> bool {
 
 fn loop_turn_at(root: &Path, var: &dyn Fn(&str) -> Option<String>, home: Option<&Path>) -> bool {
     let (Some(_), Some(run), Some(home)) = (turn_line(var), var(LOOP_RUN_ENV), home) else { return false };
-    let lanes = crate::command::hook::resolve(Path::new("/"), &home.join(places::LANES_DIR));
-    let root = crate::command::hook::resolve(Path::new("/"), root);
+    let lanes = crate::command::own_file::resolve(Path::new("/"), &home.join(places::LANES_DIR));
+    let root = crate::command::own_file::resolve(Path::new("/"), root);
     let Ok(inside) = root.strip_prefix(&lanes) else { return false };
     let parts: Vec<&std::ffi::OsStr> = inside.iter().collect();
     parts.len() == LANE_DEPTH && parts[1] == std::ffi::OsStr::new(&run)

@@ -7,11 +7,12 @@ pub mod away;
 pub mod context;
 pub mod loop_turn;
 pub mod mode_guard;
+pub mod outcome;
 pub mod promises;
 pub mod start_copy;
 pub mod stop;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 
@@ -28,30 +29,9 @@ use crate::places::{self, Place, PlaceError};
 use crate::store::Store;
 use crate::store::context as start_frame;
 
+use crate::command::own_file::resolve;
 pub use crate::store::context::CONTEXT_HEADER;
-
-#[derive(Debug, thiserror::Error)]
-pub enum HookError {
-    #[error("the payload's cwd {0} is not an existing folder")]
-    NoSuchCwd(PathBuf),
-    #[error(transparent)]
-    Place(#[from] PlaceError),
-    #[error(transparent)]
-    Journal(#[from] crate::journal::JournalError),
-    #[error("{0}")]
-    Clock(String),
-    #[error(
-        "{}'s .git file names a git folder that is gone or moved, so abcd cannot tell which repository this is and records nothing here; run `git worktree repair {}` from the repository's main checkout (or `git worktree repair` there for all its worktrees)",
-        .0.display(), .0.display()
-    )]
-    BrokenWorktreeLink(PathBuf),
-}
-
-/// What a hook did besides its reply: a failure it allowed past (printed on stderr).
-pub struct HookOutcome {
-    pub reply: HookReply,
-    pub warning: Option<String>,
-}
+pub use outcome::{HookError, HookOutcome};
 
 /// Handles one hook call; `started` is when the hook process began (the owed-work
 /// budget runs from it). `Ok` with an empty reply when the checkout is not managed.
@@ -434,7 +414,7 @@ fn pre_tool_use(
             if let Some(refused) = mode_guard::refusal(command, &shell_place) {
                 // Refused before anything of it is recorded: it does not run. The attempt
                 // itself is recorded (never its command), and refused whether or not it can be.
-                let warning = crate::command::mode_refusals::action_of(&refused)
+                let warning = mode_guard::action_of(&refused)
                     .and_then(|action| away.get().record_refusal(RefusalRoute::ShellRule, action, root, session));
                 return Ok(HookOutcome { reply: HookReply { deny: Some(refused.words()), ..Default::default() }, warning });
             }
@@ -462,39 +442,5 @@ fn pre_tool_use(
             Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: record.warning.clone() })
         }
         ToolCall::Other { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
-    }
-}
-
-/// The path a tool would write: relative to the working copy, `..` folded, and the
-/// longest existing prefix resolved through symlinks (the file itself may not exist yet).
-pub fn resolve(base: &Path, path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() { path.to_path_buf() } else { base.join(path) };
-    let mut lexical = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            other => lexical.push(other),
-        }
-    }
-    let mut existing = lexical.clone();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (existing.file_name().map(|n| n.to_owned()), existing.parent().map(Path::to_path_buf)) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent;
-            }
-            _ => return lexical,
-        }
     }
 }

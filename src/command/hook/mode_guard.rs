@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::away::refusals::RefusedAction;
 use crate::command::own_file::{OwnFile, abcd_own_file};
 
 /// A command longer than this is not read word by word: it is refused whole when it names
@@ -464,7 +465,7 @@ fn script_file(word: &str, place: &ShellPlace<'_>, depth: usize) -> Option<Refus
 /// A written word that names abcd's own file.
 fn own_file_write(word: &str, place: &ShellPlace<'_>) -> Option<Refused> {
     let path = expand(word, place)?;
-    let target = super::resolve(place.cwd, &path);
+    let target = crate::command::own_file::resolve(place.cwd, &path);
     abcd_own_file(&target, place.home_store).map(|own| Refused::OwnFileWrite(target, own))
 }
 
@@ -487,4 +488,15 @@ fn expand(word: &str, place: &ShellPlace<'_>) -> Option<PathBuf> {
         }
     }
     (!text.contains('$') && !text.contains('`') && !text.is_empty()).then(|| PathBuf::from(text))
+}
+
+/// What the shell rule refused, as the record names it; none for `abcd decide --answer`,
+/// which sets or ends no mode (its verb's refusal is not recorded either).
+pub fn action_of(refused: &Refused) -> Option<RefusedAction> {
+    match refused {
+        Refused::ModeVerb(a) => Some(RefusedAction::of_mode_verb(a)),
+        Refused::OwnFileWrite(..) => Some(RefusedAction::OwnFileWrite),
+        Refused::Unreadable => Some(RefusedAction::Unreadable),
+        Refused::AnswerVerb => None,
+    }
 }

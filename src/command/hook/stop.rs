@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{HookError, HookOutcome, away};
+use super::away;
+use super::outcome::{HookError, HookOutcome};
 use crate::away::notify::NotifyKind;
 use crate::away::{RecordedStop, StopLabel, error_type_ok};
 use crate::command::notify::notify_if_due;

@@ -87,7 +87,9 @@ impl LaneRefusal {
                     .instead("`abcd resume` lists the runs")
             }
             LaneRefusal::Finished { run } => {
-                Refusal::new(K::RunFinished, what, format!("run {run} is finished")).instead("start a run under a new name")
+                // A loop's turns refuse as "loop": a new loop, not a bare run, is what goes on.
+                let again = if what == "loop" { "start a loop under a new name (`abcd loop start --run NEW-NAME`)" } else { "start a run under a new name" };
+                Refusal::new(K::RunFinished, what, format!("run {run} is finished")).instead(again)
             }
             LaneRefusal::Halted { run } => {
                 Refusal::new(K::RunHalted, what, format!("run {run} is halted")).instead(format!("`abcd run lift --run {run}` lifts it"))
@@ -729,6 +731,14 @@ mod refusal_kinds {
             assert!(r.to_string().starts_with(&format!("refused [{}]: launch: ", kind.code())), "{r}");
             assert!(r.instead.as_deref().is_some_and(|i| !i.is_empty()), "{why:?} names what to do instead");
         }
+    }
+
+    #[test]
+    fn a_finished_run_sends_a_launch_to_a_new_run_and_a_loops_turn_to_a_new_loop() {
+        let finished = LaneRefusal::Finished { run: "r".into() };
+        assert_eq!(finished.refusal("launch").instead.as_deref(), Some("start a run under a new name"));
+        let for_loop = finished.refusal("loop").instead.unwrap_or_default();
+        assert!(for_loop.contains("`abcd loop start --run NEW-NAME`"), "{for_loop}");
     }
 
     #[test]

@@ -71,10 +71,13 @@ pub enum DriveError {
 }
 
 impl From<DriveError> for super::CommandError {
-    /// A failure told by the driver's own words, whatever it holds: the verbs that drive
-    /// answer the driver's refusals themselves (`loops::run_driver`, `loops::drive`).
+    /// The driver's refusal stays a refusal (exit 2, its one shape); anything else is a
+    /// failure told by the driver's own words.
     fn from(e: DriveError) -> super::CommandError {
-        super::CommandError::FailedBy(Box::new(e))
+        match e {
+            DriveError::Refused(refusal) => super::CommandError::Refused(refusal),
+            other => super::CommandError::FailedBy(Box::new(other)),
+        }
     }
 }
 
@@ -717,4 +720,21 @@ enum Retry {
     /// The lane's last agent is still alive: wait a moment.
     Wait,
     Fail(DriveError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::error::Blame;
+
+    #[test]
+    fn the_drivers_refusal_stays_a_refusal_and_its_failure_a_failure() {
+        let refused = super::super::CommandError::from(DriveError::Refused(Refusal::new(K::NotFound, "loop", "no loop named \"x\"")));
+        assert_eq!(refused.blame(), Blame::Refused, "{refused}");
+        assert!(refused.to_string().starts_with("refused [not-found]: loop: "), "{refused}");
+        let stopped = super::super::CommandError::from(stopped("a reply file is gone".into()));
+        assert_eq!(stopped.blame(), Blame::Refused, "{stopped}");
+        let failed = super::super::CommandError::from(DriveError::Io(std::io::Error::other("the disk is full")));
+        assert_eq!(failed.blame(), Blame::Failed, "{failed}");
+    }
 }

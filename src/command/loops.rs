@@ -312,14 +312,19 @@ pub fn start(place: &Place, a: StartRequest, on_index_problem: &mut dyn FnMut(&s
     let started = written.outcome?;
     let run = started.run.clone();
     if own_worktree_asked && let Err(e) = super::lane::own_worktree(super::lane::LaneHome::of(&wc), &run, IMPLEMENTER_LANE) {
-        let (kind, cause) = match e.refusal() {
-            Some(r) => (r.kind, r.why.clone()),
-            None => (K::GitState, e.to_string()),
+        // The worktree's own refusal says how to clear its cause (a branch left from an
+        // earlier run, a folder in the way): that comes first, then how the loop goes on.
+        let (kind, cause, fix) = match e.refusal() {
+            Some(r) => (r.kind, format!("{}: {}", r.what, r.why), r.instead.clone()),
+            None => (K::GitState, e.to_string(), None),
+        };
+        let go_on = format!("`abcd loop drive {run}` makes it and carries on, or `abcd loop stop {run}` ends the loop");
+        let instead = match fix {
+            Some(fix) => format!("{fix}; then {go_on}"),
+            None => format!("once the cause is fixed {go_on}"),
         };
         return Err(Refusal::new(kind, "loop start", format!("the loop {run} is recorded, but its worktree could not be made ({cause})"))
-            .instead(format!(
-                "once the cause is fixed `abcd loop drive {run}` makes it and carries on, or `abcd loop stop {run}` ends the loop"
-            ))
+            .instead(instead)
             .into());
     }
     if let Err(e) = index_started(&started) {

@@ -80,8 +80,16 @@ impl MirrorPlace {
     fn remote(&self, remote: &str) -> Result<String, CommandError> {
         checked_remote_name(remote)?;
         if !self.repo.has_remote(remote).map_err(CommandError::failed)? {
-            return Err(Refusal::new(K::NotFound, "mirror", format!("this repository has no remote named {remote}"))
-                .instead(format!("add one with `git remote add {remote} <url>`, or name another with --remote"))
+            // A remote's name passes git's rules yet may be a pasted token: shown only when
+            // it does not look like a secret.
+            let shown = crate::secrets::shown_name(remote);
+            let add = if crate::secrets::scan(remote).is_some() {
+                "add one with `git remote add <name> <url>`".to_string()
+            } else {
+                format!("add one with `git remote add {remote} <url>`")
+            };
+            return Err(Refusal::new(K::NotFound, "mirror", format!("this repository has no remote named {shown}"))
+                .instead(format!("{add}, or name another with --remote"))
                 .into());
         }
         Ok(remote.to_string())

@@ -1115,6 +1115,21 @@ fn auto_on_names_git_remote_add_for_a_remote_that_does_not_exist() {
     assert_eq!(a.status()["auto"]["on"], false, "nothing was turned on");
 }
 
+/// A remote name that passes git's rules but is a pasted token is refused without being
+/// echoed, in the reason or in the `git remote add` hint.
+#[test]
+fn a_missing_remote_that_looks_like_a_token_is_never_echoed() {
+    let lab = Lab::new();
+    let a = lab.machine("machine-a");
+    let token = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+    for verb in [&["mirror", "auto", "on", "--remote", token.as_str()][..], &["mirror", "push", "--remote", token.as_str()][..]] {
+        let out = a.run(verb);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(!text(&out).contains("ghp_"), "{verb:?} echoed the token: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("git remote add <name> <url>"), "{}", text(&out));
+    }
+}
+
 // ----- limits, on both sides of each edge -------------------------------------------------
 
 #[test]

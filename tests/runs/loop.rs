@@ -340,6 +340,22 @@ fn skip_counts_the_phase_and_advances() {
     assert_each_turn_ran_once(&c, &r);
 }
 
+/// A loop whose worktree cannot be made (a branch of its name left from an earlier run)
+/// is refused with the worktree's own way out, then how the loop goes on.
+#[test]
+fn a_loop_whose_worktree_cannot_be_made_says_how_to_clear_the_cause() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1"], &["LGTM"]);
+    let made = Command::new("git").args(["branch", "abcd/left/implementer"]).current_dir(&c.root).output().unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let out = c.start(&lab, "left", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("refused [git-state]: loop start: the loop left is recorded"), "{said}");
+    assert!(said.contains("`git branch -m abcd/left/implementer NEW-NAME`"), "the worktree's way out is lost: {said}");
+    assert!(said.contains("`abcd loop drive left` makes it and carries on"), "{said}");
+}
+
 #[test]
 fn stop_ends_the_loop_with_manual() {
     let lab = Lab::new();

@@ -322,10 +322,11 @@ fn status(run: Option<&str>, json_out: bool) -> anyhow::Result<i32> {
 /// them and these stderr lines.
 pub fn run_turn(args: TurnArgs) -> anyhow::Result<i32> {
     let Some(reader) = Reader::from_name(&args.reader) else {
-        let why = format!("unknown reader {:?}", args.reader);
-        return Err(
-            crate::command::CommandError::from(crate::refusal::Refusal::new(crate::refusal::RefusalKind::BadValue, "turn", why)).into()
-        );
+        let why = format!("unknown reader {}", crate::secrets::shown_name(&args.reader));
+        let readers = [Reader::Plain, Reader::ClaudeJson].map(Reader::name).join(", ");
+        let refusal = crate::refusal::Refusal::new(crate::refusal::RefusalKind::BadValue, "turn", why)
+            .instead(format!("name one of the readers ({readers}) with --reader"));
+        return Err(crate::command::CommandError::from(refusal).into());
     };
     // The agent named by its lane, so a reply's fault is laid at its writer's door.
     let agent = [TurnKind::Advance, TurnKind::Review, TurnKind::Feedback]

@@ -356,6 +356,28 @@ fn a_loop_whose_worktree_cannot_be_made_says_how_to_clear_the_cause() {
     assert!(said.contains("`abcd loop drive left` makes it and carries on"), "{said}");
 }
 
+/// The hidden turn runner refuses a reader it does not know, names the ones it does, and
+/// never echoes a value that looks like a token.
+#[test]
+fn the_turn_runner_refuses_an_unknown_reader_naming_the_known_ones() {
+    let lab = Lab::new();
+    let c = lab.copy("wc", &["did 1"], &["LGTM"]);
+    let token = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+    let (prompt, reply) = (c.root.join("p.txt"), c.root.join("r.txt"));
+    let (prompt, reply) = (prompt.to_str().unwrap(), reply.to_str().unwrap());
+    let args = ["__loop-turn", "--run", "t", "--turn", "1", "--phase", "1", "--round", "1", "--kind", "advance"];
+    let tail = ["--prompt-file", prompt, "--reply-file", reply, "--", "true"];
+    for reader in ["nope", token.as_str()] {
+        let all: Vec<&str> = args.iter().copied().chain(["--reader", reader]).chain(tail.iter().copied()).collect();
+        let out = c.abcd(&all);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let said = stderr(&out);
+        assert!(said.contains("refused [bad-value]: turn: unknown reader"), "{said}");
+        assert!(said.contains("(plain, claude-json) with --reader"), "{said}");
+        assert!(!said.contains("ghp_"), "{said}");
+    }
+}
+
 #[test]
 fn stop_ends_the_loop_with_manual() {
     let lab = Lab::new();

@@ -165,17 +165,11 @@ pub const ROOT_COMMIT_CACHE: &str = "repository-root-commit";
 /// The cache holds one commit id and a newline; it is read this far at most.
 const ROOT_COMMIT_CACHE_MAX_BYTES: u64 = 4096;
 
-/// The repository journal in the home store, keyed by the first root commit of the main
-/// worktree's HEAD. The commit is looked up once (one `git rev-list`) and cached in the main
-/// worktree's local tier, so hooks spawn no git for it and every linked worktree (an
-/// orphan branch's included) finds the same record.
-pub fn repository_journal(cwd: &Path) -> Result<(JournalPaths, Scope), PlaceError> {
-    let (_, main_root) = working_copy_root(cwd)?;
-    repository_of(&main_root, home_dir)
-}
-
-/// The repository journal of the repository whose main worktree is `main_root`, in the
-/// home store `home` names.
+/// The repository journal in the home store of `home`, for the repository whose main
+/// worktree is `main_root`, keyed by the first root commit of its HEAD. The commit is looked
+/// up once (one `git rev-list`) and cached in the main worktree's local tier, so hooks spawn
+/// no git for it and every linked worktree (an orphan branch's included) finds the same
+/// record.
 fn repository_of(main_root: &Path, home: impl FnOnce() -> Result<PathBuf, PlaceError>) -> Result<(JournalPaths, Scope), PlaceError> {
     let cache = main_root.join(LOCAL_TIER).join(ROOT_COMMIT_CACHE);
     let commit = match read_root_commit_cache(&cache) {
@@ -190,25 +184,27 @@ fn repository_of(main_root: &Path, home: impl FnOnce() -> Result<PathBuf, PlaceE
             c
         }
     };
-    let dir = home()?.join("repos").join(&commit);
-    Ok((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit }))
+    Ok(repository_at(&home()?, commit))
 }
 
-/// [`repository_journal`] from the root-commit cache alone: `None` when the cache is not
-/// there yet. For the status line, which runs every few hundred milliseconds and starts no
-/// git; a hook or a verb writes the cache the first time it asks git.
-pub fn repository_journal_cached(cwd: &Path) -> Result<Option<(JournalPaths, Scope)>, PlaceError> {
-    let (_, main_root) = working_copy_root(cwd)?;
-    repository_cached_of(&main_root, home_dir)
-}
-
+/// [`repository_of`] from the root-commit cache alone: `None` when the cache is not there
+/// yet. For the status line, which runs every few hundred milliseconds and starts no git; a
+/// hook or a verb writes the cache the first time it asks git.
 fn repository_cached_of(
     main_root: &Path,
     home: impl FnOnce() -> Result<PathBuf, PlaceError>,
 ) -> Result<Option<(JournalPaths, Scope)>, PlaceError> {
     let Some(commit) = read_root_commit_cache(&main_root.join(LOCAL_TIER).join(ROOT_COMMIT_CACHE)) else { return Ok(None) };
-    let dir = home()?.join("repos").join(&commit);
-    Ok(Some((JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit })))
+    Ok(Some(repository_at(&home()?, commit)))
+}
+
+/// The home store's folder of the repositories' journals, each under its first root commit.
+pub const REPOS_DIR: &str = "repos";
+
+/// The journal of the repository whose first root commit is `commit`, in `home`.
+fn repository_at(home: &Path, commit: String) -> (JournalPaths, Scope) {
+    let dir = home.join(REPOS_DIR).join(&commit);
+    (JournalPaths::beside(&dir.join(JOURNAL_FILE)), Scope::Repository { root_commit: commit })
 }
 
 /// Why the root commit is unknown: a HEAD on a branch that does not exist yet (read from
@@ -238,12 +234,6 @@ pub fn machine_journal() -> Result<(JournalPaths, Scope), PlaceError> {
 /// other writers (eight at once, on a loaded machine) take their turns.
 pub const VERB_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// [`open_journal`] for the journal of `scope`: one of another scope there is refused by
-/// readers and appends, and set aside by repair (journal-format/SPEC.md §11).
-pub fn open_scoped(storage: SharedStorage, paths: JournalPaths, scope: &Scope) -> Result<Journal, PlaceError> {
-    Ok(open_journal(storage, paths)?.expecting(scope.clone()))
-}
-
 /// [`open_journal_for_verb`] for the journal of `scope`.
 pub fn open_scoped_for_verb(storage: SharedStorage, paths: JournalPaths, scope: &Scope) -> Result<Journal, PlaceError> {
     Ok(open_journal_for_verb(storage, paths)?.expecting(scope.clone()))
@@ -272,16 +262,11 @@ pub fn machine_name() -> String {
     }
 }
 
-/// The home store's folder of one repository (`repos/<root-commit>`).
-pub fn repository_home(root_commit: &str) -> Result<PathBuf, PlaceError> {
-    Ok(home_dir()?.join("repos").join(root_commit))
-}
-
 /// One folder's places, found once at the edge (a verb a person ran, a hook's payload) and
 /// passed down as `&Place`: the work tree's root and the repository's (its main worktree),
 /// the local tier, the home store and both journals. Each answer is what the free function
 /// of the same concern answers for the folder, the same error in the same order, so a
-/// command refuses as it did when it walked the folders itself. The repository journal is
+/// command refuses the same way whichever way it reached the folder. The repository journal is
 /// learned on first ask and kept: learning it may start `git` and write the root-commit
 /// cache, which a command that never asks must not do.
 #[derive(Clone, Debug)]
@@ -336,7 +321,7 @@ impl Place {
         self.working_copy.clone()
     }
 
-    /// The repository journal's paths and scope ([`repository_journal`]), learned once.
+    /// The repository journal's paths and scope ([`repository_of`]), learned once.
     pub fn repository(&self) -> Result<(JournalPaths, Scope), PlaceError> {
         self.repository
             .get_or_init(|| {
@@ -346,7 +331,7 @@ impl Place {
             .clone()
     }
 
-    /// [`Place::repository`] from the root-commit cache alone ([`repository_journal_cached`]).
+    /// [`Place::repository`] from the root-commit cache alone ([`repository_cached_of`]).
     pub fn repository_cached(&self) -> Result<Option<(JournalPaths, Scope)>, PlaceError> {
         if let Some(found) = self.repository.get() {
             return found.clone().map(Some);
@@ -362,10 +347,12 @@ impl Place {
 
     /// The home store's folder of one repository (`repos/<root-commit>`).
     pub fn repository_home(&self, root_commit: &str) -> Result<PathBuf, PlaceError> {
-        Ok(self.home()?.join("repos").join(root_commit))
+        Ok(self.home()?.join(REPOS_DIR).join(root_commit))
     }
 
-    /// [`open_scoped`] with this place's home store's anchors (a hook's lock wait).
+    /// A journal handle with this place's home store's anchors (a hook's 2 s lock wait)
+    /// for the journal of `scope`: one of another scope there is refused by readers and
+    /// appends, and set aside by repair (journal-format/SPEC.md §11).
     pub fn open_scoped(&self, storage: SharedStorage, paths: JournalPaths, scope: &Scope) -> Result<Journal, PlaceError> {
         Ok(Journal::new(storage, paths, Some(AnchorStore::new(&self.home()?))).expecting(scope.clone()))
     }

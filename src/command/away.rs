@@ -410,25 +410,6 @@ fn check_notify(command: &str) -> Result<(), CommandError> {
     .into())
 }
 
-#[cfg(test)]
-mod refusal_kinds {
-    use crate::refusal::RefusalKind as K;
-
-    #[test]
-    fn a_persons_verb_under_a_hosts_mark_is_refused_by_kind_naming_the_mark_never_its_value() {
-        let value = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
-        let marked = |name: &str| (name == crate::host::CODEX_TOOL_CALL_ENV).then(|| value.clone());
-        let e = super::refuse_host_tool("back", &marked).unwrap_err();
-        let r = e.refusal().expect("a refusal");
-        assert_eq!(r.kind, K::PersonOnly);
-        let said = r.to_string();
-        assert!(said.starts_with("refused [person-only]: `abcd mode back`: "), "{said}");
-        assert!(said.contains("CODEX_TOOL_CALL_ID is set") && !said.contains("ghp_"), "{said}");
-        assert!(r.instead.as_deref().is_some_and(|i| i.contains("abcd mode queue")), "{said}");
-        assert!(super::refuse_host_tool("back", &|_| None).is_ok(), "the person's own terminal is not refused");
-    }
-}
-
 /// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
 pub(super) fn named(id: &str) -> String {
     if away::check_item(id).is_ok() { format!(" `{id}`") } else { String::new() }
@@ -483,7 +464,7 @@ pub fn refuse_host_tool_recorded(repo: &Repository, action: &str, var: &dyn Fn(&
         session: session_kept(crate::host::session_from_env().as_deref()),
         working_copy: repo.working_copy.clone(),
     };
-    let said = match append(&repo.store, &repo.scope, &data, data.session.clone()) {
+    let said = match append(&repo.store, &repo.scope, &data) {
         Ok((Recorded::Yes, _)) => " The attempt is recorded for the person (`abcd mode` shows it).".to_string(),
         Ok((Recorded::OverLimit, _)) => String::new(),
         Err(why) => format!(" ({why}.)"),
@@ -507,5 +488,24 @@ mod tests {
         std::fs::remove_dir_all(f.copy().join(".abcd")).unwrap();
         let refused = open_repository(&f.place("")).err().expect("an unmanaged working copy is refused");
         assert!(matches!(refused, CommandError::Place(places::PlaceError::NotManaged { .. })), "{refused:?}");
+    }
+}
+
+#[cfg(test)]
+mod refusal_kinds {
+    use crate::refusal::RefusalKind as K;
+
+    #[test]
+    fn a_persons_verb_under_a_hosts_mark_is_refused_by_kind_naming_the_mark_never_its_value() {
+        let value = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
+        let marked = |name: &str| (name == crate::host::CODEX_TOOL_CALL_ENV).then(|| value.clone());
+        let e = super::refuse_host_tool("back", &marked).unwrap_err();
+        let r = e.refusal().expect("a refusal");
+        assert_eq!(r.kind, K::PersonOnly);
+        let said = r.to_string();
+        assert!(said.starts_with("refused [person-only]: `abcd mode back`: "), "{said}");
+        assert!(said.contains("CODEX_TOOL_CALL_ID is set") && !said.contains("ghp_"), "{said}");
+        assert!(r.instead.as_deref().is_some_and(|i| i.contains("abcd mode queue")), "{said}");
+        assert!(super::refuse_host_tool("back", &|_| None).is_ok(), "the person's own terminal is not refused");
     }
 }

@@ -124,12 +124,7 @@ pub fn render_within(store: &Store, place: &Place, budget: usize, now: jiff::Tim
 }
 
 fn unknown_id(what: &str, id: &str) -> Refusal {
-    Refusal::new(K::NotFound, what, format!("no checklist item{}", named_id(id))).instead("run `abcd checklist` to see the ids")
-}
-
-/// ` `id`` when the id is a clean slug, so a pasted secret is never repeated; else nothing.
-fn named_id(id: &str) -> String {
-    if item::validate_id(id).is_ok() && crate::secrets::scan(id).is_none() { format!(" `{id}`") } else { String::new() }
+    Refusal::new(K::NotFound, what, format!("no checklist item{}", super::away::named(id))).instead("run `abcd checklist` to see the ids")
 }
 
 /// The refusal for an id the working state does not hold: a retired item's says so and
@@ -143,7 +138,7 @@ fn not_held(store: &Store, what: &str, id: &str, retired_any: bool) -> Refusal {
             what,
             format!(
                 "checklist item{} is {} and was retired from the working state after {CLOSED_ITEMS_KEPT} newer closed items (it is kept in the journal only)",
-                named_id(id),
+                super::away::named(id),
                 found.fields.state.name(),
             ),
         )

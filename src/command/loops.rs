@@ -15,7 +15,7 @@ use serde_json::json;
 use super::CommandError;
 use super::caller_event as new_event;
 use super::lane::{self, WorkingCopy};
-use super::loop_driver::{self, DriveEnd, DriveError, Driver};
+use super::loop_driver::{self, DriveEnd, Driver};
 use super::run::with_causes;
 use crate::event;
 use crate::ledger::{self, Driver as LedgerDriver, RunNamed, RunStarted};
@@ -405,11 +405,7 @@ pub fn drive_started(wc: &WorkingCopy, run: &str, say: &mut dyn FnMut(&str)) -> 
 
 fn run_driver(wc: &WorkingCopy, run: &str, say: &mut dyn FnMut(&str)) -> Result<LoopEnd, CommandError> {
     let mut d = Driver::new(&wc.store, &wc.scope, wc.root.clone(), run.to_string(), current_exe()?);
-    let end = match d.drive(say) {
-        Ok(end) => end,
-        Err(DriveError::Refused(why)) => return Err(why.into()),
-        Err(e) => return Err(e.into()),
-    };
+    let end = d.drive(say)?;
     let summary = phased::listing(&d.record()?).summary;
     let summary = match own_worktree_words(&wc.store.current_state()?.state.ledger, run) {
         Some(words) => format!("{summary}; {words}"),
@@ -447,11 +443,7 @@ pub fn drive(place: &Place, run: &str, starter: Option<u32>, say: &mut dyn FnMut
         .into());
     }
     let d = Driver::new(&wc.store, &wc.scope, wc.root.clone(), run.to_string(), current_exe()?);
-    match d.claim(me) {
-        Ok(()) => {}
-        Err(DriveError::Refused(why)) => return Err(why.into()),
-        Err(e) => return Err(e.into()),
-    }
+    d.claim(me)?;
     run_driver(&wc, run, say)
 }
 
@@ -649,9 +641,10 @@ mod tests {
     use crate::journal::JournalError;
 
     #[test]
-    fn a_drive_error_is_a_failure_whatever_it_holds() {
-        // `abcd loop drive` has always exited 1 on a driver error, even one holding a
-        // journal error that is a refusal elsewhere; its words are the inner error's.
+    fn a_drive_error_holding_a_journal_error_is_a_failure() {
+        // `abcd loop drive` exits 1 on a driver's failure, even one holding a journal error
+        // that is a refusal elsewhere; its words are the inner error's. (The driver's own
+        // refusal stays a refusal: loop_driver's tests.)
         let e = CommandError::from(DriveError::Journal(JournalError::BatchTooLarge));
         assert_eq!(e.blame(), Blame::Failed);
         assert_eq!(e.to_string(), JournalError::BatchTooLarge.to_string());

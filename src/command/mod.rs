@@ -14,12 +14,19 @@
 //! - [`replay`]: `abcd replay`, the audit and its checks of every cache.
 //! - [`run`]: `abcd run`, `collect` and `resume`: the runs this machine drives, their
 //!   receipts, and the resume listing with its safe moves.
-//! - [`lane`]: where a lane's agent runs: the worktree abcd makes for it, and what abcd
-//!   may save aside and reset there.
+//! - [`lane`]: the working copy a run belongs to (`WorkingCopy`, opened from a `Place`),
+//!   and where a lane's agent runs: the worktree abcd makes for it, and what abcd may save
+//!   aside and reset there.
 //! - [`lane_start`]: what a lane's agent starts with: abcd's hooks and its assignment.
 //! - [`launch`]: why a lane may not launch now, and the watcher's start under the lock.
 //! - [`status_line`]: `abcd status-line`: the one line the host's status bar shows.
-//! - [`own_file`]: the one predicate every guard asks: is this path abcd's own file?
+//! - [`own_file`]: the one predicate every guard asks: is this path abcd's own file? And
+//!   the path a tool would write, resolved as that predicate judges it.
+//! - [`mode_refusals`]: each refused attempt to set or end the away mode, recorded.
+//! - [`notify`]: the Notification hook's handler, and the person's notify command started
+//!   and supervised while away.
+//! - [`sweep`]: the blocker sweep's read of every working copy of the repository.
+//! - [`mirror`]: `abcd mirror`: the journals pushed to and fetched from git refs.
 //! - [`loops`]: `abcd loop` start, drive, control, stop and status, and the turn runner
 //!   `__loop-turn`.
 //! - [`loop_driver`]: the phased loop's driver: reading the record, starting turns,

@@ -1,10 +1,12 @@
-//! Recording each refused attempt to set or end the away mode (issue 35) in the repository
-//! journal, at both choke points: the PreToolUse rules (`hook::mode_guard`, the file-tool
-//! rule) and the verb under a host's tool mark. The attempt is refused whether or not it is
-//! recorded: a record that cannot be written is said in one line, and past
-//! `away::refusals::REFUSALS_RECORDED_MAX` in a period nothing more is written. The command
-//! itself is never recorded (it may carry a secret); the route, the action, the mark's
-//! name, the session and the working copy are.
+//! The record of each refused attempt to set or end the away mode, in the repository
+//! journal: [`append`] under the writer lock within the period's limit, and [`session_kept`]
+//! for the session it names. Both choke points call it: the verb under a host's tool mark
+//! (`away::refuse_host_tool_recorded`) and the PreToolUse rules (`hook::away`'s
+//! `record_refusal`, for `hook::mode_guard` and the file-tool rule). The attempt is refused
+//! whether or not it is recorded: a record that cannot be written is said in one line, and
+//! past `away::refusals::REFUSALS_RECORDED_MAX` in a period nothing more is written. The
+//! command itself is never recorded (it may carry a secret); the route, the action, the
+//! mark's name, the session and the working copy are.
 
 use serde_json::json;
 
@@ -29,8 +31,8 @@ pub fn session_kept(session: Option<&str>) -> Option<String> {
 /// Appends `away.mode_refused` under the writer lock when the period has room. `Err`
 /// says, in words, why it was not recorded; the second value is a warning about the files
 /// derived from the journal.
-pub fn append(store: &Store, scope: &Scope, data: &AwayModeRefused, session: Option<String>) -> Result<(Recorded, Option<String>), String> {
-    let event = NewEvent { kind: event::AWAY_MODE_REFUSED.into(), actor: Actor::this_process(session), data: json!(data) };
+pub fn append(store: &Store, scope: &Scope, data: &AwayModeRefused) -> Result<(Recorded, Option<String>), String> {
+    let event = NewEvent { kind: event::AWAY_MODE_REFUSED.into(), actor: Actor::this_process(data.session.clone()), data: json!(data) };
     let written = store.append_with(Some(scope), |state| {
         if refusals::has_room(&state.away) { (vec![event.clone()], Recorded::Yes) } else { (vec![], Recorded::OverLimit) }
     });

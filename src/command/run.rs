@@ -113,7 +113,8 @@ pub fn start(place: &Place, run: &str, lanes: Vec<String>, driver_pid: Option<u3
                 K::RunDriven,
                 "run start",
                 format!("run {run} is driven by a live process, {}; a second driver is not started", driver_words(&existing.driver)),
-            )),
+            )
+            .instead("let that driver go on, or start a run under a new name")),
         ),
         Some(existing) if state.loops.loops.contains_key(run) => (
             vec![],
@@ -162,7 +163,8 @@ pub fn takeover(place: &Place, run: &str, driver_pid: Option<u32>) -> Result<Tak
                 K::RunDriven,
                 "run takeover",
                 format!("run {run}'s driver is alive ({}); a run has one driver", driver_words(&r.driver)),
-            )),
+            )
+            .instead(format!("once that driver has ended, run `abcd run takeover {run}` again"))),
         ),
         // A loop's driver is `abcd loop drive`, which claims the run itself: a takeover by
         // any other process would only make `loop drive` refuse while that process lives.

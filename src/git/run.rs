@@ -27,7 +27,7 @@ pub const GIT_DEADLINE: Duration = Duration::from_secs(10);
 pub const GIT_OUTPUT_MAX: usize = 16 << 20;
 /// Bytes of a child's stderr kept, in whole lines, for the one line an error names; the
 /// rest is drained.
-pub const STDERR_KEPT: usize = 8 << 10;
+const STDERR_KEPT: usize = 8 << 10;
 /// Options before every subcommand: no hooks (update-ref runs `reference-transaction`),
 /// no fsmonitor (status then reads the disk itself), pathspecs taken literally (a file
 /// named `*.rs` is that file), and no optional locks (git passes this on to the gits it
@@ -37,7 +37,7 @@ pub(crate) const GLOBAL_ARGS: &[&str] =
 /// Variables that would point a child at another repository, index or work tree than the
 /// folder it is run in (they are set when abcd itself runs under a git hook), or change
 /// how pathspecs read.
-pub(crate) const GIT_LOCATION_ENV: &[&str] = &[
+const GIT_LOCATION_ENV: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",

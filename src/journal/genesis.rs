@@ -1,6 +1,8 @@
 //! The two kinds the journal writes itself: `journal.opened` (event 0, naming the journal's
-//! id and scope) and `journal.repaired` (the chain continued past quarantined bytes). They
-//! live beside the journal so that it needs nothing above it; `event` re-exports them.
+//! id and scope) and `journal.repaired` (the chain continued past quarantined bytes), with
+//! what a scope finds of a journal at a path (`JournalMoved`, and `ForeignJournal` with its
+//! remedy: the appends refuse one, so the finding lives below them). They live beside the
+//! journal so that it needs nothing above it; `event` re-exports the kinds.
 
 use std::path::{Path, PathBuf};
 

@@ -158,13 +158,12 @@ impl AwayView {
     /// a warning when it could not be recorded (the attempt is refused all the same).
     pub fn record_refusal(&self, route: RefusalRoute, action: RefusedAction, working_copy: &Path, session: Option<&str>) -> Option<String> {
         let session = crate::command::mode_refusals::session_kept(session);
-        let data =
-            AwayModeRefused { route, action, mark: None, session: session.clone(), working_copy: working_copy.display().to_string() };
+        let data = AwayModeRefused { route, action, mark: None, session, working_copy: working_copy.display().to_string() };
         let Some((store, scope)) = self.repository.as_ref() else {
             let why = self.warning.as_deref().unwrap_or("the repository has no first commit, so no away record");
             return Some(format!("the refused attempt was not recorded: {why}"));
         };
-        match crate::command::mode_refusals::append(store, scope, &data, session) {
+        match crate::command::mode_refusals::append(store, scope, &data) {
             Ok((_, warning)) => warning,
             Err(why) => Some(why),
         }

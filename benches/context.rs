@@ -13,6 +13,15 @@
 //!    has added 2,000 items and closed 1,980 of them against a fresh working copy holding
 //!    the same 20 open items. Both copies are built anew every round, so each round's adds
 //!    meet the same plan.
+//! 3. Every hook the host runs (`session-start`, `user-prompt-submit`, `pre-tool-use`,
+//!    `stop`), each with its host-shaped payload: in a working copy of 20 open items while
+//!    the person is away (3a-3d) and in one of 2,000 open items while present (3e-3h), each
+//!    against a trivial process given the same payload; and in a working copy that added
+//!    2,000 items and closed 1,980 of them against a fresh one with the same 20 open items
+//!    (3i-3l), both present. No `gh` is on the hooks' PATH (every folder holding one is left
+//!    out), so the forge state is the same in every run. The repositories are not touched
+//!    between rounds: every figure is a warm hook (whatever a hook keeps from its last run
+//!    is still good).
 //!
 //! Working copies are made by `abcd init` and filled through the store in batches, as the
 //! CLI leaves them (projections and checkpoints written by the store); before each round
@@ -21,7 +30,7 @@
 //!
 //! `cargo bench --bench context` runs the full sizes. Run without `--bench` (as
 //! `cargo test --all-targets` does) it runs a smoke mode with tiny sizes, so CI exercises
-//! every path. `ABCD_BENCH_ONLY=2` runs only the benchmarks named; `ABCD_BENCH_KEEP=1`
+//! every path. `ABCD_BENCH_ONLY=3` runs only the benchmarks named; `ABCD_BENCH_KEEP=1`
 //! keeps the temp dir, with the working copies and the home store, for profiling by hand.
 
 mod common;
@@ -69,6 +78,9 @@ struct Config {
     /// Benchmark 2: rounds (each on copies built anew), and runs of each contender per round.
     history_rounds: usize,
     history_ops: usize,
+    /// Benchmark 3: rounds, and runs of each contender per round.
+    hook_rounds: usize,
+    hook_ops: usize,
 }
 
 impl Config {
@@ -88,6 +100,8 @@ impl Config {
                 start_ops: 10,
                 history_rounds: 21,
                 history_ops: 5,
+                hook_rounds: 21,
+                hook_ops: 5,
             }
         } else {
             Config {
@@ -100,6 +114,8 @@ impl Config {
                 start_ops: 2,
                 history_rounds: 1,
                 history_ops: 2,
+                hook_rounds: 1,
+                hook_ops: 2,
             }
         }
     }
@@ -146,6 +162,12 @@ fn main() {
     }
     if cfg.runs(2) {
         let (r, note, wcs) = bench_history(&cfg, &dir, &home);
+        rows.extend(r);
+        notes.push(note);
+        journals.extend(wcs);
+    }
+    if cfg.runs(3) {
+        let (r, note, wcs) = bench_hooks(&cfg, &dir, &home);
         rows.extend(r);
         notes.push(note);
         journals.extend(wcs);
@@ -562,4 +584,203 @@ fn bench_history(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Ve
         },
     ];
     (rows, note, journals)
+}
+
+// ----------------------------------------------------------------------------------------
+// 3. Every hook: a small plan while away and a large plan present vs a trivial process, and
+//    after a long history vs a fresh copy
+
+/// The hooks the host runs, by `abcd hook` name.
+const HOOKS: [&str; 4] = ["session-start", "user-prompt-submit", "pre-tool-use", "stop"];
+
+/// How much slower than a trivial process each hook may be (SPEC §10): the guard on
+/// every tool call gets the tightest bound.
+fn hook_target(hook: &str) -> f64 {
+    if hook == "pre-tool-use" { 2.0 } else { 3.0 }
+}
+
+/// The payload the host sends `hook` for a session in `wc` (the session id of
+/// [`session_start_payload`], so every hook of a copy speaks for one session).
+fn hook_payload(hook: &str, wc: &Path) -> Vec<u8> {
+    let start: serde_json::Value = serde_json::from_slice(&session_start_payload(wc)).expect("the start payload is JSON");
+    let (session, cwd) = (&start["session_id"], &start["cwd"]);
+    let payload = match hook {
+        "session-start" => return session_start_payload(wc),
+        "user-prompt-submit" => {
+            serde_json::json!({"session_id": session, "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": "keep going"})
+        }
+        "pre-tool-use" => serde_json::json!({"session_id": session, "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "cargo test --release"}}),
+        "stop" => serde_json::json!({"session_id": session, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false,
+            "last_assistant_message": "Done for now.", "background_tasks": [], "session_crons": []}),
+        other => panic!("no payload for the hook {other:?}"),
+    };
+    serde_json::to_vec(&payload).expect("plain data serializes")
+}
+
+/// This process's PATH without any folder that holds a `gh`: the hooks see no forge, so
+/// the forge state is the same in every run (none is on this machine as written).
+fn path_without_gh() -> (std::ffi::OsString, Vec<PathBuf>) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let (kept, dropped): (Vec<PathBuf>, Vec<PathBuf>) = std::env::split_paths(&path).partition(|d| !d.join("gh").exists());
+    (std::env::join_paths(kept).expect("PATH folders rejoin"), dropped)
+}
+
+/// One working copy of benchmark 3 and the payload of each of [`HOOKS`].
+struct HookCopy {
+    wc: PathBuf,
+    payloads: Vec<Vec<u8>>,
+    newest: String,
+}
+
+impl HookCopy {
+    fn new(wc: PathBuf, newest: String) -> HookCopy {
+        HookCopy { payloads: HOOKS.iter().map(|h| hook_payload(h, &wc)).collect(), wc, newest }
+    }
+
+    /// `abcd hook HOOKS[k]` in this copy, checked: its seconds. Every hook exits 0 with
+    /// nothing on stderr (a warning there is abcd failing open); session-start shows the
+    /// plan, and every reply is empty or one JSON value.
+    fn run(&self, home: &Path, path: &std::ffi::OsStr, k: usize) -> f64 {
+        self.call(home, path, k).0
+    }
+
+    /// [`HookCopy::run`] with the hook's reply.
+    fn call(&self, home: &Path, path: &std::ffi::OsStr, k: usize) -> (f64, Vec<u8>) {
+        let mut cmd = abcd_cmd(&self.wc, home, &["hook", HOOKS[k]]);
+        cmd.env("PATH", path);
+        let (secs, out) = timed(&mut cmd, Some(&self.payloads[k]));
+        if HOOKS[k] == "session-start" {
+            check_session_start(&out.stdout, &out.stderr, &self.newest);
+        } else {
+            assert!(out.stderr.is_empty(), "abcd hook {} warned: {}", HOOKS[k], String::from_utf8_lossy(&out.stderr));
+            let reply = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                reply.trim().is_empty() || serde_json::from_str::<serde_json::Value>(&reply).is_ok(),
+                "abcd hook {} replied with something other than JSON: {reply}",
+                HOOKS[k]
+            );
+        }
+        (secs, out.stdout)
+    }
+}
+
+fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<PathBuf>) {
+    let t = Instant::now();
+    let (path, dropped) = path_without_gh();
+    let build = |name: &str, open: usize, closed_items: usize| {
+        let wc = dir.join(name);
+        let (journal, newest) = build_copy(&wc, home, open, closed_items);
+        (HookCopy::new(wc, newest), journal)
+    };
+    let (away, away_journal) = build("hooks-away", cfg.small_open, 0);
+    let (_, out) = timed(&mut abcd_cmd(&away.wc, home, &["mode", "autonomous", "--until", "+8h"]), None);
+    assert!(out.stderr.is_empty(), "abcd mode autonomous warned: {}", String::from_utf8_lossy(&out.stderr));
+    let (large, large_journal) = build("hooks-large", cfg.large_open, 0);
+    let (old, old_journal) = build("hooks-old", cfg.small_open, cfg.closed);
+    let (fresh, fresh_journal) = build("hooks-fresh", cfg.small_open, 0);
+    println!("[3] built the four working copies through the store in {:.1} s", t.elapsed().as_secs_f64());
+    let floor_payload = hook_payload("stop", &away.wc);
+    // Contenders: each hook in each copy, then the floor.
+    let copies = [&away, &large, &old, &fresh];
+    let floor_k = copies.len() * HOOKS.len();
+    let run = |c: usize, k: usize| copies[c].run(home, &path, k);
+    // Untimed: each contender once, to warm the binaries, the page cache and whatever a
+    // hook's first run writes.
+    for c in 0..copies.len() {
+        for k in 0..HOOKS.len() {
+            run(c, k);
+        }
+    }
+    trivial(&away.wc, &floor_payload);
+    // The away copy is away: its Stop is held back with the host's Stop feedback.
+    let (_, reply) = away.call(home, &path, HOOKS.iter().position(|h| *h == "stop").expect("stop is a hook"));
+    let reply: serde_json::Value = serde_json::from_slice(&reply).expect("an away Stop replies");
+    assert_eq!(reply["hookSpecificOutput"]["hookEventName"], "Stop", "the away copy's Stop is not held back: {reply}");
+    let mut closures: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
+    for c in 0..copies.len() {
+        for k in 0..HOOKS.len() {
+            closures.push(Box::new(move || run(c, k)));
+        }
+    }
+    closures.push(Box::new(|| trivial(&away.wc, &floor_payload)));
+    let mut times = vec![Vec::new(); floor_k + 1];
+    let mut ratios = vec![vec![Vec::new(); HOOKS.len()]; 3];
+    for round in 0..cfg.hook_rounds {
+        let mut contenders: Vec<&mut dyn FnMut() -> f64> = closures.iter_mut().map(|b| &mut **b as &mut dyn FnMut() -> f64).collect();
+        let m = rotate(round, cfg.hook_ops, &mut contenders);
+        for (k, v) in m.iter().enumerate() {
+            times[k].push(*v);
+        }
+        for k in 0..HOOKS.len() {
+            ratios[0][k].push(m[k] / m[floor_k]);
+            ratios[1][k].push(m[HOOKS.len() + k] / m[floor_k]);
+            ratios[2][k].push(m[2 * HOOKS.len() + k] / m[3 * HOOKS.len() + k]);
+        }
+    }
+    let med: Vec<f64> = times.iter().map(|t| median(t)).collect();
+    let floor = med[floor_k];
+    let per_hook = |c: usize| HOOKS.iter().enumerate().map(|(k, h)| format!("{h} {}", ms(med[c * HOOKS.len() + k]))).collect::<Vec<_>>();
+    let note = format!(
+        "benchmark 3: every hook, medians of round medians ({} rounds x {} runs each, rotating over all {} contenders): away at {} open items: {}; present at {} open items: {}; after {} closed: {}; fresh with {} open: {}; `{}` {}; folders left off the hooks' PATH for holding a `gh`: {}",
+        cfg.hook_rounds,
+        cfg.hook_ops,
+        floor_k + 1,
+        cfg.small_open,
+        per_hook(0).join(", "),
+        cfg.large_open,
+        per_hook(1).join(", "),
+        cfg.closed,
+        per_hook(2).join(", "),
+        cfg.small_open,
+        per_hook(3).join(", "),
+        true_bin().display(),
+        ms(floor),
+        if dropped.is_empty() {
+            "none".to_string()
+        } else {
+            dropped.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        },
+    );
+    println!("{note}");
+    let letters = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"];
+    let mut rows = Vec::new();
+    for (k, hook) in HOOKS.iter().enumerate() {
+        let (hook_away, hook_large) = (med[k], med[HOOKS.len() + k]);
+        rows.push(Row {
+            name: format!("3{}. `abcd hook {hook}`, {} open items, away, vs a trivial process", letters[k], cfg.small_open),
+            contenders: format!("`abcd hook {hook}` {} vs `{}` {}", ms(hook_away), true_bin().display(), ms(floor)),
+            ratio_label: "abcd/true latency".into(),
+            ratios: ratios[0][k].clone(),
+            target: Target::AtMost(hook_target(hook)),
+        });
+        rows.push(Row {
+            name: format!(
+                "3{}. `abcd hook {hook}`, {} open items, present, vs a trivial process",
+                letters[HOOKS.len() + k],
+                cfg.large_open
+            ),
+            contenders: format!("`abcd hook {hook}` {} vs `{}` {}", ms(hook_large), true_bin().display(), ms(floor)),
+            ratio_label: "abcd/true latency".into(),
+            ratios: ratios[1][k].clone(),
+            target: Target::AtMost(hook_target(hook)),
+        });
+    }
+    for (k, hook) in HOOKS.iter().enumerate() {
+        let (o, f) = (med[2 * HOOKS.len() + k], med[3 * HOOKS.len() + k]);
+        rows.push(Row {
+            name: format!(
+                "3{}. `abcd hook {hook}` after {} closed items vs a fresh copy, {} open each",
+                letters[2 * HOOKS.len() + k],
+                cfg.closed,
+                cfg.small_open
+            ),
+            contenders: format!("after {} closed {} vs fresh {}", cfg.closed, ms(o), ms(f)),
+            ratio_label: "old/fresh latency".into(),
+            ratios: ratios[2][k].clone(),
+            target: Target::AtMost(1.3),
+        });
+    }
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    (rows, note, vec![away_journal, large_journal, old_journal, fresh_journal])
 }

@@ -27,7 +27,7 @@ pub fn git_dir(root: &Path) -> Option<PathBuf> {
 }
 
 /// The common git dir (the main repository's), where refs live.
-fn common_dir(git_dir: &Path) -> PathBuf {
+pub fn common_dir(git_dir: &Path) -> PathBuf {
     match read_bounded(&git_dir.join("commondir")) {
         Some(c) => git_dir.join(c.trim()),
         None => git_dir.to_path_buf(),

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 
+use super::git_answers;
 use super::{
     AwayQuery, BRANCHES_EXAMINED_MAX, CHILD_OUTPUT_MAX, HandBack, OWN_COMMITS_SCANNED_MAX, OwnBranch, RECENT_OWN_COMMIT, REFLOG_ENTRIES_MAX,
 };
@@ -28,6 +29,9 @@ pub(super) struct BranchQuery<'a> {
     pub away: Option<&'a AwayQuery<'a>>,
     /// Only which branches are own: no upstream, landing or base reads.
     pub own_only: bool,
+    /// The working copy's local tier, where git's answers are kept between hooks (None:
+    /// git is asked, and nothing is kept).
+    pub tier: Option<&'a Path>,
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +42,8 @@ pub(super) struct BranchReading {
     pub handed_back: Vec<HandBack>,
     pub notes: Vec<String>,
     pub incomplete: bool,
+    /// Some branch is own only for a recent commit of this checkout's.
+    pub own_by_recent_commit: bool,
 }
 
 /// Why the reading stopped.
@@ -49,9 +55,38 @@ enum Stop {
 }
 
 /// Reads the own unpushed branches. A budget cut keeps what was read and marks the
-/// reading incomplete; a git failure is a note.
+/// reading incomplete; a git failure is a note. With a tier, a reading kept there under
+/// the repository's files as they stand now is the answer and git is not run; a whole
+/// reading git gives is kept.
 pub(super) fn read(q: &BranchQuery<'_>) -> BranchReading {
-    read_through(q, run::Git::new(q.root), Reads::Batched)
+    let asked = git_answers::Asked {
+        root: q.root,
+        created_here: q.created_here,
+        own_only: q.own_only,
+        away: q.away.map(|a| (a.hold_pushes, a.queued)),
+    };
+    // Keyed before git runs: a change while it runs leaves the answer under a stale key.
+    let kept_in = q.tier.and_then(|tier| Some((tier, git_answers::key(&asked)?)));
+    if let Some((tier, key)) = &kept_in
+        && let Some(kept) = git_answers::kept(tier, key, q.now)
+    {
+        let git_answers::Kept { items, own, handed_back, own_by_recent_commit } = kept;
+        return BranchReading { items, own, handed_back, own_by_recent_commit, ..BranchReading::default() };
+    }
+    let r = read_through(q, run::Git::new(q.root), Reads::Batched);
+    if let Some((tier, key)) = &kept_in
+        && !r.incomplete
+        && r.notes.is_empty()
+    {
+        let kept = git_answers::Kept {
+            items: r.items.clone(),
+            own: r.own.clone(),
+            handed_back: r.handed_back.clone(),
+            own_by_recent_commit: r.own_by_recent_commit,
+        };
+        git_answers::keep(tier, key, q.now, kept);
+    }
+    r
 }
 
 /// How the per-branch questions are put to git.
@@ -235,6 +270,7 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
         .filter(|c| c.own)
         .map(|c| OwnBranch { name: c.branch.to_string(), head: c.head.oid.clone(), committed_at: c.head.committed })
         .collect();
+    r.own_by_recent_commit = cands.iter().any(|c| c.own && c.route == Route::CheckedOut);
     for cand in &cands {
         let branch = cand.branch;
         let contains_base = match &cand.state {
@@ -1012,7 +1048,7 @@ mod tests {
 
     fn query<'a>(root: &'a Path, created: &'a [String], away: Option<&'a AwayQuery<'a>>) -> BranchQuery<'a> {
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        BranchQuery { root, created_here: created, now: crate::clock::wall_now(), deadline, away, own_only: false }
+        BranchQuery { root, created_here: created, now: crate::clock::wall_now(), deadline, away, own_only: false, tier: None }
     }
 
     fn unpushed_of(r: &BranchReading) -> Vec<(String, bool)> {

@@ -11,6 +11,7 @@
 
 mod branches;
 mod forge;
+mod git_answers;
 mod limits;
 pub mod listing_cache;
 
@@ -46,8 +47,9 @@ pub struct OwedQuery<'a> {
     pub started: Instant,
     /// The `gh` program to run; None looks it up on PATH; an empty path lists no forge.
     pub gh: Option<&'a Path>,
-    /// The working copy's local tier, where the last listing is kept: one made less than
-    /// [`listing_cache::FORGE_LISTING_REUSE`] ago is read instead of calling the forge.
+    /// The working copy's local tier, where the last listing is kept (one made less than
+    /// [`listing_cache::FORGE_LISTING_REUSE`] ago is read instead of calling the forge), and
+    /// git's answers (read instead of running git while the repository's files are unchanged).
     pub listing_cache: Option<&'a Path>,
 }
 
@@ -60,7 +62,7 @@ pub struct AwayQuery<'a> {
 }
 
 /// An unpushed branch's item a queued push handed back (SPEC §6 "Pushes").
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HandBack {
     pub branch: String,
     /// The branch's head, a full commit id.
@@ -69,7 +71,7 @@ pub struct HandBack {
 
 /// One of this working copy's own branches (docs/own-work.md): it exists, and was created
 /// here or is checked out here with a recent commit of this checkout's.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OwnBranch {
     pub name: String,
     /// Its head, a full commit id.
@@ -130,6 +132,7 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
         deadline: budget_end,
         away: q.away.as_ref(),
         own_only: false,
+        tier: q.listing_cache,
     });
     reading.items.extend(disk.items);
     reading.own = disk.own;
@@ -166,6 +169,8 @@ pub struct OwnQuery<'a> {
     pub now: Timestamp,
     /// The hook's start; [`OWN_BUDGET`] runs from here.
     pub started: Instant,
+    /// The working copy's local tier, where git's answers are kept between hooks.
+    pub tier: Option<&'a Path>,
 }
 
 /// The own branches and what kept them from being read whole.
@@ -188,6 +193,7 @@ pub fn read_own(q: &OwnQuery<'_>) -> OwnReading {
         deadline,
         away: None,
         own_only: true,
+        tier: q.tier,
     });
     OwnReading { own: disk.own, notes: disk.notes, incomplete: disk.incomplete }
 }

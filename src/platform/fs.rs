@@ -48,6 +48,20 @@ pub fn inode(m: &Metadata) -> Inode {
     Inode { dev: m.dev(), ino: m.ino(), uid: m.uid(), mode: m.mode(), links: m.nlink() }
 }
 
+/// What changes when a file is written, replaced or touched, from `m` (`stat` or `lstat`):
+/// its device, inode, size, mode, and modification and change times to the nanosecond.
+/// Equal identities of one path mean it was not changed, up to the file system's timestamp
+/// granularity (a file replaced by a same-size one on a reused inode within one tick).
+pub fn change_identity(m: &Metadata) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    let fields =
+        [m.dev(), m.ino(), m.size(), m.mode() as u64, m.mtime() as u64, m.mtime_nsec() as u64, m.ctime() as u64, m.ctime_nsec() as u64];
+    for (chunk, v) in out.chunks_exact_mut(8).zip(fields) {
+        chunk.copy_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
 /// Makes an open refuse a symlink as the path's last component (`O_NOFOLLOW`): the open
 /// fails (`ELOOP` on Linux) instead of reaching whatever the link names.
 pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {

@@ -6,6 +6,7 @@
 mod common;
 
 mod away;
+mod git_children;
 mod hooks;
 mod owed_git;
 mod own_work;

@@ -919,7 +919,13 @@ fn the_prompt_hooks_own_reading_is_cut_inside_the_hosts_hook_timeout() {
     branch_with_commit(&lab, "feat/disk", ME);
     let created = vec!["feat/disk".to_string()];
     let read = |ago: Duration| {
-        read_own(&OwnQuery { root: &lab.wc, created_here: &created, now: abcd::clock::wall_now(), started: Instant::now() - ago })
+        read_own(&OwnQuery {
+            root: &lab.wc,
+            created_here: &created,
+            now: abcd::clock::wall_now(),
+            started: Instant::now() - ago,
+            tier: None,
+        })
     };
     // A hook the host would already have killed starts no read.
     let at_timeout = read(Duration::from_secs(HOOK_TIMEOUT_SECS));

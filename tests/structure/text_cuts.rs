@@ -28,6 +28,7 @@ const NOT_TEXT: &[(&str, &str, &str)] = &[
     ("platform/child.rs", "kept.truncate(whole)", "a child's stderr kept in whole lines only; each line is scanned where it is shown"),
     ("checklist/render.rs", "done.truncate(RECENT_DONE_MAX)", "a list of items, each written whole"),
     ("owed/branches.rs", "candidates.truncate(BRANCHES_EXAMINED_MAX)", "a list of branches, each examined whole"),
+    ("owed/git_answers.rs", "file.entries.truncate(ENTRIES_MAX)", "a list of kept readings, each kept whole"),
     ("journal/group_sync.rs", "list.split_off(", "a list of waiting writers"),
     (
         "verdict/stop.rs",

@@ -244,7 +244,7 @@ fn user_prompt(
     let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
     // Read only where it can be sent: a re-injection goes alone.
-    let behind = || behind_note(&view.checklist, &work.branches, root, now, started);
+    let behind = || behind_note(&view.checklist, &work.branches, root, store.journal().paths().dir(), now, started);
     let record = away.get();
     let show = |t| crate::clock::show(t);
     let window = record.holding(now);
@@ -375,10 +375,11 @@ fn behind_note(
     checklist: &crate::checklist::state::ChecklistState,
     created: &[String],
     root: &Path,
+    tier: &Path,
     now: jiff::Timestamp,
     started: std::time::Instant,
 ) -> Option<String> {
-    let own = crate::owed::read_own(&crate::owed::OwnQuery { root, created_here: created, now, started });
+    let own = crate::owed::read_own(&crate::owed::OwnQuery { root, created_here: created, now, started, tier: Some(tier) });
     if own.incomplete {
         return None;
     }

@@ -1,0 +1,263 @@
+//! What git answered about this working copy's own and unpushed branches, kept in the
+//! working copy's local tier (`git-answers.json`) under a key made from the identity of
+//! every file those answers come from and the environment git reads (docs/own-work.md,
+//! "Git's answers, kept"). An unchanged repository answers a hook with a few `stat`s and
+//! no git child; a change in any of those files makes a new key, and the next read asks
+//! git again.
+//!
+//! The key is taken before git is asked, so a change that lands while git runs leaves
+//! the answer under a key no later read makes. A repository whose answers abcd cannot key
+//! from its files (reftable refs, config `include`s, more than [`KEY_FILES_MAX`] refs) keeps
+//! the git route. A cache: written atomically, bounded, and read as absent when it is
+//! missing, too big or not its shape.
+
+use std::path::{Path, PathBuf};
+
+use jiff::{SignedDuration, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use super::{HandBack, OwnBranch};
+use crate::journal::storage::{RealDisk, write_atomic};
+use crate::verdict::stop::Owed;
+
+/// The cache's file name in the local tier.
+pub const GIT_ANSWERS_FILE: &str = "git-answers.json";
+/// The cache is written and read up to this many bytes: [`ENTRIES_MAX`] readings of
+/// `BRANCHES_EXAMINED_MAX` branches with 255-byte names fit.
+pub const GIT_ANSWERS_MAX_BYTES: usize = 512 << 10;
+/// Readings kept at once, newest first: the prompt's own-branch reading and the Stop's
+/// owed reading (present and away) each keep theirs.
+pub const ENTRIES_MAX: usize = 4;
+/// Files and folders whose identity a key is made from, at most: past it (a repository
+/// with that many loose refs or worktrees) the key is not made and git is asked.
+pub const KEY_FILES_MAX: usize = 4_096;
+/// A reading that counts a branch own for a recent commit of this checkout's stands this
+/// long: time alone can end that (the commit ages past `RECENT_OWN_COMMIT`), which no file
+/// shows. Every other answer changes only with the files in the key.
+pub const OWN_BY_RECENT_COMMIT_RECHECK: SignedDuration = SignedDuration::from_mins(10);
+
+/// What a reading was asked: part of its key.
+pub(super) struct Asked<'a> {
+    pub root: &'a Path,
+    pub created_here: &'a [String],
+    pub own_only: bool,
+    /// While away: whether pushes are held, and the queued steps read for hand-backs.
+    pub away: Option<(bool, &'a [String])>,
+}
+
+/// A reading git gave in full (no budget cut, no note), as kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Kept {
+    pub items: Vec<Owed>,
+    pub own: Vec<OwnBranch>,
+    pub handed_back: Vec<HandBack>,
+    /// Some branch is own only for a recent commit: the reading is asked again after
+    /// [`OWN_BY_RECENT_COMMIT_RECHECK`].
+    pub own_by_recent_commit: bool,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    key: String,
+    decided_at: Timestamp,
+    reading: Kept,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    entries: Vec<Entry>,
+}
+
+/// The key of `asked` in the repository around `asked.root` as its files stand now; None
+/// when the answers cannot be keyed from files (see the module's doc).
+pub(super) fn key(asked: &Asked<'_>) -> Option<String> {
+    let mut h = blake3::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(b"abcd git answers 1");
+    field(crate::platform::fs::path_bytes(asked.root));
+    field(&[asked.own_only as u8]);
+    field(&(asked.created_here.len() as u64).to_le_bytes());
+    asked.created_here.iter().for_each(|b| field(b.as_bytes()));
+    match asked.away {
+        None => field(b"present"),
+        Some((hold, queued)) => {
+            field(&[b'a', hold as u8]);
+            field(&(queued.len() as u64).to_le_bytes());
+            queued.iter().for_each(|s| field(s.as_bytes()));
+        }
+    }
+    // The environment git reads: its own variables (config, locations, the program's
+    // behaviour), where it finds its global config, and which git PATH finds.
+    let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.as_encoded_bytes();
+            k.starts_with(b"GIT_") || k == b"HOME" || k == b"XDG_CONFIG_HOME" || k == b"PATH"
+        })
+        .collect();
+    vars.sort();
+    for (k, v) in &vars {
+        field(k.as_encoded_bytes());
+        field(v.as_encoded_bytes());
+    }
+    let files = key_files(asked.root)?;
+    for path in &files {
+        field(crate::platform::fs::path_bytes(path));
+        match std::fs::symlink_metadata(path) {
+            Ok(m) => field(&crate::platform::fs::change_identity(&m)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(b"absent"),
+            Err(_) => return None,
+        }
+    }
+    for config in config_files().into_iter().chain(repository_configs(asked.root)) {
+        if includes_others(&config)? {
+            return None;
+        }
+    }
+    Some(h.finalize().to_hex().to_string())
+}
+
+/// The files git's answers come from: the worktree's link, HEAD and reflog, the refs
+/// (loose, every folder and file, and packed), the worktrees' records, and every config
+/// file. None for reftable refs, or past [`KEY_FILES_MAX`].
+fn key_files(root: &Path) -> Option<Vec<PathBuf>> {
+    let gitdir = crate::git::branch::git_dir(root)?;
+    let common = crate::git::branch::common_dir(&gitdir);
+    if common.join("reftable").exists() {
+        return None;
+    }
+    let mut files = vec![root.join(".git")];
+    for name in ["HEAD", "logs/HEAD", "config.worktree", "commondir", "gitdir"] {
+        files.push(gitdir.join(name));
+    }
+    for name in ["HEAD", "config", "packed-refs", "shallow", "info/grafts", "worktrees"] {
+        files.push(common.join(name));
+    }
+    walk(&common.join("refs"), &mut files)?;
+    if let Ok(worktrees) = std::fs::read_dir(common.join("worktrees")) {
+        for entry in worktrees {
+            let dir = entry.ok()?.path();
+            files.push(dir.clone());
+            for name in ["HEAD", "gitdir", "commondir", "locked"] {
+                files.push(dir.join(name));
+            }
+            if files.len() > KEY_FILES_MAX {
+                return None;
+            }
+        }
+    }
+    files.extend(config_files());
+    (files.len() <= KEY_FILES_MAX).then_some(files)
+}
+
+/// Every folder and file under `dir` (itself included), depth first; None past
+/// [`KEY_FILES_MAX`] or when a folder cannot be read.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Option<()> {
+    files.push(dir.to_path_buf());
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(()),
+        Err(_) => return None,
+    };
+    let mut names: Vec<PathBuf> = entries.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().ok()?;
+    names.sort();
+    for path in names {
+        if files.len() >= KEY_FILES_MAX {
+            return None;
+        }
+        if std::fs::symlink_metadata(&path).ok()?.is_dir() {
+            walk(&path, files)?;
+        } else {
+            files.push(path);
+        }
+    }
+    Some(())
+}
+
+/// The global and system config files git reads, as this process's environment names
+/// them (git built with `/etc` as its system folder, as distributions build it).
+fn config_files() -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut files = Vec::new();
+    match var("GIT_CONFIG_GLOBAL") {
+        Some(global) => files.push(global),
+        None => {
+            if let Some(home) = var("HOME") {
+                files.push(home.join(".gitconfig"));
+            }
+            match (var("XDG_CONFIG_HOME"), var("HOME")) {
+                (Some(xdg), _) => files.push(xdg.join("git/config")),
+                (None, Some(home)) => files.push(home.join(".config/git/config")),
+                (None, None) => {}
+            }
+        }
+    }
+    if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0" || v == "false") {
+        files.push(var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    }
+    files
+}
+
+/// Config files are read up to this many bytes to look for includes; a bigger one is
+/// taken as including others.
+const CONFIG_READ_MAX: u64 = 256 << 10;
+
+/// Whether the config file at `path` may include another (an `[include]` or
+/// `[includeIf …]` section), whose file the key does not name; Some(false) when it is
+/// absent; None when it cannot be read.
+fn includes_others(path: &Path) -> Option<bool> {
+    // `GIT_CONFIG_GLOBAL=/dev/null` (no global config) is read as empty.
+    if path == Path::new("/dev/null") {
+        return Some(false);
+    }
+    match crate::platform::fs::read_regular(path, CONFIG_READ_MAX + 1) {
+        Ok(bytes) => Some(bytes.len() as u64 > CONFIG_READ_MAX || bytes.to_ascii_lowercase().windows(8).any(|w| w == b"[include")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+        Err(_) => None,
+    }
+}
+
+/// The repository's own config and its worktree config are in the key's files, and are
+/// looked through for includes as the global and system ones are.
+fn repository_configs(root: &Path) -> Vec<PathBuf> {
+    let Some(gitdir) = crate::git::branch::git_dir(root) else { return Vec::new() };
+    vec![crate::git::branch::common_dir(&gitdir).join("config"), gitdir.join("config.worktree")]
+}
+
+/// The reading kept in `tier` under `key`, when it stands at `now`: decided at or before
+/// `now` (one from a clock set back does not), and not past its recheck.
+pub(super) fn kept(tier: &Path, key: &str, now: Timestamp) -> Option<Kept> {
+    let file = read(tier)?;
+    let entry = file.entries.into_iter().find(|e| e.key == key)?;
+    let age = now.duration_since(entry.decided_at);
+    let stands = !age.is_negative() && (!entry.reading.own_by_recent_commit || age < OWN_BY_RECENT_COMMIT_RECHECK);
+    stands.then_some(entry.reading)
+}
+
+/// Keeps `reading` in `tier` under `key`, newest first, dropping the oldest past
+/// [`ENTRIES_MAX`] and any other reading under the same key. A failure changes nothing
+/// for the hook: the next one asks git again.
+pub(super) fn keep(tier: &Path, key: &str, now: Timestamp, reading: Kept) {
+    let mut file = read(tier).unwrap_or_default();
+    file.entries.retain(|e| e.key != key);
+    file.entries.insert(0, Entry { key: key.to_string(), decided_at: now, reading });
+    file.entries.truncate(ENTRIES_MAX);
+    let bytes = serde_json::to_vec(&file).expect("plain data serializes");
+    if bytes.len() > GIT_ANSWERS_MAX_BYTES || !tier.is_dir() {
+        return;
+    }
+    let _ = write_atomic(&RealDisk, &tier.join(GIT_ANSWERS_FILE), &bytes, false);
+}
+
+fn read(tier: &Path) -> Option<File> {
+    let bytes = crate::platform::fs::read_regular(&tier.join(GIT_ANSWERS_FILE), GIT_ANSWERS_MAX_BYTES as u64 + 1).ok()?;
+    if bytes.len() > GIT_ANSWERS_MAX_BYTES {
+        return None;
+    }
+    serde_json::from_slice(&bytes).ok()
+}

@@ -1072,6 +1072,103 @@ mod tests {
         batched
     }
 
+    /// Sequences of repository changes the kept-answers property runs (more with
+    /// `ABCD_GIT_ANSWERS_CASES`); each runs every change of [`REPOSITORY_CHANGES`] once, in
+    /// an order of its own, then [`GIT_ANSWERS_EXTRA_STEPS`] more picked at random.
+    fn git_answers_cases() -> u64 {
+        std::env::var("ABCD_GIT_ANSWERS_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3)
+    }
+    const GIT_ANSWERS_EXTRA_STEPS: u64 = 4;
+    const REPOSITORY_CHANGES: u64 = 16;
+
+    /// Change `pick` of those a session, the person or a colleague makes, as a shell step
+    /// in `wc` (LAB's `c` and `other` defined, `../peer` a clone of the same origin); `n`
+    /// makes names fresh. Most change one kind of file alone (a ref, a reflog, the config).
+    fn repository_change(pick: u64, n: u64) -> String {
+        let some = |list: &str| {
+            format!(
+                "b=$(git for-each-ref --format='%(refname:short)' {list} | sed -n \"$(( {n} % $(git for-each-ref {list} | wc -l | tr -d ' ') + 1 ))p\")"
+            )
+        };
+        match pick % REPOSITORY_CHANGES {
+            0 => format!("git switch -q -c b{n} main; c b{n}.txt x"),
+            1 => format!("c f{n}.txt {n}"),
+            2 => format!("other o{n}.txt {n}"),
+            3 => "git push -q -u origin HEAD 2>/dev/null || true".into(),
+            4 => format!("{}; git switch -q \"$b\" 2>/dev/null || true", some("refs/heads/")),
+            5 => "if [ \"$(git config user.email)\" = me@example.com ]; then git config user.email other@example.com; else git config user.email me@example.com; fi".into(),
+            6 => format!("git worktree add -q -b w{n} ../w{n}; (cd ../w{n} && c w{n}.txt x)"),
+            7 => "cur=$(git branch --show-current); [ \"$cur\" != main ] && [ -n \"$cur\" ] && git switch -q main && git merge -q --no-edit \"$cur\" && git push -q && git switch -q \"$cur\" || true".into(),
+            8 => "git pack-refs --all".into(),
+            9 => format!("{}; [ \"$b\" != \"$(git branch --show-current)\" ] && [ \"$b\" != main ] && git branch -q -D \"$b\" 2>/dev/null || true", some("refs/heads/")),
+            // A colleague's work reaches origin, and a fetch brings it: remote refs alone.
+            10 => format!("(cd ../peer && git pull -q --no-rebase && other p{n}.txt x && git push -q origin HEAD:main); git fetch -q origin"),
+            11 => format!("git commit -q --amend -m amended{n} 2>/dev/null || true"),
+            // A branch pushed without switching to it: one remote-tracking ref changes.
+            12 => format!("{}; git push -q origin \"$b\" 2>/dev/null || true", some("refs/heads/")),
+            // A branch made by plumbing, where no reflog of HEAD shows it.
+            13 => format!("git update-ref refs/heads/b{n} HEAD"),
+            // HEAD pointed elsewhere by plumbing: HEAD alone changes, no reflog line.
+            14 => format!("{}; git symbolic-ref HEAD \"refs/heads/$b\"", some("refs/heads/")),
+            _ => ":".into(),
+        }
+    }
+
+    /// Issue 37 acceptance 3: through random sequences of branch creations, commits (own,
+    /// another's, amended), pushes to a bare remote, checkouts the reflog shows, config
+    /// changes, worktree adds, merges, packed refs, deletions and fetches, the reading a
+    /// hook takes (kept answers where the files are unchanged) equals git's reading at
+    /// every step, own-only and whole, present and away.
+    #[test]
+    fn kept_answers_equal_gits_answers_through_random_repository_changes() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let hits_before = super::git_answers::HITS.with(|h| h.get());
+        for case in 0..git_answers_cases() {
+            let dir = tempfile::tempdir().unwrap();
+            sh_in(dir.path(), &format!("{LAB}\ncd ..; git clone -q origin.git peer; cd peer; git config user.email other@example.com"));
+            let wc = dir.path().join("wc");
+            let tier = dir.path().join("tier");
+            std::fs::create_dir(&tier).unwrap();
+            let mut order: Vec<u64> = (0..REPOSITORY_CHANGES).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, (next() % (i as u64 + 1)) as usize);
+            }
+            order.extend((0..GIT_ANSWERS_EXTRA_STEPS).map(|_| next()));
+            // Branches this copy "created": every other name the steps make.
+            let created: Vec<String> = (0..order.len() as u64).filter(|s| s % 2 == 0).map(|s| format!("b{}", case * 100 + s)).collect();
+            let queued = vec![format!("push b{}", case * 100)];
+            let away = AwayQuery { hold_pushes: true, queued: &queued };
+            let mut done = Vec::new();
+            for (step, pick) in order.into_iter().enumerate() {
+                let change = repository_change(pick, case * 100 + step as u64);
+                let defs = "c() { echo \"$2\" > \"$1\"; git add \"$1\"; git commit -qm \"$1\"; }\n\
+                            other() { GIT_AUTHOR_EMAIL=other@example.com GIT_COMMITTER_EMAIL=other@example.com c \"$@\"; }\n";
+                sh_in(&wc, &format!("{defs}{change}"));
+                done.push(change);
+                for (own_only, away) in [(true, None), (false, None), (false, Some(&away))] {
+                    let q = |tier| BranchQuery { own_only, tier, ..query(&wc, &created, away) };
+                    let by_git = read(&q(None));
+                    // Twice: the first may ask git and keep, the second takes what was kept.
+                    for _ in 0..2 {
+                        let kept = read(&q(Some(&tier)));
+                        let what = format!("case {case}, own_only {own_only}, away {}, after {done:#?}", away.is_some());
+                        assert_eq!(kept.own, by_git.own, "{what}");
+                        assert_eq!(kept.items, by_git.items, "{what}");
+                        assert_eq!(kept.handed_back, by_git.handed_back, "{what}");
+                        assert_eq!((kept.incomplete, &kept.notes), (by_git.incomplete, &by_git.notes), "{what}");
+                    }
+                }
+            }
+        }
+        assert!(super::git_answers::HITS.with(|h| h.get()) > hits_before, "the kept route was taken");
+    }
+
     #[test]
     fn batched_reads_answer_as_the_per_branch_reads_do() {
         let dir = tempfile::tempdir().unwrap();

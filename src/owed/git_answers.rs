@@ -236,7 +236,16 @@ pub(super) fn kept(tier: &Path, key: &str, now: Timestamp) -> Option<Kept> {
     let entry = file.entries.into_iter().find(|e| e.key == key)?;
     let age = now.duration_since(entry.decided_at);
     let stands = !age.is_negative() && (!entry.reading.own_by_recent_commit || age < OWN_BY_RECENT_COMMIT_RECHECK);
+    #[cfg(test)]
+    HITS.with(|hits| hits.set(hits.get() + u64::from(stands)));
     stands.then_some(entry.reading)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Readings this thread's reads took from the cache: a test's check that it ran the
+    /// kept route and not only git's.
+    pub(super) static HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Keeps `reading` in `tier` under `key`, newest first, dropping the oldest past

@@ -109,7 +109,18 @@ pub(super) fn key(asked: &Asked<'_>) -> Option<String> {
     for path in &files {
         field(crate::platform::fs::path_bytes(path));
         match std::fs::symlink_metadata(path) {
-            Ok(m) => field(&crate::platform::fs::change_identity(&m)),
+            Ok(m) => {
+                field(&crate::platform::fs::change_identity(&m));
+                // Git reads through a symlink (a loose ref, HEAD or a config file kept
+                // elsewhere): what it names is keyed too, and one naming nothing as such.
+                if m.file_type().is_symlink() {
+                    match std::fs::metadata(path) {
+                        Ok(target) => field(&crate::platform::fs::change_identity(&target)),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(b"names nothing"),
+                        Err(_) => return None,
+                    }
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(b"absent"),
             Err(_) => return None,
         }
@@ -170,7 +181,8 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Option<()> {
         if files.len() >= KEY_FILES_MAX {
             return None;
         }
-        if std::fs::symlink_metadata(&path).ok()?.is_dir() {
+        // A symlinked folder is walked as git walks it, through the link.
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
             walk(&path, files)?;
         } else {
             files.push(path);
@@ -260,4 +272,62 @@ fn read(tier: &Path) -> Option<File> {
         return None;
     }
     serde_json::from_slice(&bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh_in(dir: &Path, script: &str) -> String {
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-ec", script])
+            .current_dir(dir)
+            .envs([("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A working copy `wc` in `dir` with one commit on `main`.
+    fn repo(dir: &Path) -> PathBuf {
+        sh_in(
+            dir,
+            "git init -q -b main wc && cd wc && git config user.name T && git config user.email me@example.com && echo a > f && git add f && git commit -qm a",
+        );
+        dir.join("wc")
+    }
+
+    fn key_of(root: &Path) -> String {
+        key(&Asked { root, created_here: &[], own_only: true, away: None }).expect("an ordinary repository is keyed")
+    }
+
+    #[test]
+    fn a_branch_made_through_a_symlinked_refs_folder_changes_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = repo(dir.path());
+        // git follows a symlinked folder under refs/ as any path does.
+        sh_in(dir.path(), "mv wc/.git/refs/heads heads && ln -s ../../../heads wc/.git/refs/heads");
+        let before = key_of(&root);
+        sh_in(&root, "git branch other");
+        assert!(sh_in(&root, "git for-each-ref --format='%(refname)'").contains("refs/heads/other"), "git sees the branch");
+        assert_ne!(key_of(&root), before, "git's answers changed with the branch, so the key must");
+    }
+
+    #[test]
+    fn a_symlinked_loose_ref_whose_target_changes_changes_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = repo(dir.path());
+        // A loose ref that is a symlink to a file outside refs/ is read through it.
+        sh_in(
+            dir.path(),
+            "git -C wc branch other && cp wc/.git/refs/heads/other other.ref && ln -sf ../../../../other.ref wc/.git/refs/heads/other",
+        );
+        let newer = sh_in(&root, "git commit -q --allow-empty -m b && git rev-parse HEAD");
+        let before = key_of(&root);
+        std::fs::write(dir.path().join("other.ref"), &newer).unwrap();
+        assert_eq!(sh_in(&root, "git rev-parse other"), newer, "git reads the branch through the symlink");
+        assert_ne!(key_of(&root), before, "the branch's head moved, so the key must change");
+    }
 }

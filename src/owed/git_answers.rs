@@ -105,6 +105,15 @@ pub(super) fn key(asked: &Asked<'_>) -> Option<String> {
         field(k.as_encoded_bytes());
         field(v.as_encoded_bytes());
     }
+    // Config given in the environment (`git -c`, GIT_CONFIG_COUNT) may include a file the
+    // key does not name, as a config file may.
+    if vars.iter().any(|(k, v)| {
+        let k = k.as_encoded_bytes();
+        (k == b"GIT_CONFIG_PARAMETERS" || k.starts_with(b"GIT_CONFIG_KEY_"))
+            && v.as_encoded_bytes().to_ascii_lowercase().windows(7).any(|w| w == b"include")
+    }) {
+        return None;
+    }
     let files = key_files(asked.root)?;
     for path in &files {
         field(crate::platform::fs::path_bytes(path));
@@ -209,7 +218,14 @@ fn config_files() -> Vec<PathBuf> {
             }
         }
     }
-    if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0" || v == "false") {
+    // Git skips the system file only for a value it reads as true (`true`, `yes`, `on`
+    // in any case, or a nonzero number); any other is keyed, which asks git no less often
+    // than it needs.
+    let nosystem = std::env::var_os("GIT_CONFIG_NOSYSTEM").is_some_and(|v| {
+        let v = v.to_string_lossy().to_ascii_lowercase();
+        matches!(v.as_str(), "true" | "yes" | "on") || v.parse::<i64>().is_ok_and(|n| n != 0)
+    });
+    if !nosystem {
         files.push(var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
     }
     files

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::{HandBack, OwnBranch};
@@ -31,10 +31,6 @@ pub const ENTRIES_MAX: usize = 4;
 /// Files and folders whose identity a key is made from, at most: past it (a repository
 /// with that many loose refs or worktrees) the key is not made and git is asked.
 pub const KEY_FILES_MAX: usize = 4_096;
-/// A reading that counts a branch own for a recent commit of this checkout's stands this
-/// long: time alone can end that (the commit ages past `RECENT_OWN_COMMIT`), which no file
-/// shows. Every other answer changes only with the files in the key.
-pub const OWN_BY_RECENT_COMMIT_RECHECK: SignedDuration = SignedDuration::from_mins(10);
 
 /// What a reading was asked: part of its key.
 pub(super) struct Asked<'a> {
@@ -52,9 +48,9 @@ pub(super) struct Kept {
     pub items: Vec<Owed>,
     pub own: Vec<OwnBranch>,
     pub handed_back: Vec<HandBack>,
-    /// Some branch is own only for a recent commit: the reading is asked again after
-    /// [`OWN_BY_RECENT_COMMIT_RECHECK`].
-    pub own_by_recent_commit: bool,
+    /// Some branch is own only for a recent commit: the reading stands until the first such
+    /// commit ages past `RECENT_OWN_COMMIT`, when git would answer otherwise.
+    pub own_until: Option<Timestamp>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -263,7 +259,7 @@ pub(super) fn kept(tier: &Path, key: &str, now: Timestamp) -> Option<Kept> {
     let file = read(tier)?;
     let entry = file.entries.into_iter().find(|e| e.key == key)?;
     let age = now.duration_since(entry.decided_at);
-    let stands = !age.is_negative() && (!entry.reading.own_by_recent_commit || age < OWN_BY_RECENT_COMMIT_RECHECK);
+    let stands = !age.is_negative() && entry.reading.own_until.is_none_or(|until| now < until);
     stands.then_some(entry.reading)
 }
 
@@ -345,5 +341,31 @@ mod tests {
         std::fs::write(dir.path().join("other.ref"), &newer).unwrap();
         assert_eq!(sh_in(&root, "git rev-parse other"), newer, "git reads the branch through the symlink");
         assert_ne!(key_of(&root), before, "the branch's head moved, so the key must change");
+    }
+
+    #[test]
+    fn a_reading_owning_a_branch_for_a_recent_commit_ends_when_that_commit_ages_out() {
+        use super::super::branches::{BranchQuery, read};
+        let dir = tempfile::tempdir().unwrap();
+        let root = repo(dir.path());
+        let now = crate::clock::wall_now();
+        // The branch's one commit of this checkout's is recent for five more minutes.
+        let at = now.as_second() - super::super::RECENT_OWN_COMMIT.as_secs() as i64 + 5 * 60;
+        sh_in(
+            &root,
+            &format!(
+                "git switch -q -c feature && GIT_AUTHOR_DATE='@{at} +0000' GIT_COMMITTER_DATE='@{at} +0000' git commit -q --allow-empty -m mine"
+            ),
+        );
+        let tier = dir.path().join("tier");
+        std::fs::create_dir(&tier).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let ask = |now: Timestamp, tier: Option<&Path>| {
+            read(&BranchQuery { root: &root, created_here: &[], now, deadline, away: None, own_only: true, tier }).own
+        };
+        assert_eq!(ask(now, Some(&tier)).len(), 1, "own for its recent commit, and kept");
+        let later = now + jiff::SignedDuration::from_mins(6);
+        assert_eq!(ask(later, None), vec![], "git: the commit is no longer recent");
+        assert_eq!(ask(later, Some(&tier)), vec![], "the kept reading must not outlive the commit's recency");
     }
 }

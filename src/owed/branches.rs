@@ -42,8 +42,9 @@ pub(super) struct BranchReading {
     pub handed_back: Vec<HandBack>,
     pub notes: Vec<String>,
     pub incomplete: bool,
-    /// Some branch is own only for a recent commit of this checkout's.
-    pub own_by_recent_commit: bool,
+    /// Some branch is own only for a recent commit of this checkout's: the reading stands
+    /// until the first such branch's newest such commit ages past [`RECENT_OWN_COMMIT`].
+    pub own_until: Option<Timestamp>,
 }
 
 /// Why the reading stopped.
@@ -70,20 +71,16 @@ pub(super) fn read(q: &BranchQuery<'_>) -> BranchReading {
     if let Some((tier, key)) = &kept_in
         && let Some(kept) = git_answers::kept(tier, key, q.now)
     {
-        let git_answers::Kept { items, own, handed_back, own_by_recent_commit } = kept;
-        return BranchReading { items, own, handed_back, own_by_recent_commit, ..BranchReading::default() };
+        let git_answers::Kept { items, own, handed_back, own_until } = kept;
+        return BranchReading { items, own, handed_back, own_until, ..BranchReading::default() };
     }
     let r = read_through(q, run::Git::new(q.root), Reads::Batched);
     if let Some((tier, key)) = &kept_in
         && !r.incomplete
         && r.notes.is_empty()
     {
-        let kept = git_answers::Kept {
-            items: r.items.clone(),
-            own: r.own.clone(),
-            handed_back: r.handed_back.clone(),
-            own_by_recent_commit: r.own_by_recent_commit,
-        };
+        let kept =
+            git_answers::Kept { items: r.items.clone(), own: r.own.clone(), handed_back: r.handed_back.clone(), own_until: r.own_until };
         git_answers::keep(tier, key, q.now, kept);
     }
     r
@@ -259,7 +256,15 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
         .iter()
         .filter_map(|(branch, route)| {
             let head = heads.get(branch.as_str())?;
-            Some(Cand { branch, refname: format!("refs/heads/{branch}"), head, route: *route, state: State::Open, own: false })
+            Some(Cand {
+                branch,
+                refname: format!("refs/heads/{branch}"),
+                head,
+                route: *route,
+                state: State::Open,
+                own: false,
+                recent: None,
+            })
         })
         .collect();
     let facts = Facts { tracking: &tracking, base: base.as_ref(), email: email.as_deref(), since };
@@ -270,7 +275,12 @@ fn examine(q: &BranchQuery<'_>, git: &Git<'_>, r: &mut BranchReading) -> Result<
         .filter(|c| c.own)
         .map(|c| OwnBranch { name: c.branch.to_string(), head: c.head.oid.clone(), committed_at: c.head.committed })
         .collect();
-    r.own_by_recent_commit = cands.iter().any(|c| c.own && c.route == Route::CheckedOut);
+    r.own_until = cands
+        .iter()
+        .filter(|c| c.own && c.route == Route::CheckedOut)
+        .filter_map(|c| c.recent)
+        .min()
+        .map(|later| Timestamp::from_second(later.saturating_add(RECENT_OWN_COMMIT.as_secs() as i64)).unwrap_or(Timestamp::MIN));
     for cand in &cands {
         let branch = cand.branch;
         let contains_base = match &cand.state {
@@ -319,6 +329,8 @@ struct Cand<'a> {
     state: State,
     /// Created here, or checked out here with a recent commit of this checkout's.
     own: bool,
+    /// Own for a recent commit: the newest such commit's later date (unix seconds).
+    recent: Option<i64>,
 }
 
 /// Where a candidate's judgment stands.
@@ -382,8 +394,9 @@ fn judge_all(git: &Git<'_>, cands: &mut [Cand<'_>], facts: &Facts<'_>, own_only:
         }
     }
     if let Some(email) = facts.email {
-        for i in recent_own(git, cands, &to_scan, facts.base, email, facts.since)? {
+        for (i, later) in recent_own(git, cands, &to_scan, facts.base, email, facts.since)? {
             cands[i].own = true;
+            cands[i].recent = Some(later);
         }
     }
     if own_only {
@@ -584,7 +597,7 @@ fn recent_own(
     base: Option<&Base>,
     email: &str,
     since: i64,
-) -> Result<Vec<usize>, Stop> {
+) -> Result<Vec<(usize, i64)>, Stop> {
     if which.is_empty() {
         return Ok(vec![]);
     }
@@ -602,7 +615,7 @@ fn recent_own(
     let mut own = Vec::new();
     for &i in which {
         let cand = &mut cands[i];
-        let from_listing = listing.as_ref().and_then(|graph| graph.any_within(&cand.head.oid, OWN_COMMITS_SCANNED_MAX));
+        let from_listing = listing.as_ref().and_then(|graph| graph.newest_within(&cand.head.oid, OWN_COMMITS_SCANNED_MAX));
         let got = match from_listing {
             Some(found) => Ok(found),
             None => has_recent_own_commit(git, &cand.refname, base, email, since),
@@ -610,9 +623,9 @@ fn recent_own(
         // Own-ness is asked whatever the earlier reads found: a branch they could not judge
         // keeps that note, and one they found pushed stays not owed.
         match got {
-            Ok(true) => own.push(i),
-            Ok(false) if matches!(cand.state, State::Open) => cand.state = State::NotOwed,
-            Ok(false) => {}
+            Ok(Some(later)) => own.push((i, later)),
+            Ok(None) if matches!(cand.state, State::Open) => cand.state = State::NotOwed,
+            Ok(None) => {}
             Err(Stop::Failed(why)) if !matches!(cand.state, State::Failed(_)) => cand.state = State::Failed(why),
             Err(Stop::Failed(_)) => {}
             Err(Stop::Budget) => return Err(Stop::Budget),
@@ -624,7 +637,8 @@ fn recent_own(
 /// The commits a batched `git log --format=%H%x00%P%x00%ae%x00%at%x00%ct` listed: each
 /// one's parents and whether it is a recent one of this checkout's.
 struct CommitGraph {
-    commits: HashMap<String, (Vec<String>, bool)>,
+    /// Each commit's parents, and its later date when it is a recent one of this checkout's.
+    commits: HashMap<String, (Vec<String>, Option<i64>)>,
 }
 
 impl CommitGraph {
@@ -643,7 +657,7 @@ impl CommitGraph {
             // still links its parents.
             let mine = match (std::str::from_utf8(author), std::str::from_utf8(at), std::str::from_utf8(ct)) {
                 (Ok(author), Ok(at), Ok(ct)) => recent_by(author, at, ct, email, since),
-                _ => false,
+                _ => None,
             };
             commits.insert(text(oid).trim().to_string(), (parents, mine));
             if commits.len() > BATCH_COMMITS_LISTED_MAX {
@@ -656,10 +670,16 @@ impl CommitGraph {
     /// Whether a commit reachable from `head` within the listing is a recent one of this
     /// checkout's; None when more than `max` are reachable (only git's order can say which
     /// `max` it would scan).
+    #[cfg(test)]
     fn any_within(&self, head: &str, max: usize) -> Option<bool> {
+        self.newest_within(head, max).map(|newest| newest.is_some())
+    }
+
+    /// [`Self::any_within`] with the newest such commit's later date.
+    fn newest_within(&self, head: &str, max: usize) -> Option<Option<i64>> {
         let mut seen: HashSet<&str> = HashSet::new();
         let mut stack: Vec<&str> = vec![head];
-        let mut found = false;
+        let mut found: Option<i64> = None;
         while let Some(oid) = stack.pop() {
             let Some((parents, mine)) = self.commits.get(oid) else { continue };
             if !seen.insert(oid) {
@@ -668,7 +688,7 @@ impl CommitGraph {
             if seen.len() > max {
                 return None;
             }
-            found |= mine;
+            found = found.max(*mine);
             stack.extend(parents.iter().map(String::as_str));
         }
         Some(found)
@@ -816,26 +836,28 @@ fn ahead(track: &str) -> u64 {
 
 /// Whether the branch holds, beyond the default branch, a commit authored by `email` whose
 /// later date (author or committer, so a rebase counts) is at or after `since`.
-fn has_recent_own_commit(git: &Git<'_>, refname: &str, base: Option<&Base>, email: &str, since: i64) -> Result<bool, Stop> {
+fn has_recent_own_commit(git: &Git<'_>, refname: &str, base: Option<&Base>, email: &str, since: i64) -> Result<Option<i64>, Stop> {
     let count = format!("-n{OWN_COMMITS_SCANNED_MAX}");
     let mut args = vec!["log", count.as_str(), "--format=%ae%x00%at%x00%ct", refname];
     let not = base.map(|b| format!("^{}", b.oid));
     args.extend(not.as_deref());
     args.push("--");
     let out = git.ok(&args)?;
-    Ok(split_lines(&out).any(|line| {
-        let mut f = line.split('\0');
-        let (Some(author), Some(at), Some(ct)) = (f.next(), f.next(), f.next()) else { return false };
-        recent_by(author, at, ct, email, since)
-    }))
+    Ok(split_lines(&out)
+        .filter_map(|line| {
+            let mut f = line.split('\0');
+            let (Some(author), Some(at), Some(ct)) = (f.next(), f.next(), f.next()) else { return None };
+            recent_by(author, at, ct, email, since)
+        })
+        .max())
 }
 
-/// Whether a commit with these `%ae`, `%at` and `%ct` is by `email` with its later date
-/// at or after `since`.
-fn recent_by(author: &str, at: &str, ct: &str, email: &str, since: i64) -> bool {
+/// The later date of a commit with these `%ae`, `%at` and `%ct` when it is by `email`
+/// with that date at or after `since`.
+fn recent_by(author: &str, at: &str, ct: &str, email: &str, since: i64) -> Option<i64> {
     let later = at.trim().parse::<i64>().unwrap_or(i64::MIN).max(ct.trim().parse::<i64>().unwrap_or(i64::MIN));
     // Email addresses compare without case, as mail does in practice.
-    author.trim().eq_ignore_ascii_case(email) && later >= since
+    (author.trim().eq_ignore_ascii_case(email) && later >= since).then_some(later)
 }
 
 fn split_lines(bytes: &[u8]) -> impl Iterator<Item = &str> {
@@ -1131,7 +1153,14 @@ mod tests {
         let hits_before = super::git_answers::HITS.with(|h| h.get());
         for case in 0..git_answers_cases() {
             let dir = tempfile::tempdir().unwrap();
-            sh_in(dir.path(), &format!("{LAB}\ncd ..; git clone -q origin.git peer; cd peer; git config user.email other@example.com"));
+            // `mine` is own only for its recent commit of this checkout's (checked out, not
+            // created here), so the config's user.email decides it.
+            sh_in(
+                dir.path(),
+                &format!(
+                    "{LAB}\ngit switch -q -c mine; c mine.txt x\ncd ..; git clone -q origin.git peer; cd peer; git config user.email other@example.com"
+                ),
+            );
             let wc = dir.path().join("wc");
             let tier = dir.path().join("tier");
             std::fs::create_dir(&tier).unwrap();

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::{HandBack, OwnBranch};
@@ -31,10 +31,6 @@ pub const ENTRIES_MAX: usize = 4;
 /// Files and folders whose identity a key is made from, at most: past it (a repository
 /// with that many loose refs or worktrees) the key is not made and git is asked.
 pub const KEY_FILES_MAX: usize = 4_096;
-/// A reading that counts a branch own for a recent commit of this checkout's stands this
-/// long: time alone can end that (the commit ages past `RECENT_OWN_COMMIT`), which no file
-/// shows. Every other answer changes only with the files in the key.
-pub const OWN_BY_RECENT_COMMIT_RECHECK: SignedDuration = SignedDuration::from_mins(10);
 
 /// What a reading was asked: part of its key.
 pub(super) struct Asked<'a> {
@@ -52,9 +48,9 @@ pub(super) struct Kept {
     pub items: Vec<Owed>,
     pub own: Vec<OwnBranch>,
     pub handed_back: Vec<HandBack>,
-    /// Some branch is own only for a recent commit: the reading is asked again after
-    /// [`OWN_BY_RECENT_COMMIT_RECHECK`].
-    pub own_by_recent_commit: bool,
+    /// Some branch is own only for a recent commit: the reading stands until the first such
+    /// commit ages past `RECENT_OWN_COMMIT`, when git would answer otherwise.
+    pub own_until: Option<Timestamp>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -105,11 +101,35 @@ pub(super) fn key(asked: &Asked<'_>) -> Option<String> {
         field(k.as_encoded_bytes());
         field(v.as_encoded_bytes());
     }
+    // Config given in the environment (`git -c`, GIT_CONFIG_COUNT) may include a file the
+    // key does not name, as a config file may.
+    if vars.iter().any(|(k, v)| {
+        let k = k.as_encoded_bytes();
+        (k == b"GIT_CONFIG_PARAMETERS" || k.starts_with(b"GIT_CONFIG_KEY_"))
+            && v.as_encoded_bytes().to_ascii_lowercase().windows(7).any(|w| w == b"include")
+    }) {
+        return None;
+    }
     let files = key_files(asked.root)?;
     for path in &files {
         field(crate::platform::fs::path_bytes(path));
         match std::fs::symlink_metadata(path) {
-            Ok(m) => field(&crate::platform::fs::change_identity(&m)),
+            // A folder by what it is (device, inode, mode), not by its times: the git
+            // folder's change with every index write, and a ref folder's entries are walked
+            // one by one, so a ref added or removed changes the key's list itself.
+            Ok(m) if m.is_dir() => field(&crate::platform::fs::folder_identity(&m)),
+            Ok(m) => {
+                field(&crate::platform::fs::change_identity(&m));
+                // Git reads through a symlink (a loose ref, HEAD or a config file kept
+                // elsewhere): what it names is keyed too, and one naming nothing as such.
+                if m.file_type().is_symlink() {
+                    match std::fs::metadata(path) {
+                        Ok(target) => field(&crate::platform::fs::change_identity(&target)),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(b"names nothing"),
+                        Err(_) => return None,
+                    }
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(b"absent"),
             Err(_) => return None,
         }
@@ -170,7 +190,8 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Option<()> {
         if files.len() >= KEY_FILES_MAX {
             return None;
         }
-        if std::fs::symlink_metadata(&path).ok()?.is_dir() {
+        // A symlinked folder is walked as git walks it, through the link.
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
             walk(&path, files)?;
         } else {
             files.push(path);
@@ -197,7 +218,14 @@ fn config_files() -> Vec<PathBuf> {
             }
         }
     }
-    if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0" || v == "false") {
+    // Git skips the system file only for a value it reads as true (`true`, `yes`, `on`
+    // in any case, or a nonzero number); any other is keyed, which asks git no less often
+    // than it needs.
+    let nosystem = std::env::var_os("GIT_CONFIG_NOSYSTEM").is_some_and(|v| {
+        let v = v.to_string_lossy().to_ascii_lowercase();
+        matches!(v.as_str(), "true" | "yes" | "on") || v.parse::<i64>().is_ok_and(|n| n != 0)
+    });
+    if !nosystem {
         files.push(var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
     }
     files
@@ -235,7 +263,7 @@ pub(super) fn kept(tier: &Path, key: &str, now: Timestamp) -> Option<Kept> {
     let file = read(tier)?;
     let entry = file.entries.into_iter().find(|e| e.key == key)?;
     let age = now.duration_since(entry.decided_at);
-    let stands = !age.is_negative() && (!entry.reading.own_by_recent_commit || age < OWN_BY_RECENT_COMMIT_RECHECK);
+    let stands = !age.is_negative() && entry.reading.own_until.is_none_or(|until| now < until);
     #[cfg(test)]
     HITS.with(|hits| hits.set(hits.get() + u64::from(stands)));
     stands.then_some(entry.reading)
@@ -269,4 +297,88 @@ fn read(tier: &Path) -> Option<File> {
         return None;
     }
     serde_json::from_slice(&bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh_in(dir: &Path, script: &str) -> String {
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-ec", script])
+            .current_dir(dir)
+            .envs([("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A working copy `wc` in `dir` with one commit on `main`.
+    fn repo(dir: &Path) -> PathBuf {
+        sh_in(
+            dir,
+            "git init -q -b main wc && cd wc && git config user.name T && git config user.email me@example.com && echo a > f && git add f && git commit -qm a",
+        );
+        dir.join("wc")
+    }
+
+    fn key_of(root: &Path) -> String {
+        key(&Asked { root, created_here: &[], own_only: true, away: None }).expect("an ordinary repository is keyed")
+    }
+
+    #[test]
+    fn a_branch_made_through_a_symlinked_refs_folder_changes_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = repo(dir.path());
+        // git follows a symlinked folder under refs/ as any path does.
+        sh_in(dir.path(), "mv wc/.git/refs/heads heads && ln -s ../../../heads wc/.git/refs/heads");
+        let before = key_of(&root);
+        sh_in(&root, "git branch other");
+        assert!(sh_in(&root, "git for-each-ref --format='%(refname)'").contains("refs/heads/other"), "git sees the branch");
+        assert_ne!(key_of(&root), before, "git's answers changed with the branch, so the key must");
+    }
+
+    #[test]
+    fn a_symlinked_loose_ref_whose_target_changes_changes_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = repo(dir.path());
+        // A loose ref that is a symlink to a file outside refs/ is read through it.
+        sh_in(
+            dir.path(),
+            "git -C wc branch other && cp wc/.git/refs/heads/other other.ref && ln -sf ../../../../other.ref wc/.git/refs/heads/other",
+        );
+        let newer = sh_in(&root, "git commit -q --allow-empty -m b && git rev-parse HEAD");
+        let before = key_of(&root);
+        std::fs::write(dir.path().join("other.ref"), &newer).unwrap();
+        assert_eq!(sh_in(&root, "git rev-parse other"), newer, "git reads the branch through the symlink");
+        assert_ne!(key_of(&root), before, "the branch's head moved, so the key must change");
+    }
+
+    #[test]
+    fn a_reading_owning_a_branch_for_a_recent_commit_ends_when_that_commit_ages_out() {
+        use super::super::branches::{BranchQuery, read};
+        let dir = tempfile::tempdir().unwrap();
+        let root = repo(dir.path());
+        let now = crate::clock::wall_now();
+        // The branch's one commit of this checkout's is recent for five more minutes.
+        let at = now.as_second() - super::super::RECENT_OWN_COMMIT.as_secs() as i64 + 5 * 60;
+        sh_in(
+            &root,
+            &format!(
+                "git switch -q -c feature && GIT_AUTHOR_DATE='@{at} +0000' GIT_COMMITTER_DATE='@{at} +0000' git commit -q --allow-empty -m mine"
+            ),
+        );
+        let tier = dir.path().join("tier");
+        std::fs::create_dir(&tier).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let ask = |now: Timestamp, tier: Option<&Path>| {
+            read(&BranchQuery { root: &root, created_here: &[], now, deadline, away: None, own_only: true, tier }).own
+        };
+        assert_eq!(ask(now, Some(&tier)).len(), 1, "own for its recent commit, and kept");
+        let later = now + jiff::SignedDuration::from_mins(6);
+        assert_eq!(ask(later, None), vec![], "git: the commit is no longer recent");
+        assert_eq!(ask(later, Some(&tier)), vec![], "the kept reading must not outlive the commit's recency");
+    }
 }

@@ -62,6 +62,16 @@ pub fn change_identity(m: &Metadata) -> [u8; 64] {
     out
 }
 
+/// What names a folder, from `m`: its device, inode and mode, without the times its
+/// entries' comings and goings change.
+pub fn folder_identity(m: &Metadata) -> [u8; 24] {
+    let mut out = [0u8; 24];
+    for (chunk, v) in out.chunks_exact_mut(8).zip([m.dev(), m.ino(), m.mode() as u64]) {
+        chunk.copy_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
 /// Makes an open refuse a symlink as the path's last component (`O_NOFOLLOW`): the open
 /// fails (`ELOOP` on Linux) instead of reaching whatever the link names.
 pub fn no_follow(opts: &mut OpenOptions) -> &mut OpenOptions {

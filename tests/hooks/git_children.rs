@@ -18,6 +18,8 @@ struct Lab {
     /// The folder holding the logging `git` and the stub `gh`, first on the hooks' PATH.
     bin: PathBuf,
     log: PathBuf,
+    /// Variables set on every hook after the isolating ones (so they may replace them).
+    env: Vec<(String, PathBuf)>,
 }
 
 impl Lab {
@@ -35,7 +37,7 @@ impl Lab {
         let script = format!("#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n", log.display(), real_git.display());
         write_program(&bin.join("git"), &script);
         write_program(&bin.join("gh"), "#!/bin/sh\nprintf '[]\\n'\n");
-        Lab { repo, bin, log }
+        Lab { repo, bin, log, env: Vec::new() }
     }
 
     fn hook(&self, event: &str, payload: Value) -> Output {
@@ -50,6 +52,7 @@ impl Lab {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("ABCD_GH", self.bin.join("gh"))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -131,4 +134,78 @@ fn an_away_stop_with_the_forge_listing_fresh_starts_no_git_child() {
     lab.stop();
     lab.prompt();
     assert_eq!(lab.children(), Vec::<String>::new(), "an away Stop and prompt with nothing changed");
+}
+
+/// Asserts that a prompt asks git again after `change` (made once the hooks have kept their
+/// readings, if they keep any), with `env` set on every hook; with `kept`, that the prompt
+/// before the change asked nothing.
+fn a_change_is_asked_again(env: Vec<(String, PathBuf)>, kept: bool, change: impl FnOnce(&Lab), what: &str) {
+    let mut lab = Lab::new();
+    lab.env = env;
+    lab.prompt();
+    lab.stop();
+    lab.prompt();
+    lab.stop();
+    assert!(!lab.children().is_empty(), "the first hooks ask git");
+    lab.prompt();
+    if kept {
+        assert_eq!(lab.children(), Vec::<String>::new(), "nothing changed yet");
+    }
+    change(&lab);
+    lab.prompt();
+    assert!(!lab.children().is_empty(), "the prompt after {what} asks git");
+}
+
+#[test]
+fn a_config_file_included_from_the_environment_is_keyed() {
+    let lab_dir = tempfile::tempdir().unwrap();
+    let included = lab_dir.path().join("included.gitconfig");
+    let by_count = vec![
+        ("GIT_CONFIG_COUNT".to_string(), PathBuf::from("1")),
+        ("GIT_CONFIG_KEY_0".to_string(), PathBuf::from("include.path")),
+        ("GIT_CONFIG_VALUE_0".to_string(), included.clone()),
+    ];
+    // As `git -c include.path=…` passes it on to the gits it starts.
+    let by_parameters = vec![("GIT_CONFIG_PARAMETERS".to_string(), PathBuf::from(format!("'include.path'='{}'", included.display())))];
+    for env in [by_count, by_parameters] {
+        std::fs::write(&included, "[user]\n\temail = me@example.com\n").unwrap();
+        // Such a file is not keyed: git is asked on every hook.
+        a_change_is_asked_again(
+            env,
+            false,
+            |_| std::fs::write(&included, "[user]\n\temail = someone.else@example.com\n").unwrap(),
+            "a change to a config file an `include.path` in the environment names",
+        );
+    }
+}
+
+#[test]
+fn the_system_config_is_keyed_when_git_config_nosystem_says_no() {
+    let lab_dir = tempfile::tempdir().unwrap();
+    let system = lab_dir.path().join("system.gitconfig");
+    std::fs::write(&system, "[user]\n\temail = me@example.com\n").unwrap();
+    // git reads `no`, `off` and `false` (any case) as false, as git_env_bool does.
+    let env = vec![("GIT_CONFIG_NOSYSTEM".to_string(), PathBuf::from("no")), ("GIT_CONFIG_SYSTEM".to_string(), system.clone())];
+    a_change_is_asked_again(
+        env,
+        true,
+        |_| std::fs::write(&system, "[user]\n\temail = someone.else@example.com\n").unwrap(),
+        "a change to the system config git reads",
+    );
+}
+
+#[test]
+fn staging_a_file_between_hooks_keeps_the_answers() {
+    // `git add` and `git status` rewrite the index (and so the git folder's own times);
+    // no ref, reflog or config changes, so the next hooks ask git nothing.
+    let lab = Lab::new();
+    lab.prompt();
+    lab.stop();
+    lab.children();
+    std::fs::write(lab.repo.root.join("notes.txt"), "draft\n").unwrap();
+    repo::git(&lab.repo.root, &["add", "notes.txt"]);
+    repo::git(&lab.repo.root, &["status", "--porcelain"]);
+    lab.prompt();
+    lab.stop();
+    assert_eq!(lab.children(), Vec::<String>::new(), "the hooks after a git add and a git status");
 }

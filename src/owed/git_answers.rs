@@ -324,6 +324,39 @@ mod tests {
         dir.join("wc")
     }
 
+    /// Issue 37: a repository keeping its refs in reftable, which abcd does not read, is
+    /// not keyed, and its hooks get git's answers every time, the same as a read with no
+    /// tier (nothing is kept).
+    #[test]
+    fn a_reftable_repository_keeps_the_git_route_and_gets_gits_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        sh_in(
+            dir.path(),
+            "git init -q --ref-format=reftable -b main wc && cd wc && git config user.name T && git config user.email me@example.com \
+             && echo a > f && git add f && git commit -qm a && git switch -q -c feature && echo b > g && git add g && git commit -qm b",
+        );
+        let root = dir.path().join("wc");
+        assert!(root.join(".git/reftable").is_dir(), "git made a reftable repository");
+        assert_eq!(key(&Asked { root: &root, created_here: &[], own_only: true, away: None }), None);
+        let tier = dir.path().join("tier");
+        std::fs::create_dir(&tier).unwrap();
+        let (created, now) = (vec!["feature".to_string()], crate::clock::wall_now());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let q = |tier| super::super::branches::BranchQuery {
+            root: &root,
+            created_here: &created,
+            now,
+            deadline,
+            away: None,
+            own_only: false,
+            tier,
+        };
+        let (by_git, through_tier) = (super::super::branches::read(&q(None)), super::super::branches::read(&q(Some(&tier))));
+        assert_eq!(through_tier.own.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), ["feature"]);
+        assert_eq!((through_tier.own, through_tier.items), (by_git.own, by_git.items));
+        assert!(!tier.join(GIT_ANSWERS_FILE).exists(), "nothing is kept for a reftable repository");
+    }
+
     fn key_of(root: &Path) -> String {
         key(&Asked { root, created_here: &[], own_only: true, away: None }).expect("an ordinary repository is keyed")
     }

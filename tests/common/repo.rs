@@ -70,16 +70,20 @@ pub fn abcd(root: &Path, home: &Path) -> Command {
 
 /// `abcd hook <event>` in `root` with `payload` on its standard input, as the host runs it.
 pub fn hook(root: &Path, home: &Path, event: &str, payload: &str) -> std::process::Output {
+    output_with_stdin(abcd(root, home).args(["hook", event]), payload.as_bytes())
+}
+
+/// Runs `cmd` to its end with `input` on its standard input, stdout and stderr captured.
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> std::process::Output {
     use std::io::Write;
-    let mut child = abcd(root, home)
-        .args(["hook", event])
+    let mut child = cmd
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("abcd runs");
-    child.stdin.take().expect("a piped stdin").write_all(payload.as_bytes()).expect("the hook reads its payload");
-    child.wait_with_output().expect("abcd runs")
+        .expect("the command runs");
+    child.stdin.take().expect("a piped stdin").write_all(input).expect("the command reads its input");
+    child.wait_with_output().expect("the command runs")
 }
 
 /// `abcd init` in `root` (the local tier, the hooks), which must succeed.

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use common::repo::{self, TestRepo};
 use serde_json::{Value, json};
@@ -41,25 +41,18 @@ impl Lab {
     }
 
     fn hook(&self, event: &str, payload: Value) -> Output {
-        use std::io::Write;
         let path = std::env::join_paths(
             std::iter::once(self.bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
         )
         .unwrap();
-        let mut child = repo::abcd(&self.repo.root, &self.repo.home)
-            .args(["hook", event])
+        let mut cmd = repo::abcd(&self.repo.root, &self.repo.home);
+        cmd.args(["hook", event])
             .env("PATH", path)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("ABCD_GH", self.bin.join("gh"))
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        let out = repo::output_with_stdin(&mut cmd, payload.to_string().as_bytes());
         assert_eq!(out.status.code(), Some(0), "a hook always exits 0: {}", repo::text(&out));
         assert!(out.stderr.is_empty(), "abcd hook {event} warned: {}", repo::text(&out));
         out

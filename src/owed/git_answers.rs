@@ -110,7 +110,7 @@ pub(super) fn key(asked: &Asked<'_>) -> Option<String> {
     }) {
         return None;
     }
-    let files = key_files(asked.root)?;
+    let KeyFiles { files, configs } = key_files(asked.root)?;
     for path in &files {
         field(crate::platform::fs::path_bytes(path));
         match std::fs::symlink_metadata(path) {
@@ -134,18 +134,25 @@ pub(super) fn key(asked: &Asked<'_>) -> Option<String> {
             Err(_) => return None,
         }
     }
-    for config in config_files().into_iter().chain(repository_configs(asked.root)) {
-        if includes_others(&config)? {
+    for config in &configs {
+        if includes_others(config)? {
             return None;
         }
     }
     Some(h.finalize().to_hex().to_string())
 }
 
+/// The files a key is made from, and of them the config files, looked through for
+/// includes.
+struct KeyFiles {
+    files: Vec<PathBuf>,
+    configs: Vec<PathBuf>,
+}
+
 /// The files git's answers come from: the worktree's link, HEAD and reflog, the refs
 /// (loose, every folder and file, and packed), the worktrees' records, and every config
 /// file. None for reftable refs, or past [`KEY_FILES_MAX`].
-fn key_files(root: &Path) -> Option<Vec<PathBuf>> {
+fn key_files(root: &Path) -> Option<KeyFiles> {
     let gitdir = crate::git::branch::git_dir(root)?;
     let common = crate::git::branch::common_dir(&gitdir);
     if common.join("reftable").exists() {
@@ -171,8 +178,10 @@ fn key_files(root: &Path) -> Option<Vec<PathBuf>> {
             }
         }
     }
-    files.extend(config_files());
-    (files.len() <= KEY_FILES_MAX).then_some(files)
+    let mut configs = config_files();
+    files.extend(configs.iter().cloned());
+    configs.extend([common.join("config"), gitdir.join("config.worktree")]);
+    (files.len() <= KEY_FILES_MAX).then_some(KeyFiles { files, configs })
 }
 
 /// Every folder and file under `dir` (itself included), depth first; None past
@@ -250,15 +259,8 @@ fn includes_others(path: &Path) -> Option<bool> {
     }
 }
 
-/// The repository's own config and its worktree config are in the key's files, and are
-/// looked through for includes as the global and system ones are.
-fn repository_configs(root: &Path) -> Vec<PathBuf> {
-    let Some(gitdir) = crate::git::branch::git_dir(root) else { return Vec::new() };
-    vec![crate::git::branch::common_dir(&gitdir).join("config"), gitdir.join("config.worktree")]
-}
-
 /// The reading kept in `tier` under `key`, when it stands at `now`: decided at or before
-/// `now` (one from a clock set back does not), and not past its recheck.
+/// `now` (one from a clock set back does not), and before its `own_until`.
 pub(super) fn kept(tier: &Path, key: &str, now: Timestamp) -> Option<Kept> {
     let file = read(tier)?;
     let entry = file.entries.into_iter().find(|e| e.key == key)?;
@@ -292,11 +294,7 @@ pub(super) fn keep(tier: &Path, key: &str, now: Timestamp, reading: Kept) {
 }
 
 fn read(tier: &Path) -> Option<File> {
-    let bytes = crate::platform::fs::read_regular(&tier.join(GIT_ANSWERS_FILE), GIT_ANSWERS_MAX_BYTES as u64 + 1).ok()?;
-    if bytes.len() > GIT_ANSWERS_MAX_BYTES {
-        return None;
-    }
-    serde_json::from_slice(&bytes).ok()
+    super::read_cache(&tier.join(GIT_ANSWERS_FILE), GIT_ANSWERS_MAX_BYTES)
 }
 
 #[cfg(test)]
@@ -355,6 +353,48 @@ mod tests {
         assert_eq!(through_tier.own.iter().map(|b| b.name.as_str()).collect::<Vec<_>>(), ["feature"]);
         assert_eq!((through_tier.own, through_tier.items), (by_git.own, by_git.items));
         assert!(!tier.join(GIT_ANSWERS_FILE).exists(), "nothing is kept for a reftable repository");
+    }
+
+    /// KEY_FILES_MAX on both sides of its edge: a repository whose key names exactly that
+    /// many files is keyed; one loose ref more and git is asked.
+    #[test]
+    fn a_key_names_at_most_key_files_max_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = repo(dir.path());
+        let named = key_files(&root).expect("an ordinary repository is keyed").files.len();
+        let heads = root.join(".git/refs/heads");
+        let oid = std::fs::read_to_string(heads.join("main")).unwrap();
+        for n in 0..KEY_FILES_MAX - named {
+            std::fs::write(heads.join(format!("r{n:05}")), &oid).unwrap();
+        }
+        assert_eq!(key_files(&root).map(|k| k.files.len()), Some(KEY_FILES_MAX));
+        assert!(key(&Asked { root: &root, created_here: &[], own_only: true, away: None }).is_some());
+        std::fs::write(heads.join("one-more"), &oid).unwrap();
+        assert!(key_files(&root).is_none());
+        assert_eq!(key(&Asked { root: &root, created_here: &[], own_only: true, away: None }), None);
+    }
+
+    /// ENTRIES_MAX on both sides: that many readings are kept, newest first; one more
+    /// drops the oldest; keeping under a kept key replaces its reading.
+    #[test]
+    fn at_most_entries_max_readings_are_kept_newest_first() {
+        let tier = tempfile::tempdir().unwrap();
+        let now: Timestamp = "2026-12-06T10:00:00Z".parse().unwrap();
+        let reading =
+            |name: &str| Kept { own: vec![OwnBranch { name: name.into(), head: "0".repeat(40), committed_at: None }], ..Kept::default() };
+        for n in 0..ENTRIES_MAX {
+            keep(tier.path(), &format!("k{n}"), now, reading(&format!("b{n}")));
+        }
+        let keys = |t: &Path| read(t).unwrap().entries.iter().map(|e| e.key.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(tier.path()), (0..ENTRIES_MAX).rev().map(|n| format!("k{n}")).collect::<Vec<_>>());
+        assert_eq!(kept(tier.path(), "k0", now), Some(reading("b0")));
+        keep(tier.path(), &format!("k{ENTRIES_MAX}"), now, reading("new"));
+        assert_eq!(keys(tier.path()).len(), ENTRIES_MAX);
+        assert_eq!(kept(tier.path(), "k0", now), None, "the oldest is dropped");
+        keep(tier.path(), "k1", now, reading("again"));
+        assert_eq!(keys(tier.path())[0], "k1");
+        assert_eq!(keys(tier.path()).len(), ENTRIES_MAX);
+        assert_eq!(kept(tier.path(), "k1", now), Some(reading("again")));
     }
 
     fn key_of(root: &Path) -> String {

@@ -54,11 +54,7 @@ pub fn write(tier: &Path, facts: &ForgeFacts) -> Result<(), CacheError> {
 
 /// The last listing written into `tier`, if there is one that reads.
 pub fn read(tier: &Path) -> Option<ForgeFacts> {
-    let bytes = crate::platform::fs::read_regular(&tier.join(FORGE_CACHE_FILE), FORGE_CACHE_MAX_BYTES as u64 + 1).ok()?;
-    if bytes.len() > FORGE_CACHE_MAX_BYTES {
-        return None;
-    }
-    serde_json::from_slice(&bytes).ok()
+    super::read_cache(&tier.join(FORGE_CACHE_FILE), FORGE_CACHE_MAX_BYTES)
 }
 
 #[cfg(test)]

@@ -152,6 +152,16 @@ pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
     reading
 }
 
+/// A cache file of this module's (a JSON value of at most `max` bytes), read as absent
+/// when it is missing, not a regular file, bigger, or not the shape of `T`.
+fn read_cache<T: serde::de::DeserializeOwned>(path: &Path, max: usize) -> Option<T> {
+    let bytes = crate::platform::fs::read_regular(path, max as u64 + 1).ok()?;
+    if bytes.len() > max {
+        return None;
+    }
+    serde_json::from_slice(&bytes).ok()
+}
+
 /// Of the listed pull requests, those whose head is one of this working copy's own branches
 /// (seed 003): another copy's pull request, or one whose branch is in no checkout here, is
 /// not this session's to move.

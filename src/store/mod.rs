@@ -75,6 +75,16 @@ pub struct Provable {
     pub lost: Vec<(u64, u64)>,
 }
 
+/// The folded state as the prompt hook reads it: every part of it but the checklist's
+/// items, of which only those the hook reads ([`projection::prompt_reads`]). A type of its
+/// own, so it is never taken for the whole state (an append deciding from it would write
+/// projections without the plan).
+#[derive(Clone, Debug)]
+pub struct PromptState {
+    pub state: FoldedState,
+    pub head: Head,
+}
+
 pub struct Store {
     journal: Journal,
     /// The `checklist.json` bytes this store last wrote, with the head they show:
@@ -210,7 +220,10 @@ impl Store {
             Some(Scope::Machine {}) => None,
             Some(Scope::WorkingCopy { .. }) | None => {
                 let bytes = projection::ChecklistFile::render_from_state(&current.state, current.head);
-                self.write_files(vec![(projection::CHECKLIST_FILE, bytes.clone())])?;
+                // The prompt's state goes with the view: both show every checklist event
+                // at once, so what a reader folds onto it is never a checklist event.
+                let prompt = projection::render_prompt_state(&current.state, current.head);
+                self.write_files(vec![(projection::CHECKLIST_FILE, bytes.clone()), (projection::PROMPT_STATE_FILE, prompt)])?;
                 *self.last_view.lock().unwrap_or_else(|p| p.into_inner()) = Some((current.head, bytes));
                 // The session-start render, for a hook with no away block (the common case;
                 // a hook that frames one renders and writes its own). Its notes are the
@@ -282,11 +295,27 @@ impl Store {
         create: Option<&Scope>,
         decide: impl FnOnce(&FoldedState) -> (Vec<NewEvent>, T),
     ) -> Result<Written<T>, JournalError> {
+        self.append_with_read(create, None, decide)
+    }
+
+    /// [`Store::append_with`], given the state a read without the lock made (`read`): when
+    /// the journal's head under the lock is still the line that read ended at, that state
+    /// is the fold at the head, and it is not read again (a hook's second read of the
+    /// whole plan).
+    pub fn append_with_read<T>(
+        &self,
+        create: Option<&Scope>,
+        read: Option<&CurrentState>,
+        decide: impl FnOnce(&FoldedState) -> (Vec<NewEvent>, T),
+    ) -> Result<Written<T>, JournalError> {
         self.settle_scope()?;
         let lock = self.journal.lock()?;
         let mut notes = AppendNotes::default();
         let (file, head, journal_id) = lock.open_for_append(create, &mut notes)?;
-        let before = self.state_at(file.as_ref(), head, journal_id.clone())?;
+        let before = match read {
+            Some(r) if r.head == head && r.journal_id == journal_id && r.degraded.is_none() && r.provable.is_none() => r.clone(),
+            _ => self.state_at(file.as_ref(), head, journal_id.clone())?,
+        };
         if let Some(c) = before.degraded {
             // Damage the tail window missed is recorded where every later append sees it.
             let _ = lock.mark_damage_found(&journal_id, before.head);
@@ -371,6 +400,39 @@ impl Store {
             current.provable = Some(provable);
         }
         Ok(current)
+    }
+
+    /// The state as the prompt hook reads it ([`PromptState`]), from `prompt-state.json`
+    /// and the events after the line it names. `None` whenever that cannot be had for
+    /// sure (no file, a file that fails a check, a line the journal does not hold or the
+    /// durability rule does not vouch for, a checklist event past it, a damaged journal):
+    /// the caller then reads [`Store::current_state`], which says why.
+    pub fn prompt_state(&self) -> Option<PromptState> {
+        let storage = &**self.journal.storage();
+        let path = &self.journal.paths().journal;
+        let file = open_trusted(storage, path).ok()?;
+        let genesis = read_genesis(file.as_ref(), path).ok()?;
+        self.check_place(Some(file.as_ref()), Some(&genesis)).ok()?;
+        let Tail::Good { head, .. } = scan::read_tail(file.as_ref()).ok()? else { return None };
+        let dir = self.journal.paths().dir();
+        let (state, named) = projection::load_prompt_state(storage, &dir.join(projection::PROMPT_STATE_FILE))?;
+        let mut durable = Durable::new(&self.journal, &genesis.journal_id);
+        if named == head {
+            return durable.vouches_for(file.as_ref(), head).ok()?.then_some(PromptState { state, head });
+        }
+        if !(scan::line_is_at(file.as_ref(), named).ok()? && durable.vouches_for(file.as_ref(), named).ok()?) {
+            return None;
+        }
+        let checklist_events = |s: &FoldedState| -> u64 {
+            s.journal.by_kind.iter().filter(|(kind, _)| projection::changes_checklist_view(kind)).map(|(_, n)| n).sum()
+        };
+        let before = checklist_events(&state);
+        let start = StartPoint { after: Some(named) };
+        let folded = fold_from(file.as_ref(), state, start, StateBase::Projection { seq: named.seq }, genesis.journal_id).ok()?;
+        // Items left out of the file cannot take a checklist event: past one, the whole
+        // state is read.
+        (folded.degraded.is_none() && checklist_events(&folded.state) == before)
+            .then_some(PromptState { state: folded.state, head: folded.head })
     }
 
     /// Hands `fold` every step past the valid prefix (which ends at the line `prefix`) that

@@ -49,6 +49,11 @@ pub const AWAY_FILE: &str = "away.json";
 pub const AWAY_SCHEMA: &str = "abcd/away/v1";
 const AWAY_DIGEST_CONTEXT: &str = "abcd projection v1 away digest";
 const STATE_DIGEST_CONTEXT: &str = "abcd projection v1 state digest";
+/// The prompt hook's state: `state.json`'s state with only the items that hook reads
+/// ([`prompt_reads`]), so its read does not grow with the plan.
+pub const PROMPT_STATE_FILE: &str = "prompt-state.json";
+pub const PROMPT_STATE_SCHEMA: &str = "abcd/prompt-state/v1";
+const PROMPT_STATE_DIGEST_CONTEXT: &str = "abcd projection v1 prompt state digest";
 /// The top-level `digest` key as `pretty` writes it, up to its value's first digit.
 const DIGEST_KEY: &[u8] = b"\n  \"digest\": \"";
 /// A digest's hex digits.
@@ -165,6 +170,88 @@ pub fn render_state(state: &FoldedState, head: Head) -> Vec<u8> {
     render_sealed(STATE_DIGEST_CONTEXT, &StateFileOut { schema: STATE_SCHEMA, journal: head.into(), digest: UNSEALED, state })
 }
 
+/// Whether the prompt hook reads `item`: a promise that may still fire (the promise
+/// check), or refs it names (the behind check). What else the hook reads of the plan is
+/// its last write's time; a re-injection renders from `checklist.json`.
+pub fn prompt_reads(item: &Item) -> bool {
+    let promise_may_fire =
+        item.fields.state != crate::checklist::item::ItemState::Dropped && item.fields.promise.is_some() && item.promise_fired.is_none();
+    promise_may_fire || !item.fields.owner_refs.is_empty()
+}
+
+/// `prompt-state.json` for `state` at `head`: `state.json`'s file with only the items
+/// [`prompt_reads`].
+pub fn render_prompt_state(state: &FoldedState, head: Head) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct PromptStateOut<'a> {
+        schema: &'a str,
+        journal: JournalRef,
+        digest: &'a str,
+        state: StateOut<'a>,
+    }
+    /// `FoldedState` as it serializes, with the checklist's items filtered: the rest is
+    /// borrowed, not cloned.
+    #[derive(Serialize)]
+    struct StateOut<'a> {
+        journal: &'a crate::fold::JournalSummary,
+        checklist: ChecklistOut<'a>,
+        work: &'a crate::fold::WorkState,
+        away: &'a crate::away::AwayState,
+        sessions: &'a std::collections::BTreeMap<String, crate::fold::SessionSlot>,
+        ledger: &'a crate::ledger::LedgerState,
+        #[serde(skip_serializing_if = "crate::phased::LoopRecords::is_empty")]
+        loops: &'a crate::phased::LoopRecords,
+        #[serde(skip_serializing_if = "crate::fold::context::ContextState::is_empty")]
+        context: &'a crate::fold::context::ContextState,
+    }
+    #[derive(Serialize)]
+    struct ChecklistOut<'a> {
+        items: Vec<&'a Item>,
+        updated_at: Option<jiff::Timestamp>,
+        updated_by: &'a Option<String>,
+        refusals_total: u64,
+        last_refusal: &'a Option<crate::fold::checklist::RefusalRecord>,
+        #[serde(skip_serializing_if = "is_zero")]
+        next_number: u64,
+        #[serde(skip_serializing_if = "is_zero")]
+        retired_total: u64,
+    }
+    fn is_zero(n: &u64) -> bool {
+        *n == 0
+    }
+    let c = &state.checklist;
+    let FoldedState { journal, checklist: _, work, away, sessions, ledger, loops, context } = state;
+    let checklist = ChecklistOut {
+        items: c.items.iter().filter(|i| prompt_reads(i)).collect(),
+        updated_at: c.updated_at,
+        updated_by: &c.updated_by,
+        refusals_total: c.refusals_total,
+        last_refusal: &c.last_refusal,
+        next_number: c.next_number,
+        retired_total: c.retired_total,
+    };
+    let state = StateOut { journal, checklist, work, away, sessions, ledger, loops, context };
+    render_sealed(
+        PROMPT_STATE_DIGEST_CONTEXT,
+        &PromptStateOut { schema: PROMPT_STATE_SCHEMA, journal: head.into(), digest: UNSEALED, state },
+    )
+}
+
+/// The prompt state's state and the line it names, on the checks [`load_state_any`]
+/// makes, and every item one [`prompt_reads`]: a file holding others is not one abcd wrote.
+pub fn load_prompt_state(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
+    let (state, head) = load_sealed_state(storage, path, PROMPT_STATE_SCHEMA, PROMPT_STATE_DIGEST_CONTEXT)?;
+    state.checklist.items.iter().all(prompt_reads).then_some((state, head))
+}
+
+/// A `prompt-state.json` forged from `file`, sealed as abcd seals one (for tests, as
+/// [`seal_state_json`]).
+pub fn seal_prompt_state_json(file: &serde_json::Value) -> Vec<u8> {
+    let mut file = file.clone();
+    file["digest"] = serde_json::json!(UNSEALED);
+    render_sealed(PROMPT_STATE_DIGEST_CONTEXT, &file)
+}
+
 /// A `state.json` forged from `file` (a parsed `state.json` with any content): rendered
 /// and sealed as abcd seals one. For tests that prove a reader checks more than the
 /// digest, which has no key.
@@ -185,6 +272,12 @@ fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
 /// checks again (`fold::cached_state_passes`: the digest has no key, so it is no proof
 /// abcd wrote it).
 pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
+    load_sealed_state(storage, path, STATE_SCHEMA, STATE_DIGEST_CONTEXT)
+}
+
+/// A file shaped as `state.json` is, of `schema`, sealed in `digest_context`: see
+/// [`load_state_any`].
+fn load_sealed_state(storage: &dyn Storage, path: &Path, schema: &str, digest_context: &str) -> Option<(FoldedState, Head)> {
     let facts = storage.facts(path).ok()??;
     if crate::journal::storage::untrusted_reason(&facts).is_some() {
         return None;
@@ -192,8 +285,8 @@ pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState
     let bytes = read_small(storage, path, MAX_PROJECTION_BYTES).ok()?;
     let file: StateFile = serde_json::from_slice(&bytes).ok()?;
     let j = file.journal;
-    let intact = file.schema == STATE_SCHEMA
-        && digest_holds(STATE_DIGEST_CONTEXT, &bytes, &file.digest)
+    let intact = file.schema == schema
+        && digest_holds(digest_context, &bytes, &file.digest)
         && file.state.journal.events == j.seq + 1
         && file.state.journal.last_hash == Some(j.hash)
         && crate::fold::cached_state_passes(&file.state);

@@ -212,8 +212,9 @@ impl<'a> Caches<'a> {
         let mut out = read_tree(tmp.path());
         out.remove(JOURNAL);
         // The session-start render is stamped with the clock at the write, and no replay
-        // reads it: not an input.
+        // reads it: not an input. Nor is the prompt hook's state, which only that hook reads.
         out.remove(abcd::store::projection::SESSION_CONTEXT_FILE);
+        out.remove(abcd::store::projection::PROMPT_STATE_FILE);
         out
     }
 

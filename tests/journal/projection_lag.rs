@@ -202,3 +202,65 @@ fn a_checklist_json_naming_a_window_line_by_another_hash_is_not_served() {
     let view = store.checklist_view();
     assert_eq!(view.source, ViewSource::Journal, "a named line whose hash is not the journal's is not trusted");
 }
+
+/// A checklist item as `checklist add` would write it, `edit`ed.
+fn item_added(id: &str, edit: impl FnOnce(&mut abcd::checklist::item::ItemFields)) -> abcd::journal::NewEvent {
+    let mut item = abcd::checklist::item::ItemFields::working(id, &format!("Item {id}"));
+    edit(&mut item);
+    abcd::journal::NewEvent { data: serde_json::to_value(abcd::event::ItemAdded { item }).unwrap(), ..event("checklist.item_added", 0) }
+}
+
+/// `state` with only the items the prompt hook reads: what its state must equal.
+fn as_the_prompt_reads(mut state: abcd::fold::FoldedState) -> abcd::fold::FoldedState {
+    state.checklist.items.retain(abcd::store::projection::prompt_reads);
+    state
+}
+
+#[test]
+fn the_prompt_state_is_the_state_with_the_items_the_prompt_reads_and_never_read_past_a_checklist_event() {
+    use abcd::checklist::item::ItemState;
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    let scope = tj.scope();
+    let plan = [
+        item_added("plain", |_| {}),
+        item_added("names-a-branch", |i| i.owner_refs = vec!["branch:fix".into()]),
+        item_added("promises", |i| i.promise = Some("pr:7 merged => add the wrapper".into())),
+        item_added("dropped-promise", |i| {
+            i.promise = Some("pr:8 merged => tidy".into());
+            i.state = ItemState::Dropped;
+        }),
+    ];
+    store.append(&plan, Some(&scope)).unwrap();
+    let whole = store.current_state().unwrap();
+    assert_eq!(whole.state.checklist.items.len(), 4, "{:?}", whole.state.journal.skipped);
+    let prompt = store.prompt_state().expect("written with checklist.json");
+    assert_eq!(prompt.head, whole.head);
+    let ids: Vec<&str> = prompt.state.checklist.items.iter().map(|i| i.fields.id.as_str()).collect();
+    assert_eq!(ids, ["names-a-branch", "promises"]);
+    assert_eq!(prompt.state, as_the_prompt_reads(whole.state));
+
+    // Events that cannot change the checklist leave the file behind; the read folds them.
+    store.append(&[session_started(1), session_started(2)], Some(&scope)).unwrap();
+    let prompt = store.prompt_state().expect("folded forward");
+    let whole = store.current_state().unwrap();
+    assert_eq!((prompt.head, prompt.state), (whole.head, as_the_prompt_reads(whole.state)));
+
+    // A checklist event appended behind the store's back: the items left out could be the
+    // ones it changes, so there is no prompt state until the next write.
+    tj.journal().append_batch(&[item_added("later", |i| i.owner_refs = vec!["branch:later".into()])], Some(&scope)).unwrap();
+    assert!(store.prompt_state().is_none(), "never read past a checklist event");
+    store.append(&[session_started(3)], Some(&scope)).unwrap();
+    assert!(store.prompt_state().is_none(), "an event that leaves checklist.json behind leaves it too");
+    store.append(&[item_added("next", |_| {})], Some(&scope)).unwrap();
+    let prompt = store.prompt_state().expect("rewritten with checklist.json");
+    assert_eq!(prompt.state, as_the_prompt_reads(store.current_state().unwrap().state));
+
+    // A file holding an item the prompt does not read is not one abcd wrote.
+    let path = tj.paths.dir().join(abcd::store::projection::PROMPT_STATE_FILE);
+    let mut forged: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let whole: serde_json::Value = serde_json::to_value(store.current_state().unwrap().state).unwrap();
+    forged["state"]["checklist"]["items"] = whole["checklist"]["items"].clone();
+    std::fs::write(&path, abcd::store::projection::seal_prompt_state_json(&forged)).unwrap();
+    assert!(store.prompt_state().is_none(), "a forged file with the plain item");
+}

@@ -340,3 +340,11 @@ fn each_open_outside_the_seam_is_caught_and_nothing_else() {
         assert!(got.starts_with(want), "{got} is not {want}");
     }
 }
+
+#[test]
+fn the_prompt_hook_answers_with_a_fifo_for_its_state() {
+    let repo = fifo_for(one_item(), abcd::store::projection::PROMPT_STATE_FILE);
+    let out = abcd(&repo, &["hook", "user-prompt-submit"], &fixture("user-prompt-submit.json", &repo.root));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "the whole state is read instead, without a word: {}", text(&out.stderr));
+}

@@ -132,11 +132,9 @@ fn handle_managed(req: &HookRequest, place: &Place, started: std::time::Instant)
                 stop_hook_active: *stop_hook_active,
                 last_assistant_message: last_assistant_message.as_deref(),
                 session_crons,
+                transcript_path: req.transcript_path.as_deref(),
             };
-            let receipts_warning = settle_at_turn_end(&store, &scope, req, &actor);
-            let mut outcome = stop::stop(&store, &scope, &root, &away, &payload, started)?;
-            outcome.warning = join(outcome.warning.into_iter().chain(receipts_warning).collect());
-            Ok(outcome)
+            stop::stop(&store, &scope, &root, &away, &payload, started)
         }
         RequestDetail::StopFailure { error } => stop::stop_failure(&root, &away, req.session_id.as_deref(), error),
         RequestDetail::Notification { notification_type, message } => {
@@ -233,18 +231,25 @@ fn user_prompt(
 ) -> Result<HookOutcome, HookError> {
     let root = &place.root()?;
     // A wake reaches the session as a prompt: promises due by now fire here.
-    let mut state = store.current_state().ok().map(|c| c.state);
-    let known = state.as_ref().map(|s| s.checklist.items.as_slice());
+    let mut read = PromptRead::of(store);
+    let known = read.state().map(|s| s.checklist.items.as_slice());
     let (fired, fired_warning) =
         promises::fire_due(store, Some(scope), root, actor, crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?, None, known);
     if !fired.is_empty() {
-        state = store.current_state().ok().map(|c| c.state);
+        read = PromptRead::of(store);
     }
-    let view = store.checklist_view();
-    let work = state.as_ref().map(|s| s.work.clone()).unwrap_or_default();
+    let state = read.state();
+    // The checklist view (`checklist.json`, or last-good when the journal cannot be read)
+    // only where the state is not enough: a re-injection's render and an unreadable state.
+    let view = std::cell::OnceCell::new();
+    let view = || view.get_or_init(|| store.checklist_view());
+    let work = state.map(|s| s.work.clone()).unwrap_or_default();
     let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
     // Read only where it can be sent: a re-injection goes alone.
-    let behind = || behind_note(&view.checklist, &work.branches, root, store.journal().paths().dir(), now, started);
+    let behind = || {
+        let checklist = state.map_or_else(|| &view().checklist, |s| &s.checklist);
+        behind_note(checklist, &work.branches, root, store.journal().paths().dir(), now, started)
+    };
     let record = away.get();
     let show = |t| crate::clock::show(t);
     let window = record.holding(now);
@@ -255,7 +260,7 @@ fn user_prompt(
         None => None,
     };
     let session = req.session_id.as_deref().filter(|s| event::session_id_ok(s));
-    let known = session.and_then(|id| state.as_ref().and_then(|s| s.context.session(id)));
+    let known = session.and_then(|id| state.and_then(|s| s.context.session(id)));
     let receipts = known.map(|k| context::settle(k, req.transcript_path.as_deref(), context::Moment::Prompt)).unwrap_or_default();
     // The newest plan the session was sent, when the host did not deliver it (now or
     // earlier), goes again once.
@@ -267,7 +272,7 @@ fn user_prompt(
         // host's cap, and a re-injection is never sent a third time.
         Some(marker) => {
             let block = window.map(|w| crate::away::text::away_block(w, &show));
-            (Some(session_context(&view, block.as_deref())), "reinject", view.head_seq, Some(marker))
+            (Some(session_context(view(), block.as_deref())), "reinject", view().head_seq, Some(marker))
         }
         None => {
             let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, record.state.window.as_ref(), &show);
@@ -288,7 +293,7 @@ fn user_prompt(
     let mut events: Vec<NewEvent> = receipts.iter().map(|r| context::receipt_event(r, actor)).collect();
     events.extend(made.as_ref().and_then(|m| m.event.clone()));
     let mut warnings: Vec<String> = record.warning.iter().cloned().chain(fired_warning).chain(sweep_warnings).collect();
-    let (warning, dropped) = record_settled(store, scope, events);
+    let (warning, dropped) = record_settled(store, Some(scope), read.whole(), events);
     warnings.extend(warning);
     // A re-injection another hook made or made moot meanwhile is not sent.
     let made = made.filter(|m| !m.marker.as_ref().is_some_and(|marker| dropped.contains(marker)));
@@ -296,25 +301,55 @@ fn user_prompt(
     Ok(HookOutcome { reply, warning: join(warnings) })
 }
 
-/// At a turn's end every request of the turn is in the transcript: the session's pending
-/// injections are settled, as delivered, not delivered, or unknown.
-fn settle_at_turn_end(store: &Store, scope: &Scope, req: &HookRequest, actor: &Actor) -> Option<String> {
-    let session = req.session_id.as_deref().filter(|s| event::session_id_ok(s))?;
-    let state = store.current_state().ok()?.state;
-    let known = state.context.session(session)?;
-    let receipts = context::settle(known, req.transcript_path.as_deref(), context::Moment::TurnEnd);
-    record_settled(store, scope, receipts.iter().map(|r| context::receipt_event(r, actor)).collect()).0
+/// What the prompt hook reads of the folded state: the prompt's state, whose cost does not
+/// grow with the plan, else the whole state (no prompt state to be had for sure), else
+/// nothing (the journal cannot be read).
+enum PromptRead {
+    Prompt(crate::store::PromptState),
+    Whole(crate::store::CurrentState),
+    Unread,
 }
 
-/// Appends receipts and injections under the writer lock, dropping a receipt whose
+impl PromptRead {
+    fn of(store: &Store) -> PromptRead {
+        match store.prompt_state() {
+            Some(p) => PromptRead::Prompt(p),
+            None => store.current_state().map_or(PromptRead::Unread, PromptRead::Whole),
+        }
+    }
+
+    fn state(&self) -> Option<&crate::fold::FoldedState> {
+        match self {
+            PromptRead::Prompt(p) => Some(&p.state),
+            PromptRead::Whole(c) => Some(&c.state),
+            PromptRead::Unread => None,
+        }
+    }
+
+    /// The whole state, which an append under the lock may decide from.
+    fn whole(&self) -> Option<&crate::store::CurrentState> {
+        match self {
+            PromptRead::Whole(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// Appends receipts and injections under the writer lock (from `read`, the hook's own read
+/// of the state, when the journal has not moved since), dropping a receipt whose
 /// injection another hook settled in the meantime (each injection is settled once) and a
 /// re-injection of a plan no longer owed once (another hook sent it again, or it was found
 /// delivered). Returns a warning and the markers of the injections dropped.
-fn record_settled(store: &Store, scope: &Scope, events: Vec<NewEvent>) -> (Option<String>, Vec<String>) {
+fn record_settled(
+    store: &Store,
+    scope: Option<&Scope>,
+    read: Option<&crate::store::CurrentState>,
+    events: Vec<NewEvent>,
+) -> (Option<String>, Vec<String>) {
     if events.is_empty() {
         return (None, Vec::new());
     }
-    let written = store.append_with(Some(scope), |state| {
+    let written = store.append_with_read(scope, read, |state| {
         let receipts: Vec<ContextReceipt> = events
             .iter()
             .filter(|e| e.kind != event::CONTEXT_INJECTED)
@@ -339,7 +374,7 @@ fn record_settled(store: &Store, scope: &Scope, events: Vec<NewEvent>) -> (Optio
                     }
                 }
                 kept.push(e);
-            } else if serde_json::from_value::<ContextReceipt>(e.data.clone()).is_ok_and(|r| pending(&r)) {
+            } else if receipt_still_pending(state, &e) {
                 kept.push(e);
             }
         }
@@ -352,6 +387,13 @@ fn record_settled(store: &Store, scope: &Scope, events: Vec<NewEvent>) -> (Optio
         ),
         Err(e) => (Some(format!("the context record was not saved: {e}")), Vec::new()),
     }
+}
+
+/// Whether the receipt event `receipt` settles an injection `state` still holds pending:
+/// each injection is settled once, whichever hook gets there first.
+fn receipt_still_pending(state: &crate::fold::FoldedState, receipt: &NewEvent) -> bool {
+    serde_json::from_value::<ContextReceipt>(receipt.data.clone())
+        .is_ok_and(|r| state.context.session(&r.session).is_some_and(|s| s.pending().any(|i| i.marker == r.marker)))
 }
 
 /// Test seam (test builds only): `ABCD_TEST_CONTEXT_PAD=<n>` pads the session start's

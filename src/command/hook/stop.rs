@@ -37,6 +37,8 @@ pub struct StopPayload<'a> {
     pub stop_hook_active: bool,
     pub last_assistant_message: Option<&'a str>,
     pub session_crons: &'a [SessionCron],
+    /// The host's transcript, where the turn's injections are settled.
+    pub transcript_path: Option<&'a Path>,
 }
 
 /// The cap in force: the host's variable when it is a number, else the default.
@@ -99,6 +101,11 @@ pub struct PendingStop {
     loop_turn: bool,
     /// This session's state in the unlocked read.
     before: SessionState,
+    /// The unlocked read: the state under the lock when the journal has not moved since.
+    read: Option<crate::store::CurrentState>,
+    /// The turn's injections the transcript settles, recorded with the verdict in one
+    /// append (one sync for the hook).
+    receipts: Vec<NewEvent>,
 }
 
 /// Everything but the recording: see [`stop`].
@@ -119,6 +126,15 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     };
     let empty = crate::fold::FoldedState::default();
     let folded = current.as_ref().map_or(&empty, |c| &c.state);
+    let actor = Actor::this_process(Some(session.to_string()));
+    let receipts: Vec<NewEvent> = folded
+        .context
+        .session(session)
+        .map(|known| super::context::settle(known, p.transcript_path, super::context::Moment::TurnEnd))
+        .unwrap_or_default()
+        .iter()
+        .map(|r| super::context::receipt_event(r, &actor))
+        .collect();
     let checklist = &folded.checklist.items;
     let forge_program = std::env::var_os(FORGE_PROGRAM_VAR).map(std::path::PathBuf::from);
     let mut reading = owed::read_owed(&OwedQuery {
@@ -133,7 +149,6 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     });
     // Promises fire from the listing just made (or its cache); what they became is owed,
     // and named first (the verdict's order, docs/decisions.md).
-    let actor = Actor::this_process(Some(session.to_string()));
     let (fired, fired_warning) =
         super::promises::fire_due(store, None, root, &actor, now_ts, reading.forge_facts.as_ref(), Some(checklist));
     warnings.extend(fired_warning);
@@ -155,6 +170,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
             let stop = RecordedStop { label: StopLabel::CheckIncomplete, possibly_forced_by_cap: false, next: None, error_type: None };
             warnings.extend(record.record_stop(stop, root, Some(session), now_ts));
         }
+        warnings.extend(super::record_settled(store, None, current.as_ref(), receipts).0);
         return Ok(StopRead::Answered(outcome(HookReply { system_message: Some(line), ..Default::default() }, warnings)));
     }
 
@@ -179,6 +195,8 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         block_cap: block_cap(),
         loop_turn: super::loop_turn::is_loop_turn(root),
         before,
+        read: current,
+        receipts,
     })))
 }
 
@@ -223,16 +241,20 @@ impl PendingStop {
         let mut warnings = std::mem::take(&mut self.warnings);
         let window_start = self.window.as_ref().map(|w| w.start);
         let mut judgement = self.judge(&self.before);
-        if self.keeps(&self.before, &judgement) {
+        let receipts = std::mem::take(&mut self.receipts);
+        if self.keeps(&self.before, &judgement) || !receipts.is_empty() {
             // Another Stop hook of this session may have recorded its verdict since the
             // read: the state under the lock decides, so neither verdict is lost.
-            let written = store.append_with(Some(scope), |state| {
+            let written = store.append_with_read(Some(scope), self.read.as_ref(), |state| {
                 let latest = session_state(state, &self.session, window_start);
                 let judgement = self.judge(&latest);
                 let judged = SessionJudged::new(self.session.clone(), judgement.judged.clone(), window_start);
                 let data = json!(judged);
                 let event = NewEvent { kind: event::SESSION_JUDGED.into(), actor: Actor::this_process(Some(self.session.clone())), data };
-                let events = if self.keeps(&latest, &judgement) { vec![event] } else { vec![] };
+                // Each injection is settled once: a receipt another hook wrote meanwhile
+                // is not written again.
+                let mut events: Vec<NewEvent> = receipts.into_iter().filter(|r| super::receipt_still_pending(state, r)).collect();
+                events.extend(self.keeps(&latest, &judgement).then_some(event));
                 (events, judgement)
             });
             match written {

@@ -679,6 +679,12 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
     let (large, large_journal) = build("hooks-large", cfg.large_open, 0);
     let (old, old_journal) = build("hooks-old", cfg.small_open, cfg.closed);
     let (fresh, fresh_journal) = build("hooks-fresh", cfg.small_open, 0);
+    // The cold cost: copies of their own, so a commit made for a cold run never makes a
+    // warm run of another contender the first hook after it.
+    let (away_cold, _) = build("hooks-away-cold", cfg.small_open, 0);
+    let (_, out) = timed(&mut abcd_cmd(&away_cold.wc, home, &["mode", "autonomous", "--until", "+8h"]), None);
+    assert!(out.stderr.is_empty(), "abcd mode autonomous warned: {}", String::from_utf8_lossy(&out.stderr));
+    let (large_cold, _) = build("hooks-large-cold", cfg.large_open, 0);
     println!("[3] built the four working copies through the store in {:.1} s", t.elapsed().as_secs_f64());
     let floor_payload = hook_payload("stop", &away.wc);
     // Contenders: each hook in each copy, then the floor.
@@ -690,6 +696,11 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
     for c in 0..copies.len() {
         for k in 0..HOOKS.len() {
             run(c, k);
+        }
+    }
+    for copy in [&away_cold, &large_cold] {
+        for k in 0..HOOKS.len() {
+            copy.run(home, &path, k);
         }
     }
     trivial(&away.wc, &floor_payload);
@@ -704,7 +715,22 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
         }
     }
     closures.push(Box::new(|| trivial(&away.wc, &floor_payload)));
-    let mut times = vec![Vec::new(); floor_k + 1];
+    // Each cold run first commits (untimed): the hook is the first after a commit, and
+    // git's kept answers no longer hold.
+    let cold = [(&away_cold, "user-prompt-submit"), (&away_cold, "stop"), (&large_cold, "user-prompt-submit"), (&large_cold, "stop")];
+    for (copy, hook) in cold {
+        let k = HOOKS.iter().position(|h| *h == hook).expect("a hook of the bench");
+        let path = &path;
+        closures.push(Box::new(move || {
+            git(
+                &copy.wc,
+                &["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "--allow-empty", "-m", "cold"],
+            );
+            copy.run(home, path, k)
+        }));
+    }
+    let mut times = vec![Vec::new(); floor_k + 1 + cold.len()];
+    let mut cold_ratios = vec![Vec::new(); cold.len()];
     let mut ratios = vec![vec![Vec::new(); HOOKS.len()]; 3];
     for round in 0..cfg.hook_rounds {
         let mut contenders: Vec<&mut dyn FnMut() -> f64> = closures.iter_mut().map(|b| &mut **b as &mut dyn FnMut() -> f64).collect();
@@ -717,6 +743,9 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
             ratios[1][k].push(m[HOOKS.len() + k] / m[floor_k]);
             ratios[2][k].push(m[2 * HOOKS.len() + k] / m[3 * HOOKS.len() + k]);
         }
+        for (c, r) in cold_ratios.iter_mut().enumerate() {
+            r.push(m[floor_k + 1 + c] / m[floor_k]);
+        }
     }
     let med: Vec<f64> = times.iter().map(|t| median(t)).collect();
     let floor = med[floor_k];
@@ -725,7 +754,7 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
         "benchmark 3: every hook, medians of round medians ({} rounds x {} runs each, rotating over all {} contenders): away at {} open items: {}; present at {} open items: {}; after {} closed: {}; fresh with {} open: {}; `{}` {}; folders left off the hooks' PATH for holding a `gh`: {}",
         cfg.hook_rounds,
         cfg.hook_ops,
-        floor_k + 1,
+        floor_k + 1 + cold.len(),
         cfg.small_open,
         per_hook(0).join(", "),
         cfg.large_open,
@@ -743,7 +772,7 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
         },
     );
     println!("{note}");
-    let letters = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"];
+    let letters = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p"];
     let mut rows = Vec::new();
     for (k, hook) in HOOKS.iter().enumerate() {
         let (hook_away, hook_large) = (med[k], med[HOOKS.len() + k]);
@@ -779,6 +808,19 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
             ratio_label: "old/fresh latency".into(),
             ratios: ratios[2][k].clone(),
             target: Target::AtMost(1.3),
+        });
+    }
+    for (c, (copy, hook)) in cold.iter().enumerate() {
+        let (where_, open) = if std::ptr::eq(*copy, &away_cold) { ("away", cfg.small_open) } else { ("present", cfg.large_open) };
+        rows.push(Row {
+            name: format!(
+                "3{}. `abcd hook {hook}`, {open} open items, {where_}, the first after a commit, vs a trivial process",
+                letters[3 * HOOKS.len() + c]
+            ),
+            contenders: format!("`abcd hook {hook}` cold {} vs `{}` {}", ms(med[floor_k + 1 + c]), true_bin().display(), ms(floor)),
+            ratio_label: "abcd/true latency".into(),
+            ratios: cold_ratios[c].clone(),
+            target: Target::Context,
         });
     }
     rows.sort_by(|a, b| a.name.cmp(&b.name));

@@ -250,3 +250,30 @@ fn while_away_a_prompt_carries_the_away_block_once_then_only_what_changed() {
     assert!(end.contains("is over") && !end.contains('\n'), "{over}");
     assert_eq!(context(repo.prompt("s1", None)), None);
 }
+
+/// A Stop whose verdict leaves nothing to keep (present, nothing changed) and whose turn
+/// settles an injection: when the journal refuses the receipt, the verdict still reaches
+/// the person, and the warning names what was not recorded (the receipt, not a verdict
+/// that was never to be written).
+#[test]
+fn a_receipt_the_journal_refuses_leaves_the_stops_verdict_and_names_the_receipt() {
+    let repo = Repo::new();
+    let text = repo.start("s1");
+    let sent = repo.transcript("t.jsonl", &[blob(&text), request()]);
+    // A journal rolled back behind its head anchor: reads fold what it holds, appends are
+    // refused until a person accepts it.
+    let journal = repo.root.join(".abcd/.work.local/journal.jsonl");
+    let kept = std::fs::read(&journal).unwrap();
+    assert!(repo.abcd(&["checklist", "add", "Write the tests"]).status.success());
+    std::fs::write(&journal, kept).unwrap();
+    let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": "Done.", "background_tasks": [], "session_crons": [], "transcript_path": sent});
+    let mut child = repo.command(&["hook", "stop"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "a hook always exits 0");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("stopped with work owed (1 item)"), "the verdict is the person's: {stdout} / {stderr}");
+    assert!(stderr.contains("the context record was not saved"), "{stderr}");
+    assert!(!stderr.contains("session.judged"), "no verdict was to be recorded: {stderr}");
+}

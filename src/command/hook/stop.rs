@@ -242,7 +242,8 @@ impl PendingStop {
         let window_start = self.window.as_ref().map(|w| w.start);
         let mut judgement = self.judge(&self.before);
         let receipts = std::mem::take(&mut self.receipts);
-        if self.keeps(&self.before, &judgement) || !receipts.is_empty() {
+        let keeps = self.keeps(&self.before, &judgement);
+        if keeps || !receipts.is_empty() {
             // Another Stop hook of this session may have recorded its verdict since the
             // read: the state under the lock decides, so neither verdict is lost.
             let written = store.append_with_read(Some(scope), self.read.as_ref(), |state| {
@@ -267,12 +268,15 @@ impl PendingStop {
                         ));
                     }
                 }
-                Err(e) => {
+                Err(e) if keeps => {
                     // The verdict's state is not saved, so the next stop would judge from a
                     // stale count: a fault of abcd's, so the stop is allowed (fail open, loudly).
                     warnings.push(format!("the {} event was not recorded: {e}", event::SESSION_JUDGED));
                     return Ok(outcome(HookReply::default(), warnings));
                 }
+                // Only the turn's receipts were to be written: the verdict, which keeps
+                // nothing, stands as judged (a receipt not saved is settled at a later hook).
+                Err(e) => warnings.push(format!("the context record was not saved: {e}")),
             }
         }
         let (session, now_ts) = (self.session.as_str(), self.now.timestamp());

@@ -219,16 +219,18 @@ pub fn render_prompt_state(state: &FoldedState, head: Head) -> Vec<u8> {
     fn is_zero(n: &u64) -> bool {
         *n == 0
     }
-    let c = &state.checklist;
-    let FoldedState { journal, checklist: _, work, away, sessions, ledger, loops, context } = state;
+    // Destructured whole, so a field added to either state is a compile error here, not a
+    // field this file silently leaves out.
+    let FoldedState { journal, checklist, work, away, sessions, ledger, loops, context } = state;
+    let ChecklistState { items, updated_at, updated_by, refusals_total, last_refusal, next_number, retired_total } = checklist;
     let checklist = ChecklistOut {
-        items: c.items.iter().filter(|i| prompt_reads(i)).collect(),
-        updated_at: c.updated_at,
-        updated_by: &c.updated_by,
-        refusals_total: c.refusals_total,
-        last_refusal: &c.last_refusal,
-        next_number: c.next_number,
-        retired_total: c.retired_total,
+        items: items.iter().filter(|i| prompt_reads(i)).collect(),
+        updated_at: *updated_at,
+        updated_by,
+        refusals_total: *refusals_total,
+        last_refusal,
+        next_number: *next_number,
+        retired_total: *retired_total,
     };
     let state = StateOut { journal, checklist, work, away, sessions, ledger, loops, context };
     render_sealed(

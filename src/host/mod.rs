@@ -6,6 +6,8 @@
 
 pub mod claude;
 pub mod claude_settings;
+pub mod codex_install;
+pub mod json_text;
 pub mod transcript;
 
 /// The variable Codex CLI sets for a command its model's shell tool runs, to the tool

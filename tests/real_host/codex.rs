@@ -146,6 +146,8 @@ struct CodexLab {
     codex_home: PathBuf,
     codex: PathBuf,
     runs: usize,
+    /// More environment for the CLI's runs (a test seam abcd's hooks read).
+    extra_env: Vec<(String, String)>,
 }
 
 impl Drop for CodexLab {
@@ -173,7 +175,7 @@ impl CodexLab {
         let root: String = root_keys.iter().map(|k| format!("{k}\n")).collect();
         let config = CONFIG.replace("{model}", MODEL).replace("{key}", KEY_VAR).replace("{root}", &root);
         std::fs::write(codex_home.join("config.toml"), config).unwrap();
-        CodexLab { dir: Some(dir), base, repo, codex_home, codex: codex.to_path_buf(), runs: 0 }
+        CodexLab { dir: Some(dir), base, repo, codex_home, codex: codex.to_path_buf(), runs: 0, extra_env: Vec::new() }
     }
 
     /// Exactly the environment the CLI gets (and passes on to hooks and the shell tool).
@@ -194,6 +196,7 @@ impl CodexLab {
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
+        .chain(self.extra_env.iter().cloned())
         .collect()
     }
 
@@ -286,6 +289,10 @@ impl CodexLab {
                 Step::Compact => {
                     app.call("thread/compact/start", json!({"threadId": thread}));
                 }
+                Step::HooksList => {
+                    app.call("hooks/list", json!({"cwds": [self.repo.display().to_string()]}));
+                    continue;
+                }
             }
             app.wait_for("turn/completed");
         }
@@ -300,6 +307,8 @@ enum Step {
     Prompt(&'static str),
     /// `thread/compact/start`: a manual compaction, run as its own turn.
     Compact,
+    /// `hooks/list` for the repository: every handler Codex found, with its trust status.
+    HooksList,
 }
 
 /// A running `codex app-server` and the messages it sent so far.
@@ -480,6 +489,9 @@ fn all_text(request: &Value) -> String {
 
 // ---------------------------------------------------------------------------- the test's own hook
 
+/// Each handler's timeout in the hooks the test writes.
+const HOOK_TIMEOUT_SECS: u64 = 30;
+
 /// The events abcd installs for Codex (the contract of issue 38), in `hooks.json` spelling.
 const EVENTS: [&str; 7] = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "PostCompact", "Stop", "SessionEnd"];
 
@@ -496,35 +508,55 @@ fn snake(event: &str) -> String {
 }
 
 impl CodexLab {
-    /// A logging hook of the test's own on every event abcd installs: each payload is
-    /// appended to `hooks.jsonl`; SessionStart also prints a context naming its source. Its
-    /// trust hashes are written into `config.toml` by the rule of
-    /// `../shared/host/codex-hooks.md` §1.5, so Codex runs it with no bypass flag.
-    fn install_logging_hook(&self) -> PathBuf {
-        let log = self.base.join("hooks.jsonl");
+    /// Writes `$CODEX_HOME/hooks.json` with one group per handler (event, matcher,
+    /// command, timeout) and trusts each by its hash, written into `config.toml` by the rule
+    /// of `../shared/host/codex-hooks.md` §1.5, so Codex runs them with no bypass flag.
+    fn install_hooks(&self, handlers: &[(&str, Option<&str>, String)]) {
+        let hooks_json = self.codex_home.join("hooks.json");
         let mut hooks = serde_json::Map::new();
         let mut trust = String::new();
-        let hooks_json = self.codex_home.join("hooks.json");
-        for event in EVENTS {
-            let mut command = format!("p=$(cat); printf '%s\\n' \"$p\" >> '{}'", log.display());
-            if event == "SessionStart" {
-                command.push_str(
-                    "; s=$(printf '%s' \"$p\" | sed -n 's/.*\"source\":\"\\([a-z]*\\)\".*/\\1/p'); \
-                     printf '{\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":\"HARNESS-CONTEXT-%s\"}}' \"$s\"",
-                );
+        for (event, matcher, command) in handlers {
+            let mut group = json!({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS}]});
+            if let Some(m) = matcher {
+                group["matcher"] = json!(m);
             }
-            hooks.insert(event.to_string(), json!([{"hooks": [{"type": "command", "command": command, "timeout": 30}]}]));
-            // The hash covers the handler as Codex reads it: timeout clamped to 3 s on SessionEnd.
-            let timeout = if event == "SessionEnd" { 3 } else { 30 };
-            let identity = json!({"event_name": snake(event),
+            let groups = hooks.entry(event.to_string()).or_insert_with(|| json!([]));
+            let index = groups.as_array().unwrap().len();
+            groups.as_array_mut().unwrap().push(group);
+            // The hash covers the handler as Codex reads it: SessionEnd's timeout clamped to 3 s.
+            let timeout = if *event == "SessionEnd" { HOOK_TIMEOUT_SECS.min(3) } else { HOOK_TIMEOUT_SECS };
+            let mut identity = json!({"event_name": snake(event),
                 "hooks": [{"async": false, "command": command, "timeout": timeout, "type": "command"}]});
+            if let Some(m) = matcher {
+                identity["matcher"] = json!(m);
+            }
             // serde_json's map is sorted and `to_string` compact: Codex's canonical form.
-            let key = format!("{}:{}:0:0", hooks_json.display(), snake(event));
+            let key = format!("{}:{}:{index}:0", hooks_json.display(), snake(event));
             trust.push_str(&format!("\n[hooks.state.{}]\ntrusted_hash = \"sha256:{}\"\n", json!(key), sha256_hex(&identity.to_string())));
         }
         std::fs::write(&hooks_json, json!({"hooks": hooks}).to_string()).unwrap();
         let mut config = std::fs::OpenOptions::new().append(true).open(self.codex_home.join("config.toml")).unwrap();
         config.write_all(trust.as_bytes()).unwrap();
+    }
+
+    /// A logging hook of the test's own on every event abcd installs: each payload is
+    /// appended to `hooks.jsonl`; SessionStart also prints a context naming its source.
+    fn install_logging_hook(&self) -> PathBuf {
+        let log = self.base.join("hooks.jsonl");
+        let handlers: Vec<(&str, Option<&str>, String)> = EVENTS
+            .iter()
+            .map(|event| {
+                let mut command = format!("p=$(cat); printf '%s\\n' \"$p\" >> '{}'", log.display());
+                if *event == "SessionStart" {
+                    command.push_str(
+                        "; s=$(printf '%s' \"$p\" | sed -n 's/.*\"source\":\"\\([a-z]*\\)\".*/\\1/p'); \
+                         printf '{\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":\"HARNESS-CONTEXT-%s\"}}' \"$s\"",
+                    );
+                }
+                (*event, None, command)
+            })
+            .collect();
+        self.install_hooks(&handlers);
         log
     }
 }
@@ -659,4 +691,100 @@ fn check_harness_compaction(run: &CodexRun, payloads: &[Value], trigger: &str, s
 
 fn lab_git(lab: &CodexLab, args: &[&str]) -> String {
     repo::git(&lab.repo, args)
+}
+
+// ---------------------------------------------------------------------------- abcd under Codex
+
+/// The events abcd installs for Codex, with abcd's event name and the matcher (the contract
+/// of issue 38).
+const ABCD_EVENTS: [(&str, &str, Option<&str>); 7] = [
+    ("SessionStart", "session-start", None),
+    ("UserPromptSubmit", "user-prompt-submit", None),
+    ("PreToolUse", "pre-tool-use", Some("Bash|apply_patch|request_user_input")),
+    ("PreCompact", "pre-compact", None),
+    ("PostCompact", "post-compact", None),
+    ("Stop", "stop", None),
+    ("SessionEnd", "session-end", None),
+];
+
+impl CodexLab {
+    /// abcd as the person runs it from a terminal of their own (no host marks), with the
+    /// lab's home store, CODEX_HOME and PATH.
+    fn abcd_command(&self) -> Command {
+        let mut cmd = repo::abcd(&self.repo, &self.base.join("abcd-home"));
+        cmd.env("ABCD_GH", "")
+            .env("TZ", "UTC")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("CODEX_HOME", &self.codex_home)
+            .env("PATH", run_path())
+            .env_remove("ABCD_TEST_NOW");
+        cmd
+    }
+
+    /// Runs an abcd verb that must succeed; its stdout.
+    fn abcd(&self, args: &[&str]) -> String {
+        let out = self.abcd_command().args(args).output().unwrap();
+        assert!(out.status.success(), "abcd {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The repository managed and abcd's hooks installed for Codex, as a person does it:
+    /// `abcd init --host codex` (hooks.json and their trust in config.toml), then its
+    /// `--check`.
+    fn install_abcd(&self) {
+        self.abcd(&["init", "--host", "codex"]);
+        let check = self.abcd(&["init", "--host", "codex", "--check"]);
+        assert!(check.contains("every abcd hook is installed and trusted for Codex"), "{check}");
+    }
+}
+
+// ---------------------------------------------------------------------------- the scenarios
+
+/// The handlers Codex listed in an app-server run's `hooks/list` answers.
+fn listed_hooks(run: &CodexRun) -> Vec<&Value> {
+    run.events
+        .iter()
+        .filter_map(|m| m["result"]["data"].as_array())
+        .flatten()
+        .flat_map(|entry| entry["hooks"].as_array().into_iter().flatten())
+        .collect()
+}
+
+/// `abcd init --host codex` as Codex itself reads it: `hooks/list` finds abcd's seven
+/// handlers in `$CODEX_HOME/hooks.json`, each `trusted`; a handler changed by hand reads
+/// `modified` to Codex, and `--check` names it so too.
+#[test]
+fn codex_trusts_the_hooks_abcd_init_installed() {
+    let Some(codex) = codex() else { return };
+    let _machine = shared_machine();
+    let mut lab = CodexLab::new(codex, &[]);
+    lab.install_abcd();
+    let run = lab.app(json!({"turns": []}), &[Step::HooksList]);
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    let hooks_json = lab.codex_home.join("hooks.json").display().to_string();
+    let listed = listed_hooks(&run);
+    let mut keys: Vec<String> = listed.iter().map(|h| h["key"].as_str().unwrap_or_default().to_string()).collect();
+    keys.sort();
+    let mut expected: Vec<String> = ABCD_EVENTS.iter().map(|(event, ..)| format!("{hooks_json}:{}:0:0", snake(event))).collect();
+    expected.sort();
+    assert_eq!(keys, expected, "{listed:#?}");
+    assert!(listed.iter().all(|h| h["trustStatus"] == "trusted"), "{listed:#?}");
+
+    // Stop's handler changed by hand (a longer timeout): Codex and `--check` both see it.
+    let path = lab.codex_home.join("hooks.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let stop = "\"command\":\"abcd hook stop --host codex\",\"timeout\":30";
+    assert!(text.contains(stop), "{text}");
+    std::fs::write(&path, text.replace(stop, "\"command\":\"abcd hook stop --host codex\",\"timeout\":31")).unwrap();
+    let run = lab.app(json!({"turns": []}), &[Step::HooksList]);
+    let statuses: Vec<(String, String)> = listed_hooks(&run)
+        .iter()
+        .map(|h| (h["key"].as_str().unwrap().to_string(), h["trustStatus"].as_str().unwrap().to_string()))
+        .collect();
+    let modified: Vec<&(String, String)> = statuses.iter().filter(|(_, s)| s != "trusted").collect();
+    assert_eq!(modified, [&(format!("{hooks_json}:stop:0:0"), "modified".to_string())], "{statuses:#?}");
+    let check = lab.abcd_command().args(["init", "--host", "codex", "--check"]).output().unwrap();
+    assert_eq!(check.status.code(), Some(1), "{check:?}");
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(said.lines().any(|l| l.starts_with("MODIFIED") && l.contains("Stop `abcd hook stop --host codex`")), "{said}");
 }

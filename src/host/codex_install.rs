@@ -276,7 +276,10 @@ pub fn with_abcd_hooks(text: Option<&str>, program: &str) -> Result<String, Stri
                 let hooks = p.hooks()?.expect("added above");
                 let lead = json_text::entry_lead(&text, hooks, hooks.members().and_then(|m| m.last()).map(|m| m.key_start));
                 let indent = lead.rsplit('\n').next().unwrap_or_default().to_string();
-                let entry = format!("\"{}\": [\n{indent}  {}\n{indent}]", event.name, group_text(program, &event));
+                // One level deeper, by the step the file indents by (two spaces when it shows none).
+                let outer = json_text::line_indent(&text, hooks.span.start).len();
+                let step = if lead.contains('\n') && indent.len() > outer { &indent[outer..] } else { "  " };
+                let entry = format!("\"{}\": [\n{indent}{step}{}\n{indent}]", event.name, group_text(program, &event));
                 vec![json_text::append(&text, hooks, &entry)]
             }
         };

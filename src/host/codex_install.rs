@@ -329,13 +329,13 @@ pub fn without_abcd_hooks(text: &str) -> Result<(Option<String>, Removed), Strin
         }
         removed.gone.extend(ours.iter().map(|g| (event.snake, *g, 0)));
         let mut up = 0;
-        for gi in 0..values.len() {
+        for (gi, group) in values.iter().enumerate() {
             if ours.contains(&gi) {
                 up += 1;
             } else if up > 0 {
-                let handlers = values[gi].get("hooks").and_then(Value::as_array).cloned().unwrap_or_default();
+                let handlers = group.get("hooks").and_then(Value::as_array).cloned().unwrap_or_default();
                 for (hi, h) in handlers.iter().enumerate() {
-                    if let Some(hash) = trust_hash(event.name, &values[gi], h) {
+                    if let Some(hash) = trust_hash(event.name, group, h) {
                         removed.moved.push(Moved { snake: event.snake, from_group: gi, to_group: gi - up, handler: hi, hash });
                     }
                 }
@@ -371,9 +371,9 @@ pub fn parse_config(text: &str) -> Result<DocumentMut, String> {
 /// The `hooks.state` table, made (implicit, so no header is written for it) when absent;
 /// an error when `hooks` or `hooks.state` is something else.
 fn state_table(doc: &mut DocumentMut) -> Result<&mut Table, String> {
-    let hooks = doc.entry("hooks").or_insert_with(|| implicit_table());
+    let hooks = doc.entry("hooks").or_insert_with(implicit_table);
     let hooks = hooks.as_table_mut().ok_or("its `hooks` is not a table")?;
-    let state = hooks.entry("state").or_insert_with(|| implicit_table());
+    let state = hooks.entry("state").or_insert_with(implicit_table);
     state.as_table_mut().ok_or_else(|| "its `hooks.state` is not a table".to_string())
 }
 

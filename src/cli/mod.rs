@@ -75,6 +75,8 @@ enum Command {
     Demo,
     /// Make this git repository managed by abcd: create `.abcd/` and the local tier, keep
     /// the local tier out of git, and install abcd's hooks into `.claude/settings.json`
+    /// (with `--host codex`: into Codex's `$CODEX_HOME/hooks.json`, trusted in its
+    /// `config.toml`)
     Init(init::InitArgs),
     /// Run one Claude Code hook: reads the host's JSON payload on stdin, writes the host's
     /// JSON output on stdout; always exits 0 (on abcd's own fault it allows and says why

@@ -707,6 +707,8 @@ const ABCD_EVENTS: [(&str, &str, Option<&str>); 7] = [
     ("SessionEnd", "session-end", None),
 ];
 
+const CHECKLIST_HEADER: &str = "abcd keeps this checklist across compaction";
+
 impl CodexLab {
     /// abcd as the person runs it from a terminal of their own (no host marks), with the
     /// lab's home store, CODEX_HOME and PATH.
@@ -736,6 +738,57 @@ impl CodexLab {
         let check = self.abcd(&["init", "--host", "codex", "--check"]);
         assert!(check.contains("every abcd hook is installed and trusted for Codex"), "{check}");
     }
+
+    /// `abcd replay ARGS`: the audit, checked to verify every line (`verdict: ok`).
+    fn replay(&self, args: &[&str]) -> String {
+        let audit = self.abcd(&[&["replay"], args].concat());
+        assert!(audit.trim_end().ends_with("verdict: ok"), "{audit}");
+        audit
+    }
+
+    fn working_copy_events(&self) -> Vec<Value> {
+        read_jsonl(&self.repo.join(".abcd/.work.local/journal.jsonl"))
+    }
+
+    fn repository_events(&self) -> Vec<Value> {
+        let repos = self.base.join("abcd-home/repos");
+        let Ok(mut entries) = std::fs::read_dir(&repos) else { return Vec::new() };
+        let entry = entries.next().expect("one repository journal").unwrap();
+        read_jsonl(&entry.path().join("journal.jsonl"))
+    }
+}
+
+fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["kind"] == kind).collect()
+}
+
+fn thread_of(run: &CodexRun) -> String {
+    let exec = run.events.iter().find(|e| e["type"] == "thread.started").and_then(|e| e["thread_id"].as_str());
+    let app = run.events.iter().find(|m| m["method"] == "thread/started").and_then(|m| m["params"]["thread"]["id"].as_str());
+    exec.or(app).unwrap_or_else(|| panic!("no thread id: {}", run.summary())).to_string()
+}
+
+/// The developer message of `request` that holds abcd's checklist.
+fn checklist_in(request: &Value) -> Option<String> {
+    developer_texts(request).into_iter().find(|t| common::unmarked(t).starts_with(CHECKLIST_HEADER))
+}
+
+/// Each injection (by source, in order) and the receipt that settled it.
+fn receipts(events: &[Value]) -> Vec<(String, String)> {
+    of_kind(events, "context.injected")
+        .iter()
+        .map(|i| {
+            let marker = &i["data"]["marker"];
+            let receipt = events
+                .iter()
+                .find(|e| {
+                    e["kind"].as_str().is_some_and(|k| k.starts_with("context.") && k != "context.injected")
+                        && &e["data"]["marker"] == marker
+                })
+                .map_or("none".to_string(), |e| e["kind"].as_str().unwrap().to_string());
+            (i["data"]["source"].as_str().unwrap().to_string(), receipt)
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------- the scenarios
@@ -788,3 +841,265 @@ fn codex_trusts_the_hooks_abcd_init_installed() {
     let said = String::from_utf8_lossy(&check.stdout);
     assert!(said.lines().any(|l| l.starts_with("MODIFIED") && l.contains("Stop `abcd hook stop --host codex`")), "{said}");
 }
+
+/// The compaction summary the model server answers with.
+const SUMMARY: &str = "The person asked for a parser; a review step was planned.";
+
+/// The model adds a checklist item through the shell, so the plan after the compaction
+/// differs from the first: the checklist there is the re-injection, not a leftover.
+/// The model's shell is a login shell (`bash -lc`), whose profile sets its own PATH, so
+/// the command names abcd by path.
+fn add_item_call() -> Value {
+    json!({"name": "exec_command", "arguments": {"cmd": format!("'{}' checklist add 'Review the grammar'", abcd_exe().display())}})
+}
+
+/// Acceptance 1, the checklist: in the first request (session start), and again after an
+/// automatic compaction (`codex exec`, the usage over `model_auto_compact_token_limit`) and
+/// a manual one (`thread/compact/start`): the journal holds the start, the compaction with
+/// its trigger and the `compact` start after it, and both injections `context.delivered`,
+/// read from the rollout.
+#[test]
+fn codex_the_checklist_is_in_the_first_request_and_after_each_compaction() {
+    let Some(codex) = codex() else { return };
+    let _machine = shared_machine();
+    // Automatic: a tool call, then usage over the limit; the compaction runs mid-turn.
+    let mut lab = CodexLab::new(codex, &["model_auto_compact_token_limit = 5000", "model_context_window = 10000"]);
+    lab.install_abcd();
+    lab.abcd(&["checklist", "add", "Write the parser"]);
+    let script = json!({"summary": SUMMARY, "turns": [
+        {"say": "Planning the review.", "calls": [add_item_call()], "input_tokens": 200_000},
+        {"say": "Going on after the compaction."}
+    ]});
+    let run = lab.exec(script, "plan the parser");
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    check_compaction(&lab, &run, "auto");
+
+    // Manual: a turn, the compaction as its own turn, a turn after it.
+    let mut lab = CodexLab::new(codex, &[]);
+    lab.install_abcd();
+    lab.abcd(&["checklist", "add", "Write the parser"]);
+    let script = json!({"summary": SUMMARY, "turns": [
+        {"say": "Planning the review.", "calls": [add_item_call()]},
+        {"say": "Planned."},
+        {"say": "Going on after the compaction."}
+    ]});
+    let run = lab.app(script, &[Step::Prompt("plan the parser"), Step::Compact, Step::Prompt("go on")]);
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    check_compaction(&lab, &run, "manual");
+}
+
+fn check_compaction(lab: &CodexLab, run: &CodexRun, trigger: &str) {
+    let session = thread_of(run);
+    // The journal: the start, the compaction, the start it caused, in that order.
+    let events = lab.working_copy_events();
+    let started = of_kind(&events, "session.started");
+    assert_eq!(started.len(), 2, "{trigger}: {events:#?}");
+    assert_eq!(started[0]["data"], json!({"session": session, "source": "startup", "working_copy": lab.repo.display().to_string()}));
+    let compaction = events.iter().position(|e| e["kind"] == "compaction.recorded").unwrap_or_else(|| panic!("{trigger}: {events:#?}"));
+    assert_eq!(events[compaction]["data"], json!({"session": session, "trigger": trigger}), "{trigger}");
+    let restart = events.iter().position(|e| e["kind"] == "session.started" && e["data"]["source"] == "compact");
+    assert!(restart.is_some_and(|r| r > compaction), "{trigger}: the compact start comes after: {events:#?}");
+
+    // The model: the checklist in the first request, without the item added later; one
+    // compaction request; the next main request is the compacted one and carries the
+    // checklist with that item.
+    let main = run.main_requests();
+    let first =
+        checklist_in(main[0]).unwrap_or_else(|| panic!("{trigger}: no checklist in the first request: {:#?}", developer_texts(main[0])));
+    assert!(first.contains("1: Write the parser") && !first.contains("Review the grammar"), "{trigger}: {first}");
+    assert_eq!(run.of_kind("compaction").len(), 1, "{trigger}: {}", run.summary());
+    let at = run.requests.iter().position(|r| r["kind"] == "compaction").unwrap();
+    let next = run.requests[at + 1..].iter().find(|r| r["kind"] == "main").unwrap_or_else(|| panic!("{trigger}: {}", run.summary()));
+    assert!(all_text(next).contains(SUMMARY), "{trigger}: the request after is the compacted one");
+    let after = checklist_in(next).unwrap_or_else(|| panic!("{trigger}: no checklist after the compaction: {:#?}", developer_texts(next)));
+    assert!(after.contains("1: Write the parser") && after.contains("2: Review the grammar"), "{trigger}: {after}");
+
+    // The receipts, from the rollout: both injections reached the model; the journal
+    // holding them verifies from its first event.
+    lab.replay(&[]);
+    let found = receipts(&events);
+    let expected = [("session_start:startup", "context.delivered"), ("session_start:compact", "context.delivered")];
+    assert_eq!(found, expected.map(|(a, b)| (a.to_string(), b.to_string())), "{trigger}: {events:#?}");
+}
+
+/// The Stop reasons the model received, in order: Codex puts a block's reason in a user
+/// message `<hook_prompt hook_run_id="stop:…">reason</hook_prompt>` of the next request.
+fn hook_prompts(request: &Value) -> Vec<String> {
+    items(request)
+        .into_iter()
+        .filter(|i| i.kind == "message" && i.role == "user")
+        .filter_map(|i| {
+            let start = i.text.find("<hook_prompt")?;
+            let body = &i.text[start..];
+            let open = body.find('>')? + 1;
+            let close = body.find("</hook_prompt>")?;
+            Some(body[open..close].to_string())
+        })
+        .collect()
+}
+
+/// Acceptance 1, the away Stop: with work owed, abcd blocks each Stop naming the next item;
+/// Codex has no cap of its own, so abcd stops blocking at its own bound, and the away record
+/// says the stop came at abcd's bound.
+#[test]
+fn codex_away_the_stop_keeps_the_turn_going_until_abcds_bound() {
+    let Some(codex) = codex() else { return };
+    let _machine = shared_machine();
+    let mut lab = CodexLab::new(codex, &[]);
+    lab.install_abcd();
+    lab.abcd(&["checklist", "add", "Write the parser"]);
+    lab.abcd(&["mode", "autonomous"]);
+    let run = lab.exec(json!({"turns": [], "after": "Done for now."}), "write the parser");
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    let session = thread_of(&run);
+
+    // The journal: a block per Stop up to abcd's bound (the count 1, 2, …: Codex sets
+    // `stop_hook_active` on each repeat), then the Stop past it allowed, and the away
+    // record's stop saying it was abcd's bound, not a host's cap.
+    let bound = abcd::host::codex::STOP_BLOCK_BOUND;
+    let events = lab.working_copy_events();
+    let judged: Vec<Value> = of_kind(&events, "session.judged").into_iter().map(|e| e["data"].clone()).collect();
+    assert!(judged.iter().all(|d| d["session"] == session.as_str()), "{judged:#?}");
+    let counts: Vec<u64> = judged.iter().map(|d| d["block_count"].as_u64().unwrap()).collect();
+    assert_eq!(counts, (1..=u64::from(bound) + 1).collect::<Vec<_>>(), "{judged:#?}");
+    let states: Vec<&str> = judged.iter().map(|d| d["state"].as_str().unwrap()).collect();
+    assert!(states[..bound as usize].iter().all(|s| *s == "working") && states[bound as usize] == "stopped", "{states:?}");
+    let stops: Vec<Value> =
+        of_kind(&lab.repository_events(), "away.stop_recorded").into_iter().map(|e| e["data"]["stop"].clone()).collect();
+    assert_eq!(stops.len(), 1, "{stops:#?}");
+    assert_eq!((&stops[0]["label"], &stops[0]["abcd_bound"]), (&json!("work_owed"), &json!(bound)), "{stops:#?}");
+    assert_ne!(stops[0]["possibly_forced_by_cap"], true, "no host cap forced it: {stops:#?}");
+
+    // The model: one request per block after the first, each carrying every block so far,
+    // the latest naming the next item; none past the bound.
+    let main = run.main_requests();
+    assert_eq!(main.len(), bound as usize + 1, "{}", run.summary());
+    for (i, request) in main.iter().enumerate().skip(1) {
+        let reasons = hook_prompts(request);
+        assert_eq!(reasons.len(), i, "request {i} holds every block so far: {reasons:#?}");
+        assert!(reasons[i - 1].contains("Next: checklist item 1 (Write the parser)"), "{reasons:#?}");
+    }
+    // The audit says the same: the working copy's last judgement stopped past the bound,
+    // the repository journal's stop names abcd's bound; both chains verify.
+    let audit = lab.replay(&[]);
+    let last_judged = audit.lines().rfind(|l| l.contains("stop judged for session")).unwrap_or_default();
+    assert!(last_judged.ends_with(&format!("(stopped), {} block(s) in a row, 0 wake(s) spent", bound + 1)), "{audit}");
+    let audit = lab.replay(&["--repo"]);
+    let words =
+        format!("stop recorded: stopped with work owed, ended by abcd's own bound of {bound} consecutive blocks (the host has no cap)");
+    assert!(audit.lines().any(|l| l.ends_with(&words)), "{audit}");
+    let back = lab.abcd(&["mode", "back"]);
+    assert!(back.contains(&format!("ended by abcd's own bound of {bound} consecutive blocks (the host has no cap)")), "{back}");
+}
+
+/// Acceptance 1, the question tool: while away, Codex's `request_user_input` is refused by
+/// abcd's PreToolUse with the reroute (queue it, or decide and record it), which the model
+/// receives as the call's output.
+#[test]
+fn codex_away_the_question_tool_is_refused_with_the_reroute() {
+    let Some(codex) = codex() else { return };
+    let _machine = shared_machine();
+    let mut lab = CodexLab::new(codex, &[]);
+    lab.install_abcd();
+    lab.abcd(&["mode", "autonomous"]);
+    let question = json!({"questions": [{"id": "branch", "header": "Branch", "question": "Which branch should I use?",
+        "options": [{"label": "main", "description": "the default branch"}, {"label": "feat/x", "description": "a new branch"}]}]});
+    let script = json!({"turns": [
+        {"say": "Asking.", "calls": [{"name": "request_user_input", "arguments": question}]},
+        {"say": "Deciding myself."}
+    ], "after": "Done for now."});
+    let run = lab.exec(script, "pick a branch");
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    let main = run.main_requests();
+    let output = items(main[1]).into_iter().find(|i| i.kind == "function_call_output").expect("the call's output").text;
+    assert!(output.starts_with("Tool call blocked by PreToolUse hook: "), "{output}");
+    assert!(output.contains("abcd mode queue") && output.contains("abcd decide"), "{output}");
+    assert!(output.ends_with("Tool: request_user_input"), "{output}");
+}
+
+/// Acceptance 1, the file guard on `apply_patch`: patches deleting abcd's own checklist file
+/// and its journal are refused (the files stay, the journal still verifies, the model gets
+/// the reasons, the checklist's naming the verb), and a patch adding a source file is
+/// allowed (the file is written).
+#[test]
+fn codex_apply_patch_on_abcds_file_is_refused_and_on_a_source_file_allowed() {
+    let Some(codex) = codex() else { return };
+    let _machine = shared_machine();
+    let mut lab = CodexLab::new(codex, &[]);
+    lab.install_abcd();
+    lab.abcd(&["checklist", "add", "Write the parser"]);
+    let target = lab.repo.join(".abcd/.work.local/checklist.json");
+    let before = std::fs::read_to_string(&target).unwrap();
+    let journal = lab.repo.join(".abcd/.work.local/journal.jsonl");
+    let delete = |path: &Path| format!("*** Begin Patch\n*** Delete File: {}\n*** End Patch\n", path.display());
+    let script = json!({"turns": [
+        {"say": "Clearing the plan by hand.", "patch": delete(&target)},
+        {"say": "Dropping the journal.", "patch": delete(&journal)},
+        {"say": "Writing the parser.", "patch": add_file_patch("src/parser.rs", "pub fn parse() {}")},
+        {"say": "Done."}
+    ]});
+    let run = lab.exec(script, "write the parser");
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    assert_eq!(std::fs::read_to_string(&target).ok(), Some(before), "the patch on abcd's file did not apply");
+    assert_eq!(std::fs::read_to_string(lab.repo.join("src/parser.rs")).unwrap(), "pub fn parse() {}\n");
+    let main = run.main_requests();
+    let output = |r: &Value| items(r).into_iter().rfind(|i| i.kind == "custom_tool_call_output").map(|i| i.text).unwrap_or_default();
+    let refused = output(main[1]);
+    assert!(refused.contains("blocked by PreToolUse hook") && refused.contains("abcd checklist"), "{refused}");
+    let refused = output(main[2]);
+    assert!(refused.contains("blocked by PreToolUse hook") && refused.contains("journal.jsonl"), "{refused}");
+    assert!(journal.is_file(), "the patch on the journal did not apply");
+    lab.replay(&[]);
+    let allowed = output(main[3]);
+    assert!(allowed.contains("Success. Updated the following files") && !allowed.contains("blocked"), "{allowed}");
+}
+
+/// Acceptance 1, the branch recorder: `git checkout -b` through Codex's shell tool is
+/// recorded as `branch.created` with the command that made it.
+#[test]
+fn codex_a_branch_created_through_the_shell_is_recorded() {
+    let Some(codex) = codex() else { return };
+    let _machine = shared_machine();
+    let mut lab = CodexLab::new(codex, &[]);
+    lab.install_abcd();
+    let script = json!({"turns": [
+        {"say": "Branching.", "calls": [{"name": "exec_command", "arguments": {"cmd": "git checkout -b feat/x"}}]},
+        {"say": "On the branch."}
+    ]});
+    let run = lab.exec(script, "start a branch");
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    assert_eq!(lab_git(&lab, &["branch", "--show-current"]).trim(), "feat/x");
+    let created: Vec<Value> = of_kind(&lab.working_copy_events(), "branch.created").into_iter().map(|e| e["data"].clone()).collect();
+    assert_eq!(created, [json!({"branch": "feat/x", "command": "git checkout -b"})]);
+}
+
+/// Acceptance 1, the receipt: a SessionStart context padded past Codex's cut (the test seam
+/// `ABCD_TEST_CONTEXT_PAD`) reaches the model as Codex's head-and-tail cut; the Stop hook
+/// reads the rollout and records `context.not_delivered` (`cut`), where an uncut one is
+/// `context.delivered` (the compaction scenario).
+#[test]
+fn codex_a_context_cut_by_codex_is_recorded_not_delivered() {
+    let Some(codex) = codex() else { return };
+    let _machine = shared_machine();
+    let mut lab = CodexLab::new(codex, &[]);
+    lab.install_abcd();
+    lab.abcd(&["checklist", "add", "Write the parser"]);
+    lab.extra_env.push(("ABCD_TEST_CONTEXT_PAD".into(), PAD_PAST_CODEX_CUT.to_string()));
+    let run = lab.exec(json!({"turns": [{"say": "Hello."}]}), "hello");
+    assert_eq!(run.code, Some(0), "{}", run.summary());
+    let main = run.main_requests();
+    let cut = developer_texts(main[0]).into_iter().find(|t| t.contains(CHECKLIST_HEADER));
+    let cut = cut.unwrap_or_else(|| panic!("no checklist in the first request: {:#?}", developer_texts(main[0])));
+    assert!(cut.starts_with("Warning: truncated output"), "Codex cut it: {}", &cut[..cut.len().min(300)]);
+    let events = lab.working_copy_events();
+    assert_eq!(
+        receipts(&events).first().map(|(s, r)| (s.as_str(), r.as_str())),
+        Some(("session_start:startup", "context.not_delivered")),
+        "{events:#?}"
+    );
+    assert_eq!(of_kind(&events, "context.not_delivered")[0]["data"]["reason"], "cut", "{events:#?}");
+}
+
+/// Past Codex's cut of an `additionalContext` (about 2,500 tokens, some 10,000 characters;
+/// `../shared/host/codex-hooks.md` §2.5), with room to spare.
+const PAD_PAST_CODEX_CUT: usize = 12_000;

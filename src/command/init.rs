@@ -8,11 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::CommandError;
+use crate::host::claude;
 use crate::host::claude_settings::{
     Json, LOCAL_SETTINGS, Object, PROJECT_SETTINGS, STATUS_LINE_VERB, installed, merge_hooks, status_line_is_abcds, status_line_of,
     with_status_line,
 };
-use crate::host::{HookEvent, claude};
 use crate::places::Place;
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::{git, places, platform};
@@ -380,5 +380,5 @@ fn install_status_line(at: &Places, hook_command: &str) -> Result<StatusLineInst
 
 /// How many hook events `init` installs.
 pub fn hook_events() -> usize {
-    HookEvent::ALL.len()
+    crate::host::claude::EVENTS.len()
 }

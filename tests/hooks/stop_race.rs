@@ -19,7 +19,14 @@ const NOW: &str = "2026-12-01T18:00:00Z";
 const SESSION: &str = "s1";
 
 fn payload(stop_hook_active: bool) -> StopPayload<'static> {
-    StopPayload { session_id: Some(SESSION), stop_hook_active, last_assistant_message: Some("Still on it."), session_crons: &[] }
+    StopPayload {
+        bound: abcd::host::StopBound::HostCap,
+        wakes: true,
+        session_id: Some(SESSION),
+        stop_hook_active,
+        last_assistant_message: Some("Still on it."),
+        session_crons: &[],
+    }
 }
 
 fn read(store: &Store, root: &std::path::Path, active: bool) -> Box<stop::PendingStop> {

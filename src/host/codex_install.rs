@@ -498,6 +498,14 @@ mod tests {
     }
 
     #[test]
+    fn every_event_installed_is_one_abcd_hook_handles() {
+        for event in EVENTS {
+            assert!(crate::host::HookEvent::from_cli_name(event.cli).is_some(), "`abcd hook {}` is a hook", event.cli);
+            assert_eq!(snake_case(event.name), event.snake);
+        }
+    }
+
+    #[test]
     fn abcds_command_is_known_by_its_program_and_arguments() {
         let stop = EVENTS[5];
         assert!(is_abcds("abcd hook stop --host codex", &stop));

@@ -625,7 +625,7 @@ fn block(input: &StopInput<'_>, owed: &OwedSet<'_>, row: Row, reason: String, af
             record_stop: Some(record_stop),
         };
     }
-    let record_stop = past_cap.then(|| StopRecord { kind, possibly_forced_by_cap: true, next, abcd_bound: None });
+    let record_stop = past_cap.then_some(StopRecord { kind, possibly_forced_by_cap: true, next, abcd_bound: None });
     Judgement { verdict: Verdict::Block { reason }, judged: Judged::new(row, state, after), record_stop }
 }
 

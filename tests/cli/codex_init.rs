@@ -272,3 +272,24 @@ fn the_hooks_name_abcd_from_path_when_it_is_this_binary() {
     assert_eq!(hooks["hooks"]["PreToolUse"][0]["matcher"], "Bash|apply_patch|request_user_input");
     assert_eq!(hooks["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3, "what Codex clamps it to");
 }
+
+#[test]
+fn check_names_a_hook_whose_program_is_gone() {
+    let c = Codex::new(false);
+    let bin = c.t.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_abcd"), bin.join("abcd")).unwrap();
+    let with_abcd = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str], path: &str| {
+        let mut cmd = repo::abcd(&c.t.root, &c.t.home);
+        cmd.args(args).env("CODEX_HOME", &c.home).env("PATH", path).output().unwrap()
+    };
+    assert!(run(INIT, &with_abcd).status.success());
+    assert_eq!(run(CHECK, &with_abcd).status.code(), Some(0));
+    // abcd no longer on the PATH the hooks are run with: trusted, and still skipped by the shell.
+    std::fs::remove_file(bin.join("abcd")).unwrap();
+    let out = run(CHECK, &with_abcd);
+    assert_eq!(out.status.code(), Some(1), "{}", repo::text(&out));
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(said.contains("NOT RUNNABLE SessionStart `abcd hook session-start --host codex`: `abcd` is not found on PATH"), "{said}");
+}

@@ -709,9 +709,9 @@ pub fn journal_mutations(input: &[u8]) {
 
 /// Arbitrary bytes as the payload of every hook event.
 pub fn hook_payload(bytes: &[u8]) {
-    for event in HookEvent::ALL {
-        let parsed = host::claude::parse(event, bytes);
-        assert_eq!(parsed, host::claude::parse(event, bytes), "parsing is deterministic");
+    for (event, adapter) in HookEvent::ALL.into_iter().flat_map(|e| host::Host::ALL.map(|h| (e, h))) {
+        let parsed = adapter.parse(event, bytes);
+        assert_eq!(parsed, adapter.parse(event, bytes), "parsing is deterministic");
         let Ok(req) = parsed else { continue };
         assert_eq!(req.event, event, "the request is for the event asked");
         assert!(!req.cwd.as_os_str().is_empty(), "a request always has a cwd");
@@ -733,6 +733,12 @@ pub fn hook_payload(bytes: &[u8]) {
                 assert_eq!(event, HookEvent::PreToolUse);
                 match call {
                     ToolCall::WritesFile { tool, path } => texts.extend([tool.clone(), path.clone()]),
+                    ToolCall::WritesFiles { tool, paths } => {
+                        assert!(!paths.is_empty() && paths.len() <= host::codex::PATCH_FILES_MAX, "{paths:?}");
+                        texts.push(tool.clone());
+                        texts.extend(paths.iter().cloned());
+                    }
+                    ToolCall::WritesUnknown { tool, why, instead } => texts.extend([tool.clone(), why.clone(), instead.clone()]),
                     ToolCall::Shell { command } => texts.push(command.clone()),
                     ToolCall::Question => {}
                     ToolCall::Other { tool } => texts.push(tool.clone()),
@@ -751,6 +757,7 @@ pub fn hook_payload(bytes: &[u8]) {
                 assert!(error.chars().count() <= 64);
                 texts.push(error.clone());
             }
+            RequestDetail::SessionEnd => assert_eq!(event, HookEvent::SessionEnd),
             RequestDetail::Notification { notification_type, message } => {
                 assert_eq!(event, HookEvent::Notification);
                 assert!(notification_type.chars().count() <= 64);
@@ -773,7 +780,7 @@ pub fn hook_payload(bytes: &[u8]) {
             ];
             for reply in &replies {
                 for out_event in HookEvent::ALL {
-                    let Some(out) = host::claude::render(out_event, reply) else { continue };
+                    let Some(out) = adapter.render(out_event, reply) else { continue };
                     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("render gave invalid JSON ({e}): {out}"));
                     assert!(v.is_object(), "render gives one JSON object");
                     assert!(!out.contains('\n'), "one line of output");

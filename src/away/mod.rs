@@ -414,8 +414,12 @@ pub fn check_queued(q: &AwayQueued) -> Result<(), Rejection> {
     check_line("working_copy", &q.working_copy, WORKING_COPY_MAX_CHARS)
 }
 
-/// A recorded stop: its next item a plain line, and an error type (only and always on an
-/// API error stop) in the host's shape.
+/// The largest bound on consecutive Stop blocks a recorded stop may name (a bound past
+/// this is no bound a session would run to).
+pub const ABCD_BOUND_MAX: u32 = 1_000;
+
+/// A recorded stop: its next item a plain line, an error type (only and always on an API
+/// error stop) in the host's shape, and abcd's bound only on a stop it ended.
 pub fn check_stop_recorded(s: &AwayStopRecorded) -> Result<(), Rejection> {
     if let Some(next) = &s.stop.next {
         check_line("next", next, STOP_NEXT_MAX_CHARS)?;
@@ -425,6 +429,14 @@ pub fn check_stop_recorded(s: &AwayStopRecorded) -> Result<(), Rejection> {
         (Some(_), StopLabel::ApiError) => return Err(reject("error_type", "is not an API error type ([a-z][a-z0-9_]{0,63})")),
         (None, StopLabel::ApiError) => return Err(reject("error_type", "is missing on an API error stop")),
         (Some(_), _) => return Err(reject("error_type", "is only recorded on an API error stop")),
+        (None, _) => {}
+    }
+    match (s.stop.abcd_bound, s.stop.label) {
+        (Some(n), StopLabel::WorkOwed | StopLabel::NoNextLook) if (1..=ABCD_BOUND_MAX).contains(&n) && !s.stop.possibly_forced_by_cap => {}
+        (Some(_), StopLabel::WorkOwed | StopLabel::NoNextLook) => {
+            return Err(reject("abcd_bound", format!("is not a bound of 1 to {ABCD_BOUND_MAX} blocks on a stop no host's cap forced")));
+        }
+        (Some(_), _) => return Err(reject("abcd_bound", "is only recorded on a stop with work owed or with no next look")),
         (None, _) => {}
     }
     check_line("working_copy", &s.working_copy, WORKING_COPY_MAX_CHARS)

@@ -18,8 +18,11 @@ pub const NOTIFY_SUMMARY_MAX_CHARS: usize = 200;
 pub const NOTIFY_EVERY: SignedDuration = SignedDuration::from_hours(1);
 /// How long the command may run before its supervisor kills it (with all it started).
 pub const NOTIFY_RUN_BOUND: SignedDuration = SignedDuration::from_secs(30);
-/// The StopFailure error types that are a rate or usage limit: the ones that notify.
-pub const NOTIFY_ERROR_TYPES: &[&str] = &["rate_limit", "billing_error"];
+/// The API error types that are a rate or usage limit: the ones that notify. Claude Code's
+/// StopFailure words first, then Codex CLI's (`codex_error_info` in its rollout, read at
+/// SessionEnd: docs/hosts.md).
+pub const NOTIFY_ERROR_TYPES: &[&str] =
+    &["rate_limit", "billing_error", "usage_limit_exceeded", "rate_limit_exceeded", "session_budget_exceeded"];
 /// Notifications sent, kept per window; past it, the oldest goes (the journal keeps all).
 pub const NOTIFIED_MAX: usize = 64;
 /// Host notifications kept per window; past it, the oldest goes (counted).

@@ -25,7 +25,7 @@ fn queued(step: &str) -> AwayQueued {
 
 fn stop(label: StopLabel, next: Option<&str>) -> AwayStopRecorded {
     AwayStopRecorded {
-        stop: RecordedStop { label, possibly_forced_by_cap: true, next: next.map(String::from), error_type: None },
+        stop: RecordedStop { label, possibly_forced_by_cap: true, next: next.map(String::from), error_type: None, abcd_bound: None },
         working_copy: "/w/a".into(),
     }
 }

@@ -105,8 +105,8 @@ pub fn back_report(w: &Window, show: Show<'_>) -> Vec<String> {
         if let Some(kind) = &s.stop.error_type {
             line.push_str(&format!(" ({kind})"));
         }
-        if s.stop.possibly_forced_by_cap {
-            line.push_str(", possibly forced by the cap");
+        if let Some(bound) = s.stop.bound_words() {
+            line.push_str(&format!(", {bound}"));
         }
         if let Some(next) = &s.stop.next {
             line.push_str(&format!("; next: {next}"));

@@ -1,20 +1,21 @@
-//! `abcd hook <event>`: the host calls this with its JSON payload on stdin. It fails open,
+//! `abcd hook <event> [--host <host>]`: the host calls this with its JSON payload on stdin
+//! (`--host` names whose format it is: `claude`, the default, or `codex`). It fails open,
 //! loudly: on abcd's own fault (a bad payload, an unreadable file, a lock not had in time,
 //! a panic) it allows whatever the host asked about, prints one line on stderr, exits 0.
 
 use std::io::Read;
 
 use super::terminal::{Lines, terminal_safe};
-use crate::host::{self, HookEvent, HookReply, claude};
+use crate::host::{self, HookEvent, HookReply, Host};
 
 /// Test seam (test builds only): `ABCD_HOOK_FAULT=panic` makes the hook panic inside, to
 /// prove the panic is caught and the call allowed.
 #[cfg(feature = "test-support")]
 const FAULT_ENV: &str = "ABCD_HOOK_FAULT";
 
-pub fn run(event: HookEvent) -> i32 {
+pub fn run(event: HookEvent, host: Host) -> i32 {
     let started = std::time::Instant::now();
-    if event == HookEvent::StopFailure {
+    if matches!(event, HookEvent::StopFailure | HookEvent::SessionEnd) {
         outlive_the_hosts_exit();
     }
     // One line on stderr, ours: the default panic message would add its own.
@@ -24,14 +25,14 @@ pub fn run(event: HookEvent) -> i32 {
         if std::env::var(FAULT_ENV).as_deref() == Ok("panic") {
             panic!("fault injected by {FAULT_ENV}");
         }
-        let payload = read_payload()?;
-        let request = claude::parse(event, &payload).map_err(|e| e.to_string())?;
+        let payload = read_payload(host.max_payload_bytes())?;
+        let request = host.parse(event, &payload).map_err(|e| e.to_string())?;
         crate::command::hook::handle(&request, started).map_err(|e| e.to_string())
     });
     let name = event.cli_name();
     match outcome {
         Ok(Ok(done)) => {
-            if let Some(json) = claude::render(event, &terminal_safe_reply(&done.reply)) {
+            if let Some(json) = host.render(event, &terminal_safe_reply(&done.reply)) {
                 // A host that closed the pipe is not listening; any other failure leaves
                 // the host with no reply, which allows.
                 if let Err(e) = super::try_write_out(format!("{json}\n").as_bytes())
@@ -67,7 +68,8 @@ fn terminal_safe_reply(reply: &HookReply) -> HookReply {
 }
 
 /// StopFailure is fire-and-forget: in print mode the host exits right after the API error
-/// and sends the hook SIGTERM about 20 ms after starting it, without waiting for it. The
+/// and sends the hook SIGTERM about 20 ms after starting it, without waiting for it; Codex's
+/// SessionEnd, which records the same, runs as its process exits, within 3 s. The
 /// record is worth more than obeying that: SIGTERM is ignored so the append completes (it
 /// is bounded: the writer lock's wait is two seconds). Other hooks stay killable, since the
 /// host's SIGTERM there is its timeout.
@@ -76,8 +78,7 @@ fn outlive_the_hosts_exit() {
 }
 
 /// Reads stdin up to the payload cap; one byte more means too large.
-fn read_payload() -> Result<Vec<u8>, String> {
-    let cap = claude::MAX_PAYLOAD_BYTES;
+fn read_payload(cap: usize) -> Result<Vec<u8>, String> {
     let mut buf = Vec::new();
     std::io::stdin().lock().take(cap as u64 + 1).read_to_end(&mut buf).map_err(|e| format!("cannot read the payload: {e}"))?;
     if buf.len() > cap {

@@ -75,14 +75,19 @@ enum Command {
     Demo,
     /// Make this git repository managed by abcd: create `.abcd/` and the local tier, keep
     /// the local tier out of git, and install abcd's hooks into `.claude/settings.json`
+    /// (with `--host codex`: into Codex's `$CODEX_HOME/hooks.json`, trusted in its
+    /// `config.toml`)
     Init(init::InitArgs),
-    /// Run one Claude Code hook: reads the host's JSON payload on stdin, writes the host's
-    /// JSON output on stdout; always exits 0 (on abcd's own fault it allows and says why
-    /// on stderr)
+    /// Run one agent host's hook (Claude Code's, or Codex CLI's with `--host codex`): reads
+    /// the host's JSON payload on stdin, writes the host's JSON output on stdout; always
+    /// exits 0 (on abcd's own fault it allows and says why on stderr)
     Hook {
         /// The host's hook event this call is for
-        #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure", "notification"])]
+        #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure", "notification", "session-end"])]
         event: String,
+        /// The host whose payload and output format this call uses
+        #[arg(long, default_value = "claude", value_parser = ["claude", "codex"])]
+        host: String,
     },
     /// The line Claude Code's status bar shows: reads the host's status-line payload on
     /// stdin and prints the away mode (until when, set by whom), the items owed and a
@@ -288,8 +293,8 @@ fn dispatch() -> i32 {
     // form skips clap, whose parse builds the definition of every subcommand, a tenth of
     // the session-start hook's whole time. Anything else, `abcd hook --help` included,
     // goes through clap.
-    if let Some(event) = plain_hook_call(std::env::args_os()) {
-        return hook_cmd::run(event);
+    if let Some((event, host)) = plain_hook_call(std::env::args_os()) {
+        return hook_cmd::run(event, host);
     }
     // The host runs `abcd status-line` on every change of the conversation: the same.
     if plain_status_line_call(std::env::args_os()) {
@@ -454,11 +459,16 @@ fn plain_status_line_call(args: impl Iterator<Item = std::ffi::OsString>) -> boo
     matches!(&args[..], [_, verb] if verb == "status-line")
 }
 
-/// The event of `abcd hook <event>` with nothing else on the command line.
-fn plain_hook_call(args: impl Iterator<Item = std::ffi::OsString>) -> Option<crate::host::HookEvent> {
-    let args: Vec<std::ffi::OsString> = args.take(4).collect();
+/// The event and host of `abcd hook <event>` or `abcd hook <event> --host <host>` with
+/// nothing else on the command line.
+fn plain_hook_call(args: impl Iterator<Item = std::ffi::OsString>) -> Option<(crate::host::HookEvent, crate::host::Host)> {
+    use crate::host::{HookEvent, Host};
+    let args: Vec<std::ffi::OsString> = args.take(6).collect();
     match &args[..] {
-        [_, hook, event] if hook == "hook" => crate::host::HookEvent::from_cli_name(event.to_str()?),
+        [_, hook, event] if hook == "hook" => Some((HookEvent::from_cli_name(event.to_str()?)?, Host::Claude)),
+        [_, hook, event, flag, host] if hook == "hook" && flag == "--host" => {
+            Some((HookEvent::from_cli_name(event.to_str()?)?, Host::from_name(host.to_str()?)?))
+        }
         _ => None,
     }
 }
@@ -475,7 +485,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo => demo::run(),
         Command::Init(a) => init::run(&a),
         Command::StatusLine => Ok(status_line_cmd::run()),
-        Command::Hook { event } => Ok(hook_cmd::run(crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"))),
+        Command::Hook { event, host } => Ok(hook_cmd::run(
+            crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"),
+            crate::host::Host::from_name(&host).expect("clap checked the host"),
+        )),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut Stdout);
             Ok(EXIT_OK)
@@ -509,7 +522,7 @@ fn exit_code_for(e: &anyhow::Error) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::HookEvent;
+    use crate::host::{HookEvent, Host};
     use std::ffi::OsString;
 
     fn args(list: &[&str]) -> impl Iterator<Item = OsString> {
@@ -519,13 +532,20 @@ mod tests {
     #[test]
     fn the_plain_hook_call_takes_exactly_abcd_hook_and_a_known_event() {
         for event in HookEvent::ALL {
-            assert_eq!(plain_hook_call(args(&["abcd", "hook", event.cli_name()])), Some(event));
+            assert_eq!(plain_hook_call(args(&["abcd", "hook", event.cli_name()])), Some((event, Host::Claude)));
+            for host in Host::ALL {
+                assert_eq!(plain_hook_call(args(&["abcd", "hook", event.cli_name(), "--host", host.name()])), Some((event, host)));
+            }
         }
         for other in [
             &["abcd", "hook"][..],
             &["abcd", "hook", "--help"],
             &["abcd", "hook", "nonsense"],
             &["abcd", "hook", "stop", "extra"],
+            &["abcd", "hook", "stop", "--host"],
+            &["abcd", "hook", "stop", "--host", "gemini"],
+            &["abcd", "hook", "stop", "--host", "codex", "extra"],
+            &["abcd", "hook", "stop", "--host=codex"],
             &["abcd", "checklist", "stop"],
             &["abcd"],
         ] {
@@ -554,6 +574,11 @@ mod tests {
         clap_names.sort();
         ours.sort();
         assert_eq!(clap_names, ours);
+        let arg = hook.get_arguments().find(|a| a.get_id() == "host").expect("the host argument");
+        let clap_hosts: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
+        assert_eq!(clap_hosts, Host::ALL.iter().map(|h| h.name().to_string()).collect::<Vec<_>>());
+        let parsed = Cli::try_parse_from(["abcd", "hook", "stop", "--host=codex"]).unwrap();
+        assert!(matches!(parsed.command, Command::Hook { host, .. } if host == "codex"));
     }
 
     /// Words a checklist command line is made of: verbs, every flag, values of each form,

@@ -8,11 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::CommandError;
+use crate::host::claude;
 use crate::host::claude_settings::{
     Json, LOCAL_SETTINGS, Object, PROJECT_SETTINGS, STATUS_LINE_VERB, installed, merge_hooks, status_line_is_abcds, status_line_of,
     with_status_line,
 };
-use crate::host::{HookEvent, claude};
 use crate::places::Place;
 use crate::refusal::{Refusal, RefusalKind as K};
 use crate::{git, places, platform};
@@ -192,14 +192,7 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
     let hook = hook_command()?;
     let merged = merge_hooks(settings.clone(), &hook.command)
         .map_err(|why| Refusal::new(K::FileShape, format!("changing {}", at.settings.display()), why.to_string()).nothing_written())?;
-    let abcd_dir = at.main_root.join(".abcd");
-    let created = !abcd_dir.is_dir();
-    std::fs::create_dir_all(&abcd_dir).map_err(CommandError::failed)?;
-    let tier = at.root.join(places::LOCAL_TIER);
-    std::fs::create_dir_all(&tier).map_err(CommandError::failed)?;
-    if !excludes_local_tier(&exclude) {
-        ensure_excluded(&at.exclude, EXCLUDE_LINE)?;
-    }
+    let (created, tier) = manage_with(at, &exclude)?;
     if merged != settings {
         std::fs::create_dir_all(at.settings.parent().expect("settings has a folder")).map_err(CommandError::failed)?;
         let mut text = serde_json::to_string_pretty(&Json::Object(merged.clone())).map_err(CommandError::failed)?;
@@ -212,6 +205,25 @@ pub fn install(at: &Places) -> Result<Installed, CommandError> {
     let settings_relative = at.settings.strip_prefix(&at.main_root).unwrap_or(&at.settings).to_path_buf();
     let status_line = install_status_line(at, &hook.command)?;
     Ok(Installed { created, tier, hook, already_installed, settings_relative, in_git, status_line })
+}
+
+/// Makes the repository managed (`.abcd/`, the local tier, kept out of git): what every
+/// host's `init` does first. Returns whether `.abcd/` was made now, and the tier.
+pub fn manage(at: &Places) -> Result<(bool, PathBuf), CommandError> {
+    let exclude = read_exclude(&at.exclude)?;
+    manage_with(at, &exclude)
+}
+
+fn manage_with(at: &Places, exclude: &[u8]) -> Result<(bool, PathBuf), CommandError> {
+    let abcd_dir = at.main_root.join(".abcd");
+    let created = !abcd_dir.is_dir();
+    std::fs::create_dir_all(&abcd_dir).map_err(CommandError::failed)?;
+    let tier = at.root.join(places::LOCAL_TIER);
+    std::fs::create_dir_all(&tier).map_err(CommandError::failed)?;
+    if !excludes_local_tier(exclude) {
+        ensure_excluded(&at.exclude, EXCLUDE_LINE)?;
+    }
+    Ok((created, tier))
 }
 
 /// What `init --check` finds: each thing that should be installed, and whether it is, told
@@ -368,5 +380,5 @@ fn install_status_line(at: &Places, hook_command: &str) -> Result<StatusLineInst
 
 /// How many hook events `init` installs.
 pub fn hook_events() -> usize {
-    HookEvent::ALL.len()
+    crate::host::claude::EVENTS.len()
 }

@@ -87,7 +87,8 @@ fn ensure_hooks(lane_dir: &Path) -> Result<Hooks, CommandError> {
         .untouched(Untouched::Started)
         .instead("remove it (the worktree is abcd's) and launch again")
     })?;
-    let missing: Vec<HookEvent> = HookEvent::ALL.into_iter().filter(|e| !committed.contains(e) && !in_local.contains(e)).collect();
+    let missing: Vec<HookEvent> =
+        crate::host::claude::EVENTS.into_iter().filter(|e| !committed.contains(e) && !in_local.contains(e)).collect();
     if missing.is_empty() {
         return Ok(Hooks::Present);
     }

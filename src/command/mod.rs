@@ -38,6 +38,7 @@ pub mod design_done;
 pub mod error;
 pub mod hook;
 pub mod init;
+pub mod init_codex;
 pub mod journal;
 pub mod lane;
 pub mod lane_start;

@@ -31,7 +31,8 @@ pub struct AwayQueued {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopLabel {
-    /// Stopped with work owed (the host's cap overrode abcd's block).
+    /// Stopped with work owed (the host's cap overrode abcd's block, or, on a host with no
+    /// cap, abcd's own bound ended the run: `RecordedStop::abcd_bound`).
     WorkOwed,
     /// Stopped with nothing owed and no next look.
     NoNextLook,
@@ -65,6 +66,23 @@ pub struct RecordedStop {
     /// The host's API error type (`rate_limit`, …) for [`StopLabel::ApiError`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,
+    /// abcd's own bound on consecutive Stop blocks ended this stop, after this many, on a
+    /// host with no cap of its own (Codex CLI): abcd allowed it. Left out otherwise, so a
+    /// stop without it is written byte for byte as before the key existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abcd_bound: Option<u32>,
+}
+
+impl RecordedStop {
+    /// What ended the run of blocks, when a bound did: words for `abcd mode back` and the
+    /// audit that say whose bound it was.
+    pub fn bound_words(&self) -> Option<String> {
+        match (self.abcd_bound, self.possibly_forced_by_cap) {
+            (Some(n), _) => Some(format!("ended by abcd's own bound of {n} consecutive blocks (the host has no cap)")),
+            (None, true) => Some("possibly forced by the cap".into()),
+            (None, false) => None,
+        }
+    }
 }
 
 /// `data` of `away.stop_recorded`.

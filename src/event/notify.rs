@@ -14,6 +14,9 @@ pub enum NotifyKind {
     CapForced,
     /// Every item the session owed waits on a step queued for the person.
     AllBlocked,
+    /// abcd's own bound on consecutive Stop blocks (on a host with no cap) ended a stop
+    /// while work was owed.
+    BoundReached,
 }
 
 impl NotifyKind {
@@ -22,6 +25,7 @@ impl NotifyKind {
             NotifyKind::StopFailure => "a turn ended on a rate or usage limit",
             NotifyKind::CapForced => "the host's cap forced a stop with work owed",
             NotifyKind::AllBlocked => "every owed item waits on a queued step",
+            NotifyKind::BoundReached => "abcd's bound on consecutive stop blocks ended a stop with work owed",
         }
     }
 }

@@ -154,7 +154,7 @@ pub fn audit_line(event: &Event) -> AuditLine {
                 _ => format!(
                     "stop recorded: {}{}",
                     r.stop.label.words(),
-                    if r.stop.possibly_forced_by_cap { ", possibly forced by the cap" } else { "" }
+                    r.stop.bound_words().map(|b| format!(", {b}")).unwrap_or_default()
                 ),
             }
         }

@@ -41,6 +41,19 @@ pub const SESSION_ENV: &str = "CLAUDE_CODE_SESSION_ID";
 /// started, which the person's own terminal does not carry.
 pub const TOOL_PROCESS_ENV: &str = "CLAUDECODE";
 
+/// The events `abcd init` installs for Claude Code (SessionEnd is Codex's: Claude Code has
+/// StopFailure for an API error).
+pub const EVENTS: [HookEvent; 8] = [
+    HookEvent::SessionStart,
+    HookEvent::UserPromptSubmit,
+    HookEvent::PreToolUse,
+    HookEvent::PreCompact,
+    HookEvent::PostCompact,
+    HookEvent::Stop,
+    HookEvent::StopFailure,
+    HookEvent::Notification,
+];
+
 /// The event's name in the host's payloads and outputs.
 pub fn event_name(event: HookEvent) -> &'static str {
     match event {
@@ -52,6 +65,7 @@ pub fn event_name(event: HookEvent) -> &'static str {
         HookEvent::Stop => "Stop",
         HookEvent::StopFailure => "StopFailure",
         HookEvent::Notification => "Notification",
+        HookEvent::SessionEnd => "SessionEnd",
     }
 }
 
@@ -123,6 +137,9 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
             // A message that carries a secret is left out whole, never cut around it.
             message: text("message")?.and_then(|m| cut_after_scan(&m, Bound::Chars(NOTIFICATION_MESSAGE_MAX_CHARS)).ok()),
         },
+        // Claude Code reports an API error by StopFailure, so its session end says nothing
+        // of one.
+        HookEvent::SessionEnd => RequestDetail::SessionEnd,
     };
     // Only a reader of whether context reached the model uses it: a value of another type
     // is no path, never a refusal.
@@ -130,7 +147,7 @@ pub fn parse(event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError
         Some(Value::String(p)) if !p.is_empty() => Some(p.into()),
         _ => None,
     };
-    Ok(HookRequest { event, session_id, cwd: cwd.into(), project_dir: project_dir(), transcript_path, detail })
+    Ok(HookRequest { host: super::Host::Claude, event, session_id, cwd: cwd.into(), project_dir: project_dir(), transcript_path, detail })
 }
 
 /// The folder the host started the session in, which it gives every hook and which stays
@@ -229,10 +246,13 @@ pub fn render(event: HookEvent, reply: &HookReply) -> Option<String> {
         }
         // No decision control and no hookSpecificOutput for these (the host rejects it for
         // PostCompact); abcd only records on them.
-        HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure | HookEvent::Notification => {}
+        HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure | HookEvent::Notification | HookEvent::SessionEnd => {}
     }
     if let Some(msg) = &reply.system_message
-        && !matches!(event, HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure | HookEvent::Notification)
+        && !matches!(
+            event,
+            HookEvent::PreCompact | HookEvent::PostCompact | HookEvent::StopFailure | HookEvent::Notification | HookEvent::SessionEnd
+        )
     {
         out.insert("systemMessage".into(), json!(msg));
     }

@@ -230,7 +230,7 @@ pub fn merge_hooks(mut settings: Object, command: &str) -> Result<Object, String
     let Json::Object(hooks) = settings.get_or_insert("hooks", || Json::Object(Object::default())) else {
         return Err("its `hooks` is not an object".into());
     };
-    for event in HookEvent::ALL {
+    for event in claude::EVENTS {
         let groups = hooks.get_or_insert(claude::event_name(event), || Json::Array(vec![]));
         let Json::Array(groups) = groups else { return Err(format!("its `hooks.{}` is not a list", claude::event_name(event))) };
         for group in groups.iter_mut() {
@@ -251,7 +251,7 @@ pub fn merge_hooks(mut settings: Object, command: &str) -> Result<Object, String
 
 /// Which events have an abcd handler installed, and with which command.
 pub fn installed(settings: &Object) -> Vec<(HookEvent, Option<String>)> {
-    HookEvent::ALL
+    claude::EVENTS
         .into_iter()
         .map(|event| {
             let command = settings
@@ -317,7 +317,7 @@ mod tests {
         );
         assert_eq!(twice.get("model").and_then(Json::as_str), Some("x"));
         let Json::Object(twice) = twice else { unreachable!() };
-        for event in HookEvent::ALL {
+        for event in claude::EVENTS {
             let n = installed(&twice).into_iter().filter(|(e, c)| *e == event && c.is_some()).count();
             assert_eq!(n, 1, "{event:?}");
         }

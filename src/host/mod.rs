@@ -1,12 +1,120 @@
 //! The host adapter: the one place that knows a coding agent's hook wire format. The
 //! rest of abcd sees host-neutral requests (`HookRequest`) and replies (`HookReply`);
 //! `claude` turns Claude Code's JSON payloads into the first and the second into Claude
-//! Code's output JSON. `session_from_env` reads the session the host names for the commands
-//! its tools run. A second host (Codex's hooks are close) is a second module here.
+//! Code's output JSON; `codex` does the same for Codex CLI. `session_from_env` reads the
+//! session the host names for the commands its tools run.
 
 pub mod claude;
 pub mod claude_settings;
+pub mod codex;
+pub mod codex_install;
+pub mod codex_rollout;
+pub mod json_text;
 pub mod transcript;
+
+/// The agent host a hook call comes from: `abcd hook <event> --host <name>`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Host {
+    /// Claude Code (the default: every Claude invocation names no host).
+    #[default]
+    Claude,
+    /// OpenAI's Codex CLI (../shared/host/codex-hooks.md).
+    Codex,
+}
+
+impl Host {
+    pub const ALL: [Host; 2] = [Host::Claude, Host::Codex];
+
+    /// The name on abcd's command line: `--host <name>`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Host::Claude => "claude",
+            Host::Codex => "codex",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Host> {
+        Host::ALL.into_iter().find(|h| h.name() == name)
+    }
+
+    /// Parses the host's payload for `event`.
+    pub fn parse(self, event: HookEvent, bytes: &[u8]) -> Result<HookRequest, PayloadError> {
+        match self {
+            Host::Claude => claude::parse(event, bytes),
+            Host::Codex => codex::parse(event, bytes),
+        }
+    }
+
+    /// The host's output for a reply, or `None` when there is nothing to write.
+    pub fn render(self, event: HookEvent, reply: &HookReply) -> Option<String> {
+        match self {
+            Host::Claude => claude::render(event, reply),
+            Host::Codex => codex::render(event, reply),
+        }
+    }
+
+    /// Judges one injection from the tail of the host's transcript.
+    pub fn judge_transcript(self, tail: &transcript::Tail, marker: &str) -> transcript::Finding {
+        match self {
+            Host::Claude => transcript::judge(tail, marker),
+            Host::Codex => codex_rollout::judge(tail, marker),
+        }
+    }
+
+    /// The most bytes abcd injects as one context, where the host's cap counts bytes
+    /// (Codex); `None` where it counts characters and abcd's character budget holds.
+    pub fn context_budget_bytes(self) -> Option<usize> {
+        match self {
+            Host::Claude => None,
+            Host::Codex => Some(codex::CONTEXT_BUDGET_BYTES),
+        }
+    }
+
+    /// The API error the session's last turn ended on, as the host's records give it, for a
+    /// host that fires no StopFailure (Codex: its rollout); `None` when the turn completed,
+    /// or the records cannot tell, or the host reports errors itself (Claude Code).
+    pub fn last_turn_api_error(self, transcript_path: Option<&std::path::Path>) -> Option<String> {
+        match self {
+            Host::Claude => None,
+            Host::Codex => codex::api_error(transcript_path),
+        }
+    }
+
+    /// The largest payload read from stdin; a larger one fails open.
+    pub fn max_payload_bytes(self) -> usize {
+        match self {
+            Host::Claude => claude::MAX_PAYLOAD_BYTES,
+            Host::Codex => codex::MAX_PAYLOAD_BYTES,
+        }
+    }
+
+    /// Who bounds consecutive Stop blocks: the host's own cap (Claude Code overrides a
+    /// hook after its cap and ends the stop itself) or abcd's bound, on a host with no cap,
+    /// where abcd allows the stop itself once the bound is passed.
+    pub fn stop_bound(self) -> StopBound {
+        match self {
+            Host::Claude => StopBound::HostCap,
+            Host::Codex => StopBound::Abcd(codex::STOP_BLOCK_BOUND),
+        }
+    }
+}
+
+impl Host {
+    /// Whether the host can wake a session later (Claude Code's session crons, sent in the
+    /// Stop payload); Codex CLI has none.
+    pub fn wakes(self) -> bool {
+        matches!(self, Host::Claude)
+    }
+}
+
+/// Who ends a run of consecutive Stop blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopBound {
+    /// The host's cap (its number read as the host reads it).
+    HostCap,
+    /// abcd's own bound, this many consecutive blocks: the host has no cap.
+    Abcd(u32),
+}
 
 /// The variable Codex CLI sets for a command its model's shell tool runs, to the tool
 /// call's id (../shared/host/codex-hooks.md, "Commands run by the model's shell tool").
@@ -53,10 +161,14 @@ pub enum HookEvent {
     Stop,
     StopFailure,
     Notification,
+    /// The session's end (Codex CLI installs it: there it is the only sign of an API error).
+    SessionEnd,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 8] = [
+    /// Every event `abcd hook` takes, whichever host installs it (`claude::EVENTS` and
+    /// `codex::EVENTS` are what each host's install writes).
+    pub const ALL: [HookEvent; 9] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -65,6 +177,7 @@ impl HookEvent {
         HookEvent::Stop,
         HookEvent::StopFailure,
         HookEvent::Notification,
+        HookEvent::SessionEnd,
     ];
 
     /// The name on abcd's command line: `abcd hook <cli-name>`.
@@ -78,6 +191,7 @@ impl HookEvent {
             HookEvent::Stop => "stop",
             HookEvent::StopFailure => "stop-failure",
             HookEvent::Notification => "notification",
+            HookEvent::SessionEnd => "session-end",
         }
     }
 
@@ -117,6 +231,20 @@ pub enum ToolCall {
         tool: String,
         path: String,
     },
+    /// A tool that writes every file at `paths` (Codex's `apply_patch`: the paths its patch
+    /// names, absolute, each checked as a `WritesFile` path is).
+    WritesFiles {
+        tool: String,
+        paths: Vec<String>,
+    },
+    /// A file-writing tool call whose files abcd cannot tell (a patch it cannot read): the
+    /// adapter's rule refuses it, since a write abcd cannot check may be to abcd's own files.
+    WritesUnknown {
+        tool: String,
+        why: String,
+        /// What to send instead, in the host's terms.
+        instead: String,
+    },
     /// A shell command (Bash).
     Shell {
         command: String,
@@ -131,6 +259,7 @@ pub enum ToolCall {
 /// What the hook was asked, host-neutral.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HookRequest {
+    pub host: Host,
     pub event: HookEvent,
     pub session_id: Option<String>,
     pub cwd: PathBuf,
@@ -168,6 +297,9 @@ pub enum RequestDetail {
         notification_type: String,
         message: Option<String>,
     },
+    /// The session ended (Codex CLI; its rollout says whether the last turn ended on an API
+    /// error: `Host::last_turn_api_error`).
+    SessionEnd,
 }
 
 /// What abcd answers, host-neutral. Every field is optional: an empty reply allows

@@ -13,7 +13,7 @@ use std::io;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::This;
@@ -171,6 +171,12 @@ pub fn read_regular_text(path: &Path, limit: u64) -> io::Result<String> {
 /// file that exists.
 pub fn created_mode(opts: &mut OpenOptions, mode: u32) -> &mut OpenOptions {
     opts.mode(mode)
+}
+
+/// Sets an open file's permission bits (`fchmod`), whatever the umask: a file written in
+/// place of another takes the replaced one's mode.
+pub fn set_mode(file: &File, mode: u32) -> io::Result<()> {
+    file.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
 }
 
 /// Creates a folder and its missing parents, each one created with `mode` (less the umask).

@@ -8,7 +8,8 @@
 //! - builds the owed set, with any item a queued push hands back (SPEC §6 "Pushes", only
 //!   under `--hold-pushes`) already left out, and records each hand-back itself;
 //! - computes the deadline with [`deadline`] and the wake with [`qualifying_wake`];
-//! - reads the block cap (`CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`, else [`DEFAULT_BLOCK_CAP`]);
+//! - reads the block cap (`CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`, else [`DEFAULT_BLOCK_CAP`]),
+//!   or, on a host with no cap of its own, passes abcd's own bound ([`StopInput::own_bound`]);
 //! - appends [`Judgement::judged`] as `session.judged` and, while away, records
 //!   [`Judgement::record_stop`] in the away record;
 //! - writes [`Verdict`] as the host's output.
@@ -401,6 +402,10 @@ pub struct StopRecord {
     /// The next owed item, in plain words, when work is owed.
     #[serde(default)]
     pub next: Option<String>,
+    /// abcd's own bound ended this stop, after this many consecutive blocks, on a host with
+    /// no cap of its own: abcd allowed it, no host forced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abcd_bound: Option<u32>,
 }
 
 /// The answer to the host.
@@ -457,6 +462,12 @@ pub struct StopInput<'a> {
     pub qualifying_wake: Option<Timestamp>,
     /// [`DEFAULT_BLOCK_CAP`] or the environment's override; 0 disables the cap.
     pub block_cap: u32,
+    /// `block_cap` is abcd's own bound, on a host that has no cap (Codex CLI): the block
+    /// past it is not sent, since no host would end the run; abcd allows the stop itself.
+    pub own_bound: bool,
+    /// The host can wake the session later (session crons). Where it cannot (Codex CLI),
+    /// no reason tells the session to schedule a wake.
+    pub wakes: bool,
     /// The own branches the checklist is behind (read from git only); while away a set not
     /// yet named blocks one stop.
     pub behind: &'a [BehindRef],
@@ -512,8 +523,12 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
         // hands it on). What is owed stays owed: recorded as a stop with work owed, which
         // `abcd mode back` shows (identical ones merge into one line with a count).
         let after = SessionState { block_count: 0, next_look: None, ..before.clone() };
-        let record_stop =
-            owed.next().map(|next| StopRecord { kind: StopKind::WorkOwed, possibly_forced_by_cap: false, next: Some(next.describe()) });
+        let record_stop = owed.next().map(|next| StopRecord {
+            kind: StopKind::WorkOwed,
+            possibly_forced_by_cap: false,
+            next: Some(next.describe()),
+            abcd_bound: None,
+        });
         return Judgement {
             verdict: Verdict::Allow { state: StopState::Stopped, system_message: None },
             judged: Judged::new(Row::LoopTurn, StopState::Stopped, after),
@@ -545,7 +560,8 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
     let with_behind = |reason: String| {
         if tell_behind { clip(format!("{reason} Also, {}", behind_text(input.behind)), REASON_MAX_CHARS) } else { reason }
     };
-    let owed_block = |row: Row, seen: SessionState| block(input, owed, row, with_behind(owed_reason(row, owed, away, &by)), seen);
+    let owed_block =
+        |row: Row, seen: SessionState| block(input, owed, row, with_behind(owed_reason(row, owed, away, &by, input.wakes)), seen);
     // Rows 3 and 6 would allow: the behind set not yet named blocks this stop instead.
     let behind_block = |seen: SessionState| {
         let reason = format!("abcd: the person is away and {}", behind_text(input.behind));
@@ -564,10 +580,14 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
         (true, Some(_)) if tell_behind => behind_block(seen),
         (true, Some(at)) => allow_waiting(Row::NothingOwedWake, SessionState { next_look: Some(at), ..seen }),
         (true, None) => {
-            let reason = format!(
-                "abcd: the person is away and nothing is owed. Take the next ready item first (`abcd checklist` lists the open ones); \
-                 only if none can be taken, schedule a wake (a session cron) that fires before {by}."
-            );
+            let reason = if input.wakes {
+                format!(
+                    "abcd: the person is away and nothing is owed. Take the next ready item first (`abcd checklist` lists the open ones); \
+                     only if none can be taken, schedule a wake (a session cron) that fires before {by}."
+                )
+            } else {
+                "abcd: the person is away and nothing is owed. Take the next ready item (`abcd checklist` lists the open ones).".to_string()
+            };
             block(input, owed, Row::NothingOwedNoWake, with_behind(clip(reason, REASON_MAX_CHARS)), seen)
         }
     }
@@ -586,18 +606,32 @@ fn block(input: &StopInput<'_>, owed: &OwedSet<'_>, row: Row, reason: String, af
     let block_count = if input.stop_hook_active { input.session.block_count.saturating_add(1) } else { 1 };
     let past_cap = input.block_cap > 0 && block_count > input.block_cap;
     let state = if past_cap { StopState::Stopped } else { StopState::Working };
-    let record_stop = past_cap.then(|| StopRecord {
-        kind: if owed.is_empty() { StopKind::NoNextLook } else { StopKind::WorkOwed },
-        possibly_forced_by_cap: true,
-        next: owed.next().map(Owed::describe),
-    });
+    let kind = if owed.is_empty() { StopKind::NoNextLook } else { StopKind::WorkOwed };
+    let next = owed.next().map(Owed::describe);
     let after = SessionState { block_count, next_look: None, ..after };
+    if past_cap && input.own_bound {
+        // No host ends this run: abcd's bound does, by allowing the stop, and says so.
+        let bound = input.block_cap;
+        let line = match &next {
+            Some(n) => format!(
+                "abcd: allowed the stop after {bound} consecutive blocks (abcd's own bound; this host has no cap) with work owed; next: {n}."
+            ),
+            None => format!("abcd: allowed the stop after {bound} consecutive blocks (abcd's own bound; this host has no cap)."),
+        };
+        let record_stop = StopRecord { kind, possibly_forced_by_cap: false, next, abcd_bound: Some(bound) };
+        return Judgement {
+            verdict: Verdict::Allow { state: StopState::Stopped, system_message: Some(clip(line, SYSTEM_MESSAGE_MAX_CHARS)) },
+            judged: Judged::new(row, StopState::Stopped, after),
+            record_stop: Some(record_stop),
+        };
+    }
+    let record_stop = past_cap.then_some(StopRecord { kind, possibly_forced_by_cap: true, next, abcd_bound: None });
     Judgement { verdict: Verdict::Block { reason }, judged: Judged::new(row, state, after), record_stop }
 }
 
 /// The reason for rows 2, 4 and 5: the next item, the push wording when its next act is a
 /// push, what to do when it cannot move, and the others (bounded).
-fn owed_reason(row: Row, owed: &OwedSet<'_>, away: &AwayTerms<'_>, by: &str) -> String {
+fn owed_reason(row: Row, owed: &OwedSet<'_>, away: &AwayTerms<'_>, by: &str, wakes: bool) -> String {
     let count = count_items(owed.len());
     let mut text = match row {
         Row::WakesSpent => format!(
@@ -613,7 +647,7 @@ fn owed_reason(row: Row, owed: &OwedSet<'_>, away: &AwayTerms<'_>, by: &str) -> 
     }
     match row {
         Row::WakesSpent => text.push_str(" Move it, or take another."),
-        Row::NoWake => {
+        Row::NoWake if wakes => {
             text.push_str(&format!(" If it cannot move now, take another, or schedule a wake (a session cron) that fires before {by}."))
         }
         _ => text.push_str(" If it cannot move now, take another."),
@@ -877,6 +911,8 @@ mod tests {
                 deadline,
                 qualifying_wake: wake,
                 block_cap: self.cap,
+                own_bound: false,
+                wakes: true,
                 behind: self.behind,
                 loop_turn: self.loop_turn,
             })
@@ -1075,6 +1111,7 @@ mod tests {
     struct Session {
         state: SessionState,
         cap: u32,
+        own_bound: bool,
         hold_pushes: bool,
         queued: Vec<String>,
         behind: Vec<BehindRef>,
@@ -1082,7 +1119,14 @@ mod tests {
 
     impl Session {
         fn new() -> Session {
-            Session { state: SessionState::default(), cap: DEFAULT_BLOCK_CAP, hold_pushes: false, queued: Vec::new(), behind: Vec::new() }
+            Session {
+                state: SessionState::default(),
+                cap: DEFAULT_BLOCK_CAP,
+                own_bound: false,
+                hold_pushes: false,
+                queued: Vec::new(),
+                behind: Vec::new(),
+            }
         }
 
         fn stop(&mut self, now: &str, owed: &[Owed], active: bool, crons: &[SessionCron], message: Option<&str>) -> Judgement {
@@ -1098,6 +1142,8 @@ mod tests {
                 deadline,
                 qualifying_wake: qualifying_wake(crons, &now, deadline),
                 block_cap: self.cap,
+                own_bound: self.own_bound,
+                wakes: !self.own_bound,
                 behind: &self.behind,
                 loop_turn: false,
             });
@@ -1265,6 +1311,8 @@ mod tests {
             deadline: deadline(false, [], now.timestamp()),
             qualifying_wake: None,
             block_cap: DEFAULT_BLOCK_CAP,
+            own_bound: false,
+            wakes: true,
             behind: &behind,
             loop_turn: false,
         });
@@ -1356,6 +1404,7 @@ mod tests {
                         kind: StopKind::WorkOwed,
                         possibly_forced_by_cap: true,
                         next: Some("branch feat/x has commits not pushed".into()),
+                        abcd_bound: None,
                     };
                     assert_eq!(j.record_stop, Some(expected), "cap {cap} block {n}");
                     assert_eq!(j.judged.state, StopState::Stopped);
@@ -1383,6 +1432,55 @@ mod tests {
             s.stop("2026-10-18T13:51:00Z", &[unpushed("feat/x")], n > 1, &[], None);
         }
         assert_eq!(s.stop("2026-10-18T14:51:00Z", &[unpushed("feat/x")], false, &[], None).judged.block_count, 1);
+    }
+
+    /// Issue 38: on a host with no cap (Codex), abcd's own bound ends the run: the blocks up
+    /// to it are sent, the one past it is not (the stop is allowed, said to the person) and
+    /// the stop is recorded as ended by abcd's bound, never as forced by a host's cap. Each
+    /// bound on both sides of its edge; a new turn starts the count again.
+    #[test]
+    fn past_abcds_own_bound_the_stop_is_allowed_and_recorded_as_abcds() {
+        for bound in [1, 3, DEFAULT_BLOCK_CAP] {
+            let mut s = Session { cap: bound, own_bound: true, ..Session::new() };
+            for n in 1..=bound {
+                let j = s.stop("2026-10-18T13:51:00Z", &[unpushed("feat/x")], n > 1, &[], None);
+                assert!(j.verdict.is_block(), "bound {bound} block {n}");
+                let Verdict::Block { reason } = &j.verdict else { unreachable!() };
+                assert!(!reason.contains("wake"), "a host with no wakes is told of none: {reason}");
+                assert_eq!((j.record_stop.clone(), j.judged.state), (None, StopState::Working), "bound {bound} block {n}");
+            }
+            let past = s.stop("2026-10-18T13:51:00Z", &[unpushed("feat/x")], true, &[], None);
+            let Verdict::Allow { state: StopState::Stopped, system_message: Some(line) } = &past.verdict else {
+                panic!("bound {bound}: {:?}", past.verdict)
+            };
+            assert!(line.contains(&format!("after {bound} consecutive blocks (abcd's own bound")), "{line}");
+            assert!(line.contains("branch feat/x has commits not pushed"), "{line}");
+            let expected = StopRecord {
+                kind: StopKind::WorkOwed,
+                possibly_forced_by_cap: false,
+                next: Some("branch feat/x has commits not pushed".into()),
+                abcd_bound: Some(bound),
+            };
+            assert_eq!(past.record_stop, Some(expected));
+            assert_eq!((past.judged.state, past.judged.block_count), (StopState::Stopped, bound + 1));
+            // The next turn's first stop blocks again: the count starts afresh.
+            let next_turn = s.stop("2026-10-18T13:55:00Z", &[unpushed("feat/x")], false, &[], None);
+            assert!(next_turn.verdict.is_block());
+            assert_eq!(next_turn.judged.block_count, 1);
+        }
+        // With nothing owed and no wake the same bound holds, recorded with no next item.
+        let mut s = Session { cap: 2, own_bound: true, ..Session::new() };
+        for n in 1..=3 {
+            let j = s.stop("2026-10-18T13:51:00Z", &[], n > 1, &[], None);
+            assert_eq!(j.verdict.is_block(), n <= 2, "block {n}");
+            if let Verdict::Block { reason } = &j.verdict {
+                assert!(!reason.contains("wake"), "{reason}");
+            }
+            if n == 3 {
+                let r = j.record_stop.unwrap();
+                assert_eq!((r.kind, r.abcd_bound, r.next), (StopKind::NoNextLook, Some(2), None));
+            }
+        }
     }
 
     /// Acceptance 1: a prose question is blocked once per message.

@@ -1,4 +1,4 @@
-//! The verbs through the built binary: the checklist, init, the demo, man pages, hints,
+//! The verbs through the built binary: the checklist, init (for Claude Code and Codex), the demo, man pages, hints,
 //! design-done, the status line, output to failing streams, the binary's own start,
 //! terminal safety, the session-start context's budget, and the mirror's verbs.
 
@@ -6,6 +6,7 @@
 mod common;
 
 mod checklist;
+mod codex_init;
 mod context_budget;
 mod demo;
 mod design_done;

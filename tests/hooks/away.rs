@@ -1422,3 +1422,100 @@ fn refused_attempts_are_recorded_up_to_the_limit_and_refused_past_it() {
     assert_eq!(listed, REFUSALS_SHOWN, "{shown}");
     assert!(shown.contains(&format!("session s{REFUSALS_RECORDED_MAX},")) && !shown.contains("session s1,"), "the latest: {shown}");
 }
+
+impl Repo {
+    /// `abcd hook <event> --host codex` with a payload shaped as Codex CLI 0.171.0 sends it.
+    fn codex_hook(&self, event: &str, payload: Value) -> Output {
+        let mut cmd = self.command(&["hook", event, "--host", "codex"]);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "a hook always exits 0");
+        out
+    }
+
+    fn codex_stop(&self, active: bool) -> Output {
+        let payload = json!({"session_id": "01a248c6-5deb-78b3-8899-37bf1a17441e", "turn_id": "01a248c6-5e00-7721-88aa-a72d0718b758",
+            "transcript_path": null, "cwd": self.root, "hook_event_name": "Stop", "model": "gpt-lab",
+            "permission_mode": "bypassPermissions", "stop_hook_active": active, "last_assistant_message": "Still on it."});
+        self.codex_hook("stop", payload)
+    }
+
+    fn codex_tool(&self, tool: &str, input: Value) -> Option<Value> {
+        let payload = json!({"session_id": "01a248c6-60f8-76a3-9b36-c9d416a962c6", "turn_id": "01a248c6-610c-7740-9d58-40206109e436",
+            "transcript_path": null, "cwd": self.root, "hook_event_name": "PreToolUse", "model": "gpt-lab",
+            "permission_mode": "bypassPermissions", "tool_name": tool, "tool_input": input, "tool_use_id": "call_9d7d59ed"});
+        reply(&self.codex_hook("pre-tool-use", payload))
+    }
+}
+
+/// Issue 38: on Codex, which has no cap on Stop blocks, the away Stop blocks with Codex's
+/// `decision`/`reason` up to abcd's own bound, then allows the stop itself; the record and
+/// `abcd mode back` say it was abcd's bound, not a host's cap.
+#[test]
+fn codex_the_away_stop_blocks_to_abcds_bound_then_ends_recorded_as_abcds() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+8h"]).status.success());
+    for n in 1..=abcd::host::codex::STOP_BLOCK_BOUND {
+        let r = reply(&repo.codex_stop(n > 1)).unwrap_or_else(|| panic!("block {n} expected"));
+        assert_eq!(r["decision"], "block", "block {n}: {r}");
+        let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["decision", "reason"], "only the fields Codex's Stop takes: {r}");
+        assert!(r["reason"].as_str().unwrap().contains("Next: branch feat/x has commits not pushed"), "{r}");
+    }
+    let past = repo.codex_stop(true);
+    let r = reply(&past).unwrap();
+    assert_eq!(r.get("decision"), None, "the stop past the bound is allowed: {r}");
+    let line = r["systemMessage"].as_str().unwrap();
+    assert!(line.contains("after 8 consecutive blocks (abcd's own bound; this host has no cap)"), "{line}");
+    let journal = std::fs::read_to_string(repo.repository_journal()).unwrap();
+    let stops: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "away.stop_recorded")
+        .map(|e| e["data"]["stop"].clone())
+        .collect();
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    assert_eq!(stops[0]["abcd_bound"], 8);
+    assert_eq!(stops[0]["possibly_forced_by_cap"], false);
+    let back = stdout(&repo.abcd(&["mode", "back"]));
+    assert!(
+        back.contains("stop: stopped with work owed, ended by abcd's own bound of 8 consecutive blocks (the host has no cap)"),
+        "{back}"
+    );
+    assert!(!back.contains("possibly forced by the cap"), "{back}");
+}
+
+/// Issue 38: Codex's question tool is refused while away with the reroute; `apply_patch` is
+/// refused on abcd's own file and allowed on a source file, and a patch abcd cannot read is
+/// refused; every refusal in Codex's PreToolUse shape.
+#[test]
+fn codex_the_question_tool_and_patches_meet_the_same_guards() {
+    let repo = Repo::new();
+    own_unpushed_branch(&repo, "feat/x");
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+8h"]).status.success());
+    let deny = |r: Option<Value>| {
+        let r = r.expect("a refusal");
+        let out = &r["hookSpecificOutput"];
+        assert_eq!((out["hookEventName"].as_str(), out["permissionDecision"].as_str()), (Some("PreToolUse"), Some("deny")), "{r}");
+        out["permissionDecisionReason"].as_str().unwrap().to_string()
+    };
+    let questions = json!({"questions": [{"id": "branch", "header": "Branch", "question": "Which branch should I use?",
+        "options": [{"label": "main", "description": "the default branch"}]}]});
+    let why = deny(repo.codex_tool("request_user_input", questions));
+    assert!(why.starts_with("abcd: the person is away, so no question reaches them") && why.contains("abcd mode queue"), "{why}");
+
+    let journal = repo.repository_journal();
+    let own = format!("*** Begin Patch\n*** Add File: notes.md\n+x\n*** Update File: {}\n@@\n-a\n+b\n*** End Patch\n", journal.display());
+    let why = deny(repo.codex_tool("apply_patch", json!({"command": own})));
+    assert!(why.starts_with(&format!("abcd refuses apply_patch on {}", journal.display())), "{why}");
+    let source = "*** Begin Patch\n*** Add File: src/parser.rs\n+fn parse() {}\n*** End Patch\n";
+    // Allowed: no decision (the blocker sweep's ask may ride the call as context).
+    let allowed = repo.codex_tool("apply_patch", json!({"command": source}));
+    assert!(allowed.as_ref().is_none_or(|r| r["hookSpecificOutput"].get("permissionDecision").is_none()), "{allowed:?}");
+    let why = deny(repo.codex_tool("apply_patch", json!({"command": "rewrite everything"})));
+    assert!(why.starts_with("abcd refuses apply_patch: it cannot read which files this call writes"), "{why}");
+}

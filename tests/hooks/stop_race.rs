@@ -24,10 +24,13 @@ const SESSION: &str = "s1";
 
 fn payload(stop_hook_active: bool) -> StopPayload<'static> {
     StopPayload {
+        bound: abcd::host::StopBound::HostCap,
+        wakes: true,
         session_id: Some(SESSION),
         stop_hook_active,
         last_assistant_message: Some("Still on it."),
         session_crons: &[],
+        host: abcd::host::Host::Claude,
         transcript_path: None,
     }
 }

@@ -1681,19 +1681,26 @@ fn the_away_schemas_agree_with_the_code() {
         for next in [Some("Ship the parser (ship-the-parser)"), None] {
             for error_type in [Some("rate_limit"), None] {
                 for possibly_forced_by_cap in [true, false] {
-                    let s = RecordedStop {
-                        label,
-                        possibly_forced_by_cap,
-                        next: next.map(String::from),
-                        error_type: error_type.map(String::from),
-                    };
-                    let data = serde_json::to_value(AwayStopRecorded { stop: s, working_copy: wc.into() }).unwrap();
-                    assert_eq!(keys_of(&data), keys_of(&stop["properties"]), "away.stop_recorded keys");
-                    let written: BTreeSet<String> = keys_of(&data["stop"]);
-                    assert!(written.is_subset(&keys_of(&stop_schema["properties"])));
-                    assert_eq!(written.len(), 2 + usize::from(next.is_some()) + usize::from(error_type.is_some()), "{data}");
-                    // An error type goes with an API error stop, and only with one.
-                    agree(&stop, &code, &data, (label == StopLabel::ApiError) == error_type.is_some());
+                    for abcd_bound in [Some(8), None] {
+                        let s = RecordedStop {
+                            label,
+                            possibly_forced_by_cap,
+                            next: next.map(String::from),
+                            error_type: error_type.map(String::from),
+                            abcd_bound,
+                        };
+                        let data = serde_json::to_value(AwayStopRecorded { stop: s, working_copy: wc.into() }).unwrap();
+                        assert_eq!(keys_of(&data), keys_of(&stop["properties"]), "away.stop_recorded keys");
+                        let written: BTreeSet<String> = keys_of(&data["stop"]);
+                        assert!(written.is_subset(&keys_of(&stop_schema["properties"])));
+                        let optional = usize::from(next.is_some()) + usize::from(error_type.is_some()) + usize::from(abcd_bound.is_some());
+                        assert_eq!(written.len(), 2 + optional, "{data}");
+                        // An error type goes with an API error stop, and only with one; abcd's
+                        // bound only with a stop it ended, never one a host's cap forced.
+                        let bound_ok = abcd_bound.is_none()
+                            || (matches!(label, StopLabel::WorkOwed | StopLabel::NoNextLook) && !possibly_forced_by_cap);
+                        agree(&stop, &code, &data, (label == StopLabel::ApiError) == error_type.is_some() && bound_ok);
+                    }
                 }
             }
         }
@@ -1704,11 +1711,33 @@ fn the_away_schemas_agree_with_the_code() {
             possibly_forced_by_cap: false,
             next: Some("n".into()),
             error_type: Some("overloaded".into()),
+            abcd_bound: None,
         },
         working_copy: wc.into(),
     })
     .unwrap();
-    assert_eq!(keys_of(&good["stop"]), keys_of(&stop_schema["properties"]), "stop keys");
+    // Every key but abcd's bound, which an API error stop never carries.
+    let mut all_keys = keys_of(&good["stop"]);
+    all_keys.insert("abcd_bound".into());
+    assert_eq!(all_keys, keys_of(&stop_schema["properties"]), "stop keys");
+    let bounded = serde_json::to_value(AwayStopRecorded {
+        stop: RecordedStop {
+            label: StopLabel::WorkOwed,
+            possibly_forced_by_cap: false,
+            next: Some("n".into()),
+            error_type: None,
+            abcd_bound: Some(8),
+        },
+        working_copy: wc.into(),
+    })
+    .unwrap();
+    agree(&stop, &code, &bounded, true);
+    // The bound's edges: 1 and ABCD_BOUND_MAX taken, 0 and one past refused, and no other type.
+    agree(&stop, &code, &set_at(&bounded, &["stop", "abcd_bound"], json!(1)), true);
+    agree(&stop, &code, &set_at(&bounded, &["stop", "abcd_bound"], json!(abcd::away::ABCD_BOUND_MAX)), true);
+    for v in [json!(0), json!(abcd::away::ABCD_BOUND_MAX + 1), json!("8"), json!(-1), json!(8.5)] {
+        agree(&stop, &code, &set_at(&bounded, &["stop", "abcd_bound"], v), false);
+    }
     for data in [
         set_at(&good, &["stop"], json!({"label": "work_owed"})),
         set_at(&good, &["stop", "next"], line(400)),
@@ -3333,7 +3362,7 @@ fn the_notify_schemas_agree_with_the_code() {
 
     // away.notified: each kind, and the rules of each key.
     let code = in_repository(event::AWAY_NOTIFIED);
-    for kind in [NotifyKind::StopFailure, NotifyKind::CapForced, NotifyKind::AllBlocked] {
+    for kind in [NotifyKind::StopFailure, NotifyKind::CapForced, NotifyKind::AllBlocked, NotifyKind::BoundReached] {
         let data = serde_json::to_value(AwayNotified {
             kind,
             at: at("2026-11-30T07:00:00Z"),

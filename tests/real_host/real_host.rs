@@ -525,7 +525,7 @@ fn additional_context(printed: &Value) -> String {
 
 /// The scenarios run side by side (read); the timing runs alone (write), so the tier's own
 /// clients do not crowd the processor it measures.
-static MACHINE: RwLock<()> = RwLock::new(());
+pub(crate) static MACHINE: RwLock<()> = RwLock::new(());
 
 /// Runs `scenario` once per install, each in a fresh lab; nothing when the tier cannot run.
 fn each_install(scenario: impl Fn(&mut Lab)) {

@@ -84,7 +84,12 @@ pub enum Moment {
 }
 
 /// The receipts the transcript settles for the session's pending injections.
-pub fn settle(session: &SessionContext, transcript_path: Option<&std::path::Path>, moment: Moment) -> Vec<ContextReceipt> {
+pub fn settle(
+    host: crate::host::Host,
+    session: &SessionContext,
+    transcript_path: Option<&std::path::Path>,
+    moment: Moment,
+) -> Vec<ContextReceipt> {
     let pending: Vec<&str> = session.pending().map(|i| i.marker.as_str()).collect();
     if pending.is_empty() {
         return Vec::new();
@@ -97,7 +102,7 @@ pub fn settle(session: &SessionContext, transcript_path: Option<&std::path::Path
             Err(Unreadable::Missing) => Some("no_transcript"),
             Err(Unreadable::NotReadable) => Some("unreadable"),
             Err(Unreadable::OverBudget) => Some("over_budget"),
-            Ok(tail) => match transcript::judge(tail, marker) {
+            Ok(tail) => match host.judge_transcript(tail, marker) {
                 Finding::Sent => Some("sent"),
                 Finding::Cut => Some("cut"),
                 Finding::Compacted => Some("compacted"),

@@ -21,7 +21,7 @@ use crate::checklist::render;
 use crate::event::{self, AwayShown, BranchCreated, CompactionRecorded, ContextReceipt, Scope, SessionStarted};
 use crate::fold::context::Delivery;
 use crate::git::branch as git;
-use crate::host::{HookEvent, HookReply, HookRequest, RequestDetail, ToolCall};
+use crate::host::{HookEvent, HookReply, HookRequest, Host, RequestDetail, ToolCall};
 use crate::journal::append::{AppendNotes, Appended, JournalError};
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
@@ -81,7 +81,8 @@ fn handle_managed(req: &HookRequest, place: &Place, started: std::time::Instant)
             let now = crate::clock::now().map_err(|e| HookError::Clock(e.to_string()))?;
             let AwayAtStart { block, shown, warning } = away_block(&away)?;
             let block = loop_turn::with_turn_line(block, &root);
-            let cached = store.cached_session_context(start_frame::checklist_budget(block.as_deref()), now);
+            let budget = budget_for(req.host, block.as_deref());
+            let cached = store.cached_session_context(budget, now);
             // Promises due now fire before the checklist is shown, so the start shows them
             // first. A kept render that shows no armed promise spares reading the state.
             let (cached, fired_warning) = match cached {
@@ -91,7 +92,11 @@ fn handle_managed(req: &HookRequest, place: &Place, started: std::time::Instant)
                     (_, warning) => (None, warning),
                 },
             };
-            let start = start_context(&store, block.as_deref(), cached, now);
+            let mut start = start_context(&store, block.as_deref(), cached, now, budget);
+            start.text = fit_bytes(req.host, start.text, block.as_deref(), budget, &|b| {
+                let view = store.checklist_view();
+                render::render(&view.checklist.items, &view.notes, b, now)
+            });
             let mut warnings: Vec<String> = warning.into_iter().chain(fired_warning).collect();
             let how = context::Injecting {
                 session: req.session_id.as_deref(),
@@ -128,10 +133,13 @@ fn handle_managed(req: &HookRequest, place: &Place, started: std::time::Instant)
         RequestDetail::UserPromptSubmit => user_prompt(&store, &scope, place, &away, req, &actor, started),
         RequestDetail::Stop { stop_hook_active, last_assistant_message, session_crons } => {
             let payload = stop::StopPayload {
+                bound: req.host.stop_bound(),
+                wakes: req.host.wakes(),
                 session_id: req.session_id.as_deref(),
                 stop_hook_active: *stop_hook_active,
                 last_assistant_message: last_assistant_message.as_deref(),
                 session_crons,
+                host: req.host,
                 transcript_path: req.transcript_path.as_deref(),
             };
             stop::stop(&store, &scope, &root, &away, &payload, started)
@@ -141,6 +149,11 @@ fn handle_managed(req: &HookRequest, place: &Place, started: std::time::Instant)
             crate::command::notify::notification(&root, &away, req.session_id.as_deref(), notification_type, message.as_deref())
         }
         RequestDetail::Compact { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
+        // Codex's only sign of an API error: recorded as Claude Code's StopFailure is.
+        RequestDetail::SessionEnd => match req.host.last_turn_api_error(req.transcript_path.as_deref()) {
+            Some(error) => stop::stop_failure(&root, &away, req.session_id.as_deref(), &error),
+            None => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
+        },
     }
 }
 
@@ -162,12 +175,51 @@ fn append_warning(kind: &str, result: AppendResult) -> Option<String> {
 }
 
 /// The context a session starts with: while away the short away block first, then the
-/// checklist, all within the budget (the host's 10,000 characters less a margin and the
-/// receipt's tokens).
-pub fn session_context(view: &crate::store::reader::ChecklistView, away_block: Option<&str>) -> String {
+/// checklist, all within the host's budget (`budget_for`, then `fit_bytes`).
+pub fn session_context(host: Host, view: &crate::store::reader::ChecklistView, away_block: Option<&str>) -> String {
     let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
-    let text = render::render(&view.checklist.items, &view.notes, start_frame::checklist_budget(away_block), now);
-    start_frame::frame(&text, away_block)
+    let budget = budget_for(host, away_block);
+    let text = render::render(&view.checklist.items, &view.notes, budget, now);
+    fit_bytes(host, start_frame::frame(&text, away_block), away_block, budget, &|b| {
+        render::render(&view.checklist.items, &view.notes, b, now)
+    })
+}
+
+/// The checklist's budget, in characters, on `host`: Claude Code's cap counts characters
+/// (the host's 10,000 less a margin and the receipt's tokens); Codex's counts bytes (its
+/// token estimate is bytes over four), so there it is also no more than the byte budget
+/// less the away block's bytes and the receipt's tokens.
+pub fn budget_for(host: Host, away_block: Option<&str>) -> usize {
+    let chars = start_frame::checklist_budget(away_block);
+    match host.context_budget_bytes() {
+        None => chars,
+        Some(bytes) => {
+            let block = away_block.map_or(0, |b| b.len() + render::BLOCK_SEP.len());
+            chars.min(bytes.saturating_sub(crate::event::context::MARKED_EXTRA_CHARS + block)).max(render::MIN_BUDGET_CHARS)
+        }
+    }
+}
+
+/// Renders of the checklist tried, at most, to bring a text over the host's byte budget
+/// under it (each try takes off what the last was over by).
+pub const FIT_TRIES_MAX: usize = 4;
+
+/// `text` (framed, as the host is sent it, before the receipt's tokens) brought within the
+/// host's byte budget, where it has one: while over, the checklist is rendered again with
+/// its budget less what the text was over by (a character is at least a byte), at most
+/// [`FIT_TRIES_MAX`] times and never under the renderer's least budget.
+fn fit_bytes(host: Host, text: String, away_block: Option<&str>, budget: usize, rerender: &dyn Fn(usize) -> String) -> String {
+    let Some(cap) = host.context_budget_bytes() else { return text };
+    let (mut text, mut budget) = (text, budget);
+    for _ in 0..FIT_TRIES_MAX {
+        let over = (text.len() + crate::event::context::MARKED_EXTRA_CHARS).saturating_sub(cap);
+        if over == 0 || budget <= render::MIN_BUDGET_CHARS {
+            break;
+        }
+        budget = budget.saturating_sub(over).max(render::MIN_BUDGET_CHARS);
+        text = start_frame::frame(&rerender(budget), away_block);
+    }
+    text
 }
 
 /// A session start's context, the seq the projections name (when the read learned it) and
@@ -186,8 +238,8 @@ fn start_context(
     away_block: Option<&str>,
     cached: Option<crate::store::reader::CachedContext>,
     now: jiff::Timestamp,
+    budget: usize,
 ) -> StartContext {
-    let budget = start_frame::checklist_budget(away_block);
     if let Some(cached) = cached {
         let seq = Some(cached.journal_seq);
         return StartContext { text: start_frame::frame(&cached.text, away_block), projections_at: seq, covers_seq: seq };
@@ -261,7 +313,7 @@ fn user_prompt(
     };
     let session = req.session_id.as_deref().filter(|s| event::session_id_ok(s));
     let known = session.and_then(|id| state.and_then(|s| s.context.session(id)));
-    let receipts = known.map(|k| context::settle(k, req.transcript_path.as_deref(), context::Moment::Prompt)).unwrap_or_default();
+    let receipts = known.map(|k| context::settle(req.host, k, req.transcript_path.as_deref(), context::Moment::Prompt)).unwrap_or_default();
     // The newest plan the session was sent, when the host did not deliver it (now or
     // earlier), goes again once.
     let settled_now: Vec<(&str, Delivery)> = receipts.iter().map(|r| (r.marker.as_str(), context::delivery_of(&r.reason))).collect();
@@ -272,7 +324,7 @@ fn user_prompt(
         // host's cap, and a re-injection is never sent a third time.
         Some(marker) => {
             let block = window.map(|w| crate::away::text::away_block(w, &show));
-            (Some(session_context(view(), block.as_deref())), "reinject", view().head_seq, Some(marker))
+            (Some(session_context(req.host, view(), block.as_deref())), "reinject", view().head_seq, Some(marker))
         }
         None => {
             let news = context::away_news(known.and_then(|k| k.away.as_ref()), window, record.state.window.as_ref(), &show);
@@ -429,6 +481,28 @@ fn behind_note(
     (!refs.is_empty()).then(|| format!("abcd: {}", crate::verdict::stop::behind_text(&refs)))
 }
 
+/// The file guard: refuses a tool call that writes any of abcd's own files (the first one
+/// found is named), and records the attempt.
+fn file_guard(
+    place: &Place,
+    away: &away::AwayOnce<'_>,
+    tool: &str,
+    paths: &[String],
+    session: Option<&str>,
+) -> Result<HookOutcome, HookError> {
+    let root = &place.root()?;
+    let home = place.home()?;
+    let deny = paths.iter().find_map(|path| {
+        let target = resolve(root, Path::new(path));
+        crate::command::own_file::abcd_own_file(&target, &home)
+            .map(|own| format!("abcd refuses {tool} on {} ({}). {}", target.display(), own.why(), own.instead()))
+    });
+    // Refused whether or not the attempt can be recorded (a failure is one line).
+    let warning =
+        deny.as_ref().and_then(|_| away.get().record_refusal(RefusalRoute::FileToolRule, RefusedAction::OwnFileWrite, root, session));
+    Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning })
+}
+
 fn pre_tool_use(
     store: &Store,
     scope: &Scope,
@@ -440,16 +514,18 @@ fn pre_tool_use(
 ) -> Result<HookOutcome, HookError> {
     let root = &place.root()?;
     match call {
-        ToolCall::WritesFile { tool, path } => {
-            let home = place.home()?;
-            let target = resolve(root, Path::new(path));
-            let deny = crate::command::own_file::abcd_own_file(&target, &home)
-                .map(|own| format!("abcd refuses {tool} on {} ({}). {}", target.display(), own.why(), own.instead()));
-            // Refused whether or not the attempt can be recorded (a failure is one line).
-            let warning = deny
-                .as_ref()
-                .and_then(|_| away.get().record_refusal(RefusalRoute::FileToolRule, RefusedAction::OwnFileWrite, root, session));
-            Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning })
+        ToolCall::WritesFile { tool, path } => file_guard(place, away, tool, std::slice::from_ref(path), session),
+        // Each file the patch names is checked as one Write is; the first of abcd's own
+        // refuses the whole call.
+        ToolCall::WritesFiles { tool, paths } => file_guard(place, away, tool, paths, session),
+        ToolCall::WritesUnknown { tool, why, instead } => {
+            // A write abcd cannot check may be to its own files: refused, and said how to
+            // make it readable (docs/decisions.md, issue 38). Not recorded as an attempt on
+            // abcd's files, since none is known to be.
+            let deny = format!(
+                "abcd refuses {tool}: it cannot read which files this call writes ({why}), so it cannot check that none is abcd's own. {instead}"
+            );
+            Ok(HookOutcome { reply: HookReply { deny: Some(deny), ..Default::default() }, warning: None })
         }
         ToolCall::Shell { command } => {
             let home = place.home()?;
@@ -485,5 +561,48 @@ fn pre_tool_use(
             Ok(HookOutcome { reply: HookReply { deny, ..Default::default() }, warning: record.warning.clone() })
         }
         ToolCall::Other { .. } => Ok(HookOutcome { reply: HookReply::default(), warning: None }),
+    }
+}
+
+#[cfg(test)]
+mod fit_tests {
+    use super::*;
+    use crate::event::context::MARKED_EXTRA_CHARS;
+
+    /// The budget on each host: Claude Code's unchanged; Codex's no more than its byte
+    /// budget less the receipt's tokens and the away block's bytes.
+    #[test]
+    fn the_budget_is_the_hosts() {
+        let block = "abcd: away — ✓ until 18:00";
+        assert_eq!(budget_for(Host::Claude, Some(block)), start_frame::checklist_budget(Some(block)));
+        let cap = crate::host::codex::CONTEXT_BUDGET_BYTES;
+        let codex = budget_for(Host::Codex, Some(block));
+        assert!(codex <= cap - MARKED_EXTRA_CHARS - block.len() - render::BLOCK_SEP.len(), "{codex}");
+        assert!(codex <= start_frame::checklist_budget(Some(block)));
+    }
+
+    /// Issue 38: a text over Codex's byte budget is rendered again until it fits, one at the
+    /// budget is kept as it is, and Claude Code's text is never touched.
+    #[test]
+    fn a_text_over_codexs_byte_budget_is_rendered_again_to_fit() {
+        let cap = crate::host::codex::CONTEXT_BUDGET_BYTES;
+        let ascii = |n: usize| "x".repeat(n);
+        let at_edge = ascii(cap - MARKED_EXTRA_CHARS);
+        let tried = std::cell::Cell::new(0);
+        let rerender = |b: usize| {
+            tried.set(tried.get() + 1);
+            ascii(b)
+        };
+        assert_eq!(fit_bytes(Host::Codex, at_edge.clone(), None, at_edge.len(), &rerender), at_edge);
+        assert_eq!(tried.get(), 0, "a text at the budget is not rendered again");
+        let over = ascii(cap - MARKED_EXTRA_CHARS + 1);
+        let fitted = fit_bytes(Host::Codex, over.clone(), None, over.len(), &rerender);
+        assert_eq!((fitted.len(), tried.get()), (cap - MARKED_EXTRA_CHARS, 1), "one byte over: one byte less");
+        // Three bytes a character: rendered again until the bytes fit.
+        let wide = |b: usize| "界".repeat(b);
+        let budget = budget_for(Host::Codex, None);
+        let fitted = fit_bytes(Host::Codex, wide(budget), None, budget, &wide);
+        assert!(fitted.len() + MARKED_EXTRA_CHARS <= cap, "{}", fitted.len());
+        assert_eq!(fit_bytes(Host::Claude, wide(budget), None, budget, &wide), wide(budget), "Claude Code's cap counts characters");
     }
 }

@@ -33,11 +33,17 @@ pub const FORGE_PROGRAM_VAR: &str = "ABCD_GH";
 
 /// The Stop payload's fields the verdict reads.
 pub struct StopPayload<'a> {
+    /// Who bounds consecutive blocks: the host's cap, or abcd's own on a host with none.
+    pub bound: crate::host::StopBound,
+    /// The host can wake the session later (session crons).
+    pub wakes: bool,
     pub session_id: Option<&'a str>,
     pub stop_hook_active: bool,
     pub last_assistant_message: Option<&'a str>,
     pub session_crons: &'a [SessionCron],
-    /// The host's transcript, where the turn's injections are settled.
+    /// The host, whose reader reads its transcript, and the transcript, where the turn's
+    /// injections are settled.
+    pub host: crate::host::Host,
     pub transcript_path: Option<&'a Path>,
 }
 
@@ -97,6 +103,10 @@ pub struct PendingStop {
     stop_hook_active: bool,
     last_assistant_message: Option<String>,
     block_cap: u32,
+    /// `block_cap` is abcd's own bound: the host has no cap.
+    own_bound: bool,
+    /// The host can wake the session later.
+    wakes: bool,
     /// The session runs one turn of an `abcd loop` ([`super::loop_turn::is_loop_turn`]).
     loop_turn: bool,
     /// This session's state in the unlocked read.
@@ -130,7 +140,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     let receipts: Vec<NewEvent> = folded
         .context
         .session(session)
-        .map(|known| super::context::settle(known, p.transcript_path, super::context::Moment::TurnEnd))
+        .map(|known| super::context::settle(p.host, known, p.transcript_path, super::context::Moment::TurnEnd))
         .unwrap_or_default()
         .iter()
         .map(|r| super::context::receipt_event(r, &actor))
@@ -167,7 +177,13 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
             note.as_deref().unwrap_or("out of time")
         );
         if window.is_some() {
-            let stop = RecordedStop { label: StopLabel::CheckIncomplete, possibly_forced_by_cap: false, next: None, error_type: None };
+            let stop = RecordedStop {
+                label: StopLabel::CheckIncomplete,
+                possibly_forced_by_cap: false,
+                next: None,
+                error_type: None,
+                abcd_bound: None,
+            };
             warnings.extend(record.record_stop(stop, root, Some(session), now_ts));
         }
         warnings.extend(super::record_settled(store, None, current.as_ref(), receipts).0);
@@ -192,7 +208,12 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         wake,
         stop_hook_active: p.stop_hook_active,
         last_assistant_message: p.last_assistant_message.map(String::from),
-        block_cap: block_cap(),
+        block_cap: match p.bound {
+            crate::host::StopBound::HostCap => block_cap(),
+            crate::host::StopBound::Abcd(n) => n,
+        },
+        own_bound: matches!(p.bound, crate::host::StopBound::Abcd(_)),
+        wakes: p.wakes,
         loop_turn: super::loop_turn::is_loop_turn(root),
         before,
         read: current,
@@ -224,6 +245,8 @@ impl PendingStop {
             deadline: self.deadline,
             qualifying_wake: self.wake,
             block_cap: self.block_cap,
+            own_bound: self.own_bound,
+            wakes: self.wakes,
             behind: &self.behind,
             loop_turn: self.loop_turn,
         })
@@ -293,11 +316,18 @@ impl PendingStop {
                     .as_ref()
                     .and_then(|n| crate::secrets::cut_after_scan(n, crate::secrets::Bound::Chars(crate::away::STOP_NEXT_MAX_CHARS)).ok())
                     .filter(|n| crate::away::check_line("next", n, crate::away::STOP_NEXT_MAX_CHARS).is_ok());
-                let forced = r.possibly_forced_by_cap && label == StopLabel::WorkOwed;
-                let stop = RecordedStop { label, possibly_forced_by_cap: r.possibly_forced_by_cap, next: next.clone(), error_type: None };
+                let forced = (r.possibly_forced_by_cap || r.abcd_bound.is_some()) && label == StopLabel::WorkOwed;
+                let stop = RecordedStop {
+                    label,
+                    possibly_forced_by_cap: r.possibly_forced_by_cap,
+                    next: next.clone(),
+                    error_type: None,
+                    abcd_bound: r.abcd_bound,
+                };
                 warnings.extend(self.record.record_stop(stop, root, Some(session), now_ts));
                 if forced {
-                    warnings.extend(notify_if_due(&self.record, NotifyKind::CapForced, next.as_deref(), root, Some(session), now_ts));
+                    let kind = if r.abcd_bound.is_some() { NotifyKind::BoundReached } else { NotifyKind::CapForced };
+                    warnings.extend(notify_if_due(&self.record, kind, next.as_deref(), root, Some(session), now_ts));
                 }
             }
             for h in &self.reading.handed_back {
@@ -338,7 +368,13 @@ pub fn stop_failure(root: &Path, away: &away::AwayOnce<'_>, session_id: Option<&
     let mut warnings: Vec<String> = record.warning.iter().cloned().collect();
     if record.holding(now).is_some() {
         let error_type = if error_type_ok(error) { error.to_string() } else { "unknown".to_string() };
-        let stop = RecordedStop { label: StopLabel::ApiError, possibly_forced_by_cap: false, next: None, error_type: Some(error_type) };
+        let stop = RecordedStop {
+            label: StopLabel::ApiError,
+            possibly_forced_by_cap: false,
+            next: None,
+            error_type: Some(error_type),
+            abcd_bound: None,
+        };
         let session = session_id.filter(|id| session_id_ok(id));
         warnings.extend(record.record_stop(stop, root, session, now));
         if crate::away::notify::NOTIFY_ERROR_TYPES.contains(&error) {

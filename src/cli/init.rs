@@ -4,6 +4,8 @@ use std::path::Path;
 
 use clap::Args;
 
+use crate::host::Host;
+
 use super::shell_word;
 
 use crate::command::CommandError;
@@ -22,27 +24,20 @@ pub struct InitArgs {
     check: bool,
     /// The agent host to install for: claude (the repository's .claude/settings.json) or
     /// codex (the user's $CODEX_HOME/hooks.json, trusted in $CODEX_HOME/config.toml)
-    #[arg(long, value_enum, default_value_t = InitHost::Claude)]
-    host: InitHost,
+    #[arg(long, default_value = "claude", value_parser = super::host_arg())]
+    host: Host,
     /// With --host codex: remove abcd's hooks and their trust (what init added), leaving
     /// every other byte of both files as it was
     #[arg(long, conflicts_with = "check")]
     uninstall: bool,
 }
 
-/// The hosts `init` installs for.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InitHost {
-    Claude,
-    Codex,
-}
-
 pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
     match args.host {
-        InitHost::Codex if args.check => return codex_check(),
-        InitHost::Codex if args.uninstall => return codex_uninstall(),
-        InitHost::Codex => return codex_install(),
-        InitHost::Claude if args.uninstall => {
+        Host::Codex if args.check => return codex_check(),
+        Host::Codex if args.uninstall => return codex_uninstall(),
+        Host::Codex => return codex_install(),
+        Host::Claude if args.uninstall => {
             return Err(CommandError::from(
                 crate::refusal::Refusal::new(
                     crate::refusal::RefusalKind::BadValue,
@@ -55,7 +50,7 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
             )
             .into());
         }
-        InitHost::Claude => {}
+        Host::Claude => {}
     }
     let at = init::places_of(&crate::places::Place::here()?).map_err(outside_a_repository)?;
     if args.check {

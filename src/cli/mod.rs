@@ -86,8 +86,8 @@ enum Command {
         #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure", "notification", "session-end"])]
         event: String,
         /// The host whose payload and output format this call uses
-        #[arg(long, default_value = "claude", value_parser = ["claude", "codex"])]
-        host: String,
+        #[arg(long, default_value = "claude", value_parser = host_arg())]
+        host: crate::host::Host,
     },
     /// The line Claude Code's status bar shows: reads the host's status-line payload on
     /// stdin and prints the away mode (until when, set by whom), the items owed and a
@@ -459,6 +459,14 @@ fn plain_status_line_call(args: impl Iterator<Item = std::ffi::OsString>) -> boo
     matches!(&args[..], [_, verb] if verb == "status-line")
 }
 
+/// `--host <name>`, as `init` and `hook` both take it: one of the hosts abcd has an adapter
+/// for, by the name `host::Host` gives it.
+fn host_arg() -> impl clap::builder::TypedValueParser<Value = crate::host::Host> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(crate::host::Host::ALL.map(crate::host::Host::name))
+        .map(|name| crate::host::Host::from_name(&name).expect("a possible value is a host's name"))
+}
+
 /// The event and host of `abcd hook <event>` or `abcd hook <event> --host <host>` with
 /// nothing else on the command line.
 fn plain_hook_call(args: impl Iterator<Item = std::ffi::OsString>) -> Option<(crate::host::HookEvent, crate::host::Host)> {
@@ -485,10 +493,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo => demo::run(),
         Command::Init(a) => init::run(&a),
         Command::StatusLine => Ok(status_line_cmd::run()),
-        Command::Hook { event, host } => Ok(hook_cmd::run(
-            crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"),
-            crate::host::Host::from_name(&host).expect("clap checked the host"),
-        )),
+        Command::Hook { event, host } => {
+            Ok(hook_cmd::run(crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"), host))
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut Stdout);
             Ok(EXIT_OK)
@@ -578,7 +585,7 @@ mod tests {
         let clap_hosts: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
         assert_eq!(clap_hosts, Host::ALL.iter().map(|h| h.name().to_string()).collect::<Vec<_>>());
         let parsed = Cli::try_parse_from(["abcd", "hook", "stop", "--host=codex"]).unwrap();
-        assert!(matches!(parsed.command, Command::Hook { host, .. } if host == "codex"));
+        assert!(matches!(parsed.command, Command::Hook { host, .. } if host == crate::host::Host::Codex));
     }
 
     /// Words a checklist command line is made of: verbs, every flag, values of each form,

@@ -206,7 +206,6 @@ fn said(change: init_codex::Change) -> &'static str {
         init_codex::Change::Unchanged => ", already as it is",
         init_codex::Change::Written => ", written",
         init_codex::Change::Created => ", made",
-        init_codex::Change::Removed => ", removed",
     }
 }
 

@@ -130,37 +130,29 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
     result.map_err(|e| CommandError::Failed(format!("writing {}: {e}", target.display())))
 }
 
-/// Removes a file `init` made and `uninstall` emptied.
-fn remove_file(path: &Path) -> Result<(), CommandError> {
-    std::fs::remove_file(path).map_err(|e| CommandError::Failed(format!("removing {}: {e}", path.display())))
-}
-
 /// What a file went through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
     Unchanged,
     Written,
     Created,
-    Removed,
 }
 
 fn change(before: &Option<String>, after: &Option<String>) -> Change {
     match (before, after) {
         (b, a) if b == a => Change::Unchanged,
         (None, Some(_)) => Change::Created,
-        (Some(_), None) => Change::Removed,
         _ => Change::Written,
     }
 }
 
-/// Writes or removes `path` as `after` says, when it differs from `before`.
+/// Writes `path` as `after` says, when it differs from `before`. Nothing here deletes a
+/// file: one `uninstall` empties stays, as a person's empty file would.
 fn put(path: &Path, before: &Option<String>, after: &Option<String>) -> Result<Change, CommandError> {
     let done = change(before, after);
     match (done, after) {
-        (Change::Unchanged, _) => {}
-        (Change::Removed, _) => remove_file(path)?,
+        (Change::Unchanged, _) | (_, None) => {}
         (_, Some(text)) => write_file(path, text.as_bytes())?,
-        (_, None) => unreachable!("a change to nothing is a removal"),
     }
     Ok(done)
 }
@@ -286,7 +278,8 @@ pub struct CodexUninstalled {
 }
 
 /// Removes abcd's handlers from `hooks.json` and their trust from `config.toml`: after
-/// `install`, both come back byte for byte as they were (a file `install` made goes), and
+/// `install`, both come back byte for byte as they were (a file `install` made stays,
+/// emptied: it cannot be told from a person's empty file), and
 /// the person's groups that stood after abcd's keep their trust under their new places.
 /// `config.toml` is written first, and its edit is safe to repeat, so a run cut short is
 /// finished by the next.
@@ -296,6 +289,7 @@ pub fn uninstall(p: &CodexPlaces) -> Result<CodexUninstalled, CommandError> {
         return Ok(CodexUninstalled { places: p.clone(), hooks: Change::Unchanged, config: Change::Unchanged, removed: 0 });
     };
     let (hooks_after, removed) = codex_install::without_abcd_hooks(hooks_text).map_err(|why| refused(&p.hooks, why, FIX_AND_RERUN))?;
+    let hooks_after = Some(hooks_after);
     let gone: Vec<String> = removed.gone.iter().map(|(s, g, h)| codex_install::trust_key(&p.hooks_key, s, *g, *h)).collect();
     let moves: Vec<Move> = removed
         .moved
@@ -308,7 +302,7 @@ pub fn uninstall(p: &CodexPlaces) -> Result<CodexUninstalled, CommandError> {
         .collect();
     let config_after = match &config_before {
         None => None,
-        Some(text) => codex_install::without_trust(text, &gone, &moves).map_err(|why| refused(&p.config, why, FIX_AND_RERUN))?,
+        Some(text) => Some(codex_install::without_trust(text, &gone, &moves).map_err(|why| refused(&p.config, why, FIX_AND_RERUN))?),
     };
     let config = put(&p.config, &config_before, &config_after)?;
     let hooks = put(&p.hooks, &hooks_before, &hooks_after)?;

@@ -311,12 +311,13 @@ pub struct Moved {
 
 /// `text` without abcd's handlers: its groups removed (with their separators, so a file
 /// `with_abcd_hooks` added to comes back byte for byte); an event list left holding nothing
-/// goes, and the `hooks` object with it when it holds nothing else. `None` when nothing
-/// is left that configures anything (`{}` or `{"hooks": {}}`): the file is to be removed.
-pub fn without_abcd_hooks(text: &str) -> Result<(Option<String>, Removed), String> {
+/// goes, and the `hooks` object with it when it holds nothing else. What is left stays a
+/// file, `{}` at the least: abcd cannot tell a file it made from a person's empty one, and
+/// never deletes a file of the person's.
+pub fn without_abcd_hooks(text: &str) -> Result<(String, Removed), String> {
     let p = parse(text)?;
     let mut removed = Removed::default();
-    let Some(hooks) = p.hooks()? else { return Ok((Some(text.to_string()), removed)) };
+    let Some(hooks) = p.hooks()? else { return Ok((text.to_string(), removed)) };
     let members = hooks.members().expect("an object");
     let mut drop_members = Vec::new();
     let mut splices = Vec::new();
@@ -356,11 +357,8 @@ pub fn without_abcd_hooks(text: &str) -> Result<(Option<String>, Removed), Strin
         splices.extend(json_text::removals(hooks, &json_text::member_extents(members), &drop_members));
     }
     let left = json_text::apply(text, splices);
-    let value: Value = serde_json::from_str(&left).map_err(|e| format!("removing abcd's hooks left invalid JSON ({e})"))?;
-    let empty = value
-        .as_object()
-        .is_some_and(|o| o.is_empty() || (o.len() == 1 && o.get("hooks").and_then(Value::as_object).is_some_and(|h| h.is_empty())));
-    Ok((if empty { None } else { Some(left) }, removed))
+    serde_json::from_str::<Value>(&left).map_err(|e| format!("removing abcd's hooks left invalid JSON ({e})"))?;
+    Ok((left, removed))
 }
 
 /// Parses a `config.toml`; an error (toml_edit's words) when it is not TOML.
@@ -453,11 +451,11 @@ pub struct Move {
 /// happens only when its table trusts the hash it names, and a gone key that already
 /// trusts what moves into it is kept, so a second run after one cut short changes
 /// nothing more. `hooks.state` and `hooks`, left empty and never written as headers, go.
-/// `None` when nothing at all is left: the file is to be removed.
-pub fn without_trust(text: &str, gone: &[String], moves: &[Move]) -> Result<Option<String>, String> {
+/// Whatever is left stays a file, empty at the least (see `without_abcd_hooks`).
+pub fn without_trust(text: &str, gone: &[String], moves: &[Move]) -> Result<String, String> {
     let mut doc = parse_config(text)?;
     if doc.get("hooks").and_then(|h| h.get("state")).is_none() {
-        return Ok(Some(text.to_string()));
+        return Ok(text.to_string());
     }
     let trusts = |doc: &DocumentMut, key: &str, hash: &str| trusted_hash(doc, key).as_deref() == Some(hash);
     let movable: Vec<&Move> = moves.iter().filter(|m| trusts(&doc, &m.from, &m.hash)).collect();
@@ -479,8 +477,8 @@ pub fn without_trust(text: &str, gone: &[String], moves: &[Move]) -> Result<Opti
     if hooks.is_empty() && hooks.is_implicit() {
         doc.remove("hooks");
     }
-    let left = doc.to_string();
-    Ok(if left.is_empty() { None } else { Some(left) })
+    // An emptied file stays, empty: see `without_abcd_hooks`.
+    Ok(doc.to_string())
 }
 
 #[cfg(test)]
@@ -527,15 +525,16 @@ mod tests {
         assert_eq!((stop.group, stop.handler), (1, 0), "after the person's group:\n{with}");
         assert_eq!(with_abcd_hooks(Some(&with), "abcd").unwrap(), with, "a second run changes nothing");
         let (left, removed) = without_abcd_hooks(&with).unwrap();
-        assert_eq!(left.as_deref(), Some(theirs));
+        assert_eq!(left, theirs);
         assert_eq!(removed.gone.len(), EVENTS.len());
         assert!(removed.moved.is_empty());
         // A file init made goes whole.
         let fresh = with_abcd_hooks(None, "abcd").unwrap();
-        assert_eq!(without_abcd_hooks(&fresh).unwrap().0, None);
+        let emptied: Value = serde_json::from_str(&without_abcd_hooks(&fresh).unwrap().0).unwrap();
+        assert_eq!(emptied, serde_json::json!({}), "a file init made is left holding nothing, not deleted");
         // A file without `hooks` gets it and loses it.
         let bare = "{\"model\": \"x\"}";
-        assert_eq!(without_abcd_hooks(&with_abcd_hooks(Some(bare), "abcd").unwrap()).unwrap().0.as_deref(), Some(bare));
+        assert_eq!(without_abcd_hooks(&with_abcd_hooks(Some(bare), "abcd").unwrap()).unwrap().0, bare);
     }
 
     #[test]
@@ -554,7 +553,7 @@ mod tests {
         let grown = json_text::apply(&with, vec![json_text::append(&with, p.groups("Stop").unwrap().unwrap(), mine)]);
         let (left, removed) = without_abcd_hooks(&grown).unwrap();
         assert_eq!(removed.moved.iter().map(|m| (m.snake, m.from_group, m.to_group, m.handler)).collect::<Vec<_>>(), [("stop", 1, 0, 0)]);
-        let v: Value = serde_json::from_str(&left.unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&left).unwrap();
         assert_eq!(v, serde_json::json!({"hooks": {"Stop": [serde_json::from_str::<Value>(mine).unwrap()]}}));
     }
 
@@ -567,10 +566,10 @@ mod tests {
         let doc = parse_config(&with).unwrap();
         assert_eq!(trusted_hash(&doc, &entries[0].0).as_deref(), Some("sha256:bb"));
         assert_eq!(with_trust(&with, &entries).unwrap(), with);
-        assert_eq!(without_trust(&with, &[entries[0].0.clone()], &[]).unwrap().as_deref(), Some(theirs));
+        assert_eq!(without_trust(&with, &[entries[0].0.clone()], &[]).unwrap(), theirs);
         // Made from nothing, gone to nothing.
         let made = with_trust("", &entries).unwrap();
-        assert_eq!(without_trust(&made, &[entries[0].0.clone()], &[]).unwrap(), None);
+        assert_eq!(without_trust(&made, &[entries[0].0.clone()], &[]).unwrap(), "", "emptied, not deleted");
         assert!(with_trust("model = ", &entries).is_err());
         assert!(with_trust("hooks = 1\n", &entries).unwrap_err().contains("`hooks` is not a table"));
     }
@@ -581,11 +580,11 @@ mod tests {
             "[hooks.state.\"/p:stop:0:0\"]\ntrusted_hash = \"sha256:ab\"\n\n[hooks.state.\"/p:stop:1:0\"]\ntrusted_hash = \"sha256:cc\"\n";
         let gone = ["/p:stop:0:0".to_string()];
         let moves = [Move { from: "/p:stop:1:0".into(), to: "/p:stop:0:0".into(), hash: "sha256:cc".into() }];
-        let left = without_trust(theirs, &gone, &moves).unwrap().unwrap();
+        let left = without_trust(theirs, &gone, &moves).unwrap();
         let doc = parse_config(&left).unwrap();
         assert_eq!(trusted_hash(&doc, "/p:stop:0:0").as_deref(), Some("sha256:cc"));
         assert_eq!(trusted_hash(&doc, "/p:stop:1:0"), None);
         // Run again (as after a run cut short before hooks.json was written): nothing moves twice.
-        assert_eq!(without_trust(&left, &gone, &moves).unwrap().unwrap(), left);
+        assert_eq!(without_trust(&left, &gone, &moves).unwrap(), left);
     }
 }

@@ -208,13 +208,19 @@ fn uninstall_leaves_both_files_as_they_were_before_init() {
 }
 
 #[test]
-fn uninstall_removes_the_files_init_made() {
+fn uninstall_empties_the_files_init_made_and_keeps_a_persons_empty_files() {
     let c = Codex::new(false);
     c.ok(INIT);
     assert!(c.config().is_some() && c.hooks().is_some());
     c.ok(UNINSTALL);
-    assert_eq!((c.config(), c.hooks()), (None, None));
-    assert_eq!(std::fs::read_dir(&c.home).unwrap().count(), 0, "nothing left in the Codex home");
+    // abcd cannot tell a file it made from a person's empty one: it empties, never deletes.
+    let hooks: Value = serde_json::from_str(&c.hooks().expect("hooks.json stays")).unwrap();
+    assert_eq!((c.config().as_deref(), hooks), (Some(""), serde_json::json!({})));
+    // A person's empty config.toml, there before init, is there after uninstall.
+    std::fs::write(c.home.join("config.toml"), "").unwrap();
+    c.ok(INIT);
+    c.ok(UNINSTALL);
+    assert_eq!(c.config().as_deref(), Some(""), "the person's empty config.toml is kept");
 }
 
 #[test]

@@ -739,7 +739,11 @@ pub fn hook_payload(bytes: &[u8]) {
                         texts.extend(paths.iter().cloned());
                     }
                     ToolCall::WritesUnknown { tool, why, instead } => texts.extend([tool.clone(), why.clone(), instead.clone()]),
-                    ToolCall::Shell { command } => texts.push(command.clone()),
+                    ToolCall::Shell { command, writes } => {
+                        assert!(writes.len() <= host::codex::PATCH_FILES_MAX * (1 + host::codex::SHELL_PATCH_CD_MAX), "{writes:?}");
+                        texts.push(command.clone());
+                        texts.extend(writes.iter().cloned());
+                    }
                     ToolCall::Question => {}
                     ToolCall::Other { tool } => texts.push(tool.clone()),
                 }

@@ -207,7 +207,7 @@ fn tool_call(map: &Map<String, Value>) -> Result<ToolCall, PayloadError> {
             Some(path) => ToolCall::WritesFile { tool, path },
             None => ToolCall::Other { tool },
         },
-        "Bash" => ToolCall::Shell { command: field("command").unwrap_or_default() },
+        "Bash" => ToolCall::Shell { command: field("command").unwrap_or_default(), writes: Vec::new() },
         "AskUserQuestion" => ToolCall::Question,
         _ => ToolCall::Other { tool },
     })

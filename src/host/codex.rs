@@ -186,7 +186,13 @@ fn tool_call(map: &Map<String, Value>, cwd: &Path) -> Result<ToolCall, PayloadEr
     };
     let command = input.get("command").and_then(Value::as_str);
     Ok(match tool.as_str() {
-        SHELL_TOOL => ToolCall::Shell { command: command.unwrap_or_default().to_string() },
+        SHELL_TOOL => {
+            let command = command.unwrap_or_default().to_string();
+            match shell_patch_writes(&command, cwd) {
+                Ok(writes) => ToolCall::Shell { command, writes },
+                Err(why) => unreadable_patch(PATCH_TOOL.to_string(), why),
+            }
+        }
         PATCH_TOOL => match command {
             None => unreadable_patch(tool, "its input holds no patch text under `command`"),
             Some(patch) => match patch_paths(patch, cwd) {
@@ -196,6 +202,34 @@ fn tool_call(map: &Map<String, Value>, cwd: &Path) -> Result<ToolCall, PayloadEr
         },
         _ => ToolCall::Other { tool },
     })
+}
+
+/// The `cd` folders a shell command carrying a patch is read against, besides its own.
+pub const SHELL_PATCH_CD_MAX: usize = 4;
+
+/// The files a shell command makes Codex write from its text: Codex applies a patch sent as
+/// `apply_patch <<'EOF' … EOF` itself (models without the patch tool edit files that way),
+/// after any `cd`. Every path is read against the session's folder and against each `cd`
+/// folder the command names (up to [`SHELL_PATCH_CD_MAX`]), which can only refuse more.
+/// Empty for a command with no patch; `Err` when it carries one abcd cannot read.
+pub fn shell_patch_writes(command: &str, cwd: &Path) -> Result<Vec<String>, String> {
+    let Some(start) = command.find("*** Begin Patch") else { return Ok(Vec::new()) };
+    let patch = &command[start..];
+    let words: Vec<&str> = command[..start].split_whitespace().collect();
+    let dirs: Vec<&str> = words
+        .windows(2)
+        .filter(|w| w[0] == "cd")
+        .map(|w| w[1].trim_matches(|c| c == '\'' || c == '"' || c == ';'))
+        .filter(|d| !d.is_empty())
+        .collect();
+    if dirs.len() > SHELL_PATCH_CD_MAX {
+        return Err(format!("the command changes folder more than {SHELL_PATCH_CD_MAX} times before its patch"));
+    }
+    let mut writes = patch_paths(patch, cwd)?;
+    for dir in dirs {
+        writes.extend(patch_paths(patch, &cwd.join(dir))?);
+    }
+    Ok(writes)
 }
 
 /// The header lines of Codex's patch format that name a file the patch writes: added,

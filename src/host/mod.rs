@@ -245,9 +245,11 @@ pub enum ToolCall {
         /// What to send instead, in the host's terms.
         instead: String,
     },
-    /// A shell command (Bash).
+    /// A shell command (Bash), and the files the host itself writes from its text (Codex
+    /// applies a patch sent through its shell): each checked as a file tool's write is.
     Shell {
         command: String,
+        writes: Vec<String>,
     },
     /// The host's question tool (AskUserQuestion).
     Question,

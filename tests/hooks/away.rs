@@ -1518,4 +1518,25 @@ fn codex_the_question_tool_and_patches_meet_the_same_guards() {
     assert!(allowed.as_ref().is_none_or(|r| r["hookSpecificOutput"].get("permissionDecision").is_none()), "{allowed:?}");
     let why = deny(repo.codex_tool("apply_patch", json!({"command": "rewrite everything"})));
     assert!(why.starts_with("abcd refuses apply_patch: it cannot read which files this call writes"), "{why}");
+
+    // A patch sent through the shell, which Codex applies itself: by absolute path, and
+    // relative after a `cd` into the local tier.
+    let through_shell = |patch: &str| repo.codex_tool("Bash", json!({"command": patch}));
+    let absolute = format!("apply_patch <<'EOF'\n{own}EOF\n");
+    let why = deny(through_shell(&absolute));
+    assert!(why.starts_with("abcd refuses apply_patch (through the shell) on"), "{why}");
+    let after_cd =
+        "cd .abcd/.work.local && apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: journal.jsonl\n@@\n-a\n+b\n*** End Patch\nEOF\n";
+    let why = deny(through_shell(after_cd));
+    assert!(why.contains("journal.jsonl"), "{why}");
+    let allowed = through_shell(&format!("apply_patch <<'EOF'\n{source}EOF\n"));
+    assert!(allowed.as_ref().is_none_or(|r| r["hookSpecificOutput"].get("permissionDecision").is_none()), "{allowed:?}");
+
+    // A refused path is the payload's text: a secret in it is never shown, not even a part.
+    for (token, random) in corpus() {
+        let patch = format!("*** Begin Patch\n*** Add File: .abcd/.work.local/{token}.json\n+x\n*** End Patch\n");
+        let why = deny(repo.codex_tool("apply_patch", json!({"command": patch})));
+        assert!(why.contains("a path that carries a secret (not shown)"), "{why}");
+        assert_eq!(leaked_run(&why, &random), None, "{why}");
+    }
 }

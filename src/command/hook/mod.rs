@@ -481,6 +481,9 @@ fn behind_note(
     (!refs.is_empty()).then(|| format!("abcd: {}", crate::verdict::stop::behind_text(&refs)))
 }
 
+/// A refused path is shown up to this many characters.
+pub const REFUSED_PATH_SHOWN_MAX_CHARS: usize = 1024;
+
 /// The file guard: refuses a tool call that writes any of abcd's own files (the first one
 /// found is named), and records the attempt.
 fn file_guard(
@@ -494,8 +497,15 @@ fn file_guard(
     let home = place.home()?;
     let deny = paths.iter().find_map(|path| {
         let target = resolve(root, Path::new(path));
-        crate::command::own_file::abcd_own_file(&target, &home)
-            .map(|own| format!("abcd refuses {tool} on {} ({}). {}", target.display(), own.why(), own.instead()))
+        crate::command::own_file::abcd_own_file(&target, &home).map(|own| {
+            // The path is the payload's text: shown only when it carries no secret.
+            let shown = crate::secrets::one_line_after_scan(
+                &target.display().to_string(),
+                crate::secrets::Bound::Chars(REFUSED_PATH_SHOWN_MAX_CHARS),
+            )
+            .unwrap_or_else(|_| "a path that carries a secret (not shown)".to_string());
+            format!("abcd refuses {tool} on {shown} ({}). {}", own.why(), own.instead())
+        })
     });
     // Refused whether or not the attempt can be recorded (a failure is one line).
     let warning =
@@ -527,7 +537,13 @@ fn pre_tool_use(
             );
             Ok(HookOutcome { reply: HookReply { deny: Some(deny), ..Default::default() }, warning: None })
         }
-        ToolCall::Shell { command } => {
+        ToolCall::Shell { command, writes } => {
+            if !writes.is_empty() {
+                let guarded = file_guard(place, away, "apply_patch (through the shell)", writes, session)?;
+                if guarded.reply.deny.is_some() {
+                    return Ok(guarded);
+                }
+            }
             let home = place.home()?;
             let shell_place = mode_guard::ShellPlace { cwd: root, home_store: &home, var: &|name| std::env::var(name).ok() };
             if let Some(refused) = mode_guard::refusal(command, &shell_place) {

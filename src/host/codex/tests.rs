@@ -55,7 +55,7 @@ fn every_captured_payload_maps_to_the_host_neutral_request() {
     assert!(matches!(parse(HookEvent::Stop, STOP_REPEAT.as_bytes()).unwrap().detail, RequestDetail::Stop { stop_hook_active: true, .. }));
     assert_eq!(parse(HookEvent::SessionEnd, SESSION_END.as_bytes()).unwrap().detail, RequestDetail::SessionEnd);
     assert_eq!(call(PRE_TOOL_USE_QUESTION), ToolCall::Question);
-    assert_eq!(call(PRE_TOOL_USE_BASH), ToolCall::Shell { command: "touch SHOULD_NOT_EXIST".into() });
+    assert_eq!(call(PRE_TOOL_USE_BASH), ToolCall::Shell { command: "touch SHOULD_NOT_EXIST".into(), writes: vec![] });
     let trigger = |e, p: &str| parse(e, p.as_bytes()).unwrap().detail;
     assert_eq!(trigger(HookEvent::PreCompact, PRE_COMPACT), RequestDetail::Compact { trigger: "auto".into() });
     assert_eq!(trigger(HookEvent::PreCompact, PRE_COMPACT_MANUAL), RequestDetail::Compact { trigger: "manual".into() });

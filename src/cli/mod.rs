@@ -83,8 +83,8 @@ enum Command {
     /// exits 0 (on abcd's own fault it allows and says why on stderr)
     Hook {
         /// The host's hook event this call is for
-        #[arg(value_parser = ["session-start", "user-prompt-submit", "pre-tool-use", "pre-compact", "post-compact", "stop", "stop-failure", "notification", "session-end"])]
-        event: String,
+        #[arg(value_parser = event_arg())]
+        event: crate::host::HookEvent,
         /// The host whose payload and output format this call uses
         #[arg(long, default_value = "claude", value_parser = host_arg())]
         host: crate::host::Host,
@@ -459,6 +459,14 @@ fn plain_status_line_call(args: impl Iterator<Item = std::ffi::OsString>) -> boo
     matches!(&args[..], [_, verb] if verb == "status-line")
 }
 
+/// `abcd hook <event>`: one of `HookEvent::ALL` by its command-line name, the one list of
+/// the events abcd handles.
+fn event_arg() -> impl clap::builder::TypedValueParser<Value = crate::host::HookEvent> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(crate::host::HookEvent::ALL.map(crate::host::HookEvent::cli_name))
+        .map(|name| crate::host::HookEvent::from_cli_name(&name).expect("a possible value is an event's name"))
+}
+
 /// `--host <name>`, as `init` and `hook` both take it: one of the hosts abcd has an adapter
 /// for, by the name `host::Host` gives it.
 fn host_arg() -> impl clap::builder::TypedValueParser<Value = crate::host::Host> {
@@ -493,9 +501,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo => demo::run(),
         Command::Init(a) => init::run(&a),
         Command::StatusLine => Ok(status_line_cmd::run()),
-        Command::Hook { event, host } => {
-            Ok(hook_cmd::run(crate::host::HookEvent::from_cli_name(&event).expect("clap checked the name"), host))
-        }
+        Command::Hook { event, host } => Ok(hook_cmd::run(event, host)),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "abcd", &mut Stdout);
             Ok(EXIT_OK)

@@ -266,11 +266,15 @@ fn git(dir: &Path, args: &[&str]) {
 
 /// A managed working copy at `wc`: a git repository with one commit (so abcd finds and
 /// caches its root commit, as in any real repository, instead of asking git on every
-/// hook), then `abcd init` run in it.
+/// hook), then `abcd init` run in it. The root commit names the copy: abcd knows a
+/// repository by its root commit, and two copies made in one second would otherwise be
+/// one repository to it, sharing one away record (a copy meant to be present would be
+/// away).
 fn managed_working_copy(wc: &Path, home: &Path) {
     std::fs::create_dir_all(wc).expect("creating a working copy");
     git(wc, &["init", "-q", "-b", "main"]);
-    git(wc, &["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "--allow-empty", "-m", "root"]);
+    let message = format!("root of {}", wc.file_name().and_then(|n| n.to_str()).expect("a copy's folder name is UTF-8"));
+    git(wc, &["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "--allow-empty", "-m", &message]);
     let (_, out) = timed(&mut abcd_cmd(wc, home, &["init"]), None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("abcd now manages"), "abcd init did not take {}: {text}", wc.display());
@@ -705,9 +709,16 @@ fn bench_hooks(cfg: &Config, dir: &Path, home: &Path) -> (Vec<Row>, String, Vec<
     }
     trivial(&away.wc, &floor_payload);
     // The away copy is away: its Stop is held back with the host's Stop feedback.
-    let (_, reply) = away.call(home, &path, HOOKS.iter().position(|h| *h == "stop").expect("stop is a hook"));
+    let stop_k = HOOKS.iter().position(|h| *h == "stop").expect("stop is a hook");
+    let (_, reply) = away.call(home, &path, stop_k);
     let reply: serde_json::Value = serde_json::from_slice(&reply).expect("an away Stop replies");
     assert_eq!(reply["hookSpecificOutput"]["hookEventName"], "Stop", "the away copy's Stop is not held back: {reply}");
+    // The other copies are present: their Stop is allowed, naming the work owed.
+    for copy in [&large, &old, &fresh] {
+        let (_, reply) = copy.call(home, &path, stop_k);
+        let reply: serde_json::Value = serde_json::from_slice(&reply).expect("a Stop with work owed replies");
+        assert!(reply["hookSpecificOutput"].is_null(), "{} is away, not present: {reply}", copy.wc.display());
+    }
     let mut closures: Vec<Box<dyn FnMut() -> f64 + '_>> = Vec::new();
     for c in 0..copies.len() {
         for k in 0..HOOKS.len() {

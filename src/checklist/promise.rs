@@ -212,13 +212,20 @@ pub fn any_armed(items: &[Item]) -> bool {
     armed(items).next().is_some()
 }
 
-/// Items whose promise may fire: not dropped, holding a promise that parses (a free-text
-/// promise written before the grammar never fires), and not fired since it was set.
+/// Items whose promise may fire ([`armed_promise`]), each with its promise parsed.
 fn armed(items: &[Item]) -> impl Iterator<Item = (&Item, Promise)> {
-    items.iter().filter(|i| i.fields.state != ItemState::Dropped && i.promise_fired.is_none()).filter_map(|i| {
-        let text = i.fields.promise.as_deref()?;
-        parse(text).ok().map(|p| (i, p))
-    })
+    items.iter().filter_map(|i| armed_promise(i).map(|p| (i, p)))
+}
+
+/// The item's promise when it may fire: the item not dropped, its promise one that parses
+/// (a free-text promise written before the grammar never fires), and not fired since it
+/// was set. The one rule of what is armed, for the checks here and for the readers that
+/// keep only the items a hook reads.
+pub fn armed_promise(item: &Item) -> Option<Promise> {
+    if item.fields.state == ItemState::Dropped || item.promise_fired.is_some() {
+        return None;
+    }
+    parse(item.fields.promise.as_deref()?).ok()
 }
 
 /// The promises due on these facts, in the order the items were added.

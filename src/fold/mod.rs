@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod checklist;
 pub mod context;
+pub mod owed;
 
 use std::collections::BTreeMap;
 

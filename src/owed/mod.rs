@@ -1,5 +1,5 @@
-//! Reads the owed set for the stop hook (SPEC §6): checklist items from the fold, own
-//! unpushed branches from git, and, only while the person is away, one bounded forge
+//! Reads the world's part of the owed set for the stop hook (SPEC §6): own unpushed
+//! branches from git, and, only while the person is away, one bounded forge
 //! listing, all under one budget from the hook's start. Also this working copy's own
 //! branches, and which of them the checklist is behind (docs/own-work.md).
 //!
@@ -20,7 +20,6 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 
-use crate::checklist::item::ItemState;
 use crate::checklist::state::Item;
 use crate::verdict::stop::{BehindRef, BehindWhy, Owed};
 
@@ -35,7 +34,9 @@ pub use limits::{
 pub struct OwedQuery<'a> {
     /// The working copy's root (the top of the git work tree).
     pub root: &'a Path,
-    /// The folded checklist items.
+    /// Checklist items holding at least every armed promise (a promise waiting on a pull
+    /// request merged or closed asks the listing for every state). The checklist's part of
+    /// the owed set is the caller's (`fold::owed`).
     pub checklist: &'a [Item],
     /// Branches this working copy created (from `branch.created` events).
     pub created_here: &'a [String],
@@ -83,12 +84,10 @@ pub struct OwnBranch {
 /// What was read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OwedReading {
-    /// The owed items, hand-backs already left out.
+    /// The world's owed items (git's and the forge's), hand-backs already left out.
     pub items: Vec<Owed>,
     /// This working copy's own branches, owed or not (empty when git could not tell).
     pub own: Vec<OwnBranch>,
-    /// The `next_look` of every `waiting` item, future or not; the caller filters.
-    pub waiting_next_looks: Vec<Timestamp>,
     pub handed_back: Vec<HandBack>,
     /// One plain line each, e.g. "the forge listing was cut at 10 s; decided from disk".
     pub notes: Vec<String>,
@@ -105,8 +104,7 @@ pub struct OwedReading {
 /// Reads the owed set. Never panics on what git or the forge print, and returns within the
 /// budget (plus the time to kill and reap a child).
 pub fn read_owed(q: &OwedQuery<'_>) -> OwedReading {
-    let (items, waiting_next_looks) = checklist_owed(q.checklist, q.now);
-    let mut reading = OwedReading { items, waiting_next_looks, ..OwedReading::default() };
+    let mut reading = OwedReading::default();
     let budget_end = q.started.checked_add(OWED_BUDGET).unwrap_or_else(Instant::now);
 
     // The listing runs beside the git reads, so a slow forge does not eat the disk's time;
@@ -236,37 +234,12 @@ pub fn behind(items: &[Item], updated_at: Option<Timestamp>, own: &[OwnBranch]) 
     out
 }
 
-/// Working items, and waiting items whose `next_look` is at or before `now`; and the
-/// `next_look` of every waiting item. Done and dropped items are never owed. Each owed item
-/// carries the seq that added it and whether a fired promise made it: the verdict names
-/// them in that order (promised first, then oldest first), whatever order they come in.
-pub fn checklist_owed(items: &[Item], now: Timestamp) -> (Vec<Owed>, Vec<Timestamp>) {
-    let mut owed = Vec::new();
-    let mut looks = Vec::new();
-    for item in items {
-        let fields = &item.fields;
-        let (id, title, added_seq) = (fields.id.clone(), fields.title.clone(), item.added_seq);
-        match fields.state {
-            ItemState::Working => owed.push(Owed::Working { id, title, added_seq, promised: item.promised_by.is_some() }),
-            ItemState::Waiting => {
-                if let Some(look) = fields.next_look {
-                    looks.push(look);
-                    if look <= now {
-                        owed.push(Owed::LookDue { id, title, added_seq });
-                    }
-                }
-            }
-            ItemState::Done | ItemState::Dropped => {}
-        }
-    }
-    (owed, looks)
-}
-
 #[cfg(test)]
 mod tests {
     use super::forge::{RunFail, run_bounded};
     use super::*;
-    use crate::checklist::item::ItemFields;
+    use crate::checklist::item::{ItemFields, ItemState};
+    use crate::fold::owed::checklist_owed;
     use std::ffi::OsStr;
     use std::time::Duration;
 

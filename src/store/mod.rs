@@ -83,6 +83,9 @@ pub struct Provable {
 pub struct PromptState {
     pub state: FoldedState,
     pub head: Head,
+    /// The checklist's part of the owed set, summed up from every item at the plan's last
+    /// write (the stop reads it when its clock falls in the span it holds for).
+    pub owed: fold::owed::ChecklistOwed,
 }
 
 pub struct Store {
@@ -220,9 +223,10 @@ impl Store {
             Some(Scope::Machine {}) => None,
             Some(Scope::WorkingCopy { .. }) | None => {
                 let bytes = projection::ChecklistFile::render_from_state(&current.state, current.head);
+                let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
                 // The prompt's state goes with the view: both show every checklist event
                 // at once, so what a reader folds onto it is never a checklist event.
-                let prompt = projection::render_prompt_state(&current.state, current.head);
+                let prompt = projection::render_prompt_state(&current.state, current.head, now);
                 self.write_files(vec![(projection::CHECKLIST_FILE, bytes.clone()), (projection::PROMPT_STATE_FILE, prompt)])?;
                 *self.last_view.lock().unwrap_or_else(|p| p.into_inner()) = Some((current.head, bytes));
                 // The session-start render, for a hook with no away block (the common case;
@@ -231,7 +235,6 @@ impl Store {
                 let items = &current.state.checklist.items;
                 let notes: Vec<String> = projection::checklist_skipped(&current.state).iter().map(ToString::to_string).collect();
                 let budget = context::checklist_budget(None);
-                let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
                 let text = crate::checklist::render::render(items, &notes, budget, now);
                 return self.write_session_context(current.head, items, budget, now, text);
             }
@@ -415,10 +418,10 @@ impl Store {
         self.check_place(Some(file.as_ref()), Some(&genesis)).ok()?;
         let Tail::Good { head, .. } = scan::read_tail(file.as_ref()).ok()? else { return None };
         let dir = self.journal.paths().dir();
-        let (state, named) = projection::load_prompt_state(storage, &dir.join(projection::PROMPT_STATE_FILE))?;
+        let (state, owed, named) = projection::load_prompt_state(storage, &dir.join(projection::PROMPT_STATE_FILE))?;
         let mut durable = Durable::new(&self.journal, &genesis.journal_id);
         if named == head {
-            return durable.vouches_for(file.as_ref(), head).ok()?.then_some(PromptState { state, head });
+            return durable.vouches_for(file.as_ref(), head).ok()?.then_some(PromptState { state, head, owed });
         }
         if !(scan::line_is_at(file.as_ref(), named).ok()? && durable.vouches_for(file.as_ref(), named).ok()?) {
             return None;
@@ -431,8 +434,11 @@ impl Store {
         let folded = fold_from(file.as_ref(), state, start, StateBase::Projection { seq: named.seq }, genesis.journal_id).ok()?;
         // Items left out of the file cannot take a checklist event: past one, the whole
         // state is read.
-        (folded.degraded.is_none() && checklist_events(&folded.state) == before)
-            .then_some(PromptState { state: folded.state, head: folded.head })
+        (folded.degraded.is_none() && checklist_events(&folded.state) == before).then_some(PromptState {
+            state: folded.state,
+            head: folded.head,
+            owed,
+        })
     }
 
     /// Hands `fold` every step past the valid prefix (which ends at the line `prefix`) that

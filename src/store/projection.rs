@@ -52,7 +52,7 @@ const STATE_DIGEST_CONTEXT: &str = "abcd projection v1 state digest";
 /// The prompt hook's state: `state.json`'s state with only the items that hook reads
 /// ([`prompt_reads`]), so its read does not grow with the plan.
 pub const PROMPT_STATE_FILE: &str = "prompt-state.json";
-pub const PROMPT_STATE_SCHEMA: &str = "abcd/prompt-state/v1";
+pub const PROMPT_STATE_SCHEMA: &str = "abcd/prompt-state/v2";
 const PROMPT_STATE_DIGEST_CONTEXT: &str = "abcd projection v1 prompt state digest";
 /// The top-level `digest` key as `pretty` writes it, up to its value's first digit.
 const DIGEST_KEY: &[u8] = b"\n  \"digest\": \"";
@@ -158,6 +158,18 @@ struct StateFile {
     state: FoldedState,
 }
 
+/// `prompt-state.json` as read: the state with only the items [`prompt_reads`], and the
+/// checklist's part of the owed set, summed up from every item when it was written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptStateFile {
+    schema: String,
+    journal: JournalRef,
+    digest: String,
+    state: FoldedState,
+    owed: crate::fold::owed::ChecklistOwed,
+}
+
 pub fn render_state(state: &FoldedState, head: Head) -> Vec<u8> {
     /// `StateFile`, borrowing the state: it is written, not kept.
     #[derive(Serialize)]
@@ -171,23 +183,23 @@ pub fn render_state(state: &FoldedState, head: Head) -> Vec<u8> {
 }
 
 /// Whether the prompt hook reads `item`: a promise that may still fire (the promise
-/// check), or refs it names (the behind check). What else the hook reads of the plan is
-/// its last write's time; a re-injection renders from `checklist.json`.
+/// check, by its one rule `promise::armed_promise`: a free-text promise never fires), or
+/// refs it names (the behind check). What else the hook reads of the plan is its last
+/// write's time; a re-injection renders from `checklist.json`.
 pub fn prompt_reads(item: &Item) -> bool {
-    let promise_may_fire =
-        item.fields.state != crate::checklist::item::ItemState::Dropped && item.fields.promise.is_some() && item.promise_fired.is_none();
-    promise_may_fire || !item.fields.owner_refs.is_empty()
+    crate::checklist::promise::armed_promise(item).is_some() || !item.fields.owner_refs.is_empty()
 }
 
 /// `prompt-state.json` for `state` at `head`: `state.json`'s file with only the items
-/// [`prompt_reads`].
-pub fn render_prompt_state(state: &FoldedState, head: Head) -> Vec<u8> {
+/// [`prompt_reads`], and the checklist's part of the owed set as of `as_of`, from every item.
+pub fn render_prompt_state(state: &FoldedState, head: Head, as_of: jiff::Timestamp) -> Vec<u8> {
     #[derive(Serialize)]
     struct PromptStateOut<'a> {
         schema: &'a str,
         journal: JournalRef,
         digest: &'a str,
         state: StateOut<'a>,
+        owed: crate::fold::owed::ChecklistOwed,
     }
     /// `FoldedState` as it serializes, with the checklist's items filtered: the rest is
     /// borrowed, not cloned.
@@ -232,18 +244,30 @@ pub fn render_prompt_state(state: &FoldedState, head: Head) -> Vec<u8> {
         next_number: *next_number,
         retired_total: *retired_total,
     };
+    let owed = crate::fold::owed::ChecklistOwed::of(items, as_of);
     let state = StateOut { journal, checklist, work, away, sessions, ledger, loops, context };
     render_sealed(
         PROMPT_STATE_DIGEST_CONTEXT,
-        &PromptStateOut { schema: PROMPT_STATE_SCHEMA, journal: head.into(), digest: UNSEALED, state },
+        &PromptStateOut { schema: PROMPT_STATE_SCHEMA, journal: head.into(), digest: UNSEALED, state, owed },
     )
 }
 
-/// The prompt state's state and the line it names, on the checks [`load_state_any`]
-/// makes, and every item one [`prompt_reads`]: a file holding others is not one abcd wrote.
-pub fn load_prompt_state(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, Head)> {
-    let (state, head) = load_sealed_state(storage, path, PROMPT_STATE_SCHEMA, PROMPT_STATE_DIGEST_CONTEXT)?;
-    state.checklist.items.iter().all(prompt_reads).then_some((state, head))
+/// The prompt state's state, the checklist's owed part and the line it names, on the
+/// checks [`load_state_any`] makes, and every item one [`prompt_reads`]: a file holding
+/// others is not one abcd wrote.
+pub fn load_prompt_state(storage: &dyn Storage, path: &Path) -> Option<(FoldedState, crate::fold::owed::ChecklistOwed, Head)> {
+    let bytes = read_sealed(storage, path)?;
+    let file: PromptStateFile = serde_json::from_slice(&bytes).ok()?;
+    let intact = sealed_state_holds(
+        &bytes,
+        &file.schema,
+        PROMPT_STATE_SCHEMA,
+        PROMPT_STATE_DIGEST_CONTEXT,
+        &file.digest,
+        &file.state,
+        &file.journal,
+    ) && file.state.checklist.items.iter().all(prompt_reads);
+    intact.then_some((file.state, file.owed, file.journal.into()))
 }
 
 /// A `prompt-state.json` forged from `file`, sealed as abcd seals one (for tests, as
@@ -280,19 +304,37 @@ pub fn load_state_any(storage: &dyn Storage, path: &Path) -> Option<(FoldedState
 /// A file shaped as `state.json` is, of `schema`, sealed in `digest_context`: see
 /// [`load_state_any`].
 fn load_sealed_state(storage: &dyn Storage, path: &Path, schema: &str, digest_context: &str) -> Option<(FoldedState, Head)> {
+    let bytes = read_sealed(storage, path)?;
+    let file: StateFile = serde_json::from_slice(&bytes).ok()?;
+    let intact = sealed_state_holds(&bytes, &file.schema, schema, digest_context, &file.digest, &file.state, &file.journal);
+    intact.then_some((file.state, file.journal.into()))
+}
+
+/// A sealed state file's bytes, when it is a file this user alone can write.
+fn read_sealed(storage: &dyn Storage, path: &Path) -> Option<Vec<u8>> {
     let facts = storage.facts(path).ok()??;
     if crate::journal::storage::untrusted_reason(&facts).is_some() {
         return None;
     }
-    let bytes = read_small(storage, path, MAX_PROJECTION_BYTES).ok()?;
-    let file: StateFile = serde_json::from_slice(&bytes).ok()?;
-    let j = file.journal;
-    let intact = file.schema == schema
-        && digest_holds(digest_context, &bytes, &file.digest)
-        && file.state.journal.events == j.seq + 1
-        && file.state.journal.last_hash == Some(j.hash)
-        && crate::fold::cached_state_passes(&file.state);
-    intact.then_some((file.state, j.into()))
+    read_small(storage, path, MAX_PROJECTION_BYTES).ok()
+}
+
+/// The checks of a sealed state file as parsed from `bytes`: its schema, its digest, the
+/// line it names agreeing with its state, and that state passing the fold's checks again.
+fn sealed_state_holds(
+    bytes: &[u8],
+    file_schema: &str,
+    schema: &str,
+    digest_context: &str,
+    digest: &str,
+    state: &FoldedState,
+    j: &JournalRef,
+) -> bool {
+    file_schema == schema
+        && digest_holds(digest_context, bytes, digest)
+        && state.journal.events == j.seq + 1
+        && state.journal.last_hash == Some(j.hash)
+        && crate::fold::cached_state_passes(state)
 }
 
 /// Whether an event of `kind` can change what `checklist.json` shows: its items come

@@ -46,8 +46,13 @@ pub const QUEUED_STEPS_SCANNED_MAX: usize = 256;
 pub const QUESTION_TAIL_BYTES: usize = 4_096;
 /// Session crons considered for a wake, at most (the first ones in the payload).
 pub const SESSION_CRONS_MAX: usize = 64;
-/// Domain separation for the owed-set fingerprint, so no other hash collides with it.
-const FINGERPRINT_DOMAIN: &[u8] = b"abcd owed set v1\n";
+/// Domain separation for the owed-set fingerprint, so no other hash collides with it. v2:
+/// the set's two parts hashed apart, then together ([`fingerprint`]).
+const FINGERPRINT_DOMAIN: &[u8] = b"abcd owed set v2\n";
+/// Domain separation for one part's digest within the owed-set fingerprint.
+const PART_DOMAIN: &[u8] = b"abcd owed part v2\n";
+/// Owed items the verdict names at most: the next, then [`OTHERS_NAMED_MAX`] others.
+pub const OWED_NAMED_MAX: usize = 1 + OTHERS_NAMED_MAX;
 /// Domain separation for the question message's hash.
 const MESSAGE_DOMAIN: &[u8] = b"abcd last assistant message v1\n";
 /// Branches a behind note names, at most; the rest are counted.
@@ -119,6 +124,12 @@ pub enum Owed {
 }
 
 impl Owed {
+    /// Whether the item is the checklist's (known when the plan is written), not the
+    /// world's (git's or the forge's, read at the stop).
+    pub fn from_checklist(&self) -> bool {
+        matches!(self, Owed::Working { .. } | Owed::LookDue { .. })
+    }
+
     /// Capped items are those the session can act on itself; an item only waiting (a look
     /// due) is not capped.
     pub fn is_capped(&self) -> bool {
@@ -252,19 +263,141 @@ pub fn behind_text(refs: &[BehindRef]) -> String {
     )
 }
 
-/// A stable, order-independent fingerprint of a set of owed items: BLAKE3 over the sorted,
-/// deduplicated keys, each length-prefixed, as 64 lowercase hex characters.
+/// A stable, order-independent fingerprint of a set of owed items, as 64 lowercase hex
+/// characters: BLAKE3 over the digest of its checklist part, then of its world part (each
+/// [`part_digest`]). Hashing the parts apart lets the checklist's part be summed up when the
+/// plan is written ([`OwedPart`]) and the stop compose it with what git and the forge owe,
+/// to the same fingerprint as from every item.
 pub fn fingerprint<'a>(items: impl IntoIterator<Item = &'a Owed>) -> String {
+    let (checklist, world): (Vec<&Owed>, Vec<&Owed>) = items.into_iter().partition(|i| i.from_checklist());
+    combine(&part_digest(checklist), &part_digest(world))
+}
+
+fn combine(checklist: &str, world: &str) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(FINGERPRINT_DOMAIN);
+    hasher.update(checklist.as_bytes());
+    hasher.update(world.as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
+
+/// One part's digest: BLAKE3 over its sorted, deduplicated keys, each length-prefixed, hex.
+fn part_digest<'a>(items: impl IntoIterator<Item = &'a Owed>) -> String {
     let mut keys: Vec<String> = items.into_iter().map(Owed::key).collect();
     keys.sort_unstable();
     keys.dedup();
     let mut hasher = blake3::Hasher::new();
-    hasher.update(FINGERPRINT_DOMAIN);
+    hasher.update(PART_DOMAIN);
     for key in &keys {
         hasher.update(&(key.len() as u64).to_le_bytes());
         hasher.update(key.as_bytes());
     }
     hasher.finalize().to_hex().to_string()
+}
+
+/// One part of the owed set summed up (the checklist's, or the world's: git's and the
+/// forge's): what the verdict reads of it, whatever its size. Items of the other part
+/// are not its to hold ([`OwedPart::of`] panics on one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwedPart {
+    /// Distinct items (by key).
+    pub count: u64,
+    /// Of them, those capped ([`Owed::is_capped`]).
+    pub capped: u64,
+    /// The first [`OWED_NAMED_MAX`] in naming order.
+    pub first: Vec<Owed>,
+    /// [`part_digest`] of every item, and of the capped ones.
+    pub digest: String,
+    pub capped_digest: String,
+}
+
+impl OwedPart {
+    /// The part made of `items` (order and duplicates do not matter), all of one part.
+    pub fn of(items: &[Owed]) -> OwedPart {
+        let from_checklist = items.first().is_none_or(Owed::from_checklist);
+        assert!(items.iter().all(|i| i.from_checklist() == from_checklist), "an owed part holds the items of one part");
+        let sorted = in_naming_order(items);
+        OwedPart {
+            count: sorted.len() as u64,
+            capped: sorted.iter().filter(|i| i.is_capped()).count() as u64,
+            first: sorted.iter().take(OWED_NAMED_MAX).map(|i| (*i).clone()).collect(),
+            digest: part_digest(items),
+            capped_digest: part_digest(items.iter().filter(|i| i.is_capped())),
+        }
+    }
+
+    /// Whether this is a part abcd could have made: counts that agree, at most
+    /// [`OWED_NAMED_MAX`] named, distinct and in naming order, 64-hex digests. A summary
+    /// read from a file is believed only then.
+    pub fn is_consistent(&self) -> bool {
+        let hex = |d: &str| d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        let named = self.first.len() as u64 == self.count.min(OWED_NAMED_MAX as u64);
+        let ordered = self.first.windows(2).all(|w| w[0].order() < w[1].order() && w[0].key() != w[1].key());
+        let one_part = self.first.iter().all(|i| i.from_checklist() == self.first[0].from_checklist());
+        self.capped <= self.count && named && ordered && one_part && hex(&self.digest) && hex(&self.capped_digest)
+    }
+}
+
+/// Owed items sorted in naming order, one per key.
+fn in_naming_order(owed: &[Owed]) -> Vec<&Owed> {
+    let mut items: Vec<&Owed> = owed.iter().collect();
+    items.sort_by(|a, b| a.order().cmp(&b.order()));
+    // One entry per identity (its key): an item given twice with another seq is one item.
+    let mut keys = std::collections::HashSet::new();
+    items.retain(|i| keys.insert(i.key()));
+    items
+}
+
+/// The owed set as the verdict reads it: its size, its first items in naming order, and
+/// its fingerprints. Made from every item ([`OwedView::of`]) or composed from the two parts
+/// ([`OwedView::compose`]), to the same view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwedView {
+    count: u64,
+    capped: u64,
+    first: Vec<Owed>,
+    fingerprint: String,
+    capped_fingerprint: String,
+}
+
+impl OwedView {
+    /// The view of `owed` (order and duplicates do not matter).
+    pub fn of(owed: &[Owed]) -> OwedView {
+        let (checklist, world): (Vec<Owed>, Vec<Owed>) = owed.iter().cloned().partition(Owed::from_checklist);
+        OwedView::compose(&OwedPart::of(&checklist), &OwedPart::of(&world))
+    }
+
+    /// The view of the union of the checklist's part and the world's.
+    pub fn compose(checklist: &OwedPart, world: &OwedPart) -> OwedView {
+        let mut first: Vec<Owed> = checklist.first.iter().chain(&world.first).cloned().collect();
+        first.sort_by(|a, b| a.order().cmp(&b.order()));
+        first.truncate(OWED_NAMED_MAX);
+        OwedView {
+            count: checklist.count + world.count,
+            capped: checklist.capped + world.capped,
+            first,
+            fingerprint: combine(&checklist.digest, &world.digest),
+            capped_fingerprint: combine(&checklist.capped_digest, &world.capped_digest),
+        }
+    }
+
+    pub fn next(&self) -> Option<&Owed> {
+        self.first.first()
+    }
+
+    /// Distinct items owed.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn capped_any(&self) -> bool {
+        self.capped > 0
+    }
 }
 
 /// The hash by which a question message is remembered: BLAKE3 of the whole message, hex.
@@ -447,9 +580,8 @@ pub struct AwayTerms<'a> {
 pub struct StopInput<'a> {
     /// `Some` while away, `None` while the person is present.
     pub away: Option<AwayTerms<'a>>,
-    /// The owed set, handed-back items already left out; order and duplicates do not matter
-    /// (each item carries its own place in the naming order).
-    pub owed: &'a [Owed],
+    /// The owed set, handed-back items already left out.
+    pub owed: &'a OwedView,
     pub stop_hook_active: bool,
     pub last_assistant_message: Option<&'a str>,
     /// Folded from this session's `session.judged` events.
@@ -479,14 +611,14 @@ pub struct StopInput<'a> {
 /// The stop verdict. While away the first matching row of SPEC §6 decides; while present
 /// the stop is allowed, with one line naming the work when any is owed.
 pub fn judge(input: &StopInput<'_>) -> Judgement {
-    let owed = OwedSet::new(input.owed);
+    let owed = input.owed;
     match &input.away {
-        None => judge_present(input, &owed),
-        Some(away) => judge_away(input, away, &owed),
+        None => judge_present(input, owed),
+        Some(away) => judge_away(input, away, owed),
     }
 }
 
-fn judge_present(input: &StopInput<'_>, owed: &OwedSet<'_>) -> Judgement {
+fn judge_present(input: &StopInput<'_>, owed: &OwedView) -> Judgement {
     let (row, system_message) = match owed.next() {
         None => (Row::PresentNothingOwed, None),
         Some(next) => {
@@ -504,7 +636,7 @@ fn judge_present(input: &StopInput<'_>, owed: &OwedSet<'_>) -> Judgement {
     }
 }
 
-fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -> Judgement {
+fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedView) -> Judgement {
     let before = input.session;
     // A loop turn's question is its reply: the driver hands it to the other agent, never
     // to the person, so it is rerouted by the loop itself.
@@ -536,9 +668,9 @@ fn judge_away(input: &StopInput<'_>, away: &AwayTerms<'_>, owed: &OwedSet<'_>) -
         };
     }
 
-    let owed_fp = fingerprint(owed.items.iter().copied());
-    let capped_fp = fingerprint(owed.items.iter().copied().filter(|i| i.is_capped()));
-    let capped_owed = owed.items.iter().any(|i| i.is_capped());
+    let owed_fp = owed.fingerprint.clone();
+    let capped_fp = owed.capped_fingerprint.clone();
+    let capped_owed = owed.capped_any();
     let changed = before.owed_fingerprint.as_deref() != Some(owed_fp.as_str());
     let wakes = if before.capped_fingerprint.as_deref() == Some(capped_fp.as_str()) { before.wake_count } else { 0 };
     // A behind set is named once, by the first stop that blocks within the host's cap (a
@@ -602,7 +734,7 @@ fn allow_waiting(row: Row, after: SessionState) -> Judgement {
     }
 }
 
-fn block(input: &StopInput<'_>, owed: &OwedSet<'_>, row: Row, reason: String, after: SessionState) -> Judgement {
+fn block(input: &StopInput<'_>, owed: &OwedView, row: Row, reason: String, after: SessionState) -> Judgement {
     let block_count = if input.stop_hook_active { input.session.block_count.saturating_add(1) } else { 1 };
     let past_cap = input.block_cap > 0 && block_count > input.block_cap;
     let state = if past_cap { StopState::Stopped } else { StopState::Working };
@@ -631,7 +763,7 @@ fn block(input: &StopInput<'_>, owed: &OwedSet<'_>, row: Row, reason: String, af
 
 /// The reason for rows 2, 4 and 5: the next item, the push wording when its next act is a
 /// push, what to do when it cannot move, and the others (bounded).
-fn owed_reason(row: Row, owed: &OwedSet<'_>, away: &AwayTerms<'_>, by: &str, wakes: bool) -> String {
+fn owed_reason(row: Row, owed: &OwedView, away: &AwayTerms<'_>, by: &str, wakes: bool) -> String {
     let count = count_items(owed.len());
     let mut text = match row {
         Row::WakesSpent => format!(
@@ -652,10 +784,10 @@ fn owed_reason(row: Row, owed: &OwedSet<'_>, away: &AwayTerms<'_>, by: &str, wak
         }
         _ => text.push_str(" If it cannot move now, take another."),
     }
-    let others = &owed.items[1..];
-    if !others.is_empty() {
-        let named: Vec<String> = others.iter().take(OTHERS_NAMED_MAX).map(|i| i.describe()).collect();
-        let rest = others.len() - named.len();
+    let others = owed.len() - 1;
+    if others > 0 {
+        let named: Vec<String> = owed.first[1..].iter().take(OTHERS_NAMED_MAX).map(|i| i.describe()).collect();
+        let rest = others - named.len() as u64;
         let more = if rest > 0 { format!("; and {rest} more") } else { String::new() };
         text.push_str(&format!(" Also owed: {}{more}.", named.join("; ")));
     }
@@ -757,34 +889,7 @@ fn shell_quote(text: &str) -> String {
 }
 
 /// The owed set: sorted into naming order, duplicates dropped.
-struct OwedSet<'a> {
-    items: Vec<&'a Owed>,
-}
-
-impl<'a> OwedSet<'a> {
-    fn new(owed: &'a [Owed]) -> OwedSet<'a> {
-        let mut items: Vec<&Owed> = owed.iter().collect();
-        items.sort_by(|a, b| a.order().cmp(&b.order()));
-        // One entry per identity (its key): an item given twice with another seq is one item.
-        let mut keys = std::collections::HashSet::new();
-        items.retain(|i| keys.insert(i.key()));
-        OwedSet { items }
-    }
-
-    fn next(&self) -> Option<&'a Owed> {
-        self.items.first().copied()
-    }
-
-    fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-}
-
-fn count_items(n: usize) -> String {
+fn count_items(n: u64) -> String {
     if n == 1 { "1 item".to_string() } else { format!("{n} items") }
 }
 
@@ -903,7 +1008,7 @@ mod tests {
             let wake = self.wake.then(|| now.timestamp() + 9 * MINUTE);
             judge(&StopInput {
                 away: self.away.then_some(AwayTerms { hold_pushes: self.hold_pushes, queued: self.queued }),
-                owed: self.owed,
+                owed: &OwedView::of(self.owed),
                 stop_hook_active: self.stop_hook_active,
                 last_assistant_message: self.message,
                 session: self.session,
@@ -1134,7 +1239,7 @@ mod tests {
             let deadline = deadline(!owed.is_empty(), [], now.timestamp());
             let j = judge(&StopInput {
                 away: Some(AwayTerms { hold_pushes: self.hold_pushes, queued: &self.queued }),
-                owed,
+                owed: &OwedView::of(owed),
                 stop_hook_active: active,
                 last_assistant_message: message,
                 session: &self.state,
@@ -1303,7 +1408,7 @@ mod tests {
         let state = SessionState::default();
         let present = judge(&StopInput {
             away: None,
-            owed: &[],
+            owed: &OwedView::of(&[]),
             stop_hook_active: false,
             last_assistant_message: None,
             session: &state,
@@ -1626,6 +1731,85 @@ mod tests {
             fingerprint(&[look_due("b")])
         );
         assert_ne!(fingerprint(&[]), fingerprint(&[look_due("")]));
+    }
+
+    /// Any owed item, from a small set of names so keys repeat with other seqs.
+    fn any_owed(g: &mut Gen) -> Owed {
+        let id = format!("{}", u8::arbitrary(g) % 12);
+        let added_seq = u64::from(u8::arbitrary(g) % 8);
+        match u8::arbitrary(g) % 5 {
+            0 => Owed::Working { id, title: String::new(), added_seq, promised: bool::arbitrary(g) },
+            1 => Owed::Working { id, title: "t".into(), added_seq, promised: false },
+            2 => Owed::LookDue { id, title: String::new(), added_seq },
+            3 => Owed::Unpushed { branch: format!("b{id}"), next_act_is_push: bool::arbitrary(g) },
+            _ => Owed::PullRequest {
+                number: u64::from(u8::arbitrary(g) % 6),
+                why: *g.choose(&[PrWhy::Failing, PrWhy::Behind, PrWhy::Dirty]).unwrap(),
+            },
+        }
+    }
+
+    /// The view composed from the checklist's part and the world's, each summed up alone,
+    /// is the view of every item: the count of distinct items, the first named in naming
+    /// order, the fingerprints; and every part made is one a reader believes.
+    #[test]
+    fn the_view_composed_from_its_two_parts_is_the_view_of_every_item() {
+        #[derive(Clone, Debug)]
+        struct Items(Vec<Owed>);
+        impl Arbitrary for Items {
+            fn arbitrary(g: &mut Gen) -> Items {
+                Items((0..usize::arbitrary(g) % 24).map(|_| any_owed(g)).collect())
+            }
+        }
+        fn prop(Items(items): Items) -> TestResult {
+            let (checklist, world): (Vec<Owed>, Vec<Owed>) = items.iter().cloned().partition(Owed::from_checklist);
+            let (c, w) = (OwedPart::of(&checklist), OwedPart::of(&world));
+            let composed = OwedView::compose(&c, &w);
+            let every = in_naming_order(&items);
+            let named: Vec<Owed> = every.iter().take(OWED_NAMED_MAX).map(|i| (*i).clone()).collect();
+            TestResult::from_bool(
+                c.is_consistent()
+                    && w.is_consistent()
+                    && composed == OwedView::of(&items)
+                    && composed.len() == every.len() as u64
+                    && composed.first == named
+                    && composed.fingerprint == fingerprint(&items)
+                    && composed.capped_fingerprint == fingerprint(items.iter().filter(|i| i.is_capped()))
+                    && composed.capped_any() == items.iter().any(Owed::is_capped),
+            )
+        }
+        QuickCheck::new().tests(500).quickcheck(prop as fn(Items) -> TestResult);
+    }
+
+    /// A part read from a file is believed only when it could be one abcd made.
+    #[test]
+    fn a_part_that_abcd_could_not_have_made_is_not_consistent() {
+        let items: Vec<Owed> =
+            (0..7).map(|i| Owed::Working { id: i.to_string(), title: String::new(), added_seq: i, promised: false }).collect();
+        let part = OwedPart::of(&items);
+        assert!(part.is_consistent() && part.count == 7 && part.first.len() == OWED_NAMED_MAX);
+        let mut fewer_named = part.clone();
+        fewer_named.first.pop();
+        let mut out_of_order = part.clone();
+        out_of_order.first.swap(0, 1);
+        let mut twice = part.clone();
+        twice.first[1] = twice.first[0].clone();
+        let mut more_capped = part.clone();
+        more_capped.capped = 8;
+        let mut short_digest = part.clone();
+        short_digest.digest.pop();
+        let mut mixed = part.clone();
+        mixed.first[4] = Owed::PullRequest { number: 9, why: PrWhy::Behind };
+        for (what, p) in [
+            ("one named too few", fewer_named),
+            ("out of order", out_of_order),
+            ("one item twice", twice),
+            ("more capped than counted", more_capped),
+            ("a digest of 63 digits", short_digest),
+            ("items of two parts", mixed),
+        ] {
+            assert!(!p.is_consistent(), "{what}: {p:?}");
+        }
     }
 
     #[test]

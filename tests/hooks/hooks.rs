@@ -119,6 +119,53 @@ working (1):\n\
     }
 }
 
+/// While present, the Stop reads the checklist's owed part summed up in
+/// `prompt-state.json` (written with the plan), not the plan: shown by a summary forged, and
+/// sealed as abcd seals one, to name another item. Past the summary's span (a look falls
+/// due), or while away (the verdict is recorded, from the whole state), the plan decides.
+#[test]
+fn the_present_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
+    use abcd::verdict::stop::{Owed, OwedPart};
+    // A git repository: the away record is the repository's.
+    let TestRepo { dir, root, home } = TestRepo::new().managed();
+    let repo = Repo { _dir: dir, root, home };
+    let vars = [("$CWD", cwd(&repo))];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert!(repo.abcd(&["checklist", "add", "Ship it"]).status.success());
+    let stop = |env: &[(&str, &str)]| stdout_json(&hook(&repo, "stop", &fixture("stop.json", &vars), env).0).unwrap();
+    let planned = json!({"systemMessage": "abcd: stopped with work owed (1 item); next: checklist item 1 (Ship it) is working."});
+    assert_eq!(stop(&[]), planned);
+
+    let path = repo.root.join(".abcd/.work.local").join(abcd::store::projection::PROMPT_STATE_FILE);
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let as_of: jiff::Timestamp = file["owed"]["as_of"].as_str().unwrap().parse().unwrap();
+    let forged: Vec<Owed> =
+        (0..7).map(|i| Owed::Working { id: format!("forged-{i}"), title: "Forged".into(), added_seq: i, promised: false }).collect();
+    file["owed"]["part"] = serde_json::to_value(OwedPart::of(&forged)).unwrap();
+    std::fs::write(&path, abcd::store::projection::seal_prompt_state_json(&file)).unwrap();
+    let now = (as_of + jiff::SignedDuration::from_mins(1)).to_string();
+    let from_summary =
+        json!({"systemMessage": "abcd: stopped with work owed (7 items); next: checklist item forged-0 (Forged) is working."});
+    assert_eq!(stop(&[("ABCD_TEST_NOW", &now)]), from_summary, "the present Stop reads the summary");
+
+    // The span ends at the first waiting look after `as_of`: past it, the plan decides.
+    file["owed"]["until"] = json!((as_of + jiff::SignedDuration::from_secs(30)).to_string());
+    std::fs::write(&path, abcd::store::projection::seal_prompt_state_json(&file)).unwrap();
+    assert_eq!(stop(&[("ABCD_TEST_NOW", &now)]), planned, "past until");
+    file["owed"]["until"] = Value::Null;
+    std::fs::write(&path, abcd::store::projection::seal_prompt_state_json(&file)).unwrap();
+    assert_eq!(stop(&[("ABCD_TEST_NOW", &now)]), from_summary);
+    let before = (as_of - jiff::SignedDuration::from_mins(1)).to_string();
+    assert_eq!(stop(&[("ABCD_TEST_NOW", &before)]), planned, "a clock before as_of");
+
+    // Away, the Stop records its verdict from the whole state: the plan's item is named.
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+2h"]).status.success());
+    let away = stop(&[]);
+    let reason = away["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default().to_string()
+        + away["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("(Ship it)") && !reason.contains("forged"), "{away}");
+}
+
 #[test]
 fn compaction_stop_and_prompt_hooks_answer_as_the_host_expects() {
     let repo = Repo::new(true);

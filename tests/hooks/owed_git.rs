@@ -487,11 +487,9 @@ fn a_spent_budget_reads_no_git_and_starts_no_forge_and_says_so() {
     let reading = ask.read(&lab.wc);
     assert!(reading.incomplete && !reading.forge_called);
     assert!(stub.calls().is_empty());
-    assert_eq!(
-        reading.items,
-        [Owed::Working { id: "doing".into(), title: "doing".into(), added_seq: 1, promised: false }],
-        "the checklist needs no read"
-    );
+    // Nothing of the world's part was read; the checklist's part needs no read of git.
+    assert!(reading.items.is_empty(), "{:?}", reading.items);
+    assert_eq!(abcd::fold::owed::ChecklistOwed::read_at(&ask.checklist, ask.now).part.count, 1);
     assert_eq!(
         reading.notes,
         [
@@ -853,7 +851,8 @@ fn no_repository_or_no_commit_is_a_note_not_an_incomplete_reading() {
         let mut ask = Ask::new().created(&["feat/x"]);
         ask.checklist = vec![item("doing", ItemState::Working, None)];
         let reading = ask.read(root);
-        assert_eq!(reading.items, [Owed::Working { id: "doing".into(), title: "doing".into(), added_seq: 1, promised: false }]);
+        // The world's part is empty; the checklist's, the caller's, needs no git.
+        assert!(reading.items.is_empty(), "{:?}", reading.items);
         assert!(!reading.incomplete);
         assert_eq!(reading.notes, ["branches were not read: git found no commit here (not a repository, or no commit yet)"]);
     }
@@ -882,6 +881,8 @@ fn item(id: &str, state: ItemState, next_look: Option<Timestamp>) -> Item {
     }
 }
 
+/// The reading holds the world's items only; the checklist's part, read from the items,
+/// composes with it to the view of every item, and every waiting look is reported.
 #[test]
 fn checklist_items_join_the_branch_items_and_every_waiting_look_is_reported() {
     let lab = Lab::new();
@@ -896,15 +897,17 @@ fn checklist_items_join_the_branch_items_and_every_waiting_look_is_reported() {
         item("done", ItemState::Done, Some(past)),
     ];
     let reading = ask.read(&lab.wc);
-    assert_eq!(
-        reading.items,
-        [
-            Owed::Working { id: "doing".into(), title: "doing".into(), added_seq: 1, promised: false },
-            Owed::LookDue { id: "due".into(), title: "due".into(), added_seq: 1 },
-            Owed::Unpushed { branch: "feat/disk".into(), next_act_is_push: true },
-        ]
-    );
-    assert_eq!(reading.waiting_next_looks, [past, future]);
+    assert_eq!(reading.items, [Owed::Unpushed { branch: "feat/disk".into(), next_act_is_push: true }]);
+    let checklist = abcd::fold::owed::ChecklistOwed::read_at(&ask.checklist, ask.now);
+    assert_eq!(checklist.looks, [past, future]);
+    let every = [
+        Owed::Working { id: "doing".into(), title: "doing".into(), added_seq: 1, promised: false },
+        Owed::LookDue { id: "due".into(), title: "due".into(), added_seq: 1 },
+        Owed::Unpushed { branch: "feat/disk".into(), next_act_is_push: true },
+    ];
+    let composed = abcd::verdict::stop::OwedView::compose(&checklist.part, &abcd::verdict::stop::OwedPart::of(&reading.items));
+    assert_eq!(composed, abcd::verdict::stop::OwedView::of(&every));
+    assert_eq!(composed.len(), 3);
 }
 
 /// The prompt hook reads the own branches (the behind note) under the host's 10 s timeout

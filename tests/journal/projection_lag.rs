@@ -230,14 +230,19 @@ fn the_prompt_state_is_the_state_with_the_items_the_prompt_reads_and_never_read_
             i.promise = Some("pr:8 merged => tidy".into());
             i.state = ItemState::Dropped;
         }),
+        // Free text, written before the grammar: it never fires, so no hook reads it.
+        item_added("free-text-promise", |i| i.promise = Some("the tests pass => open the pull request".into())),
     ];
     store.append(&plan, Some(&scope)).unwrap();
     let whole = store.current_state().unwrap();
-    assert_eq!(whole.state.checklist.items.len(), 4, "{:?}", whole.state.journal.skipped);
+    assert_eq!(whole.state.checklist.items.len(), 5, "{:?}", whole.state.journal.skipped);
     let prompt = store.prompt_state().expect("written with checklist.json");
     assert_eq!(prompt.head, whole.head);
     let ids: Vec<&str> = prompt.state.checklist.items.iter().map(|i| i.fields.id.as_str()).collect();
     assert_eq!(ids, ["names-a-branch", "promises"]);
+    // The checklist's owed part is summed up from every item, not the few kept.
+    assert_eq!(prompt.owed, abcd::fold::owed::ChecklistOwed::of(&whole.state.checklist.items, prompt.owed.as_of));
+    assert_eq!(prompt.owed.part.count, 4, "every working item is owed: {:?}", prompt.owed);
     assert_eq!(prompt.state, as_the_prompt_reads(whole.state));
 
     // Events that cannot change the checklist leave the file behind; the read folds them.

@@ -30,6 +30,7 @@ const NOT_TEXT: &[(&str, &str, &str)] = &[
     ("owed/branches.rs", "candidates.truncate(BRANCHES_EXAMINED_MAX)", "a list of branches, each examined whole"),
     ("owed/git_answers.rs", "file.entries.truncate(ENTRIES_MAX)", "a list of kept readings, each kept whole"),
     ("journal/group_sync.rs", "list.split_off(", "a list of waiting writers"),
+    ("verdict/stop.rs", "first.truncate(OWED_NAMED_MAX)", "a list of owed items, each named whole"),
     (
         "verdict/stop.rs",
         "message.is_char_boundary(start)",

@@ -94,6 +94,8 @@ pub struct PendingStop {
     window: Option<crate::away::Window>,
     queued: Vec<String>,
     reading: owed::OwedReading,
+    /// The owed set as the verdict reads it: the checklist's part and the world's.
+    owed: stop::OwedView,
     /// The own branches the checklist is behind (git only, docs/own-work.md).
     behind: Vec<stop::BehindRef>,
     note: Option<String>,
@@ -128,14 +130,23 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     let window = record.holding(now_ts).cloned();
     let queued = window.as_ref().map(|w| w.queued_steps()).unwrap_or_default();
 
-    // A journal not created yet is an empty one: nothing recorded, nothing owed from it.
-    let current = match store.current_state() {
-        Ok(c) => Some(c),
-        Err(crate::journal::JournalError::Missing { .. }) => None,
-        Err(e) => return Err(e.into()),
+    // While away every stop records its verdict, and that append reads the whole state
+    // under the lock: it is read whole here, and the append reuses this read. While present
+    // an unchanged verdict writes nothing, so the prompt's state (the items the hooks read)
+    // and the checklist's owed part, both written with the plan, stand for the plan.
+    let kept = if window.is_none() { store.prompt_state() } else { None };
+    let kept = kept.and_then(|p| p.owed.at(now_ts).map(|part| (p, part)));
+    let (current, kept, kept_part) = match kept {
+        Some((p, part)) => (None, Some(p), Some(part)),
+        // A journal not created yet is an empty one: nothing recorded, nothing owed from it.
+        None => match store.current_state() {
+            Ok(c) => (Some(c), None, None),
+            Err(crate::journal::JournalError::Missing { .. }) => (None, None, None),
+            Err(e) => return Err(e.into()),
+        },
     };
     let empty = crate::fold::FoldedState::default();
-    let folded = current.as_ref().map_or(&empty, |c| &c.state);
+    let folded = kept.as_ref().map(|p| &p.state).or(current.as_ref().map(|c| &c.state)).unwrap_or(&empty);
     let actor = Actor::this_process(Some(session.to_string()));
     let receipts: Vec<NewEvent> = folded
         .context
@@ -147,7 +158,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         .collect();
     let checklist = &folded.checklist.items;
     let forge_program = std::env::var_os(FORGE_PROGRAM_VAR).map(std::path::PathBuf::from);
-    let mut reading = owed::read_owed(&OwedQuery {
+    let reading = owed::read_owed(&OwedQuery {
         root,
         checklist,
         created_here: &folded.work.branches,
@@ -162,12 +173,13 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     let (fired, fired_warning) =
         super::promises::fire_due(store, None, root, &actor, now_ts, reading.forge_facts.as_ref(), Some(checklist));
     warnings.extend(fired_warning);
-    reading.items.extend(fired.into_iter().map(|f| stop::Owed::Working {
-        id: f.id,
-        title: f.title,
-        added_seq: f.added_seq,
-        promised: true,
-    }));
+    let checklist_part = match kept_part {
+        // What fired joined the plan: the checklist's part is read from the plan as it is now.
+        _ if !fired.is_empty() => crate::fold::owed::ChecklistOwed::read_at(&store.current_state()?.state.checklist.items, now_ts),
+        Some(part) => part,
+        None => crate::fold::owed::ChecklistOwed::read_at(checklist, now_ts),
+    };
+    let owed = stop::OwedView::compose(&checklist_part.part, &stop::OwedPart::of(&reading.items));
     let note = (!reading.notes.is_empty()).then(|| reading.notes.join("; "));
 
     if reading.incomplete {
@@ -192,7 +204,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
 
     let behind = owed::behind(checklist, folded.checklist.updated_at, &reading.own);
     let before = session_state(folded, session, window.as_ref().map(|w| w.start));
-    let deadline = stop::deadline(!reading.items.is_empty(), reading.waiting_next_looks.iter().copied(), now_ts);
+    let deadline = stop::deadline(!owed.is_empty(), checklist_part.looks.iter().copied(), now_ts);
     let wake = stop::qualifying_wake(p.session_crons, &now, deadline);
     Ok(StopRead::ToJudge(Box::new(PendingStop {
         session: session.to_string(),
@@ -201,6 +213,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         window,
         queued,
         reading,
+        owed,
         behind,
         note,
         warnings,
@@ -237,7 +250,7 @@ impl PendingStop {
     fn judge(&self, session: &SessionState) -> stop::Judgement {
         stop::judge(&StopInput {
             away: self.window.as_ref().map(|w| AwayTerms { hold_pushes: w.hold_pushes, queued: &self.queued }),
-            owed: &self.reading.items,
+            owed: &self.owed,
             stop_hook_active: self.stop_hook_active,
             last_assistant_message: self.last_assistant_message.as_deref(),
             session,
@@ -335,7 +348,7 @@ impl PendingStop {
             }
             // Every item this session owed waits on a step queued for the person: nothing
             // moves until they act (docs/notify.md, "blocks every item").
-            if self.reading.items.is_empty() && !self.reading.handed_back.is_empty() {
+            if self.owed.is_empty() && !self.reading.handed_back.is_empty() {
                 let branches: Vec<&str> = self.reading.handed_back.iter().map(|h| h.branch.as_str()).collect();
                 let detail = format!("{} handed back: {}", branches.len(), branches.join(", "));
                 warnings.extend(notify_if_due(&self.record, NotifyKind::AllBlocked, Some(&detail), root, Some(session), now_ts));

@@ -86,6 +86,10 @@ pub struct PromptState {
     /// The checklist's part of the owed set, summed up from every item at the plan's last
     /// write (the stop reads it when its clock falls in the span it holds for).
     pub owed: fold::owed::ChecklistOwed,
+    /// The journal the state is of.
+    pub journal_id: String,
+    /// The seq of the line the file names: the projections written with it show that line.
+    pub projections_at: u64,
 }
 
 pub struct Store {
@@ -421,7 +425,14 @@ impl Store {
         let (state, owed, named) = projection::load_prompt_state(storage, &dir.join(projection::PROMPT_STATE_FILE))?;
         let mut durable = Durable::new(&self.journal, &genesis.journal_id);
         if named == head {
-            return durable.vouches_for(file.as_ref(), head).ok()?.then_some(PromptState { state, head, owed });
+            let journal_id = genesis.journal_id;
+            return durable.vouches_for(file.as_ref(), head).ok()?.then_some(PromptState {
+                state,
+                head,
+                owed,
+                journal_id,
+                projections_at: head.seq,
+            });
         }
         if !(scan::line_is_at(file.as_ref(), named).ok()? && durable.vouches_for(file.as_ref(), named).ok()?) {
             return None;
@@ -431,14 +442,65 @@ impl Store {
         };
         let before = checklist_events(&state);
         let start = StartPoint { after: Some(named) };
-        let folded = fold_from(file.as_ref(), state, start, StateBase::Projection { seq: named.seq }, genesis.journal_id).ok()?;
+        let folded = fold_from(file.as_ref(), state, start, StateBase::Projection { seq: named.seq }, genesis.journal_id.clone()).ok()?;
         // Items left out of the file cannot take a checklist event: past one, the whole
         // state is read.
         (folded.degraded.is_none() && checklist_events(&folded.state) == before).then_some(PromptState {
             state: folded.state,
             head: folded.head,
             owed,
+            journal_id: genesis.journal_id,
+            projections_at: named.seq,
         })
+    }
+
+    /// [`Store::append_with`] for a decision that reads no checklist item and appends no
+    /// event the checklist view shows (a hook's receipts and verdict): under the writer lock
+    /// it decides from the prompt's state (`read`, while the journal's head is still its
+    /// line; else read again), not the whole plan, and leaves the projections behind while
+    /// they may trail, as [`Store::append_unseen`] does. With no prompt state to be had
+    /// under the lock, it is [`Store::append_with`]. Returns what was appended, the
+    /// decision's outcome, and a failure to rewrite the projections.
+    pub fn append_with_prompt_state<T>(
+        &self,
+        create: Option<&Scope>,
+        read: Option<&PromptState>,
+        decide: impl FnOnce(&FoldedState) -> (Vec<NewEvent>, T),
+    ) -> Result<(Vec<Appended>, T, Option<JournalError>), JournalError> {
+        self.settle_scope()?;
+        let lock = self.journal.lock()?;
+        let mut notes = AppendNotes::default();
+        let (file, head, journal_id) = lock.open_for_append(create, &mut notes)?;
+        let kept = match read {
+            Some(r) if r.head == head && r.journal_id == journal_id => Some(r.clone()),
+            _ => self.prompt_state().filter(|p| p.head == head && p.journal_id == journal_id),
+        };
+        let Some(kept) = kept else {
+            drop(lock);
+            let written = self.append_with(create, decide)?;
+            return Ok((written.appended, written.outcome, written.after.err()));
+        };
+        let (events, outcome) = decide(&kept.state);
+        assert!(
+            events.iter().all(|e| !projection::changes_checklist_view(&e.kind)),
+            "a decision from the prompt's state appends no event the checklist view shows"
+        );
+        if events.is_empty() {
+            return Ok((Vec::new(), outcome, None));
+        }
+        let appended = lock.append(file.as_ref(), head, &journal_id, &events)?;
+        drop(lock);
+        let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
+        let checkpoint_due = first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS;
+        let may_lag = matches!(kept.state.journal.scope, Some(Scope::WorkingCopy { .. }))
+            && !notes.created
+            && kept.projections_at < last
+            && last - kept.projections_at <= PROJECTION_LAG_MAX;
+        if may_lag && !checkpoint_due {
+            return Ok((appended, outcome, None));
+        }
+        let project_error = self.refresh_after(&events, &appended).err();
+        Ok((appended, outcome, project_error))
     }
 
     /// Hands `fold` every step past the valid prefix (which ends at the line `prefix`) that

@@ -119,12 +119,12 @@ working (1):\n\
     }
 }
 
-/// While present, the Stop reads the checklist's owed part summed up in
-/// `prompt-state.json` (written with the plan), not the plan: shown by a summary forged, and
-/// sealed as abcd seals one, to name another item. Past the summary's span (a look falls
-/// due), or while away (the verdict is recorded, from the whole state), the plan decides.
+/// The Stop reads the checklist's owed part summed up in `prompt-state.json` (written with
+/// the plan), not the plan, present or away: shown by a summary forged, and sealed as abcd
+/// seals one, to name other items. Past the summary's span (a look falls due), or with a
+/// clock before it, the plan decides.
 #[test]
-fn the_present_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
+fn the_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
     use abcd::verdict::stop::{Owed, OwedPart};
     // A git repository: the away record is the repository's.
     let TestRepo { dir, root, home } = TestRepo::new().managed();
@@ -158,12 +158,15 @@ fn the_present_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
     let before = (as_of - jiff::SignedDuration::from_mins(1)).to_string();
     assert_eq!(stop(&[("ABCD_TEST_NOW", &before)]), planned, "a clock before as_of");
 
-    // Away, the Stop records its verdict from the whole state: the plan's item is named.
+    // Away, the verdict is decided, and recorded, from the summary too.
     assert!(repo.abcd(&["mode", "autonomous", "--until", "+2h"]).status.success());
+    let judged = || repo.kinds().iter().filter(|k| *k == "session.judged").count();
+    let before = judged();
     let away = stop(&[]);
     let reason = away["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default().to_string()
         + away["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("(Ship it)") && !reason.contains("forged"), "{away}");
+    assert!(reason.contains("work is owed (7 items)") && reason.contains("forged-0"), "{away}");
+    assert_eq!(judged(), before + 1, "the away verdict is recorded");
 }
 
 #[test]

@@ -269,3 +269,58 @@ fn the_prompt_state_is_the_state_with_the_items_the_prompt_reads_and_never_read_
     std::fs::write(&path, abcd::store::projection::seal_prompt_state_json(&forged)).unwrap();
     assert!(store.prompt_state().is_none(), "a forged file with the plain item");
 }
+
+/// `append_with_prompt_state` decides from the prompt's state (the items the hooks read,
+/// not the plan), the unlocked read while the head is its line, else one read again under
+/// the lock; it leaves the projections behind to the bound, as any hook's append does, and
+/// one past the bound brings them to the head; with no prompt state it decides from the
+/// whole state.
+#[test]
+fn an_append_decided_from_the_prompt_state_reads_no_plan_and_leaves_the_projections_to_the_bound() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    let scope = tj.scope();
+    let plan: Vec<_> = (0..10).map(|i| item_added(&format!("plain-{i}"), |_| {})).collect();
+    store.append(&plan, Some(&scope)).unwrap();
+    store.append(&[item_added("names-a-branch", |i| i.owner_refs = vec!["branch:fix".into()])], Some(&scope)).unwrap();
+    let written_at = named(&tj);
+    let read = store.prompt_state().expect("written with checklist.json");
+    let starts = |state: &abcd::fold::FoldedState| state.journal.by_kind.get("session.started").copied().unwrap_or(0);
+    let seen = |state: &abcd::fold::FoldedState| (state.checklist.items.len(), starts(state), state.journal.events);
+    let (_, saw, err) = store.append_with_prompt_state(Some(&scope), Some(&read), |s| (vec![session_started(1)], seen(s))).unwrap();
+    assert_eq!((saw, err.is_none()), ((1, 0, 12), true), "decided from the read: one item of eleven");
+    assert_eq!(named(&tj), written_at, "the projections are left behind");
+
+    // The head moved past the read: the prompt's state is read again under the lock.
+    store.append(&[session_started(2)], Some(&scope)).unwrap();
+    let (_, saw, _) = store.append_with_prompt_state(Some(&scope), Some(&read), |s| (vec![session_started(3)], seen(s))).unwrap();
+    assert_eq!(saw, (1, 2, 14), "the two session starts since the read are seen, the plan is not");
+
+    // Up to the bound past the view, the projections stay behind; one more brings them up.
+    let view_at = written_at.1;
+    let mut n = 4;
+    while store.current_state().unwrap().head.seq < view_at + PROJECTION_LAG_MAX {
+        store.append_with_prompt_state(Some(&scope), None, |_| (vec![session_started(n)], ())).unwrap();
+        n += 1;
+    }
+    assert_eq!(named(&tj).1, view_at, "at the bound the view is still behind");
+    store.append_with_prompt_state(Some(&scope), None, |_| (vec![session_started(n)], ())).unwrap();
+    let head = store.current_state().unwrap().head.seq;
+    assert_eq!(named(&tj), (head, head), "one past the bound rewrites both");
+
+    // No prompt state to be had: the whole state decides.
+    std::fs::remove_file(tj.paths.dir().join(abcd::store::projection::PROMPT_STATE_FILE)).unwrap();
+    let (_, saw, _) = store.append_with_prompt_state(Some(&scope), None, |s| (vec![], seen(s).0)).unwrap();
+    assert_eq!(saw, 11, "the whole plan");
+}
+
+/// A decision from the prompt's state that would append a checklist event is a bug: the
+/// items it lacks could be the ones that event changes.
+#[test]
+#[should_panic(expected = "appends no event the checklist view shows")]
+fn an_append_decided_from_the_prompt_state_never_appends_a_checklist_event() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[item_added("one", |_| {})], Some(&tj.scope())).unwrap();
+    let _ = store.append_with_prompt_state(Some(&tj.scope()), None, |_| (vec![item_added("two", |_| {})], ()));
+}

@@ -115,6 +115,9 @@ pub struct PendingStop {
     before: SessionState,
     /// The unlocked read: the state under the lock when the journal has not moved since.
     read: Option<crate::store::CurrentState>,
+    /// The prompt's state read instead of the whole state (the checklist's owed part held):
+    /// the verdict is recorded from it.
+    kept: Option<crate::store::PromptState>,
     /// The turn's injections the transcript settles, recorded with the verdict in one
     /// append (one sync for the hook).
     receipts: Vec<NewEvent>,
@@ -130,12 +133,12 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     let window = record.holding(now_ts).cloned();
     let queued = window.as_ref().map(|w| w.queued_steps()).unwrap_or_default();
 
-    // While away every stop records its verdict, and that append reads the whole state
-    // under the lock: it is read whole here, and the append reuses this read. While present
-    // an unchanged verdict writes nothing, so the prompt's state (the items the hooks read)
-    // and the checklist's owed part, both written with the plan, stand for the plan.
-    let kept = if window.is_none() { store.prompt_state() } else { None };
-    let kept = kept.and_then(|p| p.owed.at(now_ts).map(|part| (p, part)));
+    // The prompt's state (the items the hooks read) and the checklist's owed part, both
+    // written with the plan, stand for the plan while the part holds at this clock; the
+    // verdict and the receipts are then recorded from them too
+    // (`Store::append_with_prompt_state`). Otherwise the whole state is read, and the
+    // append reuses this read.
+    let kept = store.prompt_state().and_then(|p| p.owed.at(now_ts).map(|part| (p, part)));
     let (current, kept, kept_part) = match kept {
         Some((p, part)) => (None, Some(p), Some(part)),
         // A journal not created yet is an empty one: nothing recorded, nothing owed from it.
@@ -230,6 +233,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         loop_turn: super::loop_turn::is_loop_turn(root),
         before,
         read: current,
+        kept,
         receipts,
     })))
 }
@@ -282,7 +286,7 @@ impl PendingStop {
         if keeps || !receipts.is_empty() {
             // Another Stop hook of this session may have recorded its verdict since the
             // read: the state under the lock decides, so neither verdict is lost.
-            let written = store.append_with_read(Some(scope), self.read.as_ref(), |state| {
+            let decide = |state: &crate::fold::FoldedState| {
                 let latest = session_state(state, &self.session, window_start);
                 let judgement = self.judge(&latest);
                 let judged = SessionJudged::new(self.session.clone(), judgement.judged.clone(), window_start);
@@ -293,11 +297,15 @@ impl PendingStop {
                 let mut events: Vec<NewEvent> = receipts.into_iter().filter(|r| super::receipt_still_pending(state, r)).collect();
                 events.extend(self.keeps(&latest, &judgement).then_some(event));
                 (events, judgement)
-            });
+            };
+            let written = match &self.kept {
+                Some(kept) => store.append_with_prompt_state(Some(scope), Some(kept), decide).map(|(_, outcome, after)| (outcome, after)),
+                None => store.append_with_read(Some(scope), self.read.as_ref(), decide).map(|w| (w.outcome, w.after.err())),
+            };
             match written {
-                Ok(w) => {
-                    judgement = w.outcome;
-                    if let Err(e) = w.after {
+                Ok((outcome, after)) => {
+                    judgement = outcome;
+                    if let Some(e) = after {
                         warnings.push(format!(
                             "the {} event is saved but the files derived from the journal were not rewritten: {e}",
                             event::SESSION_JUDGED

@@ -70,6 +70,7 @@ impl ChecklistOwed {
     pub fn at(&self, now: Timestamp) -> Option<ChecklistPartAt> {
         let holds = now >= self.as_of
             && self.until.is_none_or(|until| now < until)
+            && self.part.count <= crate::checklist::item::ITEMS_MAX as u64
             && self.part.is_consistent()
             && self.part.first.iter().all(Owed::from_checklist);
         holds.then(|| ChecklistPartAt { part: self.part.clone(), looks: self.until.into_iter().collect() })
@@ -149,5 +150,14 @@ mod tests {
         let mut summary = ChecklistOwed::of(&items, as_of);
         summary.part.count = 0;
         assert_eq!(summary.at(as_of), None);
+        // More items than a checklist holds: both sides of the bound.
+        let many: Vec<Item> = (0..6).map(|i| item(&format!("w{i}"), ItemState::Working, None, i)).collect();
+        let mut summary = ChecklistOwed::of(&many, as_of);
+        summary.part.count = crate::checklist::item::ITEMS_MAX as u64;
+        summary.part.capped = summary.part.count;
+        assert!(summary.at(as_of).is_some(), "a full checklist");
+        summary.part.count += 1;
+        summary.part.capped += 1;
+        assert_eq!(summary.at(as_of), None, "one past ITEMS_MAX");
     }
 }

@@ -454,6 +454,18 @@ impl Store {
         })
     }
 
+    /// Rewrites `prompt-state.json` alone from `current` (a whole read at its head), its
+    /// checklist summary as of now: for a reader that found the summary no longer holding
+    /// (a look fell due since the plan's write). A damaged or provable-only read writes
+    /// nothing.
+    pub fn write_prompt_state(&self, current: &CurrentState) -> Result<(), JournalError> {
+        if current.degraded.is_some() || current.provable.is_some() {
+            return Ok(());
+        }
+        let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
+        self.write_files(vec![(projection::PROMPT_STATE_FILE, projection::render_prompt_state(&current.state, current.head, now))])
+    }
+
     /// [`Store::append_with`] for a decision that reads no checklist item and appends no
     /// event the checklist view shows (a hook's receipts and verdict): under the writer lock
     /// it decides from the prompt's state (`read`, while the journal's head is still its

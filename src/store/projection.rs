@@ -52,6 +52,10 @@ const STATE_DIGEST_CONTEXT: &str = "abcd projection v1 state digest";
 /// The prompt hook's state: `state.json`'s state with only the items that hook reads
 /// ([`prompt_reads`]), so its read does not grow with the plan.
 pub const PROMPT_STATE_FILE: &str = "prompt-state.json";
+/// The prompt state's schema. Its meaning is more than its shape: which items it keeps
+/// (`prompt_reads`, the promise grammar) and how the owed part is summed up (`fold::owed`,
+/// `Owed::key` and `order`, the part digest): a change to any of them changes this name,
+/// so a file another build wrote is not believed.
 pub const PROMPT_STATE_SCHEMA: &str = "abcd/prompt-state/v2";
 const PROMPT_STATE_DIGEST_CONTEXT: &str = "abcd projection v1 prompt state digest";
 /// The top-level `digest` key as `pretty` writes it, up to its value's first digit.

@@ -328,14 +328,36 @@ impl OwedPart {
     }
 
     /// Whether this is a part abcd could have made: counts that agree, at most
-    /// [`OWED_NAMED_MAX`] named, distinct and in naming order, 64-hex digests. A summary
+    /// [`OWED_NAMED_MAX`] named, distinct and in naming order, 64-hex digests, and what the
+    /// named items and the counts imply of each other (capped items come first in naming
+    /// order, so a look due named at place k means k capped; all named means the counts are
+    /// the named; an empty set or an all-capped one has the digest that implies). A summary
     /// read from a file is believed only then.
     pub fn is_consistent(&self) -> bool {
         let hex = |d: &str| d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         let named = self.first.len() as u64 == self.count.min(OWED_NAMED_MAX as u64);
-        let ordered = self.first.windows(2).all(|w| w[0].order() < w[1].order() && w[0].key() != w[1].key());
+        let ordered = self.first.windows(2).all(|w| w[0].order() < w[1].order());
+        let distinct = self.first.iter().enumerate().all(|(i, a)| self.first[..i].iter().all(|b| a.key() != b.key()));
         let one_part = self.first.iter().all(|i| i.from_checklist() == self.first[0].from_checklist());
-        self.capped <= self.count && named && ordered && one_part && hex(&self.digest) && hex(&self.capped_digest)
+        let capped_named = self.first.iter().filter(|i| i.is_capped()).count() as u64;
+        let capped_agrees = match self.first.iter().position(|i| !i.is_capped()) {
+            Some(k) => self.capped == k as u64,
+            None if self.first.len() as u64 == self.count => self.capped == self.count,
+            None => self.capped >= capped_named,
+        };
+        let empty = part_digest(std::iter::empty());
+        let digests_agree = (self.count > 0 || self.digest == empty)
+            && (self.capped > 0 || self.capped_digest == empty)
+            && (self.capped != self.count || self.capped_digest == self.digest);
+        self.capped <= self.count
+            && named
+            && ordered
+            && distinct
+            && one_part
+            && capped_agrees
+            && hex(&self.digest)
+            && hex(&self.capped_digest)
+            && digests_agree
     }
 }
 
@@ -374,8 +396,8 @@ impl OwedView {
         first.sort_by(|a, b| a.order().cmp(&b.order()));
         first.truncate(OWED_NAMED_MAX);
         OwedView {
-            count: checklist.count + world.count,
-            capped: checklist.capped + world.capped,
+            count: checklist.count.saturating_add(world.count),
+            capped: checklist.capped.saturating_add(world.capped),
             first,
             fingerprint: combine(&checklist.digest, &world.digest),
             capped_fingerprint: combine(&checklist.capped_digest, &world.capped_digest),
@@ -784,10 +806,10 @@ fn owed_reason(row: Row, owed: &OwedView, away: &AwayTerms<'_>, by: &str, wakes:
         }
         _ => text.push_str(" If it cannot move now, take another."),
     }
-    let others = owed.len() - 1;
+    let others = owed.len().saturating_sub(1);
     if others > 0 {
-        let named: Vec<String> = owed.first[1..].iter().take(OTHERS_NAMED_MAX).map(|i| i.describe()).collect();
-        let rest = others - named.len() as u64;
+        let named: Vec<String> = owed.first.iter().skip(1).take(OTHERS_NAMED_MAX).map(|i| i.describe()).collect();
+        let rest = others.saturating_sub(named.len() as u64);
         let more = if rest > 0 { format!("; and {rest} more") } else { String::new() };
         text.push_str(&format!(" Also owed: {}{more}.", named.join("; ")));
     }
@@ -1800,13 +1822,38 @@ mod tests {
         short_digest.digest.pop();
         let mut mixed = part.clone();
         mixed.first[4] = Owed::PullRequest { number: 9, why: PrWhy::Behind };
+        let mut none_capped = part.clone();
+        none_capped.capped = 0;
+        let mut fewer_capped = part.clone();
+        fewer_capped.capped = 4;
+        let promised = |id: &str, seq: u64| Owed::Working { id: id.into(), title: String::new(), added_seq: seq, promised: true };
+        let mut twice_apart = OwedPart::of(&[
+            promised("a", 1),
+            promised("b", 2),
+            Owed::Working { id: "a".into(), title: String::new(), added_seq: 3, promised: false },
+        ]);
+        assert!(twice_apart.is_consistent(), "a key given twice is one item: {twice_apart:?}");
+        twice_apart.first =
+            vec![promised("a", 1), promised("b", 2), Owed::Working { id: "a".into(), title: String::new(), added_seq: 3, promised: false }];
+        twice_apart.count = 3;
+        let mut empty_with_digest = OwedPart::of(&[]);
+        empty_with_digest.digest = part.digest.clone();
+        let looks = OwedPart::of(&[look_due("x"), Owed::Working { id: "w".into(), title: String::new(), added_seq: 1, promised: false }]);
+        assert!(looks.is_consistent() && looks.capped == 1);
+        let mut look_first = looks.clone();
+        look_first.capped = 2;
         for (what, p) in [
             ("one named too few", fewer_named),
             ("out of order", out_of_order),
             ("one item twice", twice),
+            ("one key twice, apart", twice_apart),
             ("more capped than counted", more_capped),
             ("a digest of 63 digits", short_digest),
             ("items of two parts", mixed),
+            ("working items named, none capped", none_capped),
+            ("five capped named, four counted capped", fewer_capped),
+            ("nothing owed, a digest of something", empty_with_digest),
+            ("a look named second, two capped", look_first),
         ] {
             assert!(!p.is_consistent(), "{what}: {p:?}");
         }

@@ -158,8 +158,10 @@ fn the_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
     let before = (as_of - jiff::SignedDuration::from_mins(1)).to_string();
     assert_eq!(stop(&[("ABCD_TEST_NOW", &before)]), planned, "a clock before as_of");
 
-    // Away, the verdict is decided, and recorded, from the summary too.
+    // Away, the verdict is decided, and recorded, from the summary too. (The Stop with the
+    // clock before the summary wrote it again from the plan: it is forged again.)
     assert!(repo.abcd(&["mode", "autonomous", "--until", "+2h"]).status.success());
+    std::fs::write(&path, abcd::store::projection::seal_prompt_state_json(&file)).unwrap();
     let judged = || repo.kinds().iter().filter(|k| *k == "session.judged").count();
     let before = judged();
     let away = stop(&[]);
@@ -167,6 +169,41 @@ fn the_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
         + away["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("work is owed (7 items)") && reason.contains("forged-0"), "{away}");
     assert_eq!(judged(), before + 1, "the away verdict is recorded");
+}
+
+/// A summary that no longer holds (a waiting item's look fell due since the plan's write)
+/// is summed up again by the Stop that read the plan for it, so the next Stop reads the
+/// summary again; the look due is counted either way.
+#[test]
+fn a_stop_past_the_summarys_span_sums_it_up_again() {
+    let TestRepo { dir, root, home } = TestRepo::new().managed();
+    let repo = Repo { _dir: dir, root, home };
+    let vars = [("$CWD", cwd(&repo))];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let look = "2026-12-01T12:00:00Z";
+    let written = "2026-12-01T11:00:00Z";
+    let add = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_abcd"))
+            .args(args)
+            .current_dir(&repo.root)
+            .env("ABCD_HOME", &repo.home)
+            .env("ABCD_TEST_NOW", written)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    add(&["checklist", "add", "Ship it"]);
+    add(&["checklist", "add", "Review the pull request", "--waits-on", "pr:7", "--next-look", look]);
+    let path = repo.root.join(".abcd/.work.local").join(abcd::store::projection::PROMPT_STATE_FILE);
+    let summary = || -> Value { serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap()).unwrap()["owed"].clone() };
+    assert_eq!((summary()["as_of"].as_str(), summary()["until"].as_str()), (Some(written), Some(look)));
+    let later = "2026-12-01T12:01:00Z";
+    let stop = || stdout_json(&hook(&repo, "stop", &fixture("stop.json", &vars), &[("ABCD_TEST_NOW", later)]).0).unwrap();
+    let both = "abcd: stopped with work owed (2 items); next: checklist item 1 (Ship it) is working.";
+    assert_eq!(stop()["systemMessage"], both);
+    assert_eq!((summary()["as_of"].as_str(), summary()["until"].clone()), (Some(later), Value::Null), "summed up again at the stop");
+    assert_eq!(summary()["part"]["count"], 2);
+    assert_eq!(stop()["systemMessage"], both, "the next stop reads the new summary");
 }
 
 #[test]

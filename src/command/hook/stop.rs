@@ -138,12 +138,22 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     // verdict and the receipts are then recorded from them too
     // (`Store::append_with_prompt_state`). Otherwise the whole state is read, and the
     // append reuses this read.
-    let kept = store.prompt_state().and_then(|p| p.owed.at(now_ts).map(|part| (p, part)));
+    let prompt_state = store.prompt_state();
+    let expired = prompt_state.is_some();
+    let kept = prompt_state.and_then(|p| p.owed.at(now_ts).map(|part| (p, part)));
     let (current, kept, kept_part) = match kept {
         Some((p, part)) => (None, Some(p), Some(part)),
         // A journal not created yet is an empty one: nothing recorded, nothing owed from it.
         None => match store.current_state() {
-            Ok(c) => (Some(c), None, None),
+            Ok(c) => {
+                // The summary no longer holds (a look fell due since the plan's write): it is
+                // summed up again from this read, so the next stop reads it, not the plan. A
+                // cache: a failure to write it changes nothing for this stop.
+                if expired {
+                    let _ = store.write_prompt_state(&c);
+                }
+                (Some(c), None, None)
+            }
             Err(crate::journal::JournalError::Missing { .. }) => (None, None, None),
             Err(e) => return Err(e.into()),
         },
@@ -177,10 +187,21 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         super::promises::fire_due(store, None, root, &actor, now_ts, reading.forge_facts.as_ref(), Some(checklist));
     warnings.extend(fired_warning);
     let checklist_part = match kept_part {
-        // What fired joined the plan: the checklist's part is read from the plan as it is now.
-        _ if !fired.is_empty() => crate::fold::owed::ChecklistOwed::read_at(&store.current_state()?.state.checklist.items, now_ts),
-        Some(part) => part,
-        None => crate::fold::owed::ChecklistOwed::read_at(checklist, now_ts),
+        Some(part) if fired.is_empty() => part,
+        // What fired joined the plan, which the summary predates: the part is read from the
+        // plan as it is now.
+        Some(_) => crate::fold::owed::ChecklistOwed::read_at(&store.current_state()?.state.checklist.items, now_ts),
+        // The plan read before the fire, and the items the fire made.
+        None => {
+            let (mut items, looks) = crate::fold::owed::checklist_owed(checklist, now_ts);
+            items.extend(fired.into_iter().map(|f| stop::Owed::Working {
+                id: f.id,
+                title: f.title,
+                added_seq: f.added_seq,
+                promised: true,
+            }));
+            crate::fold::owed::ChecklistPartAt { part: stop::OwedPart::of(&items), looks }
+        }
     };
     let owed = stop::OwedView::compose(&checklist_part.part, &stop::OwedPart::of(&reading.items));
     let note = (!reading.notes.is_empty()).then(|| reading.notes.join("; "));

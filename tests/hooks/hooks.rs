@@ -29,8 +29,20 @@ impl Repo {
         Repo { home, root, _dir: dir }
     }
 
+    /// A managed working copy in a git repository (the away record is the repository's).
+    fn in_git() -> Repo {
+        let TestRepo { dir, root, home } = TestRepo::new().managed();
+        Repo { _dir: dir, root, home }
+    }
+
     fn abcd(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_abcd")).args(args).current_dir(&self.root).env("ABCD_HOME", &self.home).output().unwrap()
+        self.abcd_with(args, &[])
+    }
+
+    fn abcd_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_abcd"));
+        cmd.args(args).current_dir(&self.root).env("ABCD_HOME", &self.home);
+        cmd.envs(env.iter().copied()).output().unwrap()
     }
 
     fn journal(&self) -> PathBuf {
@@ -126,9 +138,7 @@ working (1):\n\
 #[test]
 fn the_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
     use abcd::verdict::stop::{Owed, OwedPart};
-    // A git repository: the away record is the repository's.
-    let TestRepo { dir, root, home } = TestRepo::new().managed();
-    let repo = Repo { _dir: dir, root, home };
+    let repo = Repo::in_git();
     let vars = [("$CWD", cwd(&repo))];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     assert!(repo.abcd(&["checklist", "add", "Ship it"]).status.success());
@@ -176,20 +186,13 @@ fn the_stop_reads_the_checklists_owed_part_from_the_prompt_state() {
 /// summary again; the look due is counted either way.
 #[test]
 fn a_stop_past_the_summarys_span_sums_it_up_again() {
-    let TestRepo { dir, root, home } = TestRepo::new().managed();
-    let repo = Repo { _dir: dir, root, home };
+    let repo = Repo::in_git();
     let vars = [("$CWD", cwd(&repo))];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let look = "2026-12-01T12:00:00Z";
     let written = "2026-12-01T11:00:00Z";
     let add = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_abcd"))
-            .args(args)
-            .current_dir(&repo.root)
-            .env("ABCD_HOME", &repo.home)
-            .env("ABCD_TEST_NOW", written)
-            .output()
-            .unwrap();
+        let out = repo.abcd_with(args, &[("ABCD_TEST_NOW", written)]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     };
     add(&["checklist", "add", "Ship it"]);

@@ -112,6 +112,26 @@ pub struct Store {
 /// `state.json`, a hook's append against `checklist.json`, which may be newer.
 pub const PROJECTION_LAG_MAX: u64 = 64;
 
+/// Whether the append that wrote `appended` (never empty) began the journal or crossed a
+/// multiple of [`CHECKPOINT_EVERY_EVENTS`]: a checkpoint is due.
+fn checkpoint_due(appended: &[Appended]) -> bool {
+    assert!(!appended.is_empty(), "an append writes at least one line");
+    let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
+    first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS
+}
+
+/// Whether an append of events the checklist view does not show may leave the projections
+/// as they are: a working copy journal the append did not create, whose projections name
+/// `projections_at`, at most [`PROJECTION_LAG_MAX`] lines behind the last line written, and
+/// no checkpoint due.
+fn leaves_projections_behind(working_copy: bool, notes: &AppendNotes, projections_at: Option<u64>, appended: &[Appended]) -> bool {
+    let last = appended[appended.len() - 1].seq;
+    working_copy
+        && !notes.created
+        && projections_at.is_some_and(|seq| seq < last && last - seq <= PROJECTION_LAG_MAX)
+        && !checkpoint_due(appended)
+}
+
 /// The seq the projection on disk names, as the read that produced `base` found it;
 /// `head_seq` is the head when the base was the current projection.
 fn projection_seq(base: &StateBase, head_seq: Option<u64>) -> Option<u64> {
@@ -162,12 +182,7 @@ impl Store {
         assert!(events.iter().all(|e| !projection::changes_checklist_view(&e.kind)), "only events the checklist view does not show");
         self.settle_scope()?;
         let (appended, notes) = self.journal.append_batch(events, Some(scope))?;
-        let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
-        let checkpoint_due = first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS;
-        let may_lag = matches!(scope, Scope::WorkingCopy { .. })
-            && !notes.created
-            && projections_at.is_some_and(|seq| seq < last && last - seq <= PROJECTION_LAG_MAX);
-        if may_lag && !checkpoint_due {
+        if leaves_projections_behind(matches!(scope, Scope::WorkingCopy { .. }), &notes, projections_at, &appended) {
             return Ok((appended, notes, None));
         }
         let project_error = self.refresh_after(events, &appended).err();
@@ -203,8 +218,7 @@ impl Store {
                 (false, _) => self.write_projection(current)?,
             }
         }
-        let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
-        if first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS {
+        if checkpoint_due(appended) {
             self.write_checkpoint(current)?;
         }
         Ok(())
@@ -502,13 +516,8 @@ impl Store {
         }
         let appended = lock.append(file.as_ref(), head, &journal_id, &events)?;
         drop(lock);
-        let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
-        let checkpoint_due = first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS;
-        let may_lag = matches!(kept.state.journal.scope, Some(Scope::WorkingCopy { .. }))
-            && !notes.created
-            && kept.projections_at < last
-            && last - kept.projections_at <= PROJECTION_LAG_MAX;
-        if may_lag && !checkpoint_due {
+        let working_copy = matches!(kept.state.journal.scope, Some(Scope::WorkingCopy { .. }));
+        if leaves_projections_behind(working_copy, &notes, Some(kept.projections_at), &appended) {
             return Ok((appended, outcome, None));
         }
         let project_error = self.refresh_after(&events, &appended).err();

@@ -262,14 +262,20 @@ fn a_config_that_does_not_parse_is_refused_and_left_untouched() {
     assert_eq!(c.hooks(), None, "no hooks.json was made");
 }
 
+/// A folder holding `abcd` as a symlink to this binary (the same canonical file), and a
+/// PATH with that folder first.
+fn abcd_first_on_path(c: &Codex) -> (std::path::PathBuf, String) {
+    let bin = c.t.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_abcd"), bin.join("abcd")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    (bin, path)
+}
+
 #[test]
 fn the_hooks_name_abcd_from_path_when_it_is_this_binary() {
     let c = Codex::new(false);
-    let bin = c.t.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    // A symlink: the same canonical file as this binary.
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_abcd"), bin.join("abcd")).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let (_, path) = abcd_first_on_path(&c);
     let mut cmd = repo::abcd(&c.t.root, &c.t.home);
     let out = cmd.args(INIT).env("CODEX_HOME", &c.home).env("PATH", &path).output().unwrap();
     assert!(out.status.success(), "{}", repo::text(&out));
@@ -282,10 +288,7 @@ fn the_hooks_name_abcd_from_path_when_it_is_this_binary() {
 #[test]
 fn check_names_a_hook_whose_program_is_gone() {
     let c = Codex::new(false);
-    let bin = c.t.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_abcd"), bin.join("abcd")).unwrap();
-    let with_abcd = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let (bin, with_abcd) = abcd_first_on_path(&c);
     let run = |args: &[&str], path: &str| {
         let mut cmd = repo::abcd(&c.t.root, &c.t.home);
         cmd.args(args).env("CODEX_HOME", &c.home).env("PATH", path).output().unwrap()

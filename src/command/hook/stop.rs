@@ -139,7 +139,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
     // (`Store::append_with_prompt_state`). Otherwise the whole state is read, and the
     // append reuses this read.
     let prompt_state = store.prompt_state();
-    let expired = prompt_state.is_some();
+    let summary_was_there = prompt_state.is_some();
     let kept = prompt_state.and_then(|p| p.owed.at(now_ts).map(|part| (p, part)));
     let (current, kept, kept_part) = match kept {
         Some((p, part)) => (None, Some(p), Some(part)),
@@ -149,7 +149,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
                 // The summary no longer holds (a look fell due since the plan's write): it is
                 // summed up again from this read, so the next stop reads it, not the plan. A
                 // cache: a failure to write it changes nothing for this stop.
-                if expired {
+                if summary_was_there {
                     let _ = store.write_prompt_state(&c);
                 }
                 (Some(c), None, None)

@@ -101,16 +101,38 @@ pub struct Store {
 
 /// In a working copy journal, events that cannot change the checklist view (a session
 /// start, a compaction, a judged stop, a branch, the ledger's) leave `state.json` and
-/// `checklist.json` behind by at most this many events: a hook then pays for its durable
-/// line only, not for two files renamed over (milliseconds each on a slow disk). A checklist
-/// event rewrites `checklist.json` (the view shows every checklist event at once) and
-/// leaves `state.json` behind in the same way. Readers fold the tail forward
-/// (`state.json`), or check it holds no checklist event (`checklist.json`); the next append
-/// past the bound rewrites both (one appended behind the store's back is caught by the
-/// readers' check, not here). The bound is checked against the file the appender knows
-/// of, so `state.json` can trail by up to twice this: a checklist write checks it against
-/// `state.json`, a hook's append against `checklist.json`, which may be newer.
+/// `checklist.json` behind by at most [`projection_lag_bound`] events, never more than this:
+/// a hook then pays for its durable line only, not for two files renamed over (milliseconds
+/// each on a slow disk). A checklist event rewrites `checklist.json` (the view shows every
+/// checklist event at once) and leaves `state.json` behind in the same way. Readers fold the
+/// tail forward (`state.json`), or check it holds no checklist event (`checklist.json`), up to
+/// this many lines; the next append past the bound rewrites both (one appended behind the
+/// store's back is caught by the readers' check, not here). The bound is checked against the
+/// file the appender knows of, so `state.json` can trail by up to twice this: a checklist
+/// write checks it against `state.json`, a hook's append against `checklist.json`, which may
+/// be newer.
 pub const PROJECTION_LAG_MAX: u64 = 64;
+
+/// The fewest events the projections may trail by, whatever their size: up to this lag an
+/// appender does not look at `state.json`'s size.
+pub const PROJECTION_LAG_MIN: u64 = 16;
+
+/// `state.json`'s bytes per squared event of lag ([`projection_lag_bound`]): chosen from a
+/// reader's cost per trailing line and a refresh's cost by size, as measured
+/// (docs/decisions.md, "The projections' lag bound"), so the bound stays near the best one
+/// at 20 items and at 2,000.
+const STATE_BYTES_PER_LAG_SQUARED: u64 = 256;
+
+/// How many events a working copy's projections may trail by when `state.json` holds
+/// `state_bytes`. Each hook that reads folds every trailing line (a few microseconds each);
+/// the append past the bound rewrites the projections, a cost that grows with their size.
+/// Over one cycle of `b` appends that is `refresh + line * b^2 / 2`, least per append at
+/// `b = sqrt(2 * refresh / line)`: so the bound grows as the square root of the size, from
+/// [`PROJECTION_LAG_MIN`] (a small plan, whose refresh is cheap) to [`PROJECTION_LAG_MAX`]
+/// (a large one, whose refresh costs milliseconds).
+pub fn projection_lag_bound(state_bytes: u64) -> u64 {
+    (state_bytes / STATE_BYTES_PER_LAG_SQUARED).isqrt().clamp(PROJECTION_LAG_MIN, PROJECTION_LAG_MAX)
+}
 
 /// Whether the append that wrote `appended` (never empty) began the journal or crossed a
 /// multiple of [`CHECKPOINT_EVERY_EVENTS`]: a checkpoint is due.
@@ -118,18 +140,6 @@ fn checkpoint_due(appended: &[Appended]) -> bool {
     assert!(!appended.is_empty(), "an append writes at least one line");
     let (first, last) = (appended[0].seq, appended[appended.len() - 1].seq);
     first == 0 || (first - 1) / CHECKPOINT_EVERY_EVENTS != last / CHECKPOINT_EVERY_EVENTS
-}
-
-/// Whether an append of events the checklist view does not show may leave the projections
-/// as they are: a working copy journal the append did not create, whose projections name
-/// `projections_at`, at most [`PROJECTION_LAG_MAX`] lines behind the last line written, and
-/// no checkpoint due.
-fn leaves_projections_behind(working_copy: bool, notes: &AppendNotes, projections_at: Option<u64>, appended: &[Appended]) -> bool {
-    let last = appended[appended.len() - 1].seq;
-    working_copy
-        && !notes.created
-        && projections_at.is_some_and(|seq| seq < last && last - seq <= PROJECTION_LAG_MAX)
-        && !checkpoint_due(appended)
 }
 
 /// The seq the projection on disk names, as the read that produced `base` found it;
@@ -155,6 +165,40 @@ impl Store {
         self.journal.paths().dir().join(projection::STATE_FILE)
     }
 
+    /// Whether this working copy's projections may trail the journal by `lag` events
+    /// ([`projection_lag_bound`]): past [`PROJECTION_LAG_MIN`], by `state.json`'s size, one
+    /// `stat`; a `state.json` that cannot be sized is refreshed.
+    fn may_trail_by(&self, lag: u64) -> bool {
+        if lag <= PROJECTION_LAG_MIN {
+            return true;
+        }
+        if lag > PROJECTION_LAG_MAX {
+            return false;
+        }
+        match self.journal.storage().facts(&self.projection_path()) {
+            Ok(Some(facts)) if facts.is_file => lag <= projection_lag_bound(facts.len),
+            _ => false,
+        }
+    }
+
+    /// Whether an append of events the checklist view does not show may leave the
+    /// projections as they are: a working copy journal the append did not create, whose
+    /// projections name `projections_at`, before the last line written and within
+    /// [`Store::may_trail_by`] of it, and no checkpoint due.
+    fn leaves_projections_behind(
+        &self,
+        working_copy: bool,
+        notes: &AppendNotes,
+        projections_at: Option<u64>,
+        appended: &[Appended],
+    ) -> bool {
+        let last = appended[appended.len() - 1].seq;
+        working_copy
+            && !notes.created
+            && !checkpoint_due(appended)
+            && projections_at.is_some_and(|seq| seq < last && self.may_trail_by(last - seq))
+    }
+
     /// Appends a batch durably, then brings the projections and checkpoints up to date.
     /// The events are acknowledged once the journal append returns; a failure while
     /// projecting is returned separately, since projections are caches.
@@ -171,7 +215,7 @@ impl Store {
 
     /// Appends events none of which can change the checklist view, to a working copy
     /// journal whose projections name `projections_at` (as a view just read found them):
-    /// when they may stay behind ([`PROJECTION_LAG_MAX`]) and no checkpoint is due, only
+    /// when they may stay behind ([`Store::may_trail_by`]) and no checkpoint is due, only
     /// the journal is touched and no state is read. Otherwise as [`Store::append`].
     pub fn append_unseen(
         &self,
@@ -182,7 +226,7 @@ impl Store {
         assert!(events.iter().all(|e| !projection::changes_checklist_view(&e.kind)), "only events the checklist view does not show");
         self.settle_scope()?;
         let (appended, notes) = self.journal.append_batch(events, Some(scope))?;
-        if leaves_projections_behind(matches!(scope, Scope::WorkingCopy { .. }), &notes, projections_at, &appended) {
+        if self.leaves_projections_behind(matches!(scope, Scope::WorkingCopy { .. }), &notes, projections_at, &appended) {
             return Ok((appended, notes, None));
         }
         let project_error = self.refresh_after(events, &appended).err();
@@ -197,7 +241,7 @@ impl Store {
     }
 
     /// Writes the projections for `current` (unless they already show it, or may stay
-    /// behind: see [`PROJECTION_LAG_MAX`]) and a checkpoint when the batch crossed a
+    /// behind: see [`Store::may_trail_by`]) and a checkpoint when the batch crossed a
     /// multiple of `CHECKPOINT_EVERY_EVENTS`. `on_disk`: the seq `state.json` names.
     fn project(
         &self,
@@ -207,7 +251,7 @@ impl Store {
         on_disk: Option<u64>,
     ) -> Result<(), JournalError> {
         let state_may_lag = matches!(current.state.journal.scope, Some(Scope::WorkingCopy { .. }))
-            && on_disk.is_some_and(|seq| current.head.seq - seq <= PROJECTION_LAG_MAX);
+            && on_disk.is_some_and(|seq| self.may_trail_by(current.head.seq - seq));
         let checklist_changed = events.iter().any(|e| projection::changes_checklist_view(&e.kind));
         if current.base != StateBase::ProjectionCurrent {
             match (state_may_lag, checklist_changed) {
@@ -517,7 +561,7 @@ impl Store {
         let appended = lock.append(file.as_ref(), head, &journal_id, &events)?;
         drop(lock);
         let working_copy = matches!(kept.state.journal.scope, Some(Scope::WorkingCopy { .. }));
-        if leaves_projections_behind(working_copy, &notes, Some(kept.projections_at), &appended) {
+        if self.leaves_projections_behind(working_copy, &notes, Some(kept.projections_at), &appended) {
             return Ok((appended, outcome, None));
         }
         let project_error = self.refresh_after(&events, &appended).err();
@@ -851,4 +895,25 @@ pub fn fold_from(
         _ => None,
     };
     Ok(CurrentState { state, head, journal_id, base, degraded, provable: None, notes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lag_bound_grows_as_the_square_root_of_the_size_between_its_least_and_most() {
+        let bytes_for = |lines: u64| lines * lines * STATE_BYTES_PER_LAG_SQUARED;
+        assert_eq!(projection_lag_bound(0), PROJECTION_LAG_MIN, "an empty file: the least");
+        // The least holds up to the size whose root is one line more.
+        assert_eq!(projection_lag_bound(bytes_for(PROJECTION_LAG_MIN + 1) - 1), PROJECTION_LAG_MIN);
+        assert_eq!(projection_lag_bound(bytes_for(PROJECTION_LAG_MIN + 1)), PROJECTION_LAG_MIN + 1);
+        // The most is reached at its square, and never passed.
+        assert_eq!(projection_lag_bound(bytes_for(PROJECTION_LAG_MAX) - 1), PROJECTION_LAG_MAX - 1);
+        assert_eq!(projection_lag_bound(bytes_for(PROJECTION_LAG_MAX)), PROJECTION_LAG_MAX);
+        assert_eq!(projection_lag_bound(u64::MAX), PROJECTION_LAG_MAX);
+        // The sizes measured (docs/decisions.md): 20 items and 2,000.
+        assert_eq!(projection_lag_bound(13_797), PROJECTION_LAG_MIN);
+        assert_eq!(projection_lag_bound(1_040_084), 63);
+    }
 }

@@ -1,13 +1,14 @@
-//! Projections left behind on purpose (`Store::project`, `PROJECTION_LAG_MAX`): events
+//! Projections left behind on purpose (`Store::project`, `projection_lag_bound`): events
 //! that cannot change the checklist leave `state.json` and `checklist.json` behind by at
-//! most the bound, readers still get the head's checklist without folding, a checklist
-//! event brings `checklist.json` to the head (and leaves `state.json` trailing, to the
-//! bound), and one event past the bound brings both to the head.
+//! most the bound `state.json`'s size allows, readers still get the head's checklist
+//! without folding (to `PROJECTION_LAG_MAX`), a checklist event brings `checklist.json` to
+//! the head (and leaves `state.json` trailing, to the bound), and one event past the bound
+//! brings both to the head.
 
 use crate::common;
 
 use abcd::store::reader::ViewSource;
-use abcd::store::{PROJECTION_LAG_MAX, Store};
+use abcd::store::{PROJECTION_LAG_MAX, PROJECTION_LAG_MIN, Store, projection_lag_bound};
 use common::{TempJournal, event};
 
 /// A session start the fold accepts (not skipped), so the skipped list stays empty.
@@ -25,13 +26,21 @@ fn named(tj: &TempJournal) -> (u64, u64) {
     (named_seq(tj, abcd::store::projection::STATE_FILE), named_seq(tj, abcd::store::projection::CHECKLIST_FILE))
 }
 
+/// The lag an appender allows for this journal's `state.json` as it is now.
+fn bound(tj: &TempJournal) -> u64 {
+    let bytes = std::fs::metadata(tj.paths.dir().join(abcd::store::projection::STATE_FILE)).unwrap().len();
+    projection_lag_bound(bytes)
+}
+
 #[test]
 fn neutral_events_leave_the_projections_behind_up_to_the_bound_and_no_further() {
     let tj = TempJournal::new();
     let store = Store::new(tj.journal());
     store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
     assert_eq!(named(&tj), (1, 1), "a new journal's first append writes them");
-    for n in 1..=PROJECTION_LAG_MAX {
+    let lag = bound(&tj);
+    assert_eq!(lag, PROJECTION_LAG_MIN, "a small plan's state.json allows the least lag");
+    for n in 1..=lag {
         store.append(&[session_started(n)], Some(&tj.scope())).unwrap();
         assert_eq!(named(&tj), (1, 1), "{n} behind: left as they are");
         let view = store.checklist_view();
@@ -39,7 +48,7 @@ fn neutral_events_leave_the_projections_behind_up_to_the_bound_and_no_further() 
         assert_eq!(store.current_state().unwrap().head.seq, 1 + n, "state readers fold forward");
     }
     store.append(&[session_started(99)], Some(&tj.scope())).unwrap();
-    let head = 2 + PROJECTION_LAG_MAX;
+    let head = 2 + lag;
     assert_eq!(named(&tj), (head, head), "one past the bound: rewritten");
     // A checklist event (here one the fold skips: it changes the skipped list) is never left
     // behind by checklist.json; state.json trails it like any other event, to the bound.
@@ -48,12 +57,13 @@ fn neutral_events_leave_the_projections_behind_up_to_the_bound_and_no_further() 
     let view = store.checklist_view();
     assert_eq!(view.skipped.len(), 1, "the skipped checklist event shows");
     assert_eq!(store.current_state().unwrap().state.journal.skipped.len(), 1, "state readers fold it forward");
-    for n in 2..=PROJECTION_LAG_MAX {
+    let lag = bound(&tj);
+    for n in 2..=lag {
         store.append(&[event("checklist.item_added", n)], Some(&tj.scope())).unwrap();
         assert_eq!(named(&tj), (head, head + n), "{n} behind: state.json left, checklist.json current");
     }
     store.append(&[event("checklist.item_added", 99)], Some(&tj.scope())).unwrap();
-    let last = head + PROJECTION_LAG_MAX + 1;
+    let last = head + lag + 1;
     assert_eq!(named(&tj), (last, last), "one past the bound: both rewritten");
 }
 
@@ -110,29 +120,55 @@ fn append_unseen_leaves_the_projections_only_while_they_may_lag() {
     assert_eq!(cps(), before + 1, "the 1,000th event's checkpoint");
 }
 
+/// The bound follows `state.json`'s size: a large plan's projections, whose refresh costs
+/// milliseconds, may trail further than a small one's, to `PROJECTION_LAG_MAX` and no
+/// further. The file is made large with trailing whitespace, which only its size shows.
+#[test]
+fn a_larger_state_json_lets_the_projections_trail_further_to_the_most() {
+    for (lines, expect) in [(PROJECTION_LAG_MIN + 8, PROJECTION_LAG_MIN + 8), (PROJECTION_LAG_MAX + 8, PROJECTION_LAG_MAX)] {
+        let tj = TempJournal::new();
+        let store = Store::new(tj.journal());
+        store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+        let state = tj.paths.dir().join(abcd::store::projection::STATE_FILE);
+        let mut bytes = std::fs::read(&state).unwrap();
+        bytes.resize((lines * lines * 256) as usize, b' ');
+        std::fs::write(&state, &bytes).unwrap();
+        assert_eq!(bound(&tj), expect, "{} bytes", bytes.len());
+        let at = named(&tj).1;
+        for n in 1..=expect {
+            store.append_unseen(&[session_started(n)], &tj.scope(), Some(at)).unwrap();
+            assert_eq!(named(&tj).1, at, "{n} behind of {expect}: left as they are");
+        }
+        store.append_unseen(&[session_started(0)], &tj.scope(), Some(at)).unwrap();
+        assert_eq!(named(&tj).1, at + expect + 1, "one past {expect}: rewritten");
+    }
+}
+
 /// Checklist writes measure the lag against `state.json`, a hook's `append_unseen` against
 /// `checklist.json` (which may be newer), so `state.json` can trail by twice the bound and
-/// no more (found by review; documented in `PROJECTION_LAG_MAX`).
+/// no more (found by review; documented in `PROJECTION_LAG_MAX`). The plan is small and its
+/// `state.json` keeps its size, so the bound holds still through the rounds.
 #[test]
 fn state_json_trails_by_at_most_twice_the_bound_when_checklist_writes_and_hooks_alternate() {
     let tj = TempJournal::new();
     let store = Store::new(tj.journal());
     store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
     let mut worst = 0;
+    let lag = bound(&tj);
     for round in 0..3 {
-        for n in 1..=PROJECTION_LAG_MAX {
+        for n in 1..=lag {
             store.append(&[event("checklist.item_added", round * 1000 + n)], Some(&tj.scope())).unwrap();
         }
-        for n in 0..PROJECTION_LAG_MAX {
+        for n in 0..lag {
             let view = store.checklist_view();
             let (appended, _, _) = store.append_unseen(&[session_started(n)], &tj.scope(), view.projection_seq).unwrap();
             let head = appended[0].seq;
             worst = worst.max(head - named(&tj).0);
-            assert!(head - named(&tj).0 <= 2 * PROJECTION_LAG_MAX, "state.json {} behind at head {head}", head - named(&tj).0);
+            assert!(head - named(&tj).0 <= 2 * lag, "state.json {} behind at head {head}", head - named(&tj).0);
         }
     }
-    assert!(worst > PROJECTION_LAG_MAX, "the mixed sequence does reach past one bound ({worst}), so the test can fail");
-    assert_eq!(store.current_state().unwrap().head.seq, 1 + 3 * 2 * PROJECTION_LAG_MAX, "readers still fold to the head");
+    assert!(worst > lag, "the mixed sequence does reach past one bound ({worst}), so the test can fail");
+    assert_eq!(store.current_state().unwrap().head.seq, 1 + 3 * 2 * lag, "readers still fold to the head");
 }
 
 #[test]
@@ -299,7 +335,8 @@ fn an_append_decided_from_the_prompt_state_reads_no_plan_and_leaves_the_projecti
     // Up to the bound past the view, the projections stay behind; one more brings them up.
     let view_at = written_at.1;
     let mut n = 4;
-    while store.current_state().unwrap().head.seq < view_at + PROJECTION_LAG_MAX {
+    let lag = bound(&tj);
+    while store.current_state().unwrap().head.seq < view_at + lag {
         store.append_with_prompt_state(Some(&scope), None, |_| (vec![session_started(n)], ())).unwrap();
         n += 1;
     }

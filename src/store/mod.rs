@@ -167,7 +167,8 @@ impl Store {
 
     /// Whether this working copy's projections may trail the journal by `lag` events
     /// ([`projection_lag_bound`]): past [`PROJECTION_LAG_MIN`], by `state.json`'s size, one
-    /// `stat`; a `state.json` that cannot be sized is refreshed.
+    /// `stat`. A `state.json` no reader would take by its facts (not this user's regular
+    /// file, or past the projections' read cap) is refreshed, as is one that cannot be sized.
     fn may_trail_by(&self, lag: u64) -> bool {
         if lag <= PROJECTION_LAG_MIN {
             return true;
@@ -176,7 +177,11 @@ impl Store {
             return false;
         }
         match self.journal.storage().facts(&self.projection_path()) {
-            Ok(Some(facts)) if facts.is_file => lag <= projection_lag_bound(facts.len),
+            Ok(Some(facts))
+                if crate::journal::storage::untrusted_reason(&facts).is_none() && facts.len <= projection::MAX_PROJECTION_BYTES =>
+            {
+                lag <= projection_lag_bound(facts.len)
+            }
             _ => false,
         }
     }

@@ -122,7 +122,10 @@ fn append_unseen_leaves_the_projections_only_while_they_may_lag() {
 
 /// The bound follows `state.json`'s size: a large plan's projections, whose refresh costs
 /// milliseconds, may trail further than a small one's, to `PROJECTION_LAG_MAX` and no
-/// further. The file is made large with trailing whitespace, which only its size shows.
+/// further. The file is made large with trailing whitespace: readers then refuse it (its
+/// digest covers every byte), but a hook's append (`append_unseen`, told the line the
+/// view names) reads only its size. Past the bound the append refreshes whatever the file
+/// holds, so the last check holds for any bound; the loop is what tells them apart.
 #[test]
 fn a_larger_state_json_lets_the_projections_trail_further_to_the_most() {
     for (lines, expect) in [(PROJECTION_LAG_MIN + 8, PROJECTION_LAG_MIN + 8), (PROJECTION_LAG_MAX + 8, PROJECTION_LAG_MAX)] {
@@ -142,6 +145,49 @@ fn a_larger_state_json_lets_the_projections_trail_further_to_the_most() {
         store.append_unseen(&[session_started(0)], &tj.scope(), Some(at)).unwrap();
         assert_eq!(named(&tj).1, at + expect + 1, "one past {expect}: rewritten");
     }
+}
+
+/// A checklist write (`Store::project`) leaves `state.json` behind by the bound its size
+/// allows, here a real plan large enough for more than the least.
+#[test]
+fn checklist_writes_leave_a_large_plans_state_json_behind_by_its_size() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    let title = "t".repeat(abcd::checklist::item::TITLE_MAX_CHARS - 10);
+    let plan: Vec<_> = (0..160).map(|i| item_added(&format!("long-{i}"), |f| f.title = format!("{title} {i}"))).collect();
+    store.append(&plan, Some(&tj.scope())).unwrap();
+    let at = named(&tj).0;
+    let lag = bound(&tj);
+    assert!(lag > PROJECTION_LAG_MIN && lag < PROJECTION_LAG_MAX, "the plan's state.json allows {lag}");
+    for n in 1..=lag {
+        store.append(&[item_added(&format!("more-{n}"), |_| {})], Some(&tj.scope())).unwrap();
+        assert_eq!(named(&tj), (at, at + n), "{n} of {lag}: state.json left behind, checklist.json current");
+        assert_eq!(store.current_state().unwrap().base, abcd::store::StateBase::Projection { seq: at }, "readers fold from it");
+    }
+    store.append(&[item_added("one-more", |_| {})], Some(&tj.scope())).unwrap();
+    assert_eq!(named(&tj), (at + lag + 1, at + lag + 1), "one past {lag}: both rewritten");
+}
+
+/// A `state.json` no reader takes by its facts (here writable by others) earns no lag past
+/// the least: readers fold from a checkpoint or genesis instead, so it is refreshed.
+#[test]
+fn a_state_json_readers_refuse_by_its_facts_earns_no_lag_past_the_least() {
+    use std::os::unix::fs::PermissionsExt;
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+    let state = tj.paths.dir().join(abcd::store::projection::STATE_FILE);
+    let mut bytes = std::fs::read(&state).unwrap();
+    bytes.resize((PROJECTION_LAG_MAX * PROJECTION_LAG_MAX * 256) as usize, b' ');
+    std::fs::write(&state, &bytes).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let at = named(&tj).1;
+    for n in 1..=PROJECTION_LAG_MIN {
+        store.append_unseen(&[session_started(n)], &tj.scope(), Some(at)).unwrap();
+    }
+    assert_eq!(named(&tj).1, at, "the least is had without looking");
+    store.append_unseen(&[session_started(0)], &tj.scope(), Some(at)).unwrap();
+    assert_eq!(named(&tj).1, at + PROJECTION_LAG_MIN + 1, "past it, an untrusted state.json is refreshed");
 }
 
 /// Checklist writes measure the lag against `state.json`, a hook's `append_unseen` against

@@ -27,7 +27,7 @@ const OTHER_EVENTS: u64 = 4_000;
 const BUILD_BATCH: u64 = 500;
 /// Journal bytes one read of the folded state may touch: the genesis line, the tail
 /// window, the line a projection names, and the events `state.json` may trail by
-/// (`PROJECTION_LAG_MAX`, twice at worst).
+/// (at most `PROJECTION_LAG_MAX`, twice that at worst).
 const TAIL_READ_MAX_BYTES: u64 = 64 * 1024;
 
 /// The real disk, counting the bytes read from one file (the journal).

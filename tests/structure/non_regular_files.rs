@@ -101,7 +101,7 @@ fn fifo_for(repo: TestRepo, name: &str) -> TestRepo {
 
 /// [`one_item`] plus an item `two`, a checkpoint after it, and a FIFO in the checkpoints
 /// folder named above it (so the newest by name). A checklist write leaves `state.json`
-/// behind (`PROJECTION_LAG_MAX`), so a reader folds from the newest checkpoint past it.
+/// behind (`projection_lag_bound`), so a reader folds from the newest checkpoint past it.
 fn checkpoint_above_newest_is_a_fifo() -> (TestRepo, PathBuf) {
     let repo = one_item();
     for args in [&["checklist", "add", "two"][..], &["journal", "checkpoint"]] {

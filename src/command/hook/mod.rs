@@ -36,13 +36,20 @@ pub use outcome::{HookError, HookOutcome};
 /// Handles one hook call; `started` is when the hook process began (the owed-work
 /// budget runs from it). `Ok` with an empty reply when the checkout is not managed.
 pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutcome, HookError> {
-    let req = &start_copy::at_start_copy(req);
-    // A worktree whose git link is broken would otherwise read as unmanaged, silently.
-    if let Some(folder) = places::broken_worktree_link(&req.cwd) {
-        return Err(HookError::BrokenWorktreeLink(folder));
-    }
-    // The payload's folder is resolved here, once, for every part of the hook.
-    let place = Place::at(&req.cwd);
+    let (req, start_place) = start_copy::at_start_copy(req);
+    let req = &req;
+    // The payload's folder is resolved once, for every part of the hook: here, unless
+    // finding the start copy resolved it (a managed copy, whose git link holds).
+    let place = match start_place {
+        Some(place) => place,
+        None => {
+            // A worktree whose git link is broken would otherwise read as unmanaged, silently.
+            if let Some(folder) = places::broken_worktree_link(&req.cwd) {
+                return Err(HookError::BrokenWorktreeLink(folder));
+            }
+            Place::at(&req.cwd)
+        }
+    };
     let outcome = handle_managed(req, &place, started)?;
     // After the hook's own work: a background mirror push when one is due (it never waits
     // for the push, and what the push does is recorded for `abcd mirror status`).

@@ -22,20 +22,21 @@ pub const SESSION_ENTRY_MAX_BYTES: u64 = 4096;
 
 /// The request as the hooks judge it: `cwd` set to the session's start copy when the host
 /// names one, or the index holds one, that is managed (or whose git link is broken, which
-/// the hook then names).
-pub fn at_start_copy(req: &HookRequest) -> HookRequest {
-    let named = req.project_dir.clone().filter(|dir| speaks_for(dir));
+/// the hook then names); with the start copy's place when finding it resolved one, so the
+/// hook resolves no folder twice.
+pub fn at_start_copy(req: &HookRequest) -> (HookRequest, Option<places::Place>) {
+    let named = req.project_dir.as_deref().and_then(|dir| Some((dir.to_path_buf(), speaks_for(dir)?)));
     // A fresh start is where its payload says: the index is what it writes, not what it reads.
     let start = named.or_else(|| {
         let index = index_dir()?;
-        (req.project_dir.is_none() && !fresh_start(req))
-            .then(|| indexed(&index, req.session_id.as_deref()?))
-            .flatten()
-            .filter(|dir| speaks_for(dir))
+        let dir = (req.project_dir.is_none() && !fresh_start(req)).then(|| indexed(&index, req.session_id.as_deref()?)).flatten()?;
+        let place = speaks_for(&dir)?;
+        Some((dir, place))
     });
     match start {
-        Some(dir) if dir != req.cwd => HookRequest { cwd: dir, ..req.clone() },
-        _ => req.clone(),
+        Some((dir, place)) if dir != req.cwd => (HookRequest { cwd: dir, ..req.clone() }, place),
+        Some((_, place)) => (req.clone(), place),
+        None => (req.clone(), None),
     }
 }
 
@@ -45,8 +46,18 @@ fn fresh_start(req: &HookRequest) -> bool {
     matches!(&req.detail, RequestDetail::SessionStart { source } if !matches!(source, StartSource::Resume | StartSource::Compact))
 }
 
-fn speaks_for(dir: &Path) -> bool {
-    dir.is_dir() && (places::broken_worktree_link(dir).is_some() || places::Place::at(dir).working_copy().is_ok())
+/// Whether the hooks may speak for `dir`: `Some` when it is a folder whose git link is
+/// broken (`Some(None)`: the hook names it) or a managed working copy (`Some(place)`, its
+/// place as resolved).
+fn speaks_for(dir: &Path) -> Option<Option<places::Place>> {
+    if !dir.is_dir() {
+        return None;
+    }
+    if places::broken_worktree_link(dir).is_some() {
+        return Some(None);
+    }
+    let place = places::Place::at(dir);
+    place.working_copy().is_ok().then_some(Some(place))
 }
 
 fn index_dir() -> Option<PathBuf> {

@@ -517,16 +517,21 @@ impl Store {
         })
     }
 
-    /// Rewrites `prompt-state.json` alone from `current` (a whole read at its head), its
-    /// checklist summary as of now: for a reader that found the summary no longer holding
-    /// (a look fell due since the plan's write). A damaged or provable-only read writes
-    /// nothing.
-    pub fn write_prompt_state(&self, current: &CurrentState) -> Result<(), JournalError> {
+    /// Rewrites the working copy's view (`checklist.json`, `prompt-state.json` with its
+    /// checklist summary as of now, `session-context.json`) from `current`, a whole read at
+    /// its head: for a reader that found the summary no longer holding (a look fell due since
+    /// the plan's write). The view is written whole, never `prompt-state.json` alone: appends
+    /// measure the view's lag from the line the prompt's state names, which must then be the
+    /// line `checklist.json` names too. `state.json` is rewritten as a checklist write would
+    /// ([`Store::may_trail_by`]). A damaged or provable-only read writes nothing.
+    pub fn refresh_view(&self, current: &CurrentState) -> Result<(), JournalError> {
         if current.degraded.is_some() || current.provable.is_some() {
             return Ok(());
         }
-        let now = crate::clock::now().unwrap_or_else(|_| crate::clock::wall_now());
-        self.write_files(vec![(projection::PROMPT_STATE_FILE, projection::render_prompt_state(&current.state, current.head, now))])
+        match projection_seq(&current.base, Some(current.head.seq)) {
+            Some(seq) if self.may_trail_by(current.head.seq - seq) => self.write_view(current),
+            _ => self.write_projection(current),
+        }
     }
 
     /// [`Store::append_with`] for a decision that reads no checklist item and appends no

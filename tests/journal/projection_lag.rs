@@ -397,6 +397,33 @@ fn an_append_decided_from_the_prompt_state_reads_no_plan_and_leaves_the_projecti
     assert_eq!(saw, 11, "the whole plan");
 }
 
+/// The Stop that finds the owed summary no longer holding (a look fell due) rewrites the
+/// view from a whole read (`Store::refresh_view`); the prompt's state then never names a
+/// line ahead of `checklist.json`, so appends that measure the view's lag from it keep
+/// `checklist.json` within the bound however often looks fall due (found by review: with
+/// `prompt-state.json` rewritten alone, `checklist.json` fell further behind at each one).
+#[test]
+fn a_view_refreshed_by_a_stop_keeps_checklist_json_within_the_bound() {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    let scope = tj.scope();
+    store.append(&[item_added("one", |_| {})], Some(&scope)).unwrap();
+    let lag = bound(&tj);
+    let mut n = 0;
+    for _round in 0..8 {
+        for _ in 0..lag - 2 {
+            let read = store.prompt_state();
+            store.append_with_prompt_state(Some(&scope), read.as_ref(), |_| (vec![session_started(n)], ())).unwrap();
+            n += 1;
+            let head = store.current_state().unwrap().head.seq;
+            let (state_at, view_at) = named(&tj);
+            assert!(head - view_at <= lag, "checklist.json {} behind at {head}", head - view_at);
+            assert!(head - state_at <= 2 * lag, "state.json {} behind at {head}", head - state_at);
+        }
+        store.refresh_view(&store.current_state().unwrap()).unwrap();
+    }
+}
+
 /// A decision from the prompt's state that would append a checklist event is a bug: the
 /// items it lacks could be the ones that event changes.
 #[test]

@@ -805,6 +805,59 @@ fn away_a_stop_with_work_owed_is_blocked_until_the_hosts_cap() {
     });
 }
 
+/// Scenario (issue 37): away, the loop of Stops the client runs until its cap starts no
+/// git child once git's answers are kept: the client's PATH puts a logging `git` first,
+/// which writes its parent's pid and command line, then runs the real git. The first hook
+/// of the session asks git (the answers are not kept yet); every Stop after the first
+/// recorded verdict finds nothing changed and asks none.
+#[test]
+fn away_the_stops_after_the_first_start_no_git_child() {
+    each_install(|lab| {
+        lab.git(&["switch", "-q", "-c", "feature"]);
+        lab.git(&["commit", "-q", "--allow-empty", "-m", "parser"]);
+        lab.abcd(&["checklist", "add", "Write the parser"]);
+        lab.abcd(&["mode", "autonomous"]);
+        let shim = lab.base.join("git-shim");
+        std::fs::create_dir_all(&shim).unwrap();
+        let log = lab.base.join("git-children.log");
+        let real_git = abcd::owed::find_on_path("git", std::env::var_os("PATH").as_deref()).expect("git on PATH");
+        let script = format!(
+            "#!/bin/sh\nprintf '%s\\t%s\\n' \"$PPID\" \"$(tr '\\000' ' ' < /proc/$PPID/cmdline)\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            real_git.display()
+        );
+        std::fs::write(shim.join("git"), script).unwrap();
+        std::fs::set_permissions(shim.join("git"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}:/usr/local/bin:/usr/bin:/bin", shim.display(), abcd_exe().parent().unwrap().display());
+        let run = lab.print(
+            json!({"turns": [], "after": "Done for now."}),
+            "write the parser",
+            &[("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", BLOCK_CAP), ("PATH", &path)],
+        );
+        let who = run.install;
+        assert_eq!(run.code, Some(0), "{who:?}: {}", run.summary());
+
+        // Who started git: a hook's process, by its pid, or the client.
+        let lines = std::fs::read_to_string(&log).unwrap_or_default();
+        let hook_parents: Vec<(i64, String)> = lines
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(_, cmd)| cmd.contains(" hook ") || cmd.contains("run-abcd "))
+            .map(|(pid, cmd)| (pid.trim().parse().unwrap(), cmd.to_string()))
+            .collect();
+        assert!(!hook_parents.is_empty(), "{who:?}: no hook asked git, so the logging git was not on the hooks' PATH: {lines}");
+        let judged = of_kind(&lab.working_copy_events(), "session.judged")
+            .into_iter()
+            .map(|e| e["actor"]["pid"].as_i64().unwrap())
+            .collect::<Vec<_>>();
+        assert_eq!(judged.len(), 3, "{who:?}: three Stops judged, the third past the cap: {}", run.summary());
+        for pid in &judged[1..] {
+            let asked: Vec<&String> = hook_parents.iter().filter(|(p, _)| p == pid).map(|(_, c)| c).collect();
+            assert!(asked.is_empty(), "{who:?}: the Stop of pid {pid} started git with nothing changed: {asked:?}\n{lines}");
+        }
+    });
+}
+
 /// The stops in the away record (the repository journal), as recorded.
 fn recorded_stops(lab: &Lab) -> Vec<Value> {
     of_kind(&lab.repository_events(), "away.stop_recorded").into_iter().map(|e| e["data"]["stop"].clone()).collect()

@@ -150,7 +150,7 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
                 // summed up again from this read, so the next stop reads it, not the plan. A
                 // cache: a failure to write it changes nothing for this stop.
                 if summary_was_there {
-                    let _ = store.write_prompt_state(&c);
+                    let _ = store.refresh_view(&c);
                 }
                 (Some(c), None, None)
             }

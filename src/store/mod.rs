@@ -520,17 +520,25 @@ impl Store {
     /// Rewrites the working copy's view (`checklist.json`, `prompt-state.json` with its
     /// checklist summary as of now, `session-context.json`) from `current`, a whole read at
     /// its head: for a reader that found the summary no longer holding (a look fell due since
-    /// the plan's write). The view is written whole, never `prompt-state.json` alone: appends
-    /// measure the view's lag from the line the prompt's state names, which must then be the
-    /// line `checklist.json` names too. `state.json` is rewritten as a checklist write would
-    /// ([`Store::may_trail_by`]). A damaged or provable-only read writes nothing.
-    pub fn refresh_view(&self, current: &CurrentState) -> Result<(), JournalError> {
+    /// the plan's write). The view is written whole, not `prompt-state.json` alone: appends
+    /// measure the view's lag from the line the prompt's state names, which should be the
+    /// line `checklist.json` names too (a writer racing this one can still leave them apart;
+    /// readers then fold). `state.json` is rewritten as a checklist write would
+    /// ([`Store::may_trail_by`]), and then `current` names it as its base. A damaged or
+    /// provable-only read writes nothing.
+    pub fn refresh_view(&self, current: &mut CurrentState) -> Result<(), JournalError> {
         if current.degraded.is_some() || current.provable.is_some() {
             return Ok(());
         }
         match projection_seq(&current.base, Some(current.head.seq)) {
             Some(seq) if self.may_trail_by(current.head.seq - seq) => self.write_view(current),
-            _ => self.write_projection(current),
+            _ => {
+                self.write_projection(current)?;
+                // The read now stands on the file just written: an append from it does not
+                // write it again.
+                current.base = StateBase::ProjectionCurrent;
+                Ok(())
+            }
         }
     }
 

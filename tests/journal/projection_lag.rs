@@ -168,26 +168,42 @@ fn checklist_writes_leave_a_large_plans_state_json_behind_by_its_size() {
     assert_eq!(named(&tj), (at + lag + 1, at + lag + 1), "one past {lag}: both rewritten");
 }
 
-/// A `state.json` no reader takes by its facts (here writable by others) earns no lag past
-/// the least: readers fold from a checkpoint or genesis instead, so it is refreshed.
+/// A `state.json` no reader takes by its facts earns no lag past the least: readers fold
+/// from a checkpoint or genesis instead, so it is refreshed. Here one writable by others,
+/// and one past the projections' read cap (sparse, so the test writes nothing of it).
 #[test]
 fn a_state_json_readers_refuse_by_its_facts_earns_no_lag_past_the_least() {
     use std::os::unix::fs::PermissionsExt;
-    let tj = TempJournal::new();
-    let store = Store::new(tj.journal());
-    store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
-    let state = tj.paths.dir().join(abcd::store::projection::STATE_FILE);
-    let mut bytes = std::fs::read(&state).unwrap();
-    bytes.resize((PROJECTION_LAG_MAX * PROJECTION_LAG_MAX * 256) as usize, b' ');
-    std::fs::write(&state, &bytes).unwrap();
-    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let at = named(&tj).1;
-    for n in 1..=PROJECTION_LAG_MIN {
-        store.append_unseen(&[session_started(n)], &tj.scope(), Some(at)).unwrap();
+    for past_the_cap in [false, true] {
+        let tj = TempJournal::new();
+        let store = Store::new(tj.journal());
+        store.append(&[session_started(1000)], Some(&tj.scope())).unwrap();
+        let state = tj.paths.dir().join(abcd::store::projection::STATE_FILE);
+        if past_the_cap {
+            let file = std::fs::OpenOptions::new().write(true).open(&state).unwrap();
+            file.set_len(abcd::store::projection::MAX_PROJECTION_BYTES + 1).unwrap();
+        } else {
+            let mut bytes = std::fs::read(&state).unwrap();
+            bytes.resize((PROJECTION_LAG_MAX * PROJECTION_LAG_MAX * 256) as usize, b' ');
+            std::fs::write(&state, &bytes).unwrap();
+            std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }
+        let at = named_seq(&tj, abcd::store::projection::CHECKLIST_FILE);
+        for n in 1..=PROJECTION_LAG_MIN {
+            store.append_unseen(&[session_started(n)], &tj.scope(), Some(at)).unwrap();
+        }
+        assert_eq!(
+            named_seq(&tj, abcd::store::projection::CHECKLIST_FILE),
+            at,
+            "the least is had without looking (past the cap: {past_the_cap})"
+        );
+        store.append_unseen(&[session_started(0)], &tj.scope(), Some(at)).unwrap();
+        assert_eq!(
+            named_seq(&tj, abcd::store::projection::CHECKLIST_FILE),
+            at + PROJECTION_LAG_MIN + 1,
+            "past it, the refused state.json is refreshed (past the cap: {past_the_cap})"
+        );
     }
-    assert_eq!(named(&tj).1, at, "the least is had without looking");
-    store.append_unseen(&[session_started(0)], &tj.scope(), Some(at)).unwrap();
-    assert_eq!(named(&tj).1, at + PROJECTION_LAG_MIN + 1, "past it, an untrusted state.json is refreshed");
 }
 
 /// Checklist writes measure the lag against `state.json`, a hook's `append_unseen` against
@@ -420,8 +436,29 @@ fn a_view_refreshed_by_a_stop_keeps_checklist_json_within_the_bound() {
             assert!(head - view_at <= lag, "checklist.json {} behind at {head}", head - view_at);
             assert!(head - state_at <= 2 * lag, "state.json {} behind at {head}", head - state_at);
         }
-        store.refresh_view(&store.current_state().unwrap()).unwrap();
+        store.refresh_view(&mut store.current_state().unwrap()).unwrap();
     }
+}
+
+/// A refresh that rewrote `state.json` (it trailed past the bound) leaves the read it was
+/// given naming it as current, so the Stop's append from that read does not write it again
+/// (found by review: it wrote every file twice).
+#[test]
+fn a_refresh_that_wrote_state_json_is_not_written_again_by_the_append_from_its_read() {
+    use std::os::unix::fs::MetadataExt;
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    let scope = tj.scope();
+    store.append(&[item_added("one", |_| {})], Some(&scope)).unwrap();
+    let neutral: Vec<_> = (0..bound(&tj) + 1).map(session_started).collect();
+    tj.journal().append_batch(&neutral, Some(&scope)).unwrap();
+    let mut read = store.current_state().unwrap();
+    store.refresh_view(&mut read).unwrap();
+    assert_eq!(named(&tj), (read.head.seq, read.head.seq), "the refresh wrote both at the head");
+    let state = tj.paths.dir().join(abcd::store::projection::STATE_FILE);
+    let written = std::fs::metadata(&state).unwrap().ino();
+    store.append_with_read(Some(&scope), Some(&read), |_| (vec![session_started(0)], ())).unwrap();
+    assert_eq!(std::fs::metadata(&state).unwrap().ino(), written, "state.json is left as the refresh wrote it");
 }
 
 /// A decision from the prompt's state that would append a checklist event is a bug: the

@@ -145,12 +145,12 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         Some((p, part)) => (None, Some(p), Some(part)),
         // A journal not created yet is an empty one: nothing recorded, nothing owed from it.
         None => match store.current_state() {
-            Ok(c) => {
+            Ok(mut c) => {
                 // The summary no longer holds (a look fell due since the plan's write): it is
                 // summed up again from this read, so the next stop reads it, not the plan. A
                 // cache: a failure to write it changes nothing for this stop.
                 if summary_was_there {
-                    let _ = store.refresh_view(&c);
+                    let _ = store.refresh_view(&mut c);
                 }
                 (Some(c), None, None)
             }

@@ -413,6 +413,14 @@ fn an_append_decided_from_the_prompt_state_reads_no_plan_and_leaves_the_projecti
     assert_eq!(saw, 11, "the whole plan");
 }
 
+/// A working copy journal whose plan is one item, with its projections written.
+fn one_item_plan() -> (TempJournal, Store) {
+    let tj = TempJournal::new();
+    let store = Store::new(tj.journal());
+    store.append(&[item_added("one", |_| {})], Some(&tj.scope())).unwrap();
+    (tj, store)
+}
+
 /// The Stop that finds the owed summary no longer holding (a look fell due) rewrites the
 /// view from a whole read (`Store::refresh_view`); the prompt's state then never names a
 /// line ahead of `checklist.json`, so appends that measure the view's lag from it keep
@@ -420,10 +428,8 @@ fn an_append_decided_from_the_prompt_state_reads_no_plan_and_leaves_the_projecti
 /// `prompt-state.json` rewritten alone, `checklist.json` fell further behind at each one).
 #[test]
 fn a_view_refreshed_by_a_stop_keeps_checklist_json_within_the_bound() {
-    let tj = TempJournal::new();
-    let store = Store::new(tj.journal());
+    let (tj, store) = one_item_plan();
     let scope = tj.scope();
-    store.append(&[item_added("one", |_| {})], Some(&scope)).unwrap();
     let lag = bound(&tj);
     let mut n = 0;
     for _round in 0..8 {
@@ -446,10 +452,8 @@ fn a_view_refreshed_by_a_stop_keeps_checklist_json_within_the_bound() {
 #[test]
 fn a_refresh_that_wrote_state_json_is_not_written_again_by_the_append_from_its_read() {
     use std::os::unix::fs::MetadataExt;
-    let tj = TempJournal::new();
-    let store = Store::new(tj.journal());
+    let (tj, store) = one_item_plan();
     let scope = tj.scope();
-    store.append(&[item_added("one", |_| {})], Some(&scope)).unwrap();
     let neutral: Vec<_> = (0..bound(&tj) + 1).map(session_started).collect();
     tj.journal().append_batch(&neutral, Some(&scope)).unwrap();
     let mut read = store.current_state().unwrap();

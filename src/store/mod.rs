@@ -121,7 +121,7 @@ pub const PROJECTION_LAG_MIN: u64 = 16;
 /// reader's cost per trailing line and a refresh's cost by size, as measured
 /// (docs/decisions.md, "The projections' lag bound"), so the bound stays near the best one
 /// at 20 items and at 2,000.
-const STATE_BYTES_PER_LAG_SQUARED: u64 = 256;
+pub const STATE_BYTES_PER_LAG_SQUARED: u64 = 256;
 
 /// How many events a working copy's projections may trail by when `state.json` holds
 /// `state_bytes`. Each hook that reads folds every trailing line (a few microseconds each);
@@ -177,11 +177,7 @@ impl Store {
             return false;
         }
         match self.journal.storage().facts(&self.projection_path()) {
-            Ok(Some(facts))
-                if crate::journal::storage::untrusted_reason(&facts).is_none() && facts.len <= projection::MAX_PROJECTION_BYTES =>
-            {
-                lag <= projection_lag_bound(facts.len)
-            }
+            Ok(Some(facts)) if projection::sealed_file_taken(&facts) => lag <= projection_lag_bound(facts.len),
             _ => false,
         }
     }

@@ -314,10 +314,17 @@ fn load_sealed_state(storage: &dyn Storage, path: &Path, schema: &str, digest_co
     intact.then_some((file.state, file.journal.into()))
 }
 
-/// A sealed state file's bytes, when it is a file this user alone can write.
+/// Whether a reader takes a sealed state file with these facts at all: one this user alone
+/// can write, within the projections' read cap. The appenders' lag bound asks the same
+/// (`Store::may_trail_by`), so a file no reader takes earns no lag.
+pub fn sealed_file_taken(facts: &crate::journal::storage::FileFacts) -> bool {
+    crate::journal::storage::untrusted_reason(facts).is_none() && facts.len <= MAX_PROJECTION_BYTES
+}
+
+/// A sealed state file's bytes, when [`sealed_file_taken`] takes it.
 fn read_sealed(storage: &dyn Storage, path: &Path) -> Option<Vec<u8>> {
     let facts = storage.facts(path).ok()??;
-    if crate::journal::storage::untrusted_reason(&facts).is_some() {
+    if !sealed_file_taken(&facts) {
         return None;
     }
     read_small(storage, path, MAX_PROJECTION_BYTES).ok()

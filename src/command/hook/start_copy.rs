@@ -30,12 +30,16 @@ pub fn at_start_copy(req: &HookRequest) -> (HookRequest, Option<places::Place>) 
     let start = named.or_else(|| {
         let index = index_dir()?;
         let dir = (req.project_dir.is_none() && !fresh_start(req)).then(|| indexed(&index, req.session_id.as_deref()?)).flatten()?;
-        let place = speaks_for(&dir)?;
-        Some((dir, place))
+        let speaks = speaks_for(&dir)?;
+        Some((dir, speaks))
     });
+    let place = |speaks: Speaks| match speaks {
+        Speaks::Managed(place) => Some(*place),
+        Speaks::BrokenLink => None,
+    };
     match start {
-        Some((dir, place)) if dir != req.cwd => (HookRequest { cwd: dir, ..req.clone() }, place),
-        Some((_, place)) => (req.clone(), place),
+        Some((dir, speaks)) if dir != req.cwd => (HookRequest { cwd: dir, ..req.clone() }, place(speaks)),
+        Some((_, speaks)) => (req.clone(), place(speaks)),
         None => (req.clone(), None),
     }
 }
@@ -46,18 +50,24 @@ fn fresh_start(req: &HookRequest) -> bool {
     matches!(&req.detail, RequestDetail::SessionStart { source } if !matches!(source, StartSource::Resume | StartSource::Compact))
 }
 
-/// Whether the hooks may speak for `dir`: `Some` when it is a folder whose git link is
-/// broken (`Some(None)`: the hook names it) or a managed working copy (`Some(place)`, its
-/// place as resolved).
-fn speaks_for(dir: &Path) -> Option<Option<places::Place>> {
+/// A folder the hooks may speak for.
+enum Speaks {
+    /// A managed working copy, with its place as resolved (boxed: a place is large).
+    Managed(Box<places::Place>),
+    /// A folder whose git link is broken: the hook names it.
+    BrokenLink,
+}
+
+/// Whether the hooks may speak for `dir`, and how.
+fn speaks_for(dir: &Path) -> Option<Speaks> {
     if !dir.is_dir() {
         return None;
     }
     if places::broken_worktree_link(dir).is_some() {
-        return Some(None);
+        return Some(Speaks::BrokenLink);
     }
     let place = places::Place::at(dir);
-    place.working_copy().is_ok().then_some(Some(place))
+    place.working_copy().is_ok().then(|| Speaks::Managed(Box::new(place)))
 }
 
 fn index_dir() -> Option<PathBuf> {

@@ -65,22 +65,42 @@ impl ChecklistOwed {
     }
 
     /// The part at `now`, when this summary holds then: `now` is not before `as_of` (a clock
-    /// set back could make a passed look future again) and not at or past `until`. `None`:
-    /// the caller reads the plan.
+    /// set back could make a passed look future again) and not at or past `until`, and the
+    /// part is one abcd could have written, each item it names passing what a checklist
+    /// item with that id and title passes (`item::check_item`: the secret scan among it),
+    /// since the names reach the Stop's reason. `None`: the caller reads the plan.
     pub fn at(&self, now: Timestamp) -> Option<ChecklistPartAt> {
         let holds = now >= self.as_of
             && self.until.is_none_or(|until| now < until)
             && self.part.count <= crate::checklist::item::ITEMS_MAX as u64
             && self.part.is_consistent()
-            && self.part.first.iter().all(Owed::from_checklist);
+            && self.part.first.iter().all(named_as_an_item_is);
         holds.then(|| ChecklistPartAt { part: self.part.clone(), looks: self.until.into_iter().collect() })
     }
 
     /// The part of `items` at `now`, read from every item: what [`ChecklistOwed::at`]
     /// stands for.
     pub fn read_at(items: &[Item], now: Timestamp) -> ChecklistPartAt {
-        let (owed, looks) = checklist_owed(items, now);
+        ChecklistOwed::read_at_with(items, Vec::new(), now)
+    }
+
+    /// [`ChecklistOwed::read_at`] with `more` owed beside the items (what a promise fired at
+    /// this stop made, not yet in the items read).
+    pub fn read_at_with(items: &[Item], more: Vec<Owed>, now: Timestamp) -> ChecklistPartAt {
+        let (mut owed, looks) = checklist_owed(items, now);
+        owed.extend(more);
         ChecklistPartAt { part: OwedPart::of(&owed), looks }
+    }
+}
+
+/// Whether an owed item named in a summary is one of the checklist's, named as a checklist
+/// item may be.
+fn named_as_an_item_is(owed: &Owed) -> bool {
+    match owed {
+        Owed::Working { id, title, .. } | Owed::LookDue { id, title, .. } => {
+            crate::checklist::item::check_item(&crate::checklist::item::ItemFields::working(id, title)).is_ok()
+        }
+        _ => false,
     }
 }
 
@@ -159,5 +179,24 @@ mod tests {
         summary.part.count += 1;
         summary.part.capped += 1;
         assert_eq!(summary.at(as_of), None, "one past ITEMS_MAX");
+    }
+
+    /// The items a summary names reach the Stop's reason: a name no checklist item could
+    /// carry (a secret in its title, an id that is no slug) makes the summary unused, and
+    /// the plan, whose items were checked when added, decides.
+    #[test]
+    fn a_summary_naming_what_no_item_could_carry_is_not_used() {
+        let as_of: Timestamp = "2026-05-01T12:00:00Z".parse().unwrap();
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        for (what, id, title) in
+            [("a secret in a title", "w", format!("Ship {token}")), ("an id that is no slug", "W W", "Ship".to_string())]
+        {
+            let forged = vec![Owed::Working { id: id.into(), title, added_seq: 1, promised: false }];
+            let summary = ChecklistOwed { as_of, until: None, part: OwedPart::of(&forged) };
+            assert!(summary.part.is_consistent(), "{what}: the part is otherwise one abcd could write");
+            assert_eq!(summary.at(as_of), None, "{what}");
+        }
+        let plain = ChecklistOwed::of(&[item("w", ItemState::Working, None, 1)], as_of);
+        assert!(plain.at(as_of).is_some(), "a plain name is used");
     }
 }

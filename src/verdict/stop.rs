@@ -910,7 +910,7 @@ fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The owed set: sorted into naming order, duplicates dropped.
+/// `n` items, in words.
 fn count_items(n: u64) -> String {
     if n == 1 { "1 item".to_string() } else { format!("{n} items") }
 }

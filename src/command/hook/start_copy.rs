@@ -33,15 +33,13 @@ pub fn at_start_copy(req: &HookRequest) -> (HookRequest, Option<places::Place>) 
         let speaks = speaks_for(&dir)?;
         Some((dir, speaks))
     });
-    let place = |speaks: Speaks| match speaks {
+    let Some((dir, speaks)) = start else { return (req.clone(), None) };
+    let place = match speaks {
         Speaks::Managed(place) => Some(*place),
         Speaks::BrokenLink => None,
     };
-    match start {
-        Some((dir, speaks)) if dir != req.cwd => (HookRequest { cwd: dir, ..req.clone() }, place(speaks)),
-        Some((_, speaks)) => (req.clone(), place(speaks)),
-        None => (req.clone(), None),
-    }
+    let req = if dir == req.cwd { req.clone() } else { HookRequest { cwd: dir, ..req.clone() } };
+    (req, place)
 }
 
 /// A session start that begins a session (`startup`, `clear`, or a source this build does

@@ -193,14 +193,8 @@ pub fn read(store: &Store, root: &Path, away: &away::AwayOnce<'_>, p: &StopPaylo
         Some(_) => crate::fold::owed::ChecklistOwed::read_at(&store.current_state()?.state.checklist.items, now_ts),
         // The plan read before the fire, and the items the fire made.
         None => {
-            let (mut items, looks) = crate::fold::owed::checklist_owed(checklist, now_ts);
-            items.extend(fired.into_iter().map(|f| stop::Owed::Working {
-                id: f.id,
-                title: f.title,
-                added_seq: f.added_seq,
-                promised: true,
-            }));
-            crate::fold::owed::ChecklistPartAt { part: stop::OwedPart::of(&items), looks }
+            let made = fired.into_iter().map(|f| stop::Owed::Working { id: f.id, title: f.title, added_seq: f.added_seq, promised: true });
+            crate::fold::owed::ChecklistOwed::read_at_with(checklist, made.collect(), now_ts)
         }
     };
     let owed = stop::OwedView::compose(&checklist_part.part, &stop::OwedPart::of(&reading.items));

@@ -59,6 +59,35 @@ pub fn verify_clean(path: &Path, home: &Path) -> u64 {
     report.events
 }
 
+/// Each contender once per op, in an order drawn anew for every op (a fixed-seed shuffle,
+/// so runs repeat): no contender always runs just after the same neighbour. With many
+/// contenders, some of which disturb the machine (a git commit, a cold hook's git
+/// children), a fixed cyclic order hands the disturbance to the same successor in every
+/// op. Each contender times itself and returns seconds. The median per contender.
+#[allow(dead_code)]
+pub fn shuffled(round: usize, ops: usize, contenders: &mut [&mut dyn FnMut() -> f64]) -> Vec<f64> {
+    let n = contenders.len();
+    let mut times = vec![Vec::with_capacity(ops); n];
+    // xorshift64*, seeded by the round: enough to decorrelate neighbours, no crate needed.
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ (round as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    for _ in 0..ops {
+        for i in (1..n).rev() {
+            order.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        for &c in &order {
+            times[c].push(contenders[c]());
+        }
+    }
+    times.iter().map(|t| median(t)).collect()
+}
+
 /// Each contender once per op, in an order that rotates with the round; each contender
 /// times itself (so it can prepare untimed) and returns seconds. The median per contender.
 #[allow(dead_code)]

@@ -73,6 +73,16 @@ impl AnchorStore {
         self.dir.join("paths").join(&key[..32])
     }
 
+    /// The anchor's file of `journal_id`, when the id is one a file name may hold.
+    pub fn record_file(&self, journal_id: &str) -> Option<PathBuf> {
+        id_is_safe(journal_id).then(|| self.record_path(journal_id))
+    }
+
+    /// The file recording which journal `journal_path` first held ([`AnchorStore::id_at_path`]).
+    pub fn path_record_file(&self, journal_path: &Path) -> PathBuf {
+        self.path_index(journal_path)
+    }
+
     /// Reads the anchor; `Ok(None)` when absent or unreadable as a record.
     pub fn load(&self, storage: &dyn Storage, journal_id: &str) -> io::Result<Option<Anchor>> {
         if !id_is_safe(journal_id) {

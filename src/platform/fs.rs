@@ -62,6 +62,13 @@ pub fn change_identity(m: &Metadata) -> [u8; 64] {
     out
 }
 
+/// When `m`'s file last changed, in nanoseconds since the epoch: the later of its
+/// modification and change times (a `chmod` moves only the change time).
+pub fn changed_at_nanos(m: &Metadata) -> i128 {
+    let at = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+    at(m.mtime(), m.mtime_nsec()).max(at(m.ctime(), m.ctime_nsec()))
+}
+
 /// What names a folder, from `m`: its device, inode and mode, without the times its
 /// entries' comings and goings change.
 pub fn folder_identity(m: &Metadata) -> [u8; 24] {

@@ -165,6 +165,24 @@ impl Store {
         self.journal.paths().dir().join(projection::STATE_FILE)
     }
 
+    /// Every path [`Store::current_state`] may read to answer, besides the writer's lock:
+    /// the journal, its path record, the anchor of journal `journal_id`, `state.json` and the
+    /// checkpoints folder (whose entries come and go with its change time). A cache of that
+    /// answer (`command::hook::away_kept`) is keyed by their identities, so a file the read
+    /// comes to depend on belongs here; `read_set_covers_every_path_the_read_touches` fails
+    /// until it is. `None` without anchors or for an id no file name may hold.
+    pub fn read_set(&self, journal_id: &str) -> Option<[PathBuf; 5]> {
+        let anchors = self.journal.anchors()?;
+        let paths = self.journal.paths();
+        Some([
+            paths.journal.clone(),
+            anchors.path_record_file(&paths.journal),
+            anchors.record_file(journal_id)?,
+            self.projection_path(),
+            paths.checkpoints.clone(),
+        ])
+    }
+
     /// Whether this working copy's projections may trail the journal by `lag` events
     /// ([`projection_lag_bound`]): past [`PROJECTION_LAG_MIN`], by `state.json`'s size, one
     /// `stat`. A `state.json` no reader would take by its facts (not this user's regular

@@ -226,6 +226,56 @@ fn away_the_stop_is_blocked_until_the_person_is_back() {
     );
 }
 
+/// The away record a hook read in full is kept beside the repository journal and answers
+/// the next hooks while none of its files changed; a queued step, damage and the person's
+/// return show on the very next hook all the same.
+#[test]
+fn a_kept_away_record_gives_way_to_the_next_change_of_the_record() {
+    use abcd::command::hook::away_kept::{AWAY_KEPT_FILE, RACY_WITHIN};
+    use std::os::unix::fs::MetadataExt;
+    let repo = Repo::new();
+    assert!(repo.abcd(&["checklist", "add", "Write the parser"]).status.success());
+    assert!(repo.abcd(&["mode", "autonomous", "--until", "+8h"]).status.success());
+    let kept = repo.repository_journal().with_file_name(AWAY_KEPT_FILE);
+    let prompt = || {
+        let payload = json!({"session_id": "s1", "cwd": repo.root, "hook_event_name": "UserPromptSubmit", "prompt": "status?"});
+        reply(&repo.hook("user-prompt-submit", payload, &[])).unwrap()["systemMessage"].as_str().unwrap_or_default().to_string()
+    };
+    let settle = || std::thread::sleep(RACY_WITHIN + std::time::Duration::from_millis(100));
+    let written = || std::fs::metadata(&kept).map(|m| (m.ino(), m.mtime(), m.mtime_nsec())).unwrap();
+    settle();
+    block_reason(&repo.stop(false, "Done for now.", &[]));
+    let first = written();
+    // Taken, not read again: a read in full of settled files would write it anew.
+    let line = prompt();
+    assert!(line.contains("away until") && line.contains("0 steps queued"), "{line}");
+    assert_eq!(written(), first, "the prompt took the kept record");
+    // A step queued: the next hook reads it.
+    assert!(repo.abcd(&["mode", "queue", "ask for the release sign-off"]).status.success());
+    assert!(prompt().contains("1 step queued"));
+    // Settled and kept again, then damaged in place: the next hook reads it as damaged.
+    settle();
+    block_reason(&repo.stop(true, "Done for now.", &[]));
+    assert_ne!(written(), first);
+    let journal = repo.repository_journal();
+    let mut bytes = std::fs::read(&journal).unwrap();
+    let second_line = bytes.iter().position(|&b| b == b'\n').unwrap() + 20;
+    bytes[second_line] ^= 0x01;
+    std::fs::write(&journal, &bytes).unwrap();
+    let _ = std::fs::remove_file(journal.with_file_name("state.json"));
+    let out = repo.stop(false, "Done.", &[]);
+    assert!(reply(&out).unwrap().get("hookSpecificOutput").is_none(), "a damaged record reads as not away");
+    assert!(stderr(&out).contains("away record"), "{}", stderr(&out));
+    bytes[second_line] ^= 0x01;
+    std::fs::write(&journal, &bytes).unwrap();
+    // Whole again and settled, then the person is back: the next Stop is allowed.
+    settle();
+    block_reason(&repo.stop(true, "Done for now.", &[]));
+    assert!(repo.abcd(&["mode", "back"]).status.success());
+    let r = reply(&repo.stop(false, "Done.", &[])).unwrap();
+    assert!(r.get("hookSpecificOutput").is_none(), "present again: {r}");
+}
+
 #[test]
 fn present_the_stop_is_allowed_with_one_line_and_no_forge_call() {
     let repo = Repo::new();

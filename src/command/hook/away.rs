@@ -9,6 +9,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde_json::json;
 
+use super::away_kept;
 use crate::away::notify::{AwayNotificationRecorded, AwayNotified, command_due};
 use crate::away::refusals::{AwayModeRefused, RefusalRoute, RefusedAction};
 use crate::away::{AwayHandedBack, AwayReturnShown, AwayState, AwayStopRecorded, AwaySweepAnswered, RecordedStop, Window};
@@ -227,8 +228,12 @@ pub fn read(place: &Place) -> AwayView {
         Ok(journal) => Store::new(journal),
         Err(e) => return not_away(Some(format!("the away record cannot be opened ({e}); reading as not away"))),
     };
+    // The record the hooks last read in full, while none of its files changed.
+    if let Some(state) = away_kept::take(&store) {
+        return AwayView { state, repository: Some((store, scope)), warning: None };
+    }
     let path = store.journal().paths().journal.clone();
-    let (state, warning) = match store.current_state() {
+    let (state, warning) = match away_kept::read_keeping(&store) {
         Ok(current) if current.degraded.is_none() => (current.state.away, None),
         Ok(_) => (
             AwayState::default(),

@@ -4,6 +4,7 @@
 //! turns any of them into "allow, and one line on stderr" (fail open, loudly).
 
 pub mod away;
+pub mod away_kept;
 pub mod context;
 pub mod loop_turn;
 pub mod mode_guard;

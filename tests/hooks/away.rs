@@ -243,10 +243,14 @@ fn a_kept_away_record_gives_way_to_the_next_change_of_the_record() {
     };
     let settle = || std::thread::sleep(RACY_WITHIN + std::time::Duration::from_millis(100));
     let written = || std::fs::metadata(&kept).map(|m| (m.ino(), m.mtime(), m.mtime_nsec())).unwrap();
+    let journal_facts = || std::fs::metadata(repo.repository_journal()).map(|m| (m.ino(), m.len(), m.ctime(), m.ctime_nsec())).unwrap();
     settle();
+    let settled = journal_facts();
     block_reason(&repo.stop(false, "Done for now.", &[]));
     let first = written();
-    // Taken, not read again: a read in full of settled files would write it anew.
+    assert_eq!(journal_facts(), settled, "the Stop kept a record it did not change: {:?}", repo.repository_kinds());
+    // Taken, not read again: the record's files settled and unchanged since, a read in full
+    // would write it anew.
     let line = prompt();
     assert!(line.contains("away until") && line.contains("0 steps queued"), "{line}");
     assert_eq!(written(), first, "the prompt took the kept record");

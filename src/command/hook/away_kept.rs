@@ -1,12 +1,13 @@
 //! The away record the hooks last read in full, kept beside the repository journal in the
 //! home store (`away-kept.json`) under a key made from the identity (`change_identity`:
-//! device, inode, size, mode, change and modification times) of every file that read comes
+//! device, inode, size, mode, change and modification times) of every path that read comes
 //! from ([`Store::read_set`]: the journal, its path record, its anchor, its `state.json` and
 //! its checkpoints folder) and from the build that folded it. An unchanged record answers a
-//! hook with five `lstat`s and one small read instead of the journal's first line, its path
-//! record, its `state.json`, its anchor and its last lines; any change makes a new key
-//! (every append changes the journal's size, a repair its inode), and the next hook reads
-//! the record in full again (docs/decisions.md, "The away record, kept").
+//! hook with five `lstat`s, the kept file's own and one small read, instead of the
+//! journal's first line, its path record, its `state.json`, its anchor and its last lines;
+//! any change makes a new key (every append changes the journal's size, a repair its
+//! inode), and the next hook reads the record in full again (docs/decisions.md, "The away
+//! record, kept").
 //!
 //! The key is taken before the full read, with the journal id the path record names, so an
 //! append that lands during the read leaves the record under a key no later read makes; a
@@ -20,12 +21,13 @@
 //! agent whose sandbox lets it write its working copy must not be able to write what tells
 //! the hooks whether the person is away. A cache: written atomically, bounded by
 //! [`AWAY_KEPT_MAX_BYTES`], and read as absent when it is missing, not this user's regular
-//! file, bigger, not its shape, from another build, or holding text the fold would not let
-//! in.
+//! file, bigger, not as its digest says, from another build, or not passing the checks a
+//! `state.json` read back is held to (`fold::cached_state_passes`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::away::AwayState;
+use crate::fold::{FoldedState, JournalSummary};
 use crate::journal::append::JournalError;
 use crate::journal::storage::{RealDisk, Storage, read_small, untrusted_reason, write_atomic};
 use crate::platform::fs::{change_identity, changed_at_nanos, path_bytes};
@@ -42,34 +44,49 @@ pub const AWAY_KEPT_MAX_BYTES: usize = 256 << 10;
 /// is absent): longer than any file system's timestamp granularity abcd runs on (FAT's two
 /// seconds is the coarsest).
 pub const RACY_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
-/// The build a record was folded by: a record kept by another (an upgrade, or two installs
-/// serving one repository) is read in full, as a `state.json` of another build is held to
-/// the fold's checks again.
+/// The build a record was folded by: a record kept by another release (an upgrade, or two
+/// installs serving one repository) is read in full. Development builds share a version;
+/// the fold's accounting checks in [`take`] tell their records apart, as they tell a
+/// `state.json` of another build.
 const BUILD: &str = env!("CARGO_PKG_VERSION");
 /// The key's domain: a key of another kind of file never equals one of these.
 const KEY_CONTEXT: &str = "abcd away kept key v1";
 /// The digest's domain, as each projection has its own.
 const DIGEST_CONTEXT: &str = "abcd away kept digest v1";
 
+/// The kept record: the first line is the digest of the rest, the bytes as written (a hand
+/// edit is not taken, as a hand-edited projection is not), and the rest is this as JSON.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Kept {
     key: String,
     journal_id: String,
+    /// The fold's summary of the journal: with `away`, held to the checks a `state.json`
+    /// read back is held to (`fold::cached_state_passes`), which tell a record a build that
+    /// folded the away events otherwise wrote (one that kept no decisions or refusals).
+    journal: JournalSummary,
     away: AwayState,
-    /// Of the three fields above ([`digest`]): a hand edit of the file is not taken, as a
-    /// hand-edited projection is not.
-    digest: String,
 }
 
-/// The digest of a kept record's fields, as written.
-fn digest(key: &str, journal_id: &str, away: &AwayState) -> String {
-    let mut h = blake3::Hasher::new_derive_key(DIGEST_CONTEXT);
-    for bytes in [key.as_bytes(), journal_id.as_bytes(), &serde_json::to_vec(away).expect("plain data serializes")] {
-        h.update(&(bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    }
-    h.finalize().to_hex().to_string()
+/// The digest of a kept record's body, as written.
+fn digest(body: &[u8]) -> String {
+    blake3::Hasher::new_derive_key(DIGEST_CONTEXT).update(body).finalize().to_hex().to_string()
+}
+
+/// A kept record's bytes: its digest, a newline, its body.
+fn sealed(kept: &Kept) -> Vec<u8> {
+    let body = serde_json::to_vec(kept).expect("plain data serializes");
+    let mut bytes = digest(&body).into_bytes();
+    bytes.push(b'\n');
+    bytes.extend_from_slice(&body);
+    bytes
+}
+
+/// The record in `bytes`, when its digest holds and it is of its shape.
+fn unsealed(bytes: &[u8]) -> Option<Kept> {
+    let at = crate::byte_search::find_byte(b'\n', bytes)?;
+    let (named, body) = (&bytes[..at], &bytes[at + 1..]);
+    (named == digest(body).as_bytes()).then(|| serde_json::from_slice(body).ok())?
 }
 
 /// The key of the record `store` reads, read as journal `journal_id` by build `build`, as
@@ -115,15 +132,12 @@ pub fn take(store: &Store) -> Option<AwayState> {
     if untrusted_reason(&facts).is_some() || facts.len > AWAY_KEPT_MAX_BYTES as u64 {
         return None;
     }
-    let bytes = read_small(&RealDisk, &path, AWAY_KEPT_MAX_BYTES as u64).ok()?;
-    let kept: Kept = serde_json::from_slice(&bytes).ok()?;
-    if digest(&kept.key, &kept.journal_id, &kept.away) != kept.digest
-        || key(store, &kept.journal_id, BUILD, None)?.0 != kept.key
-        || !kept.away.shown_text_passes()
-    {
+    let kept = unsealed(&read_small(&RealDisk, &path, AWAY_KEPT_MAX_BYTES as u64).ok()?)?;
+    if key(store, &kept.journal_id, BUILD, None)?.0 != kept.key {
         return None;
     }
-    Some(kept.away)
+    let folded = FoldedState { journal: kept.journal, away: kept.away, ..FoldedState::default() };
+    crate::fold::cached_state_passes(&folded).then_some(folded.away)
 }
 
 /// The repository journal's state read in full, and its away record kept when the read is
@@ -143,7 +157,7 @@ fn read_keeping_with(store: &Store, now: jiff::Timestamp, between: impl FnOnce()
     if let Some(before) = before
         && current.degraded.is_none()
     {
-        before.keep(store, &current.journal_id, &current.state.away);
+        before.keep(store, &current.journal_id, &current.state);
     }
     Ok(current)
 }
@@ -165,16 +179,15 @@ impl Before {
         (!racy).then_some(Before { journal_id, key })
     }
 
-    /// Keeps `away`, a clean read of journal `journal_id`: only when that journal is the
-    /// one the key was made for. A cache: a failed write only means the next hook reads in
-    /// full.
-    fn keep(self, store: &Store, journal_id: &str, away: &AwayState) {
+    /// Keeps the away record of `state`, a clean read of journal `journal_id`: only when
+    /// that journal is the one the key was made for. A cache: a failed write only means the
+    /// next hook reads in full.
+    fn keep(self, store: &Store, journal_id: &str, state: &FoldedState) {
         if journal_id != self.journal_id {
             return;
         }
-        let digest = digest(&self.key, &self.journal_id, away);
-        let kept = Kept { key: self.key, journal_id: self.journal_id, away: away.clone(), digest };
-        let bytes = serde_json::to_vec(&kept).expect("plain data serializes");
+        let kept = Kept { key: self.key, journal_id: self.journal_id, journal: state.journal.clone(), away: state.away.clone() };
+        let bytes = sealed(&kept);
         if bytes.len() > AWAY_KEPT_MAX_BYTES {
             return;
         }
@@ -293,8 +306,8 @@ mod tests {
         let read = read_keeping_with(&a.store, settled_now(), || a.queue("push feat/x")).unwrap();
         assert_eq!(read.state.away.window.as_ref().unwrap().queue.len(), 1);
         assert_eq!(a.take(), None, "kept under the key from before the append, which no read makes now");
-        // Kept by the key from before the append and with the state from before it, the next
-        // hook would take a record without the queued step: a stale record.
+        // Were the state from before the append kept under the key from after it, the next
+        // hook would take a record without the queued step.
         a.read_and_keep();
         assert_eq!(a.take().unwrap().window.unwrap().queue.len(), 1);
     }
@@ -303,18 +316,18 @@ mod tests {
     fn a_read_of_a_journal_other_than_the_one_the_path_record_names_is_not_kept() {
         let a = Away::new();
         let settled = settled_now().as_nanosecond();
-        let away = a.store.current_state().unwrap().state.away;
-        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, "0123456789abcdef0123456789abcdef", &away);
+        let state = a.store.current_state().unwrap().state;
+        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, "0123456789abcdef0123456789abcdef", &state);
         assert!(!a.kept_file().exists());
-        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, &a.journal_id(), &away);
+        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, &a.journal_id(), &state);
         assert!(a.kept_file().exists(), "the one it names is kept");
     }
 
     #[test]
     fn a_record_kept_by_another_build_is_not_taken() {
         let a = Away::new();
-        let away = a.store.current_state().unwrap().state.away;
-        Before::now(&a.store, "0.0.0-another", settled_now().as_nanosecond()).unwrap().keep(&a.store, &a.journal_id(), &away);
+        let state = a.store.current_state().unwrap().state;
+        Before::now(&a.store, "0.0.0-another", settled_now().as_nanosecond()).unwrap().keep(&a.store, &a.journal_id(), &state);
         assert!(a.kept_file().exists());
         assert_eq!(a.take(), None);
     }
@@ -350,39 +363,46 @@ mod tests {
         std::os::unix::fs::symlink(&aside, &file).unwrap();
         assert_eq!(a.take(), None);
         std::fs::remove_file(&file).unwrap();
-        // At its cap (JSON may end in white space), and one byte past it.
-        let mut padded = bytes.clone();
-        padded.resize(AWAY_KEPT_MAX_BYTES, b' ');
-        std::fs::write(&file, &padded).unwrap();
+        // At its cap (a JSON body may end in white space, sealed as written), and one byte
+        // past it.
+        let body_at = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let seal = |body: &[u8]| [digest(body).as_bytes(), b"\n", body].concat();
+        let mut body = bytes[body_at..].to_vec();
+        body.resize(AWAY_KEPT_MAX_BYTES - body_at, b' ');
+        std::fs::write(&file, seal(&body)).unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), AWAY_KEPT_MAX_BYTES as u64);
         assert!(a.take().is_some(), "at the cap");
-        padded.push(b' ');
-        std::fs::write(&file, &padded).unwrap();
+        body.push(b' ');
+        std::fs::write(&file, seal(&body)).unwrap();
         assert_eq!(a.take(), None, "past the cap");
-        // A hand edit: the window gone, the digest as it was.
-        let mut kept: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        // A hand edit: the window gone, the digest as it was; and white space added.
+        let mut kept: serde_json::Value = serde_json::from_slice(&bytes[body_at..]).unwrap();
         kept["away"]["window"] = serde_json::Value::Null;
-        std::fs::write(&file, serde_json::to_vec(&kept).unwrap()).unwrap();
+        std::fs::write(&file, [&bytes[..body_at], &serde_json::to_vec(&kept).unwrap()].concat()).unwrap();
         assert_eq!(a.take(), None, "edited");
+        std::fs::write(&file, [&bytes[..], b" "].concat()).unwrap();
+        assert_eq!(a.take(), None, "white space added");
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(a.take().is_some(), "as written");
     }
 
     #[test]
     fn a_record_is_kept_up_to_its_cap_and_not_past_it() {
         let a = Away::new();
-        let mut away = a.store.current_state().unwrap().state.away;
+        let mut state = a.store.current_state().unwrap().state;
         let settled = settled_now().as_nanosecond();
-        let size = |away: &AwayState| {
+        let size = |state: &FoldedState| {
             let before = Before::now(&a.store, BUILD, settled).unwrap();
-            let digest = digest(&before.key, &before.journal_id, away);
-            serde_json::to_vec(&Kept { key: before.key, journal_id: before.journal_id, away: away.clone(), digest }).unwrap().len()
+            sealed(&Kept { key: before.key, journal_id: before.journal_id, journal: state.journal.clone(), away: state.away.clone() }).len()
         };
-        let short = AWAY_KEPT_MAX_BYTES - size(&away);
-        away.window.as_mut().unwrap().set_by.push_str(&"p".repeat(short));
-        assert_eq!(size(&away), AWAY_KEPT_MAX_BYTES);
-        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, &a.journal_id(), &away);
+        let short = AWAY_KEPT_MAX_BYTES - size(&state);
+        state.away.window.as_mut().unwrap().set_by.push_str(&"p".repeat(short));
+        assert_eq!(size(&state), AWAY_KEPT_MAX_BYTES);
+        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, &a.journal_id(), &state);
         assert_eq!(std::fs::metadata(a.kept_file()).unwrap().len(), AWAY_KEPT_MAX_BYTES as u64, "at the cap");
         std::fs::remove_file(a.kept_file()).unwrap();
-        away.window.as_mut().unwrap().set_by.push('p');
-        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, &a.journal_id(), &away);
+        state.away.window.as_mut().unwrap().set_by.push('p');
+        Before::now(&a.store, BUILD, settled).unwrap().keep(&a.store, &a.journal_id(), &state);
         assert!(!a.kept_file().exists(), "past the cap");
     }
 
@@ -391,10 +411,25 @@ mod tests {
         let a = Away::new();
         a.read_and_keep();
         let file = a.kept_file();
-        let mut kept: Kept = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let mut kept = unsealed(&std::fs::read(&file).unwrap()).unwrap();
         kept.away.window.as_mut().unwrap().set_by = format!("ghp_{}", "Zk3x9QvT2mLp8RwY4nB6cD1eF7gH0jK5aS2d");
-        kept.digest = digest(&kept.key, &kept.journal_id, &kept.away);
-        std::fs::write(&file, serde_json::to_vec(&kept).unwrap()).unwrap();
+        std::fs::write(&file, sealed(&kept)).unwrap();
+        assert_eq!(a.take(), None);
+    }
+
+    /// A record folded by a build that handed the away fold no decisions: the journal's
+    /// summary counts one, the record saw none, as `fold::cached_state_passes` tells a
+    /// `state.json` of such a build.
+    #[test]
+    fn a_record_that_does_not_account_for_the_journals_decisions_is_not_taken() {
+        let a = Away::new();
+        a.read_and_keep();
+        let file = a.kept_file();
+        let mut kept = unsealed(&std::fs::read(&file).unwrap()).unwrap();
+        std::fs::write(&file, sealed(&kept)).unwrap();
+        assert!(a.take().is_some(), "sealed again as it was");
+        *kept.journal.by_kind.entry(event::DECISION_RECORDED.to_string()).or_default() += 1;
+        std::fs::write(&file, sealed(&kept)).unwrap();
         assert_eq!(a.take(), None);
     }
 
@@ -409,32 +444,75 @@ mod tests {
         assert!(a.take().is_some(), "at the edge");
     }
 
-    /// The real disk, recording every path a read opens, lists or asks the facts of.
+    /// The real disk, recording every path any call names.
     struct Recording(std::sync::Mutex<Vec<PathBuf>>);
+
+    impl Recording {
+        fn saw(&self, path: &Path) {
+            self.0.lock().unwrap().push(path.to_path_buf());
+        }
+    }
+
+    type Opened = std::io::Result<Box<dyn crate::journal::storage::StorageFile>>;
 
     impl crate::journal::storage::Delegate for Recording {
         fn inner(&self) -> &dyn Storage {
             &RealDisk
         }
-        fn open_read(&self, path: &Path) -> std::io::Result<Box<dyn crate::journal::storage::StorageFile>> {
-            self.0.lock().unwrap().push(path.to_path_buf());
+        fn open_read(&self, path: &Path) -> Opened {
+            self.saw(path);
             RealDisk.open_read(path)
         }
-        fn open_rw(&self, path: &Path) -> std::io::Result<Box<dyn crate::journal::storage::StorageFile>> {
-            self.0.lock().unwrap().push(path.to_path_buf());
+        fn open_rw(&self, path: &Path) -> Opened {
+            self.saw(path);
             RealDisk.open_rw(path)
         }
-        fn open_in_place(&self, path: &Path) -> std::io::Result<Box<dyn crate::journal::storage::StorageFile>> {
-            self.0.lock().unwrap().push(path.to_path_buf());
+        fn open_in_place(&self, path: &Path) -> Opened {
+            self.saw(path);
             RealDisk.open_in_place(path)
         }
+        fn create_new(&self, path: &Path) -> Opened {
+            self.saw(path);
+            RealDisk.create_new(path)
+        }
+        fn open_or_create(&self, path: &Path) -> Opened {
+            self.saw(path);
+            RealDisk.open_or_create(path)
+        }
         fn facts(&self, path: &Path) -> std::io::Result<Option<crate::journal::storage::FileFacts>> {
-            self.0.lock().unwrap().push(path.to_path_buf());
+            self.saw(path);
             RealDisk.facts(path)
         }
         fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-            self.0.lock().unwrap().push(dir.to_path_buf());
+            self.saw(dir);
             RealDisk.list_dir(dir)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+            self.saw(from);
+            self.saw(to);
+            RealDisk.rename(from, to)
+        }
+        fn rename_exchange(&self, a: &Path, b: &Path) -> std::io::Result<()> {
+            self.saw(a);
+            self.saw(b);
+            RealDisk.rename_exchange(a, b)
+        }
+        fn rename_noreplace(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+            self.saw(from);
+            self.saw(to);
+            RealDisk.rename_noreplace(from, to)
+        }
+        fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+            self.saw(dir);
+            RealDisk.sync_dir(dir)
+        }
+        fn create_dir_all(&self, dir: &Path, mode: u32) -> std::io::Result<()> {
+            self.saw(dir);
+            RealDisk.create_dir_all(dir, mode)
+        }
+        fn remove_cache_file(&self, path: &Path) -> std::io::Result<()> {
+            self.saw(path);
+            RealDisk.remove_cache_file(path)
         }
     }
 
@@ -444,8 +522,10 @@ mod tests {
     #[test]
     fn read_set_covers_every_path_the_read_touches() {
         let a = Away::new();
-        for step in 0..40 {
-            a.queue(&format!("step {step}"));
+        // Past the first checkpoint.
+        let unknown = || NewEvent { kind: "test.unknown".into(), actor: Actor::this_process(None), data: serde_json::json!({}) };
+        for _ in 0..crate::store::checkpoint::CHECKPOINT_EVERY_EVENTS.div_ceil(500) {
+            a.store.append(&vec![unknown(); 500], None).unwrap();
         }
         let recording = std::sync::Arc::new(Recording(std::sync::Mutex::new(Vec::new())));
         let journal =
@@ -475,6 +555,9 @@ mod tests {
             for p in &touched {
                 assert!(covered(p), "{way}: the read touched {}, which the read set leaves out", p.display());
                 checked += 1;
+            }
+            if way == "from a checkpoint" {
+                assert!(touched.iter().any(|p| p.parent() == Some(set[4].as_path())), "a checkpoint read: {touched:?}");
             }
         }
         assert!(checked > 8);

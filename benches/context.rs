@@ -44,8 +44,8 @@
 mod common;
 
 use common::{
-    Row, Target, abcd_bin, assert_succeeded, median, ms, rotate, session_start_payload, shuffled, true_bin, verify_clean,
-    write_ignoring_closed,
+    Row, Target, abcd_bin, assert_succeeded, install_copy, installed, median, ms, rotate, session_start_payload, shuffled, true_bin,
+    verify_clean, write_ignoring_closed,
 };
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -199,37 +199,6 @@ fn main() {
 
 // ----------------------------------------------------------------------------------------
 // Processes
-
-/// The `abcd` every timed run starts: a copy of the built binary made as `cargo install`
-/// makes one (`std::fs::copy`), set once by `main` ([`install_copy`]). The file the linker
-/// wrote is in another page-cache state, slower to start by 0.1-0.4 ms on the machines this
-/// runs on (docs/decisions.md, "A binary's page cache state"), and an install by `cargo
-/// install` never runs it, so it runs beside the copy as context rows of benchmark 3.
-static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
-/// Copies the built binary into `dir` as `cargo install` does, once per run, and leaves it
-/// in the state a long-lived install ends up in: written out, dropped from the page cache,
-/// and paged in again by the untimed first runs (a copy just made starts faster than that;
-/// docs/decisions.md, "A binary's page cache state"). Its path.
-fn install_copy(dir: &Path) -> &'static Path {
-    use std::os::fd::AsRawFd;
-    let bin = dir.join("bin");
-    std::fs::create_dir(&bin).expect("creating the bench's bin folder");
-    let exe = bin.join("abcd");
-    std::fs::copy(abcd_bin(), &exe).expect("copying the built abcd");
-    let file = std::fs::File::open(&exe).expect("opening the copy");
-    file.sync_all().expect("writing the copy out");
-    // SAFETY: an advice call on an fd this function owns; it reads no memory of ours.
-    let advised = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    assert_eq!(advised, 0, "dropping the copy from the page cache");
-    INSTALLED.set(exe).expect("installed once per run");
-    installed()
-}
-
-/// The installed copy ([`INSTALLED`]).
-fn installed() -> &'static Path {
-    INSTALLED.get().expect("main installs the copy before any benchmark runs")
-}
 
 /// `abcd <args>` (the installed copy) in working copy `wc` with home store `home`.
 fn abcd_cmd(wc: &Path, home: &Path, args: &[&str]) -> Command {

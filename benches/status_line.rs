@@ -23,7 +23,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use common::{Row, Target, abcd_bin, assert_succeeded, median, ms, print_report, true_bin, verify_clean, write_ignoring_closed};
+use common::{
+    Row, Target, abcd_bin, assert_succeeded, install_copy, installed, median, ms, print_report, true_bin, verify_clean,
+    write_ignoring_closed,
+};
 use status_line_payload::payload;
 
 /// First argument that makes this bench the trivial process: it exits at once.
@@ -59,7 +62,8 @@ fn main() {
     let tmp = tempfile::Builder::new().prefix("abcd-bench-status-line-").tempdir_in(&base).expect("a temp dir");
     let dir = tmp.path().canonicalize().expect("canonical temp dir");
     let home = dir.join("home");
-    println!("abcd: {}; temp dir {}", abcd_bin().display(), dir.display());
+    let exe = install_copy(&dir);
+    println!("abcd: {} (a copy of {}, made as `cargo install` makes it); temp dir {}", exe.display(), abcd_bin().display(), dir.display());
 
     let t = Instant::now();
     let small = dir.join("small");
@@ -163,7 +167,7 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 fn abcd(wc: &Path, home: &Path, args: &[&str]) -> String {
-    let mut cmd = Command::new(abcd_bin());
+    let mut cmd = Command::new(installed());
     cmd.args(args)
         .current_dir(wc)
         .env("ABCD_HOME", home)
@@ -229,7 +233,7 @@ fn timed(cmd: &mut Command, stdin: &[u8]) -> (Took, std::process::Output) {
 
 /// `abcd status-line` in `wc`, checked: what it took.
 fn status_line(wc: &Path, home: &Path, payload: &[u8], owed: usize) -> Took {
-    let mut cmd = Command::new(abcd_bin());
+    let mut cmd = Command::new(installed());
     cmd.arg("status-line").current_dir(wc).env("ABCD_HOME", home).env("TZ", "UTC");
     let (took, out) = timed(&mut cmd, payload);
     let line = String::from_utf8_lossy(&out.stdout);

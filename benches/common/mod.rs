@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,41 @@ pub fn ms(secs: f64) -> String {
 /// The release binary cargo built beside this bench (`target/release/abcd`).
 pub fn abcd_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_abcd"))
+}
+
+/// The `abcd` a bench times against a trivial process: a copy of the built binary made as
+/// `cargo install` makes one (`std::fs::copy`), set once by the bench's `main`
+/// ([`install_copy`]). The file the linker wrote is in another page-cache state, slower to
+/// start by 0.1-0.4 ms on the machines this runs on (docs/decisions.md, "A binary's page
+/// cache state"), and an install by `cargo install` never runs it; `context` runs it beside
+/// the copy as context rows.
+#[allow(dead_code)]
+static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Copies the built binary into `dir` as `cargo install` does, once per run, and leaves it
+/// in the state a long-lived install ends up in: written out, dropped from the page cache,
+/// and paged in again by the untimed first runs (a copy just made starts faster than that;
+/// docs/decisions.md, "A binary's page cache state"). Its path.
+#[allow(dead_code)]
+pub fn install_copy(dir: &Path) -> &'static Path {
+    use std::os::fd::AsRawFd;
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).expect("creating the bench's bin folder");
+    let exe = bin.join("abcd");
+    std::fs::copy(abcd_bin(), &exe).expect("copying the built abcd");
+    let file = std::fs::File::open(&exe).expect("opening the copy");
+    file.sync_all().expect("writing the copy out");
+    // SAFETY: an advice call on an fd this function owns; it reads no memory of ours.
+    let advised = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(advised, 0, "dropping the copy from the page cache");
+    INSTALLED.set(exe).expect("installed once per run");
+    installed()
+}
+
+/// The installed copy ([`INSTALLED`]).
+#[allow(dead_code)]
+pub fn installed() -> &'static Path {
+    INSTALLED.get().expect("main installs the copy before any benchmark runs")
 }
 
 /// The trivial process: starts and exits, reading nothing.

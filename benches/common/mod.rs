@@ -36,10 +36,9 @@ pub fn abcd_bin() -> &'static Path {
 
 /// The `abcd` a bench times against a trivial process: a copy of the built binary made as
 /// `cargo install` makes one (`std::fs::copy`), set once by the bench's `main`
-/// ([`install_copy`]). The file the linker wrote is in another page-cache state, slower to
-/// start by 0.1-0.4 ms on the machines this runs on (docs/decisions.md, "A binary's page
-/// cache state"), and an install by `cargo install` never runs it; `context` runs it beside
-/// the copy as context rows.
+/// ([`install_copy`]). The file the linker wrote is in another page-cache state, which
+/// starts slower (docs/decisions.md, "A binary's page cache state"), and an install by
+/// `cargo install` never runs it; `context` runs it beside the copy as context rows.
 #[allow(dead_code)]
 static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 

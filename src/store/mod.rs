@@ -259,6 +259,13 @@ impl Store {
         Ok(current)
     }
 
+    /// Whether `state.json`, naming `on_disk`, may stay behind `current`'s head: a working
+    /// copy's, within [`Store::may_trail_by`].
+    fn state_may_lag(&self, current: &CurrentState, on_disk: Option<u64>) -> bool {
+        matches!(current.state.journal.scope, Some(Scope::WorkingCopy { .. }))
+            && on_disk.is_some_and(|seq| self.may_trail_by(current.head.seq - seq))
+    }
+
     /// Writes the projections for `current` (unless they already show it, or may stay
     /// behind: see [`Store::may_trail_by`]) and a checkpoint when the batch crossed a
     /// multiple of `CHECKPOINT_EVERY_EVENTS`. `on_disk`: the seq `state.json` names.
@@ -269,8 +276,7 @@ impl Store {
         appended: &[Appended],
         on_disk: Option<u64>,
     ) -> Result<(), JournalError> {
-        let state_may_lag = matches!(current.state.journal.scope, Some(Scope::WorkingCopy { .. }))
-            && on_disk.is_some_and(|seq| self.may_trail_by(current.head.seq - seq));
+        let state_may_lag = self.state_may_lag(current, on_disk);
         let checklist_changed = events.iter().any(|e| projection::changes_checklist_view(&e.kind));
         if current.base != StateBase::ProjectionCurrent {
             match (state_may_lag, checklist_changed) {
@@ -544,16 +550,14 @@ impl Store {
         if current.degraded.is_some() || current.provable.is_some() {
             return Ok(());
         }
-        match projection_seq(&current.base, Some(current.head.seq)) {
-            Some(seq) if self.may_trail_by(current.head.seq - seq) => self.write_view(current),
-            _ => {
-                self.write_projection(current)?;
-                // The read now stands on the file just written: an append from it does not
-                // write it again.
-                current.base = StateBase::ProjectionCurrent;
-                Ok(())
-            }
+        if self.state_may_lag(current, projection_seq(&current.base, Some(current.head.seq))) {
+            return self.write_view(current);
         }
+        self.write_projection(current)?;
+        // The read now stands on the file just written: an append from it does not write it
+        // again.
+        current.base = StateBase::ProjectionCurrent;
+        Ok(())
     }
 
     /// [`Store::append_with`] for a decision that reads no checklist item and appends no

@@ -63,7 +63,7 @@ const DIGEST_KEY: &[u8] = b"\n  \"digest\": \"";
 /// A digest's hex digits.
 const DIGEST_HEX_LEN: usize = 64;
 /// The digest value a file is rendered with before it is sealed.
-const UNSEALED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub const UNSEALED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const _: () = assert!(UNSEALED.len() == DIGEST_HEX_LEN);
 
 /// Where the digest's digits start in `bytes`, and the digest of `bytes` with those digits
@@ -78,8 +78,9 @@ fn digest_of(context: &str, bytes: &[u8]) -> Option<(usize, String)> {
     Some((at, hasher.finalize().to_hex().to_string()))
 }
 
-/// `value` (whose digest is [`UNSEALED`]) rendered, with its digest written in.
-fn render_sealed<T: Serialize>(context: &str, value: &T) -> Vec<u8> {
+/// `value` (whose digest is [`UNSEALED`]) rendered, with its digest written in: the one way
+/// abcd seals a file it reads back (the projections, and the hooks' kept away record).
+pub fn render_sealed<T: Serialize>(context: &str, value: &T) -> Vec<u8> {
     seal(context, value).0
 }
 
@@ -99,7 +100,7 @@ fn seal<T: Serialize>(context: &str, value: &T) -> (Vec<u8>, String) {
 
 /// Whether `bytes` carry their own digest, and it is `parsed`, the digest value read
 /// from them.
-fn digest_holds(context: &str, bytes: &[u8], parsed: &str) -> bool {
+pub fn digest_holds(context: &str, bytes: &[u8], parsed: &str) -> bool {
     digest_of(context, bytes).is_some_and(|(at, digest)| digest == parsed && &bytes[at..at + DIGEST_HEX_LEN] == parsed.as_bytes())
 }
 

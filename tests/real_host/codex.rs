@@ -93,14 +93,12 @@ fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn abcd_exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_abcd")).canonicalize().expect("the abcd binary exists")
-}
+use crate::real_host::abcd_exe;
 
-/// The PATH of every CLI run, and of `abcd init --host codex`: abcd's folder first, so the
-/// hooks' bare `abcd` is this build.
+/// The PATH of every CLI run, and of `abcd init --host codex`: the Claude tier's
+/// ([`crate::real_host::sandbox_path`]).
 fn run_path() -> String {
-    format!("{}:/usr/local/bin:/usr/bin:/bin", abcd_exe().parent().unwrap().display())
+    crate::real_host::sandbox_path()
 }
 
 // ---------------------------------------------------------------------------- a scenario's place

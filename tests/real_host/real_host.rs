@@ -100,8 +100,14 @@ fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn abcd_exe() -> PathBuf {
+pub(crate) fn abcd_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_abcd")).canonicalize().expect("the abcd binary exists")
+}
+
+/// The PATH the clients run with in the sandbox, and of every abcd verb a scenario runs:
+/// abcd's folder first, so the hooks' bare `abcd` is this build.
+pub(crate) fn sandbox_path() -> String {
+    format!("{}:/usr/local/bin:/usr/bin:/bin", abcd_exe().parent().unwrap().display())
 }
 
 // ---------------------------------------------------------------------------- a scenario's place
@@ -214,7 +220,6 @@ impl Lab {
     /// logging to `log`, with exactly the environment the client sees (and passes on to the
     /// hooks and the Bash tool); the caller appends the command it starts after `--`.
     fn in_sandbox(&self, script_path: &Path, log_path: &Path) -> Command {
-        let bin_dir = abcd_exe().parent().unwrap().to_path_buf();
         let mut cmd = Command::new("unshare");
         cmd.args(["-rn", "--", "python3"])
             .arg(manifest().join("tests/real_host/model_server.py"))
@@ -225,7 +230,7 @@ impl Lab {
             .arg(log_path)
             .arg("--")
             .env_clear()
-            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bin_dir.display()))
+            .env("PATH", sandbox_path())
             .env("HOME", self.base.join("home"))
             .env("TMPDIR", self.base.join("tmp"))
             .env("LANG", "C.UTF-8")
@@ -828,7 +833,7 @@ fn away_the_stops_after_the_first_start_no_git_child() {
         );
         std::fs::write(shim.join("git"), script).unwrap();
         std::fs::set_permissions(shim.join("git"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let path = format!("{}:{}:/usr/local/bin:/usr/bin:/bin", shim.display(), abcd_exe().parent().unwrap().display());
+        let path = format!("{}:{}", shim.display(), sandbox_path());
         let run = lab.print(
             json!({"turns": [], "after": "Done for now."}),
             "write the parser",

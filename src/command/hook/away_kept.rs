@@ -31,7 +31,7 @@ use crate::fold::{FoldedState, JournalSummary};
 use crate::journal::append::JournalError;
 use crate::journal::storage::{RealDisk, Storage, read_small, untrusted_reason, write_atomic};
 use crate::platform::fs::{change_identity, changed_at_nanos, path_bytes};
-use crate::store::projection::STATE_SCHEMA;
+use crate::store::projection::{STATE_SCHEMA, UNSEALED, digest_holds, render_sealed};
 use crate::store::{CurrentState, Store};
 
 /// The kept record's file name, beside the repository journal.
@@ -54,9 +54,9 @@ const KEY_CONTEXT: &str = "abcd away kept key v1";
 /// The digest's domain, as each projection has its own.
 const DIGEST_CONTEXT: &str = "abcd away kept digest v1";
 
-/// The kept record: the first line is the digest of the rest, the bytes as written (a hand
-/// edit is not taken, as a hand-edited projection is not), and the rest is this as JSON.
-#[derive(Debug, Serialize, Deserialize)]
+/// The kept record, sealed as the projections are ([`render_sealed`]): a hand edit is not
+/// taken, as a hand-edited projection is not.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Kept {
     key: String,
@@ -66,27 +66,13 @@ struct Kept {
     /// folded the away events otherwise wrote (one that kept no decisions or refusals).
     journal: JournalSummary,
     away: AwayState,
+    digest: String,
 }
 
-/// The digest of a kept record's body, as written.
-fn digest(body: &[u8]) -> String {
-    blake3::Hasher::new_derive_key(DIGEST_CONTEXT).update(body).finalize().to_hex().to_string()
-}
-
-/// A kept record's bytes: its digest, a newline, its body.
-fn sealed(kept: &Kept) -> Vec<u8> {
-    let body = serde_json::to_vec(kept).expect("plain data serializes");
-    let mut bytes = digest(&body).into_bytes();
-    bytes.push(b'\n');
-    bytes.extend_from_slice(&body);
-    bytes
-}
-
-/// The record in `bytes`, when its digest holds and it is of its shape.
+/// The record in `bytes`, when it is of its shape and its digest holds.
 fn unsealed(bytes: &[u8]) -> Option<Kept> {
-    let at = crate::byte_search::find_byte(b'\n', bytes)?;
-    let (named, body) = (&bytes[..at], &bytes[at + 1..]);
-    (named == digest(body).as_bytes()).then(|| serde_json::from_slice(body).ok())?
+    let kept: Kept = serde_json::from_slice(bytes).ok()?;
+    digest_holds(DIGEST_CONTEXT, bytes, &kept.digest).then_some(kept)
 }
 
 /// The key of the record `store` reads, read as journal `journal_id` by build `build`, as
@@ -104,7 +90,7 @@ fn key(store: &Store, journal_id: &str, build: &str, settled: Option<i128>) -> O
     field(STATE_SCHEMA.as_bytes());
     field(journal_id.as_bytes());
     let mut racy = false;
-    for (k, file) in files.iter().enumerate() {
+    for file in &files {
         field(path_bytes(file));
         match std::fs::symlink_metadata(file) {
             Ok(m) => {
@@ -112,7 +98,7 @@ fn key(store: &Store, journal_id: &str, build: &str, settled: Option<i128>) -> O
                 racy |= settled.is_some_and(|s| changed_at_nanos(&m) > s);
             }
             // The journal itself must be there: with none, there is no record to keep.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && k > 0 => field(b"absent"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && *file != store.journal().paths().journal => field(b"absent"),
             Err(_) => return None,
         }
     }
@@ -186,8 +172,14 @@ impl Before {
         if journal_id != self.journal_id {
             return;
         }
-        let kept = Kept { key: self.key, journal_id: self.journal_id, journal: state.journal.clone(), away: state.away.clone() };
-        let bytes = sealed(&kept);
+        let kept = Kept {
+            key: self.key,
+            journal_id: self.journal_id,
+            journal: state.journal.clone(),
+            away: state.away.clone(),
+            digest: UNSEALED.into(),
+        };
+        let bytes = render_sealed(DIGEST_CONTEXT, &kept);
         if bytes.len() > AWAY_KEPT_MAX_BYTES {
             return;
         }
@@ -205,6 +197,21 @@ mod tests {
     use jiff::ToSpan;
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
+
+    /// A kept record's bytes, its digest (whatever `kept` holds) written anew: a forger's.
+    fn sealed(kept: &Kept) -> Vec<u8> {
+        render_sealed(DIGEST_CONTEXT, &Kept { digest: UNSEALED.into(), ..kept.clone() })
+    }
+
+    /// Writes into `bytes` (a kept record, its white space changed) the digest they now have,
+    /// by the projections' rule: the digest's digits read as `0`s while hashing.
+    fn reseal(bytes: &mut [u8]) {
+        let key = b"\n  \"digest\": \"";
+        let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+        bytes[at..at + UNSEALED.len()].copy_from_slice(UNSEALED.as_bytes());
+        let digest = blake3::Hasher::new_derive_key(DIGEST_CONTEXT).update(bytes).finalize().to_hex();
+        bytes[at..at + UNSEALED.len()].copy_from_slice(digest.as_bytes());
+    }
 
     /// A wall clock past [`RACY_WITHIN`] from now: what a later hook sees.
     fn settled_now() -> jiff::Timestamp {
@@ -363,22 +370,21 @@ mod tests {
         std::os::unix::fs::symlink(&aside, &file).unwrap();
         assert_eq!(a.take(), None);
         std::fs::remove_file(&file).unwrap();
-        // At its cap (a JSON body may end in white space, sealed as written), and one byte
-        // past it.
-        let body_at = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
-        let seal = |body: &[u8]| [digest(body).as_bytes(), b"\n", body].concat();
-        let mut body = bytes[body_at..].to_vec();
-        body.resize(AWAY_KEPT_MAX_BYTES - body_at, b' ');
-        std::fs::write(&file, seal(&body)).unwrap();
+        // At its cap (JSON may end in white space, sealed as written), and one byte past it.
+        let mut padded = bytes.clone();
+        padded.resize(AWAY_KEPT_MAX_BYTES, b' ');
+        reseal(&mut padded);
+        std::fs::write(&file, &padded).unwrap();
         assert_eq!(std::fs::metadata(&file).unwrap().len(), AWAY_KEPT_MAX_BYTES as u64);
         assert!(a.take().is_some(), "at the cap");
-        body.push(b' ');
-        std::fs::write(&file, seal(&body)).unwrap();
+        padded.push(b' ');
+        reseal(&mut padded);
+        std::fs::write(&file, &padded).unwrap();
         assert_eq!(a.take(), None, "past the cap");
         // A hand edit: the window gone, the digest as it was; and white space added.
-        let mut kept: serde_json::Value = serde_json::from_slice(&bytes[body_at..]).unwrap();
+        let mut kept: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         kept["away"]["window"] = serde_json::Value::Null;
-        std::fs::write(&file, [&bytes[..body_at], &serde_json::to_vec(&kept).unwrap()].concat()).unwrap();
+        std::fs::write(&file, serde_json::to_vec_pretty(&kept).unwrap()).unwrap();
         assert_eq!(a.take(), None, "edited");
         std::fs::write(&file, [&bytes[..], b" "].concat()).unwrap();
         assert_eq!(a.take(), None, "white space added");
@@ -393,7 +399,14 @@ mod tests {
         let settled = settled_now().as_nanosecond();
         let size = |state: &FoldedState| {
             let before = Before::now(&a.store, BUILD, settled).unwrap();
-            sealed(&Kept { key: before.key, journal_id: before.journal_id, journal: state.journal.clone(), away: state.away.clone() }).len()
+            let kept = Kept {
+                key: before.key,
+                journal_id: before.journal_id,
+                journal: state.journal.clone(),
+                away: state.away.clone(),
+                digest: UNSEALED.into(),
+            };
+            sealed(&kept).len()
         };
         let short = AWAY_KEPT_MAX_BYTES - size(&state);
         state.away.window.as_mut().unwrap().set_by.push_str(&"p".repeat(short));

@@ -26,7 +26,7 @@ use crate::host::{HookEvent, HookReply, HookRequest, Host, RequestDetail, ToolCa
 use crate::journal::append::{AppendNotes, Appended, JournalError};
 use crate::journal::format::{Actor, NewEvent};
 use crate::journal::storage::RealDisk;
-use crate::places::{self, Place, PlaceError};
+use crate::places::{Place, PlaceError};
 use crate::store::Store;
 use crate::store::context as start_frame;
 
@@ -37,20 +37,9 @@ pub use outcome::{HookError, HookOutcome};
 /// Handles one hook call; `started` is when the hook process began (the owed-work
 /// budget runs from it). `Ok` with an empty reply when the checkout is not managed.
 pub fn handle(req: &HookRequest, started: std::time::Instant) -> Result<HookOutcome, HookError> {
-    let (req, start_place) = start_copy::at_start_copy(req);
+    let (req, place) = start_copy::at_start_copy(req);
     let req = &req;
-    // The payload's folder is resolved once, for every part of the hook: here, unless
-    // finding the start copy resolved it (a managed copy, whose git link holds).
-    let place = match start_place {
-        Some(place) => place,
-        None => {
-            // A worktree whose git link is broken would otherwise read as unmanaged, silently.
-            if let Some(folder) = places::broken_worktree_link(&req.cwd) {
-                return Err(HookError::BrokenWorktreeLink(folder));
-            }
-            Place::at(&req.cwd)
-        }
-    };
+    let place = place.map_err(HookError::BrokenWorktreeLink)?;
     let outcome = handle_managed(req, &place, started)?;
     // After the hook's own work: a background mirror push when one is due (it never waits
     // for the push, and what the push does is recorded for `abcd mirror status`).

@@ -21,10 +21,11 @@ pub const SESSION_INDEX_MAX_ENTRIES: usize = 1024;
 pub const SESSION_ENTRY_MAX_BYTES: u64 = 4096;
 
 /// The request as the hooks judge it: `cwd` set to the session's start copy when the host
-/// names one, or the index holds one, that is managed (or whose git link is broken, which
-/// the hook then names); with the start copy's place when finding it resolved one, so the
-/// hook resolves no folder twice.
-pub fn at_start_copy(req: &HookRequest) -> (HookRequest, Option<places::Place>) {
+/// names one, or the index holds one, that is managed (or whose git link is broken); and
+/// the place it speaks from, resolved once for the whole hook, or the work tree whose git
+/// link is broken, which the hook names (such a tree would otherwise read as unmanaged,
+/// silently).
+pub fn at_start_copy(req: &HookRequest) -> (HookRequest, Result<places::Place, PathBuf>) {
     let named = req.project_dir.as_deref().and_then(|dir| Some((dir.to_path_buf(), speaks_for(dir)?)));
     // A fresh start is where its payload says: the index is what it writes, not what it reads.
     let start = named.or_else(|| {
@@ -33,10 +34,13 @@ pub fn at_start_copy(req: &HookRequest) -> (HookRequest, Option<places::Place>) 
         let speaks = speaks_for(&dir)?;
         Some((dir, speaks))
     });
-    let Some((dir, speaks)) = start else { return (req.clone(), None) };
+    let Some((dir, speaks)) = start else {
+        let place = places::broken_worktree_link(&req.cwd).map_or_else(|| Ok(places::Place::at(&req.cwd)), Err);
+        return (req.clone(), place);
+    };
     let place = match speaks {
-        Speaks::Managed(place) => Some(*place),
-        Speaks::BrokenLink => None,
+        Speaks::Managed(place) => Ok(*place),
+        Speaks::BrokenLink(folder) => Err(folder),
     };
     let req = if dir == req.cwd { req.clone() } else { HookRequest { cwd: dir, ..req.clone() } };
     (req, place)
@@ -52,8 +56,8 @@ fn fresh_start(req: &HookRequest) -> bool {
 enum Speaks {
     /// A managed working copy, with its place as resolved (boxed: a place is large).
     Managed(Box<places::Place>),
-    /// A folder whose git link is broken: the hook names it.
-    BrokenLink,
+    /// A folder whose git link is broken: the hook names the work tree.
+    BrokenLink(PathBuf),
 }
 
 /// Whether the hooks may speak for `dir`, and how.
@@ -61,8 +65,8 @@ fn speaks_for(dir: &Path) -> Option<Speaks> {
     if !dir.is_dir() {
         return None;
     }
-    if places::broken_worktree_link(dir).is_some() {
-        return Some(Speaks::BrokenLink);
+    if let Some(folder) = places::broken_worktree_link(dir) {
+        return Some(Speaks::BrokenLink(folder));
     }
     let place = places::Place::at(dir);
     place.working_copy().is_ok().then(|| Speaks::Managed(Box::new(place)))
